@@ -1,0 +1,109 @@
+//! What the status manager needs from its host, as a plain Rust trait.
+//!
+//! The component's glue implements it with the WIT imports; benchmarks and the native
+//! fuzzer implement it directly. Pods and statuses travel as JSON text here too, so the
+//! native build pays the same parsing cost as the component and the two can be compared.
+
+/// A point in wall-clock time (the `types.timestamp` of the WIT contract).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Timestamp {
+    /// Whole seconds since the Unix epoch.
+    pub seconds: i64,
+    /// Nanoseconds past `seconds`, below 1e9.
+    pub nanoseconds: u32,
+}
+
+/// A handle on a status snapshot the manager keeps until the host hands it back.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SyncRequest {
+    /// Unique for the manager's lifetime.
+    pub id: u64,
+    /// The pod the status belongs to.
+    pub pod_uid: String,
+    /// The status version of the snapshot.
+    pub version: u64,
+}
+
+/// Why an API call failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ApiError {
+    /// HTTP 404.
+    NotFound(String),
+    /// HTTP 409: a precondition failed.
+    Conflict(String),
+    /// Anything else.
+    Other(String),
+}
+
+impl ApiError {
+    /// The server's message.
+    pub fn message(&self) -> &str {
+        match self {
+            ApiError::NotFound(m) | ApiError::Conflict(m) | ApiError::Other(m) => m,
+        }
+    }
+}
+
+/// A replacement of a pod's status subresource.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StatusUpdate {
+    pub namespace: String,
+    pub name: String,
+    pub uid_precondition: Option<String>,
+    pub resource_version_precondition: Option<String>,
+    /// The new status as JSON.
+    pub status: String,
+}
+
+/// How to delete a pod.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeleteOptions {
+    pub uid_precondition: Option<String>,
+    pub grace_period_seconds: Option<i64>,
+}
+
+/// Both directions of the static/mirror pairing.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct UidTranslations {
+    /// Static UID to mirror UID ("" when the mirror pod does not exist yet).
+    pub pod_to_mirror: Vec<(String, String)>,
+    /// Mirror UID to static UID.
+    pub mirror_to_pod: Vec<(String, String)>,
+}
+
+/// Log levels, most severe first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Level {
+    Error,
+    Warn,
+    Info,
+    Debug,
+    Trace,
+}
+
+/// Everything the status manager calls out to. Each method is one WIT import.
+pub trait Imports {
+    // api-server
+    fn get_pod(&mut self, namespace: &str, name: &str) -> Result<String, ApiError>;
+    fn update_pod_status(&mut self, update: StatusUpdate) -> Result<String, ApiError>;
+    fn delete_pod(&mut self, namespace: &str, name: &str, options: DeleteOptions) -> Result<(), ApiError>;
+
+    // pod-manager
+    fn get_pod_by_uid(&mut self, uid: &str) -> Option<String>;
+    fn get_mirror_pod_by_pod(&mut self, pod_json: &str) -> Option<String>;
+    fn translate_pod_uid(&mut self, uid: &str) -> String;
+    fn get_uid_translations(&mut self) -> UidTranslations;
+
+    // deletion-safety
+    fn pod_resources_are_reclaimed(&mut self, pod_json: &str, status_json: &str) -> bool;
+
+    // clock
+    fn now(&mut self) -> Timestamp;
+
+    // logging
+    fn log(&mut self, level: Level, message: &str);
+    fn log_enabled(&mut self, level: Level) -> bool;
+
+    // sync-queue
+    fn push_sync_request(&mut self, request: SyncRequest) -> bool;
+}

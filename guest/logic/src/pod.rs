@@ -1,0 +1,191 @@
+//! The parts of a Pod the status manager reads, parsed without building the whole object.
+//!
+//! Pods cross the boundary as full Kubernetes JSON, but the status manager needs only
+//! identity, a few annotations, the deletion timestamp, the container names of the spec
+//! and (sometimes) the status. Parsing just those keeps the JSON boundary cheap: serde
+//! skips everything else without allocating, and the status stays raw text until asked
+//! for.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::PodStatus;
+use serde::{Deserialize, Deserializer};
+use serde_json::value::RawValue;
+
+/// Annotation naming where the kubelet got a pod (`api`, `file`, `http`).
+pub const CONFIG_SOURCE_ANNOTATION: &str = "kubernetes.io/config.source";
+/// Annotation present on mirror pods (the API server's copies of static pods).
+pub const CONFIG_MIRROR_ANNOTATION: &str = "kubernetes.io/config.mirror";
+/// The config source of pods that came from the API server.
+const API_SOURCE: &str = "api";
+
+/// A pod as far as the status manager cares.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct PodView {
+    #[serde(deserialize_with = "null_as_default")]
+    pub metadata: MetaView,
+    #[serde(deserialize_with = "null_as_default")]
+    pub spec: SpecView,
+    /// Kept as text: most callers never look at it.
+    pub status: Option<Box<RawValue>>,
+}
+
+/// The metadata fields the status manager reads.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct MetaView {
+    #[serde(deserialize_with = "null_as_default")]
+    pub name: String,
+    #[serde(deserialize_with = "null_as_default")]
+    pub namespace: String,
+    #[serde(deserialize_with = "null_as_default")]
+    pub uid: String,
+    pub resource_version: Option<String>,
+    /// Only whether it is set matters: a pod being deleted forces status updates.
+    pub deletion_timestamp: Option<serde::de::IgnoredAny>,
+    #[serde(deserialize_with = "null_as_default")]
+    pub annotations: BTreeMap<String, String>,
+}
+
+/// The spec fields the status manager reads.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct SpecView {
+    #[serde(deserialize_with = "null_as_default")]
+    pub containers: Vec<NamedView>,
+    #[serde(deserialize_with = "null_as_default")]
+    pub init_containers: Vec<NamedView>,
+    pub restart_policy: Option<String>,
+}
+
+/// A container of the spec, by name.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct NamedView {
+    #[serde(deserialize_with = "null_as_default")]
+    pub name: String,
+}
+
+/// Go decodes `null` into a field's zero value; serde's `default` covers only absence.
+fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Default + Deserialize<'de>,
+{
+    Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
+}
+
+impl PodView {
+    /// Parses a pod; fails on text that is not a JSON object of the Pod's shape.
+    pub fn parse(json: &str) -> Result<PodView, String> {
+        serde_json::from_str(json).map_err(|e| format!("not a core/v1 Pod: {e}"))
+    }
+
+    /// Parses a pod that must have a UID (every pod the kubelet handles does).
+    pub fn parse_with_uid(json: &str) -> Result<PodView, String> {
+        let pod = Self::parse(json)?;
+        if pod.metadata.uid.is_empty() {
+            return Err(format!(
+                "pod {}/{} has no metadata.uid",
+                pod.metadata.namespace, pod.metadata.name
+            ));
+        }
+        Ok(pod)
+    }
+
+    /// The pod's own status (an absent or null status is the empty status).
+    pub fn parse_status(&self) -> Result<PodStatus, String> {
+        match &self.status {
+            None => Ok(PodStatus::default()),
+            Some(raw) => parse_status(raw.get()),
+        }
+    }
+
+    /// `namespace/name`, for log messages.
+    pub fn full_name(&self) -> String {
+        format!("{}/{}", self.metadata.namespace, self.metadata.name)
+    }
+
+    /// A static pod came from a file or URL, not from the API server.
+    pub fn is_static(&self) -> bool {
+        self.metadata
+            .annotations
+            .get(CONFIG_SOURCE_ANNOTATION)
+            .is_some_and(|source| source != API_SOURCE)
+    }
+
+    /// A mirror pod is the API server's copy of a static pod.
+    pub fn is_mirror(&self) -> bool {
+        self.metadata.annotations.contains_key(CONFIG_MIRROR_ANNOTATION)
+    }
+
+    /// Whether the pod is being deleted.
+    pub fn is_being_deleted(&self) -> bool {
+        self.metadata.deletion_timestamp.is_some()
+    }
+}
+
+/// Parses a PodStatus (`null` is the empty status, as in Go).
+pub fn parse_status(json: &str) -> Result<PodStatus, String> {
+    serde_json::from_str::<Option<PodStatus>>(json)
+        .map(Option::unwrap_or_default)
+        .map_err(|e| format!("not a core/v1 PodStatus: {e}"))
+}
+
+/// Serialises a PodStatus. k8s-openapi's types always serialise; a failure would be a
+/// bug in them, reported rather than panicking.
+pub fn status_to_json(status: &PodStatus) -> Result<String, String> {
+    serde_json::to_string(status).map_err(|e| format!("cannot serialise status: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_identity_and_skips_the_rest() {
+        let pod = PodView::parse(
+            r#"{"metadata":{"name":"a","namespace":"ns","uid":"u1","resourceVersion":"7",
+                "deletionTimestamp":"2026-01-01T00:00:00Z",
+                "annotations":{"kubernetes.io/config.source":"file"},"labels":{"x":"y"}},
+               "spec":{"containers":[{"name":"c","image":"i"}],"initContainers":null},
+               "status":{"phase":"Running"}}"#,
+        )
+        .unwrap();
+        assert_eq!(pod.metadata.uid, "u1");
+        assert_eq!(pod.metadata.resource_version.as_deref(), Some("7"));
+        assert!(pod.is_being_deleted());
+        assert!(pod.is_static());
+        assert!(!pod.is_mirror());
+        assert_eq!(pod.spec.containers.len(), 1);
+        assert!(pod.spec.init_containers.is_empty());
+        assert_eq!(pod.parse_status().unwrap().phase.as_deref(), Some("Running"));
+    }
+
+    #[test]
+    fn api_source_is_not_static_and_null_deletion_timestamp_is_unset() {
+        let pod = PodView::parse(
+            r#"{"metadata":{"uid":"u","deletionTimestamp":null,
+                "annotations":{"kubernetes.io/config.source":"api","kubernetes.io/config.mirror":""}}}"#,
+        )
+        .unwrap();
+        assert!(!pod.is_static());
+        assert!(pod.is_mirror());
+        assert!(!pod.is_being_deleted());
+    }
+
+    #[test]
+    fn rejects_garbage_and_missing_uid() {
+        assert!(PodView::parse("[1,2]").is_err());
+        assert!(PodView::parse("{").is_err());
+        let err = PodView::parse_with_uid(r#"{"metadata":{"name":"a","namespace":"b"}}"#).unwrap_err();
+        assert!(err.contains("b/a has no metadata.uid"), "{err}");
+    }
+
+    #[test]
+    fn null_status_is_empty() {
+        assert_eq!(parse_status("null").unwrap(), PodStatus::default());
+        assert!(parse_status(r#"{"conditions": 5}"#).is_err());
+    }
+}

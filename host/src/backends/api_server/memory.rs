@@ -1,0 +1,548 @@
+//! An API server held in memory, with Kubernetes' semantics for pods: objects keyed by
+//! namespace and name, a resourceVersion that changes on every write, preconditions that
+//! fail with a conflict, and change events for watchers.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use k8s_openapi::api::core::v1::Pod;
+
+use super::{ApiError, ApiServer, DeleteOptions, Result, StatusUpdate};
+
+/// The namespace the API server gives a pod that names none.
+const DEFAULT_NAMESPACE: &str = "default";
+
+/// A change to a stored pod, carrying the object as stored after the change.
+#[derive(Clone, Debug, PartialEq)]
+pub enum PodEvent {
+    /// A pod was created.
+    Added(Pod),
+    /// A pod was replaced or its status written.
+    Modified(Pod),
+    /// A pod was deleted; its last state, stamped with the deletion's resourceVersion.
+    Deleted(Pod),
+}
+
+impl PodEvent {
+    /// The pod the event carries.
+    pub fn pod(&self) -> &Pod {
+        match self {
+            Self::Added(pod) | Self::Modified(pod) | Self::Deleted(pod) => pod,
+        }
+    }
+}
+
+/// A watcher called after each successful change. It may read the store but must not
+/// write to it or subscribe (writes wait for listeners, so that would deadlock).
+pub type PodListener = Box<dyn Fn(&PodEvent) + Send + Sync>;
+
+/// The in-memory API server. Thread-safe; every method takes `&self`.
+///
+/// Deletion is immediate: a grace period is accepted and recorded nowhere (no
+/// `deletionTimestamp`, no finalizers), as the replay world specifies.
+#[derive(Default)]
+pub struct MemoryApiServer {
+    /// The objects and the resourceVersion counter; never held while listeners run, so a
+    /// listener may read the store.
+    store: Mutex<Store>,
+    /// Held by every write from before its change until its listeners return: writes
+    /// are thus serialised, and listeners see the changes in the order they happened even
+    /// when several threads write.
+    listeners: Mutex<Vec<PodListener>>,
+}
+
+#[derive(Default)]
+struct Store {
+    /// (namespace, name) -> pod; a BTreeMap so that listing order is deterministic.
+    pods: BTreeMap<(String, String), Pod>,
+    /// The resourceVersion of the latest write (0: nothing written yet).
+    resource_version: u64,
+}
+
+impl Store {
+    /// Gives `pod` the next resourceVersion: every write gets a new one, changed or not.
+    fn stamp(&mut self, mut pod: Pod) -> Pod {
+        self.resource_version += 1;
+        pod.metadata.resource_version = Some(self.resource_version.to_string());
+        pod
+    }
+
+    fn get(&self, namespace: &str, name: &str) -> Result<&Pod> {
+        self.pods
+            .get(&(namespace.to_owned(), name.to_owned()))
+            .ok_or_else(|| not_found(namespace, name))
+    }
+}
+
+impl MemoryApiServer {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The resourceVersion of the latest successful write (0 before any).
+    pub fn resource_version(&self) -> u64 {
+        lock(&self.store).resource_version
+    }
+
+    /// Registers a watcher, called for every later change (see [`PodListener`]).
+    pub fn subscribe(&self, listener: PodListener) {
+        lock(&self.listeners).push(listener);
+    }
+
+    /// POST: stores a new pod. It must have a name and a UID (this store does not invent
+    /// UIDs); a missing namespace becomes `default`. A taken name is
+    /// [`ApiError::AlreadyExists`].
+    pub fn create_pod(&self, pod: Pod) -> Result<Pod> {
+        let (key, pod) = normalise(pod)?;
+        if pod.metadata.uid.as_deref().is_none_or(str::is_empty) {
+            return Err(invalid(&key.1, "metadata.uid: Required value"));
+        }
+        self.write(|store| {
+            if store.pods.contains_key(&key) {
+                return Err(ApiError::AlreadyExists {
+                    namespace: key.0,
+                    name: key.1,
+                });
+            }
+            let pod = store.stamp(pod);
+            store.pods.insert(key, pod.clone());
+            Ok((pod.clone(), PodEvent::Added(pod)))
+        })
+    }
+
+    /// An outside writer creates or replaces the pod, status included, with no
+    /// preconditions. A pod without a UID keeps the stored one's; a new pod needs one.
+    pub fn put_pod(&self, pod: Pod) -> Result<Pod> {
+        let (key, mut pod) = normalise(pod)?;
+        self.write(|store| {
+            let existing = store.pods.get(&key);
+            if pod.metadata.uid.as_deref().is_none_or(str::is_empty) {
+                pod.metadata.uid = existing.and_then(|old| old.metadata.uid.clone());
+            }
+            if pod.metadata.uid.is_none() {
+                return Err(invalid(&key.1, "metadata.uid: Required value"));
+            }
+            let created = existing.is_none();
+            let pod = store.stamp(pod);
+            store.pods.insert(key, pod.clone());
+            let event = if created {
+                PodEvent::Added(pod.clone())
+            } else {
+                PodEvent::Modified(pod.clone())
+            };
+            Ok((pod, event))
+        })
+    }
+
+    /// PUT `.../pods/NAME` by a client. The pod's UID and resourceVersion, when set, are
+    /// preconditions. As in Kubernetes, the main resource does not carry status: the
+    /// stored status is kept (status is written through [`ApiServer::update_pod_status`]).
+    pub fn update_pod(&self, pod: Pod) -> Result<Pod> {
+        let (key, mut pod) = normalise(pod)?;
+        self.write(|store| {
+            let stored = store.get(&key.0, &key.1)?;
+            check_uid(stored, &key.1, pod.metadata.uid.as_deref())?;
+            check_resource_version(stored, &key.1, pod.metadata.resource_version.as_deref())?;
+            pod.metadata.uid = stored.metadata.uid.clone();
+            pod.status = stored.status.clone();
+            let pod = store.stamp(pod);
+            store.pods.insert(key, pod.clone());
+            Ok((pod.clone(), PodEvent::Modified(pod)))
+        })
+    }
+
+    /// An outside writer deletes the pod, with no preconditions. Returns its last state
+    /// (with the deletion's resourceVersion), or `None` when there was no such pod.
+    pub fn remove_pod(&self, namespace: &str, name: &str) -> Option<Pod> {
+        self.delete_pod(namespace, name, &DeleteOptions::default())
+            .ok()
+    }
+
+    /// All pods, sorted by namespace then name.
+    pub fn list_pods(&self) -> Vec<Pod> {
+        lock(&self.store).pods.values().cloned().collect()
+    }
+
+    /// The stored pod with this UID, if any.
+    pub fn get_pod_by_uid(&self, uid: &str) -> Option<Pod> {
+        let store = lock(&self.store);
+        store
+            .pods
+            .values()
+            .find(|pod| pod.metadata.uid.as_deref() == Some(uid))
+            .cloned()
+    }
+
+    /// Runs one write: `change` edits the store and says what happened; on success the
+    /// listeners hear of it after the store lock is released.
+    fn write<T>(&self, change: impl FnOnce(&mut Store) -> Result<(T, PodEvent)>) -> Result<T> {
+        let listeners = lock(&self.listeners);
+        let (value, event) = {
+            let mut store = lock(&self.store);
+            change(&mut store)?
+        };
+        for listener in listeners.iter() {
+            listener(&event);
+        }
+        Ok(value)
+    }
+}
+
+impl ApiServer for MemoryApiServer {
+    fn get_pod(&self, namespace: &str, name: &str) -> Result<Pod> {
+        lock(&self.store).get(namespace, name).cloned()
+    }
+
+    fn update_pod_status(&self, update: &StatusUpdate) -> Result<Pod> {
+        self.write(|store| {
+            let stored = store.get(&update.namespace, &update.name)?;
+            check_uid(stored, &update.name, update.uid_precondition.as_deref())?;
+            check_resource_version(
+                stored,
+                &update.name,
+                update.resource_version_precondition.as_deref(),
+            )?;
+            let mut pod = stored.clone();
+            pod.status = Some(update.status.clone());
+            let pod = store.stamp(pod);
+            store
+                .pods
+                .insert((update.namespace.clone(), update.name.clone()), pod.clone());
+            Ok((pod.clone(), PodEvent::Modified(pod)))
+        })
+    }
+
+    fn delete_pod(&self, namespace: &str, name: &str, options: &DeleteOptions) -> Result<Pod> {
+        // The grace period is not used: in this store deletion is immediate.
+        self.write(|store| {
+            let stored = store.get(namespace, name)?;
+            check_uid(stored, name, options.uid_precondition.as_deref())?;
+            let key = (namespace.to_owned(), name.to_owned());
+            let Some(pod) = store.pods.remove(&key) else {
+                return Err(not_found(namespace, name));
+            };
+            let pod = store.stamp(pod);
+            Ok((pod.clone(), PodEvent::Deleted(pod)))
+        })
+    }
+}
+
+impl fmt::Debug for MemoryApiServer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let store = lock(&self.store);
+        f.debug_struct("MemoryApiServer")
+            .field("pods", &store.pods.keys().collect::<Vec<_>>())
+            .field("resource_version", &store.resource_version)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A listener that panicked poisons nothing that matters: the store is only changed
+/// before listeners run, so its data is consistent and we carry on.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The pod's key, with its namespace defaulted (and written back) as the API server does.
+fn normalise(mut pod: Pod) -> Result<((String, String), Pod)> {
+    let Some(name) = pod.metadata.name.clone().filter(|name| !name.is_empty()) else {
+        return Err(ApiError::Invalid {
+            message: "metadata.name: Required value".into(),
+        });
+    };
+    let namespace = match pod.metadata.namespace.as_deref() {
+        Some(namespace) if !namespace.is_empty() => namespace.to_owned(),
+        _ => DEFAULT_NAMESPACE.to_owned(),
+    };
+    pod.metadata.namespace = Some(namespace.clone());
+    Ok(((namespace, name), pod))
+}
+
+/// Kubernetes reads an empty precondition as none.
+fn check_uid(stored: &Pod, name: &str, precondition: Option<&str>) -> Result<()> {
+    let actual = stored.metadata.uid.as_deref().unwrap_or_default();
+    match precondition {
+        Some(wanted) if !wanted.is_empty() && wanted != actual => {
+            Err(ApiError::uid_mismatch(name, wanted, actual))
+        }
+        _ => Ok(()),
+    }
+}
+
+fn check_resource_version(stored: &Pod, name: &str, precondition: Option<&str>) -> Result<()> {
+    match precondition {
+        Some(wanted)
+            if !wanted.is_empty()
+                && Some(wanted) != stored.metadata.resource_version.as_deref() =>
+        {
+            Err(ApiError::modified(name))
+        }
+        _ => Ok(()),
+    }
+}
+
+fn not_found(namespace: &str, name: &str) -> ApiError {
+    ApiError::NotFound {
+        namespace: namespace.to_owned(),
+        name: name.to_owned(),
+    }
+}
+
+fn invalid(name: &str, detail: &str) -> ApiError {
+    ApiError::Invalid {
+        message: format!("Pod \"{name}\" is invalid: {detail}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::{PodSpec, PodStatus};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    use std::sync::Arc;
+
+    fn pod(namespace: &str, name: &str, uid: &str) -> Pod {
+        Pod {
+            metadata: ObjectMeta {
+                namespace: Some(namespace.into()),
+                name: Some(name.into()),
+                uid: Some(uid.into()),
+                ..Default::default()
+            },
+            spec: Some(PodSpec {
+                node_name: Some("node".into()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    fn phase(phase: &str) -> PodStatus {
+        PodStatus {
+            phase: Some(phase.into()),
+            ..Default::default()
+        }
+    }
+
+    fn status_update(uid: Option<&str>, rv: Option<&str>, status: PodStatus) -> StatusUpdate {
+        StatusUpdate {
+            namespace: "ns".into(),
+            name: "a".into(),
+            uid_precondition: uid.map(Into::into),
+            resource_version_precondition: rv.map(Into::into),
+            status,
+        }
+    }
+
+    fn rv(pod: &Pod) -> &str {
+        pod.metadata.resource_version.as_deref().unwrap_or_default()
+    }
+
+    fn server_with_a() -> MemoryApiServer {
+        let api = MemoryApiServer::new();
+        api.create_pod(pod("ns", "a", "uid-a")).expect("create");
+        api
+    }
+
+    #[test]
+    fn every_write_gets_a_new_resource_version_even_unchanged() {
+        let api = server_with_a();
+        let first = api.get_pod("ns", "a").expect("get");
+        assert_eq!(rv(&first), "1");
+        let update = status_update(None, None, phase("Running"));
+        let second = api.update_pod_status(&update).expect("update");
+        let third = api.update_pod_status(&update).expect("same update again");
+        assert_eq!((rv(&second), rv(&third)), ("2", "3"));
+        let put = api.put_pod(third.clone()).expect("put");
+        assert_eq!(rv(&put), "4");
+        let deleted = api
+            .delete_pod("ns", "a", &DeleteOptions::default())
+            .expect("delete");
+        assert_eq!(rv(&deleted), "5");
+        assert_eq!(api.resource_version(), 5);
+    }
+
+    #[test]
+    fn status_update_keeps_spec_and_metadata() {
+        let api = MemoryApiServer::new();
+        let mut original = pod("ns", "a", "uid-a");
+        original.metadata.labels = Some([("app".to_owned(), "x".to_owned())].into());
+        original.status = Some(phase("Pending"));
+        api.create_pod(original.clone()).expect("create");
+        let written = api
+            .update_pod_status(&status_update(Some("uid-a"), Some("1"), phase("Running")))
+            .expect("update");
+        assert_eq!(written.spec, original.spec);
+        assert_eq!(written.metadata.labels, original.metadata.labels);
+        assert_eq!(written.metadata.uid.as_deref(), Some("uid-a"));
+        assert_eq!(written.status, Some(phase("Running")));
+        assert_eq!(api.get_pod("ns", "a").expect("get"), written);
+    }
+
+    #[test]
+    fn uid_precondition_conflicts_on_update_and_delete() {
+        let api = server_with_a();
+        let error = api
+            .update_pod_status(&status_update(Some("other"), None, phase("Running")))
+            .expect_err("uid differs");
+        assert_eq!(error.reason(), "Conflict");
+        assert!(
+            error.to_string().contains(
+                "Precondition failed: UID in precondition: other, UID in object meta: uid-a"
+            ),
+            "{error}"
+        );
+        let options = DeleteOptions {
+            uid_precondition: Some("other".into()),
+            grace_period_seconds: Some(0),
+        };
+        let error = api
+            .delete_pod("ns", "a", &options)
+            .expect_err("uid differs");
+        assert_eq!(error.code(), 409);
+        // Failed writes change nothing, not even the resourceVersion.
+        assert_eq!(api.resource_version(), 1);
+        let options = DeleteOptions {
+            uid_precondition: Some("uid-a".into()),
+            grace_period_seconds: Some(30),
+        };
+        api.delete_pod("ns", "a", &options).expect("uid matches");
+        assert!(api.list_pods().is_empty(), "deletion is immediate");
+    }
+
+    #[test]
+    fn resource_version_precondition_conflicts() {
+        let api = server_with_a();
+        api.update_pod_status(&status_update(None, Some("1"), phase("Running")))
+            .expect("current");
+        let error = api
+            .update_pod_status(&status_update(None, Some("1"), phase("Failed")))
+            .expect_err("stale");
+        assert!(
+            error.to_string().contains("the object has been modified"),
+            "{error}"
+        );
+        let mut stale = pod("ns", "a", "uid-a");
+        stale.metadata.resource_version = Some("1".into());
+        assert_eq!(
+            api.update_pod(stale).map_err(|e| e.reason()),
+            Err("Conflict")
+        );
+        // An empty precondition is no precondition, as in Kubernetes.
+        api.update_pod_status(&status_update(Some(""), Some(""), phase("Failed")))
+            .expect("none");
+    }
+
+    #[test]
+    fn update_pod_replaces_spec_but_keeps_status() {
+        let api = server_with_a();
+        api.update_pod_status(&status_update(None, None, phase("Running")))
+            .expect("status");
+        let mut replacement = pod("ns", "a", "");
+        replacement.spec = None;
+        let stored = api.update_pod(replacement).expect("update");
+        assert_eq!(stored.spec, None);
+        assert_eq!(stored.status, Some(phase("Running")));
+        assert_eq!(stored.metadata.uid.as_deref(), Some("uid-a"));
+    }
+
+    #[test]
+    fn missing_pods_are_not_found() {
+        let api = MemoryApiServer::new();
+        let not_found = ApiError::NotFound {
+            namespace: "ns".into(),
+            name: "a".into(),
+        };
+        assert_eq!(api.get_pod("ns", "a"), Err(not_found.clone()));
+        assert_eq!(
+            api.update_pod_status(&status_update(None, None, phase("Running"))),
+            Err(not_found.clone())
+        );
+        assert_eq!(
+            api.delete_pod("ns", "a", &DeleteOptions::default()),
+            Err(not_found.clone())
+        );
+        assert_eq!(api.update_pod(pod("ns", "a", "uid-a")), Err(not_found));
+        assert_eq!(api.remove_pod("ns", "a"), None);
+        assert_eq!(api.resource_version(), 0);
+    }
+
+    #[test]
+    fn create_validates_and_refuses_taken_names() {
+        let api = server_with_a();
+        let error = api.create_pod(pod("ns", "a", "uid-b")).expect_err("taken");
+        assert_eq!((error.code(), error.reason()), (409, "AlreadyExists"));
+        assert_eq!(
+            api.create_pod(pod("ns", "b", "")).map_err(|e| e.reason()),
+            Err("Invalid")
+        );
+        assert_eq!(
+            api.create_pod(pod("ns", "", "u")).map_err(|e| e.code()),
+            Err(422)
+        );
+        let mut no_namespace = pod("ns", "c", "uid-c");
+        no_namespace.metadata.namespace = None;
+        let created = api.create_pod(no_namespace).expect("create");
+        assert_eq!(created.metadata.namespace.as_deref(), Some("default"));
+        assert!(api.get_pod("default", "c").is_ok());
+    }
+
+    #[test]
+    fn lists_sorted_and_finds_by_uid() {
+        let api = MemoryApiServer::new();
+        for (namespace, name, uid) in [("b", "x", "1"), ("a", "y", "2"), ("a", "x", "3")] {
+            api.put_pod(pod(namespace, name, uid)).expect("put");
+        }
+        let keys: Vec<_> = api
+            .list_pods()
+            .into_iter()
+            .map(|p| {
+                (
+                    p.metadata.namespace.unwrap_or_default(),
+                    p.metadata.name.unwrap_or_default(),
+                )
+            })
+            .collect();
+        let expected =
+            [("a", "x"), ("a", "y"), ("b", "x")].map(|(n, m)| (n.to_owned(), m.to_owned()));
+        assert_eq!(keys, expected);
+        assert_eq!(
+            api.get_pod_by_uid("2").and_then(|p| p.metadata.name),
+            Some("y".into())
+        );
+        assert_eq!(api.get_pod_by_uid("9"), None);
+    }
+
+    #[test]
+    fn listeners_see_events_in_order_and_may_read_the_store() {
+        let api = Arc::new(MemoryApiServer::new());
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let (reader, log) = (Arc::downgrade(&api), Arc::clone(&seen));
+        api.subscribe(Box::new(move |event| {
+            let kind = match event {
+                PodEvent::Added(_) => "added",
+                PodEvent::Modified(_) => "modified",
+                PodEvent::Deleted(_) => "deleted",
+            };
+            // Reading the store from a listener must not deadlock.
+            let stored = reader.upgrade().map(|api| api.resource_version());
+            lock(&log).push((kind, rv(event.pod()).to_owned(), stored));
+        }));
+        api.create_pod(pod("ns", "a", "uid-a")).expect("create");
+        api.update_pod_status(&status_update(None, None, phase("Running")))
+            .expect("update");
+        let _ = api.update_pod_status(&status_update(Some("x"), None, phase("Failed")));
+        api.put_pod(pod("ns", "a", "uid-a")).expect("put");
+        api.remove_pod("ns", "a").expect("remove");
+        let expected = [
+            ("added", 1),
+            ("modified", 2),
+            ("modified", 3),
+            ("deleted", 4),
+        ]
+        .map(|(kind, n)| (kind, n.to_string(), Some(n)));
+        assert_eq!(*lock(&seen), expected);
+    }
+}

@@ -1,0 +1,166 @@
+//! The thread-safe handle agents use, and the scheduler that drains the sync queue and
+//! runs the periodic batch sync.
+//!
+//! One plugin instance is entered by one thread at a time (a mutex); the scheduler
+//! waits on the queue without holding it, so callers and the scheduler interleave call
+//! by call, as the seed's lock and sync goroutine do.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crate::backends::sync_queue::{SyncQueue, Wait};
+use crate::bindings::{BatchReport, CachedStatus, SyncOutcome, SyncRequest, UpdateOutcome};
+use crate::plugin::{Plugin, Result};
+
+/// The seed's batch sync period.
+pub const DEFAULT_SYNC_PERIOD: Duration = Duration::from_secs(10);
+
+/// How the scheduler runs.
+#[derive(Clone, Debug)]
+pub struct SchedulerConfig {
+    /// Time between batch syncs.
+    pub sync_period: Duration,
+}
+
+impl Default for SchedulerConfig {
+    fn default() -> Self {
+        SchedulerConfig { sync_period: DEFAULT_SYNC_PERIOD }
+    }
+}
+
+struct Shared {
+    plugin: Mutex<Box<dyn Plugin>>,
+    queue: Arc<SyncQueue>,
+    stopping: AtomicBool,
+}
+
+impl Shared {
+    fn plugin(&self) -> MutexGuard<'_, Box<dyn Plugin>> {
+        // A panic while the lock was held happened in host code between plugin calls;
+        // the plugin itself reports faults as values, so its state is still coherent.
+        self.plugin.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// The status manager as other threads see it: cheap to clone, every Manager operation
+/// callable from any thread.
+#[derive(Clone)]
+pub struct ManagerHandle {
+    shared: Arc<Shared>,
+}
+
+/// The running scheduler; dropping it stops the thread (without flushing).
+pub struct Scheduler {
+    shared: Arc<Shared>,
+    thread: Option<JoinHandle<()>>,
+}
+
+/// Starts the scheduler over `plugin`, whose sync requests arrive in `queue` (the queue
+/// of the plugin's world), and returns the handle and the scheduler.
+pub fn start(plugin: Box<dyn Plugin>, queue: Arc<SyncQueue>, config: SchedulerConfig) -> (ManagerHandle, Scheduler) {
+    let shared = Arc::new(Shared { plugin: Mutex::new(plugin), queue, stopping: AtomicBool::new(false) });
+    let worker = Arc::clone(&shared);
+    let thread = std::thread::Builder::new()
+        .name("podstatus-sync".into())
+        .spawn(move || run_scheduler(&worker, &config))
+        .expect("spawning the scheduler thread");
+    (ManagerHandle { shared: Arc::clone(&shared) }, Scheduler { shared, thread: Some(thread) })
+}
+
+fn run_scheduler(shared: &Shared, config: &SchedulerConfig) {
+    let mut next_batch = Instant::now() + config.sync_period;
+    while !shared.stopping.load(Ordering::SeqCst) {
+        match shared.queue.pop_until(next_batch) {
+            Wait::Request(request) => {
+                log_sync(&request, shared.plugin().sync_pod(&request));
+            }
+            Wait::TimedOut => {
+                if let Err(e) = shared.plugin().sync_batch() {
+                    tracing::error!("batch sync: {e}");
+                }
+                next_batch = Instant::now() + config.sync_period;
+            }
+            Wait::Closed => break,
+        }
+    }
+}
+
+fn log_sync(request: &SyncRequest, outcome: Result<SyncOutcome>) {
+    match outcome {
+        Ok(outcome) => tracing::debug!(pod = %request.pod_uid, version = request.version, ?outcome, "synced"),
+        Err(e) => tracing::error!(pod = %request.pod_uid, version = request.version, "sync: {e}"),
+    }
+}
+
+impl Scheduler {
+    /// Stops taking work, hands every queued request to the plugin (until `timeout`),
+    /// runs one last batch sync if time is left, and joins the thread. Returns how many
+    /// queued requests were left unhandled.
+    pub fn shutdown(mut self, timeout: Duration) -> usize {
+        let deadline = Instant::now() + timeout;
+        self.shared.stopping.store(true, Ordering::SeqCst);
+        self.shared.queue.close();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+        while Instant::now() < deadline {
+            let Some(request) = self.shared.queue.pop() else {
+                if let Err(e) = self.shared.plugin().sync_batch() {
+                    tracing::error!("final batch sync: {e}");
+                }
+                return 0;
+            };
+            log_sync(&request, self.shared.plugin().sync_pod(&request));
+        }
+        self.shared.queue.len()
+    }
+}
+
+impl Drop for Scheduler {
+    fn drop(&mut self) {
+        self.shared.stopping.store(true, Ordering::SeqCst);
+        self.shared.queue.close();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl ManagerHandle {
+    /// The cached status of a pod.
+    pub fn get_pod_status(&self, uid: &str) -> Result<Option<CachedStatus>> {
+        self.shared.plugin().get_pod_status(uid)
+    }
+
+    /// Caches a pod's status and queues its write when it changed.
+    pub fn set_pod_status(&self, pod: &str, status: &str) -> Result<UpdateOutcome> {
+        self.shared.plugin().set_pod_status(pod, status)
+    }
+
+    /// Sets a container's readiness.
+    pub fn set_container_readiness(&self, pod_uid: &str, container_id: &str, ready: bool) -> Result<UpdateOutcome> {
+        self.shared.plugin().set_container_readiness(pod_uid, container_id, ready)
+    }
+
+    /// Marks every container of the pod terminated.
+    pub fn terminate_pod(&self, pod: &str) -> Result<UpdateOutcome> {
+        self.shared.plugin().terminate_pod(pod)
+    }
+
+    /// Drops the statuses of pods not in `keep`.
+    pub fn remove_orphaned_statuses(&self, keep: &[String]) -> Result<u32> {
+        self.shared.plugin().remove_orphaned_statuses(keep)
+    }
+
+    /// Runs a batch sync now, outside the schedule.
+    pub fn sync_batch(&self) -> Result<BatchReport> {
+        self.shared.plugin().sync_batch()
+    }
+
+    /// Requests waiting in the sync queue.
+    pub fn queue_len(&self) -> usize {
+        self.shared.queue.len()
+    }
+}

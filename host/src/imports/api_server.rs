@@ -1,0 +1,69 @@
+//! `kubelet:status/api-server`: forwards to the world's [`ApiServer`] backend.
+
+use k8s_openapi::api::core::v1::PodStatus;
+
+use crate::backends::api_server as backend;
+use crate::bindings::kubelet::status::api_server::{self as wit, ApiError, DeleteOptions, StatusUpdate};
+use crate::imports::{HostState, to_json};
+use crate::world::World;
+
+impl wit::Host for HostState {
+    fn get_pod(&mut self, namespace: String, name: String) -> wasmtime::Result<Result<String, ApiError>> {
+        get_pod(&self.world, &namespace, &name)
+    }
+
+    fn update_pod_status(&mut self, update: StatusUpdate) -> wasmtime::Result<Result<String, ApiError>> {
+        update_pod_status(&self.world, update)
+    }
+
+    fn delete_pod(&mut self, namespace: String, name: String, options: DeleteOptions) -> wasmtime::Result<Result<(), ApiError>> {
+        Ok(delete_pod(&self.world, &namespace, &name, options))
+    }
+}
+
+/// GET a pod as JSON.
+pub(crate) fn get_pod(world: &World, namespace: &str, name: &str) -> wasmtime::Result<Result<String, ApiError>> {
+    match world.api_server.get_pod(namespace, name) {
+        Ok(pod) => Ok(Ok(to_json(&pod)?)),
+        Err(e) => Ok(Err(wit_error(&e))),
+    }
+}
+
+/// PUT a status; a status that is not a PodStatus is refused as the API server would
+/// refuse it (400), not trapped: the API server, not the host, judges objects.
+pub(crate) fn update_pod_status(world: &World, update: StatusUpdate) -> wasmtime::Result<Result<String, ApiError>> {
+    let status: PodStatus = match serde_json::from_str(&update.status) {
+        Ok(status) => status,
+        Err(e) => return Ok(Err(ApiError::Other(format!("the status is not a valid PodStatus: {e}")))),
+    };
+    let update = backend::StatusUpdate {
+        namespace: update.namespace,
+        name: update.name,
+        uid_precondition: update.uid_precondition,
+        resource_version_precondition: update.resource_version_precondition,
+        status,
+    };
+    match world.api_server.update_pod_status(&update) {
+        Ok(pod) => Ok(Ok(to_json(&pod)?)),
+        Err(e) => Ok(Err(wit_error(&e))),
+    }
+}
+
+/// DELETE a pod.
+pub(crate) fn delete_pod(world: &World, namespace: &str, name: &str, options: DeleteOptions) -> Result<(), ApiError> {
+    let options = backend::DeleteOptions {
+        uid_precondition: options.uid_precondition,
+        grace_period_seconds: options.grace_period_seconds,
+    };
+    world.api_server.delete_pod(namespace, name, &options).map(drop).map_err(|e| wit_error(&e))
+}
+
+/// The WIT error case of a backend error: 404 and 409 are the status manager's to
+/// handle, the rest is "other" with the server's message.
+pub(crate) fn wit_error(error: &backend::ApiError) -> ApiError {
+    match error {
+        backend::ApiError::NotFound { .. } => ApiError::NotFound(error.to_string()),
+        e if e.code() == 409 => ApiError::Conflict(e.to_string()),
+        e => ApiError::Other(e.to_string()),
+    }
+}

@@ -1,0 +1,20 @@
+//! `kubelet:status/deletion-safety`: forwards to the world's [`DeletionSafety`].
+
+use k8s_openapi::api::core::v1::PodStatus;
+
+use crate::bindings::kubelet::status::deletion_safety as wit;
+use crate::imports::{HostState, PodMeta, parse_from_plugin};
+use crate::world::World;
+
+impl wit::Host for HostState {
+    fn pod_resources_are_reclaimed(&mut self, pod: String, status: String) -> wasmtime::Result<bool> {
+        pod_resources_are_reclaimed(&self.world, &pod, &status)
+    }
+}
+
+pub(crate) fn pod_resources_are_reclaimed(world: &World, pod_json: &str, status_json: &str) -> wasmtime::Result<bool> {
+    const IMPORT: &str = "pod-resources-are-reclaimed";
+    let pod = parse_from_plugin::<PodMeta>(IMPORT, "a pod", pod_json)?.into_pod();
+    let status = parse_from_plugin::<Option<PodStatus>>(IMPORT, "a status", status_json)?.unwrap_or_default();
+    Ok(world.deletion_safety.pod_resources_are_reclaimed(&pod, &status))
+}

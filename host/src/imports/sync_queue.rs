@@ -1,0 +1,11 @@
+//! `kubelet:status/sync-queue`: the world's bounded queue.
+
+use crate::bindings::SyncRequest;
+use crate::bindings::kubelet::status::sync_queue as wit;
+use crate::imports::HostState;
+
+impl wit::Host for HostState {
+    fn push(&mut self, request: SyncRequest) -> wasmtime::Result<bool> {
+        Ok(self.world.queue.push(request))
+    }
+}

@@ -1,0 +1,172 @@
+//! `podstatus`: run, replay and inspect the kubelet pod status manager plugin.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use podstatus::components::PODSTATUS_V1;
+use podstatus::inspect::inspect;
+use podstatus::plugin::{NativePlugin, Plugin, PluginRuntime, RuntimeConfig};
+use podstatus::replay::{self, Trace};
+
+/// The kubelet's pod status manager as a sandboxed WebAssembly plugin.
+#[derive(Parser)]
+#[command(name = "podstatus", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a plugin against a scripted world and print what happened as JSON.
+    ///
+    /// Exit 0: the trace ran to its end. Exit 1: the plugin faulted (the report is still
+    /// printed, with `fault` set). Exit 2: the trace is unusable (one line on stderr).
+    Replay {
+        /// The trace (`-` reads standard input).
+        trace: PathBuf,
+        #[command(flatten)]
+        plugin: PluginArgs,
+        /// Run the logic natively instead of in the sandbox (same code, no boundary).
+        #[arg(long, conflicts_with = "plugin")]
+        native: bool,
+    },
+    /// Print a plugin's WIT world and the version of the contract it implements.
+    Inspect {
+        #[command(flatten)]
+        plugin: PluginArgs,
+    },
+}
+
+#[derive(clap::Args)]
+struct PluginArgs {
+    /// The plugin component; defaults to the one built from this checkout's guest/.
+    #[arg(long, value_name = "FILE.wasm")]
+    plugin: Option<PathBuf>,
+    /// Where compiled plugins are cached [default: $PODSTATUS_CACHE_DIR, else
+    /// $XDG_CACHE_HOME/podstatus, else ~/.cache/podstatus].
+    #[arg(long, value_name = "DIR")]
+    cache_dir: Option<PathBuf>,
+    /// Compile the plugin every time instead of using the cache.
+    #[arg(long)]
+    no_cache: bool,
+}
+
+impl PluginArgs {
+    fn bytes(&self) -> anyhow::Result<Vec<u8>> {
+        match &self.plugin {
+            Some(path) => std::fs::read(path).with_context(|| format!("reading plugin {}", path.display())),
+            None => Ok(PODSTATUS_V1.to_vec()),
+        }
+    }
+
+    fn runtime_config(&self) -> RuntimeConfig {
+        if self.no_cache {
+            return RuntimeConfig { cache_dir: None };
+        }
+        match &self.cache_dir {
+            Some(dir) => RuntimeConfig { cache_dir: Some(dir.clone()) },
+            None => RuntimeConfig::with_default_cache(),
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Replay { trace, plugin, native } => replay_command(&trace, &plugin, native),
+        Command::Inspect { plugin } => match inspect_command(&plugin) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("podstatus inspect: {e:#}");
+                ExitCode::FAILURE
+            }
+        },
+    }
+}
+
+/// Exit codes of `replay`, as the replay contract fixes them.
+const REPLAY_FAULT: u8 = 1;
+const REPLAY_UNUSABLE: u8 = 2;
+
+fn replay_command(trace_path: &Path, plugin: &PluginArgs, native: bool) -> ExitCode {
+    let unusable = |message: String| {
+        eprintln!("{message}");
+        ExitCode::from(REPLAY_UNUSABLE)
+    };
+    let (text, base_dir) = match read_trace(trace_path) {
+        Ok(read) => read,
+        Err(e) => return unusable(format!("{e:#}")),
+    };
+    let trace = match Trace::parse(&text, base_dir) {
+        Ok(trace) => trace,
+        Err(e) => return unusable(e.to_string()),
+    };
+
+    let outcome = if native {
+        replay::run(&trace, &|world| Ok(Box::new(NativePlugin::new(world)) as Box<dyn Plugin>))
+    } else {
+        let image = match plugin.bytes().and_then(|bytes| {
+            let runtime = PluginRuntime::new(&plugin.runtime_config())?;
+            Ok(runtime.load(&bytes)?)
+        }) {
+            Ok(image) => image,
+            Err(e) => return unusable(format!("plugin: {e:#}")),
+        };
+        replay::run(&trace, &|world| {
+            image.instantiate(world).map(|p| Box::new(p) as Box<dyn Plugin>).map_err(|e| e.to_string())
+        })
+    };
+    let outcome = match outcome {
+        Ok(outcome) => outcome,
+        Err(e) => return unusable(e.to_string()),
+    };
+    let mut out = std::io::stdout().lock();
+    let printed = serde_json::to_writer_pretty(&mut out, &outcome.report)
+        .map_err(anyhow::Error::from)
+        .and_then(|()| Ok(writeln!(out)?));
+    if let Err(e) = printed {
+        eprintln!("podstatus replay: writing the report: {e:#}");
+        return ExitCode::FAILURE;
+    }
+    if outcome.faulted() { ExitCode::from(REPLAY_FAULT) } else { ExitCode::SUCCESS }
+}
+
+fn read_trace(path: &Path) -> anyhow::Result<(String, PathBuf)> {
+    if path == Path::new("-") {
+        let mut text = String::new();
+        std::io::stdin().read_to_string(&mut text).context("reading the trace from standard input")?;
+        return Ok((text, std::env::current_dir().unwrap_or_default()));
+    }
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading trace {}", path.display()))?;
+    let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    Ok((text, base))
+}
+
+fn inspect_command(plugin: &PluginArgs) -> anyhow::Result<()> {
+    let bytes = plugin.bytes()?;
+    let inspection = inspect(&bytes)?;
+    // Loading it proves the world is one this host can serve, not just well-formed.
+    let runtime = PluginRuntime::new(&plugin.runtime_config())?;
+    let verdict = match runtime.load(&bytes) {
+        Ok(_) => "yes".to_string(),
+        Err(e) => format!("no ({e})"),
+    };
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "contract: {}", inspection.contract_versions.join(", "))?;
+    writeln!(out, "imports: {}", inspection.imports.join(", "))?;
+    writeln!(out, "exports: {}", inspection.exports.join(", "))?;
+    writeln!(out, "loadable by this host: {verdict}")?;
+    writeln!(out)?;
+    write!(out, "{}", inspection.wit)?;
+    Ok(())
+}

@@ -1,0 +1,202 @@
+//! Running a checked trace against a plugin.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::backends::api_server::memory::MemoryApiServer;
+use crate::backends::clock::VirtualClock;
+use crate::backends::deletion_safety::FixedDeletionSafety;
+use crate::backends::pod_manager::PodManager;
+use crate::backends::sync_queue::SyncQueue;
+use crate::imports::to_json;
+use crate::plugin::{CallError, Plugin};
+use crate::replay::recorder::RecordingApiServer;
+use crate::replay::report::{Fault, Report};
+use crate::replay::trace::{PodRef, Step, Trace, TraceError};
+use crate::world::World;
+
+/// Makes the plugin under test for a world (a component instance, or native logic).
+pub type PluginFactory<'a> = dyn Fn(World) -> Result<Box<dyn Plugin>, String> + 'a;
+
+/// A finished replay.
+#[derive(Debug)]
+pub struct ReplayOutcome {
+    /// The report to print.
+    pub report: Report,
+}
+
+impl ReplayOutcome {
+    /// Whether the plugin faulted (the replay's exit code 1).
+    pub fn faulted(&self) -> bool {
+        self.report.fault.is_some()
+    }
+}
+
+/// The scripted world of one replay.
+struct Scene {
+    store: Arc<MemoryApiServer>,
+    recorder: Arc<RecordingApiServer>,
+    pod_manager: Arc<PodManager>,
+    clock: Arc<VirtualClock>,
+    deletion_safety: Arc<FixedDeletionSafety>,
+    queue: Arc<SyncQueue>,
+}
+
+impl Scene {
+    fn new(trace: &Trace) -> Result<Scene, TraceError> {
+        let store = Arc::new(MemoryApiServer::new());
+        for (i, pod) in trace.apiserver.iter().enumerate() {
+            store
+                .put_pod(pod.clone())
+                .map_err(|e| TraceError { step: None, message: format!("apiserver[{i}]: {e}") })?;
+        }
+        let pod_manager = Arc::new(PodManager::new());
+        for pod in &trace.pod_manager {
+            pod_manager.add_pod(pod.clone());
+        }
+        // From here on the pod manager follows the API server like a watch.
+        pod_manager.follow_api_server(&store);
+        Ok(Scene {
+            recorder: Arc::new(RecordingApiServer::new(Arc::clone(&store))),
+            store,
+            pod_manager,
+            clock: Arc::new(VirtualClock::new(trace.clock)),
+            deletion_safety: Arc::new(FixedDeletionSafety::new(trace.deletion_safe)),
+            queue: Arc::new(SyncQueue::default()),
+        })
+    }
+
+    fn world(&self) -> World {
+        World {
+            api_server: self.recorder.clone(),
+            pod_manager: self.pod_manager.clone(),
+            deletion_safety: self.deletion_safety.clone(),
+            clock: self.clock.clone(),
+            queue: self.queue.clone(),
+        }
+    }
+
+    /// The JSON of the pod a step names. A UID means the pod manager's current copy;
+    /// a UID the pod manager no longer holds falls back to the API server's object.
+    fn pod_json(&self, pod: &PodRef, step: usize) -> Result<String, TraceError> {
+        let uid = match pod {
+            PodRef::Object(json) => return Ok(json.clone()),
+            PodRef::Uid(uid) => uid,
+        };
+        let pod = self.pod_manager.get_any(uid).or_else(|| self.store.get_pod_by_uid(uid)).ok_or_else(|| TraceError {
+            step: Some(step),
+            message: format!("pod {uid:?} is neither in the pod manager nor in the API server now"),
+        })?;
+        to_json(&pod).map_err(|e| TraceError { step: Some(step), message: e.to_string() })
+    }
+}
+
+/// Runs `trace` against the plugin `make_plugin` builds. An unusable trace (including
+/// steps this plugin cannot run) is an error before anything runs; a plugin fault ends
+/// the run with the report so far.
+pub fn run(trace: &Trace, make_plugin: &PluginFactory<'_>) -> Result<ReplayOutcome, TraceError> {
+    if let Some((i, _)) = trace.steps.iter().enumerate().find(|(_, s)| matches!(s, Step::SetContainerStartup { .. })) {
+        return Err(TraceError {
+            step: Some(i),
+            message: "set-container-startup: this plugin does not export it (it arrives with logic v2)".into(),
+        });
+    }
+    if let Some((i, _)) = trace.steps.iter().enumerate().find(|(_, s)| matches!(s, Step::Swap { .. })) {
+        return Err(TraceError { step: Some(i), message: "swap: hot swap is not supported by this host yet".into() });
+    }
+
+    let scene = Scene::new(trace)?;
+    let mut plugin = make_plugin(scene.world()).map_err(|message| TraceError { step: None, message })?;
+    let mut results = Vec::with_capacity(trace.steps.len());
+    let mut fault = None;
+    for (i, step) in trace.steps.iter().enumerate() {
+        scene.recorder.set_step(i);
+        match run_step(&scene, plugin.as_mut(), step, i)? {
+            Ok(result) => results.push(result),
+            Err(CallError::Fault { call, message }) => {
+                results.push(Value::Null);
+                fault = Some(Fault { step: i, message: format!("{call}: {message}") });
+                break;
+            }
+            Err(rejected @ CallError::Rejected { .. }) => results.push(serde_json::json!({ "error": rejected.to_string() })),
+        }
+    }
+    let report = Report { results, calls: scene.recorder.take_calls(), apiserver: scene.store.list_pods(), fault };
+    Ok(ReplayOutcome { report })
+}
+
+type StepResult = Result<Value, CallError>;
+
+/// Steps whose result the report records as null.
+fn null<T>(result: Result<T, CallError>) -> StepResult {
+    result.map(|_| Value::Null)
+}
+
+fn run_step(scene: &Scene, plugin: &mut dyn Plugin, step: &Step, index: usize) -> Result<StepResult, TraceError> {
+    Ok(match step {
+        Step::SetPodStatus { pod, status } => null(plugin.set_pod_status(&scene.pod_json(pod, index)?, status)),
+        Step::SetContainerReadiness { uid, container_id, ready } => null(plugin.set_container_readiness(uid, container_id, *ready)),
+        Step::TerminatePod { pod } => null(plugin.terminate_pod(&scene.pod_json(pod, index)?)),
+        Step::RemoveOrphanedStatuses { keep } => null(plugin.remove_orphaned_statuses(keep)),
+        Step::GetPodStatus { uid } => plugin.get_pod_status(uid).and_then(|found| get_result(found.as_ref())),
+        Step::Sync => sync_queued(scene, plugin),
+        Step::SyncBatch => null(plugin.sync_batch()),
+        Step::AdvanceClock { ms } => {
+            scene.clock.advance(Duration::from_millis(*ms));
+            Ok(Value::Null)
+        }
+        Step::PodManagerAdd { pod } => {
+            scene.pod_manager.add_pod(pod.clone());
+            Ok(Value::Null)
+        }
+        Step::PodManagerRemove { uid } => {
+            scene.pod_manager.remove_pod(uid);
+            Ok(Value::Null)
+        }
+        Step::ApiserverPut { pod } => {
+            scene.store.put_pod(pod.clone()).map_err(|e| TraceError { step: Some(index), message: e.to_string() })?;
+            Ok(Value::Null)
+        }
+        Step::ApiserverDelete { namespace, name } => {
+            scene.store.remove_pod(namespace, name);
+            Ok(Value::Null)
+        }
+        Step::Fail { verb, error, times } => {
+            scene.recorder.arm(*verb, *error, *times);
+            Ok(Value::Null)
+        }
+        Step::SetDeletionSafe { value } => {
+            scene.deletion_safety.set(*value);
+            Ok(Value::Null)
+        }
+        Step::SetContainerStartup { .. } | Step::Swap { .. } => {
+            return Err(TraceError { step: Some(index), message: "not supported by this host yet".into() });
+        }
+    })
+}
+
+/// What the scheduler does for each request taken off the queue, until it is empty.
+fn sync_queued(scene: &Scene, plugin: &mut dyn Plugin) -> StepResult {
+    while let Some(request) = scene.queue.pop() {
+        match plugin.sync_pod(&request) {
+            Ok(_) => {}
+            Err(e @ CallError::Fault { .. }) => return Err(e),
+            // A refused request (the plugin does not know it) is logged, as the
+            // scheduler does, and the queue goes on.
+            Err(e) => tracing::warn!("sync of {}: {e}", request.pod_uid),
+        }
+    }
+    Ok(Value::Null)
+}
+
+fn get_result(found: Option<&crate::bindings::CachedStatus>) -> StepResult {
+    let Some(cached) = found else {
+        return Ok(serde_json::json!({ "found": false }));
+    };
+    // A status that is not JSON at all is the plugin's fault, not the trace's.
+    let status: Value = serde_json::from_str(&cached.status)
+        .map_err(|e| CallError::Fault { call: "get-pod-status", message: format!("returned a status that is not JSON: {e}") })?;
+    Ok(serde_json::json!({ "found": true, "version": cached.version, "status": status }))
+}

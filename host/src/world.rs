@@ -1,0 +1,25 @@
+//! The backends one plugin instance talks to through its imports.
+
+use std::sync::Arc;
+
+use crate::backends::api_server::ApiServer;
+use crate::backends::clock::Clock;
+use crate::backends::deletion_safety::DeletionSafety;
+use crate::backends::pod_manager::PodManager;
+use crate::backends::sync_queue::SyncQueue;
+
+/// Everything outside the plugin. Cheap to clone: each backend is shared (`Arc`)
+/// between the plugin's imports and whoever drives the world (scheduler, replay, tests).
+#[derive(Clone)]
+pub struct World {
+    /// Where statuses are written.
+    pub api_server: Arc<dyn ApiServer>,
+    /// The node's pods, static and mirror pods included.
+    pub pod_manager: Arc<PodManager>,
+    /// Whether a terminated pod's resources are reclaimed.
+    pub deletion_safety: Arc<dyn DeletionSafety>,
+    /// The plugin's only time source.
+    pub clock: Arc<dyn Clock>,
+    /// The sync queue the scheduler drains.
+    pub queue: Arc<SyncQueue>,
+}
