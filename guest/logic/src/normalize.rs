@@ -19,11 +19,9 @@ pub const MAX_POD_TERMINATION_MESSAGE_BYTES: usize = 12 * 1024;
 /// sorted by name and init container statuses put in spec order.
 pub fn normalize_status(spec: &SpecView, status: &mut PodStatus) {
     let containers = spec.containers.len() + spec.init_containers.len();
-    let budget = if containers > 0 {
-        MAX_POD_TERMINATION_MESSAGE_BYTES / containers
-    } else {
-        MAX_POD_TERMINATION_MESSAGE_BYTES
-    };
+    let budget = MAX_POD_TERMINATION_MESSAGE_BYTES
+        .checked_div(containers)
+        .unwrap_or(MAX_POD_TERMINATION_MESSAGE_BYTES);
 
     if let Some(start) = status.start_time.as_mut() {
         truncate_time(start);

@@ -364,25 +364,33 @@ mod tests {
         serde_json::from_value(value).expect("test status must deserialize")
     }
 
-    /// A container status with the required fields, plus `extra` merged in.
-    fn container(extra: Value) -> Value {
-        let mut base = json!({"name": "c", "image": "img", "imageID": "id", "ready": false, "restartCount": 0});
+    /// `base` with the fields of `extra` added or replaced.
+    fn merged(mut base: Value, extra: Value) -> Value {
         if let (Some(base), Value::Object(extra)) = (base.as_object_mut(), extra) {
             base.extend(extra);
         }
         base
+    }
+
+    /// A container status with the required fields, plus `extra`.
+    fn container(extra: Value) -> Value {
+        let required = json!({
+            "name": "c", "image": "i", "imageID": "d", "ready": false, "restartCount": 0,
+        });
+        merged(required, extra)
     }
 
     fn with_container(extra: Value) -> PodStatus {
         status(json!({"containerStatuses": [container(extra)]}))
     }
 
+    /// A pod condition with the required fields, plus `extra`.
     fn condition(extra: Value) -> Value {
-        let mut base = json!({"type": "Ready", "status": "True"});
-        if let (Some(base), Value::Object(extra)) = (base.as_object_mut(), extra) {
-            base.extend(extra);
-        }
-        base
+        merged(json!({"type": "Ready", "status": "True"}), extra)
+    }
+
+    fn with_condition(extra: Value) -> PodStatus {
+        status(json!({"conditions": [condition(extra)]}))
     }
 
     /// (name, a, b, expected equality)
@@ -449,10 +457,10 @@ mod tests {
             ),
             (
                 "restartCount 0 vs absent",
-                status(
-                    json!({"containerStatuses": [{"name": "c", "image": "", "imageID": "", "ready": false}]}),
-                ),
-                with_container(json!({"image": "", "imageID": "", "restartCount": 0})),
+                status(json!({"containerStatuses": [
+                    {"name": "c", "image": "i", "imageID": "d", "ready": false},
+                ]})),
+                with_container(json!({"restartCount": 0})),
                 true,
             ),
             (
@@ -483,12 +491,12 @@ mod tests {
             ),
             (
                 "resource health \"\" vs absent",
-                with_container(
-                    json!({"allocatedResourcesStatus": [{"name": "r", "resources": [{"resourceID": "d"}]}]}),
-                ),
-                with_container(
-                    json!({"allocatedResourcesStatus": [{"name": "r", "resources": [{"resourceID": "d", "health": ""}]}]}),
-                ),
+                with_container(json!({"allocatedResourcesStatus": [
+                    {"name": "r", "resources": [{"resourceID": "d"}]},
+                ]})),
+                with_container(json!({"allocatedResourcesStatus": [
+                    {"name": "r", "resources": [{"resourceID": "d", "health": ""}]},
+                ]})),
                 true,
             ),
             // Non-pointer structs: absent equals a struct of zero values.
@@ -555,9 +563,9 @@ mod tests {
             ),
             (
                 "recursiveReadOnly vs absent",
-                with_container(
-                    json!({"volumeMounts": [{"name": "v", "mountPath": "/v", "recursiveReadOnly": "Disabled"}]}),
-                ),
+                with_container(json!({"volumeMounts": [
+                    {"name": "v", "mountPath": "/v", "recursiveReadOnly": "Disabled"},
+                ]})),
                 with_container(json!({"volumeMounts": [{"name": "v", "mountPath": "/v"}]})),
                 false,
             ),
@@ -582,28 +590,20 @@ mod tests {
             ),
             (
                 "condition time with different offsets",
-                status(
-                    json!({"conditions": [condition(json!({"lastTransitionTime": "2026-01-01T01:00:00+01:00"}))]}),
-                ),
-                status(
-                    json!({"conditions": [condition(json!({"lastTransitionTime": "2026-01-01T00:00:00Z"}))]}),
-                ),
+                with_condition(json!({"lastTransitionTime": "2026-01-01T01:00:00+01:00"})),
+                with_condition(json!({"lastTransitionTime": "2026-01-01T00:00:00Z"})),
                 true,
             ),
             (
                 "absent lastProbeTime vs zero time",
                 status(json!({"conditions": [condition(json!({}))]})),
-                status(
-                    json!({"conditions": [condition(json!({"lastProbeTime": "0001-01-01T00:00:00Z"}))]}),
-                ),
+                with_condition(json!({"lastProbeTime": "0001-01-01T00:00:00Z"})),
                 true,
             ),
             (
                 "null lastProbeTime vs zero time",
                 status(json!({"conditions": [condition(json!({"lastProbeTime": null}))]})),
-                status(
-                    json!({"conditions": [condition(json!({"lastProbeTime": "0001-01-01T00:00:00Z"}))]}),
-                ),
+                with_condition(json!({"lastProbeTime": "0001-01-01T00:00:00Z"})),
                 true,
             ),
             (
@@ -616,12 +616,12 @@ mod tests {
             ),
             (
                 "times a second apart",
-                with_container(
-                    json!({"state": {"terminated": {"exitCode": 0, "finishedAt": "2026-01-01T00:00:00Z"}}}),
-                ),
-                with_container(
-                    json!({"state": {"terminated": {"exitCode": 0, "finishedAt": "2026-01-01T00:00:01Z"}}}),
-                ),
+                with_container(json!({"state": {"terminated": {
+                    "exitCode": 0, "finishedAt": "2026-01-01T00:00:00Z",
+                }}})),
+                with_container(json!({"state": {"terminated": {
+                    "exitCode": 0, "finishedAt": "2026-01-01T00:00:01Z",
+                }}})),
                 false,
             ),
             // Quantities: by value.
@@ -646,22 +646,24 @@ mod tests {
             // Order and nested differences.
             (
                 "condition order matters",
-                status(
-                    json!({"conditions": [condition(json!({"type": "Ready"})), condition(json!({"type": "Initialized"}))]}),
-                ),
-                status(
-                    json!({"conditions": [condition(json!({"type": "Initialized"})), condition(json!({"type": "Ready"}))]}),
-                ),
+                status(json!({"conditions": [
+                    condition(json!({"type": "Ready"})),
+                    condition(json!({"type": "Initialized"})),
+                ]})),
+                status(json!({"conditions": [
+                    condition(json!({"type": "Initialized"})),
+                    condition(json!({"type": "Ready"})),
+                ]})),
                 false,
             ),
             (
                 "nested terminated message differs",
-                status(
-                    json!({"initContainerStatuses": [container(json!({"lastState": {"terminated": {"exitCode": 1, "message": "a"}}}))]}),
-                ),
-                status(
-                    json!({"initContainerStatuses": [container(json!({"lastState": {"terminated": {"exitCode": 1, "message": "b"}}}))]}),
-                ),
+                status(json!({"initContainerStatuses": [container(json!({
+                    "lastState": {"terminated": {"exitCode": 1, "message": "a"}},
+                }))]})),
+                status(json!({"initContainerStatuses": [container(json!({
+                    "lastState": {"terminated": {"exitCode": 1, "message": "b"}},
+                }))]})),
                 false,
             ),
             (
@@ -705,40 +707,115 @@ mod tests {
         assert_eq!(GO_ZERO_TIME, parsed);
     }
 
-    #[test]
-    fn full_status_round_trip_is_equal() {
-        let value = json!({
-            "phase": "Running",
+    /// A status with every field reachable from `PodStatus` set.
+    fn full_status() -> Value {
+        let t0 = "2026-01-01T00:00:00Z";
+        let t1 = "2026-01-01T00:01:00Z";
+        json!({
             "observedGeneration": 3,
-            "conditions": [condition(json!({"lastTransitionTime": "2026-01-01T00:00:00Z", "reason": "r", "message": "m"}))],
+            "phase": "Running",
+            "conditions": [condition(json!({
+                "observedGeneration": 3, "lastProbeTime": t0, "lastTransitionTime": t1,
+                "reason": "r", "message": "m",
+            }))],
             "message": "msg", "reason": "why", "nominatedNodeName": "n",
             "hostIP": "10.0.0.1", "hostIPs": [{"ip": "10.0.0.1"}],
             "podIP": "10.1.0.1", "podIPs": [{"ip": "10.1.0.1"}],
-            "startTime": "2026-01-01T00:00:00Z",
-            "qosClass": "Burstable", "resize": "InProgress",
-            "resourceClaimStatuses": [{"name": "x", "resourceClaimName": "y"}],
+            "startTime": t0,
+            "initContainerStatuses": [container(json!({
+                "state": {"terminated": {
+                    "exitCode": 2, "signal": 9, "reason": "Error", "message": "boom",
+                    "startedAt": t0, "finishedAt": t1, "containerID": "cri://0",
+                }},
+            }))],
             "containerStatuses": [container(json!({
-                "state": {"terminated": {"exitCode": 2, "signal": 9, "reason": "Error", "message": "boom",
-                    "startedAt": "2026-01-01T00:00:00Z", "finishedAt": "2026-01-01T00:01:00Z", "containerID": "cri://1"}},
+                "state": {"running": {"startedAt": t0}},
                 "lastState": {"waiting": {"reason": "CrashLoopBackOff", "message": "back-off"}},
                 "containerID": "cri://1", "started": true,
                 "allocatedResources": {"cpu": "500m"},
-                "resources": {"limits": {"cpu": "1"}, "requests": {"cpu": "500m"}, "claims": [{"name": "g", "request": "r"}]},
-                "volumeMounts": [{"name": "v", "mountPath": "/v", "readOnly": true, "recursiveReadOnly": "Enabled"}],
-                "user": {"linux": {"uid": 1000, "gid": 1000, "supplementalGroups": [4, 5]}},
-                "allocatedResourcesStatus": [{"name": "r", "resources": [{"resourceID": "d", "health": "Healthy"}]}],
-                "stopSignal": "SIGTERM"
-            }))]
-        });
-        let a = status(value.clone());
-        let reparsed = status(serde_json::to_value(&a).expect("serializes"));
-        assert!(status_equal(&a, &reparsed));
-        assert!(status_equal(&a, &status(value)));
-        // Every leaf above matters: changing one breaks equality.
-        let mut b = a.clone();
-        if let Some(c) = b.container_statuses.as_mut().and_then(|cs| cs.first_mut()) {
-            c.allocated_resources_status = None;
+                "resources": {
+                    "limits": {"cpu": "1"}, "requests": {"memory": "1Gi"},
+                    "claims": [{"name": "g", "request": "r"}],
+                },
+                "volumeMounts": [
+                    {
+                        "name": "v", "mountPath": "/v",
+                        "readOnly": true, "recursiveReadOnly": "Enabled",
+                    },
+                ],
+                "user": {"linux": {"uid": 1000, "gid": 1001, "supplementalGroups": [4, 5]}},
+                "allocatedResourcesStatus": [
+                    {"name": "r", "resources": [{"resourceID": "d", "health": "Healthy"}]},
+                ],
+                "stopSignal": "SIGTERM",
+            }))],
+            "qosClass": "Burstable",
+            "ephemeralContainerStatuses": [container(json!({"name": "debug"}))],
+            "resize": "InProgress",
+            "resourceClaimStatuses": [{"name": "x", "resourceClaimName": "y"}],
+        })
+    }
+
+    /// Every copy of `value` with one leaf (string, number or bool) changed, with its path.
+    fn leaf_changes(value: &Value) -> Vec<(String, Value)> {
+        let nested = |key: String, child: &Value, rebuild: &dyn Fn(Value) -> Value| {
+            leaf_changes(child)
+                .into_iter()
+                .map(|(path, changed)| (format!("/{key}{path}"), rebuild(changed)))
+                .collect::<Vec<_>>()
+        };
+        match value {
+            Value::Object(map) => map
+                .iter()
+                .flat_map(|(key, child)| {
+                    nested(key.clone(), child, &|changed| {
+                        let mut copy = map.clone();
+                        copy.insert(key.clone(), changed);
+                        Value::Object(copy)
+                    })
+                })
+                .collect(),
+            Value::Array(items) => items
+                .iter()
+                .enumerate()
+                .flat_map(|(index, child)| {
+                    nested(index.to_string(), child, &|changed| {
+                        let mut copy = items.clone();
+                        copy[index] = changed;
+                        Value::Array(copy)
+                    })
+                })
+                .collect(),
+            // A time must stay a valid time to deserialize.
+            Value::String(s) if s.parse::<Timestamp>().is_ok() => {
+                vec![(String::new(), json!("2030-01-01T00:00:00Z"))]
+            }
+            Value::String(s) => vec![(String::new(), json!(format!("{s}x")))],
+            Value::Number(n) => vec![(String::new(), json!(n.as_i64().unwrap_or(0) + 1))],
+            Value::Bool(b) => vec![(String::new(), json!(!b))],
+            Value::Null => Vec::new(),
         }
-        assert!(!status_equal(&a, &b));
+    }
+
+    #[test]
+    fn full_status_equals_itself_and_its_round_trip() {
+        let a = status(full_status());
+        let reparsed = status(serde_json::to_value(&a).expect("a status serializes"));
+        assert!(status_equal(&a, &reparsed));
+        assert!(status_equal(&a, &status(full_status())));
+    }
+
+    /// Every field is compared: changing any single leaf makes the statuses differ.
+    #[test]
+    fn every_leaf_is_compared() {
+        let original = full_status();
+        let a = status(original.clone());
+        let changes = leaf_changes(&original);
+        assert!(changes.len() > 60, "only {} leaves", changes.len());
+        for (path, changed) in changes {
+            let b = status(changed);
+            assert!(!status_equal(&a, &b), "a change at {path} went unnoticed");
+            assert!(!status_equal(&b, &a), "a change at {path} went unnoticed");
+        }
     }
 }

@@ -1,0 +1,82 @@
+//! Builds guest crates of this workspace into WebAssembly components, for build scripts.
+//!
+//! A guest is a core module built for `wasm32-unknown-unknown` and wrapped by
+//! `wit-component`: unlike `wasm32-wasip2`, that component imports exactly the world's
+//! interfaces and no WASI. Guests are built in a target directory of their own (a
+//! nested cargo cannot share the outer build's lock) that every host profile reuses, so
+//! a run builds each guest once.
+
+use std::env;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The workspace root, from a build script's `CARGO_MANIFEST_DIR` (`levels` up).
+pub fn workspace_dir(levels: usize) -> PathBuf {
+    let mut dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("run from a build script"));
+    for _ in 0..levels {
+        dir.pop();
+    }
+    dir
+}
+
+/// Where guests are built: `$PODSTATUS_GUEST_TARGET_DIR`, else `target/guest`.
+pub fn guest_target_dir(workspace: &Path) -> PathBuf {
+    println!("cargo:rerun-if-env-changed=PODSTATUS_GUEST_TARGET_DIR");
+    env::var_os("PODSTATUS_GUEST_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| workspace.join("target").join("guest"))
+}
+
+/// Builds `package` (a cdylib crate of the workspace) with the `guest` profile and
+/// returns its component. Panics with a clear message on failure: this runs in build
+/// scripts, where a panic is how a build fails.
+pub fn build_component(workspace: &Path, target_dir: &Path, package: &str) -> Vec<u8> {
+    let core = build_core_module(workspace, target_dir, package);
+    wit_component::ComponentEncoder::default()
+        .module(&core)
+        .and_then(|encoder| encoder.validate(true).encode())
+        .unwrap_or_else(|e| panic!("making a component of {package}: {e:?}"))
+}
+
+/// Builds, writes the component to `$OUT_DIR/{package}.wasm` and beside the guest
+/// build (where a user can pass it to `--plugin`), and returns the `$OUT_DIR` path.
+pub fn build_component_file(workspace: &Path, target_dir: &Path, package: &str) -> PathBuf {
+    let component = build_component(workspace, target_dir, package);
+    let out_dir = PathBuf::from(env::var("OUT_DIR").expect("run from a build script"));
+    let out = out_dir.join(format!("{package}.wasm"));
+    std::fs::write(&out, &component).unwrap_or_else(|e| panic!("writing {}: {e}", out.display()));
+    let public = target_dir.join(format!("{package}.wasm"));
+    std::fs::write(&public, &component).unwrap_or_else(|e| panic!("writing {}: {e}", public.display()));
+    out
+}
+
+fn build_core_module(workspace: &Path, target_dir: &Path, package: &str) -> Vec<u8> {
+    let cargo = env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(workspace)
+        .args(["build", "--package", package, "--target", "wasm32-unknown-unknown", "--profile", "guest"])
+        .arg("--target-dir")
+        .arg(target_dir);
+    // The outer build's flags and wrappers (clippy's driver, coverage, jobserver) are
+    // for the host, not for the plugin.
+    for var in [
+        "CARGO_ENCODED_RUSTFLAGS",
+        "RUSTFLAGS",
+        "CARGO_BUILD_RUSTFLAGS",
+        "CARGO_TARGET_DIR",
+        "CARGO_BUILD_TARGET",
+        "RUSTC_WORKSPACE_WRAPPER",
+        "CARGO_MAKEFLAGS",
+        "MAKEFLAGS",
+        "MFLAGS",
+        "CARGO_LLVM_COV",
+        "LLVM_PROFILE_FILE",
+    ] {
+        cmd.env_remove(var);
+    }
+    let status = cmd.status().unwrap_or_else(|e| panic!("running cargo for {package}: {e}"));
+    assert!(
+        status.success(),
+        "building the {package} plugin failed (is the wasm32-unknown-unknown target installed? `rustup target add wasm32-unknown-unknown`)"
+    );
+    let module = target_dir.join("wasm32-unknown-unknown").join("guest").join(format!("{}.wasm", package.replace('-', "_")));
+    std::fs::read(&module).unwrap_or_else(|e| panic!("reading {}: {e}", module.display()))
+}

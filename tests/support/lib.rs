@@ -1,0 +1,73 @@
+//! Shared helpers of the integration tests.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use podstatus::components::PODSTATUS_V1;
+use podstatus::plugin::{Plugin, PluginImage, PluginRuntime, RuntimeConfig};
+use podstatus::replay::{self, ReplayOutcome, Trace, TraceError};
+
+/// The workspace's root directory.
+pub fn workspace_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ is in the workspace").to_path_buf()
+}
+
+/// The fixtures directory.
+pub fn fixtures_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures")
+}
+
+/// Compiled artifacts shared by every test run of this checkout, so only the first
+/// test binary pays for Cranelift.
+pub fn cache_dir() -> PathBuf {
+    workspace_dir().join("target").join("podstatus-test-cache")
+}
+
+/// The v1 plugin, compiled once per test binary.
+pub fn v1_image() -> &'static PluginImage {
+    static IMAGE: OnceLock<PluginImage> = OnceLock::new();
+    IMAGE.get_or_init(|| {
+        let runtime = PluginRuntime::new(&RuntimeConfig { cache_dir: Some(cache_dir()) }).expect("runtime");
+        runtime.load(PODSTATUS_V1).expect("the v1 plugin loads")
+    })
+}
+
+/// Replays `trace_text` through the v1 component.
+pub fn replay_component(trace_text: &str, base_dir: &Path) -> Result<ReplayOutcome, TraceError> {
+    let trace = Trace::parse(trace_text, base_dir.to_path_buf())?;
+    replay::run(&trace, &|world| v1_image().instantiate(world).map(|p| Box::new(p) as Box<dyn Plugin>).map_err(|e| e.to_string()))
+}
+
+/// Replays `trace_text` through the same logic, natively.
+pub fn replay_native(trace_text: &str, base_dir: &Path) -> Result<ReplayOutcome, TraceError> {
+    let trace = Trace::parse(trace_text, base_dir.to_path_buf())?;
+    replay::run(&trace, &|world| Ok(Box::new(podstatus::plugin::NativePlugin::new(world)) as Box<dyn Plugin>))
+}
+
+/// Checks that `actual` contains `expected`: objects match on the keys `expected`
+/// names, lists must have the same length and match element by element, anything else
+/// must be equal. Returns the path of the first mismatch.
+pub fn partial_match(expected: &serde_json::Value, actual: &serde_json::Value, path: &str) -> Result<(), String> {
+    use serde_json::Value;
+    match (expected, actual) {
+        (Value::Object(e), Value::Object(a)) => {
+            for (key, value) in e {
+                let child = format!("{path}.{key}");
+                match a.get(key) {
+                    Some(actual) => partial_match(value, actual, &child)?,
+                    None if value.is_null() => {}
+                    None => return Err(format!("{child}: missing, expected {value}")),
+                }
+            }
+            Ok(())
+        }
+        (Value::Array(e), Value::Array(a)) => {
+            if e.len() != a.len() {
+                return Err(format!("{path}: expected {} elements, found {}: {}", e.len(), a.len(), actual));
+            }
+            e.iter().zip(a).enumerate().try_for_each(|(i, (e, a))| partial_match(e, a, &format!("{path}[{i}]")))
+        }
+        (e, a) if e == a => Ok(()),
+        (e, a) => Err(format!("{path}: expected {e}, found {a}")),
+    }
+}
