@@ -85,7 +85,8 @@ fn statuses_set_from_many_threads_all_reach_the_api_server() {
 
     wait_until("every status is in the API server", || {
         (0..THREADS * PODS_PER_THREAD).all(|i| {
-            api.get_pod("default", &format!("pod-{i}")).unwrap().status.and_then(|s| s.phase).as_deref() == Some("Running")
+            api.get_pod("default", &format!("pod-{i}")).unwrap().status.and_then(|s| s.phase).as_deref()
+                == Some("Running")
         })
     });
     for i in 0..THREADS * PODS_PER_THREAD {

@@ -13,7 +13,8 @@ use podstatus::world::World;
 use podstatus_test_programs::TRAP_ON_SYNC;
 use podstatus_tests::cache_dir;
 
-const POD: &str = r#"{"metadata": {"uid": "u1", "name": "a", "namespace": "n"}, "spec": {"containers": [{"name": "c"}]}}"#;
+const POD: &str =
+    r#"{"metadata": {"uid": "u1", "name": "a", "namespace": "n"}, "spec": {"containers": [{"name": "c"}]}}"#;
 
 fn world() -> World {
     World {
@@ -62,9 +63,10 @@ fn replay_reports_the_fault_and_stops_at_the_faulting_step() {
             {{"op": "sync-batch"}}]}}"#
     );
     let trace = Trace::parse(&trace, ".".into()).unwrap();
-    let outcome =
-        replay::run(&trace, &|w| image.instantiate(w).map(|p| Box::new(p) as Box<dyn Plugin>).map_err(|e| e.to_string()))
-            .unwrap();
+    let outcome = replay::run(&trace, &|w| {
+        image.instantiate(w).map(|p| Box::new(p) as Box<dyn Plugin>).map_err(|e| e.to_string())
+    })
+    .unwrap();
     assert!(outcome.faulted());
     let fault = outcome.report.fault.as_ref().unwrap();
     assert_eq!(fault.step, 1);

@@ -61,7 +61,8 @@ fn every_fixture_matches_its_report_and_expectations() {
         } else {
             match fs::read_to_string(&golden) {
                 Ok(stored) if stored == rendered => {}
-                Ok(_) => failures.push(format!("{name}: report differs from {} (PODSTATUS_BLESS=1 rewrites it)", golden.display())),
+                Ok(_) => failures
+                    .push(format!("{name}: report differs from {} (PODSTATUS_BLESS=1 rewrites it)", golden.display())),
                 Err(_) => failures.push(format!("{name}: no stored report {}", golden.display())),
             }
         }

@@ -22,7 +22,9 @@ pub fn workspace_dir(levels: usize) -> PathBuf {
 /// Where guests are built: `$PODSTATUS_GUEST_TARGET_DIR`, else `target/guest`.
 pub fn guest_target_dir(workspace: &Path) -> PathBuf {
     println!("cargo:rerun-if-env-changed=PODSTATUS_GUEST_TARGET_DIR");
-    env::var_os("PODSTATUS_GUEST_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| workspace.join("target").join("guest"))
+    env::var_os("PODSTATUS_GUEST_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace.join("target").join("guest"))
 }
 
 /// Builds `package` (a cdylib crate of the workspace) with the `guest` profile and
@@ -77,6 +79,7 @@ fn build_core_module(workspace: &Path, target_dir: &Path, package: &str) -> Vec<
         status.success(),
         "building the {package} plugin failed (is the wasm32-unknown-unknown target installed? `rustup target add wasm32-unknown-unknown`)"
     );
-    let module = target_dir.join("wasm32-unknown-unknown").join("guest").join(format!("{}.wasm", package.replace('-', "_")));
+    let module =
+        target_dir.join("wasm32-unknown-unknown").join("guest").join(format!("{}.wasm", package.replace('-', "_")));
     std::fs::read(&module).unwrap_or_else(|e| panic!("reading {}: {e}", module.display()))
 }

@@ -1,1 +1,121 @@
-fn main(){}
+//! The cost of each Manager operation through the component, beside the same logic
+//! called natively, beside a bare serde_json parse and serialise of the same status
+//! (the floor any JSON boundary pays). Prints the ratios of this run at the end.
+//!
+//! `cargo bench -p podstatus --bench operations`
+
+use std::hint::black_box;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use criterion::{BatchSize, Criterion};
+use k8s_openapi::api::core::v1::{Pod, PodStatus};
+use podstatus::backends::api_server::memory::MemoryApiServer;
+use podstatus::backends::clock::SystemClock;
+use podstatus::backends::deletion_safety::FixedDeletionSafety;
+use podstatus::backends::pod_manager::PodManager;
+use podstatus::backends::sync_queue::SyncQueue;
+use podstatus::components::PODSTATUS_V1;
+use podstatus::plugin::{NativePlugin, Plugin, PluginRuntime, RuntimeConfig};
+use podstatus::world::World;
+
+mod fixture;
+
+/// A world for one plugin; `queue_capacity` 0 makes every push "queue full", so
+/// repeated updates keep no snapshots and memory stays flat over millions of calls.
+fn world(queue_capacity: usize) -> World {
+    let api = Arc::new(MemoryApiServer::new());
+    let pod_manager = Arc::new(PodManager::new());
+    let pod: Pod = serde_json::from_str(&fixture::pod_json()).unwrap();
+    api.put_pod(pod.clone()).unwrap();
+    pod_manager.add_pod(pod);
+    pod_manager.follow_api_server(&api);
+    World {
+        api_server: api,
+        pod_manager,
+        deletion_safety: Arc::new(FixedDeletionSafety::new(false)),
+        clock: Arc::new(SystemClock),
+        queue: Arc::new(SyncQueue::new(queue_capacity)),
+    }
+}
+
+type Make = fn(World) -> Box<dyn Plugin>;
+
+fn component(world: World) -> Box<dyn Plugin> {
+    let cache = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/podstatus-bench-cache");
+    let runtime = PluginRuntime::new(&RuntimeConfig { cache_dir: Some(cache) }).unwrap();
+    Box::new(runtime.load(PODSTATUS_V1).unwrap().instantiate(world).unwrap())
+}
+
+fn native(world: World) -> Box<dyn Plugin> {
+    Box::new(NativePlugin::new(world))
+}
+
+const KINDS: [(&str, Make); 2] = [("component", component), ("native", native)];
+
+fn bench(c: &mut Criterion) {
+    let pod = fixture::pod_json();
+    let statuses = [fixture::status_json(0), fixture::status_json(1)];
+    println!("status JSON: {} bytes; pod JSON: {} bytes", statuses[0].len(), pod.len());
+
+    let mut floor = c.benchmark_group("serde-floor");
+    floor.bench_function("parse+serialise status", |b| {
+        b.iter(|| {
+            let status: PodStatus = serde_json::from_str(black_box(&statuses[0])).unwrap();
+            black_box(serde_json::to_string(&status).unwrap())
+        })
+    });
+    floor.finish();
+
+    for (kind, make) in KINDS {
+        let mut group = c.benchmark_group(kind);
+
+        // Each call caches a real change (the two statuses alternate).
+        let mut plugin = make(world(0));
+        let mut turn = 0;
+        group.bench_function("set-pod-status", |b| {
+            b.iter(|| {
+                turn ^= 1;
+                plugin.set_pod_status(&pod, &statuses[turn]).unwrap()
+            })
+        });
+
+        group.bench_function("get-pod-status", |b| b.iter(|| plugin.get_pod_status(black_box(fixture::UID)).unwrap()));
+
+        let mut ready = false;
+        group.bench_function("set-container-readiness", |b| {
+            b.iter(|| {
+                ready = !ready;
+                plugin.set_container_readiness(fixture::UID, "containerd://app-1", ready).unwrap()
+            })
+        });
+
+        // One pod's sync: GET, status PUT and bookkeeping, for a freshly queued change.
+        let w = world(1);
+        let plugin = std::cell::RefCell::new(make(w.clone()));
+        group.bench_function("sync-pod", |b| {
+            b.iter_batched(
+                || {
+                    turn ^= 1;
+                    plugin.borrow_mut().set_pod_status(&pod, &statuses[turn]).unwrap();
+                    w.queue.pop().expect("a request was queued")
+                },
+                |request| plugin.borrow_mut().sync_pod(&request).unwrap(),
+                BatchSize::SmallInput,
+            )
+        });
+        group.finish();
+    }
+}
+
+fn main() {
+    let mut c = Criterion::default()
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3))
+        .sample_size(40)
+        .configure_from_args();
+    bench(&mut c);
+    c.final_summary();
+    fixture::print_ratios();
+}

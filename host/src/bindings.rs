@@ -11,9 +11,7 @@ wasmtime::component::bindgen!({
     additional_derives: [PartialEq, Eq],
 });
 
-pub use exports::kubelet::status::manager::{
-    BatchReport, CachedStatus, ManagerError, SyncOutcome, UpdateOutcome,
-};
+pub use exports::kubelet::status::manager::{BatchReport, CachedStatus, ManagerError, SyncOutcome, UpdateOutcome};
 pub use kubelet::status::types::{SyncRequest, Timestamp};
 
 /// The WIT package this host implements, as it appears in import and export names.

@@ -58,7 +58,10 @@ fn unusable_traces_exit_2_with_one_line_naming_the_step() {
         (r#"{"steps": [{"op": "get-pod-status"}]}"#, "step 0: missing field \"uid\""),
         (r#"{"steps": [{"op": "get-pod-status", "uid": "ghost"}]}"#, "step 0: UID \"ghost\""),
         (r#"{"pod_manager": [{"metadata": {"name": "x"}}]}"#, "pod_manager[0]: pod has no metadata.uid"),
-        (r#"{"steps": [{"op": "set-container-startup", "uid": "u", "container_id": "c", "started": true}]}"#, "step 0: UID"),
+        (
+            r#"{"steps": [{"op": "set-container-startup", "uid": "u", "container_id": "c", "started": true}]}"#,
+            "step 0: UID",
+        ),
     ];
     for (trace, expected) in cases {
         let out = podstatus(&["replay", "-"], Some(trace));

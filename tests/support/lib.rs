@@ -35,7 +35,9 @@ pub fn v1_image() -> &'static PluginImage {
 /// Replays `trace_text` through the v1 component.
 pub fn replay_component(trace_text: &str, base_dir: &Path) -> Result<ReplayOutcome, TraceError> {
     let trace = Trace::parse(trace_text, base_dir.to_path_buf())?;
-    replay::run(&trace, &|world| v1_image().instantiate(world).map(|p| Box::new(p) as Box<dyn Plugin>).map_err(|e| e.to_string()))
+    replay::run(&trace, &|world| {
+        v1_image().instantiate(world).map(|p| Box::new(p) as Box<dyn Plugin>).map_err(|e| e.to_string())
+    })
 }
 
 /// Replays `trace_text` through the same logic, natively.

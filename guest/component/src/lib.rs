@@ -42,7 +42,11 @@ impl wit::Guest for Component {
         with_manager(|m| m.set_pod_status(&pod, &status)).map(update_outcome).map_err(manager_error)
     }
 
-    fn set_container_readiness(pod_uid: String, container_id: String, ready: bool) -> Result<wit::UpdateOutcome, wit::ManagerError> {
+    fn set_container_readiness(
+        pod_uid: String,
+        container_id: String,
+        ready: bool,
+    ) -> Result<wit::UpdateOutcome, wit::ManagerError> {
         with_manager(|m| m.set_container_readiness(&pod_uid, &container_id, ready))
             .map(update_outcome)
             .map_err(manager_error)
@@ -57,7 +61,8 @@ impl wit::Guest for Component {
     }
 
     fn sync_pod(request: wit::SyncRequest) -> Result<wit::SyncOutcome, wit::ManagerError> {
-        let request = podstatus_logic::SyncRequest { id: request.id, pod_uid: request.pod_uid, version: request.version };
+        let request =
+            podstatus_logic::SyncRequest { id: request.id, pod_uid: request.pod_uid, version: request.version };
         with_manager(|m| m.sync_pod(&request)).map(sync_outcome).map_err(manager_error)
     }
 

@@ -16,7 +16,5 @@ pub mod semantic_eq;
 pub mod state;
 
 pub use error::{ManagerError, Result};
-pub use imports::{
-    ApiError, DeleteOptions, Imports, Level, StatusUpdate, SyncRequest, Timestamp, UidTranslations,
-};
+pub use imports::{ApiError, DeleteOptions, Imports, Level, StatusUpdate, SyncRequest, Timestamp, UidTranslations};
 pub use manager::{BatchReport, CachedStatus, Manager, SyncOutcome, UpdateOutcome};

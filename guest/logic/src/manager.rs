@@ -151,11 +151,8 @@ impl<I: Imports> Manager<I> {
         if let Some(container) = find_container_status_mut(&mut status, container_id) {
             container.ready = ready;
         }
-        let ready_condition = generate_pod_ready_condition(
-            &pod.spec,
-            status.container_statuses.as_deref(),
-            status.phase.as_deref(),
-        );
+        let ready_condition =
+            generate_pod_ready_condition(&pod.spec, status.container_statuses.as_deref(), status.phase.as_deref());
         match find_condition_mut(&mut status, POD_READY) {
             Some(existing) => *existing = ready_condition,
             None => {
@@ -171,12 +168,12 @@ impl<I: Imports> Manager<I> {
         let pod = PodView::parse_with_uid(pod_json).map_err(ManagerError::InvalidPod)?;
         let mut status = match self.statuses.get(&pod.metadata.uid) {
             Some(cached) => cached.status.clone(),
-            None => pod.parse_status().map_err(|e| ManagerError::InvalidPod(format!("status of {}: {e}", pod.full_name())))?,
+            None => pod
+                .parse_status()
+                .map_err(|e| ManagerError::InvalidPod(format!("status of {}: {e}", pod.full_name())))?,
         };
-        let terminated = || ContainerState {
-            terminated: Some(ContainerStateTerminated::default()),
-            ..ContainerState::default()
-        };
+        let terminated =
+            || ContainerState { terminated: Some(ContainerStateTerminated::default()), ..ContainerState::default() };
         for container in status.container_statuses.iter_mut().flatten() {
             container.state = Some(terminated());
         }
@@ -272,7 +269,7 @@ impl<I: Imports> Manager<I> {
             Some(cached) => &cached.status,
             None => {
                 fetched = match self.imports.get_mirror_pod_by_pod(pod_json) {
-                    Some(mirror_json) => PodView::parse(&mirror_json)
+                    Some(mirror_json) => PodView::parse_with_uid(&mirror_json)
                         .and_then(|mirror| mirror.parse_status())
                         .map_err(|e| ManagerError::InvalidPod(format!("mirror pod of {}: {e}", pod.full_name())))?,
                     None => pod
@@ -360,7 +357,8 @@ impl<I: Imports> Manager<I> {
                 return Ok(SyncOutcome::GetFailed);
             }
         };
-        let pod = PodView::parse(&pod_json).map_err(|e| ManagerError::InvalidPod(format!("API server's pod: {e}")))?;
+        let pod = PodView::parse_with_uid(&pod_json)
+            .map_err(|e| ManagerError::InvalidPod(format!("API server's pod: {e}")))?;
 
         let translated = self.imports.translate_pod_uid(&pod.metadata.uid);
         if !translated.is_empty() && translated != uid {
@@ -383,13 +381,17 @@ impl<I: Imports> Manager<I> {
         let updated_json = match self.imports.update_pod_status(update) {
             Ok(json) => json,
             Err(e) => {
-                self.log(Level::Warn, || format!("failed to update status for pod {}: {}", pod.full_name(), e.message()));
+                self.log(Level::Warn, || {
+                    format!("failed to update status for pod {}: {}", pod.full_name(), e.message())
+                });
                 return Ok(SyncOutcome::WriteFailed);
             }
         };
-        let updated = PodView::parse(&updated_json)
+        let updated = PodView::parse_with_uid(&updated_json)
             .map_err(|e| ManagerError::InvalidPod(format!("API server's pod after the write: {e}")))?;
-        self.log(Level::Debug, || format!("status for pod {} updated to version {}", updated.full_name(), status.version));
+        self.log(Level::Debug, || {
+            format!("status for pod {} updated to version {}", updated.full_name(), status.version)
+        });
         self.api_versions.insert(updated.metadata.uid.clone(), status.version);
 
         if !self.can_be_deleted(&updated, &updated_json, &status.status)? {
@@ -402,7 +404,9 @@ impl<I: Imports> Manager<I> {
         };
         match self.imports.delete_pod(&updated.metadata.namespace, &updated.metadata.name, options) {
             Ok(()) => {
-                self.log(Level::Info, || format!("pod {} fully terminated and removed from the API server", updated.full_name()));
+                self.log(Level::Info, || {
+                    format!("pod {} fully terminated and removed from the API server", updated.full_name())
+                });
                 self.statuses.remove(uid);
                 Ok(SyncOutcome::Deleted)
             }
@@ -424,7 +428,8 @@ impl<I: Imports> Manager<I> {
         let Some(pod_json) = self.imports.get_pod_by_uid(uid) else {
             return Ok(false);
         };
-        let pod = PodView::parse(&pod_json).map_err(|e| ManagerError::InvalidPod(format!("pod manager's pod {uid}: {e}")))?;
+        let pod = PodView::parse_with_uid(&pod_json)
+            .map_err(|e| ManagerError::InvalidPod(format!("pod manager's pod {uid}: {e}")))?;
         self.can_be_deleted(&pod, &pod_json, &status.status)
     }
 
@@ -434,17 +439,18 @@ impl<I: Imports> Manager<I> {
         let Some(pod_json) = self.imports.get_pod_by_uid(uid) else {
             return Ok(false);
         };
-        let mut pod = PodView::parse(&pod_json).map_err(|e| ManagerError::InvalidPod(format!("pod manager's pod {uid}: {e}")))?;
+        let mut pod = PodView::parse_with_uid(&pod_json)
+            .map_err(|e| ManagerError::InvalidPod(format!("pod manager's pod {uid}: {e}")))?;
         // Only a static pod's mirror pod carries its status in the API server.
         if pod.is_static() {
             let Some(mirror_json) = self.imports.get_mirror_pod_by_pod(&pod_json) else {
                 return Ok(false);
             };
-            pod = PodView::parse(&mirror_json).map_err(|e| ManagerError::InvalidPod(format!("mirror pod of {uid}: {e}")))?;
+            pod = PodView::parse_with_uid(&mirror_json)
+                .map_err(|e| ManagerError::InvalidPod(format!("mirror pod of {uid}: {e}")))?;
         }
-        let mut api_status = pod
-            .parse_status()
-            .map_err(|e| ManagerError::InvalidPod(format!("status of {}: {e}", pod.full_name())))?;
+        let mut api_status =
+            pod.parse_status().map_err(|e| ManagerError::InvalidPod(format!("status of {}: {e}", pod.full_name())))?;
         normalize_status(&pod.spec, &mut api_status);
         if status_equal(&api_status, status) {
             return Ok(false);

@@ -19,9 +19,7 @@ pub const MAX_POD_TERMINATION_MESSAGE_BYTES: usize = 12 * 1024;
 /// sorted by name and init container statuses put in spec order.
 pub fn normalize_status(spec: &SpecView, status: &mut PodStatus) {
     let containers = spec.containers.len() + spec.init_containers.len();
-    let budget = MAX_POD_TERMINATION_MESSAGE_BYTES
-        .checked_div(containers)
-        .unwrap_or(MAX_POD_TERMINATION_MESSAGE_BYTES);
+    let budget = MAX_POD_TERMINATION_MESSAGE_BYTES.checked_div(containers).unwrap_or(MAX_POD_TERMINATION_MESSAGE_BYTES);
 
     if let Some(start) = status.start_time.as_mut() {
         truncate_time(start);
@@ -106,10 +104,7 @@ pub fn truncate_at_char_boundary(text: &mut String, budget: usize) {
 pub fn sort_init_container_statuses(spec: &SpecView, statuses: &mut [ContainerStatus]) {
     let mut current = 0;
     for container in &spec.init_containers {
-        if let Some(offset) = statuses[current..]
-            .iter()
-            .position(|s| s.name == container.name)
-        {
+        if let Some(offset) = statuses[current..].iter().position(|s| s.name == container.name) {
             statuses.swap(current, current + offset);
             current += 1;
         }
@@ -122,17 +117,8 @@ mod tests {
     use crate::pod::NamedView;
 
     fn spec(containers: &[&str], init: &[&str]) -> SpecView {
-        let named = |names: &[&str]| {
-            names
-                .iter()
-                .map(|n| NamedView { name: n.to_string() })
-                .collect()
-        };
-        SpecView {
-            containers: named(containers),
-            init_containers: named(init),
-            restart_policy: None,
-        }
+        let named = |names: &[&str]| names.iter().map(|n| NamedView { name: n.to_string() }).collect();
+        SpecView { containers: named(containers), init_containers: named(init), restart_policy: None }
     }
 
     fn status(json: serde_json::Value) -> PodStatus {
@@ -215,6 +201,9 @@ mod tests {
             "containerStatuses": [{"name": "a", "state": {"terminated": {"exitCode": 0, "message": msg}}}]}));
         normalize_status(&spec(&[], &[]), &mut s);
         let state = s.container_statuses.as_ref().unwrap()[0].state.as_ref().unwrap();
-        assert_eq!(state.terminated.as_ref().unwrap().message.as_ref().unwrap().len(), MAX_POD_TERMINATION_MESSAGE_BYTES);
+        assert_eq!(
+            state.terminated.as_ref().unwrap().message.as_ref().unwrap().len(),
+            MAX_POD_TERMINATION_MESSAGE_BYTES
+        );
     }
 }

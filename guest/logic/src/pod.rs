@@ -8,7 +8,10 @@
 
 use std::collections::BTreeMap;
 
+use std::marker::PhantomData;
+
 use k8s_openapi::api::core::v1::PodStatus;
+use serde::de::{MapAccess, Visitor, value::MapAccessDeserializer};
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 
@@ -23,9 +26,9 @@ const API_SOURCE: &str = "api";
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 pub struct PodView {
-    #[serde(deserialize_with = "null_as_default")]
+    #[serde(deserialize_with = "object_or_null")]
     pub metadata: MetaView,
-    #[serde(deserialize_with = "null_as_default")]
+    #[serde(deserialize_with = "object_or_null")]
     pub spec: SpecView,
     /// Kept as text: most callers never look at it.
     pub status: Option<Box<RawValue>>,
@@ -52,9 +55,9 @@ pub struct MetaView {
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct SpecView {
-    #[serde(deserialize_with = "null_as_default")]
+    #[serde(deserialize_with = "named_list")]
     pub containers: Vec<NamedView>,
-    #[serde(deserialize_with = "null_as_default")]
+    #[serde(deserialize_with = "named_list")]
     pub init_containers: Vec<NamedView>,
     pub restart_policy: Option<String>,
 }
@@ -76,20 +79,57 @@ where
     Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
 }
 
+/// Only a JSON object (or null) makes a struct. serde's derive would also take a list
+/// of the fields' values in order; Go's decoder, and so Kubernetes, refuses that.
+fn object_or_null<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Default + Deserialize<'de>,
+{
+    struct ObjectVisitor<T>(PhantomData<T>);
+
+    impl<'de, T: Default + Deserialize<'de>> Visitor<'de> for ObjectVisitor<T> {
+        type Value = T;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a JSON object or null")
+        }
+
+        fn visit_unit<E: serde::de::Error>(self) -> Result<T, E> {
+            Ok(T::default())
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+            T::deserialize(MapAccessDeserializer::new(map))
+        }
+    }
+
+    deserializer.deserialize_any(ObjectVisitor(PhantomData))
+}
+
+/// A list of containers, each an object; null is the empty list.
+fn named_list<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<NamedView>, D::Error> {
+    #[derive(Deserialize)]
+    struct Element(#[serde(deserialize_with = "object_or_null")] NamedView);
+    let list: Option<Vec<Element>> = Option::deserialize(deserializer)?;
+    Ok(list.unwrap_or_default().into_iter().map(|Element(named)| named).collect())
+}
+
 impl PodView {
     /// Parses a pod; fails on text that is not a JSON object of the Pod's shape.
-    pub fn parse(json: &str) -> Result<PodView, String> {
-        serde_json::from_str(json).map_err(|e| format!("not a core/v1 Pod: {e}"))
+    fn parse(json: &str) -> Result<PodView, String> {
+        let parsed: Option<PodView> = serde_json::from_str(json).map_err(|e| format!("not a core/v1 Pod: {e}"))?;
+        if !json.trim_start().starts_with('{') {
+            return Err("not a core/v1 Pod: not a JSON object".into());
+        }
+        parsed.ok_or_else(|| "not a core/v1 Pod: null".into())
     }
 
     /// Parses a pod that must have a UID (every pod the kubelet handles does).
     pub fn parse_with_uid(json: &str) -> Result<PodView, String> {
         let pod = Self::parse(json)?;
         if pod.metadata.uid.is_empty() {
-            return Err(format!(
-                "pod {}/{} has no metadata.uid",
-                pod.metadata.namespace, pod.metadata.name
-            ));
+            return Err(format!("pod {}/{} has no metadata.uid", pod.metadata.namespace, pod.metadata.name));
         }
         Ok(pod)
     }
@@ -109,10 +149,7 @@ impl PodView {
 
     /// A static pod came from a file or URL, not from the API server.
     pub fn is_static(&self) -> bool {
-        self.metadata
-            .annotations
-            .get(CONFIG_SOURCE_ANNOTATION)
-            .is_some_and(|source| source != API_SOURCE)
+        self.metadata.annotations.get(CONFIG_SOURCE_ANNOTATION).is_some_and(|source| source != API_SOURCE)
     }
 
     /// A mirror pod is the API server's copy of a static pod.
@@ -178,6 +215,11 @@ mod tests {
     #[test]
     fn rejects_garbage_and_missing_uid() {
         assert!(PodView::parse("[1,2]").is_err());
+        assert!(PodView::parse(r#"[{"uid": "u"}]"#).is_err());
+        assert!(PodView::parse(r#"{"metadata": ["n", "a", "u"]}"#).is_err());
+        assert!(PodView::parse(r#"{"metadata": {"uid": "u"}, "spec": []}"#).is_err());
+        assert!(PodView::parse(r#"{"metadata": {"uid": "u"}, "spec": {"containers": [["c"]]}}"#).is_err());
+        assert!(PodView::parse("null").is_err());
         assert!(PodView::parse("{").is_err());
         let err = PodView::parse_with_uid(r#"{"metadata":{"name":"a","namespace":"b"}}"#).unwrap_err();
         assert!(err.contains("b/a has no metadata.uid"), "{err}");

@@ -85,13 +85,10 @@ fn parse(s: &str) -> Option<Value> {
     let mantissa = digits()
         .skip(leading_zeros)
         .take(significant)
-        .try_fold(0u128, |m, d| {
-            m.checked_mul(10)?.checked_add(u128::from(d - b'0'))
-        })?;
+        .try_fold(0u128, |m, d| m.checked_mul(10)?.checked_add(u128::from(d - b'0')))?;
 
-    let tens = tens
-        .checked_sub(i64::try_from(frac_digits.len()).ok()?)?
-        .checked_add(i64::try_from(trailing_zeros).ok()?)?;
+    let tens =
+        tens.checked_sub(i64::try_from(frac_digits.len()).ok()?)?.checked_add(i64::try_from(trailing_zeros).ok()?)?;
     let mut magnitude = Magnitude::new(mantissa, twos.checked_add(tens)?, tens)?;
 
     magnitude = magnitude.round_up_to_nano()?;
@@ -99,10 +96,7 @@ fn parse(s: &str) -> Option<Value> {
         // Only the binary suffixes (`Ki` .. `Ei`) scale by a power of two.
         magnitude = magnitude.cap_binary_si();
     }
-    Some(Value::NonZero {
-        negative,
-        magnitude,
-    })
+    Some(Value::NonZero { negative, magnitude })
 }
 
 /// Splits `s` after its leading ASCII digits.
@@ -139,9 +133,7 @@ fn interpret_suffix(suffix: &str) -> Option<Suffix> {
         "Ei" => binary(60),
         // A decimal exponent: `e` or `E` then a signed integer (Go keeps it as an int32).
         _ => {
-            let exponent = suffix
-                .strip_prefix('e')
-                .or_else(|| suffix.strip_prefix('E'))?;
+            let exponent = suffix.strip_prefix('e').or_else(|| suffix.strip_prefix('E'))?;
             // `parse` also takes a leading `+` or `-`, as Go's `strconv.ParseInt` does.
             decimal(i64::from(exponent.parse::<i32>().ok()?))
         }
@@ -175,12 +167,9 @@ impl Magnitude {
         if twos9 >= 0 && fives9 >= 0 {
             return Some(self);
         }
-        let numerator = self
-            .odd
-            .checked_mul(pow(2, twos9.max(0))?)?
-            .checked_mul(pow(5, fives9.max(0))?)?;
-        let denominator = pow(2, twos9.min(0).checked_neg()?)
-            .and_then(|d| d.checked_mul(pow(5, fives9.min(0).checked_neg()?)?));
+        let numerator = self.odd.checked_mul(pow(2, twos9.max(0))?)?.checked_mul(pow(5, fives9.max(0))?)?;
+        let denominator =
+            pow(2, twos9.min(0).checked_neg()?).and_then(|d| d.checked_mul(pow(5, fives9.min(0).checked_neg()?)?));
         // A denominator beyond 128 bits exceeds the numerator, so the quotient rounds up to 1.
         let nanos = denominator.map_or(1, |d| numerator.div_ceil(d));
         Self::new(nanos, -9, -9)
@@ -193,11 +182,7 @@ impl Magnitude {
             .twos
             .checked_add(9)
             .zip(self.fives.checked_add(9))
-            .and_then(|(twos9, fives9)| {
-                self.odd
-                    .checked_mul(pow(2, twos9)?)?
-                    .checked_mul(pow(5, fives9)?)
-            });
+            .and_then(|(twos9, fives9)| self.odd.checked_mul(pow(2, twos9)?)?.checked_mul(pow(5, fives9)?));
         match nanos {
             Some(nanos) if nanos <= MAX_ALLOWED_NANOS => self,
             // Too large for 128 bits is certainly above the cap.
@@ -272,14 +257,8 @@ mod tests {
             ("abc", "abd"),
         ];
         for (a, b) in cases {
-            assert!(
-                !quantities_equal(&q(a), &q(b)),
-                "{a:?} should differ from {b:?}"
-            );
-            assert!(
-                !quantities_equal(&q(b), &q(a)),
-                "{b:?} should differ from {a:?}"
-            );
+            assert!(!quantities_equal(&q(a), &q(b)), "{a:?} should differ from {b:?}");
+            assert!(!quantities_equal(&q(b), &q(a)), "{b:?} should differ from {a:?}");
         }
     }
 
@@ -325,11 +304,7 @@ mod tests {
             ("١", "1", false),
             // A mantissa beyond 128 bits: only the same spelling is equal.
             (huge, huge, true),
-            (
-                huge,
-                "1.23456789012345678901234567890123456789012345e44",
-                false,
-            ),
+            (huge, "1.23456789012345678901234567890123456789012345e44", false),
         ];
         for (a, b, equal) in cases {
             assert_eq!(quantities_equal(&q(a), &q(b)), equal, "{a:?} vs {b:?}");

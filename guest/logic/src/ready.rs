@@ -131,7 +131,8 @@ mod tests {
 
     #[test]
     fn all_ready_is_true_without_reason() {
-        let c = generate_pod_ready_condition(&spec(&["a", "b"]), Some(&[cs("b", true), cs("a", true)]), Some("Running"));
+        let c =
+            generate_pod_ready_condition(&spec(&["a", "b"]), Some(&[cs("b", true), cs("a", true)]), Some("Running"));
         assert_eq!(summary(&c), ("True".into(), None, None));
     }
 }

@@ -43,10 +43,9 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{
-    ContainerState, ContainerStateRunning, ContainerStateTerminated, ContainerStateWaiting,
-    ContainerStatus, ContainerUser, HostIP, LinuxContainerUser, PodCondition, PodIP,
-    PodResourceClaimStatus, PodStatus, ResourceClaim, ResourceHealth, ResourceRequirements,
-    ResourceStatus, VolumeMountStatus,
+    ContainerState, ContainerStateRunning, ContainerStateTerminated, ContainerStateWaiting, ContainerStatus,
+    ContainerUser, HostIP, LinuxContainerUser, PodCondition, PodIP, PodResourceClaimStatus, PodStatus, ResourceClaim,
+    ResourceHealth, ResourceRequirements, ResourceStatus, VolumeMountStatus,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -86,28 +85,12 @@ pub fn status_equal(a: &PodStatus, b: &PodStatus) -> bool {
         && value_eq(pod_ip, &b.pod_ip, PartialEq::eq)
         && list_eq(pod_ips, &b.pod_ips, pod_ip_eq)
         && ptr_eq(start_time, &b.start_time, PartialEq::eq)
-        && list_eq(
-            init_container_statuses,
-            &b.init_container_statuses,
-            container_status_eq,
-        )
-        && list_eq(
-            container_statuses,
-            &b.container_statuses,
-            container_status_eq,
-        )
+        && list_eq(init_container_statuses, &b.init_container_statuses, container_status_eq)
+        && list_eq(container_statuses, &b.container_statuses, container_status_eq)
         && value_eq(qos_class, &b.qos_class, PartialEq::eq)
-        && list_eq(
-            ephemeral_container_statuses,
-            &b.ephemeral_container_statuses,
-            container_status_eq,
-        )
+        && list_eq(ephemeral_container_statuses, &b.ephemeral_container_statuses, container_status_eq)
         && value_eq(resize, &b.resize, PartialEq::eq)
-        && list_eq(
-            resource_claim_statuses,
-            &b.resource_claim_statuses,
-            resource_claim_status_eq,
-        )
+        && list_eq(resource_claim_statuses, &b.resource_claim_statuses, resource_claim_status_eq)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -134,25 +117,14 @@ fn ptr_eq<T>(a: &Option<T>, b: &Option<T>, eq: impl Fn(&T, &T) -> bool) -> bool 
 
 /// A Go slice: nil equals empty; elements compare pairwise, in order.
 fn list_eq<T>(a: &Option<Vec<T>>, b: &Option<Vec<T>>, eq: impl Fn(&T, &T) -> bool) -> bool {
-    let (a, b) = (
-        a.as_deref().unwrap_or_default(),
-        b.as_deref().unwrap_or_default(),
-    );
+    let (a, b) = (a.as_deref().unwrap_or_default(), b.as_deref().unwrap_or_default());
     a.len() == b.len() && a.iter().zip(b).all(|(x, y)| eq(x, y))
 }
 
 /// A Go map: nil equals empty; the same keys, with equal values.
-fn map_eq<V>(
-    a: &Option<BTreeMap<String, V>>,
-    b: &Option<BTreeMap<String, V>>,
-    eq: impl Fn(&V, &V) -> bool,
-) -> bool {
+fn map_eq<V>(a: &Option<BTreeMap<String, V>>, b: &Option<BTreeMap<String, V>>, eq: impl Fn(&V, &V) -> bool) -> bool {
     match (a, b) {
-        (Some(a), Some(b)) => {
-            a.len() == b.len()
-                && a.iter()
-                    .all(|(key, x)| b.get(key).is_some_and(|y| eq(x, y)))
-        }
+        (Some(a), Some(b)) => a.len() == b.len() && a.iter().all(|(key, x)| b.get(key).is_some_and(|y| eq(x, y))),
         (Some(set), None) | (None, Some(set)) => set.is_empty(),
         (None, None) => true,
     }
@@ -170,10 +142,7 @@ fn time_eq(a: &Option<Time>, b: &Option<Time>) -> bool {
 }
 
 /// A `ResourceList`: a map of quantities, compared by value.
-fn resources_eq(
-    a: &Option<BTreeMap<String, Quantity>>,
-    b: &Option<BTreeMap<String, Quantity>>,
-) -> bool {
+fn resources_eq(a: &Option<BTreeMap<String, Quantity>>, b: &Option<BTreeMap<String, Quantity>>) -> bool {
     map_eq(a, b, quantities_equal)
 }
 
@@ -181,15 +150,7 @@ fn resources_eq(
 // The structs reachable from `PodStatus`, one comparison each.
 
 fn condition_eq(a: &PodCondition, b: &PodCondition) -> bool {
-    let PodCondition {
-        last_probe_time,
-        last_transition_time,
-        message,
-        observed_generation,
-        reason,
-        status,
-        type_,
-    } = a;
+    let PodCondition { last_probe_time, last_transition_time, message, observed_generation, reason, status, type_ } = a;
     *type_ == b.type_
         && value_eq(observed_generation, &b.observed_generation, PartialEq::eq)
         && *status == b.status
@@ -210,10 +171,7 @@ fn pod_ip_eq(a: &PodIP, b: &PodIP) -> bool {
 }
 
 fn resource_claim_status_eq(a: &PodResourceClaimStatus, b: &PodResourceClaimStatus) -> bool {
-    let PodResourceClaimStatus {
-        name,
-        resource_claim_name,
-    } = a;
+    let PodResourceClaimStatus { name, resource_claim_name } = a;
     *name == b.name && ptr_eq(resource_claim_name, &b.resource_claim_name, PartialEq::eq)
 }
 
@@ -248,20 +206,12 @@ fn container_status_eq(a: &ContainerStatus, b: &ContainerStatus) -> bool {
         && ptr_eq(resources, &b.resources, resource_requirements_eq)
         && list_eq(volume_mounts, &b.volume_mounts, volume_mount_status_eq)
         && ptr_eq(user, &b.user, container_user_eq)
-        && list_eq(
-            allocated_resources_status,
-            &b.allocated_resources_status,
-            resource_status_eq,
-        )
+        && list_eq(allocated_resources_status, &b.allocated_resources_status, resource_status_eq)
         && ptr_eq(stop_signal, &b.stop_signal, PartialEq::eq)
 }
 
 fn container_state_eq(a: &ContainerState, b: &ContainerState) -> bool {
-    let ContainerState {
-        running,
-        terminated,
-        waiting,
-    } = a;
+    let ContainerState { running, terminated, waiting } = a;
     ptr_eq(waiting, &b.waiting, waiting_eq)
         && ptr_eq(running, &b.running, running_eq)
         && ptr_eq(terminated, &b.terminated, terminated_eq)
@@ -278,15 +228,7 @@ fn running_eq(a: &ContainerStateRunning, b: &ContainerStateRunning) -> bool {
 }
 
 fn terminated_eq(a: &ContainerStateTerminated, b: &ContainerStateTerminated) -> bool {
-    let ContainerStateTerminated {
-        container_id,
-        exit_code,
-        finished_at,
-        message,
-        reason,
-        signal,
-        started_at,
-    } = a;
+    let ContainerStateTerminated { container_id, exit_code, finished_at, message, reason, signal, started_at } = a;
     *exit_code == b.exit_code
         && value_eq(signal, &b.signal, PartialEq::eq)
         && value_eq(reason, &b.reason, PartialEq::eq)
@@ -297,11 +239,7 @@ fn terminated_eq(a: &ContainerStateTerminated, b: &ContainerStateTerminated) -> 
 }
 
 fn resource_requirements_eq(a: &ResourceRequirements, b: &ResourceRequirements) -> bool {
-    let ResourceRequirements {
-        claims,
-        limits,
-        requests,
-    } = a;
+    let ResourceRequirements { claims, limits, requests } = a;
     resources_eq(limits, &b.limits)
         && resources_eq(requests, &b.requests)
         && list_eq(claims, &b.claims, resource_claim_eq)
@@ -313,12 +251,7 @@ fn resource_claim_eq(a: &ResourceClaim, b: &ResourceClaim) -> bool {
 }
 
 fn volume_mount_status_eq(a: &VolumeMountStatus, b: &VolumeMountStatus) -> bool {
-    let VolumeMountStatus {
-        mount_path,
-        name,
-        read_only,
-        recursive_read_only,
-    } = a;
+    let VolumeMountStatus { mount_path, name, read_only, recursive_read_only } = a;
     *name == b.name
         && *mount_path == b.mount_path
         && value_eq(read_only, &b.read_only, PartialEq::eq)
@@ -331,14 +264,8 @@ fn container_user_eq(a: &ContainerUser, b: &ContainerUser) -> bool {
 }
 
 fn linux_container_user_eq(a: &LinuxContainerUser, b: &LinuxContainerUser) -> bool {
-    let LinuxContainerUser {
-        gid,
-        supplemental_groups,
-        uid,
-    } = a;
-    *uid == b.uid
-        && *gid == b.gid
-        && list_eq(supplemental_groups, &b.supplemental_groups, PartialEq::eq)
+    let LinuxContainerUser { gid, supplemental_groups, uid } = a;
+    *uid == b.uid && *gid == b.gid && list_eq(supplemental_groups, &b.supplemental_groups, PartialEq::eq)
 }
 
 fn resource_status_eq(a: &ResourceStatus, b: &ResourceStatus) -> bool {
@@ -347,10 +274,7 @@ fn resource_status_eq(a: &ResourceStatus, b: &ResourceStatus) -> bool {
 }
 
 fn resource_health_eq(a: &ResourceHealth, b: &ResourceHealth) -> bool {
-    let ResourceHealth {
-        health,
-        resource_id,
-    } = a;
+    let ResourceHealth { health, resource_id } = a;
     *resource_id == b.resource_id && value_eq(health, &b.health, PartialEq::eq)
 }
 
@@ -398,12 +322,7 @@ mod tests {
         vec![
             ("both empty", status(json!({})), status(json!({})), true),
             // Slices and maps: nil equals empty.
-            (
-                "nil vs empty conditions",
-                status(json!({})),
-                status(json!({"conditions": []})),
-                true,
-            ),
+            ("nil vs empty conditions", status(json!({})), status(json!({"conditions": []})), true),
             (
                 "nil vs empty container statuses",
                 status(json!({"containerStatuses": null})),
@@ -419,9 +338,7 @@ mod tests {
             (
                 "nil vs empty supplementalGroups",
                 with_container(json!({"user": {"linux": {"uid": 1, "gid": 2}}})),
-                with_container(
-                    json!({"user": {"linux": {"uid": 1, "gid": 2, "supplementalGroups": []}}}),
-                ),
+                with_container(json!({"user": {"linux": {"uid": 1, "gid": 2, "supplementalGroups": []}}})),
                 true,
             ),
             (
@@ -437,24 +354,9 @@ mod tests {
                 false,
             ),
             // Plain values: absent equals the zero value.
-            (
-                "phase \"\" vs absent",
-                status(json!({})),
-                status(json!({"phase": ""})),
-                true,
-            ),
-            (
-                "phase differs",
-                status(json!({"phase": "Running"})),
-                status(json!({"phase": "Pending"})),
-                false,
-            ),
-            (
-                "observedGeneration 0 vs absent",
-                status(json!({})),
-                status(json!({"observedGeneration": 0})),
-                true,
-            ),
+            ("phase \"\" vs absent", status(json!({})), status(json!({"phase": ""})), true),
+            ("phase differs", status(json!({"phase": "Running"})), status(json!({"phase": "Pending"})), false),
+            ("observedGeneration 0 vs absent", status(json!({})), status(json!({"observedGeneration": 0})), true),
             (
                 "restartCount 0 vs absent",
                 status(json!({"containerStatuses": [
@@ -469,18 +371,11 @@ mod tests {
                 with_container(json!({"restartCount": 1})),
                 false,
             ),
-            (
-                "containerID \"\" vs absent",
-                with_container(json!({})),
-                with_container(json!({"containerID": ""})),
-                true,
-            ),
+            ("containerID \"\" vs absent", with_container(json!({})), with_container(json!({"containerID": ""})), true),
             (
                 "readOnly false vs absent",
                 with_container(json!({"volumeMounts": [{"name": "v", "mountPath": "/v"}]})),
-                with_container(
-                    json!({"volumeMounts": [{"name": "v", "mountPath": "/v", "readOnly": false}]}),
-                ),
+                with_container(json!({"volumeMounts": [{"name": "v", "mountPath": "/v", "readOnly": false}]})),
                 true,
             ),
             (
@@ -500,18 +395,8 @@ mod tests {
                 true,
             ),
             // Non-pointer structs: absent equals a struct of zero values.
-            (
-                "state {} vs absent",
-                with_container(json!({})),
-                with_container(json!({"state": {}})),
-                true,
-            ),
-            (
-                "lastState {} vs absent",
-                with_container(json!({"lastState": {}})),
-                with_container(json!({})),
-                true,
-            ),
+            ("state {} vs absent", with_container(json!({})), with_container(json!({"state": {}})), true),
+            ("lastState {} vs absent", with_container(json!({"lastState": {}})), with_container(json!({})), true),
             // Pointers: set differs from absent, even when set to a zero value.
             (
                 "state running {} vs {}",
@@ -531,30 +416,15 @@ mod tests {
                 with_container(json!({"state": {"waiting": {}}})),
                 false,
             ),
-            (
-                "started false vs absent",
-                with_container(json!({"started": false})),
-                with_container(json!({})),
-                false,
-            ),
+            ("started false vs absent", with_container(json!({"started": false})), with_container(json!({})), false),
             (
                 "started false vs false",
                 with_container(json!({"started": false})),
                 with_container(json!({"started": false})),
                 true,
             ),
-            (
-                "resources {} vs absent",
-                with_container(json!({"resources": {}})),
-                with_container(json!({})),
-                false,
-            ),
-            (
-                "user {} vs absent",
-                with_container(json!({"user": {}})),
-                with_container(json!({})),
-                false,
-            ),
+            ("resources {} vs absent", with_container(json!({"resources": {}})), with_container(json!({})), false),
+            ("user {} vs absent", with_container(json!({"user": {}})), with_container(json!({})), false),
             (
                 "stopSignal vs absent",
                 with_container(json!({"stopSignal": "SIGTERM"})),
@@ -575,12 +445,7 @@ mod tests {
                 status(json!({"resourceClaimStatuses": [{"name": "x"}]})),
                 false,
             ),
-            (
-                "startTime set vs absent",
-                status(json!({"startTime": "0001-01-01T00:00:00Z"})),
-                status(json!({})),
-                false,
-            ),
+            ("startTime set vs absent", status(json!({"startTime": "0001-01-01T00:00:00Z"})), status(json!({})), false),
             // Times: by instant; an absent non-pointer time is Go's zero time.
             (
                 "startTime with different offsets",
@@ -609,9 +474,7 @@ mod tests {
             (
                 "absent startedAt vs zero time",
                 with_container(json!({"state": {"running": {}}})),
-                with_container(
-                    json!({"state": {"running": {"startedAt": "0001-01-01T00:00:00Z"}}}),
-                ),
+                with_container(json!({"state": {"running": {"startedAt": "0001-01-01T00:00:00Z"}}})),
                 true,
             ),
             (
@@ -668,12 +531,8 @@ mod tests {
             ),
             (
                 "nested supplemental group differs",
-                with_container(
-                    json!({"user": {"linux": {"uid": 1, "gid": 2, "supplementalGroups": [3]}}}),
-                ),
-                with_container(
-                    json!({"user": {"linux": {"uid": 1, "gid": 2, "supplementalGroups": [4]}}}),
-                ),
+                with_container(json!({"user": {"linux": {"uid": 1, "gid": 2, "supplementalGroups": [3]}}})),
+                with_container(json!({"user": {"linux": {"uid": 1, "gid": 2, "supplementalGroups": [4]}}})),
                 false,
             ),
             (

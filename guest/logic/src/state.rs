@@ -108,8 +108,8 @@ impl<I: Imports> Manager<I> {
 
     /// Replaces the whole state with `document`; on error nothing changes.
     pub fn load_state(&mut self, document: &str) -> Result<()> {
-        let header: Header =
-            serde_json::from_str(document).map_err(|e| ManagerError::InvalidState(format!("not a state document: {e}")))?;
+        let header: Header = serde_json::from_str(document)
+            .map_err(|e| ManagerError::InvalidState(format!("not a state document: {e}")))?;
         if header.format != STATE_FORMAT {
             return Err(ManagerError::InvalidState(format!("format {:?} is not {STATE_FORMAT:?}", header.format)));
         }
@@ -160,7 +160,9 @@ impl<I: Imports> Manager<I> {
         self.statuses = statuses;
         self.api_versions = doc.api_status_versions;
         self.pending = pending;
-        self.next_request_id = doc.next_request_id.max(floor);
+        // IDs must stay unique for this instance's lifetime, including IDs it handed out
+        // before the load.
+        self.next_request_id = doc.next_request_id.max(floor).max(self.next_request_id);
         Ok(())
     }
 }

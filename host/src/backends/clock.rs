@@ -44,7 +44,9 @@ pub struct VirtualClock {
 impl VirtualClock {
     /// A clock standing at `start`.
     pub fn new(start: Timestamp) -> Self {
-        VirtualClock { now_nanos: Mutex::new(i128::from(start.seconds) * 1_000_000_000 + i128::from(start.nanoseconds)) }
+        VirtualClock {
+            now_nanos: Mutex::new(i128::from(start.seconds) * 1_000_000_000 + i128::from(start.nanoseconds)),
+        }
     }
 
     /// Moves the clock forward by `by`.
@@ -57,10 +59,7 @@ impl VirtualClock {
 impl Clock for VirtualClock {
     fn now(&self) -> Timestamp {
         let now = *self.now_nanos.lock().unwrap_or_else(|p| p.into_inner());
-        Timestamp {
-            seconds: now.div_euclid(1_000_000_000) as i64,
-            nanoseconds: now.rem_euclid(1_000_000_000) as u32,
-        }
+        Timestamp { seconds: now.div_euclid(1_000_000_000) as i64, nanoseconds: now.rem_euclid(1_000_000_000) as u32 }
     }
 }
 

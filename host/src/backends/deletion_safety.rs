@@ -39,16 +39,8 @@ pub struct ContainersStopped;
 
 impl DeletionSafety for ContainersStopped {
     fn pod_resources_are_reclaimed(&self, _pod: &Pod, status: &PodStatus) -> bool {
-        let all = status
-            .container_statuses
-            .iter()
-            .flatten()
-            .chain(status.init_container_statuses.iter().flatten());
-        all.into_iter().all(|c| {
-            c.state
-                .as_ref()
-                .is_none_or(|s| s.running.is_none() && s.waiting.is_none())
-        })
+        let all = status.container_statuses.iter().flatten().chain(status.init_container_statuses.iter().flatten());
+        all.into_iter().all(|c| c.state.as_ref().is_none_or(|s| s.running.is_none() && s.waiting.is_none()))
     }
 }
 

@@ -33,21 +33,13 @@ pub fn full_name(pod: &Pod) -> String {
 
 /// (namespace, name): what a static pod and its mirror pod share.
 pub(crate) fn identity(pod: &Pod) -> (&str, &str) {
-    let namespace = pod
-        .metadata
-        .namespace
-        .as_deref()
-        .filter(|namespace| !namespace.is_empty())
-        .unwrap_or(DEFAULT_NAMESPACE);
+    let namespace =
+        pod.metadata.namespace.as_deref().filter(|namespace| !namespace.is_empty()).unwrap_or(DEFAULT_NAMESPACE);
     (namespace, pod.metadata.name.as_deref().unwrap_or_default())
 }
 
 fn annotation<'a>(pod: &'a Pod, key: &str) -> Option<&'a str> {
-    pod.metadata
-        .annotations
-        .as_ref()?
-        .get(key)
-        .map(String::as_str)
+    pod.metadata.annotations.as_ref()?.get(key).map(String::as_str)
 }
 
 #[cfg(test)]
@@ -59,12 +51,7 @@ mod tests {
         Pod {
             metadata: ObjectMeta {
                 name: Some("foo".into()),
-                annotations: Some(
-                    annotations
-                        .iter()
-                        .map(|(k, v)| (k.to_string(), v.to_string()))
-                        .collect(),
-                ),
+                annotations: Some(annotations.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()),
                 ..Default::default()
             },
             ..Default::default()
@@ -73,18 +60,9 @@ mod tests {
 
     #[test]
     fn static_needs_a_source_other_than_api() {
-        assert!(is_static_pod(&pod_with(&[(
-            CONFIG_SOURCE_ANNOTATION,
-            "file"
-        )])));
-        assert!(is_static_pod(&pod_with(&[(
-            CONFIG_SOURCE_ANNOTATION,
-            "http"
-        )])));
-        assert!(!is_static_pod(&pod_with(&[(
-            CONFIG_SOURCE_ANNOTATION,
-            "api"
-        )])));
+        assert!(is_static_pod(&pod_with(&[(CONFIG_SOURCE_ANNOTATION, "file")])));
+        assert!(is_static_pod(&pod_with(&[(CONFIG_SOURCE_ANNOTATION, "http")])));
+        assert!(!is_static_pod(&pod_with(&[(CONFIG_SOURCE_ANNOTATION, "api")])));
         assert!(!is_static_pod(&pod_with(&[])));
         assert!(!is_static_pod(&Pod::default()));
     }
@@ -92,10 +70,7 @@ mod tests {
     #[test]
     fn mirror_needs_only_the_annotation() {
         assert!(is_mirror_pod(&pod_with(&[(CONFIG_MIRROR_ANNOTATION, "")])));
-        assert!(!is_mirror_pod(&pod_with(&[(
-            CONFIG_SOURCE_ANNOTATION,
-            "file"
-        )])));
+        assert!(!is_mirror_pod(&pod_with(&[(CONFIG_SOURCE_ANNOTATION, "file")])));
     }
 
     #[test]

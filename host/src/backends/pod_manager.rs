@@ -50,10 +50,7 @@ impl PodManager {
     /// The pod with this UID; mirror pods are not found this way (the status manager
     /// relies on that to skip them).
     pub fn get_pod_by_uid(&self, uid: &str) -> Option<Pod> {
-        self.read()
-            .get(uid)
-            .filter(|pod| !is_mirror_pod(pod))
-            .cloned()
+        self.read().get(uid).filter(|pod| !is_mirror_pod(pod)).cloned()
     }
 
     /// The mirror pod of `pod`, which need not be held here: only a static pod has one.
@@ -138,15 +135,13 @@ fn is_pairable_static(pod: &Pod) -> bool {
 /// The mirror pod with the smallest UID sharing `pod`'s full name.
 fn mirror_of<'a>(pods: &'a BTreeMap<String, Pod>, pod: &Pod) -> Option<&'a Pod> {
     let name = identity(pod);
-    pods.values()
-        .find(|other| is_mirror_pod(other) && identity(other) == name)
+    pods.values().find(|other| is_mirror_pod(other) && identity(other) == name)
 }
 
 /// The static pod with the smallest UID sharing `mirror`'s full name.
 fn static_of<'a>(pods: &'a BTreeMap<String, Pod>, mirror: &Pod) -> Option<&'a Pod> {
     let name = identity(mirror);
-    pods.values()
-        .find(|other| is_pairable_static(other) && identity(other) == name)
+    pods.values().find(|other| is_pairable_static(other) && identity(other) == name)
 }
 
 fn uid_of(pod: &Pod) -> &str {
@@ -167,12 +162,7 @@ mod tests {
                 namespace: Some("ns".into()),
                 name: Some(name.into()),
                 uid: Some(uid.into()),
-                annotations: Some(
-                    annotations
-                        .iter()
-                        .map(|(k, v)| (k.to_string(), v.to_string()))
-                        .collect(),
-                ),
+                annotations: Some(annotations.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()),
                 ..Default::default()
             },
             ..Default::default()
@@ -184,14 +174,7 @@ mod tests {
     }
 
     fn mirror_pod(name: &str, uid: &str) -> Pod {
-        pod(
-            name,
-            uid,
-            &[
-                (CONFIG_SOURCE_ANNOTATION, "api"),
-                (CONFIG_MIRROR_ANNOTATION, "hash"),
-            ],
-        )
+        pod(name, uid, &[(CONFIG_SOURCE_ANNOTATION, "api"), (CONFIG_MIRROR_ANNOTATION, "hash")])
     }
 
     fn api_pod(name: &str, uid: &str) -> Pod {
@@ -203,25 +186,16 @@ mod tests {
     }
 
     fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
     }
 
     #[test]
     fn mirror_lookup_needs_a_static_pod_not_held_here() {
         let manager = PodManager::new();
         manager.add_pod(mirror_pod("web", "m1"));
-        assert_eq!(
-            uid(manager.get_mirror_pod_by_pod(&static_pod("web", "s1"))),
-            Some("m1".into())
-        );
+        assert_eq!(uid(manager.get_mirror_pod_by_pod(&static_pod("web", "s1"))), Some("m1".into()));
         assert_eq!(manager.get_mirror_pod_by_pod(&api_pod("web", "a1")), None);
-        assert_eq!(
-            manager.get_mirror_pod_by_pod(&static_pod("other", "s2")),
-            None
-        );
+        assert_eq!(manager.get_mirror_pod_by_pod(&static_pod("other", "s2")), None);
     }
 
     #[test]
@@ -232,11 +206,7 @@ mod tests {
         assert_eq!(uid(manager.get_pod_by_uid("s1")), Some("s1".into()));
         assert_eq!(manager.get_pod_by_uid("m1"), None);
         assert_eq!(uid(manager.get_any("m1")), Some("m1".into()));
-        let uids: Vec<_> = manager
-            .pods()
-            .into_iter()
-            .filter_map(|p| p.metadata.uid)
-            .collect();
+        let uids: Vec<_> = manager.pods().into_iter().filter_map(|p| p.metadata.uid).collect();
         assert_eq!(uids, ["m1", "s1"]);
     }
 
@@ -261,30 +231,19 @@ mod tests {
         manager.add_pod(static_pod("db", "s2"));
         manager.add_pod(mirror_pod("web", "m1"));
         manager.add_pod(api_pod("web", "a1"));
-        assert_eq!(
-            manager.get_uid_translations(),
-            (map(&[("s1", "m1"), ("s2", "")]), map(&[("m1", "s1")]))
-        );
+        assert_eq!(manager.get_uid_translations(), (map(&[("s1", "m1"), ("s2", "")]), map(&[("m1", "s1")])));
     }
 
     #[test]
     fn smallest_uid_wins_among_namesakes() {
         let manager = PodManager::new();
-        for p in [
-            static_pod("web", "s2"),
-            static_pod("web", "s1"),
-            mirror_pod("web", "m2"),
-            mirror_pod("web", "m1"),
-        ] {
+        for p in [static_pod("web", "s2"), static_pod("web", "s1"), mirror_pod("web", "m2"), mirror_pod("web", "m1")] {
             manager.add_pod(p);
         }
         assert_eq!(manager.translate_pod_uid("m2"), "s1");
         assert_eq!(
             manager.get_uid_translations(),
-            (
-                map(&[("s1", "m1"), ("s2", "m1")]),
-                map(&[("m1", "s1"), ("m2", "s1")])
-            )
+            (map(&[("s1", "m1"), ("s2", "m1")]), map(&[("m1", "s1"), ("m2", "s1")]))
         );
     }
 
@@ -322,10 +281,7 @@ mod tests {
         let update = StatusUpdate {
             namespace: "ns".into(),
             name: "web".into(),
-            status: PodStatus {
-                phase: Some("Running".into()),
-                ..Default::default()
-            },
+            status: PodStatus { phase: Some("Running".into()), ..Default::default() },
             ..Default::default()
         };
         let written = api.update_pod_status(&update).expect("update");

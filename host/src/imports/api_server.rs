@@ -16,7 +16,12 @@ impl wit::Host for HostState {
         update_pod_status(&self.world, update)
     }
 
-    fn delete_pod(&mut self, namespace: String, name: String, options: DeleteOptions) -> wasmtime::Result<Result<(), ApiError>> {
+    fn delete_pod(
+        &mut self,
+        namespace: String,
+        name: String,
+        options: DeleteOptions,
+    ) -> wasmtime::Result<Result<(), ApiError>> {
         Ok(delete_pod(&self.world, &namespace, &name, options))
     }
 }

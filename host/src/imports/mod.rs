@@ -38,8 +38,13 @@ pub fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
 /// Parses what the plugin handed an import. The plugin is untrusted: text that is not
 /// even JSON of the expected shape is a plugin bug, so the call traps with a message
 /// naming the import.
-pub(crate) fn parse_from_plugin<T: serde::de::DeserializeOwned>(import: &str, what: &str, json: &str) -> wasmtime::Result<T> {
-    serde_json::from_str(json).map_err(|e| wasmtime::format_err!("{import}: the plugin passed {what} that is not usable JSON: {e}"))
+pub(crate) fn parse_from_plugin<T: serde::de::DeserializeOwned>(
+    import: &str,
+    what: &str,
+    json: &str,
+) -> wasmtime::Result<T> {
+    serde_json::from_str(json)
+        .map_err(|e| wasmtime::format_err!("{import}: the plugin passed {what} that is not usable JSON: {e}"))
 }
 
 /// Serialises an object for the plugin. k8s-openapi's types always serialise; failing

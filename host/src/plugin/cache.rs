@@ -102,7 +102,11 @@ fn hex(bytes: &[u8]) -> String {
 fn store(path: &Path, artifact: &[u8]) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     fs::create_dir_all(dir)?;
-    let tmp = dir.join(format!(".{}.{}.tmp", path.file_name().and_then(|n| n.to_str()).unwrap_or("artifact"), std::process::id()));
+    let tmp = dir.join(format!(
+        ".{}.{}.tmp",
+        path.file_name().and_then(|n| n.to_str()).unwrap_or("artifact"),
+        std::process::id()
+    ));
     let mut file = fs::File::create(&tmp)?;
     file.write_all(artifact)?;
     file.sync_all()?;

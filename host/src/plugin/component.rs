@@ -35,7 +35,10 @@ impl ComponentPlugin {
         rejected: impl FnOnce(E) -> CallError,
     ) -> Result<T> {
         if let Some(message) = &self.fault {
-            return Err(CallError::Fault { call, message: format!("instance is unusable after an earlier fault: {message}") });
+            return Err(CallError::Fault {
+                call,
+                message: format!("instance is unusable after an earlier fault: {message}"),
+            });
         }
         match f(self.bindings.kubelet_status_manager(), &mut self.store) {
             Ok(Ok(value)) => Ok(value),
@@ -49,7 +52,11 @@ impl ComponentPlugin {
         }
     }
 
-    fn call_infallible<T>(&mut self, call: &'static str, f: impl FnOnce(&Guest, &mut Store<HostState>) -> wasmtime::Result<T>) -> Result<T> {
+    fn call_infallible<T>(
+        &mut self,
+        call: &'static str,
+        f: impl FnOnce(&Guest, &mut Store<HostState>) -> wasmtime::Result<T>,
+    ) -> Result<T> {
         self.call(call, |g, s| f(g, s).map(Ok::<T, std::convert::Infallible>), |never| match never {})
     }
 }
@@ -60,10 +67,11 @@ impl Plugin for ComponentPlugin {
     }
 
     fn set_pod_status(&mut self, pod: &str, status: &str) -> Result<UpdateOutcome> {
-        self.call("set-pod-status", |g, s| g.call_set_pod_status(s, &pod.to_string(), &status.to_string()), |error| CallError::Rejected {
-            call: "set-pod-status",
-            error,
-        })
+        self.call(
+            "set-pod-status",
+            |g, s| g.call_set_pod_status(s, &pod.to_string(), &status.to_string()),
+            |error| CallError::Rejected { call: "set-pod-status", error },
+        )
     }
 
     fn set_container_readiness(&mut self, pod_uid: &str, container_id: &str, ready: bool) -> Result<UpdateOutcome> {
@@ -75,7 +83,11 @@ impl Plugin for ComponentPlugin {
     }
 
     fn terminate_pod(&mut self, pod: &str) -> Result<UpdateOutcome> {
-        self.call("terminate-pod", |g, s| g.call_terminate_pod(s, &pod.to_string()), |error| CallError::Rejected { call: "terminate-pod", error })
+        self.call(
+            "terminate-pod",
+            |g, s| g.call_terminate_pod(s, &pod.to_string()),
+            |error| CallError::Rejected { call: "terminate-pod", error },
+        )
     }
 
     fn remove_orphaned_statuses(&mut self, keep: &[String]) -> Result<u32> {
@@ -83,7 +95,11 @@ impl Plugin for ComponentPlugin {
     }
 
     fn sync_pod(&mut self, request: &SyncRequest) -> Result<SyncOutcome> {
-        self.call("sync-pod", |g, s| g.call_sync_pod(s, request), |error| CallError::Rejected { call: "sync-pod", error })
+        self.call(
+            "sync-pod",
+            |g, s| g.call_sync_pod(s, request),
+            |error| CallError::Rejected { call: "sync-pod", error },
+        )
     }
 
     fn sync_batch(&mut self) -> Result<BatchReport> {
@@ -95,6 +111,10 @@ impl Plugin for ComponentPlugin {
     }
 
     fn load_state(&mut self, state: &str) -> Result<()> {
-        self.call("load-state", |g, s| g.call_load_state(s, &state.to_string()), |error| CallError::Rejected { call: "load-state", error })
+        self.call(
+            "load-state",
+            |g, s| g.call_load_state(s, &state.to_string()),
+            |error| CallError::Rejected { call: "load-state", error },
+        )
     }
 }

@@ -69,7 +69,12 @@ impl logic::Imports for WorldImports {
         host_bug(api_server::update_pod_status(&self.world, update)).map_err(logic_api_error)
     }
 
-    fn delete_pod(&mut self, namespace: &str, name: &str, options: logic::DeleteOptions) -> std::result::Result<(), logic::ApiError> {
+    fn delete_pod(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        options: logic::DeleteOptions,
+    ) -> std::result::Result<(), logic::ApiError> {
         let options = wit_api::DeleteOptions {
             uid_precondition: options.uid_precondition,
             grace_period_seconds: options.grace_period_seconds,

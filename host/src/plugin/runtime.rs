@@ -82,7 +82,10 @@ impl PluginRuntime {
     pub fn load(&self, bytes: &[u8]) -> Result<PluginImage, LoadError> {
         let (component, cache) = match &self.cache {
             Some(cache) => cache.load_or_compile(&self.engine, bytes).map_err(LoadError::Compile)?,
-            None => (Component::new(&self.engine, bytes).map_err(LoadError::Compile)?, CacheOutcome::Compiled { stored: false }),
+            None => (
+                Component::new(&self.engine, bytes).map_err(LoadError::Compile)?,
+                CacheOutcome::Compiled { stored: false },
+            ),
         };
         let instance_pre = self.linker.instantiate_pre(&component).map_err(LoadError::WrongWorld)?;
         let pre = StatusManagerPre::new(instance_pre).map_err(LoadError::WrongWorld)?;

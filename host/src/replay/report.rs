@@ -48,4 +48,3 @@ pub struct Fault {
     pub step: usize,
     pub message: String,
 }
-

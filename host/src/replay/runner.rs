@@ -1,6 +1,9 @@
 //! Running a checked trace against a plugin.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::Pod;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -42,6 +45,9 @@ struct Scene {
     clock: Arc<VirtualClock>,
     deletion_safety: Arc<FixedDeletionSafety>,
     queue: Arc<SyncQueue>,
+    /// The last full object the trace gave for each UID, for a step that names a pod
+    /// by a UID that neither the pod manager nor the API server holds any more.
+    last_seen: BTreeMap<String, Pod>,
 }
 
 impl Scene {
@@ -58,7 +64,18 @@ impl Scene {
         }
         // From here on the pod manager follows the API server like a watch.
         pod_manager.follow_api_server(&store);
+        let mut last_seen = BTreeMap::new();
+        let step_pods = trace.steps.iter().filter_map(|step| match step {
+            Step::PodManagerAdd { pod } | Step::ApiserverPut { pod } => Some(pod),
+            _ => None,
+        });
+        for pod in trace.apiserver.iter().chain(&trace.pod_manager).chain(step_pods) {
+            if let Some(uid) = &pod.metadata.uid {
+                last_seen.entry(uid.clone()).or_insert_with(|| pod.clone());
+            }
+        }
         Ok(Scene {
+            last_seen,
             recorder: Arc::new(RecordingApiServer::new(Arc::clone(&store))),
             store,
             pod_manager,
@@ -79,16 +96,23 @@ impl Scene {
     }
 
     /// The JSON of the pod a step names. A UID means the pod manager's current copy;
-    /// a UID the pod manager no longer holds falls back to the API server's object.
+    /// a UID the pod manager no longer holds falls back to the API server's object,
+    /// then to the trace's first object with that UID (the check up front guarantees
+    /// there is one).
     fn pod_json(&self, pod: &PodRef, step: usize) -> Result<String, TraceError> {
         let uid = match pod {
             PodRef::Object(json) => return Ok(json.clone()),
             PodRef::Uid(uid) => uid,
         };
-        let pod = self.pod_manager.get_any(uid).or_else(|| self.store.get_pod_by_uid(uid)).ok_or_else(|| TraceError {
-            step: Some(step),
-            message: format!("pod {uid:?} is neither in the pod manager nor in the API server now"),
-        })?;
+        let pod = self
+            .pod_manager
+            .get_any(uid)
+            .or_else(|| self.store.get_pod_by_uid(uid))
+            .or_else(|| self.last_seen.get(uid).cloned())
+            .ok_or_else(|| TraceError {
+                step: Some(step),
+                message: format!("pod {uid:?} is neither in the pod manager nor in the API server now"),
+            })?;
         to_json(&pod).map_err(|e| TraceError { step: Some(step), message: e.to_string() })
     }
 }
@@ -120,7 +144,9 @@ pub fn run(trace: &Trace, make_plugin: &PluginFactory<'_>) -> Result<ReplayOutco
                 fault = Some(Fault { step: i, message: format!("{call}: {message}") });
                 break;
             }
-            Err(rejected @ CallError::Rejected { .. }) => results.push(serde_json::json!({ "error": rejected.to_string() })),
+            Err(rejected @ CallError::Rejected { .. }) => {
+                results.push(serde_json::json!({ "error": rejected.to_string() }))
+            }
         }
     }
     let report = Report { results, calls: scene.recorder.take_calls(), apiserver: scene.store.list_pods(), fault };
@@ -137,7 +163,9 @@ fn null<T>(result: Result<T, CallError>) -> StepResult {
 fn run_step(scene: &Scene, plugin: &mut dyn Plugin, step: &Step, index: usize) -> Result<StepResult, TraceError> {
     Ok(match step {
         Step::SetPodStatus { pod, status } => null(plugin.set_pod_status(&scene.pod_json(pod, index)?, status)),
-        Step::SetContainerReadiness { uid, container_id, ready } => null(plugin.set_container_readiness(uid, container_id, *ready)),
+        Step::SetContainerReadiness { uid, container_id, ready } => {
+            null(plugin.set_container_readiness(uid, container_id, *ready))
+        }
         Step::TerminatePod { pod } => null(plugin.terminate_pod(&scene.pod_json(pod, index)?)),
         Step::RemoveOrphanedStatuses { keep } => null(plugin.remove_orphaned_statuses(keep)),
         Step::GetPodStatus { uid } => plugin.get_pod_status(uid).and_then(|found| get_result(found.as_ref())),
@@ -196,7 +224,9 @@ fn get_result(found: Option<&crate::bindings::CachedStatus>) -> StepResult {
         return Ok(serde_json::json!({ "found": false }));
     };
     // A status that is not JSON at all is the plugin's fault, not the trace's.
-    let status: Value = serde_json::from_str(&cached.status)
-        .map_err(|e| CallError::Fault { call: "get-pod-status", message: format!("returned a status that is not JSON: {e}") })?;
+    let status: Value = serde_json::from_str(&cached.status).map_err(|e| CallError::Fault {
+        call: "get-pod-status",
+        message: format!("returned a status that is not JSON: {e}"),
+    })?;
     Ok(serde_json::json!({ "found": true, "version": cached.version, "status": status }))
 }

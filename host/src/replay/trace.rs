@@ -135,7 +135,8 @@ fn parse_clock(text: &str) -> Result<Timestamp, String> {
     let nanos = ts.subsec_nanosecond();
     // jiff keeps the sign of the fraction with the seconds; the WIT time never has a
     // negative fraction.
-    let (seconds, nanoseconds) = if nanos < 0 { (ts.as_second() - 1, (1_000_000_000 + nanos) as u32) } else { (ts.as_second(), nanos as u32) };
+    let (seconds, nanoseconds) =
+        if nanos < 0 { (ts.as_second() - 1, (1_000_000_000 + nanos) as u32) } else { (ts.as_second(), nanos as u32) };
     Ok(Timestamp { seconds, nanoseconds })
 }
 
@@ -145,7 +146,14 @@ fn top_pods(doc: &Map<String, Value>, key: &str, known: &mut BTreeSet<String>) -
         Some(Value::Array(pods)) => pods
             .iter()
             .enumerate()
-            .map(|(i, pod)| pod_object(pod, known).map(|(pod, _)| pod).map_err(|e| TraceError::top(format!("{key}[{i}]: {e}"))))
+            .map(|(i, pod)| {
+                let named = if key == "apiserver" {
+                    stored_pod(pod, known)
+                } else {
+                    pod_object(pod, known).map(|(pod, _)| pod)
+                };
+                named.map_err(|e| TraceError::top(format!("{key}[{i}]: {e}")))
+            })
             .collect(),
         Some(_) => Err(TraceError::top(format!("{key} must be a list of pods"))),
     }
@@ -164,6 +172,15 @@ fn pod_object(value: &Value, known: &mut BTreeSet<String>) -> Result<(Pod, Strin
         _ => return Err("pod has no metadata.uid".into()),
     }
     Ok((pod, value.to_string()))
+}
+
+/// A pod for the API server, which keys objects by namespace and name.
+fn stored_pod(value: &Value, known: &mut BTreeSet<String>) -> Result<Pod, String> {
+    let (pod, _) = pod_object(value, known)?;
+    if pod.metadata.name.as_deref().is_none_or(str::is_empty) {
+        return Err("pod has no metadata.name".into());
+    }
+    Ok(pod)
 }
 
 struct Fields<'a> {
@@ -226,7 +243,8 @@ fn parse_step(step: &Value, known: &mut BTreeSet<String>) -> Result<Step, String
         "set-pod-status" => {
             let pod = f.pod_ref(known)?;
             let status = f.get("status")?;
-            serde_json::from_value::<PodStatus>(status.clone()).map_err(|e| format!("status is not a core/v1 PodStatus: {e}"))?;
+            serde_json::from_value::<PodStatus>(status.clone())
+                .map_err(|e| format!("status is not a core/v1 PodStatus: {e}"))?;
             Step::SetPodStatus { pod, status: status.to_string() }
         }
         "set-container-readiness" => Step::SetContainerReadiness {
@@ -253,7 +271,7 @@ fn parse_step(step: &Value, known: &mut BTreeSet<String>) -> Result<Step, String
         "advance-clock" => Step::AdvanceClock { ms: f.u64("ms")? },
         "pod-manager-add" => Step::PodManagerAdd { pod: f.pod(known)? },
         "pod-manager-remove" => Step::PodManagerRemove { uid: f.known_uid("uid", known)? },
-        "apiserver-put" => Step::ApiserverPut { pod: f.pod(known)? },
+        "apiserver-put" => Step::ApiserverPut { pod: stored_pod(f.get("pod")?, known)? },
         "apiserver-delete" => Step::ApiserverDelete { namespace: f.string("namespace")?, name: f.string("name")? },
         "fail" => Step::Fail {
             verb: match f.string("verb")?.as_str() {
@@ -295,7 +313,8 @@ mod tests {
         parse(text).unwrap_err().to_string()
     }
 
-    const POD: &str = r#"{"metadata": {"uid": "u1", "name": "a", "namespace": "n"}, "spec": {"containers": [{"name": "c"}]}}"#;
+    const POD: &str =
+        r#"{"metadata": {"uid": "u1", "name": "a", "namespace": "n"}, "spec": {"containers": [{"name": "c"}]}}"#;
 
     #[test]
     fn defaults_apply_to_an_empty_trace() {
@@ -306,7 +325,10 @@ mod tests {
 
     #[test]
     fn fractional_clock_and_unknown_keys() {
-        let t = parse(r#"{"clock": "2026-01-01T00:00:00.25+01:00", "whatever": 1, "steps": [{"op": "sync", "extra": true}]}"#).unwrap();
+        let t = parse(
+            r#"{"clock": "2026-01-01T00:00:00.25+01:00", "whatever": 1, "steps": [{"op": "sync", "extra": true}]}"#,
+        )
+        .unwrap();
         assert_eq!(t.clock, Timestamp { seconds: 1_767_222_000, nanoseconds: 250_000_000 });
         assert!(matches!(t.steps[0], Step::Sync));
     }
@@ -322,9 +344,13 @@ mod tests {
 
     #[test]
     fn uids_become_known_from_earlier_steps_only() {
-        let later = format!(r#"{{"steps": [{{"op": "get-pod-status", "uid": "u1"}}, {{"op": "apiserver-put", "pod": {POD}}}]}}"#);
+        let later = format!(
+            r#"{{"steps": [{{"op": "get-pod-status", "uid": "u1"}}, {{"op": "apiserver-put", "pod": {POD}}}]}}"#
+        );
         assert!(err(&later).starts_with("step 0: UID"));
-        let earlier = format!(r#"{{"steps": [{{"op": "apiserver-put", "pod": {POD}}}, {{"op": "get-pod-status", "uid": "u1"}}]}}"#);
+        let earlier = format!(
+            r#"{{"steps": [{{"op": "apiserver-put", "pod": {POD}}}, {{"op": "get-pod-status", "uid": "u1"}}]}}"#
+        );
         assert!(parse(&earlier).is_ok());
         let keep = r#"{"steps": [{"op": "remove-orphaned-statuses", "keep": ["u9"]}]}"#;
         assert!(err(keep).starts_with("step 0: UID \"u9\""));

@@ -69,9 +69,7 @@ impl Store {
     }
 
     fn get(&self, namespace: &str, name: &str) -> Result<&Pod> {
-        self.pods
-            .get(&(namespace.to_owned(), name.to_owned()))
-            .ok_or_else(|| not_found(namespace, name))
+        self.pods.get(&(namespace.to_owned(), name.to_owned())).ok_or_else(|| not_found(namespace, name))
     }
 }
 
@@ -101,10 +99,7 @@ impl MemoryApiServer {
         }
         self.write(|store| {
             if store.pods.contains_key(&key) {
-                return Err(ApiError::AlreadyExists {
-                    namespace: key.0,
-                    name: key.1,
-                });
+                return Err(ApiError::AlreadyExists { namespace: key.0, name: key.1 });
             }
             let pod = store.stamp(pod);
             store.pods.insert(key, pod.clone());
@@ -127,11 +122,7 @@ impl MemoryApiServer {
             let created = existing.is_none();
             let pod = store.stamp(pod);
             store.pods.insert(key, pod.clone());
-            let event = if created {
-                PodEvent::Added(pod.clone())
-            } else {
-                PodEvent::Modified(pod.clone())
-            };
+            let event = if created { PodEvent::Added(pod.clone()) } else { PodEvent::Modified(pod.clone()) };
             Ok((pod, event))
         })
     }
@@ -156,8 +147,7 @@ impl MemoryApiServer {
     /// An outside writer deletes the pod, with no preconditions. Returns its last state
     /// (with the deletion's resourceVersion), or `None` when there was no such pod.
     pub fn remove_pod(&self, namespace: &str, name: &str) -> Option<Pod> {
-        self.delete_pod(namespace, name, &DeleteOptions::default())
-            .ok()
+        self.delete_pod(namespace, name, &DeleteOptions::default()).ok()
     }
 
     /// All pods, sorted by namespace then name.
@@ -168,11 +158,7 @@ impl MemoryApiServer {
     /// The stored pod with this UID, if any.
     pub fn get_pod_by_uid(&self, uid: &str) -> Option<Pod> {
         let store = lock(&self.store);
-        store
-            .pods
-            .values()
-            .find(|pod| pod.metadata.uid.as_deref() == Some(uid))
-            .cloned()
+        store.pods.values().find(|pod| pod.metadata.uid.as_deref() == Some(uid)).cloned()
     }
 
     /// Runs one write: `change` edits the store and says what happened; on success the
@@ -199,17 +185,11 @@ impl ApiServer for MemoryApiServer {
         self.write(|store| {
             let stored = store.get(&update.namespace, &update.name)?;
             check_uid(stored, &update.name, update.uid_precondition.as_deref())?;
-            check_resource_version(
-                stored,
-                &update.name,
-                update.resource_version_precondition.as_deref(),
-            )?;
+            check_resource_version(stored, &update.name, update.resource_version_precondition.as_deref())?;
             let mut pod = stored.clone();
             pod.status = Some(update.status.clone());
             let pod = store.stamp(pod);
-            store
-                .pods
-                .insert((update.namespace.clone(), update.name.clone()), pod.clone());
+            store.pods.insert((update.namespace.clone(), update.name.clone()), pod.clone());
             Ok((pod.clone(), PodEvent::Modified(pod)))
         })
     }
@@ -248,9 +228,7 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 /// The pod's key, with its namespace defaulted (and written back) as the API server does.
 fn normalise(mut pod: Pod) -> Result<((String, String), Pod)> {
     let Some(name) = pod.metadata.name.clone().filter(|name| !name.is_empty()) else {
-        return Err(ApiError::Invalid {
-            message: "metadata.name: Required value".into(),
-        });
+        return Err(ApiError::Invalid { message: "metadata.name: Required value".into() });
     };
     let namespace = match pod.metadata.namespace.as_deref() {
         Some(namespace) if !namespace.is_empty() => namespace.to_owned(),
@@ -264,19 +242,14 @@ fn normalise(mut pod: Pod) -> Result<((String, String), Pod)> {
 fn check_uid(stored: &Pod, name: &str, precondition: Option<&str>) -> Result<()> {
     let actual = stored.metadata.uid.as_deref().unwrap_or_default();
     match precondition {
-        Some(wanted) if !wanted.is_empty() && wanted != actual => {
-            Err(ApiError::uid_mismatch(name, wanted, actual))
-        }
+        Some(wanted) if !wanted.is_empty() && wanted != actual => Err(ApiError::uid_mismatch(name, wanted, actual)),
         _ => Ok(()),
     }
 }
 
 fn check_resource_version(stored: &Pod, name: &str, precondition: Option<&str>) -> Result<()> {
     match precondition {
-        Some(wanted)
-            if !wanted.is_empty()
-                && Some(wanted) != stored.metadata.resource_version.as_deref() =>
-        {
+        Some(wanted) if !wanted.is_empty() && Some(wanted) != stored.metadata.resource_version.as_deref() => {
             Err(ApiError::modified(name))
         }
         _ => Ok(()),
@@ -284,16 +257,11 @@ fn check_resource_version(stored: &Pod, name: &str, precondition: Option<&str>) 
 }
 
 fn not_found(namespace: &str, name: &str) -> ApiError {
-    ApiError::NotFound {
-        namespace: namespace.to_owned(),
-        name: name.to_owned(),
-    }
+    ApiError::NotFound { namespace: namespace.to_owned(), name: name.to_owned() }
 }
 
 fn invalid(name: &str, detail: &str) -> ApiError {
-    ApiError::Invalid {
-        message: format!("Pod \"{name}\" is invalid: {detail}"),
-    }
+    ApiError::Invalid { message: format!("Pod \"{name}\" is invalid: {detail}") }
 }
 
 #[cfg(test)]
@@ -311,19 +279,13 @@ mod tests {
                 uid: Some(uid.into()),
                 ..Default::default()
             },
-            spec: Some(PodSpec {
-                node_name: Some("node".into()),
-                ..Default::default()
-            }),
+            spec: Some(PodSpec { node_name: Some("node".into()), ..Default::default() }),
             ..Default::default()
         }
     }
 
     fn phase(phase: &str) -> PodStatus {
-        PodStatus {
-            phase: Some(phase.into()),
-            ..Default::default()
-        }
+        PodStatus { phase: Some(phase.into()), ..Default::default() }
     }
 
     fn status_update(uid: Option<&str>, rv: Option<&str>, status: PodStatus) -> StatusUpdate {
@@ -357,9 +319,7 @@ mod tests {
         assert_eq!((rv(&second), rv(&third)), ("2", "3"));
         let put = api.put_pod(third.clone()).expect("put");
         assert_eq!(rv(&put), "4");
-        let deleted = api
-            .delete_pod("ns", "a", &DeleteOptions::default())
-            .expect("delete");
+        let deleted = api.delete_pod("ns", "a", &DeleteOptions::default()).expect("delete");
         assert_eq!(rv(&deleted), "5");
         assert_eq!(api.resource_version(), 5);
     }
@@ -371,9 +331,8 @@ mod tests {
         original.metadata.labels = Some([("app".to_owned(), "x".to_owned())].into());
         original.status = Some(phase("Pending"));
         api.create_pod(original.clone()).expect("create");
-        let written = api
-            .update_pod_status(&status_update(Some("uid-a"), Some("1"), phase("Running")))
-            .expect("update");
+        let written =
+            api.update_pod_status(&status_update(Some("uid-a"), Some("1"), phase("Running"))).expect("update");
         assert_eq!(written.spec, original.spec);
         assert_eq!(written.metadata.labels, original.metadata.labels);
         assert_eq!(written.metadata.uid.as_deref(), Some("uid-a"));
@@ -384,30 +343,19 @@ mod tests {
     #[test]
     fn uid_precondition_conflicts_on_update_and_delete() {
         let api = server_with_a();
-        let error = api
-            .update_pod_status(&status_update(Some("other"), None, phase("Running")))
-            .expect_err("uid differs");
+        let error =
+            api.update_pod_status(&status_update(Some("other"), None, phase("Running"))).expect_err("uid differs");
         assert_eq!(error.reason(), "Conflict");
         assert!(
-            error.to_string().contains(
-                "Precondition failed: UID in precondition: other, UID in object meta: uid-a"
-            ),
+            error.to_string().contains("Precondition failed: UID in precondition: other, UID in object meta: uid-a"),
             "{error}"
         );
-        let options = DeleteOptions {
-            uid_precondition: Some("other".into()),
-            grace_period_seconds: Some(0),
-        };
-        let error = api
-            .delete_pod("ns", "a", &options)
-            .expect_err("uid differs");
+        let options = DeleteOptions { uid_precondition: Some("other".into()), grace_period_seconds: Some(0) };
+        let error = api.delete_pod("ns", "a", &options).expect_err("uid differs");
         assert_eq!(error.code(), 409);
         // Failed writes change nothing, not even the resourceVersion.
         assert_eq!(api.resource_version(), 1);
-        let options = DeleteOptions {
-            uid_precondition: Some("uid-a".into()),
-            grace_period_seconds: Some(30),
-        };
+        let options = DeleteOptions { uid_precondition: Some("uid-a".into()), grace_period_seconds: Some(30) };
         api.delete_pod("ns", "a", &options).expect("uid matches");
         assert!(api.list_pods().is_empty(), "deletion is immediate");
     }
@@ -415,31 +363,20 @@ mod tests {
     #[test]
     fn resource_version_precondition_conflicts() {
         let api = server_with_a();
-        api.update_pod_status(&status_update(None, Some("1"), phase("Running")))
-            .expect("current");
-        let error = api
-            .update_pod_status(&status_update(None, Some("1"), phase("Failed")))
-            .expect_err("stale");
-        assert!(
-            error.to_string().contains("the object has been modified"),
-            "{error}"
-        );
+        api.update_pod_status(&status_update(None, Some("1"), phase("Running"))).expect("current");
+        let error = api.update_pod_status(&status_update(None, Some("1"), phase("Failed"))).expect_err("stale");
+        assert!(error.to_string().contains("the object has been modified"), "{error}");
         let mut stale = pod("ns", "a", "uid-a");
         stale.metadata.resource_version = Some("1".into());
-        assert_eq!(
-            api.update_pod(stale).map_err(|e| e.reason()),
-            Err("Conflict")
-        );
+        assert_eq!(api.update_pod(stale).map_err(|e| e.reason()), Err("Conflict"));
         // An empty precondition is no precondition, as in Kubernetes.
-        api.update_pod_status(&status_update(Some(""), Some(""), phase("Failed")))
-            .expect("none");
+        api.update_pod_status(&status_update(Some(""), Some(""), phase("Failed"))).expect("none");
     }
 
     #[test]
     fn update_pod_replaces_spec_but_keeps_status() {
         let api = server_with_a();
-        api.update_pod_status(&status_update(None, None, phase("Running")))
-            .expect("status");
+        api.update_pod_status(&status_update(None, None, phase("Running"))).expect("status");
         let mut replacement = pod("ns", "a", "");
         replacement.spec = None;
         let stored = api.update_pod(replacement).expect("update");
@@ -451,19 +388,10 @@ mod tests {
     #[test]
     fn missing_pods_are_not_found() {
         let api = MemoryApiServer::new();
-        let not_found = ApiError::NotFound {
-            namespace: "ns".into(),
-            name: "a".into(),
-        };
+        let not_found = ApiError::NotFound { namespace: "ns".into(), name: "a".into() };
         assert_eq!(api.get_pod("ns", "a"), Err(not_found.clone()));
-        assert_eq!(
-            api.update_pod_status(&status_update(None, None, phase("Running"))),
-            Err(not_found.clone())
-        );
-        assert_eq!(
-            api.delete_pod("ns", "a", &DeleteOptions::default()),
-            Err(not_found.clone())
-        );
+        assert_eq!(api.update_pod_status(&status_update(None, None, phase("Running"))), Err(not_found.clone()));
+        assert_eq!(api.delete_pod("ns", "a", &DeleteOptions::default()), Err(not_found.clone()));
         assert_eq!(api.update_pod(pod("ns", "a", "uid-a")), Err(not_found));
         assert_eq!(api.remove_pod("ns", "a"), None);
         assert_eq!(api.resource_version(), 0);
@@ -474,14 +402,8 @@ mod tests {
         let api = server_with_a();
         let error = api.create_pod(pod("ns", "a", "uid-b")).expect_err("taken");
         assert_eq!((error.code(), error.reason()), (409, "AlreadyExists"));
-        assert_eq!(
-            api.create_pod(pod("ns", "b", "")).map_err(|e| e.reason()),
-            Err("Invalid")
-        );
-        assert_eq!(
-            api.create_pod(pod("ns", "", "u")).map_err(|e| e.code()),
-            Err(422)
-        );
+        assert_eq!(api.create_pod(pod("ns", "b", "")).map_err(|e| e.reason()), Err("Invalid"));
+        assert_eq!(api.create_pod(pod("ns", "", "u")).map_err(|e| e.code()), Err(422));
         let mut no_namespace = pod("ns", "c", "uid-c");
         no_namespace.metadata.namespace = None;
         let created = api.create_pod(no_namespace).expect("create");
@@ -498,20 +420,11 @@ mod tests {
         let keys: Vec<_> = api
             .list_pods()
             .into_iter()
-            .map(|p| {
-                (
-                    p.metadata.namespace.unwrap_or_default(),
-                    p.metadata.name.unwrap_or_default(),
-                )
-            })
+            .map(|p| (p.metadata.namespace.unwrap_or_default(), p.metadata.name.unwrap_or_default()))
             .collect();
-        let expected =
-            [("a", "x"), ("a", "y"), ("b", "x")].map(|(n, m)| (n.to_owned(), m.to_owned()));
+        let expected = [("a", "x"), ("a", "y"), ("b", "x")].map(|(n, m)| (n.to_owned(), m.to_owned()));
         assert_eq!(keys, expected);
-        assert_eq!(
-            api.get_pod_by_uid("2").and_then(|p| p.metadata.name),
-            Some("y".into())
-        );
+        assert_eq!(api.get_pod_by_uid("2").and_then(|p| p.metadata.name), Some("y".into()));
         assert_eq!(api.get_pod_by_uid("9"), None);
     }
 
@@ -531,18 +444,12 @@ mod tests {
             lock(&log).push((kind, rv(event.pod()).to_owned(), stored));
         }));
         api.create_pod(pod("ns", "a", "uid-a")).expect("create");
-        api.update_pod_status(&status_update(None, None, phase("Running")))
-            .expect("update");
+        api.update_pod_status(&status_update(None, None, phase("Running"))).expect("update");
         let _ = api.update_pod_status(&status_update(Some("x"), None, phase("Failed")));
         api.put_pod(pod("ns", "a", "uid-a")).expect("put");
         api.remove_pod("ns", "a").expect("remove");
-        let expected = [
-            ("added", 1),
-            ("modified", 2),
-            ("modified", 3),
-            ("deleted", 4),
-        ]
-        .map(|(kind, n)| (kind, n.to_string(), Some(n)));
+        let expected = [("added", 1), ("modified", 2), ("modified", 3), ("deleted", 4)]
+            .map(|(kind, n)| (kind, n.to_string(), Some(n)));
         assert_eq!(*lock(&seen), expected);
     }
 }

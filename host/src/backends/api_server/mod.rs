@@ -151,55 +151,16 @@ mod tests {
     #[test]
     fn codes_and_reasons_match_kubernetes() {
         let cases = [
-            (
-                ApiError::NotFound {
-                    namespace: "ns".into(),
-                    name: "a".into(),
-                },
-                404,
-                "NotFound",
-            ),
-            (
-                ApiError::AlreadyExists {
-                    namespace: "ns".into(),
-                    name: "a".into(),
-                },
-                409,
-                "AlreadyExists",
-            ),
+            (ApiError::NotFound { namespace: "ns".into(), name: "a".into() }, 404, "NotFound"),
+            (ApiError::AlreadyExists { namespace: "ns".into(), name: "a".into() }, 409, "AlreadyExists"),
             (ApiError::modified("a"), 409, "Conflict"),
-            (
-                ApiError::Invalid {
-                    message: "m".into(),
-                },
-                422,
-                "Invalid",
-            ),
-            (
-                ApiError::Internal {
-                    message: "m".into(),
-                },
-                500,
-                "InternalError",
-            ),
-            (
-                ApiError::Unavailable {
-                    message: "m".into(),
-                },
-                503,
-                "ServiceUnavailable",
-            ),
+            (ApiError::Invalid { message: "m".into() }, 422, "Invalid"),
+            (ApiError::Internal { message: "m".into() }, 500, "InternalError"),
+            (ApiError::Unavailable { message: "m".into() }, 503, "ServiceUnavailable"),
         ];
         for (error, code, reason) in cases {
             assert_eq!((error.code(), error.reason()), (code, reason), "{error}");
         }
-        assert_eq!(
-            ApiError::NotFound {
-                namespace: "ns".into(),
-                name: "a".into()
-            }
-            .to_string(),
-            "pods \"a\" not found"
-        );
+        assert_eq!(ApiError::NotFound { namespace: "ns".into(), name: "a".into() }.to_string(), "pods \"a\" not found");
     }
 }

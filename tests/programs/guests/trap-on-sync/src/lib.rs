@@ -28,7 +28,11 @@ impl Guest for TrapOnSync {
         Ok(if kubelet::status::sync_queue::push(&request) { UpdateOutcome::Queued } else { UpdateOutcome::QueueFull })
     }
 
-    fn set_container_readiness(_pod_uid: String, _container_id: String, _ready: bool) -> Result<UpdateOutcome, ManagerError> {
+    fn set_container_readiness(
+        _pod_uid: String,
+        _container_id: String,
+        _ready: bool,
+    ) -> Result<UpdateOutcome, ManagerError> {
         Ok(UpdateOutcome::NotCached)
     }
 
