@@ -77,7 +77,7 @@ impl Plugin for ComponentPlugin {
     fn set_container_readiness(&mut self, pod_uid: &str, container_id: &str, ready: bool) -> Result<UpdateOutcome> {
         self.call(
             "set-container-readiness",
-            |g, s| g.call_set_container_readiness(s, &pod_uid.to_string(), &container_id.to_string(), ready),
+            |g, s| g.call_set_container_readiness(s, &pod_uid.to_string(), container_id, ready),
             |error| CallError::Rejected { call: "set-container-readiness", error },
         )
     }
@@ -113,7 +113,7 @@ impl Plugin for ComponentPlugin {
     fn load_state(&mut self, state: &str) -> Result<()> {
         self.call(
             "load-state",
-            |g, s| g.call_load_state(s, &state.to_string()),
+            |g, s| g.call_load_state(s, state),
             |error| CallError::Rejected { call: "load-state", error },
         )
     }
