@@ -14,7 +14,7 @@ fn fresh_dir(name: &str) -> std::path::PathBuf {
 #[test]
 fn a_second_start_does_not_recompile() {
     let dir = fresh_dir("cache-second-start");
-    let config = RuntimeConfig { cache_dir: Some(dir.clone()) };
+    let config = RuntimeConfig { cache_dir: Some(dir.clone()), ..RuntimeConfig::default() };
     let first = PluginRuntime::new(&config).unwrap().load(PODSTATUS_V1).unwrap();
     assert_eq!(first.cache_outcome(), CacheOutcome::Compiled { stored: true });
     let runtime = PluginRuntime::new(&config).unwrap();
@@ -27,7 +27,7 @@ fn a_second_start_does_not_recompile() {
 #[test]
 fn a_damaged_artifact_is_replaced() {
     let dir = fresh_dir("cache-damaged");
-    let config = RuntimeConfig { cache_dir: Some(dir.clone()) };
+    let config = RuntimeConfig { cache_dir: Some(dir.clone()), ..RuntimeConfig::default() };
     let runtime = PluginRuntime::new(&config).unwrap();
     runtime.load(PODSTATUS_V1).unwrap();
     let artifact = dir.join(format!("{}.cwasm", cache_key(runtime.engine(), PODSTATUS_V1)));

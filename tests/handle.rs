@@ -85,7 +85,7 @@ fn statuses_set_from_many_threads_all_reach_the_api_server() {
 
     wait_until("every status is in the API server", || {
         (0..THREADS * PODS_PER_THREAD).all(|i| {
-            api.get_pod("default", &format!("pod-{i}")).unwrap().status.and_then(|s| s.phase).as_deref()
+            api.get_pod("default", &format!("pod-{i}")).unwrap().status.as_ref().and_then(|s| s.phase.as_deref())
                 == Some("Running")
         })
     });
@@ -103,11 +103,11 @@ fn the_periodic_batch_repairs_drift() {
     let config = SchedulerConfig { sync_period: Duration::from_millis(50) };
     let (manager, scheduler) = handle::start(Box::new(plugin), world.queue.clone(), config);
     manager.set_pod_status(&serde_json::to_string(&pod(0)).unwrap(), &running(0)).unwrap();
-    let phase = || api.get_pod("default", "pod-0").unwrap().status.and_then(|s| s.phase);
+    let phase = || api.get_pod("default", "pod-0").unwrap().status.as_ref().and_then(|s| s.phase.clone());
     wait_until("the status is written", || phase().as_deref() == Some("Running"));
 
     // Someone else overwrites the status; the kubelet is the source of truth.
-    let mut drifted = api.get_pod("default", "pod-0").unwrap();
+    let mut drifted = Pod::clone(&api.get_pod("default", "pod-0").unwrap());
     drifted.status.as_mut().unwrap().phase = Some("Unknown".into());
     api.put_pod(drifted).unwrap();
     wait_until("the batch sync writes the cached status back", || phase().as_deref() == Some("Running"));

@@ -28,7 +28,8 @@ fn world() -> World {
 
 #[test]
 fn a_trap_names_the_call_and_poisons_only_that_instance() {
-    let runtime = PluginRuntime::new(&RuntimeConfig { cache_dir: Some(cache_dir()) }).unwrap();
+    let runtime =
+        PluginRuntime::new(&RuntimeConfig { cache_dir: Some(cache_dir()), ..RuntimeConfig::default() }).unwrap();
     let image = runtime.load(TRAP_ON_SYNC).unwrap();
     let world = world();
     let mut plugin = image.instantiate(world.clone()).unwrap();
@@ -37,8 +38,9 @@ fn a_trap_names_the_call_and_poisons_only_that_instance() {
 
     let err = plugin.sync_pod(&request).unwrap_err();
     match &err {
-        CallError::Fault { call, message } => {
+        CallError::Fault { call, kind, message } => {
             assert_eq!(*call, "sync-pod");
+            assert_eq!(*kind, podstatus::plugin::FaultKind::Trap);
             assert!(message.contains("wasm trap") || message.contains("unreachable"), "{message}");
         }
         other => panic!("expected a fault, got {other:?}"),
@@ -54,7 +56,8 @@ fn a_trap_names_the_call_and_poisons_only_that_instance() {
 
 #[test]
 fn replay_reports_the_fault_and_stops_at_the_faulting_step() {
-    let runtime = PluginRuntime::new(&RuntimeConfig { cache_dir: Some(cache_dir()) }).unwrap();
+    let runtime =
+        PluginRuntime::new(&RuntimeConfig { cache_dir: Some(cache_dir()), ..RuntimeConfig::default() }).unwrap();
     let image = runtime.load(TRAP_ON_SYNC).unwrap();
     let trace = format!(
         r#"{{"apiserver": [{POD}], "pod_manager": [{POD}], "steps": [

@@ -44,7 +44,7 @@ type Make = fn(World) -> Box<dyn Plugin>;
 
 fn component(world: World) -> Box<dyn Plugin> {
     let cache = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/podstatus-bench-cache");
-    let runtime = PluginRuntime::new(&RuntimeConfig { cache_dir: Some(cache) }).unwrap();
+    let runtime = PluginRuntime::new(&RuntimeConfig { cache_dir: Some(cache), ..RuntimeConfig::default() }).unwrap();
     Box::new(runtime.load(PODSTATUS_V1).unwrap().instantiate(world).unwrap())
 }
 

@@ -8,6 +8,7 @@
 pub mod backends;
 pub mod bindings;
 pub mod components;
+pub mod fuzz;
 pub mod handle;
 pub mod imports;
 pub mod inspect;

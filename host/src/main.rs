@@ -65,10 +65,10 @@ impl PluginArgs {
 
     fn runtime_config(&self) -> RuntimeConfig {
         if self.no_cache {
-            return RuntimeConfig { cache_dir: None };
+            return RuntimeConfig { cache_dir: None, ..RuntimeConfig::default() };
         }
         match &self.cache_dir {
-            Some(dir) => RuntimeConfig { cache_dir: Some(dir.clone()) },
+            Some(dir) => RuntimeConfig { cache_dir: Some(dir.clone()), ..RuntimeConfig::default() },
             None => RuntimeConfig::with_default_cache(),
         }
     }

@@ -27,7 +27,8 @@ pub fn cache_dir() -> PathBuf {
 pub fn v1_image() -> &'static PluginImage {
     static IMAGE: OnceLock<PluginImage> = OnceLock::new();
     IMAGE.get_or_init(|| {
-        let runtime = PluginRuntime::new(&RuntimeConfig { cache_dir: Some(cache_dir()) }).expect("runtime");
+        let runtime = PluginRuntime::new(&RuntimeConfig { cache_dir: Some(cache_dir()), ..RuntimeConfig::default() })
+            .expect("runtime");
         runtime.load(PODSTATUS_V1).expect("the v1 plugin loads")
     })
 }

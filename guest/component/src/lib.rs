@@ -80,6 +80,15 @@ impl wit::Guest for Component {
     fn load_state(state: String) -> Result<(), wit::ManagerError> {
         with_manager(|m| m.load_state(&state)).map_err(manager_error)
     }
+
+    fn save_state_changes() -> String {
+        // As for save-state: losing changes silently would be worse than trapping.
+        with_manager(|m| m.save_state_changes()).unwrap_or_else(|e| panic!("save-state-changes: {e}"))
+    }
+
+    fn apply_state_changes(changes: String) -> Result<(), wit::ManagerError> {
+        with_manager(|m| m.apply_state_changes(&changes)).map_err(manager_error)
+    }
 }
 
 fn update_outcome(o: UpdateOutcome) -> wit::UpdateOutcome {
@@ -120,6 +129,7 @@ fn api_error(e: kubelet::status::api_server::ApiError) -> ApiError {
     match e {
         Wit::NotFound(m) => ApiError::NotFound(m),
         Wit::Conflict(m) => ApiError::Conflict(m),
+        Wit::Forbidden(m) => ApiError::Forbidden(m),
         Wit::Other(m) => ApiError::Other(m),
     }
 }

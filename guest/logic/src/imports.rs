@@ -31,6 +31,8 @@ pub enum ApiError {
     NotFound(String),
     /// HTTP 409: a precondition failed.
     Conflict(String),
+    /// The host refused the call: the pod is not this node's to touch.
+    Forbidden(String),
     /// Anything else.
     Other(String),
 }
@@ -39,7 +41,7 @@ impl ApiError {
     /// The server's message.
     pub fn message(&self) -> &str {
         match self {
-            ApiError::NotFound(m) | ApiError::Conflict(m) | ApiError::Other(m) => m,
+            ApiError::NotFound(m) | ApiError::Conflict(m) | ApiError::Forbidden(m) | ApiError::Other(m) => m,
         }
     }
 }

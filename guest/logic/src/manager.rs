@@ -83,6 +83,17 @@ pub struct Manager<I: Imports> {
     /// Snapshots referred to by requests in the host's queue, by request ID.
     pub(crate) pending: BTreeMap<u64, PendingSync>,
     pub(crate) next_request_id: u64,
+    /// What changed since the state was last saved, for `save_state_changes`.
+    pub(crate) changes: Changes,
+}
+
+/// Keys changed since the last save, so a host can follow the state call by call
+/// without copying all of it.
+#[derive(Debug, Default)]
+pub(crate) struct Changes {
+    pub statuses: BTreeSet<String>,
+    pub api_versions: BTreeSet<String>,
+    pub pending: BTreeSet<u64>,
 }
 
 impl<I: Imports> Manager<I> {
@@ -94,6 +105,7 @@ impl<I: Imports> Manager<I> {
             api_versions: BTreeMap::new(),
             pending: BTreeMap::new(),
             next_request_id: 1,
+            changes: Changes::default(),
         }
     }
 
@@ -186,9 +198,11 @@ impl<I: Imports> Manager<I> {
     /// Drops every cached status whose pod UID is not in `keep`; returns how many.
     pub fn remove_orphaned_statuses(&mut self, keep: &[String]) -> u32 {
         let keep: BTreeSet<&str> = keep.iter().map(String::as_str).collect();
-        let before = self.statuses.len();
-        self.statuses.retain(|uid, _| keep.contains(uid.as_str()));
-        u32::try_from(before - self.statuses.len()).unwrap_or(u32::MAX)
+        let orphans: Vec<String> = self.statuses.keys().filter(|uid| !keep.contains(uid.as_str())).cloned().collect();
+        for uid in &orphans {
+            self.drop_status(uid);
+        }
+        u32::try_from(orphans.len()).unwrap_or(u32::MAX)
     }
 
     /// Handles one request the host took off the sync queue.
@@ -197,7 +211,7 @@ impl<I: Imports> Manager<I> {
             Some(p) if p.pod_uid == request.pod_uid && p.status.version == request.version => {}
             _ => return Err(ManagerError::UnknownRequest(request.id)),
         }
-        let pending = self.pending.remove(&request.id).ok_or(ManagerError::UnknownRequest(request.id))?;
+        let pending = self.drop_pending(request.id).ok_or(ManagerError::UnknownRequest(request.id))?;
         self.sync_one(&pending.pod_uid, &pending.status)
     }
 
@@ -208,8 +222,15 @@ impl<I: Imports> Manager<I> {
         let pod_to_mirror: BTreeMap<String, String> = translations.pod_to_mirror.into_iter().collect();
         let mirrors: BTreeSet<String> = translations.mirror_to_pod.into_iter().map(|(mirror, _)| mirror).collect();
 
-        let statuses = &self.statuses;
-        self.api_versions.retain(|uid, _| statuses.contains_key(uid) || mirrors.contains(uid));
+        let gone: Vec<String> = self
+            .api_versions
+            .keys()
+            .filter(|uid| !self.statuses.contains_key(*uid) && !mirrors.contains(*uid))
+            .cloned()
+            .collect();
+        for uid in &gone {
+            self.drop_api_version(uid);
+        }
 
         let mut report = BatchReport::default();
         let mut updates = Vec::new();
@@ -232,7 +253,7 @@ impl<I: Imports> Manager<I> {
                 Ok((false, true)) => {
                     // Forget the written version to force the write; the sync below
                     // records it again once the write succeeds.
-                    self.api_versions.remove(&synced_uid);
+                    self.drop_api_version(&synced_uid);
                     report.reconciled += 1;
                     updates.push((uid, status));
                 }
@@ -314,7 +335,7 @@ impl<I: Imports> Manager<I> {
             pod_name: pod.metadata.name.clone(),
             pod_namespace: pod.metadata.namespace.clone(),
         });
-        self.statuses.insert(uid.clone(), Arc::clone(&versioned));
+        self.put_status(uid, Arc::clone(&versioned));
         Ok(self.enqueue(uid, versioned))
     }
 
@@ -324,10 +345,11 @@ impl<I: Imports> Manager<I> {
         self.next_request_id += 1;
         let request = SyncRequest { id, pod_uid: uid.to_string(), version: status.version };
         self.pending.insert(id, PendingSync { pod_uid: uid.to_string(), status });
+        self.changes.pending.insert(id);
         if self.imports.push_sync_request(request) {
             UpdateOutcome::Queued
         } else {
-            self.pending.remove(&id);
+            self.drop_pending(id);
             self.log(Level::Debug, || format!("sync queue full; pod {uid} waits for the batch sync"));
             UpdateOutcome::QueueFull
         }
@@ -365,7 +387,7 @@ impl<I: Imports> Manager<I> {
             self.log(Level::Info, || {
                 format!("pod {} was deleted and then recreated, skipping status update; old UID {uid}, new UID {translated}", pod.full_name())
             });
-            self.statuses.remove(uid);
+            self.drop_status(uid);
             return Ok(SyncOutcome::Recreated);
         }
 
@@ -392,7 +414,7 @@ impl<I: Imports> Manager<I> {
         self.log(Level::Debug, || {
             format!("status for pod {} updated to version {}", updated.full_name(), status.version)
         });
-        self.api_versions.insert(updated.metadata.uid.clone(), status.version);
+        self.set_api_version(&updated.metadata.uid, status.version);
 
         if !self.can_be_deleted(&updated, &updated_json, &status.status)? {
             return Ok(SyncOutcome::Written);
@@ -407,7 +429,7 @@ impl<I: Imports> Manager<I> {
                 self.log(Level::Info, || {
                     format!("pod {} fully terminated and removed from the API server", updated.full_name())
                 });
-                self.statuses.remove(uid);
+                self.drop_status(uid);
                 Ok(SyncOutcome::Deleted)
             }
             Err(e) => {
@@ -469,6 +491,44 @@ impl<I: Imports> Manager<I> {
         }
         let status_json = status_to_json(status).map_err(ManagerError::InvalidStatus)?;
         Ok(self.imports.pod_resources_are_reclaimed(pod_json, &status_json))
+    }
+
+    /// Caches `status` for `uid`, noting the change.
+    fn put_status(&mut self, uid: &str, status: Arc<VersionedStatus>) {
+        self.statuses.insert(uid.to_string(), status);
+        self.note_status_change(uid);
+    }
+
+    /// Drops the cached status of `uid`, noting the change.
+    fn drop_status(&mut self, uid: &str) {
+        if self.statuses.remove(uid).is_some() {
+            self.note_status_change(uid);
+        }
+    }
+
+    /// A queued snapshot of `uid` that shared the cached status no longer does, so a
+    /// saved change must now carry that snapshot itself.
+    fn note_status_change(&mut self, uid: &str) {
+        self.changes.statuses.insert(uid.to_string());
+        let queued = self.pending.iter().filter(|(_, p)| p.pod_uid == uid).map(|(id, _)| *id);
+        self.changes.pending.extend(queued);
+    }
+
+    fn set_api_version(&mut self, uid: &str, version: u64) {
+        self.api_versions.insert(uid.to_string(), version);
+        self.changes.api_versions.insert(uid.to_string());
+    }
+
+    fn drop_api_version(&mut self, uid: &str) {
+        if self.api_versions.remove(uid).is_some() {
+            self.changes.api_versions.insert(uid.to_string());
+        }
+    }
+
+    fn drop_pending(&mut self, id: u64) -> Option<PendingSync> {
+        let pending = self.pending.remove(&id)?;
+        self.changes.pending.insert(id);
+        Some(pending)
     }
 
     /// The host's time, read at most once per update so that every time set by one

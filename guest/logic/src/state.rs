@@ -13,10 +13,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{ManagerError, Result};
 use crate::imports::Imports;
-use crate::manager::{Manager, PendingSync, VersionedStatus};
+use crate::manager::{Changes, Manager, PendingSync, VersionedStatus};
 
 /// Names the document format.
 pub const STATE_FORMAT: &str = "podstatus.kubelet.io/state";
+/// Names the format of a change set (what changed since the last save).
+pub const STATE_CHANGES_FORMAT: &str = "podstatus.kubelet.io/state-changes";
 /// The newest format version this code writes and reads.
 pub const STATE_VERSION: u32 = 1;
 
@@ -56,6 +58,24 @@ struct PendingEntry {
     status: Option<PodStatus>,
 }
 
+/// What changed since the last save: each entry replaces the full document's entry
+/// of the same key whole; `null` removes it.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct StatePatch {
+    statuses: BTreeMap<String, Option<StatusEntry>>,
+    api_status_versions: BTreeMap<String, Option<u64>>,
+    pending: BTreeMap<u64, Option<PendingEntry>>,
+    next_request_id: u64,
+}
+
+#[derive(Serialize, Deserialize)]
+struct ChangesDocument {
+    format: String,
+    version: u32,
+    patch: StatePatch,
+}
+
 /// Just the header, read first so an unknown format is refused with a clear message
 /// rather than a parse error deep in the document.
 #[derive(Deserialize)]
@@ -65,36 +85,11 @@ struct Header {
 }
 
 impl<I: Imports> Manager<I> {
-    /// The whole state as a JSON document `load_state` accepts.
-    pub fn save_state(&self) -> Result<String> {
-        let statuses = self
-            .statuses
-            .iter()
-            .map(|(uid, s)| {
-                let entry = StatusEntry {
-                    version: s.version,
-                    pod_name: s.pod_name.clone(),
-                    pod_namespace: s.pod_namespace.clone(),
-                    status: s.status.clone(),
-                };
-                (uid.clone(), entry)
-            })
-            .collect();
-        let pending = self
-            .pending
-            .iter()
-            .map(|(id, p)| {
-                let shared = self.statuses.get(&p.pod_uid).is_some_and(|s| Arc::ptr_eq(s, &p.status));
-                let entry = PendingEntry {
-                    pod_uid: p.pod_uid.clone(),
-                    version: p.status.version,
-                    pod_name: p.status.pod_name.clone(),
-                    pod_namespace: p.status.pod_namespace.clone(),
-                    status: (!shared).then(|| p.status.status.clone()),
-                };
-                (*id, entry)
-            })
-            .collect();
+    /// The whole state as a JSON document `load_state` accepts. Saving also starts a
+    /// new change set: `save_state_changes` then reports what changed after this.
+    pub fn save_state(&mut self) -> Result<String> {
+        let statuses = self.statuses.iter().map(|(uid, s)| (uid.clone(), status_entry(s))).collect();
+        let pending = self.pending.iter().map(|(id, p)| (*id, self.pending_entry(p))).collect();
         let document = StateDocument {
             format: STATE_FORMAT.to_string(),
             version: STATE_VERSION,
@@ -103,58 +98,124 @@ impl<I: Imports> Manager<I> {
             pending,
             next_request_id: self.next_request_id,
         };
-        serde_json::to_string(&document).map_err(|e| ManagerError::InvalidState(format!("cannot serialise state: {e}")))
+        let text = serde_json::to_string(&document)
+            .map_err(|e| ManagerError::InvalidState(format!("cannot serialise state: {e}")))?;
+        self.changes = Changes::default();
+        Ok(text)
+    }
+
+    /// What changed since the last `save_state` or `save_state_changes`, as a change set
+    /// for `apply_state_changes` (or for a host that keeps its own copy of the document:
+    /// each entry replaces the document's entry whole, `null` removes it).
+    pub fn save_state_changes(&mut self) -> Result<String> {
+        let changes = std::mem::take(&mut self.changes);
+        let patch = StatePatch {
+            statuses: changes
+                .statuses
+                .into_iter()
+                .map(|uid| {
+                    let entry = self.statuses.get(&uid).map(|s| status_entry(s));
+                    (uid, entry)
+                })
+                .collect(),
+            api_status_versions: changes
+                .api_versions
+                .into_iter()
+                .map(|uid| {
+                    let version = self.api_versions.get(&uid).copied();
+                    (uid, version)
+                })
+                .collect(),
+            pending: changes
+                .pending
+                .into_iter()
+                .map(|id| (id, self.pending.get(&id).map(|p| self.pending_entry(p))))
+                .collect(),
+            next_request_id: self.next_request_id,
+        };
+        let document = ChangesDocument { format: STATE_CHANGES_FORMAT.to_string(), version: STATE_VERSION, patch };
+        serde_json::to_string(&document)
+            .map_err(|e| ManagerError::InvalidState(format!("cannot serialise state changes: {e}")))
+    }
+
+    /// Applies a change set from `save_state_changes` of another instance whose state
+    /// this one took over; on error nothing changes.
+    pub fn apply_state_changes(&mut self, document: &str) -> Result<()> {
+        let header: Header = serde_json::from_str(document)
+            .map_err(|e| ManagerError::InvalidState(format!("not a state change set: {e}")))?;
+        check_header(&header, STATE_CHANGES_FORMAT)?;
+        let doc: ChangesDocument = serde_json::from_str(document)
+            .map_err(|e| ManagerError::InvalidState(format!("malformed state changes: {e}")))?;
+        let patch = doc.patch;
+
+        // Check every pending entry resolves against the statuses as they will be,
+        // before changing anything.
+        let status_after = |uid: &str| match patch.statuses.get(uid) {
+            Some(Some(entry)) => Some(entry.version),
+            Some(None) => None,
+            None => self.statuses.get(uid).map(|s| s.version),
+        };
+        for (id, entry) in &patch.pending {
+            if let Some(entry) = entry
+                && entry.status.is_none()
+                && status_after(&entry.pod_uid) != Some(entry.version)
+            {
+                return Err(dangling(*id, entry));
+            }
+        }
+
+        for (uid, entry) in patch.statuses {
+            match entry {
+                Some(entry) => self.statuses.insert(uid.clone(), Arc::new(versioned(entry))),
+                None => self.statuses.remove(&uid),
+            };
+            self.changes.statuses.insert(uid);
+        }
+        for (uid, version) in patch.api_status_versions {
+            match version {
+                Some(version) => self.api_versions.insert(uid.clone(), version),
+                None => self.api_versions.remove(&uid),
+            };
+            self.changes.api_versions.insert(uid);
+        }
+        for (id, entry) in patch.pending {
+            match entry {
+                Some(entry) => {
+                    let pending = resolve_pending(id, entry, &self.statuses)?;
+                    self.pending.insert(id, pending)
+                }
+                None => self.pending.remove(&id),
+            };
+            self.changes.pending.insert(id);
+        }
+        self.next_request_id = self.next_request_id.max(patch.next_request_id);
+        Ok(())
+    }
+
+    fn pending_entry(&self, p: &PendingSync) -> PendingEntry {
+        let shared = self.statuses.get(&p.pod_uid).is_some_and(|s| Arc::ptr_eq(s, &p.status));
+        PendingEntry {
+            pod_uid: p.pod_uid.clone(),
+            version: p.status.version,
+            pod_name: p.status.pod_name.clone(),
+            pod_namespace: p.status.pod_namespace.clone(),
+            status: (!shared).then(|| p.status.status.clone()),
+        }
     }
 
     /// Replaces the whole state with `document`; on error nothing changes.
     pub fn load_state(&mut self, document: &str) -> Result<()> {
         let header: Header = serde_json::from_str(document)
             .map_err(|e| ManagerError::InvalidState(format!("not a state document: {e}")))?;
-        if header.format != STATE_FORMAT {
-            return Err(ManagerError::InvalidState(format!("format {:?} is not {STATE_FORMAT:?}", header.format)));
-        }
-        if header.version > STATE_VERSION {
-            return Err(ManagerError::InvalidState(format!(
-                "state format version {} is newer than this plugin reads ({STATE_VERSION})",
-                header.version
-            )));
-        }
+        check_header(&header, STATE_FORMAT)?;
         let doc: StateDocument =
             serde_json::from_str(document).map_err(|e| ManagerError::InvalidState(format!("malformed state: {e}")))?;
 
-        let statuses: BTreeMap<String, Arc<VersionedStatus>> = doc
-            .statuses
-            .into_iter()
-            .map(|(uid, e)| {
-                let status = VersionedStatus {
-                    status: e.status,
-                    version: e.version,
-                    pod_name: e.pod_name,
-                    pod_namespace: e.pod_namespace,
-                };
-                (uid, Arc::new(status))
-            })
-            .collect();
+        let statuses: BTreeMap<String, Arc<VersionedStatus>> =
+            doc.statuses.into_iter().map(|(uid, e)| (uid, Arc::new(versioned(e)))).collect();
         let mut pending = BTreeMap::new();
-        for (id, e) in doc.pending {
-            let status = match e.status {
-                Some(status) => Arc::new(VersionedStatus {
-                    status,
-                    version: e.version,
-                    pod_name: e.pod_name,
-                    pod_namespace: e.pod_namespace,
-                }),
-                None => match statuses.get(&e.pod_uid) {
-                    Some(cached) if cached.version == e.version => Arc::clone(cached),
-                    _ => {
-                        return Err(ManagerError::InvalidState(format!(
-                            "pending request {id} refers to version {} of pod {}, which the state does not hold",
-                            e.version, e.pod_uid
-                        )));
-                    }
-                },
-            };
-            pending.insert(id, PendingSync { pod_uid: e.pod_uid, status });
+        for (id, entry) in doc.pending {
+            pending.insert(id, resolve_pending(id, entry, &statuses)?);
         }
         let floor = pending.keys().next_back().map_or(1, |id| id + 1);
         self.statuses = statuses;
@@ -163,6 +224,62 @@ impl<I: Imports> Manager<I> {
         // IDs must stay unique for this instance's lifetime, including IDs it handed out
         // before the load.
         self.next_request_id = doc.next_request_id.max(floor).max(self.next_request_id);
+        self.changes = Changes::default();
         Ok(())
     }
+}
+
+fn status_entry(s: &VersionedStatus) -> StatusEntry {
+    StatusEntry {
+        version: s.version,
+        pod_name: s.pod_name.clone(),
+        pod_namespace: s.pod_namespace.clone(),
+        status: s.status.clone(),
+    }
+}
+
+fn versioned(e: StatusEntry) -> VersionedStatus {
+    VersionedStatus { status: e.status, version: e.version, pod_name: e.pod_name, pod_namespace: e.pod_namespace }
+}
+
+fn dangling(id: u64, entry: &PendingEntry) -> ManagerError {
+    ManagerError::InvalidState(format!(
+        "pending request {id} refers to version {} of pod {}, which the state does not hold",
+        entry.version, entry.pod_uid
+    ))
+}
+
+/// Refuses another format, and versions newer than this code reads.
+fn check_header(header: &Header, format: &str) -> Result<()> {
+    if header.format != format {
+        return Err(ManagerError::InvalidState(format!("format {:?} is not {format:?}", header.format)));
+    }
+    if header.version > STATE_VERSION {
+        return Err(ManagerError::InvalidState(format!(
+            "state format version {} is newer than this plugin reads ({STATE_VERSION})",
+            header.version
+        )));
+    }
+    Ok(())
+}
+
+/// A pending entry as a snapshot: its own status, or the cached status it shares.
+fn resolve_pending(
+    id: u64,
+    entry: PendingEntry,
+    statuses: &BTreeMap<String, Arc<VersionedStatus>>,
+) -> Result<PendingSync> {
+    let status = match entry.status {
+        Some(status) => Arc::new(VersionedStatus {
+            status,
+            version: entry.version,
+            pod_name: entry.pod_name,
+            pod_namespace: entry.pod_namespace,
+        }),
+        None => match statuses.get(&entry.pod_uid) {
+            Some(cached) if cached.version == entry.version => Arc::clone(cached),
+            _ => return Err(dangling(id, &entry)),
+        },
+    };
+    Ok(PendingSync { pod_uid: entry.pod_uid, status })
 }

@@ -220,7 +220,7 @@ fn request_ids_stay_above_every_pending_request_even_if_the_document_says_otherw
 
 #[test]
 fn the_document_names_its_format_and_version() {
-    let m = busy_manager();
+    let mut m = busy_manager();
     let document: Value = serde_json::from_str(&m.save_state().unwrap()).unwrap();
     assert_eq!(document["format"], STATE_FORMAT);
     assert_eq!(document["version"], STATE_VERSION);
@@ -229,7 +229,7 @@ fn the_document_names_its_format_and_version() {
 
 #[test]
 fn an_empty_state_round_trips_and_replaces_a_full_one() {
-    let empty = Manager::new(FakeWorld::new());
+    let mut empty = Manager::new(FakeWorld::new());
     let document = empty.save_state().unwrap();
     let mut full = busy_manager();
     let queued = full.imports_mut().take_queue();
@@ -350,3 +350,104 @@ fn load_state_never_reuses_request_ids_this_instance_handed_out() {
     let id = m.imports_mut().pushed.last().unwrap().id;
     assert!(!handed_out.contains(&id), "request ID {id} was already handed out: {handed_out:?}");
 }
+
+/// A follower that starts from a full save and then applies only the change set after
+/// every call ends up with exactly the leader's state, whatever the calls did.
+#[test]
+fn change_sets_after_every_call_rebuild_the_same_state() {
+    let mut world = FakeWorld::new();
+    let a = world.add_pod(pod("ns", "a", "uid-a", &["a", "b"]));
+    let b = world.add_pod(pod("ns", "b", "uid-b", &["a"]));
+    let (s, mirror) = static_and_mirror("ns", "s", "uid-static", "uid-mirror", &["a"]);
+    world.add_managed_pod(s.clone());
+    world.add_pod(mirror);
+    let mut leader = Manager::new(world);
+    let mut follower = Manager::new(FakeWorld::new());
+    follower.load_state(&leader.save_state().unwrap()).unwrap();
+
+    type Step = Box<dyn Fn(&mut M)>;
+    let (a2, b2, s2) = (a.clone(), b.clone(), s.clone());
+    let steps: Vec<(&str, Step)> = vec![
+        (
+            "set a v1",
+            Box::new(move |m| {
+                ignore(set(
+                    m,
+                    &a,
+                    json!({"phase": "Pending", "containerStatuses": [container("a", false), container("b", false)]}),
+                ))
+            }),
+        ),
+        (
+            "set a v2 (v1 still queued)",
+            Box::new(move |m| {
+                ignore(set(
+                    m,
+                    &a2,
+                    json!({"phase": "Running", "containerStatuses": [container("a", true), container("b", false)]}),
+                ))
+            }),
+        ),
+        ("readiness of b", Box::new(|m| ignore(m.set_container_readiness("uid-a", "containerd://b", true).unwrap()))),
+        ("set b", Box::new(move |m| ignore(set(m, &b, json!({"phase": "Running"}))))),
+        ("set the static pod", Box::new(move |m| ignore(set(m, &s, json!({"phase": "Running"}))))),
+        (
+            "sync the oldest request",
+            Box::new(|m| {
+                let request = m.imports_mut().pop_request().unwrap();
+                m.sync_pod(&request).unwrap();
+            }),
+        ),
+        ("batch sync", Box::new(|m| ignore(m.sync_batch()))),
+        ("terminate b", Box::new(move |m| ignore(m.terminate_pod(&b2.to_string()).unwrap()))),
+        (
+            "drop every status but the static pod's",
+            Box::new(|m| ignore(m.remove_orphaned_statuses(&["uid-static".into()]))),
+        ),
+        (
+            "drain the queue",
+            Box::new(|m| {
+                for request in m.imports_mut().take_queue() {
+                    let _ = m.sync_pod(&request);
+                }
+            }),
+        ),
+        ("batch sync again", Box::new(|m| ignore(m.sync_batch()))),
+        ("set the static pod again", Box::new(move |m| ignore(set(m, &s2, json!({"phase": "Succeeded"}))))),
+    ];
+    for (name, step) in steps {
+        step(&mut leader);
+        let changes = leader.save_state_changes().unwrap();
+        follower.apply_state_changes(&changes).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(follower.save_state().unwrap(), leader.save_state().unwrap(), "after {name}");
+    }
+}
+
+#[test]
+fn a_change_set_is_refused_whole_when_it_does_not_fit() {
+    let mut world = FakeWorld::new();
+    let a = world.add_pod(pod("ns", "a", "uid-a", &["a"]));
+    let mut leader = Manager::new(world);
+    set(&mut leader, &a, json!({"phase": "Pending"}));
+    let changes: Value = serde_json::from_str(&leader.save_state_changes().unwrap()).unwrap();
+
+    // Without the status entry, the queued request refers to a status the follower
+    // lacks: the whole change set is refused and nothing changes.
+    let mut broken = changes.clone();
+    broken["patch"]["statuses"] = json!({});
+    let mut follower = Manager::new(FakeWorld::new());
+    let before = follower.save_state().unwrap();
+    let err = follower.apply_state_changes(&broken.to_string()).unwrap_err();
+    assert!(matches!(&err, ManagerError::InvalidState(m) if m.contains("refers to version 1 of pod uid-a")), "{err}");
+    assert_eq!(follower.save_state().unwrap(), before);
+
+    let mut newer = changes.clone();
+    newer["version"] = json!(STATE_VERSION + 1);
+    assert!(follower.apply_state_changes(&newer.to_string()).is_err());
+    let mut full_document = changes;
+    full_document["format"] = json!(STATE_FORMAT);
+    assert!(follower.apply_state_changes(&full_document.to_string()).is_err(), "a full document is not a change set");
+}
+
+/// Steps run for their effect on the state; what they return does not matter here.
+fn ignore<T>(_: T) {}

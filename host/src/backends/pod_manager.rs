@@ -2,6 +2,9 @@
 //! included. Pairing follows `shared/reference/helpers.md`: only static pods pair with
 //! mirror pods of the same full name, and the pairing is worked out from the pods held
 //! now, so removing a static pod leaves no stale pairing behind.
+//!
+//! Pods are held as `Arc<Pod>`, shared with the API server's events and handed to
+//! readers without copying; a held pod is only ever replaced, never changed in place.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -18,7 +21,7 @@ use super::pod_identity::{identity, is_mirror_pod, is_static_pod};
 #[derive(Debug, Default)]
 pub struct PodManager {
     /// UID -> pod. A pod without a UID is held under the empty UID.
-    pods: RwLock<BTreeMap<String, Pod>>,
+    pods: RwLock<BTreeMap<String, Arc<Pod>>>,
 }
 
 impl PodManager {
@@ -29,32 +32,35 @@ impl PodManager {
 
     /// Adds the pod, replacing one with the same UID.
     pub fn add_pod(&self, pod: Pod) {
-        self.write().insert(uid_of(&pod).to_owned(), pod);
+        let uid = uid_of(&pod).to_owned();
+        let replaced = self.write().insert(uid, Arc::new(pod));
+        // Freed, if it is the last copy, after the lock is released.
+        drop(replaced);
     }
 
     /// Removes the pod with this UID, returning it.
-    pub fn remove_pod(&self, uid: &str) -> Option<Pod> {
+    pub fn remove_pod(&self, uid: &str) -> Option<Arc<Pod>> {
         self.write().remove(uid)
     }
 
     /// The pod with this UID, mirror pods included.
-    pub fn get_any(&self, uid: &str) -> Option<Pod> {
+    pub fn get_any(&self, uid: &str) -> Option<Arc<Pod>> {
         self.read().get(uid).cloned()
     }
 
     /// All pods, sorted by UID.
-    pub fn pods(&self) -> Vec<Pod> {
+    pub fn pods(&self) -> Vec<Arc<Pod>> {
         self.read().values().cloned().collect()
     }
 
     /// The pod with this UID; mirror pods are not found this way (the status manager
     /// relies on that to skip them).
-    pub fn get_pod_by_uid(&self, uid: &str) -> Option<Pod> {
+    pub fn get_pod_by_uid(&self, uid: &str) -> Option<Arc<Pod>> {
         self.read().get(uid).filter(|pod| !is_mirror_pod(pod)).cloned()
     }
 
     /// The mirror pod of `pod`, which need not be held here: only a static pod has one.
-    pub fn get_mirror_pod_by_pod(&self, pod: &Pod) -> Option<Pod> {
+    pub fn get_mirror_pod_by_pod(&self, pod: &Pod) -> Option<Arc<Pod>> {
         if !is_pairable_static(pod) {
             return None;
         }
@@ -83,7 +89,7 @@ impl PodManager {
                     mirror_to_static.insert(uid.clone(), uid_of(static_pod).to_owned());
                 }
             } else if is_static_pod(pod) {
-                let mirror_uid = mirror_of(&pods, pod).map_or("", uid_of);
+                let mirror_uid = mirror_of(&pods, pod).map_or("", |mirror| uid_of(mirror));
                 static_to_mirror.insert(uid.clone(), mirror_uid.to_owned());
             }
         }
@@ -93,11 +99,11 @@ impl PodManager {
     /// Follows the API server's copy of a pod: if a pod with its UID is held, it is
     /// replaced by this copy; otherwise nothing happens (the API server does not add
     /// pods to the node, and a deletion there does not remove one: only the kubelet
-    /// removes pods).
-    pub fn follow(&self, pod: &Pod) {
-        if let Some(held) = self.write().get_mut(uid_of(pod)) {
-            *held = pod.clone();
-        }
+    /// removes pods). The copy is shared, not duplicated.
+    pub fn follow(&self, pod: &Arc<Pod>) {
+        let replaced = self.write().get_mut(uid_of(pod)).map(|held| std::mem::replace(held, Arc::clone(pod)));
+        // Freed, if it is the last copy, after the lock is released.
+        drop(replaced);
     }
 
     /// Makes this pod manager follow `api` like a watch with no delay: every pod the API
@@ -116,12 +122,12 @@ impl PodManager {
         }));
     }
 
-    fn read(&self) -> RwLockReadGuard<'_, BTreeMap<String, Pod>> {
+    fn read(&self) -> RwLockReadGuard<'_, BTreeMap<String, Arc<Pod>>> {
         // Writers replace whole entries, so a panic elsewhere leaves the map consistent.
         self.pods.read().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn write(&self) -> RwLockWriteGuard<'_, BTreeMap<String, Pod>> {
+    fn write(&self) -> RwLockWriteGuard<'_, BTreeMap<String, Arc<Pod>>> {
         self.pods.write().unwrap_or_else(PoisonError::into_inner)
     }
 }
@@ -133,13 +139,13 @@ fn is_pairable_static(pod: &Pod) -> bool {
 }
 
 /// The mirror pod with the smallest UID sharing `pod`'s full name.
-fn mirror_of<'a>(pods: &'a BTreeMap<String, Pod>, pod: &Pod) -> Option<&'a Pod> {
+fn mirror_of<'a>(pods: &'a BTreeMap<String, Arc<Pod>>, pod: &Pod) -> Option<&'a Arc<Pod>> {
     let name = identity(pod);
     pods.values().find(|other| is_mirror_pod(other) && identity(other) == name)
 }
 
 /// The static pod with the smallest UID sharing `mirror`'s full name.
-fn static_of<'a>(pods: &'a BTreeMap<String, Pod>, mirror: &Pod) -> Option<&'a Pod> {
+fn static_of<'a>(pods: &'a BTreeMap<String, Arc<Pod>>, mirror: &Pod) -> Option<&'a Arc<Pod>> {
     let name = identity(mirror);
     pods.values().find(|other| is_pairable_static(other) && identity(other) == name)
 }
@@ -181,8 +187,8 @@ mod tests {
         pod(name, uid, &[(CONFIG_SOURCE_ANNOTATION, "api")])
     }
 
-    fn uid(pod: Option<Pod>) -> Option<String> {
-        pod.and_then(|pod| pod.metadata.uid)
+    fn uid(pod: Option<Arc<Pod>>) -> Option<String> {
+        pod.and_then(|pod| pod.metadata.uid.clone())
     }
 
     fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
@@ -206,7 +212,7 @@ mod tests {
         assert_eq!(uid(manager.get_pod_by_uid("s1")), Some("s1".into()));
         assert_eq!(manager.get_pod_by_uid("m1"), None);
         assert_eq!(uid(manager.get_any("m1")), Some("m1".into()));
-        let uids: Vec<_> = manager.pods().into_iter().filter_map(|p| p.metadata.uid).collect();
+        let uids: Vec<_> = manager.pods().into_iter().filter_map(|p| p.metadata.uid.clone()).collect();
         assert_eq!(uids, ["m1", "s1"]);
     }
 
@@ -265,9 +271,12 @@ mod tests {
         manager.add_pod(api_pod("web", "a1"));
         let mut newer = api_pod("web", "a1");
         newer.metadata.resource_version = Some("7".into());
+        let newer = Arc::new(newer);
         manager.follow(&newer);
-        manager.follow(&api_pod("stranger", "x1"));
-        assert_eq!(manager.pods(), [newer]);
+        manager.follow(&Arc::new(api_pod("stranger", "x1")));
+        let held = manager.pods();
+        assert_eq!(held, [Arc::clone(&newer)]);
+        assert!(Arc::ptr_eq(&held[0], &newer), "the followed copy is shared, not duplicated");
     }
 
     #[test]
@@ -284,7 +293,9 @@ mod tests {
             status: PodStatus { phase: Some("Running".into()), ..Default::default() },
             ..Default::default()
         };
-        let written = api.update_pod_status(&update).expect("update");
+        let written = api.update_pod_status(update).expect("update");
+        let held = manager.get_any("a1").expect("held");
+        assert!(Arc::ptr_eq(&held, &written), "the pod manager holds the API server's object");
         assert_eq!(manager.get_any("a1"), Some(written.clone()));
         assert_eq!(manager.get_any("a2"), None);
         api.remove_pod("ns", "web").expect("remove");
@@ -295,7 +306,7 @@ mod tests {
     fn pods_without_metadata_do_not_panic() {
         let manager = PodManager::new();
         manager.add_pod(Pod::default());
-        manager.follow(&Pod::default());
+        manager.follow(&Arc::new(Pod::default()));
         assert_eq!(manager.get_mirror_pod_by_pod(&Pod::default()), None);
         assert_eq!(manager.translate_pod_uid(""), "");
         assert_eq!(manager.pods().len(), 1);

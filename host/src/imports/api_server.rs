@@ -9,10 +9,19 @@ use crate::world::World;
 
 impl wit::Host for HostState {
     fn get_pod(&mut self, namespace: String, name: String) -> wasmtime::Result<Result<String, ApiError>> {
+        self.check_arg("get-pod", "namespace", namespace.len())?;
+        self.check_arg("get-pod", "name", name.len())?;
         get_pod(&self.world, &namespace, &name)
     }
 
     fn update_pod_status(&mut self, update: StatusUpdate) -> wasmtime::Result<Result<String, ApiError>> {
+        const IMPORT: &str = "update-pod-status";
+        self.check_arg(IMPORT, "namespace", update.namespace.len())?;
+        self.check_arg(IMPORT, "name", update.name.len())?;
+        self.check_arg(IMPORT, "status", update.status.len())?;
+        self.check_arg(IMPORT, "uid precondition", update.uid_precondition.as_ref().map_or(0, String::len))?;
+        let rv = update.resource_version_precondition.as_ref().map_or(0, String::len);
+        self.check_arg(IMPORT, "resourceVersion precondition", rv)?;
         update_pod_status(&self.world, update)
     }
 
@@ -22,6 +31,9 @@ impl wit::Host for HostState {
         name: String,
         options: DeleteOptions,
     ) -> wasmtime::Result<Result<(), ApiError>> {
+        self.check_arg("delete-pod", "namespace", namespace.len())?;
+        self.check_arg("delete-pod", "name", name.len())?;
+        self.check_arg("delete-pod", "uid precondition", options.uid_precondition.as_ref().map_or(0, String::len))?;
         Ok(delete_pod(&self.world, &namespace, &name, options))
     }
 }
@@ -29,7 +41,7 @@ impl wit::Host for HostState {
 /// GET a pod as JSON.
 pub(crate) fn get_pod(world: &World, namespace: &str, name: &str) -> wasmtime::Result<Result<String, ApiError>> {
     match world.api_server.get_pod(namespace, name) {
-        Ok(pod) => Ok(Ok(to_json(&pod)?)),
+        Ok(pod) => Ok(Ok(to_json(&*pod)?)),
         Err(e) => Ok(Err(wit_error(&e))),
     }
 }
@@ -48,8 +60,8 @@ pub(crate) fn update_pod_status(world: &World, update: StatusUpdate) -> wasmtime
         resource_version_precondition: update.resource_version_precondition,
         status,
     };
-    match world.api_server.update_pod_status(&update) {
-        Ok(pod) => Ok(Ok(to_json(&pod)?)),
+    match world.api_server.update_pod_status(update) {
+        Ok(pod) => Ok(Ok(to_json(&*pod)?)),
         Err(e) => Ok(Err(wit_error(&e))),
     }
 }

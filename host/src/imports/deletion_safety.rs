@@ -8,6 +8,8 @@ use crate::world::World;
 
 impl wit::Host for HostState {
     fn pod_resources_are_reclaimed(&mut self, pod: String, status: String) -> wasmtime::Result<bool> {
+        self.check_arg("pod-resources-are-reclaimed", "pod", pod.len())?;
+        self.check_arg("pod-resources-are-reclaimed", "status", status.len())?;
         pod_resources_are_reclaimed(&self.world, &pod, &status)
     }
 }

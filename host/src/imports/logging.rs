@@ -12,6 +12,7 @@ pub const MAX_MESSAGE_BYTES: usize = 16 * 1024;
 
 impl wit::Host for HostState {
     fn log(&mut self, level: Level, message: String) -> wasmtime::Result<()> {
+        self.check_arg("log", "message", message.len())?;
         log(level, &message);
         Ok(())
     }

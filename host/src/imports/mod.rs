@@ -4,9 +4,12 @@
 //! The functions that do the forwarding work on JSON text and WIT types and are shared
 //! with the native plugin, so the component and the native build see the same host.
 
+use std::cell::Cell;
+
 use wasmtime::component::{HasSelf, Linker};
 
 use crate::bindings::StatusManager;
+use crate::plugin::limits::Sandbox;
 use crate::world::World;
 
 pub mod api_server;
@@ -16,15 +19,22 @@ pub mod logging;
 pub mod pod_manager;
 pub mod sync_queue;
 
-/// What a plugin instance's store holds: the world its imports reach, nothing more.
+/// What a plugin instance's store holds: the world its imports reach and the
+/// sandbox's accounting.
 pub struct HostState {
     pub(crate) world: World,
+    pub(crate) sandbox: Sandbox,
 }
 
 impl HostState {
-    /// The state of an instance that will reach `world`.
-    pub fn new(world: World) -> Self {
-        HostState { world }
+    /// The state of an instance that will reach `world` within `sandbox`'s limits.
+    pub fn new(world: World, sandbox: Sandbox) -> Self {
+        HostState { world, sandbox }
+    }
+
+    /// Traps when a string or list the plugin passed to `import` is over the limit.
+    pub(crate) fn check_arg(&mut self, import: &str, what: &str, len: usize) -> wasmtime::Result<()> {
+        self.sandbox.check_arg(import, what, len)
     }
 }
 
@@ -49,8 +59,24 @@ pub(crate) fn parse_from_plugin<T: serde::de::DeserializeOwned>(
 
 /// Serialises an object for the plugin. k8s-openapi's types always serialise; failing
 /// here is a host bug, which traps.
+///
+/// The objects a thread serialises are mostly pods of similar size, so the buffer starts
+/// at the size of the thread's previous one: that spares the several doublings (each a
+/// reallocation and copy) of growing from empty to a pod's few kilobytes. The same text
+/// as `serde_json::to_string`.
 pub(crate) fn to_json<T: serde::Serialize>(value: &T) -> wasmtime::Result<String> {
-    serde_json::to_string(value).map_err(|e| wasmtime::format_err!("serialising for the plugin: {e}"))
+    /// Beyond this a hint is not used: a rare huge object must not make every later
+    /// buffer huge (nor push allocations past malloc's mmap threshold).
+    const MAX_HINT: usize = 64 * 1024;
+    thread_local! {
+        static LAST_LEN: Cell<usize> = const { Cell::new(0) };
+    }
+    let hint = LAST_LEN.get();
+    let mut buffer = Vec::with_capacity(if hint <= MAX_HINT { hint.max(128) } else { 128 });
+    serde_json::to_writer(&mut buffer, value).map_err(|e| wasmtime::format_err!("serialising for the plugin: {e}"))?;
+    LAST_LEN.set(buffer.len());
+    // serde_json writes only UTF-8; checking it costs a fraction of a growth copy.
+    String::from_utf8(buffer).map_err(|e| wasmtime::format_err!("serialising for the plugin: {e}"))
 }
 
 /// A pod as far as identity goes. The plugin may hand back a pod whose spec is not

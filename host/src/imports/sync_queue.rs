@@ -6,6 +6,7 @@ use crate::imports::HostState;
 
 impl wit::Host for HostState {
     fn push(&mut self, request: SyncRequest) -> wasmtime::Result<bool> {
+        self.check_arg("push", "pod-uid", request.pod_uid.len())?;
         Ok(self.world.queue.push(request))
     }
 }

@@ -5,6 +5,7 @@ use wasmtime::Store;
 use crate::bindings::exports::kubelet::status::manager::Guest;
 use crate::bindings::{BatchReport, CachedStatus, StatusManager, SyncOutcome, SyncRequest, UpdateOutcome};
 use crate::imports::HostState;
+use crate::plugin::limits::FaultKind;
 use crate::plugin::{CallError, Plugin, Result};
 
 /// One instance of the component and its store.
@@ -26,8 +27,26 @@ impl ComponentPlugin {
         self.fault.as_deref()
     }
 
-    /// Calls one export: a trap becomes a [`CallError::Fault`] naming the call, and the
-    /// contract's error becomes a [`CallError::Rejected`].
+    /// Refuses an argument over the boundary limit before the plugin sees it.
+    fn check_input(&self, call: &'static str, what: &'static str, len: usize) -> Result<()> {
+        let limit = self.store.data().sandbox.limits().max_boundary_bytes;
+        if len > limit {
+            return Err(CallError::TooLarge { call, what, len, limit });
+        }
+        Ok(())
+    }
+
+    /// A fault for a result the plugin returned over its limit; poisons the instance,
+    /// whose state can no longer be trusted.
+    fn oversized(&mut self, call: &'static str, what: &str, len: usize, limit: usize) -> CallError {
+        let message = format!("returned {what} of {len} bytes, over the limit of {limit} bytes");
+        self.fault = Some(message.clone());
+        CallError::Fault { call, kind: FaultKind::Oversized, message }
+    }
+
+    /// Calls one export within the sandbox's budget: a trap becomes a
+    /// [`CallError::Fault`] naming the call and the limit breached, and the contract's
+    /// error becomes a [`CallError::Rejected`].
     fn call<T, E>(
         &mut self,
         call: &'static str,
@@ -37,17 +56,25 @@ impl ComponentPlugin {
         if let Some(message) = &self.fault {
             return Err(CallError::Fault {
                 call,
+                kind: FaultKind::Trap,
                 message: format!("instance is unusable after an earlier fault: {message}"),
             });
+        }
+        self.store.data_mut().sandbox.begin_call();
+        if let Some(fuel) = self.store.data().sandbox.limits().call_fuel
+            && let Err(e) = self.store.set_fuel(fuel)
+        {
+            return Err(CallError::Fault { call, kind: FaultKind::Trap, message: format!("setting fuel: {e:#}") });
         }
         match f(self.bindings.kubelet_status_manager(), &mut self.store) {
             Ok(Ok(value)) => Ok(value),
             Ok(Err(e)) => Err(rejected(e)),
             Err(trap) => {
+                let kind = self.store.data().sandbox.breach.unwrap_or_else(|| classify(&trap));
                 let message = format!("{trap:#}");
-                tracing::error!(call, "plugin fault: {message}");
+                tracing::error!(call, kind = kind.as_str(), "plugin fault: {message}");
                 self.fault = Some(message.clone());
-                Err(CallError::Fault { call, message })
+                Err(CallError::Fault { call, kind, message })
             }
         }
     }
@@ -61,12 +88,32 @@ impl ComponentPlugin {
     }
 }
 
+/// Which limit a trap breached, when the trap itself says so.
+fn classify(error: &wasmtime::Error) -> FaultKind {
+    match error.downcast_ref::<wasmtime::Trap>() {
+        Some(wasmtime::Trap::Interrupt) => FaultKind::CpuTime,
+        Some(wasmtime::Trap::OutOfFuel) => FaultKind::Fuel,
+        Some(wasmtime::Trap::StackOverflow) => FaultKind::StackOverflow,
+        _ => FaultKind::Trap,
+    }
+}
+
 impl Plugin for ComponentPlugin {
     fn get_pod_status(&mut self, uid: &str) -> Result<Option<CachedStatus>> {
-        self.call_infallible("get-pod-status", |g, s| g.call_get_pod_status(s, &uid.to_string()))
+        self.check_input("get-pod-status", "uid", uid.len())?;
+        let found = self.call_infallible("get-pod-status", |g, s| g.call_get_pod_status(s, &uid.to_string()))?;
+        let limit = self.store.data().sandbox.limits().max_boundary_bytes;
+        match found {
+            Some(cached) if cached.status.len() > limit => {
+                Err(self.oversized("get-pod-status", "a status", cached.status.len(), limit))
+            }
+            found => Ok(found),
+        }
     }
 
     fn set_pod_status(&mut self, pod: &str, status: &str) -> Result<UpdateOutcome> {
+        self.check_input("set-pod-status", "pod", pod.len())?;
+        self.check_input("set-pod-status", "status", status.len())?;
         self.call(
             "set-pod-status",
             |g, s| g.call_set_pod_status(s, &pod.to_string(), &status.to_string()),
@@ -75,6 +122,8 @@ impl Plugin for ComponentPlugin {
     }
 
     fn set_container_readiness(&mut self, pod_uid: &str, container_id: &str, ready: bool) -> Result<UpdateOutcome> {
+        self.check_input("set-container-readiness", "pod-uid", pod_uid.len())?;
+        self.check_input("set-container-readiness", "container-id", container_id.len())?;
         self.call(
             "set-container-readiness",
             |g, s| g.call_set_container_readiness(s, &pod_uid.to_string(), container_id, ready),
@@ -83,6 +132,7 @@ impl Plugin for ComponentPlugin {
     }
 
     fn terminate_pod(&mut self, pod: &str) -> Result<UpdateOutcome> {
+        self.check_input("terminate-pod", "pod", pod.len())?;
         self.call(
             "terminate-pod",
             |g, s| g.call_terminate_pod(s, &pod.to_string()),
@@ -91,6 +141,7 @@ impl Plugin for ComponentPlugin {
     }
 
     fn remove_orphaned_statuses(&mut self, keep: &[String]) -> Result<u32> {
+        self.check_input("remove-orphaned-statuses", "keep", keep.iter().map(|uid| uid.len() + 8).sum())?;
         self.call_infallible("remove-orphaned-statuses", |g, s| g.call_remove_orphaned_statuses(s, keep))
     }
 
@@ -107,14 +158,48 @@ impl Plugin for ComponentPlugin {
     }
 
     fn save_state(&mut self) -> Result<String> {
-        self.call_infallible("save-state", |g, s| g.call_save_state(s))
+        let state = self.call_infallible("save-state", |g, s| g.call_save_state(s))?;
+        self.check_state_output("save-state", state)
     }
 
     fn load_state(&mut self, state: &str) -> Result<()> {
+        self.check_state_input("load-state", state)?;
         self.call(
             "load-state",
             |g, s| g.call_load_state(s, state),
             |error| CallError::Rejected { call: "load-state", error },
         )
+    }
+
+    fn save_state_changes(&mut self) -> Result<String> {
+        let changes = self.call_infallible("save-state-changes", |g, s| g.call_save_state_changes(s))?;
+        self.check_state_output("save-state-changes", changes)
+    }
+
+    fn apply_state_changes(&mut self, changes: &str) -> Result<()> {
+        self.check_state_input("apply-state-changes", changes)?;
+        self.call(
+            "apply-state-changes",
+            |g, s| g.call_apply_state_changes(s, changes),
+            |error| CallError::Rejected { call: "apply-state-changes", error },
+        )
+    }
+}
+
+impl ComponentPlugin {
+    fn check_state_input(&self, call: &'static str, state: &str) -> Result<()> {
+        let limit = self.store.data().sandbox.limits().max_state_bytes;
+        if state.len() > limit {
+            return Err(CallError::TooLarge { call, what: "state", len: state.len(), limit });
+        }
+        Ok(())
+    }
+
+    fn check_state_output(&mut self, call: &'static str, state: String) -> Result<String> {
+        let limit = self.store.data().sandbox.limits().max_state_bytes;
+        if state.len() > limit {
+            return Err(self.oversized(call, "a state document", state.len(), limit));
+        }
+        Ok(state)
     }
 }

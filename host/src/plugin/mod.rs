@@ -6,10 +6,12 @@ use crate::bindings::{BatchReport, CachedStatus, ManagerError, SyncOutcome, Sync
 
 pub mod cache;
 pub mod component;
+pub mod limits;
 pub mod native;
 pub mod runtime;
 
 pub use component::ComponentPlugin;
+pub use limits::{FaultKind, Limits};
 pub use native::NativePlugin;
 pub use runtime::{LoadError, PluginImage, PluginRuntime, RuntimeConfig};
 
@@ -26,12 +28,27 @@ pub enum CallError {
         error: ManagerError,
     },
     /// The plugin trapped or breached a limit. The instance cannot be entered again.
-    #[error("the plugin faulted in {call}: {message}")]
+    #[error("the plugin faulted in {call} ({}): {message}", .kind.as_str())]
     Fault {
         /// The export that was called.
         call: &'static str,
+        /// Which limit was breached, or a plain trap.
+        kind: FaultKind,
         /// What happened, as wasmtime reports it.
         message: String,
+    },
+    /// The host refused to pass the plugin an argument over the boundary limit; the
+    /// plugin was not called.
+    #[error("{call}: {what} of {len} bytes exceeds the boundary limit of {limit} bytes")]
+    TooLarge {
+        /// The export that would have been called.
+        call: &'static str,
+        /// Which argument.
+        what: &'static str,
+        /// Its size.
+        len: usize,
+        /// The limit.
+        limit: usize,
     },
 }
 
@@ -69,4 +86,8 @@ pub trait Plugin: Send {
     fn save_state(&mut self) -> Result<String>;
     /// Replaces the plugin's state.
     fn load_state(&mut self, state: &str) -> Result<()>;
+    /// What changed since the last save, as a change set.
+    fn save_state_changes(&mut self) -> Result<String>;
+    /// Applies another instance's change set.
+    fn apply_state_changes(&mut self, changes: &str) -> Result<()>;
 }

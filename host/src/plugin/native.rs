@@ -39,6 +39,7 @@ fn logic_api_error(e: ApiError) -> logic::ApiError {
     match e {
         ApiError::NotFound(m) => logic::ApiError::NotFound(m),
         ApiError::Conflict(m) => logic::ApiError::Conflict(m),
+        ApiError::Forbidden(m) => logic::ApiError::Forbidden(m),
         ApiError::Other(m) => logic::ApiError::Other(m),
     }
 }
@@ -198,5 +199,13 @@ impl Plugin for NativePlugin {
 
     fn load_state(&mut self, state: &str) -> Result<()> {
         self.manager.load_state(state).map_err(rejected("load-state"))
+    }
+
+    fn save_state_changes(&mut self) -> Result<String> {
+        self.manager.save_state_changes().map_err(rejected("save-state-changes"))
+    }
+
+    fn apply_state_changes(&mut self, changes: &str) -> Result<()> {
+        self.manager.apply_state_changes(changes).map_err(rejected("apply-state-changes"))
     }
 }

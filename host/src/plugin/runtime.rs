@@ -1,14 +1,16 @@
 //! The engine, compilation (through the artifact cache) and pre-instantiation.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use wasmtime::component::{Component, Linker};
-use wasmtime::{Config, Engine, Store};
+use wasmtime::{CallHook, Config, Engine, Store};
 
 use crate::bindings::{StatusManager, StatusManagerPre};
 use crate::imports::{self, HostState};
 use crate::plugin::cache::{ArtifactCache, CacheOutcome};
 use crate::plugin::component::ComponentPlugin;
+use crate::plugin::limits::{EpochTicker, Limits, Sandbox};
 use crate::world::World;
 
 /// Why a plugin could not be loaded or instantiated.
@@ -43,12 +45,14 @@ pub enum LoadError {
 pub struct RuntimeConfig {
     /// Where compiled artifacts are kept; None compiles every time.
     pub cache_dir: Option<PathBuf>,
+    /// What every instance may use.
+    pub limits: Limits,
 }
 
 impl RuntimeConfig {
     /// The default: artifacts cached in [`ArtifactCache::default_dir`].
     pub fn with_default_cache() -> Self {
-        RuntimeConfig { cache_dir: ArtifactCache::default_dir() }
+        RuntimeConfig { cache_dir: ArtifactCache::default_dir(), limits: Limits::default() }
     }
 }
 
@@ -57,19 +61,35 @@ pub struct PluginRuntime {
     engine: Engine,
     linker: Linker<HostState>,
     cache: Option<ArtifactCache>,
+    limits: Limits,
+    /// Shared with every image, so instances keep their CPU clock while they live.
+    ticker: Arc<EpochTicker>,
 }
 
 impl PluginRuntime {
     /// A runtime configured by `config`.
     pub fn new(config: &RuntimeConfig) -> Result<Self, LoadError> {
+        let limits = config.limits.clone();
         let mut wasm = Config::new();
         // The plugin's calls are synchronous: without the async machinery a call costs a
         // third of what it does by default.
         wasm.concurrency_support(false);
+        // A CPU budget per call (epochs are cheap: a load and compare per loop header
+        // and function entry); fuel only where determinism is worth its cost.
+        wasm.epoch_interruption(true);
+        wasm.consume_fuel(limits.call_fuel.is_some());
+        wasm.max_wasm_stack(limits.max_wasm_stack);
         let engine = Engine::new(&wasm).map_err(LoadError::Engine)?;
         let mut linker = Linker::new(&engine);
         imports::add_to_linker(&mut linker).map_err(LoadError::Engine)?;
-        Ok(PluginRuntime { engine, linker, cache: config.cache_dir.clone().map(ArtifactCache::new) })
+        let ticker = EpochTicker::start(&engine).map_err(|e| LoadError::Engine(e.into()))?;
+        Ok(PluginRuntime {
+            engine,
+            linker,
+            cache: config.cache_dir.clone().map(ArtifactCache::new),
+            limits,
+            ticker: Arc::new(ticker),
+        })
     }
 
     /// The engine.
@@ -89,7 +109,7 @@ impl PluginRuntime {
         };
         let instance_pre = self.linker.instantiate_pre(&component).map_err(LoadError::WrongWorld)?;
         let pre = StatusManagerPre::new(instance_pre).map_err(LoadError::WrongWorld)?;
-        Ok(PluginImage { pre, cache })
+        Ok(PluginImage { pre, cache, limits: self.limits.clone(), _ticker: Arc::clone(&self.ticker) })
     }
 
     /// Reads and loads a plugin file.
@@ -105,6 +125,8 @@ impl PluginRuntime {
 pub struct PluginImage {
     pre: StatusManagerPre<HostState>,
     cache: CacheOutcome,
+    limits: Limits,
+    _ticker: Arc<EpochTicker>,
 }
 
 impl PluginImage {
@@ -113,9 +135,30 @@ impl PluginImage {
         self.cache
     }
 
-    /// A fresh instance whose imports reach `world`.
+    /// The limits every instance of this image gets.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// A fresh instance whose imports reach `world`, inside the sandbox's limits.
     pub fn instantiate(&self, world: World) -> Result<ComponentPlugin, LoadError> {
-        let mut store = Store::new(self.pre.engine(), HostState::new(world));
+        let mut store = Store::new(self.pre.engine(), HostState::new(world, Sandbox::new(self.limits.clone())));
+        store.limiter(|state| &mut state.sandbox);
+        store.epoch_deadline_trap();
+        // Only guest time counts against the CPU budget: the clock stops while an
+        // import runs (a slow API server is not the plugin's fault).
+        store.call_hook(|mut ctx, hook| match hook {
+            CallHook::CallingWasm | CallHook::ReturningFromHost => {
+                let ticks = ctx.data_mut().sandbox.guest_enters();
+                ctx.set_epoch_deadline(ticks);
+                Ok(())
+            }
+            CallHook::CallingHost | CallHook::ReturningFromWasm => ctx.data_mut().sandbox.guest_leaves(),
+        });
+        if let Some(fuel) = self.limits.call_fuel {
+            store.set_fuel(fuel).map_err(LoadError::Instantiate)?;
+        }
+        store.set_epoch_deadline(self.limits.call_cpu_time.as_millis().max(1) as u64);
         let bindings: StatusManager = self.pre.instantiate(&mut store).map_err(LoadError::Instantiate)?;
         Ok(ComponentPlugin::new(store, bindings))
     }

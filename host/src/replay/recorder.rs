@@ -106,7 +106,7 @@ fn outcome<T>(result: &Result<T>) -> &'static str {
 }
 
 impl ApiServer for RecordingApiServer {
-    fn get_pod(&self, namespace: &str, name: &str) -> Result<Pod> {
+    fn get_pod(&self, namespace: &str, name: &str) -> Result<Arc<Pod>> {
         let result = match self.injected(FailVerb::Get, namespace, name) {
             Some(e) => Err(e),
             None => self.inner.get_pod(namespace, name),
@@ -115,19 +115,21 @@ impl ApiServer for RecordingApiServer {
         result
     }
 
-    fn update_pod_status(&self, update: &StatusUpdate) -> Result<Pod> {
+    fn update_pod_status(&self, update: StatusUpdate) -> Result<Arc<Pod>> {
+        // The call is noted before the update is handed on; its outcome once known.
+        let mut call = self.call("update", &update.namespace, &update.name, "ok");
         let result = match self.injected(FailVerb::Write, &update.namespace, &update.name) {
             Some(e) => Err(e),
             None => self.inner.update_pod_status(update),
         };
-        let mut call = self.call("update", &update.namespace, &update.name, outcome(&result));
+        call.outcome = outcome(&result);
         call.subresource = Some("status");
         call.target_uid = Some(result.as_ref().ok().and_then(|pod| pod.metadata.uid.clone()));
         self.record(call);
         result
     }
 
-    fn delete_pod(&self, namespace: &str, name: &str, options: &DeleteOptions) -> Result<Pod> {
+    fn delete_pod(&self, namespace: &str, name: &str, options: &DeleteOptions) -> Result<Arc<Pod>> {
         let result = match self.injected(FailVerb::Delete, namespace, name) {
             Some(e) => Err(e),
             None => self.inner.delete_pod(namespace, name, options),

@@ -16,7 +16,7 @@ use crate::backends::sync_queue::SyncQueue;
 use crate::imports::to_json;
 use crate::plugin::{CallError, Plugin};
 use crate::replay::recorder::RecordingApiServer;
-use crate::replay::report::{Fault, Report};
+use crate::replay::report::{Call, Fault, Report};
 use crate::replay::trace::{PodRef, Step, Trace, TraceError};
 use crate::world::World;
 
@@ -47,7 +47,7 @@ struct Scene {
     queue: Arc<SyncQueue>,
     /// The last full object the trace gave for each UID, for a step that names a pod
     /// by a UID that neither the pod manager nor the API server holds any more.
-    last_seen: BTreeMap<String, Pod>,
+    last_seen: BTreeMap<String, Arc<Pod>>,
 }
 
 impl Scene {
@@ -71,7 +71,7 @@ impl Scene {
         });
         for pod in trace.apiserver.iter().chain(&trace.pod_manager).chain(step_pods) {
             if let Some(uid) = &pod.metadata.uid {
-                last_seen.entry(uid.clone()).or_insert_with(|| pod.clone());
+                last_seen.entry(uid.clone()).or_insert_with(|| Arc::new(pod.clone()));
             }
         }
         Ok(Scene {
@@ -113,7 +113,7 @@ impl Scene {
                 step: Some(step),
                 message: format!("pod {uid:?} is neither in the pod manager nor in the API server now"),
             })?;
-        to_json(&pod).map_err(|e| TraceError { step: Some(step), message: e.to_string() })
+        to_json(&*pod).map_err(|e| TraceError { step: Some(step), message: e.to_string() })
     }
 }
 
@@ -121,36 +121,134 @@ impl Scene {
 /// steps this plugin cannot run) is an error before anything runs; a plugin fault ends
 /// the run with the report so far.
 pub fn run(trace: &Trace, make_plugin: &PluginFactory<'_>) -> Result<ReplayOutcome, TraceError> {
-    if let Some((i, _)) = trace.steps.iter().enumerate().find(|(_, s)| matches!(s, Step::SetContainerStartup { .. })) {
-        return Err(TraceError {
-            step: Some(i),
-            message: "set-container-startup: this plugin does not export it (it arrives with logic v2)".into(),
-        });
-    }
-    if let Some((i, _)) = trace.steps.iter().enumerate().find(|(_, s)| matches!(s, Step::Swap { .. })) {
-        return Err(TraceError { step: Some(i), message: "swap: hot swap is not supported by this host yet".into() });
+    let mut replay = Stepper::new(trace, make_plugin)?;
+    while replay.step()?.is_some() {}
+    Ok(replay.finish())
+}
+
+/// A replay driven one step at a time, for callers that look at the world between
+/// steps (the fuzzer checks its invariants after every step). [`run`] is a stepper
+/// driven to the end, so both produce the same report.
+pub struct Stepper<'t> {
+    trace: &'t Trace,
+    scene: Scene,
+    plugin: Box<dyn Plugin>,
+    /// The next step to run.
+    next: usize,
+    results: Vec<Value>,
+    /// Calls of the steps run so far (taken from the recorder after each step, so a
+    /// caller can tell which calls a step made).
+    calls: Vec<Call>,
+    fault: Option<Fault>,
+}
+
+impl<'t> Stepper<'t> {
+    /// Checks `trace` and sets up its world and plugin; nothing runs yet.
+    pub fn new(trace: &'t Trace, make_plugin: &PluginFactory<'_>) -> Result<Self, TraceError> {
+        if let Some((i, _)) =
+            trace.steps.iter().enumerate().find(|(_, s)| matches!(s, Step::SetContainerStartup { .. }))
+        {
+            return Err(TraceError {
+                step: Some(i),
+                message: "set-container-startup: this plugin does not export it (it arrives with logic v2)".into(),
+            });
+        }
+        if let Some((i, _)) = trace.steps.iter().enumerate().find(|(_, s)| matches!(s, Step::Swap { .. })) {
+            return Err(TraceError {
+                step: Some(i),
+                message: "swap: hot swap is not supported by this host yet".into(),
+            });
+        }
+        let scene = Scene::new(trace)?;
+        let plugin = make_plugin(scene.world()).map_err(|message| TraceError { step: None, message })?;
+        Ok(Stepper {
+            trace,
+            scene,
+            plugin,
+            next: 0,
+            results: Vec::with_capacity(trace.steps.len()),
+            calls: Vec::new(),
+            fault: None,
+        })
     }
 
-    let scene = Scene::new(trace)?;
-    let mut plugin = make_plugin(scene.world()).map_err(|message| TraceError { step: None, message })?;
-    let mut results = Vec::with_capacity(trace.steps.len());
-    let mut fault = None;
-    for (i, step) in trace.steps.iter().enumerate() {
-        scene.recorder.set_step(i);
-        match run_step(&scene, plugin.as_mut(), step, i)? {
-            Ok(result) => results.push(result),
-            Err(CallError::Fault { call, message }) => {
-                results.push(Value::Null);
-                fault = Some(Fault { step: i, message: format!("{call}: {message}") });
-                break;
-            }
-            Err(rejected @ CallError::Rejected { .. }) => {
-                results.push(serde_json::json!({ "error": rejected.to_string() }))
-            }
+    /// Runs the next step and returns its index; None once the trace has ended or the
+    /// plugin has faulted.
+    pub fn step(&mut self) -> Result<Option<usize>, TraceError> {
+        if self.fault.is_some() {
+            return Ok(None);
         }
+        let Some(step) = self.trace.steps.get(self.next) else {
+            return Ok(None);
+        };
+        let i = self.next;
+        self.next += 1;
+        self.scene.recorder.set_step(i);
+        let outcome = run_step(&self.scene, self.plugin.as_mut(), step, i);
+        self.calls.extend(self.scene.recorder.take_calls());
+        match outcome? {
+            Ok(result) => self.results.push(result),
+            Err(CallError::Fault { call, message, .. }) => {
+                self.results.push(Value::Null);
+                self.fault = Some(Fault { step: i, message: format!("{call}: {message}") });
+            }
+            Err(refused) => self.results.push(serde_json::json!({ "error": refused.to_string() })),
+        }
+        Ok(Some(i))
     }
-    let report = Report { results, calls: scene.recorder.take_calls(), apiserver: scene.store.list_pods(), fault };
-    Ok(ReplayOutcome { report })
+
+    /// The index of the next step to run.
+    pub fn next_step(&self) -> usize {
+        self.next
+    }
+
+    /// The plugin, for calls between steps (they are not recorded as steps; API calls
+    /// they make are, attributed to the last step run).
+    pub fn plugin(&mut self) -> &mut dyn Plugin {
+        self.plugin.as_mut()
+    }
+
+    /// The API server's store behind the recorder.
+    pub fn store(&self) -> &Arc<MemoryApiServer> {
+        &self.scene.store
+    }
+
+    /// The recorder in front of the store: the plugin's API server.
+    pub fn recorder(&self) -> &Arc<RecordingApiServer> {
+        &self.scene.recorder
+    }
+
+    /// The node's pod manager.
+    pub fn pod_manager(&self) -> &Arc<PodManager> {
+        &self.scene.pod_manager
+    }
+
+    /// The results of the steps run so far.
+    pub fn results(&self) -> &[Value] {
+        &self.results
+    }
+
+    /// The API calls of the steps run so far.
+    pub fn calls(&self) -> &[Call] {
+        &self.calls
+    }
+
+    /// The plugin's fault, once it has faulted.
+    pub fn fault(&self) -> Option<&Fault> {
+        self.fault.as_ref()
+    }
+
+    /// The report of the steps run so far.
+    pub fn finish(mut self) -> ReplayOutcome {
+        self.calls.extend(self.scene.recorder.take_calls());
+        let report = Report {
+            results: self.results,
+            calls: self.calls,
+            apiserver: self.scene.store.list_pods(),
+            fault: self.fault,
+        };
+        ReplayOutcome { report }
+    }
 }
 
 type StepResult = Result<Value, CallError>;
@@ -225,6 +323,7 @@ fn get_result(found: Option<&crate::bindings::CachedStatus>) -> StepResult {
     };
     // A status that is not JSON at all is the plugin's fault, not the trace's.
     let status: Value = serde_json::from_str(&cached.status).map_err(|e| CallError::Fault {
+        kind: crate::plugin::FaultKind::Trap,
         call: "get-pod-status",
         message: format!("returned a status that is not JSON: {e}"),
     })?;

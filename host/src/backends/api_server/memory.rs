@@ -1,32 +1,39 @@
 //! An API server held in memory, with Kubernetes' semantics for pods: objects keyed by
 //! namespace and name, a resourceVersion that changes on every write, preconditions that
 //! fail with a conflict, and change events for watchers.
+//!
+//! Pods are stored as `Arc<Pod>`: a read, the value a write returns and the event it
+//! sends share the stored object instead of copying it. Stored objects are never
+//! changed in place while shared: a write replaces the entry (or edits it when no one
+//! else holds it).
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::{ApiError, ApiServer, DeleteOptions, Result, StatusUpdate};
 
 /// The namespace the API server gives a pod that names none.
 const DEFAULT_NAMESPACE: &str = "default";
 
-/// A change to a stored pod, carrying the object as stored after the change.
+/// A change to a stored pod, carrying the object as stored after the change (shared
+/// with the store: cloning the `Arc` is how a watcher keeps it).
 #[derive(Clone, Debug, PartialEq)]
 pub enum PodEvent {
     /// A pod was created.
-    Added(Pod),
+    Added(Arc<Pod>),
     /// A pod was replaced or its status written.
-    Modified(Pod),
+    Modified(Arc<Pod>),
     /// A pod was deleted; its last state, stamped with the deletion's resourceVersion.
-    Deleted(Pod),
+    Deleted(Arc<Pod>),
 }
 
 impl PodEvent {
     /// The pod the event carries.
-    pub fn pod(&self) -> &Pod {
+    pub fn pod(&self) -> &Arc<Pod> {
         match self {
             Self::Added(pod) | Self::Modified(pod) | Self::Deleted(pod) => pod,
         }
@@ -55,20 +62,19 @@ pub struct MemoryApiServer {
 #[derive(Default)]
 struct Store {
     /// (namespace, name) -> pod; a BTreeMap so that listing order is deterministic.
-    pods: BTreeMap<(String, String), Pod>,
+    pods: BTreeMap<(String, String), Arc<Pod>>,
     /// The resourceVersion of the latest write (0: nothing written yet).
     resource_version: u64,
 }
 
 impl Store {
     /// Gives `pod` the next resourceVersion: every write gets a new one, changed or not.
-    fn stamp(&mut self, mut pod: Pod) -> Pod {
-        self.resource_version += 1;
-        pod.metadata.resource_version = Some(self.resource_version.to_string());
-        pod
+    fn stamp(&mut self, mut pod: Pod) -> Arc<Pod> {
+        pod.metadata.resource_version = Some(next_resource_version(&mut self.resource_version));
+        Arc::new(pod)
     }
 
-    fn get(&self, namespace: &str, name: &str) -> Result<&Pod> {
+    fn get(&self, namespace: &str, name: &str) -> Result<&Arc<Pod>> {
         self.pods.get(&(namespace.to_owned(), name.to_owned())).ok_or_else(|| not_found(namespace, name))
     }
 }
@@ -92,7 +98,7 @@ impl MemoryApiServer {
     /// POST: stores a new pod. It must have a name and a UID (this store does not invent
     /// UIDs); a missing namespace becomes `default`. A taken name is
     /// [`ApiError::AlreadyExists`].
-    pub fn create_pod(&self, pod: Pod) -> Result<Pod> {
+    pub fn create_pod(&self, pod: Pod) -> Result<Arc<Pod>> {
         let (key, pod) = normalise(pod)?;
         if pod.metadata.uid.as_deref().is_none_or(str::is_empty) {
             return Err(invalid(&key.1, "metadata.uid: Required value"));
@@ -102,14 +108,14 @@ impl MemoryApiServer {
                 return Err(ApiError::AlreadyExists { namespace: key.0, name: key.1 });
             }
             let pod = store.stamp(pod);
-            store.pods.insert(key, pod.clone());
-            Ok((pod.clone(), PodEvent::Added(pod)))
+            store.pods.insert(key, Arc::clone(&pod));
+            Ok((Arc::clone(&pod), PodEvent::Added(pod)))
         })
     }
 
     /// An outside writer creates or replaces the pod, status included, with no
     /// preconditions. A pod without a UID keeps the stored one's; a new pod needs one.
-    pub fn put_pod(&self, pod: Pod) -> Result<Pod> {
+    pub fn put_pod(&self, pod: Pod) -> Result<Arc<Pod>> {
         let (key, mut pod) = normalise(pod)?;
         self.write(|store| {
             let existing = store.pods.get(&key);
@@ -121,8 +127,8 @@ impl MemoryApiServer {
             }
             let created = existing.is_none();
             let pod = store.stamp(pod);
-            store.pods.insert(key, pod.clone());
-            let event = if created { PodEvent::Added(pod.clone()) } else { PodEvent::Modified(pod.clone()) };
+            store.pods.insert(key, Arc::clone(&pod));
+            let event = if created { PodEvent::Added(Arc::clone(&pod)) } else { PodEvent::Modified(Arc::clone(&pod)) };
             Ok((pod, event))
         })
     }
@@ -130,7 +136,7 @@ impl MemoryApiServer {
     /// PUT `.../pods/NAME` by a client. The pod's UID and resourceVersion, when set, are
     /// preconditions. As in Kubernetes, the main resource does not carry status: the
     /// stored status is kept (status is written through [`ApiServer::update_pod_status`]).
-    pub fn update_pod(&self, pod: Pod) -> Result<Pod> {
+    pub fn update_pod(&self, pod: Pod) -> Result<Arc<Pod>> {
         let (key, mut pod) = normalise(pod)?;
         self.write(|store| {
             let stored = store.get(&key.0, &key.1)?;
@@ -139,24 +145,24 @@ impl MemoryApiServer {
             pod.metadata.uid = stored.metadata.uid.clone();
             pod.status = stored.status.clone();
             let pod = store.stamp(pod);
-            store.pods.insert(key, pod.clone());
-            Ok((pod.clone(), PodEvent::Modified(pod)))
+            store.pods.insert(key, Arc::clone(&pod));
+            Ok((Arc::clone(&pod), PodEvent::Modified(pod)))
         })
     }
 
     /// An outside writer deletes the pod, with no preconditions. Returns its last state
     /// (with the deletion's resourceVersion), or `None` when there was no such pod.
-    pub fn remove_pod(&self, namespace: &str, name: &str) -> Option<Pod> {
+    pub fn remove_pod(&self, namespace: &str, name: &str) -> Option<Arc<Pod>> {
         self.delete_pod(namespace, name, &DeleteOptions::default()).ok()
     }
 
-    /// All pods, sorted by namespace then name.
+    /// A copy of all pods, sorted by namespace then name.
     pub fn list_pods(&self) -> Vec<Pod> {
-        lock(&self.store).pods.values().cloned().collect()
+        lock(&self.store).pods.values().map(|pod| Pod::clone(pod)).collect()
     }
 
     /// The stored pod with this UID, if any.
-    pub fn get_pod_by_uid(&self, uid: &str) -> Option<Pod> {
+    pub fn get_pod_by_uid(&self, uid: &str) -> Option<Arc<Pod>> {
         let store = lock(&self.store);
         store.pods.values().find(|pod| pod.metadata.uid.as_deref() == Some(uid)).cloned()
     }
@@ -177,24 +183,36 @@ impl MemoryApiServer {
 }
 
 impl ApiServer for MemoryApiServer {
-    fn get_pod(&self, namespace: &str, name: &str) -> Result<Pod> {
+    fn get_pod(&self, namespace: &str, name: &str) -> Result<Arc<Pod>> {
         lock(&self.store).get(namespace, name).cloned()
     }
 
-    fn update_pod_status(&self, update: &StatusUpdate) -> Result<Pod> {
+    fn update_pod_status(&self, update: StatusUpdate) -> Result<Arc<Pod>> {
+        let StatusUpdate { namespace, name, uid_precondition, resource_version_precondition, status } = update;
+        let key = (namespace, name);
         self.write(|store| {
-            let stored = store.get(&update.namespace, &update.name)?;
-            check_uid(stored, &update.name, update.uid_precondition.as_deref())?;
-            check_resource_version(stored, &update.name, update.resource_version_precondition.as_deref())?;
-            let mut pod = stored.clone();
-            pod.status = Some(update.status.clone());
-            let pod = store.stamp(pod);
-            store.pods.insert((update.namespace.clone(), update.name.clone()), pod.clone());
-            Ok((pod.clone(), PodEvent::Modified(pod)))
+            let Store { pods, resource_version } = store;
+            let stored = pods.get_mut(&key).ok_or_else(|| not_found(&key.0, &key.1))?;
+            check_uid(stored, &key.1, uid_precondition.as_deref())?;
+            check_resource_version(stored, &key.1, resource_version_precondition.as_deref())?;
+            let version = Some(next_resource_version(resource_version));
+            match Arc::get_mut(stored) {
+                // No one else holds the stored object: edit it in place.
+                Some(pod) => {
+                    pod.metadata.resource_version = version;
+                    pod.status = Some(status);
+                }
+                // Readers hold it: a new object, copying only what the write keeps.
+                None => {
+                    let metadata = ObjectMeta { resource_version: version, ..stored.metadata.clone() };
+                    *stored = Arc::new(Pod { metadata, spec: stored.spec.clone(), status: Some(status) });
+                }
+            }
+            Ok((Arc::clone(stored), PodEvent::Modified(Arc::clone(stored))))
         })
     }
 
-    fn delete_pod(&self, namespace: &str, name: &str, options: &DeleteOptions) -> Result<Pod> {
+    fn delete_pod(&self, namespace: &str, name: &str, options: &DeleteOptions) -> Result<Arc<Pod>> {
         // The grace period is not used: in this store deletion is immediate.
         self.write(|store| {
             let stored = store.get(namespace, name)?;
@@ -203,8 +221,9 @@ impl ApiServer for MemoryApiServer {
             let Some(pod) = store.pods.remove(&key) else {
                 return Err(not_found(namespace, name));
             };
-            let pod = store.stamp(pod);
-            Ok((pod.clone(), PodEvent::Deleted(pod)))
+            // The last state is stamped; it is copied only if someone still holds it.
+            let pod = store.stamp(Arc::unwrap_or_clone(pod));
+            Ok((Arc::clone(&pod), PodEvent::Deleted(pod)))
         })
     }
 }
@@ -217,6 +236,12 @@ impl fmt::Debug for MemoryApiServer {
             .field("resource_version", &store.resource_version)
             .finish_non_exhaustive()
     }
+}
+
+/// The next resourceVersion: every write gets a new one, changed or not.
+fn next_resource_version(counter: &mut u64) -> String {
+    *counter += 1;
+    counter.to_string()
 }
 
 /// A listener that panicked poisons nothing that matters: the store is only changed
@@ -314,10 +339,10 @@ mod tests {
         let first = api.get_pod("ns", "a").expect("get");
         assert_eq!(rv(&first), "1");
         let update = status_update(None, None, phase("Running"));
-        let second = api.update_pod_status(&update).expect("update");
-        let third = api.update_pod_status(&update).expect("same update again");
+        let second = api.update_pod_status(update.clone()).expect("update");
+        let third = api.update_pod_status(update).expect("same update again");
         assert_eq!((rv(&second), rv(&third)), ("2", "3"));
-        let put = api.put_pod(third.clone()).expect("put");
+        let put = api.put_pod(Pod::clone(&third)).expect("put");
         assert_eq!(rv(&put), "4");
         let deleted = api.delete_pod("ns", "a", &DeleteOptions::default()).expect("delete");
         assert_eq!(rv(&deleted), "5");
@@ -331,8 +356,7 @@ mod tests {
         original.metadata.labels = Some([("app".to_owned(), "x".to_owned())].into());
         original.status = Some(phase("Pending"));
         api.create_pod(original.clone()).expect("create");
-        let written =
-            api.update_pod_status(&status_update(Some("uid-a"), Some("1"), phase("Running"))).expect("update");
+        let written = api.update_pod_status(status_update(Some("uid-a"), Some("1"), phase("Running"))).expect("update");
         assert_eq!(written.spec, original.spec);
         assert_eq!(written.metadata.labels, original.metadata.labels);
         assert_eq!(written.metadata.uid.as_deref(), Some("uid-a"));
@@ -341,10 +365,44 @@ mod tests {
     }
 
     #[test]
+    fn a_write_shares_one_object_between_store_result_and_event() {
+        let api = server_with_a();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let log = Arc::clone(&seen);
+        api.subscribe(Box::new(move |event| lock(&log).push(Arc::clone(event.pod()))));
+        let written = api.update_pod_status(status_update(None, None, phase("Running"))).expect("update");
+        let stored = api.get_pod("ns", "a").expect("get");
+        assert!(Arc::ptr_eq(&written, &stored));
+        assert!(Arc::ptr_eq(&written, &lock(&seen)[0]));
+        let by_uid = api.get_pod_by_uid("uid-a").expect("by uid");
+        assert!(Arc::ptr_eq(&written, &by_uid));
+    }
+
+    #[test]
+    fn objects_handed_out_never_change() {
+        let api = server_with_a();
+        let before = api.get_pod("ns", "a").expect("get");
+        // Shared: the write makes a new object and leaves the one handed out alone.
+        let shared = api.update_pod_status(status_update(None, None, phase("Running"))).expect("update");
+        assert_eq!((rv(&before), before.status.clone()), ("1", None));
+        assert_eq!((rv(&shared), shared.status.clone()), ("2", Some(phase("Running"))));
+        // Held by no one but the store: edited in place, with the same result.
+        drop((before, shared));
+        let address = Arc::as_ptr(&api.get_pod("ns", "a").expect("get"));
+        let unique = api.update_pod_status(status_update(Some("uid-a"), Some("2"), phase("Failed"))).expect("update");
+        assert_eq!(Arc::as_ptr(&unique), address, "edited in place");
+        assert_eq!((rv(&unique), unique.status.clone()), ("3", Some(phase("Failed"))));
+        assert_eq!(unique.spec, pod("ns", "a", "uid-a").spec);
+        let deleted = api.delete_pod("ns", "a", &DeleteOptions::default()).expect("delete");
+        assert_eq!((rv(&unique), rv(&deleted)), ("3", "4"));
+        assert_eq!(deleted.status, Some(phase("Failed")));
+    }
+
+    #[test]
     fn uid_precondition_conflicts_on_update_and_delete() {
         let api = server_with_a();
         let error =
-            api.update_pod_status(&status_update(Some("other"), None, phase("Running"))).expect_err("uid differs");
+            api.update_pod_status(status_update(Some("other"), None, phase("Running"))).expect_err("uid differs");
         assert_eq!(error.reason(), "Conflict");
         assert!(
             error.to_string().contains("Precondition failed: UID in precondition: other, UID in object meta: uid-a"),
@@ -363,20 +421,20 @@ mod tests {
     #[test]
     fn resource_version_precondition_conflicts() {
         let api = server_with_a();
-        api.update_pod_status(&status_update(None, Some("1"), phase("Running"))).expect("current");
-        let error = api.update_pod_status(&status_update(None, Some("1"), phase("Failed"))).expect_err("stale");
+        api.update_pod_status(status_update(None, Some("1"), phase("Running"))).expect("current");
+        let error = api.update_pod_status(status_update(None, Some("1"), phase("Failed"))).expect_err("stale");
         assert!(error.to_string().contains("the object has been modified"), "{error}");
         let mut stale = pod("ns", "a", "uid-a");
         stale.metadata.resource_version = Some("1".into());
         assert_eq!(api.update_pod(stale).map_err(|e| e.reason()), Err("Conflict"));
         // An empty precondition is no precondition, as in Kubernetes.
-        api.update_pod_status(&status_update(Some(""), Some(""), phase("Failed"))).expect("none");
+        api.update_pod_status(status_update(Some(""), Some(""), phase("Failed"))).expect("none");
     }
 
     #[test]
     fn update_pod_replaces_spec_but_keeps_status() {
         let api = server_with_a();
-        api.update_pod_status(&status_update(None, None, phase("Running"))).expect("status");
+        api.update_pod_status(status_update(None, None, phase("Running"))).expect("status");
         let mut replacement = pod("ns", "a", "");
         replacement.spec = None;
         let stored = api.update_pod(replacement).expect("update");
@@ -390,7 +448,7 @@ mod tests {
         let api = MemoryApiServer::new();
         let not_found = ApiError::NotFound { namespace: "ns".into(), name: "a".into() };
         assert_eq!(api.get_pod("ns", "a"), Err(not_found.clone()));
-        assert_eq!(api.update_pod_status(&status_update(None, None, phase("Running"))), Err(not_found.clone()));
+        assert_eq!(api.update_pod_status(status_update(None, None, phase("Running"))), Err(not_found.clone()));
         assert_eq!(api.delete_pod("ns", "a", &DeleteOptions::default()), Err(not_found.clone()));
         assert_eq!(api.update_pod(pod("ns", "a", "uid-a")), Err(not_found));
         assert_eq!(api.remove_pod("ns", "a"), None);
@@ -424,7 +482,7 @@ mod tests {
             .collect();
         let expected = [("a", "x"), ("a", "y"), ("b", "x")].map(|(n, m)| (n.to_owned(), m.to_owned()));
         assert_eq!(keys, expected);
-        assert_eq!(api.get_pod_by_uid("2").and_then(|p| p.metadata.name), Some("y".into()));
+        assert_eq!(api.get_pod_by_uid("2").and_then(|p| p.metadata.name.clone()), Some("y".into()));
         assert_eq!(api.get_pod_by_uid("9"), None);
     }
 
@@ -444,8 +502,8 @@ mod tests {
             lock(&log).push((kind, rv(event.pod()).to_owned(), stored));
         }));
         api.create_pod(pod("ns", "a", "uid-a")).expect("create");
-        api.update_pod_status(&status_update(None, None, phase("Running"))).expect("update");
-        let _ = api.update_pod_status(&status_update(Some("x"), None, phase("Failed")));
+        api.update_pod_status(status_update(None, None, phase("Running"))).expect("update");
+        let _ = api.update_pod_status(status_update(Some("x"), None, phase("Failed")));
         api.put_pod(pod("ns", "a", "uid-a")).expect("put");
         api.remove_pod("ns", "a").expect("remove");
         let expected = [("added", 1), ("modified", 2), ("modified", 3), ("deleted", 4)]

@@ -6,6 +6,8 @@ pub mod memory;
 
 pub use memory::{MemoryApiServer, PodEvent, PodListener};
 
+use std::sync::Arc;
+
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
 
 /// The result of an API server call.
@@ -13,18 +15,22 @@ pub type Result<T, E = ApiError> = std::result::Result<T, E>;
 
 /// The pod calls the status manager makes. Expected failures are [`ApiError`]s, never
 /// panics: the caller reports them to the plugin as the WIT error variant.
+///
+/// Pods come back as `Arc<Pod>`, so that a backend holding its objects in memory can
+/// hand out the stored object without copying it; callers only read them.
 pub trait ApiServer: Send + Sync {
     /// GET the pod `namespace/name`.
-    fn get_pod(&self, namespace: &str, name: &str) -> Result<Pod>;
+    fn get_pod(&self, namespace: &str, name: &str) -> Result<Arc<Pod>>;
 
     /// PUT `.../pods/NAME/status`: replaces only `status`; fails with
     /// [`ApiError::Conflict`] when a given UID or resourceVersion precondition does not
-    /// hold; returns the stored pod after the write.
-    fn update_pod_status(&self, update: &StatusUpdate) -> Result<Pod>;
+    /// hold; returns the stored pod after the write. The update is taken whole, so its
+    /// status becomes the stored one without a copy.
+    fn update_pod_status(&self, update: StatusUpdate) -> Result<Arc<Pod>>;
 
     /// DELETE with options; [`ApiError::Conflict`] when the UID precondition fails,
     /// [`ApiError::NotFound`] when the pod is absent. Returns the deleted pod.
-    fn delete_pod(&self, namespace: &str, name: &str, options: &DeleteOptions) -> Result<Pod>;
+    fn delete_pod(&self, namespace: &str, name: &str, options: &DeleteOptions) -> Result<Arc<Pod>>;
 }
 
 /// A write of a pod's status subresource.

@@ -59,6 +59,14 @@ impl Guest for TrapOnSync {
     fn load_state(_state: String) -> Result<(), ManagerError> {
         Ok(())
     }
+
+    fn save_state_changes() -> String {
+        "{}".to_string()
+    }
+
+    fn apply_state_changes(_changes: String) -> Result<(), ManagerError> {
+        Ok(())
+    }
 }
 
 export!(TrapOnSync);
