@@ -9,6 +9,6 @@ fn main() {
         println!("cargo:rerun-if-changed={}", workspace.join(path).display());
     }
     let target_dir = guest_target_dir(&workspace);
-    let v1 = build_component_file(&workspace, &target_dir, "podstatus-guest");
+    let v1 = build_component_file(&workspace, &target_dir, "podstatus-guest", &[], "podstatus-guest");
     println!("cargo:rustc-env=PODSTATUS_V1_COMPONENT={}", v1.display());
 }

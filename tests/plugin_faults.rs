@@ -10,7 +10,7 @@ use podstatus::backends::sync_queue::SyncQueue;
 use podstatus::plugin::{CallError, Plugin, PluginRuntime, RuntimeConfig};
 use podstatus::replay::{self, Trace};
 use podstatus::world::World;
-use podstatus_test_programs::TRAP_ON_SYNC;
+use podstatus_test_programs::ADVERSARY_TRAP_ON_SYNC;
 use podstatus_tests::cache_dir;
 
 const POD: &str =
@@ -30,7 +30,7 @@ fn world() -> World {
 fn a_trap_names_the_call_and_poisons_only_that_instance() {
     let runtime =
         PluginRuntime::new(&RuntimeConfig { cache_dir: Some(cache_dir()), ..RuntimeConfig::default() }).unwrap();
-    let image = runtime.load(TRAP_ON_SYNC).unwrap();
+    let image = runtime.load(ADVERSARY_TRAP_ON_SYNC).unwrap();
     let world = world();
     let mut plugin = image.instantiate(world.clone()).unwrap();
     plugin.set_pod_status(POD, "{}").unwrap();
@@ -58,7 +58,7 @@ fn a_trap_names_the_call_and_poisons_only_that_instance() {
 fn replay_reports_the_fault_and_stops_at_the_faulting_step() {
     let runtime =
         PluginRuntime::new(&RuntimeConfig { cache_dir: Some(cache_dir()), ..RuntimeConfig::default() }).unwrap();
-    let image = runtime.load(TRAP_ON_SYNC).unwrap();
+    let image = runtime.load(ADVERSARY_TRAP_ON_SYNC).unwrap();
     let trace = format!(
         r#"{{"apiserver": [{POD}], "pod_manager": [{POD}], "steps": [
             {{"op": "set-pod-status", "pod": "u1", "status": {{"phase": "Running"}}}},

@@ -27,36 +27,47 @@ pub fn guest_target_dir(workspace: &Path) -> PathBuf {
         .unwrap_or_else(|| workspace.join("target").join("guest"))
 }
 
-/// Builds `package` (a cdylib crate of the workspace) with the `guest` profile and
-/// returns its component. Panics with a clear message on failure: this runs in build
-/// scripts, where a panic is how a build fails.
-pub fn build_component(workspace: &Path, target_dir: &Path, package: &str) -> Vec<u8> {
-    let core = build_core_module(workspace, target_dir, package);
+/// Builds `package` (a cdylib crate of the workspace) with the `guest` profile and the
+/// given cargo features, and returns its component. Panics with a clear message on
+/// failure: this runs in build scripts, where a panic is how a build fails.
+pub fn build_component(workspace: &Path, target_dir: &Path, package: &str, features: &[&str]) -> Vec<u8> {
+    let core = build_core_module(workspace, target_dir, package, features);
     wit_component::ComponentEncoder::default()
         .module(&core)
         .and_then(|encoder| encoder.validate(true).encode())
         .unwrap_or_else(|e| panic!("making a component of {package}: {e:?}"))
 }
 
-/// Builds, writes the component to `$OUT_DIR/{package}.wasm` and beside the guest
-/// build (where a user can pass it to `--plugin`), and returns the `$OUT_DIR` path.
-pub fn build_component_file(workspace: &Path, target_dir: &Path, package: &str) -> PathBuf {
-    let component = build_component(workspace, target_dir, package);
+/// Builds `package` with `features`, writes the component as `$OUT_DIR/{name}.wasm` and
+/// beside the guest build (where a user can pass it to `--plugin`), and returns the
+/// `$OUT_DIR` path. Builds of one target directory must not run concurrently with other
+/// feature sets of the same package (the core module's file name is the package's).
+pub fn build_component_file(
+    workspace: &Path,
+    target_dir: &Path,
+    package: &str,
+    features: &[&str],
+    name: &str,
+) -> PathBuf {
+    let component = build_component(workspace, target_dir, package, features);
     let out_dir = PathBuf::from(env::var("OUT_DIR").expect("run from a build script"));
-    let out = out_dir.join(format!("{package}.wasm"));
+    let out = out_dir.join(format!("{name}.wasm"));
     std::fs::write(&out, &component).unwrap_or_else(|e| panic!("writing {}: {e}", out.display()));
-    let public = target_dir.join(format!("{package}.wasm"));
+    let public = target_dir.join(format!("{name}.wasm"));
     std::fs::write(&public, &component).unwrap_or_else(|e| panic!("writing {}: {e}", public.display()));
     out
 }
 
-fn build_core_module(workspace: &Path, target_dir: &Path, package: &str) -> Vec<u8> {
+fn build_core_module(workspace: &Path, target_dir: &Path, package: &str, features: &[&str]) -> Vec<u8> {
     let cargo = env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = Command::new(cargo);
     cmd.current_dir(workspace)
         .args(["build", "--package", package, "--target", "wasm32-unknown-unknown", "--profile", "guest"])
         .arg("--target-dir")
         .arg(target_dir);
+    if !features.is_empty() {
+        cmd.arg("--features").arg(features.join(","));
+    }
     // The outer build's flags and wrappers (clippy's driver, coverage, jobserver) are
     // for the host, not for the plugin.
     for var in [

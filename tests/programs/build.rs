@@ -1,42 +1,67 @@
-//! Builds every crate under `guests/` into a component and generates one constant per
-//! component (`TRAP_ON_SYNC` for `guests/trap-on-sync`). The build fails when a program
-//! is used by no test under `tests/` or `host/tests/`, so none is built for nothing.
+//! Builds the test programs into components and generates one constant per component:
+//! every feature of `guests/adversary` is one adversary (`ADVERSARY_INFINITE_LOOP` for
+//! feature `infinite-loop`), and `guest/component` with its `failpoints` feature is the
+//! real plugin with faults on demand (`FAILPOINTS`). The build fails when a component is
+//! used by no test under `tests/` or `host/tests/`, so none is built for nothing.
 
 use std::fmt::Write;
 use std::path::Path;
 
-use podstatus_build_support::{build_component_file, guest_target_dir, workspace_dir};
+use podstatus_build_support::{build_component_file, workspace_dir};
 
 fn main() {
     let workspace = workspace_dir(2);
-    let programs_dir = workspace.join("tests").join("programs").join("guests");
-    for path in ["tests/programs/guests", "guest/logic", "wit", "Cargo.lock"] {
+    for path in ["tests/programs/guests", "guest", "wit", "Cargo.lock"] {
         println!("cargo:rerun-if-changed={}", workspace.join(path).display());
     }
-    let target_dir = guest_target_dir(&workspace);
-
-    let mut names: Vec<String> = std::fs::read_dir(&programs_dir)
-        .expect("tests/programs/guests exists")
-        .filter_map(|e| e.ok())
-        .filter(|e| e.path().join("Cargo.toml").exists())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-
+    // A target directory of its own: these builds change features of packages the
+    // host's build script builds too, and must not race it.
+    let target_dir = workspace.join("target").join("guest-programs");
     let test_sources = read_test_sources(&workspace);
     let mut generated = String::new();
-    for name in &names {
-        let constant = name.to_uppercase().replace('-', "_");
+    let mut add = |constant: String, package: &str, features: &[&str], what: &str| {
         assert!(
             test_sources.contains(&constant),
-            "test program {name} is used by no test: reference {constant} in a test or remove it"
+            "test program {constant} is used by no test: use it in a test or remove it"
         );
-        let file = build_component_file(&workspace, &target_dir, &format!("podstatus-test-{name}"));
-        writeln!(generated, "/// The component built from `tests/programs/guests/{name}`.").unwrap();
+        let name = constant.to_lowercase().replace('_', "-");
+        let file = build_component_file(&workspace, &target_dir, package, features, &name);
+        writeln!(generated, "/// {what}").unwrap();
         writeln!(generated, "pub const {constant}: &[u8] = include_bytes!({:?});", file.display().to_string()).unwrap();
+    };
+
+    let manifest = std::fs::read_to_string(workspace.join("tests/programs/guests/adversary/Cargo.toml"))
+        .expect("adversary manifest");
+    for feature in features(&manifest) {
+        let constant = format!("ADVERSARY_{}", feature.to_uppercase().replace('-', "_"));
+        add(
+            constant,
+            "podstatus-test-adversary",
+            &[feature.as_str()],
+            &format!("The adversary built with feature `{feature}`."),
+        );
     }
+    add(
+        "FAILPOINTS".into(),
+        "podstatus-guest",
+        &["failpoints"],
+        "The real plugin with faults on demand (guest/component, feature `failpoints`).",
+    );
+
     let out = Path::new(&std::env::var("OUT_DIR").expect("set by cargo")).join("programs.rs");
     std::fs::write(out, generated).expect("writing programs.rs");
+}
+
+/// The feature names of a manifest's `[features]` table.
+fn features(manifest: &str) -> Vec<String> {
+    manifest
+        .lines()
+        .skip_while(|line| line.trim() != "[features]")
+        .skip(1)
+        .take_while(|line| !line.trim_start().starts_with('['))
+        .filter_map(|line| line.split_once('=').map(|(name, _)| name.trim().to_string()))
+        .filter(|name| !name.is_empty() && !name.starts_with('#'))
+        .collect()
 }
 
 /// The text of every test file that may use a program.

@@ -27,6 +27,7 @@ impl Imports for WitImports {
     }
 
     fn update_pod_status(&mut self, update: StatusUpdate) -> Result<String, ApiError> {
+        crate::failpoint!(WRITE);
         let update = api_server::StatusUpdate {
             namespace: update.namespace,
             name: update.name,
@@ -80,6 +81,7 @@ impl Imports for WitImports {
     }
 
     fn push_sync_request(&mut self, request: SyncRequest) -> bool {
+        crate::failpoint!(PUSH);
         sync_queue::push(&types::SyncRequest { id: request.id, pod_uid: request.pod_uid, version: request.version })
     }
 }

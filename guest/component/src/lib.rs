@@ -7,6 +7,18 @@ use podstatus_logic::{ApiError, Level, Manager, ManagerError, SyncOutcome, Updat
 
 mod imports;
 
+#[cfg(feature = "failpoints")]
+mod failpoints;
+
+/// Traps here when the failpoint is armed (only in the `failpoints` build).
+macro_rules! failpoint {
+    ($id:ident) => {
+        #[cfg(feature = "failpoints")]
+        crate::failpoints::hit(crate::failpoints::$id);
+    };
+}
+pub(crate) use failpoint;
+
 wit_bindgen::generate!({
     world: "status-manager",
     path: "../../wit/status@0.1.0",
@@ -28,6 +40,7 @@ struct Component;
 
 impl wit::Guest for Component {
     fn get_pod_status(uid: String) -> Option<wit::CachedStatus> {
+        failpoint!(GET_POD_STATUS);
         let found = with_manager(|m| m.get_pod_status(&uid));
         match found {
             Ok(found) => found.map(|c| wit::CachedStatus { version: c.version, status: c.status }),
@@ -39,6 +52,7 @@ impl wit::Guest for Component {
     }
 
     fn set_pod_status(pod: String, status: String) -> Result<wit::UpdateOutcome, wit::ManagerError> {
+        failpoint!(SET_POD_STATUS);
         with_manager(|m| m.set_pod_status(&pod, &status)).map(update_outcome).map_err(manager_error)
     }
 
@@ -47,26 +61,31 @@ impl wit::Guest for Component {
         container_id: String,
         ready: bool,
     ) -> Result<wit::UpdateOutcome, wit::ManagerError> {
+        failpoint!(SET_CONTAINER_READINESS);
         with_manager(|m| m.set_container_readiness(&pod_uid, &container_id, ready))
             .map(update_outcome)
             .map_err(manager_error)
     }
 
     fn terminate_pod(pod: String) -> Result<wit::UpdateOutcome, wit::ManagerError> {
+        failpoint!(TERMINATE_POD);
         with_manager(|m| m.terminate_pod(&pod)).map(update_outcome).map_err(manager_error)
     }
 
     fn remove_orphaned_statuses(keep: Vec<String>) -> u32 {
+        failpoint!(REMOVE_ORPHANED_STATUSES);
         with_manager(|m| m.remove_orphaned_statuses(&keep))
     }
 
     fn sync_pod(request: wit::SyncRequest) -> Result<wit::SyncOutcome, wit::ManagerError> {
+        failpoint!(SYNC_POD);
         let request =
             podstatus_logic::SyncRequest { id: request.id, pod_uid: request.pod_uid, version: request.version };
         with_manager(|m| m.sync_pod(&request)).map(sync_outcome).map_err(manager_error)
     }
 
     fn sync_batch() -> wit::BatchReport {
+        failpoint!(SYNC_BATCH);
         let r = with_manager(|m| m.sync_batch());
         wit::BatchReport { synced: r.synced, reconciled: r.reconciled, failed: r.failed }
     }
@@ -82,6 +101,7 @@ impl wit::Guest for Component {
     }
 
     fn save_state_changes() -> String {
+        failpoint!(SAVE_STATE_CHANGES);
         // As for save-state: losing changes silently would be worse than trapping.
         with_manager(|m| m.save_state_changes()).unwrap_or_else(|e| panic!("save-state-changes: {e}"))
     }

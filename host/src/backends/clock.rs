@@ -49,6 +49,12 @@ impl VirtualClock {
         }
     }
 
+    /// Sets the clock to `to` (it may go backwards: a wall clock can be stepped).
+    pub fn set(&self, to: Timestamp) {
+        let mut now = self.now_nanos.lock().unwrap_or_else(|p| p.into_inner());
+        *now = i128::from(to.seconds) * 1_000_000_000 + i128::from(to.nanoseconds);
+    }
+
     /// Moves the clock forward by `by`.
     pub fn advance(&self, by: Duration) {
         let mut now = self.now_nanos.lock().unwrap_or_else(|p| p.into_inner());

@@ -109,6 +109,11 @@ impl SyncQueue {
         self.lock().dropped
     }
 
+    /// Drops the waiting requests `keep` refuses, keeping the others in order.
+    pub fn retain(&self, keep: impl FnMut(&SyncRequest) -> bool) {
+        self.lock().requests.retain(keep);
+    }
+
     /// Every waiting request, oldest first, removed from the queue (a state hand-over).
     pub fn drain(&self) -> Vec<SyncRequest> {
         self.lock().requests.drain(..).collect()

@@ -71,7 +71,7 @@ impl ComponentPlugin {
             Ok(Err(e)) => Err(rejected(e)),
             Err(trap) => {
                 let kind = self.store.data().sandbox.breach.unwrap_or_else(|| classify(&trap));
-                let message = format!("{trap:#}");
+                let message = describe_trap(&trap);
                 tracing::error!(call, kind = kind.as_str(), "plugin fault: {message}");
                 self.fault = Some(message.clone());
                 Err(CallError::Fault { call, kind, message })
@@ -86,6 +86,24 @@ impl ComponentPlugin {
     ) -> Result<T> {
         self.call(call, |g, s| f(g, s).map(Ok::<T, std::convert::Infallible>), |never| match never {})
     }
+}
+
+/// What went wrong and where, in one line: the cause and the innermost frames of the
+/// plugin's stack (a full backtrace of a runaway recursion is thousands of lines).
+fn describe_trap(error: &wasmtime::Error) -> String {
+    let cause = error.root_cause().to_string();
+    let Some(backtrace) = error.downcast_ref::<wasmtime::WasmBacktrace>() else {
+        return cause;
+    };
+    let frames = backtrace.frames();
+    let shown: Vec<String> = frames
+        .iter()
+        .take(3)
+        .map(|f| f.func_name().map_or_else(|| format!("func {}", f.func_index()), str::to_string))
+        .collect();
+    let more = frames.len().saturating_sub(shown.len());
+    let more = if more > 0 { format!(" (+{more} more frames)") } else { String::new() };
+    format!("{cause}, in {}{more}", shown.join(" < "))
 }
 
 /// Which limit a trap breached, when the trap itself says so.

@@ -9,11 +9,13 @@ pub mod component;
 pub mod limits;
 pub mod native;
 pub mod runtime;
+pub mod supervisor;
 
 pub use component::ComponentPlugin;
 pub use limits::{FaultKind, Limits};
 pub use native::NativePlugin;
 pub use runtime::{LoadError, PluginImage, PluginRuntime, RuntimeConfig};
+pub use supervisor::{Backoff, RecoveryStats, SupervisedPlugin};
 
 /// Why a call into the plugin did not succeed.
 #[derive(Debug, thiserror::Error)]

@@ -1,0 +1,334 @@
+//! Recovery with nothing lost: a plugin instance that faults is replaced by a fresh one
+//! holding the state the old one had accepted.
+//!
+//! A trapped instance cannot be entered again, and its state cannot be read out of it.
+//! So the supervisor keeps its own copy of the plugin's state document (the versioned
+//! format of `save-state`), brought up to date after every call that may change it
+//! from the plugin's change set (`save-state-changes`: only what changed, so the cost
+//! follows the call, not the size of the state). A call counts as accepted only once
+//! its changes are in that copy: when the change set cannot be taken, the call reports
+//! the fault instead of success. After a fault the supervisor instantiates the plugin
+//! again (backing off when it keeps failing) and loads the copy into it.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value};
+
+use crate::bindings::{BatchReport, CachedStatus, SyncOutcome, SyncRequest, UpdateOutcome};
+use crate::plugin::limits::FaultKind;
+use crate::plugin::runtime::PluginImage;
+use crate::plugin::{CallError, ComponentPlugin, Plugin, Result};
+use crate::world::World;
+
+/// The format of the change sets the supervisor understands.
+const CHANGES_FORMAT: &str = "podstatus.kubelet.io/state-changes";
+
+/// Backoff between recovery attempts that keep failing.
+#[derive(Clone, Debug)]
+pub struct Backoff {
+    /// The wait before the second consecutive attempt.
+    pub initial: Duration,
+    /// The longest wait.
+    pub max: Duration,
+    /// Attempts per recovery before giving up until the next call.
+    pub attempts: u32,
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Backoff { initial: Duration::from_millis(10), max: Duration::from_secs(2), attempts: 6 }
+    }
+}
+
+/// What the supervisor has seen, for logs and metrics.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RecoveryStats {
+    /// Faults by kind.
+    pub faults: BTreeMap<&'static str, u64>,
+    /// Faults by the call that faulted.
+    pub faults_by_call: BTreeMap<&'static str, u64>,
+    /// Instances restored.
+    pub recoveries: u64,
+    /// Recoveries that failed every attempt.
+    pub failed_recoveries: u64,
+    /// How long the latest recovery took (instantiation and state load).
+    pub last_recovery: Option<Duration>,
+    /// The longest recovery so far.
+    pub max_recovery: Option<Duration>,
+}
+
+/// A component plugin that recovers from faults without losing accepted state.
+pub struct SupervisedPlugin {
+    image: PluginImage,
+    world: World,
+    /// None while no healthy instance could be made.
+    instance: Option<ComponentPlugin>,
+    /// The last accepted state, as the plugin's own document.
+    shadow: StateShadow,
+    backoff: Backoff,
+    stats: RecoveryStats,
+}
+
+impl SupervisedPlugin {
+    /// A supervised instance of `image` over `world`, starting from the empty state.
+    pub fn new(image: PluginImage, world: World) -> Result<Self, crate::plugin::LoadError> {
+        let mut instance = image.instantiate(world.clone())?;
+        let document =
+            instance.save_state().map_err(|e| crate::plugin::LoadError::Instantiate(wasmtime::format_err!("{e}")))?;
+        let shadow = StateShadow::parse(&document)
+            .map_err(|e| crate::plugin::LoadError::Instantiate(wasmtime::format_err!("{e}")))?;
+        Ok(SupervisedPlugin {
+            image,
+            world,
+            instance: Some(instance),
+            shadow,
+            backoff: Backoff::default(),
+            stats: RecoveryStats::default(),
+        })
+    }
+
+    /// Sets how recovery backs off.
+    pub fn with_backoff(mut self, backoff: Backoff) -> Self {
+        self.backoff = backoff;
+        self
+    }
+
+    /// What happened so far.
+    pub fn stats(&self) -> &RecoveryStats {
+        &self.stats
+    }
+
+    /// The state a replacement instance would be given now.
+    pub fn accepted_state(&self) -> String {
+        self.shadow.document()
+    }
+
+    /// Runs a call; `mutating` calls bring the state copy up to date afterwards.
+    fn run<T>(
+        &mut self,
+        call: &'static str,
+        mutating: bool,
+        f: impl FnOnce(&mut ComponentPlugin) -> Result<T>,
+    ) -> Result<T> {
+        let instance = match self.instance.as_mut() {
+            Some(instance) => instance,
+            None => {
+                self.recover(call)?;
+                self.instance.as_mut().expect("recovered")
+            }
+        };
+        let result = f(instance);
+        if let Err(CallError::Fault { kind, .. }) = &result {
+            self.note_fault(call, *kind);
+            // The call failed; its caller hears so. Restore for the next one.
+            let _ = self.recover(call);
+            return result;
+        }
+        if mutating {
+            let instance = self.instance.as_mut().expect("healthy after the call");
+            match instance.save_state_changes().and_then(|changes| {
+                self.shadow.apply(&changes).map_err(|message| CallError::Fault {
+                    call: "save-state-changes",
+                    kind: FaultKind::Trap,
+                    message,
+                })
+            }) {
+                Ok(()) => {}
+                Err(e) => {
+                    // Without its changes the call is not durable: report it as failed.
+                    let kind = match &e {
+                        CallError::Fault { kind, .. } => *kind,
+                        _ => FaultKind::Trap,
+                    };
+                    self.note_fault("save-state-changes", kind);
+                    let _ = self.recover(call);
+                    return Err(CallError::Fault {
+                        call,
+                        kind,
+                        message: format!("its changes could not be saved: {e}"),
+                    });
+                }
+            }
+        }
+        result
+    }
+
+    fn note_fault(&mut self, call: &'static str, kind: FaultKind) {
+        *self.stats.faults.entry(kind.as_str()).or_default() += 1;
+        *self.stats.faults_by_call.entry(call).or_default() += 1;
+        self.instance = None;
+    }
+
+    /// A fresh instance with the accepted state, retried with backoff.
+    fn recover(&mut self, call: &'static str) -> Result<()> {
+        let start = Instant::now();
+        let document = self.shadow.document();
+        let mut wait = self.backoff.initial;
+        let mut last_error = String::new();
+        for attempt in 1..=self.backoff.attempts.max(1) {
+            if attempt > 1 {
+                std::thread::sleep(wait);
+                wait = (wait * 2).min(self.backoff.max);
+            }
+            let restored =
+                self.image.instantiate(self.world.clone()).map_err(|e| e.to_string()).and_then(|mut instance| {
+                    instance.load_state(&document).map(|()| instance).map_err(|e| e.to_string())
+                });
+            match restored {
+                Ok(instance) => {
+                    // Requests the faulted instance queued for changes that were never
+                    // accepted refer to nothing the restored state holds.
+                    let shadow = &self.shadow;
+                    self.world.queue.retain(|request| shadow.pending.contains_key(&request.id.to_string()));
+                    let took = start.elapsed();
+                    self.instance = Some(instance);
+                    self.stats.recoveries += 1;
+                    self.stats.last_recovery = Some(took);
+                    self.stats.max_recovery = self.stats.max_recovery.max(Some(took));
+                    tracing::warn!(
+                        after = call,
+                        attempts = attempt,
+                        took_ms = took.as_secs_f64() * 1e3,
+                        "plugin instance restored"
+                    );
+                    return Ok(());
+                }
+                Err(e) => {
+                    tracing::error!(after = call, attempt, "restoring the plugin failed: {e}");
+                    last_error = e;
+                }
+            }
+        }
+        self.stats.failed_recoveries += 1;
+        Err(CallError::Fault { call, kind: FaultKind::Trap, message: format!("no healthy instance: {last_error}") })
+    }
+}
+
+impl Plugin for SupervisedPlugin {
+    fn get_pod_status(&mut self, uid: &str) -> Result<Option<CachedStatus>> {
+        self.run("get-pod-status", false, |p| p.get_pod_status(uid))
+    }
+
+    fn set_pod_status(&mut self, pod: &str, status: &str) -> Result<UpdateOutcome> {
+        self.run("set-pod-status", true, |p| p.set_pod_status(pod, status))
+    }
+
+    fn set_container_readiness(&mut self, pod_uid: &str, container_id: &str, ready: bool) -> Result<UpdateOutcome> {
+        self.run("set-container-readiness", true, |p| p.set_container_readiness(pod_uid, container_id, ready))
+    }
+
+    fn terminate_pod(&mut self, pod: &str) -> Result<UpdateOutcome> {
+        self.run("terminate-pod", true, |p| p.terminate_pod(pod))
+    }
+
+    fn remove_orphaned_statuses(&mut self, keep: &[String]) -> Result<u32> {
+        self.run("remove-orphaned-statuses", true, |p| p.remove_orphaned_statuses(keep))
+    }
+
+    fn sync_pod(&mut self, request: &SyncRequest) -> Result<SyncOutcome> {
+        self.run("sync-pod", true, |p| p.sync_pod(request))
+    }
+
+    fn sync_batch(&mut self) -> Result<BatchReport> {
+        self.run("sync-batch", true, |p| p.sync_batch())
+    }
+
+    fn save_state(&mut self) -> Result<String> {
+        // A full save starts a new change set in the plugin: it becomes the copy.
+        let document = self.run("save-state", false, |p| p.save_state())?;
+        self.shadow = StateShadow::parse(&document).map_err(|message| CallError::Fault {
+            call: "save-state",
+            kind: FaultKind::Trap,
+            message,
+        })?;
+        Ok(document)
+    }
+
+    fn load_state(&mut self, state: &str) -> Result<()> {
+        self.run("load-state", false, |p| p.load_state(state))?;
+        self.shadow = StateShadow::parse(state).map_err(|message| CallError::Fault {
+            call: "load-state",
+            kind: FaultKind::Trap,
+            message,
+        })?;
+        Ok(())
+    }
+
+    fn save_state_changes(&mut self) -> Result<String> {
+        // The supervisor takes every change set itself; handing one out would leave
+        // its copy behind. Callers get the full document instead.
+        Ok(self.shadow.document())
+    }
+
+    fn apply_state_changes(&mut self, changes: &str) -> Result<()> {
+        self.run("apply-state-changes", true, |p| p.apply_state_changes(changes))
+    }
+}
+
+/// The host's copy of a plugin's state document: three maps and a counter, kept as JSON
+/// so that any plugin version writing the documented format can be followed.
+#[derive(Clone, Debug)]
+struct StateShadow {
+    /// Every key of the document but the three maps (format, version, counters).
+    header: Map<String, Value>,
+    statuses: Map<String, Value>,
+    api_status_versions: Map<String, Value>,
+    pending: Map<String, Value>,
+}
+
+const MAPS: [&str; 3] = ["statuses", "apiStatusVersions", "pending"];
+
+impl StateShadow {
+    fn parse(document: &str) -> std::result::Result<StateShadow, String> {
+        let Value::Object(mut doc) = serde_json::from_str(document).map_err(|e| format!("state document: {e}"))? else {
+            return Err("state document: not an object".into());
+        };
+        let mut take = |key: &str| match doc.remove(key) {
+            Some(Value::Object(map)) => Ok(map),
+            _ => Err(format!("state document: {key} is not an object")),
+        };
+        let (statuses, api_status_versions, pending) = (take(MAPS[0])?, take(MAPS[1])?, take(MAPS[2])?);
+        Ok(StateShadow { header: doc, statuses, api_status_versions, pending })
+    }
+
+    /// Applies a change set: each entry replaces the copy's entry whole, null removes it.
+    fn apply(&mut self, changes: &str) -> std::result::Result<(), String> {
+        let doc: Value = serde_json::from_str(changes).map_err(|e| format!("change set: {e}"))?;
+        if doc.get("format").and_then(Value::as_str) != Some(CHANGES_FORMAT) {
+            return Err(format!("change set: format is not {CHANGES_FORMAT:?}"));
+        }
+        let Some(Value::Object(patch)) = doc.get("patch") else {
+            return Err("change set: no patch".into());
+        };
+        for (key, target) in
+            MAPS.into_iter().zip([&mut self.statuses, &mut self.api_status_versions, &mut self.pending])
+        {
+            match patch.get(key) {
+                Some(Value::Object(entries)) => {
+                    for (k, v) in entries {
+                        if v.is_null() {
+                            target.remove(k);
+                        } else {
+                            target.insert(k.clone(), v.clone());
+                        }
+                    }
+                }
+                None => {}
+                Some(_) => return Err(format!("change set: {key} is not an object")),
+            }
+        }
+        if let Some(next) = patch.get("nextRequestId") {
+            self.header.insert("nextRequestId".into(), next.clone());
+        }
+        Ok(())
+    }
+
+    fn document(&self) -> String {
+        let mut doc = self.header.clone();
+        doc.insert(MAPS[0].into(), Value::Object(self.statuses.clone()));
+        doc.insert(MAPS[1].into(), Value::Object(self.api_status_versions.clone()));
+        doc.insert(MAPS[2].into(), Value::Object(self.pending.clone()));
+        Value::Object(doc).to_string()
+    }
+}
