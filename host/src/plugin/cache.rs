@@ -38,21 +38,29 @@ impl ArtifactCache {
         &self.dir
     }
 
-    /// The compiled form of `bytes` for `engine`: from the cache when a matching
-    /// artifact is there, else compiled and stored. A cache that cannot be read or
-    /// written only costs a compile.
+    /// The compiled form of `bytes` for `engine`: from the cache when a matching,
+    /// intact artifact is there, else compiled and stored. A cache that cannot be used
+    /// (unsafe directory, unreadable, damaged) only costs a compile.
     pub fn load_or_compile(&self, engine: &Engine, bytes: &[u8]) -> wasmtime::Result<(Component, CacheOutcome)> {
+        if let Err(why) = self.ensure_private_dir() {
+            tracing::warn!("not using the compiled-artifact cache {}: {why}", self.dir.display());
+            return Ok((Component::new(engine, bytes)?, CacheOutcome::Compiled { stored: false }));
+        }
         let path = self.dir.join(format!("{}.cwasm", cache_key(engine, bytes)));
-        if path.exists() {
-            // SAFETY: `Component::deserialize_file` trusts its input to be an artifact
-            // this engine produced. The file is named by the SHA-256 of the component's
-            // bytes and the engine's compatibility hash and was written by `store` below
-            // into the agent's own cache directory; wasmtime additionally checks the
-            // engine configuration recorded in the artifact and refuses a mismatch.
-            match unsafe { Component::deserialize_file(engine, &path) } {
-                Ok(component) => return Ok((component, CacheOutcome::Hit)),
-                Err(e) => tracing::warn!("discarding unusable compiled artifact {}: {e:#}", path.display()),
+        match self.read_verified(&path) {
+            Ok(Some(artifact)) => {
+                // SAFETY: `Component::deserialize` trusts its input to be an artifact this
+                // engine produced. This one is named by the SHA-256 of the component and
+                // the engine's compatibility hash, sits in a directory only this user can
+                // write, and matches the digest `store` recorded when it compiled it;
+                // wasmtime also checks the engine configuration recorded inside.
+                match unsafe { Component::deserialize(engine, &artifact) } {
+                    Ok(component) => return Ok((component, CacheOutcome::Hit)),
+                    Err(e) => tracing::warn!("discarding unusable compiled artifact {}: {e:#}", path.display()),
+                }
             }
+            Ok(None) => {}
+            Err(why) => tracing::warn!("discarding compiled artifact {}: {why}", path.display()),
         }
         let component = Component::new(engine, bytes)?;
         match component.serialize().map_err(std::io::Error::other).and_then(|artifact| store(&path, &artifact)) {
@@ -62,6 +70,44 @@ impl ArtifactCache {
                 Ok((component, CacheOutcome::Compiled { stored: false }))
             }
         }
+    }
+
+    /// Creates the directory (owner-only) if needed and checks that nobody else can
+    /// write to it: an artifact is native code the agent will run.
+    fn ensure_private_dir(&self) -> Result<(), String> {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+            if !self.dir.exists() {
+                fs::DirBuilder::new().recursive(true).mode(0o700).create(&self.dir).map_err(|e| format!("creating it: {e}"))?;
+            }
+            let meta = fs::metadata(&self.dir).map_err(|e| format!("reading it: {e}"))?;
+            // SAFETY: geteuid has no preconditions and cannot fail.
+            let me = unsafe { libc::geteuid() };
+            if meta.uid() != me {
+                return Err(format!("owned by uid {}, not by this user ({me})", meta.uid()));
+            }
+            if meta.mode() & 0o022 != 0 {
+                return Err(format!("writable by others (mode {:o})", meta.mode() & 0o777));
+            }
+        }
+        #[cfg(not(unix))]
+        fs::create_dir_all(&self.dir).map_err(|e| format!("creating it: {e}"))?;
+        Ok(())
+    }
+
+    /// The artifact at `path` if it is there and matches the digest stored beside it.
+    fn read_verified(&self, path: &Path) -> Result<Option<Vec<u8>>, String> {
+        let artifact = match fs::read(path) {
+            Ok(artifact) => artifact,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(format!("reading it: {e}")),
+        };
+        let recorded = fs::read_to_string(digest_path(path)).map_err(|e| format!("reading its digest: {e}"))?;
+        if recorded.trim() != hex(&Sha256::digest(&artifact)) {
+            return Err("it does not match the digest recorded when it was compiled".into());
+        }
+        Ok(Some(artifact))
     }
 }
 
@@ -97,18 +143,25 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Writes atomically (temporary file, then rename) so a concurrent reader never maps a
-/// half-written artifact.
+/// Where an artifact's digest is kept.
+fn digest_path(artifact: &Path) -> PathBuf {
+    artifact.with_extension("cwasm.sha256")
+}
+
+/// Writes the artifact and then its digest, each atomically (temporary file, then
+/// rename), so a reader never sees a half-written file and an artifact without its
+/// digest is never used.
 fn store(path: &Path, artifact: &[u8]) -> std::io::Result<()> {
+    write_atomically(path, artifact)?;
+    write_atomically(&digest_path(path), hex(&Sha256::digest(artifact)).as_bytes())
+}
+
+fn write_atomically(path: &Path, content: &[u8]) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
-    fs::create_dir_all(dir)?;
-    let tmp = dir.join(format!(
-        ".{}.{}.tmp",
-        path.file_name().and_then(|n| n.to_str()).unwrap_or("artifact"),
-        std::process::id()
-    ));
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("artifact");
+    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
     let mut file = fs::File::create(&tmp)?;
-    file.write_all(artifact)?;
+    file.write_all(content)?;
     file.sync_all()?;
     fs::rename(&tmp, path)
 }
