@@ -39,6 +39,9 @@ enum Command {
         #[command(flatten)]
         plugin: PluginArgs,
     },
+    /// Fuzz the plugin: random valid traces, invariants checked after every step; a
+    /// violation is shrunk and written as a trace `replay` runs.
+    Fuzz(podstatus::fuzz::cli::FuzzArgs),
 }
 
 #[derive(clap::Args)]
@@ -75,15 +78,19 @@ impl PluginArgs {
 }
 
 fn main() -> ExitCode {
+    let cli = Cli::parse();
+    // Fuzzing injects API failures by the thousand: the plugin's warnings about them
+    // are noise there unless asked for.
+    let default_filter = if matches!(cli.command, Command::Fuzz(_)) { "off" } else { "warn" };
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_filter)),
         )
         .with_writer(std::io::stderr)
         .init();
-    let cli = Cli::parse();
     match cli.command {
+        Command::Fuzz(args) => podstatus::fuzz::cli::run(&args),
         Command::Replay { trace, plugin, native } => replay_command(&trace, &plugin, native),
         Command::Inspect { plugin } => match inspect_command(&plugin) {
             Ok(()) => ExitCode::SUCCESS,

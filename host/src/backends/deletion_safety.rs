@@ -8,6 +8,13 @@ use k8s_openapi::api::core::v1::{Pod, PodStatus};
 pub trait DeletionSafety: Send + Sync {
     /// True once `pod`'s resources are reclaimed, given the kubelet's `status` for it.
     fn pod_resources_are_reclaimed(&self, pod: &Pod, status: &PodStatus) -> bool;
+
+    /// True while a container of `pod` may still run on the node (the status manager
+    /// then delays the pod's terminal phase). By default: while its resources are not
+    /// reclaimed by the pod's own status.
+    fn pod_could_have_running_containers(&self, pod: &Pod) -> bool {
+        !self.pod_resources_are_reclaimed(pod, &pod.status.clone().unwrap_or_default())
+    }
 }
 
 /// A fixed answer that can be changed at any time (replay's `deletion_safe`).
@@ -29,6 +36,12 @@ impl FixedDeletionSafety {
 impl DeletionSafety for FixedDeletionSafety {
     fn pod_resources_are_reclaimed(&self, _pod: &Pod, _status: &PodStatus) -> bool {
         self.0.load(Ordering::SeqCst)
+    }
+
+    /// The replay contract: the terminal phase is delayed exactly when the answer is
+    /// "not safe".
+    fn pod_could_have_running_containers(&self, _pod: &Pod) -> bool {
+        !self.0.load(Ordering::SeqCst)
     }
 }
 

@@ -9,6 +9,9 @@ pub mod pod_identity;
 pub mod pod_manager;
 pub mod sync_queue;
 
-pub use api_server::{ApiError, ApiServer, DeleteOptions, MemoryApiServer, PodEvent, PodListener, StatusUpdate};
+pub use api_server::{
+    ApiError, ApiServer, DeleteOptions, GuardedApiServer, MemoryApiServer, PodEvent, PodListener, Refusals,
+    StatusUpdate,
+};
 pub use pod_identity::{full_name, is_mirror_pod, is_static_pod};
 pub use pod_manager::PodManager;

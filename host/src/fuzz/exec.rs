@@ -11,12 +11,16 @@ use k8s_openapi::api::core::v1::{Pod, PodStatus};
 
 use crate::backends::api_server::{ApiServer, DeleteOptions, PodEvent, StatusUpdate};
 use crate::fuzz::invariants::{
-    CacheView, Cached, Checker, Invariant, Violation, Write, check_deterministic, check_quiescence, first_difference,
+    CacheView, Cached, Checker, Invariant, KnownIssue, Violation, Write, check_deterministic, check_quiescence,
+    first_difference,
 };
 use crate::fuzz::trace_json::clone_trace;
 use crate::plugin::{CallError, NativePlugin, Plugin, PluginImage};
 use crate::replay::{Call, FailVerb, PodRef, Report, Step, Stepper, Trace, TraceError};
 use crate::world::World;
+
+/// Makes a plugin over a world: any [`Plugin`], e.g. one with a planted bug in a test.
+pub type PluginMaker = Arc<dyn Fn(World) -> Result<Box<dyn Plugin>, String> + Send + Sync>;
 
 /// The plugin under test.
 #[derive(Clone)]
@@ -25,6 +29,8 @@ pub enum Target {
     Native,
     /// A component in the sandbox.
     Component(PluginImage),
+    /// Whatever the function makes.
+    Custom(PluginMaker),
 }
 
 impl Target {
@@ -35,6 +41,7 @@ impl Target {
             Target::Component(image) => {
                 image.instantiate(world).map(|p| Box::new(p) as Box<dyn Plugin>).map_err(|e| e.to_string())
             }
+            Target::Custom(make) => make(world),
         }
     }
 }
@@ -63,38 +70,42 @@ pub struct Run {
     pub violation: Option<Violation>,
     /// Steps run (quiescence included).
     pub steps: usize,
+    /// Known issues seen (when checking, not strictly).
+    pub known: BTreeMap<KnownIssue, usize>,
 }
 
 /// Checks `trace` (without its quiescence steps, which this adds) against every
-/// invariant: one observed run, then a second for determinism. `Err` only for a trace
-/// the replay refuses.
-pub fn check_trace(trace: &Trace, target: &Target) -> Result<CheckOutcome, TraceError> {
+/// invariant: one observed run, then a second for determinism. Known issues fail the
+/// check only when `strict`. `Err` only for a trace the replay refuses.
+pub fn check_trace(trace: &Trace, target: &Target, strict: bool) -> Result<CheckOutcome, TraceError> {
     let full = with_quiescence(trace);
-    let first = guarded(&full, trace.steps.len(), target, true)?;
+    let first = guarded(&full, trace.steps.len(), target, Some(strict))?;
     if first.violation.is_some() {
-        return Ok(CheckOutcome { violation: first.violation, steps: first.steps });
+        return Ok(CheckOutcome { violation: first.violation, steps: first.steps, known: first.known });
     }
-    let second = guarded(&full, trace.steps.len(), target, false)?;
+    let second = guarded(&full, trace.steps.len(), target, None)?;
     let violation = check_deterministic(&first.report, &second.report).err();
-    Ok(CheckOutcome { violation, steps: first.steps + second.steps })
+    Ok(CheckOutcome { violation, steps: first.steps + second.steps, known: first.known })
 }
 
 /// What checking a trace found.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct CheckOutcome {
     pub violation: Option<Violation>,
     /// Steps run in all (both runs).
     pub steps: usize,
+    /// Known issues seen (tolerated).
+    pub known: BTreeMap<KnownIssue, usize>,
 }
 
 /// Runs `trace` (quiescence appended) through two plugins and returns the first step
 /// whose results or calls differ, as a [`Invariant::SameReport`] violation.
 pub fn compare_targets(trace: &Trace, a: &Target, b: &Target) -> Result<CheckOutcome, TraceError> {
     let full = with_quiescence(trace);
-    let first = guarded(&full, trace.steps.len(), a, false)?;
-    let second = guarded(&full, trace.steps.len(), b, false)?;
+    let first = guarded(&full, trace.steps.len(), a, None)?;
+    let second = guarded(&full, trace.steps.len(), b, None)?;
     let violation = report_difference(&first.parsed, &second.parsed);
-    Ok(CheckOutcome { violation, steps: first.steps + second.steps })
+    Ok(CheckOutcome { violation, steps: first.steps + second.steps, known: BTreeMap::new() })
 }
 
 /// The first step where two reports differ (its result, its calls, or a fault there),
@@ -130,8 +141,8 @@ pub fn report_difference(a: &Report, b: &Report) -> Option<Violation> {
 
 /// [`execute`], with a panic of native logic (a host bug or a logic bug: there is no
 /// sandbox to catch it) reported as a fault.
-fn guarded(full: &Trace, quiet_from: usize, target: &Target, observe: bool) -> Result<Run, TraceError> {
-    match catch_unwind(AssertUnwindSafe(|| execute(full, quiet_from, target, observe))) {
+fn guarded(full: &Trace, quiet_from: usize, target: &Target, checks: Option<bool>) -> Result<Run, TraceError> {
+    match catch_unwind(AssertUnwindSafe(|| execute(full, quiet_from, target, checks))) {
         Ok(run) => run,
         Err(panic) => {
             let message = panic
@@ -144,15 +155,17 @@ fn guarded(full: &Trace, quiet_from: usize, target: &Target, observe: bool) -> R
                 parsed: Report { results: Vec::new(), calls: Vec::new(), apiserver: Vec::new(), fault: None },
                 violation: Some(Violation::new(Invariant::NoFault, 0, format!("the native logic panicked: {message}"))),
                 steps: 0,
+                known: BTreeMap::new(),
             })
         }
     }
 }
 
-/// Runs `full` (a trace whose steps from `quiet_from` on are the quiescence steps);
-/// with `observe`, checks the per-step invariants after every step and quiescence at
-/// the end, stopping at the first violation.
-pub fn execute(full: &Trace, quiet_from: usize, target: &Target, observe: bool) -> Result<Run, TraceError> {
+/// Runs `full` (a trace whose steps from `quiet_from` on are the quiescence steps).
+/// With `checks` (`Some(strict)`), checks the per-step invariants after every step and
+/// quiescence at the end, stopping at the first violation.
+pub fn execute(full: &Trace, quiet_from: usize, target: &Target, checks: Option<bool>) -> Result<Run, TraceError> {
+    let observe = checks.is_some();
     let mut stepper = Stepper::new(full, &|world| target.instantiate(world))?;
     let events: Arc<Mutex<Vec<PodEvent>>> = Arc::default();
     if observe {
@@ -162,7 +175,7 @@ pub fn execute(full: &Trace, quiet_from: usize, target: &Target, observe: bool) 
         }));
     }
     let uids = known_uids(full);
-    let mut checker = Checker::new();
+    let mut checker = if checks == Some(true) { Checker::strict() } else { Checker::new() };
     let mut observer = CacheObserver::default();
     let mut violation = None;
     let mut cache = CacheView::new();
@@ -210,7 +223,7 @@ pub fn execute(full: &Trace, quiet_from: usize, target: &Target, observe: bool) 
     }
     let outcome = stepper.finish();
     let report = serde_json::to_vec(&outcome.report).unwrap_or_default();
-    Ok(Run { report, parsed: outcome.report, violation, steps })
+    Ok(Run { report, parsed: outcome.report, violation, steps, known: checker.known_issues().clone() })
 }
 
 /// The statuses a step wrote, from the store's change events: each successful write
@@ -239,6 +252,7 @@ fn write_of(pod: &Pod) -> Write {
         namespace: pod.metadata.namespace.clone().unwrap_or_default(),
         name: pod.metadata.name.clone().unwrap_or_default(),
         target_uid: pod.metadata.uid.clone().unwrap_or_default(),
+        target_deleting: pod.metadata.deletion_timestamp.is_some(),
         status: pod.status.clone().unwrap_or_default(),
     }
 }
@@ -302,7 +316,7 @@ impl CacheObserver {
 /// Every UID the trace names anywhere.
 pub fn known_uids(trace: &Trace) -> BTreeSet<String> {
     let mut uids = BTreeSet::new();
-    let mut add_pod = |pod: &Pod, uids: &mut BTreeSet<String>| {
+    let add_pod = |pod: &Pod, uids: &mut BTreeSet<String>| {
         if let Some(uid) = &pod.metadata.uid {
             uids.insert(uid.clone());
         }

@@ -12,6 +12,7 @@
 //! (d) `no-rollback`, (e) `quiescence`, (f) `no-fault`, (g) `deterministic`; and
 //! `same-report` for the differential mode.
 
+pub mod cli;
 pub mod exec;
 pub mod generate;
 pub mod invariants;
@@ -19,14 +20,15 @@ pub mod rng;
 pub mod shrink;
 pub mod trace_json;
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 
-pub use exec::{CheckOutcome, Target, check_trace, compare_targets};
+pub use exec::{CheckOutcome, PluginMaker, Target, check_trace, compare_targets};
 pub use generate::{GenConfig, generate, generate_with};
-pub use invariants::{Invariant, Violation};
+pub use invariants::{Invariant, KnownIssue, Violation};
 pub use shrink::{ShrinkBudget, Shrunk, shrink};
 pub use trace_json::{trace_from_json, trace_to_json};
 
@@ -64,6 +66,8 @@ pub struct Campaign {
     pub target: Target,
     /// Differential mode: the plugin to compare with (instead of the invariants).
     pub against: Option<Target>,
+    /// Fail on [`KnownIssue`]s too.
+    pub strict: bool,
     pub shrink: ShrinkBudget,
 }
 
@@ -90,6 +94,8 @@ pub struct Summary {
     pub steps: u64,
     pub elapsed: Duration,
     pub finding: Option<Finding>,
+    /// Known issues seen (not failed on): in how many traces each.
+    pub known: BTreeMap<KnownIssue, u64>,
 }
 
 impl Summary {
@@ -103,10 +109,10 @@ impl Summary {
 }
 
 /// Checks one trace: the invariants, or in differential mode the other plugin's report.
-pub fn check(trace: &Trace, target: &Target, against: Option<&Target>) -> Result<CheckOutcome, String> {
+pub fn check(trace: &Trace, target: &Target, against: Option<&Target>, strict: bool) -> Result<CheckOutcome, String> {
     let outcome = match against {
         Some(other) => compare_targets(trace, target, other),
-        None => check_trace(trace, target),
+        None => check_trace(trace, target, strict),
     };
     outcome.map_err(|e| format!("the replay refused a generated trace: {e}"))
 }
@@ -116,7 +122,7 @@ pub fn check(trace: &Trace, target: &Target, against: Option<&Target>) -> Result
 /// generator made a trace the replay refuses (a bug of the fuzzer itself).
 pub fn run_campaign(campaign: &Campaign, progress: &mut dyn FnMut(&Summary)) -> Result<Summary, String> {
     let started = Instant::now();
-    let mut summary = Summary { traces: 0, steps: 0, elapsed: Duration::ZERO, finding: None };
+    let mut summary = Summary { traces: 0, steps: 0, elapsed: Duration::ZERO, finding: None, known: BTreeMap::new() };
     let config = GenConfig { steps: campaign.steps };
     let mut last_progress = Instant::now();
     loop {
@@ -127,10 +133,13 @@ pub fn run_campaign(campaign: &Campaign, progress: &mut dyn FnMut(&Summary)) -> 
         }
         let seed = campaign.seed.wrapping_add(summary.traces);
         let trace = generate(seed, &config);
-        let outcome =
-            check(&trace, &campaign.target, campaign.against.as_ref()).map_err(|e| format!("seed {seed}: {e}"))?;
+        let outcome = check(&trace, &campaign.target, campaign.against.as_ref(), campaign.strict)
+            .map_err(|e| format!("seed {seed}: {e}"))?;
         summary.traces += 1;
         summary.steps += outcome.steps as u64;
+        for issue in outcome.known.keys() {
+            *summary.known.entry(*issue).or_default() += 1;
+        }
         if let Some(violation) = outcome.violation {
             summary.elapsed = started.elapsed();
             let shrunk = shrink_violation(
@@ -138,6 +147,7 @@ pub fn run_campaign(campaign: &Campaign, progress: &mut dyn FnMut(&Summary)) -> 
                 violation.clone(),
                 &campaign.target,
                 campaign.against.as_ref(),
+                campaign.strict,
                 campaign.shrink,
             );
             summary.finding = Some(Finding {
@@ -165,9 +175,10 @@ pub fn shrink_violation(
     violation: Violation,
     target: &Target,
     against: Option<&Target>,
+    strict: bool,
     budget: ShrinkBudget,
 ) -> Shrunk {
-    let mut recheck = |t: &Trace| check(t, target, against).ok().and_then(|o| o.violation);
+    let mut recheck = |t: &Trace| check(t, target, against, strict).ok().and_then(|o| o.violation);
     shrink(&trace_to_json(trace), violation, &mut recheck, budget)
 }
 
@@ -219,11 +230,15 @@ pub fn read_finding(text: &str) -> Result<(Trace, Option<Violation>), String> {
     }
     let trace = trace_from_json(&doc).map_err(|e| e.to_string())?;
     let violation = doc.get("violation").and_then(|v| {
-        Some(Violation::new(
-            Invariant::from_name(v.get("invariant")?.as_str()?)?,
-            v.get("step")?.as_u64()? as usize,
-            v.get("message").and_then(Value::as_str).unwrap_or_default(),
-        ))
+        let known = v.get("known_issue").and_then(Value::as_str).and_then(KnownIssue::from_name);
+        Some(Violation {
+            known,
+            ..Violation::new(
+                Invariant::from_name(v.get("invariant")?.as_str()?)?,
+                v.get("step")?.as_u64()? as usize,
+                v.get("message").and_then(Value::as_str).unwrap_or_default(),
+            )
+        })
     });
     Ok((trace, violation))
 }

@@ -2,38 +2,41 @@
 //! fuzzer's bytes for the cargo-fuzz target (so libFuzzer's mutations of the input
 //! become structured changes of the trace).
 
-/// A source of choices. Every method is derived from [`Entropy::next_u64`].
+/// A source of choices. The helpers (on `dyn Entropy`) all derive from
+/// [`Entropy::next_u64`].
 pub trait Entropy {
     /// The next 64 random bits.
     fn next_u64(&mut self) -> u64;
+}
 
+impl dyn Entropy + '_ {
     /// A number in `0..n` (0 when `n` is 0).
-    fn below(&mut self, n: u64) -> u64 {
+    pub fn below(&mut self, n: u64) -> u64 {
         if n == 0 { 0 } else { self.next_u64() % n }
     }
 
     /// An index into a collection of `len` elements (`len` > 0).
-    fn index(&mut self, len: usize) -> usize {
+    pub fn index(&mut self, len: usize) -> usize {
         self.below(len as u64) as usize
     }
 
     /// A number in `low..=high`.
-    fn range(&mut self, low: u64, high: u64) -> u64 {
+    pub fn range(&mut self, low: u64, high: u64) -> u64 {
         low + self.below(high - low + 1)
     }
 
     /// True with probability `percent`/100.
-    fn chance(&mut self, percent: u64) -> bool {
+    pub fn chance(&mut self, percent: u64) -> bool {
         self.below(100) < percent
     }
 
     /// One of `items`, which must not be empty.
-    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
         &items[self.index(items.len())]
     }
 
     /// An index chosen with the given weights (at least one non-zero).
-    fn weighted(&mut self, weights: &[u64]) -> usize {
+    pub fn weighted(&mut self, weights: &[u64]) -> usize {
         let total: u64 = weights.iter().sum();
         let mut roll = self.below(total);
         for (i, &w) in weights.iter().enumerate() {
@@ -121,6 +124,7 @@ mod tests {
         assert_eq!(a, b);
         assert_ne!(SplitMix64::new(8).next_u64(), a[0]);
         let mut r = SplitMix64::new(1);
+        let r: &mut dyn Entropy = &mut r;
         let counts = (0..1000).fold([0u32; 4], |mut c, _| {
             c[r.index(4)] += 1;
             c
@@ -135,6 +139,6 @@ mod tests {
         assert_eq!(e.next_u64(), 2);
         let next = e.next_u64();
         assert_eq!(next, ByteEntropy::new(&[1, 0, 2, 0, 9]).fallback.next_u64());
-        assert_eq!(e.weighted(&[0, 5, 0]), 1);
+        assert_eq!((&mut e as &mut dyn Entropy).weighted(&[0, 5, 0]), 1);
     }
 }

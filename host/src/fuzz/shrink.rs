@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
 
-use crate::fuzz::invariants::{Invariant, Violation};
+use crate::fuzz::invariants::Violation;
 use crate::fuzz::trace_json::trace_from_json;
 use crate::replay::Trace;
 
@@ -49,15 +49,7 @@ pub fn shrink(
     check: &mut dyn FnMut(&Trace) -> Option<Violation>,
     budget: ShrinkBudget,
 ) -> Shrunk {
-    let mut s = Shrinker {
-        invariant: violation.invariant,
-        best: doc.clone(),
-        violation,
-        check,
-        runs: 0,
-        budget,
-        started: Instant::now(),
-    };
+    let mut s = Shrinker { best: doc.clone(), violation, check, runs: 0, budget, started: Instant::now() };
     loop {
         let before = s.best.clone();
         s.steps();
@@ -73,7 +65,6 @@ pub fn shrink(
 }
 
 struct Shrinker<'c> {
-    invariant: Invariant,
     best: Value,
     violation: Violation,
     check: &'c mut dyn FnMut(&Trace) -> Option<Violation>,
@@ -95,7 +86,7 @@ impl Shrinker<'_> {
         let Ok(trace) = trace_from_json(&candidate) else { return false };
         self.runs += 1;
         match (self.check)(&trace) {
-            Some(v) if v.invariant == self.invariant => {
+            Some(v) if v.same_kind(&self.violation) => {
                 self.best = candidate;
                 self.violation = v;
                 true
@@ -248,8 +239,8 @@ impl Shrinker<'_> {
             }
         }
         for (i, step) in self.list("steps").iter().enumerate() {
-            for field in ["status", "pod"] {
-                if step.get(field).is_some_and(Value::is_object) {
+            for field in ["status", "pod", "keep"] {
+                if step.get(field).is_some_and(|v| v.is_object() || v.is_array()) {
                     roots.push(vec![Seg::Key("steps".into()), Seg::Index(i), Seg::Key(field.into())]);
                 }
             }
@@ -264,7 +255,7 @@ impl Shrinker<'_> {
                 let paths = paths(value);
                 let Some(path) = paths.get(index) else { break };
                 let full: Vec<Seg> = root.iter().cloned().chain(path.iter().cloned()).collect();
-                if is_identity(&full) {
+                if is_protected(&self.best, &full) {
                     index += 1;
                     continue;
                 }
@@ -326,9 +317,29 @@ enum Seg {
     Index(usize),
 }
 
-/// A pod's identity is what ties the trace together: never removed.
-fn is_identity(path: &[Seg]) -> bool {
-    matches!(path, [.., Seg::Key(m), Seg::Key(f)] if m == "metadata" && matches!(f.as_str(), "uid" | "name" | "namespace"))
+/// What shrinking keeps so that the result still reads as Kubernetes objects: a pod's
+/// identity (which ties the trace together), its spec with at least one container,
+/// the names of containers and container statuses, and the type and status of
+/// conditions.
+fn is_protected(doc: &Value, path: &[Seg]) -> bool {
+    let key = |seg: &Seg, names: &[&str]| matches!(seg, Seg::Key(k) if names.contains(&k.as_str()));
+    match path {
+        [.., m, f] if key(m, &["metadata"]) && key(f, &["uid", "name", "namespace"]) => true,
+        [.., list, Seg::Index(_), f]
+            if key(list, &["containers", "initContainers", "containerStatuses", "initContainerStatuses"])
+                && key(f, &["name"]) =>
+        {
+            true
+        }
+        [.., c, Seg::Index(_), f] if key(c, &["conditions"]) && key(f, &["type", "status"]) => true,
+        [.., s] if key(s, &["spec"]) => true,
+        [.., s, c] if key(s, &["spec"]) && key(c, &["containers"]) => true,
+        [parent @ .., s, c, Seg::Index(_)] if key(s, &["spec"]) && key(c, &["containers"]) => {
+            let list: Vec<Seg> = parent.iter().cloned().chain([s.clone(), c.clone()]).collect();
+            get(doc, &list).and_then(Value::as_array).is_none_or(|containers| containers.len() <= 1)
+        }
+        _ => false,
+    }
 }
 
 /// Every path inside `value`, parents before children.
@@ -392,11 +403,19 @@ pub fn finding_document(doc: &Value, violation: &Violation, seed: Option<u64>, e
     let mut out = Map::new();
     out.insert(
         "violation".into(),
-        serde_json::json!({
-            "invariant": violation.invariant.name(),
-            "step": violation.step,
-            "message": violation.message,
-        }),
+        match violation.known {
+            None => serde_json::json!({
+                "invariant": violation.invariant.name(),
+                "step": violation.step,
+                "message": violation.message,
+            }),
+            Some(issue) => serde_json::json!({
+                "invariant": violation.invariant.name(),
+                "step": violation.step,
+                "message": violation.message,
+                "known_issue": issue.name(),
+            }),
+        },
     );
     if let Some(seed) = seed {
         out.insert("seed".into(), seed.into());
@@ -413,6 +432,7 @@ pub fn finding_document(doc: &Value, violation: &Violation, seed: Option<u64>, e
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fuzz::invariants::Invariant;
     use serde_json::json;
 
     #[test]

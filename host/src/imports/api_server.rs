@@ -3,7 +3,7 @@
 use k8s_openapi::api::core::v1::PodStatus;
 
 use crate::backends::api_server as backend;
-use crate::bindings::kubelet::status::api_server::{self as wit, ApiError, DeleteOptions, StatusUpdate};
+use crate::bindings::kubelet::status::api_server::{self as wit, ApiError, DeleteOptions, StatusPatch, StatusUpdate};
 use crate::imports::{HostState, to_json};
 use crate::world::World;
 
@@ -23,6 +23,15 @@ impl wit::Host for HostState {
         let rv = update.resource_version_precondition.as_ref().map_or(0, String::len);
         self.check_arg(IMPORT, "resourceVersion precondition", rv)?;
         update_pod_status(&self.world, update)
+    }
+
+    fn patch_pod_status(&mut self, patch: StatusPatch) -> wasmtime::Result<Result<String, ApiError>> {
+        const IMPORT: &str = "patch-pod-status";
+        self.check_arg(IMPORT, "namespace", patch.namespace.len())?;
+        self.check_arg(IMPORT, "name", patch.name.len())?;
+        self.check_arg(IMPORT, "patch", patch.patch.len())?;
+        self.check_arg(IMPORT, "uid precondition", patch.uid_precondition.as_ref().map_or(0, String::len))?;
+        patch_pod_status(&self.world, patch)
     }
 
     fn delete_pod(
@@ -66,6 +75,26 @@ pub(crate) fn update_pod_status(world: &World, update: StatusUpdate) -> wasmtime
     }
 }
 
+/// PATCH a status; a patch that is not a JSON object is refused as the API server would
+/// refuse it (400).
+pub(crate) fn patch_pod_status(world: &World, patch: StatusPatch) -> wasmtime::Result<Result<String, ApiError>> {
+    let body: serde_json::Value = match serde_json::from_str(&patch.patch) {
+        Ok(body @ serde_json::Value::Object(_)) => body,
+        Ok(_) => return Ok(Err(ApiError::Other("the patch is not a JSON object".into()))),
+        Err(e) => return Ok(Err(ApiError::Other(format!("the patch is not JSON: {e}")))),
+    };
+    let patch = backend::StatusPatch {
+        namespace: patch.namespace,
+        name: patch.name,
+        uid_precondition: patch.uid_precondition,
+        patch: body,
+    };
+    match world.api_server.patch_pod_status(patch) {
+        Ok(pod) => Ok(Ok(to_json(&*pod)?)),
+        Err(e) => Ok(Err(wit_error(&e))),
+    }
+}
+
 /// DELETE a pod.
 pub(crate) fn delete_pod(world: &World, namespace: &str, name: &str, options: DeleteOptions) -> Result<(), ApiError> {
     let options = backend::DeleteOptions {
@@ -76,10 +105,12 @@ pub(crate) fn delete_pod(world: &World, namespace: &str, name: &str, options: De
 }
 
 /// The WIT error case of a backend error: 404 and 409 are the status manager's to
-/// handle, the rest is "other" with the server's message.
+/// handle, a refusal of the host's guard (403) is `forbidden`, the rest is "other" with
+/// the server's message.
 pub(crate) fn wit_error(error: &backend::ApiError) -> ApiError {
     match error {
         backend::ApiError::NotFound { .. } => ApiError::NotFound(error.to_string()),
+        backend::ApiError::Forbidden { .. } => ApiError::Forbidden(error.to_string()),
         e if e.code() == 409 => ApiError::Conflict(e.to_string()),
         e => ApiError::Other(e.to_string()),
     }

@@ -12,6 +12,16 @@ impl wit::Host for HostState {
         self.check_arg("pod-resources-are-reclaimed", "status", status.len())?;
         pod_resources_are_reclaimed(&self.world, &pod, &status)
     }
+
+    fn pod_could_have_running_containers(&mut self, pod: String) -> wasmtime::Result<bool> {
+        self.check_arg("pod-could-have-running-containers", "pod", pod.len())?;
+        pod_could_have_running_containers(&self.world, &pod)
+    }
+}
+
+pub(crate) fn pod_could_have_running_containers(world: &World, pod_json: &str) -> wasmtime::Result<bool> {
+    let pod = parse_from_plugin::<PodMeta>("pod-could-have-running-containers", "a pod", pod_json)?.into_pod();
+    Ok(world.deletion_safety.pod_could_have_running_containers(&pod))
 }
 
 pub(crate) fn pod_resources_are_reclaimed(world: &World, pod_json: &str, status_json: &str) -> wasmtime::Result<bool> {

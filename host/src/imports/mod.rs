@@ -85,10 +85,14 @@ pub(crate) fn to_json<T: serde::Serialize>(value: &T) -> wasmtime::Result<String
 pub(crate) struct PodMeta {
     #[serde(default)]
     pub metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+    /// Kept only when it is a valid status; a backend may look at it.
+    #[serde(default)]
+    pub status: Option<serde_json::Value>,
 }
 
 impl PodMeta {
     pub(crate) fn into_pod(self) -> k8s_openapi::api::core::v1::Pod {
-        k8s_openapi::api::core::v1::Pod { metadata: self.metadata, ..Default::default() }
+        let status = self.status.and_then(|status| serde_json::from_value(status).ok());
+        k8s_openapi::api::core::v1::Pod { metadata: self.metadata, status, ..Default::default() }
     }
 }

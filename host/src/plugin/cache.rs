@@ -79,7 +79,11 @@ impl ArtifactCache {
         {
             use std::os::unix::fs::{DirBuilderExt, MetadataExt};
             if !self.dir.exists() {
-                fs::DirBuilder::new().recursive(true).mode(0o700).create(&self.dir).map_err(|e| format!("creating it: {e}"))?;
+                fs::DirBuilder::new()
+                    .recursive(true)
+                    .mode(0o700)
+                    .create(&self.dir)
+                    .map_err(|e| format!("creating it: {e}"))?;
             }
             let meta = fs::metadata(&self.dir).map_err(|e| format!("reading it: {e}"))?;
             // SAFETY: geteuid has no preconditions and cannot fail.

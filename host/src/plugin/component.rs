@@ -2,24 +2,56 @@
 
 use wasmtime::Store;
 
-use crate::bindings::exports::kubelet::status::manager::Guest;
-use crate::bindings::{BatchReport, CachedStatus, StatusManager, SyncOutcome, SyncRequest, UpdateOutcome};
+use crate::bindings::{BatchReport, CachedStatus, StatusManager, SyncOutcome, SyncRequest, UpdateOutcome, v0_1_0};
 use crate::imports::HostState;
 use crate::plugin::limits::FaultKind;
 use crate::plugin::{CallError, Plugin, Result};
 
+/// The exports of a plugin, by the contract version it implements.
+pub(crate) enum Exports {
+    /// `kubelet:status@0.1.1` (logic v2 and later).
+    V0_1_1(StatusManager),
+    /// `kubelet:status@0.1.0` (logic v1): no `set-container-startup`.
+    V0_1_0(v0_1_0::StatusManager),
+}
+
+/// Calls the same export of whichever contract version the plugin implements,
+/// converting the 0.1.0 results into the host's types.
+macro_rules! dispatch {
+    ($exports:expr, $store:expr, |$g:ident| $call:expr) => {
+        match $exports {
+            Exports::V0_1_1(bindings) => {
+                let $g = bindings.kubelet_status_manager();
+                $call($store)
+            }
+            Exports::V0_1_0(bindings) => {
+                let $g = bindings.kubelet_status_manager();
+                $call($store).map(|r| r.map(Into::into).map_err(Into::into))
+            }
+        }
+    };
+}
+
 /// One instance of the component and its store.
 pub struct ComponentPlugin {
     store: Store<HostState>,
-    bindings: StatusManager,
+    exports: Exports,
     /// Set once the instance has trapped: wasmtime forbids entering it again, and the
     /// host must re-instantiate (and restore state) instead.
     fault: Option<String>,
 }
 
 impl ComponentPlugin {
-    pub(crate) fn new(store: Store<HostState>, bindings: StatusManager) -> Self {
-        ComponentPlugin { store, bindings, fault: None }
+    pub(crate) fn new(store: Store<HostState>, exports: Exports) -> Self {
+        ComponentPlugin { store, exports, fault: None }
+    }
+
+    /// The WIT package the plugin implements.
+    pub fn contract(&self) -> &'static str {
+        match self.exports {
+            Exports::V0_1_1(_) => "kubelet:status@0.1.1",
+            Exports::V0_1_0(_) => "kubelet:status@0.1.0",
+        }
     }
 
     /// The fault that poisoned this instance, if any.
@@ -50,7 +82,7 @@ impl ComponentPlugin {
     fn call<T, E>(
         &mut self,
         call: &'static str,
-        f: impl FnOnce(&Guest, &mut Store<HostState>) -> wasmtime::Result<std::result::Result<T, E>>,
+        f: impl FnOnce(&Exports, &mut Store<HostState>) -> wasmtime::Result<std::result::Result<T, E>>,
         rejected: impl FnOnce(E) -> CallError,
     ) -> Result<T> {
         if let Some(message) = &self.fault {
@@ -66,7 +98,7 @@ impl ComponentPlugin {
         {
             return Err(CallError::Fault { call, kind: FaultKind::Trap, message: format!("setting fuel: {e:#}") });
         }
-        match f(self.bindings.kubelet_status_manager(), &mut self.store) {
+        match f(&self.exports, &mut self.store) {
             Ok(Ok(value)) => Ok(value),
             Ok(Err(e)) => Err(rejected(e)),
             Err(trap) => {
@@ -82,9 +114,9 @@ impl ComponentPlugin {
     fn call_infallible<T>(
         &mut self,
         call: &'static str,
-        f: impl FnOnce(&Guest, &mut Store<HostState>) -> wasmtime::Result<T>,
+        f: impl FnOnce(&Exports, &mut Store<HostState>) -> wasmtime::Result<T>,
     ) -> Result<T> {
-        self.call(call, |g, s| f(g, s).map(Ok::<T, std::convert::Infallible>), |never| match never {})
+        self.call(call, |x, s| f(x, s).map(Ok::<T, std::convert::Infallible>), |never| match never {})
     }
 }
 
@@ -119,7 +151,11 @@ fn classify(error: &wasmtime::Error) -> FaultKind {
 impl Plugin for ComponentPlugin {
     fn get_pod_status(&mut self, uid: &str) -> Result<Option<CachedStatus>> {
         self.check_input("get-pod-status", "uid", uid.len())?;
-        let found = self.call_infallible("get-pod-status", |g, s| g.call_get_pod_status(s, &uid.to_string()))?;
+        let uid = uid.to_string();
+        let found = self.call_infallible("get-pod-status", |x, s| match x {
+            Exports::V0_1_1(b) => b.kubelet_status_manager().call_get_pod_status(s, &uid),
+            Exports::V0_1_0(b) => b.kubelet_status_manager().call_get_pod_status(s, &uid).map(|c| c.map(Into::into)),
+        })?;
         let limit = self.store.data().sandbox.limits().max_boundary_bytes;
         match found {
             Some(cached) if cached.status.len() > limit => {
@@ -132,9 +168,10 @@ impl Plugin for ComponentPlugin {
     fn set_pod_status(&mut self, pod: &str, status: &str) -> Result<UpdateOutcome> {
         self.check_input("set-pod-status", "pod", pod.len())?;
         self.check_input("set-pod-status", "status", status.len())?;
+        let (pod, status) = (pod.to_string(), status.to_string());
         self.call(
             "set-pod-status",
-            |g, s| g.call_set_pod_status(s, &pod.to_string(), &status.to_string()),
+            |x, s| dispatch!(x, s, |g| |s| g.call_set_pod_status(s, &pod, &status)),
             |error| CallError::Rejected { call: "set-pod-status", error },
         )
     }
@@ -142,41 +179,77 @@ impl Plugin for ComponentPlugin {
     fn set_container_readiness(&mut self, pod_uid: &str, container_id: &str, ready: bool) -> Result<UpdateOutcome> {
         self.check_input("set-container-readiness", "pod-uid", pod_uid.len())?;
         self.check_input("set-container-readiness", "container-id", container_id.len())?;
+        let pod_uid = pod_uid.to_string();
         self.call(
             "set-container-readiness",
-            |g, s| g.call_set_container_readiness(s, &pod_uid.to_string(), container_id, ready),
+            |x, s| dispatch!(x, s, |g| |s| g.call_set_container_readiness(s, &pod_uid, container_id, ready)),
             |error| CallError::Rejected { call: "set-container-readiness", error },
+        )
+    }
+
+    fn set_container_startup(&mut self, pod_uid: &str, container_id: &str, started: bool) -> Result<UpdateOutcome> {
+        if matches!(self.exports, Exports::V0_1_0(_)) {
+            return Err(CallError::Unsupported { call: "set-container-startup", contract: self.contract() });
+        }
+        self.check_input("set-container-startup", "pod-uid", pod_uid.len())?;
+        self.check_input("set-container-startup", "container-id", container_id.len())?;
+        let pod_uid = pod_uid.to_string();
+        self.call(
+            "set-container-startup",
+            |x, s| match x {
+                Exports::V0_1_1(b) => {
+                    b.kubelet_status_manager().call_set_container_startup(s, &pod_uid, container_id, started)
+                }
+                Exports::V0_1_0(_) => unreachable!("checked above"),
+            },
+            |error| CallError::Rejected { call: "set-container-startup", error },
         )
     }
 
     fn terminate_pod(&mut self, pod: &str) -> Result<UpdateOutcome> {
         self.check_input("terminate-pod", "pod", pod.len())?;
+        let pod = pod.to_string();
         self.call(
             "terminate-pod",
-            |g, s| g.call_terminate_pod(s, &pod.to_string()),
+            |x, s| dispatch!(x, s, |g| |s| g.call_terminate_pod(s, &pod)),
             |error| CallError::Rejected { call: "terminate-pod", error },
         )
     }
 
     fn remove_orphaned_statuses(&mut self, keep: &[String]) -> Result<u32> {
         self.check_input("remove-orphaned-statuses", "keep", keep.iter().map(|uid| uid.len() + 8).sum())?;
-        self.call_infallible("remove-orphaned-statuses", |g, s| g.call_remove_orphaned_statuses(s, keep))
+        self.call_infallible("remove-orphaned-statuses", |x, s| match x {
+            Exports::V0_1_1(b) => b.kubelet_status_manager().call_remove_orphaned_statuses(s, keep),
+            Exports::V0_1_0(b) => b.kubelet_status_manager().call_remove_orphaned_statuses(s, keep),
+        })
     }
 
     fn sync_pod(&mut self, request: &SyncRequest) -> Result<SyncOutcome> {
+        let old = v0_1_0::kubelet::status::types::SyncRequest::from(request);
         self.call(
             "sync-pod",
-            |g, s| g.call_sync_pod(s, request),
+            |x, s| match x {
+                Exports::V0_1_1(b) => b.kubelet_status_manager().call_sync_pod(s, request),
+                Exports::V0_1_0(b) => {
+                    b.kubelet_status_manager().call_sync_pod(s, &old).map(|r| r.map(Into::into).map_err(Into::into))
+                }
+            },
             |error| CallError::Rejected { call: "sync-pod", error },
         )
     }
 
     fn sync_batch(&mut self) -> Result<BatchReport> {
-        self.call_infallible("sync-batch", |g, s| g.call_sync_batch(s))
+        self.call_infallible("sync-batch", |x, s| match x {
+            Exports::V0_1_1(b) => b.kubelet_status_manager().call_sync_batch(s),
+            Exports::V0_1_0(b) => b.kubelet_status_manager().call_sync_batch(s).map(Into::into),
+        })
     }
 
     fn save_state(&mut self) -> Result<String> {
-        let state = self.call_infallible("save-state", |g, s| g.call_save_state(s))?;
+        let state = self.call_infallible("save-state", |x, s| match x {
+            Exports::V0_1_1(b) => b.kubelet_status_manager().call_save_state(s),
+            Exports::V0_1_0(b) => b.kubelet_status_manager().call_save_state(s),
+        })?;
         self.check_state_output("save-state", state)
     }
 
@@ -184,13 +257,16 @@ impl Plugin for ComponentPlugin {
         self.check_state_input("load-state", state)?;
         self.call(
             "load-state",
-            |g, s| g.call_load_state(s, state),
+            |x, s| dispatch!(x, s, |g| |s| g.call_load_state(s, state)),
             |error| CallError::Rejected { call: "load-state", error },
         )
     }
 
     fn save_state_changes(&mut self) -> Result<String> {
-        let changes = self.call_infallible("save-state-changes", |g, s| g.call_save_state_changes(s))?;
+        let changes = self.call_infallible("save-state-changes", |x, s| match x {
+            Exports::V0_1_1(b) => b.kubelet_status_manager().call_save_state_changes(s),
+            Exports::V0_1_0(b) => b.kubelet_status_manager().call_save_state_changes(s),
+        })?;
         self.check_state_output("save-state-changes", changes)
     }
 
@@ -198,9 +274,13 @@ impl Plugin for ComponentPlugin {
         self.check_state_input("apply-state-changes", changes)?;
         self.call(
             "apply-state-changes",
-            |g, s| g.call_apply_state_changes(s, changes),
+            |x, s| dispatch!(x, s, |g| |s| g.call_apply_state_changes(s, changes)),
             |error| CallError::Rejected { call: "apply-state-changes", error },
         )
+    }
+
+    fn contract(&self) -> &'static str {
+        ComponentPlugin::contract(self)
     }
 }
 

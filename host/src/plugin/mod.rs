@@ -39,6 +39,14 @@ pub enum CallError {
         /// What happened, as wasmtime reports it.
         message: String,
     },
+    /// The plugin does not export this call (it implements an older contract).
+    #[error("{call}: not exported by this plugin, which implements {contract}")]
+    Unsupported {
+        /// The export that was asked for.
+        call: &'static str,
+        /// The contract the plugin implements.
+        contract: &'static str,
+    },
     /// The host refused to pass the plugin an argument over the boundary limit; the
     /// plugin was not called.
     #[error("{call}: {what} of {len} bytes exceeds the boundary limit of {limit} bytes")]
@@ -76,6 +84,9 @@ pub trait Plugin: Send {
     fn set_pod_status(&mut self, pod: &str, status: &str) -> Result<UpdateOutcome>;
     /// Sets a container's readiness and regenerates the Ready condition.
     fn set_container_readiness(&mut self, pod_uid: &str, container_id: &str, ready: bool) -> Result<UpdateOutcome>;
+    /// Sets whether a container passed its startup probe (contract 0.1.1 and later;
+    /// older plugins answer [`CallError::Unsupported`]).
+    fn set_container_startup(&mut self, pod_uid: &str, container_id: &str, started: bool) -> Result<UpdateOutcome>;
     /// Marks every container terminated and forces an update.
     fn terminate_pod(&mut self, pod: &str) -> Result<UpdateOutcome>;
     /// Drops the statuses of pods not in `keep`.
@@ -92,4 +103,6 @@ pub trait Plugin: Send {
     fn save_state_changes(&mut self) -> Result<String>;
     /// Applies another instance's change set.
     fn apply_state_changes(&mut self, changes: &str) -> Result<()>;
+    /// The WIT package the plugin implements (`kubelet:status@0.1.0`, ...).
+    fn contract(&self) -> &'static str;
 }

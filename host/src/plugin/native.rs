@@ -208,4 +208,12 @@ impl Plugin for NativePlugin {
     fn apply_state_changes(&mut self, changes: &str) -> Result<()> {
         self.manager.apply_state_changes(changes).map_err(rejected("apply-state-changes"))
     }
+
+    fn set_container_startup(&mut self, _pod_uid: &str, _container_id: &str, _started: bool) -> Result<UpdateOutcome> {
+        Err(CallError::Unsupported { call: "set-container-startup", contract: self.contract() })
+    }
+
+    fn contract(&self) -> &'static str {
+        "kubelet:status@0.1.0"
+    }
 }

@@ -6,10 +6,10 @@ use std::sync::Arc;
 use wasmtime::component::{Component, Linker};
 use wasmtime::{CallHook, Config, Engine, Store};
 
-use crate::bindings::{StatusManager, StatusManagerPre};
+use crate::bindings::{StatusManagerPre, v0_1_0};
 use crate::imports::{self, HostState};
 use crate::plugin::cache::{ArtifactCache, CacheOutcome};
-use crate::plugin::component::ComponentPlugin;
+use crate::plugin::component::{ComponentPlugin, Exports};
 use crate::plugin::limits::{EpochTicker, Limits, Sandbox};
 use crate::world::World;
 
@@ -22,9 +22,10 @@ pub enum LoadError {
     /// The bytes are not a valid component (or could not be compiled).
     #[error("not a loadable WebAssembly component: {0:#}")]
     Compile(#[source] wasmtime::Error),
-    /// The component does not implement the `status-manager` world this host serves:
-    /// it imports something the host does not provide or lacks an export.
-    #[error("the component does not implement kubelet:status/status-manager@0.1.0: {0:#}")]
+    /// The component does not implement a `status-manager` world this host serves
+    /// (`kubelet:status@0.1.0` or `@0.1.1`): it imports something the host does not
+    /// provide, or its exports are of another contract version.
+    #[error("the component does not implement kubelet:status/status-manager@0.1.0 or @0.1.1: {0:#}")]
     WrongWorld(#[source] wasmtime::Error),
     /// Instantiation failed (for example the plugin's start-up trapped).
     #[error("instantiating the plugin: {0:#}")]
@@ -108,7 +109,18 @@ impl PluginRuntime {
             ),
         };
         let instance_pre = self.linker.instantiate_pre(&component).map_err(LoadError::WrongWorld)?;
-        let pre = StatusManagerPre::new(instance_pre).map_err(LoadError::WrongWorld)?;
+        // The newest contract first: a 0.1.1 plugin also satisfies 0.1.0's exports.
+        let pre = match StatusManagerPre::new(instance_pre.clone()) {
+            Ok(pre) => Pre::V0_1_1(pre),
+            Err(newest) => match v0_1_0::StatusManagerPre::new(instance_pre) {
+                Ok(pre) => Pre::V0_1_0(pre),
+                Err(oldest) => {
+                    return Err(LoadError::WrongWorld(wasmtime::format_err!(
+                        "as 0.1.1: {newest:#}; as 0.1.0: {oldest:#}"
+                    )));
+                }
+            },
+        };
         Ok(PluginImage { pre, cache, limits: self.limits.clone(), _ticker: Arc::clone(&self.ticker) })
     }
 
@@ -120,10 +132,17 @@ impl PluginRuntime {
     }
 }
 
+/// A pre-instantiated plugin, by contract version.
+#[derive(Clone)]
+enum Pre {
+    V0_1_1(StatusManagerPre<HostState>),
+    V0_1_0(v0_1_0::StatusManagerPre<HostState>),
+}
+
 /// A compiled, linked plugin, ready to be instantiated any number of times.
 #[derive(Clone)]
 pub struct PluginImage {
-    pre: StatusManagerPre<HostState>,
+    pre: Pre,
     cache: CacheOutcome,
     limits: Limits,
     _ticker: Arc<EpochTicker>,
@@ -135,6 +154,14 @@ impl PluginImage {
         self.cache
     }
 
+    /// The WIT package the plugin implements.
+    pub fn contract(&self) -> &'static str {
+        match self.pre {
+            Pre::V0_1_1(_) => "kubelet:status@0.1.1",
+            Pre::V0_1_0(_) => "kubelet:status@0.1.0",
+        }
+    }
+
     /// The limits every instance of this image gets.
     pub fn limits(&self) -> &Limits {
         &self.limits
@@ -142,7 +169,11 @@ impl PluginImage {
 
     /// A fresh instance whose imports reach `world`, inside the sandbox's limits.
     pub fn instantiate(&self, world: World) -> Result<ComponentPlugin, LoadError> {
-        let mut store = Store::new(self.pre.engine(), HostState::new(world, Sandbox::new(self.limits.clone())));
+        let engine = match &self.pre {
+            Pre::V0_1_1(pre) => pre.engine(),
+            Pre::V0_1_0(pre) => pre.engine(),
+        };
+        let mut store = Store::new(engine, HostState::new(world, Sandbox::new(self.limits.clone())));
         store.limiter(|state| &mut state.sandbox);
         store.epoch_deadline_trap();
         // Only guest time counts against the CPU budget: the clock stops while an
@@ -159,7 +190,10 @@ impl PluginImage {
             store.set_fuel(fuel).map_err(LoadError::Instantiate)?;
         }
         store.set_epoch_deadline(self.limits.call_cpu_time.as_millis().max(1) as u64);
-        let bindings: StatusManager = self.pre.instantiate(&mut store).map_err(LoadError::Instantiate)?;
-        Ok(ComponentPlugin::new(store, bindings))
+        let exports = match &self.pre {
+            Pre::V0_1_1(pre) => Exports::V0_1_1(pre.instantiate(&mut store).map_err(LoadError::Instantiate)?),
+            Pre::V0_1_0(pre) => Exports::V0_1_0(pre.instantiate(&mut store).map_err(LoadError::Instantiate)?),
+        };
+        Ok(ComponentPlugin::new(store, exports))
     }
 }

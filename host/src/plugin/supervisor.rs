@@ -218,6 +218,14 @@ impl Plugin for SupervisedPlugin {
         self.run("set-container-readiness", true, |p| p.set_container_readiness(pod_uid, container_id, ready))
     }
 
+    fn set_container_startup(&mut self, pod_uid: &str, container_id: &str, started: bool) -> Result<UpdateOutcome> {
+        self.run("set-container-startup", true, |p| p.set_container_startup(pod_uid, container_id, started))
+    }
+
+    fn contract(&self) -> &'static str {
+        self.image.contract()
+    }
+
     fn terminate_pod(&mut self, pod: &str) -> Result<UpdateOutcome> {
         self.run("terminate-pod", true, |p| p.terminate_pod(pod))
     }

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use k8s_openapi::api::core::v1::Pod;
 
 use crate::backends::api_server::memory::MemoryApiServer;
-use crate::backends::api_server::{ApiError, ApiServer, DeleteOptions, Result, StatusUpdate};
+use crate::backends::api_server::{ApiError, ApiServer, DeleteOptions, Result, StatusPatch, StatusUpdate};
 use crate::replay::report::Call;
 use crate::replay::trace::{FailError, FailVerb};
 
@@ -101,6 +101,8 @@ fn outcome<T>(result: &Result<T>) -> &'static str {
         Ok(_) => "ok",
         Err(ApiError::NotFound { .. }) => "not-found",
         Err(e) if e.code() == 409 => "conflict",
+        // A refusal of the host's guard is no outcome the trace format knows apart.
+        Err(ApiError::Forbidden { .. }) => "error",
         Err(_) => "error",
     }
 }
@@ -121,6 +123,22 @@ impl ApiServer for RecordingApiServer {
         let result = match self.injected(FailVerb::Write, &update.namespace, &update.name) {
             Some(e) => Err(e),
             None => self.inner.update_pod_status(update),
+        };
+        call.outcome = outcome(&result);
+        call.subresource = Some("status");
+        call.target_uid = Some(result.as_ref().ok().and_then(|pod| pod.metadata.uid.clone()));
+        self.record(call);
+        result
+    }
+
+    fn patch_pod_status(&self, patch: StatusPatch) -> Result<Arc<Pod>> {
+        let mut call = self.call("patch", &patch.namespace, &patch.name, "ok");
+        // The UID precondition travels beside the patch or inside it (metadata.uid).
+        let inside = patch.patch.pointer("/metadata/uid").and_then(serde_json::Value::as_str).map(str::to_string);
+        call.precondition_uid = Some(patch.uid_precondition.clone().or(inside));
+        let result = match self.injected(FailVerb::Write, &patch.namespace, &patch.name) {
+            Some(e) => Err(e),
+            None => self.inner.patch_pod_status(patch),
         };
         call.outcome = outcome(&result);
         call.subresource = Some("status");

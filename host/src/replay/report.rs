@@ -32,7 +32,7 @@ pub struct Call {
     /// Writes only: the UID of the object changed, null when nothing changed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub target_uid: Option<Option<String>>,
-    /// Deletes (and v2 patches): the UID precondition sent.
+    /// Deletes and status patches: the UID precondition sent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub precondition_uid: Option<Option<String>>,
     /// Deletes: the grace period sent.

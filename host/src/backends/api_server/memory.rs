@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use super::{ApiError, ApiServer, DeleteOptions, Result, StatusUpdate};
+use super::{ApiError, ApiServer, DeleteOptions, Result, StatusPatch, StatusUpdate};
 
 /// The namespace the API server gives a pod that names none.
 const DEFAULT_NAMESPACE: &str = "default";
@@ -195,19 +195,22 @@ impl ApiServer for MemoryApiServer {
             let stored = pods.get_mut(&key).ok_or_else(|| not_found(&key.0, &key.1))?;
             check_uid(stored, &key.1, uid_precondition.as_deref())?;
             check_resource_version(stored, &key.1, resource_version_precondition.as_deref())?;
-            let version = Some(next_resource_version(resource_version));
-            match Arc::get_mut(stored) {
-                // No one else holds the stored object: edit it in place.
-                Some(pod) => {
-                    pod.metadata.resource_version = version;
-                    pod.status = Some(status);
-                }
-                // Readers hold it: a new object, copying only what the write keeps.
-                None => {
-                    let metadata = ObjectMeta { resource_version: version, ..stored.metadata.clone() };
-                    *stored = Arc::new(Pod { metadata, spec: stored.spec.clone(), status: Some(status) });
-                }
-            }
+            replace_status(stored, next_resource_version(resource_version), status);
+            Ok((Arc::clone(stored), PodEvent::Modified(Arc::clone(stored))))
+        })
+    }
+
+    fn patch_pod_status(&self, patch: StatusPatch) -> Result<Arc<Pod>> {
+        let StatusPatch { namespace, name, uid_precondition, patch } = patch;
+        let key = (namespace, name);
+        self.write(|store| {
+            let Store { pods, resource_version } = store;
+            let stored = pods.get_mut(&key).ok_or_else(|| not_found(&key.0, &key.1))?;
+            check_uid(stored, &key.1, uid_precondition.as_deref())?;
+            // The kubelet's patch carries the UID inside too: Kubernetes checks it.
+            check_uid(stored, &key.1, patch.pointer("/metadata/uid").and_then(serde_json::Value::as_str))?;
+            let status = super::status_patch::apply(stored.status.as_ref(), &patch).map_err(|e| invalid(&key.1, &e))?;
+            replace_status(stored, next_resource_version(resource_version), status);
             Ok((Arc::clone(stored), PodEvent::Modified(Arc::clone(stored))))
         })
     }
@@ -225,6 +228,23 @@ impl ApiServer for MemoryApiServer {
             let pod = store.stamp(Arc::unwrap_or_clone(pod));
             Ok((Arc::clone(&pod), PodEvent::Deleted(pod)))
         })
+    }
+}
+
+/// Gives the stored pod a new status and resourceVersion, copying at most its metadata
+/// and spec.
+fn replace_status(stored: &mut Arc<Pod>, version: String, status: k8s_openapi::api::core::v1::PodStatus) {
+    match Arc::get_mut(stored) {
+        // No one else holds the stored object: edit it in place.
+        Some(pod) => {
+            pod.metadata.resource_version = Some(version);
+            pod.status = Some(status);
+        }
+        // Readers hold it: a new object, copying only what the write keeps.
+        None => {
+            let metadata = ObjectMeta { resource_version: Some(version), ..stored.metadata.clone() };
+            *stored = Arc::new(Pod { metadata, spec: stored.spec.clone(), status: Some(status) });
+        }
     }
 }
 

@@ -1,9 +1,13 @@
 //! The API server as the plugin sees it: the host's `api-server` import forwards to an
 //! [`ApiServer`]. Implementations: [`MemoryApiServer`] (replay, tests, the embedded
-//! server); a kube-rs client will sit behind the same trait.
+//! server); a kube-rs client will sit behind the same trait. [`GuardedApiServer`] sits
+//! in front of any of them and keeps the plugin to the pods of its node.
 
+pub mod guarded;
 pub mod memory;
+pub mod status_patch;
 
+pub use guarded::{GuardedApiServer, Refusals};
 pub use memory::{MemoryApiServer, PodEvent, PodListener};
 
 use std::sync::Arc;
@@ -28,9 +32,29 @@ pub trait ApiServer: Send + Sync {
     /// status becomes the stored one without a copy.
     fn update_pod_status(&self, update: StatusUpdate) -> Result<Arc<Pod>>;
 
+    /// PATCH `.../pods/NAME/status` with a strategic merge patch of the pod (see
+    /// [`status_patch`]): only `status` changes; the UID precondition, given here or as
+    /// the patch's `metadata.uid`, must hold ([`ApiError::Conflict`] otherwise).
+    fn patch_pod_status(&self, patch: StatusPatch) -> Result<Arc<Pod>> {
+        Err(ApiError::Invalid { message: format!("pods \"{}\": status patches are not supported here", patch.name) })
+    }
+
     /// DELETE with options; [`ApiError::Conflict`] when the UID precondition fails,
     /// [`ApiError::NotFound`] when the pod is absent. Returns the deleted pod.
     fn delete_pod(&self, namespace: &str, name: &str, options: &DeleteOptions) -> Result<Arc<Pod>>;
+}
+
+/// A strategic merge patch of a pod's status subresource.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct StatusPatch {
+    /// Namespace of the pod.
+    pub namespace: String,
+    /// Name of the pod.
+    pub name: String,
+    /// The patch applies only to the object with this UID.
+    pub uid_precondition: Option<String>,
+    /// The patch of the pod object: `{"metadata": {"uid": ...}, "status": {...}}`.
+    pub patch: serde_json::Value,
 }
 
 /// A write of a pod's status subresource.
@@ -85,6 +109,14 @@ pub enum ApiError {
         /// Kubernetes' message, e.g. "the object has been modified; ...".
         message: String,
     },
+    /// 403: the request was refused before it reached the store: the plugin may reach
+    /// only the pods of its node (see [`GuardedApiServer`]).
+    #[error("{message}")]
+    Forbidden {
+        /// What was refused and why, e.g. "get of pod kube-system/etcd refused: not a
+        /// pod of this node".
+        message: String,
+    },
     /// 422: the request itself is unacceptable (a pod without name or UID, ...).
     #[error("{message}")]
     Invalid {
@@ -109,6 +141,7 @@ impl ApiError {
     /// The HTTP status code Kubernetes answers with.
     pub fn code(&self) -> u16 {
         match self {
+            Self::Forbidden { .. } => 403,
             Self::NotFound { .. } => 404,
             Self::AlreadyExists { .. } | Self::Conflict { .. } => 409,
             Self::Invalid { .. } => 422,
@@ -120,6 +153,7 @@ impl ApiError {
     /// The `reason` of the Kubernetes `Status` (what clients switch on).
     pub fn reason(&self) -> &'static str {
         match self {
+            Self::Forbidden { .. } => "Forbidden",
             Self::NotFound { .. } => "NotFound",
             Self::AlreadyExists { .. } => "AlreadyExists",
             Self::Conflict { .. } => "Conflict",
@@ -157,6 +191,7 @@ mod tests {
     #[test]
     fn codes_and_reasons_match_kubernetes() {
         let cases = [
+            (ApiError::Forbidden { message: "m".into() }, 403, "Forbidden"),
             (ApiError::NotFound { namespace: "ns".into(), name: "a".into() }, 404, "NotFound"),
             (ApiError::AlreadyExists { namespace: "ns".into(), name: "a".into() }, 409, "AlreadyExists"),
             (ApiError::modified("a"), 409, "Conflict"),
