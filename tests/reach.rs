@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use k8s_openapi::api::core::v1::Pod;
 use podstatus::backends::api_server::{
-    ApiError, ApiServer, DeleteOptions, GuardedApiServer, MemoryApiServer, Refusals, StatusUpdate,
+    ApiError, ApiServer, DeleteOptions, GuardedApiServer, MemoryApiServer, Refusals, StatusPatch, StatusUpdate,
 };
 use podstatus::backends::clock::SystemClock;
 use podstatus::backends::deletion_safety::FixedDeletionSafety;
@@ -90,6 +90,10 @@ impl ApiServer for PluginSide {
 
     fn update_pod_status(&self, update: StatusUpdate) -> Result<Arc<Pod>, ApiError> {
         self.note(self.guard.update_pod_status(update))
+    }
+
+    fn patch_pod_status(&self, patch: StatusPatch) -> Result<Arc<Pod>, ApiError> {
+        self.note(self.guard.patch_pod_status(patch))
     }
 
     fn delete_pod(&self, namespace: &str, name: &str, options: &DeleteOptions) -> Result<Arc<Pod>, ApiError> {
@@ -271,9 +275,60 @@ fn writing_another_pods_status_is_refused() {
     };
     let message = forbidden(node.world.api_server.update_pod_status(update));
     assert_eq!(message, "status update of pod kube-system/etcd refused: not a pod of this node");
+    // The 0.1.1 contract's strategic merge patch, likewise.
+    let patch = StatusPatch {
+        namespace: "kube-system".into(),
+        name: "etcd".into(),
+        uid_precondition: Some("ue".into()),
+        patch: json!({"metadata": {"uid": "ue"}, "status": {"phase": "Failed"}}),
+    };
+    let message = forbidden(node.world.api_server.patch_pod_status(patch));
+    assert_eq!(message, "status patch of pod kube-system/etcd refused: not a pod of this node");
     assert_eq!(node.stored("kube-system", "etcd"), before, "untouched");
-    assert_eq!(node.guard.refusals(), Refusals { update_status: 1, ..Refusals::default() });
+    assert_eq!(node.guard.refusals(), Refusals { update_status: 1, patch_status: 1, ..Refusals::default() });
     still_serves(&node);
+}
+
+#[test]
+fn a_status_write_of_the_nodes_own_pod_changes_only_status() {
+    let node = Node::new(Some(NODE));
+    node.own(&pod("ns", "a", "ua", NODE));
+    let before = node.stored("ns", "a");
+    let api = &node.world.api_server;
+
+    // A patch that reaches for labels or spec is refused whole.
+    for (body, field) in [
+        (
+            json!({"metadata": {"uid": "ua", "labels": {"app": "evil"}}, "status": {"phase": "Failed"}}),
+            "metadata.labels",
+        ),
+        (json!({"spec": {"nodeName": OTHER_NODE}, "status": {"phase": "Failed"}}), "spec"),
+    ] {
+        let patch = StatusPatch { namespace: "ns".into(), name: "a".into(), uid_precondition: None, patch: body };
+        let message = forbidden(api.patch_pod_status(patch));
+        assert_eq!(message, format!("status patch of pod ns/a refused: the patch changes {field}, not only status"));
+    }
+    assert_eq!(node.stored("ns", "a"), before, "untouched");
+
+    // Status writes as the kubelet makes them go through and keep metadata and spec.
+    let update = StatusUpdate {
+        namespace: "ns".into(),
+        name: "a".into(),
+        uid_precondition: Some("ua".into()),
+        resource_version_precondition: before.metadata.resource_version.clone(),
+        status: serde_json::from_str(RUNNING).expect("status"),
+    };
+    let updated = api.update_pod_status(update).expect("update");
+    assert_eq!((phase(&updated), all_but_status(&updated)), (Some("Running"), all_but_status(&before)));
+    let patch = StatusPatch {
+        namespace: "ns".into(),
+        name: "a".into(),
+        uid_precondition: Some("ua".into()),
+        patch: json!({"metadata": {"uid": "ua"}, "status": {"phase": "Succeeded"}}),
+    };
+    let patched = api.patch_pod_status(patch).expect("patch");
+    assert_eq!((phase(&patched), all_but_status(&patched)), (Some("Succeeded"), all_but_status(&before)));
+    assert_eq!(node.guard.refusals(), Refusals { patch_status: 2, ..Refusals::default() });
 }
 
 #[test]

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use crate::backends::sync_queue::{SyncQueue, Wait};
 use crate::bindings::{BatchReport, CachedStatus, SyncOutcome, SyncRequest, UpdateOutcome};
 use crate::plugin::{Plugin, Result};
+use crate::swap::{SwapError, SwapReport, load_checked, move_changes};
 
 /// The seed's batch sync period.
 pub const DEFAULT_SYNC_PERIOD: Duration = Duration::from_secs(10);
@@ -162,5 +163,39 @@ impl ManagerHandle {
     /// Requests waiting in the sync queue.
     pub fn queue_len(&self) -> usize {
         self.shared.queue.len()
+    }
+
+    /// The contract the running plugin implements.
+    pub fn contract(&self) -> &'static str {
+        self.shared.plugin().contract()
+    }
+
+    /// Replaces the running plugin with `new` (already compiled and instantiated:
+    /// nothing slow happens while calls wait), carrying its state over: the bulk moves
+    /// while the old plugin keeps serving, then calls are held while what changed since
+    /// moves and the new plugin takes over. Calls that arrive meanwhile wait and go to
+    /// the new plugin; none is lost or runs twice. On any failure the old plugin keeps
+    /// serving and the error says why.
+    pub fn swap(&self, mut new: Box<dyn Plugin>) -> std::result::Result<SwapReport, SwapError> {
+        let start = Instant::now();
+        // The bulk: saving it is one call like any other (others wait only for it);
+        // loading it into the new plugin happens while the old one serves.
+        let state = self.shared.plugin().save_state().map_err(SwapError::Source)?;
+        load_checked(new.as_mut(), &state)?;
+        let bulk = start.elapsed();
+
+        let mut running = self.shared.plugin();
+        let paused = Instant::now();
+        let changes_bytes = move_changes(running.as_mut(), new.as_mut())?;
+        let from = running.contract();
+        let to = new.contract();
+        let old = std::mem::replace(&mut *running, new);
+        let pause = paused.elapsed();
+        drop(running);
+        drop(old);
+        let report =
+            SwapReport { from, to, state_bytes: state.len(), changes_bytes, bulk, pause, total: start.elapsed() };
+        tracing::info!(?report, "plugin swapped");
+        Ok(report)
     }
 }

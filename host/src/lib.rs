@@ -14,4 +14,5 @@ pub mod imports;
 pub mod inspect;
 pub mod plugin;
 pub mod replay;
+pub mod swap;
 pub mod world;

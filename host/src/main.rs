@@ -120,19 +120,27 @@ fn replay_command(trace_path: &Path, plugin: &PluginArgs, native: bool) -> ExitC
         Err(e) => return unusable(e.to_string()),
     };
 
+    let runtime = match PluginRuntime::new(&plugin.runtime_config()) {
+        Ok(runtime) => runtime,
+        Err(e) => return unusable(format!("plugin runtime: {e}")),
+    };
+    // `swap` steps load their plugin files with the same runtime (and cache).
+    let swap_loader = |path: &Path, world| {
+        let image = runtime.load_file(path).map_err(|e| e.to_string())?;
+        image.instantiate(world).map(|p| Box::new(p) as Box<dyn Plugin>).map_err(|e| e.to_string())
+    };
     let outcome = if native {
-        replay::run(&trace, &|world| Ok(Box::new(NativePlugin::new(world)) as Box<dyn Plugin>))
+        replay::run_with_swaps(&trace, &|world| Ok(Box::new(NativePlugin::new(world)) as Box<dyn Plugin>), &swap_loader)
     } else {
-        let image = match plugin.bytes().and_then(|bytes| {
-            let runtime = PluginRuntime::new(&plugin.runtime_config())?;
-            Ok(runtime.load(&bytes)?)
-        }) {
+        let image = match plugin.bytes().and_then(|bytes| Ok(runtime.load(&bytes)?)) {
             Ok(image) => image,
             Err(e) => return unusable(format!("plugin: {e:#}")),
         };
-        replay::run(&trace, &|world| {
-            image.instantiate(world).map(|p| Box::new(p) as Box<dyn Plugin>).map_err(|e| e.to_string())
-        })
+        replay::run_with_swaps(
+            &trace,
+            &|world| image.instantiate(world).map(|p| Box::new(p) as Box<dyn Plugin>).map_err(|e| e.to_string()),
+            &swap_loader,
+        )
     };
     let outcome = match outcome {
         Ok(outcome) => outcome,

@@ -7,7 +7,7 @@ use std::process::{Command, Output};
 use std::sync::{Arc, OnceLock};
 
 use k8s_openapi::api::core::v1::Pod;
-use podstatus::backends::api_server::{ApiServer, DeleteOptions, Result as ApiResult, StatusUpdate};
+use podstatus::backends::api_server::{ApiServer, DeleteOptions, Result as ApiResult, StatusPatch, StatusUpdate};
 use podstatus::components::PODSTATUS_V1;
 use podstatus::fuzz::{
     self, Campaign, GenConfig, Invariant, KnownIssue, Limit, ShrinkBudget, Target, check_trace, compare_targets,
@@ -31,7 +31,7 @@ fn component() -> Target {
     IMAGE
         .get_or_init(|| {
             let runtime = PluginRuntime::new(&fuzz::runtime_config(Some(cache_dir()))).expect("runtime");
-            Target::Component(runtime.load(PODSTATUS_V1).expect("the v1 plugin loads"))
+            Target::Component(Box::new(runtime.load(PODSTATUS_V1).expect("the v1 plugin loads")))
         })
         .clone()
 }
@@ -102,6 +102,9 @@ impl ApiServer for LosesWrites {
     fn update_pod_status(&self, update: StatusUpdate) -> ApiResult<Arc<Pod>> {
         self.0.get_pod(&update.namespace, &update.name)
     }
+    fn patch_pod_status(&self, patch: StatusPatch) -> ApiResult<Arc<Pod>> {
+        self.0.get_pod(&patch.namespace, &patch.name)
+    }
     fn delete_pod(&self, namespace: &str, name: &str, options: &DeleteOptions) -> ApiResult<Arc<Pod>> {
         self.0.delete_pod(namespace, name, options)
     }
@@ -116,6 +119,9 @@ impl ApiServer for NoDeletePrecondition {
     }
     fn update_pod_status(&self, update: StatusUpdate) -> ApiResult<Arc<Pod>> {
         self.0.update_pod_status(update)
+    }
+    fn patch_pod_status(&self, patch: StatusPatch) -> ApiResult<Arc<Pod>> {
+        self.0.patch_pod_status(patch)
     }
     fn delete_pod(&self, namespace: &str, name: &str, options: &DeleteOptions) -> ApiResult<Arc<Pod>> {
         self.0.delete_pod(namespace, name, &DeleteOptions { uid_precondition: None, ..options.clone() })
@@ -141,6 +147,9 @@ impl ApiServer for WritesElsewhere {
             update.resource_version_precondition = None;
         }
         self.0.update_pod_status(update)
+    }
+    fn patch_pod_status(&self, patch: StatusPatch) -> ApiResult<Arc<Pod>> {
+        self.0.patch_pod_status(patch)
     }
     fn delete_pod(&self, namespace: &str, name: &str, options: &DeleteOptions) -> ApiResult<Arc<Pod>> {
         self.0.delete_pod(namespace, name, options)

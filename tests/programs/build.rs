@@ -41,6 +41,7 @@ fn main() {
             &format!("The adversary built with feature `{feature}`."),
         );
     }
+    add("WRONG_CONTRACT".into(), "podstatus-test-wrong-contract", &[], "A plugin of contract kubelet:status@9.0.0.");
     add(
         "FAILPOINTS".into(),
         "podstatus-guest",

@@ -34,11 +34,20 @@ pub fn v1_image() -> &'static PluginImage {
 }
 
 /// Replays `trace_text` through the v1 component.
+/// Replays `trace_text` through the v1 component; `swap` steps load their plugin files.
 pub fn replay_component(trace_text: &str, base_dir: &Path) -> Result<ReplayOutcome, TraceError> {
     let trace = Trace::parse(trace_text, base_dir.to_path_buf())?;
-    replay::run(&trace, &|world| {
-        v1_image().instantiate(world).map(|p| Box::new(p) as Box<dyn Plugin>).map_err(|e| e.to_string())
-    })
+    let runtime = PluginRuntime::new(&RuntimeConfig { cache_dir: Some(cache_dir()), ..RuntimeConfig::default() })
+        .expect("runtime");
+    let loader = |path: &Path, world| {
+        let image = runtime.load_file(path).map_err(|e| e.to_string())?;
+        image.instantiate(world).map(|p| Box::new(p) as Box<dyn Plugin>).map_err(|e| e.to_string())
+    };
+    replay::run_with_swaps(
+        &trace,
+        &|world| v1_image().instantiate(world).map(|p| Box::new(p) as Box<dyn Plugin>).map_err(|e| e.to_string()),
+        &loader,
+    )
 }
 
 /// Replays `trace_text` through the same logic, natively.

@@ -66,7 +66,7 @@ pub struct BatchReport {
 
 /// A status snapshot waiting in the host's queue.
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) struct PendingSync {
+pub struct PendingSync {
     pub pod_uid: String,
     pub status: Arc<VersionedStatus>,
 }
@@ -76,12 +76,13 @@ pub(crate) struct PendingSync {
 pub struct Manager<I: Imports> {
     pub(crate) imports: I,
     /// Pod UID (a static pod's own UID) to its latest status. `Arc`: a queued snapshot
-    /// and the cache usually share one status.
-    pub(crate) statuses: BTreeMap<String, Arc<VersionedStatus>>,
+    /// and the cache usually share one status. Public for newer logic built on this
+    /// state; change it only through the methods that record changes.
+    pub statuses: BTreeMap<String, Arc<VersionedStatus>>,
     /// (Mirror) pod UID to the latest version written to the API server.
-    pub(crate) api_versions: BTreeMap<String, u64>,
+    pub api_versions: BTreeMap<String, u64>,
     /// Snapshots referred to by requests in the host's queue, by request ID.
-    pub(crate) pending: BTreeMap<u64, PendingSync>,
+    pub pending: BTreeMap<u64, PendingSync>,
     pub(crate) next_request_id: u64,
     /// What changed since the state was last saved, for `save_state_changes`.
     pub(crate) changes: Changes,
@@ -340,7 +341,7 @@ impl<I: Imports> Manager<I> {
     }
 
     /// Pushes a sync request; when the queue is full the batch sync will catch up.
-    fn enqueue(&mut self, uid: &str, status: Arc<VersionedStatus>) -> UpdateOutcome {
+    pub fn enqueue(&mut self, uid: &str, status: Arc<VersionedStatus>) -> UpdateOutcome {
         let id = self.next_request_id;
         self.next_request_id += 1;
         let request = SyncRequest { id, pod_uid: uid.to_string(), version: status.version };
@@ -494,13 +495,13 @@ impl<I: Imports> Manager<I> {
     }
 
     /// Caches `status` for `uid`, noting the change.
-    fn put_status(&mut self, uid: &str, status: Arc<VersionedStatus>) {
+    pub fn put_status(&mut self, uid: &str, status: Arc<VersionedStatus>) {
         self.statuses.insert(uid.to_string(), status);
         self.note_status_change(uid);
     }
 
     /// Drops the cached status of `uid`, noting the change.
-    fn drop_status(&mut self, uid: &str) {
+    pub fn drop_status(&mut self, uid: &str) {
         if self.statuses.remove(uid).is_some() {
             self.note_status_change(uid);
         }
@@ -514,18 +515,21 @@ impl<I: Imports> Manager<I> {
         self.changes.pending.extend(queued);
     }
 
-    fn set_api_version(&mut self, uid: &str, version: u64) {
+    /// Records `version` as written to the API server for `uid`, noting the change.
+    pub fn set_api_version(&mut self, uid: &str, version: u64) {
         self.api_versions.insert(uid.to_string(), version);
         self.changes.api_versions.insert(uid.to_string());
     }
 
-    fn drop_api_version(&mut self, uid: &str) {
+    /// Forgets the version written for `uid`, noting the change.
+    pub fn drop_api_version(&mut self, uid: &str) {
         if self.api_versions.remove(uid).is_some() {
             self.changes.api_versions.insert(uid.to_string());
         }
     }
 
-    fn drop_pending(&mut self, id: u64) -> Option<PendingSync> {
+    /// Drops the snapshot of request `id`, noting the change.
+    pub fn drop_pending(&mut self, id: u64) -> Option<PendingSync> {
         let pending = self.pending.remove(&id)?;
         self.changes.pending.insert(id);
         Some(pending)
@@ -533,7 +537,7 @@ impl<I: Imports> Manager<I> {
 
     /// The host's time, read at most once per update so that every time set by one
     /// update is the same instant.
-    fn now_cached(&mut self, now: &mut Option<Time>) -> Time {
+    pub fn now_cached(&mut self, now: &mut Option<Time>) -> Time {
         now.get_or_insert_with(|| {
             let ts = self.imports.now();
             let nanos = i32::try_from(ts.nanoseconds).unwrap_or(0);
@@ -542,7 +546,8 @@ impl<I: Imports> Manager<I> {
         .clone()
     }
 
-    fn log(&mut self, level: Level, message: impl FnOnce() -> String) {
+    /// Logs through the imports, building the message only when the level is enabled.
+    pub fn log(&mut self, level: Level, message: impl FnOnce() -> String) {
         if self.imports.log_enabled(level) {
             let message = message();
             self.imports.log(level, &message);
@@ -551,7 +556,7 @@ impl<I: Imports> Manager<I> {
 }
 
 /// Go's zero `metav1.Time` (0001-01-01T00:00:00Z) means "unset".
-fn is_zero(time: &Time) -> bool {
+pub fn is_zero(time: &Time) -> bool {
     time.0.as_second() == GO_ZERO_TIME_SECONDS && time.0.subsec_nanosecond() == 0
 }
 
@@ -560,7 +565,7 @@ const GO_ZERO_TIME_SECONDS: i64 = -62_135_596_800;
 
 /// The container (regular first, then init) with this container ID. An absent ID
 /// compares as "", as in Go.
-fn find_container_status<'a>(status: &'a PodStatus, container_id: &str) -> Option<&'a ContainerStatus> {
+pub fn find_container_status<'a>(status: &'a PodStatus, container_id: &str) -> Option<&'a ContainerStatus> {
     let matches = |c: &&ContainerStatus| c.container_id.as_deref().unwrap_or("") == container_id;
     status
         .container_statuses
@@ -570,7 +575,8 @@ fn find_container_status<'a>(status: &'a PodStatus, container_id: &str) -> Optio
         .or_else(|| status.init_container_statuses.iter().flatten().find(matches))
 }
 
-fn find_container_status_mut<'a>(status: &'a mut PodStatus, container_id: &str) -> Option<&'a mut ContainerStatus> {
+/// The container with this container ID, for changing it.
+pub fn find_container_status_mut<'a>(status: &'a mut PodStatus, container_id: &str) -> Option<&'a mut ContainerStatus> {
     let matches = |c: &&mut ContainerStatus| c.container_id.as_deref().unwrap_or("") == container_id;
     if let Some(found) = status.container_statuses.iter_mut().flatten().find(matches) {
         return Some(found);

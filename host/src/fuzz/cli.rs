@@ -108,7 +108,7 @@ fn run_inner(args: &FuzzArgs) -> Result<ExitCode, String> {
             runtime = Some(PluginRuntime::new(&config).map_err(|e| e.to_string())?);
         }
         let image = runtime.as_ref().expect("set above").load(&bytes).map_err(|e| format!("plugin: {e}"))?;
-        Ok(Target::Component(image))
+        Ok(Target::Component(Box::new(image)))
     };
 
     let (target, target_name) = if args.native {

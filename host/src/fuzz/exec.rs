@@ -28,7 +28,7 @@ pub enum Target {
     /// The logic linked natively (no sandbox).
     Native,
     /// A component in the sandbox.
-    Component(PluginImage),
+    Component(Box<PluginImage>),
     /// Whatever the function makes.
     Custom(PluginMaker),
 }

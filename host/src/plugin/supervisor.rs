@@ -66,6 +66,10 @@ pub struct SupervisedPlugin {
     instance: Option<ComponentPlugin>,
     /// The last accepted state, as the plugin's own document.
     shadow: StateShadow,
+    /// Changes since the caller last saved the state or took its changes: the plugin's
+    /// own change sets go to the shadow, so the supervisor answers
+    /// `save-state-changes` itself (a hot swap follows the state that way).
+    unsaved: ChangeSet,
     backoff: Backoff,
     stats: RecoveryStats,
 }
@@ -83,6 +87,7 @@ impl SupervisedPlugin {
             world,
             instance: Some(instance),
             shadow,
+            unsaved: ChangeSet::default(),
             backoff: Backoff::default(),
             stats: RecoveryStats::default(),
         })
@@ -127,12 +132,16 @@ impl SupervisedPlugin {
         }
         if mutating {
             let instance = self.instance.as_mut().expect("healthy after the call");
-            match instance.save_state_changes().and_then(|changes| {
-                self.shadow.apply(&changes).map_err(|message| CallError::Fault {
+            let taken = instance.save_state_changes().and_then(|changes| {
+                ChangeSet::parse(&changes).map_err(|message| CallError::Fault {
                     call: "save-state-changes",
                     kind: FaultKind::Trap,
                     message,
                 })
+            });
+            match taken.map(|changes| {
+                self.shadow.apply(&changes);
+                self.unsaved.merge(changes);
             }) {
                 Ok(()) => {}
                 Err(e) => {
@@ -264,9 +273,9 @@ impl Plugin for SupervisedPlugin {
     }
 
     fn save_state_changes(&mut self) -> Result<String> {
-        // The supervisor takes every change set itself; handing one out would leave
-        // its copy behind. Callers get the full document instead.
-        Ok(self.shadow.document())
+        // The plugin's change sets all went to the shadow; the caller gets what
+        // accumulated since it last saved.
+        Ok(std::mem::take(&mut self.unsaved).document())
     }
 
     fn apply_state_changes(&mut self, changes: &str) -> Result<()> {
@@ -301,35 +310,21 @@ impl StateShadow {
     }
 
     /// Applies a change set: each entry replaces the copy's entry whole, null removes it.
-    fn apply(&mut self, changes: &str) -> std::result::Result<(), String> {
-        let doc: Value = serde_json::from_str(changes).map_err(|e| format!("change set: {e}"))?;
-        if doc.get("format").and_then(Value::as_str) != Some(CHANGES_FORMAT) {
-            return Err(format!("change set: format is not {CHANGES_FORMAT:?}"));
-        }
-        let Some(Value::Object(patch)) = doc.get("patch") else {
-            return Err("change set: no patch".into());
-        };
-        for (key, target) in
-            MAPS.into_iter().zip([&mut self.statuses, &mut self.api_status_versions, &mut self.pending])
+    fn apply(&mut self, changes: &ChangeSet) {
+        for (target, entries) in
+            [&mut self.statuses, &mut self.api_status_versions, &mut self.pending].into_iter().zip(&changes.maps)
         {
-            match patch.get(key) {
-                Some(Value::Object(entries)) => {
-                    for (k, v) in entries {
-                        if v.is_null() {
-                            target.remove(k);
-                        } else {
-                            target.insert(k.clone(), v.clone());
-                        }
-                    }
+            for (k, v) in entries {
+                if v.is_null() {
+                    target.remove(k);
+                } else {
+                    target.insert(k.clone(), v.clone());
                 }
-                None => {}
-                Some(_) => return Err(format!("change set: {key} is not an object")),
             }
         }
-        if let Some(next) = patch.get("nextRequestId") {
+        if let Some(next) = &changes.next_request_id {
             self.header.insert("nextRequestId".into(), next.clone());
         }
-        Ok(())
     }
 
     fn document(&self) -> String {
@@ -338,5 +333,65 @@ impl StateShadow {
         doc.insert(MAPS[1].into(), Value::Object(self.api_status_versions.clone()));
         doc.insert(MAPS[2].into(), Value::Object(self.pending.clone()));
         Value::Object(doc).to_string()
+    }
+}
+
+/// A parsed change set (`save-state-changes`): for each of the document's three maps,
+/// the entries that changed (null: removed), and the request counter.
+#[derive(Clone, Debug, Default)]
+struct ChangeSet {
+    maps: [Map<String, Value>; 3],
+    next_request_id: Option<Value>,
+    /// The header of the change sets seen (format and version), to write them back.
+    header: Option<(Value, Value)>,
+}
+
+impl ChangeSet {
+    fn parse(text: &str) -> std::result::Result<ChangeSet, String> {
+        let doc: Value = serde_json::from_str(text).map_err(|e| format!("change set: {e}"))?;
+        if doc.get("format").and_then(Value::as_str) != Some(CHANGES_FORMAT) {
+            return Err(format!("change set: format is not {CHANGES_FORMAT:?}"));
+        }
+        let Some(Value::Object(patch)) = doc.get("patch") else {
+            return Err("change set: no patch".into());
+        };
+        let mut set = ChangeSet {
+            next_request_id: patch.get("nextRequestId").cloned(),
+            header: Some((doc["format"].clone(), doc.get("version").cloned().unwrap_or(Value::from(1)))),
+            ..ChangeSet::default()
+        };
+        for (slot, key) in set.maps.iter_mut().zip(MAPS) {
+            match patch.get(key) {
+                Some(Value::Object(entries)) => *slot = entries.clone(),
+                None => {}
+                Some(_) => return Err(format!("change set: {key} is not an object")),
+            }
+        }
+        Ok(set)
+    }
+
+    /// Adds later changes on top of these.
+    fn merge(&mut self, later: ChangeSet) {
+        for (slot, entries) in self.maps.iter_mut().zip(later.maps) {
+            slot.extend(entries);
+        }
+        if later.next_request_id.is_some() {
+            self.next_request_id = later.next_request_id;
+        }
+        if later.header.is_some() {
+            self.header = later.header;
+        }
+    }
+
+    fn document(&self) -> String {
+        let (format, version) = self.header.clone().unwrap_or((Value::from(CHANGES_FORMAT), Value::from(1)));
+        let mut patch = Map::new();
+        for (key, entries) in MAPS.into_iter().zip(&self.maps) {
+            patch.insert(key.into(), Value::Object(entries.clone()));
+        }
+        if let Some(next) = &self.next_request_id {
+            patch.insert("nextRequestId".into(), next.clone());
+        }
+        serde_json::json!({ "format": format, "version": version, "patch": patch }).to_string()
     }
 }

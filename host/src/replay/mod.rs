@@ -8,5 +8,5 @@ mod trace;
 
 pub use recorder::RecordingApiServer;
 pub use report::{Call, Fault, Report};
-pub use runner::{PluginFactory, ReplayOutcome, Stepper, run};
+pub use runner::{PluginFactory, ReplayOutcome, Stepper, SwapLoader, run, run_with_swaps};
 pub use trace::{FailError, FailVerb, PodRef, Step, Trace, TraceError};

@@ -23,6 +23,10 @@ use crate::world::World;
 /// Makes the plugin under test for a world (a component instance, or native logic).
 pub type PluginFactory<'a> = dyn Fn(World) -> Result<Box<dyn Plugin>, String> + 'a;
 
+/// Loads the plugin file a `swap` step names (already resolved against the trace's
+/// directory) for a world; an error is a refused swap.
+pub type SwapLoader<'a> = dyn Fn(&std::path::Path, World) -> Result<Box<dyn Plugin>, String> + 'a;
+
 /// A finished replay.
 #[derive(Debug)]
 pub struct ReplayOutcome {
@@ -126,6 +130,17 @@ pub fn run(trace: &Trace, make_plugin: &PluginFactory<'_>) -> Result<ReplayOutco
     Ok(replay.finish())
 }
 
+/// [`run`], with `swap` steps loading plugins through `loader`.
+pub fn run_with_swaps<'t>(
+    trace: &'t Trace,
+    make_plugin: &PluginFactory<'_>,
+    loader: &'t SwapLoader<'t>,
+) -> Result<ReplayOutcome, TraceError> {
+    let mut replay = Stepper::new(trace, make_plugin)?.with_swap_loader(loader);
+    while replay.step()?.is_some() {}
+    Ok(replay.finish())
+}
+
 /// A replay driven one step at a time, for callers that look at the world between
 /// steps (the fuzzer checks its invariants after every step). [`run`] is a stepper
 /// driven to the end, so both produce the same report.
@@ -140,25 +155,12 @@ pub struct Stepper<'t> {
     /// caller can tell which calls a step made).
     calls: Vec<Call>,
     fault: Option<Fault>,
+    swap_loader: Option<&'t SwapLoader<'t>>,
 }
 
 impl<'t> Stepper<'t> {
     /// Checks `trace` and sets up its world and plugin; nothing runs yet.
     pub fn new(trace: &'t Trace, make_plugin: &PluginFactory<'_>) -> Result<Self, TraceError> {
-        if let Some((i, _)) =
-            trace.steps.iter().enumerate().find(|(_, s)| matches!(s, Step::SetContainerStartup { .. }))
-        {
-            return Err(TraceError {
-                step: Some(i),
-                message: "set-container-startup: this plugin does not export it (it arrives with logic v2)".into(),
-            });
-        }
-        if let Some((i, _)) = trace.steps.iter().enumerate().find(|(_, s)| matches!(s, Step::Swap { .. })) {
-            return Err(TraceError {
-                step: Some(i),
-                message: "swap: hot swap is not supported by this host yet".into(),
-            });
-        }
         let scene = Scene::new(trace)?;
         let plugin = make_plugin(scene.world()).map_err(|message| TraceError { step: None, message })?;
         Ok(Stepper {
@@ -169,7 +171,14 @@ impl<'t> Stepper<'t> {
             results: Vec::with_capacity(trace.steps.len()),
             calls: Vec::new(),
             fault: None,
+            swap_loader: None,
         })
+    }
+
+    /// Lets `swap` steps load plugins with `loader`; without one they are unusable.
+    pub fn with_swap_loader(mut self, loader: &'t SwapLoader<'t>) -> Self {
+        self.swap_loader = Some(loader);
+        self
     }
 
     /// Runs the next step and returns its index; None once the trace has ended or the
@@ -184,7 +193,10 @@ impl<'t> Stepper<'t> {
         let i = self.next;
         self.next += 1;
         self.scene.recorder.set_step(i);
-        let outcome = run_step(&self.scene, self.plugin.as_mut(), step, i);
+        let outcome = match step {
+            Step::Swap { plugin } => self.swap(plugin, i),
+            step => run_step(&self.scene, self.plugin.as_mut(), step, i),
+        };
         self.calls.extend(self.scene.recorder.take_calls());
         match outcome? {
             Ok(result) => self.results.push(result),
@@ -195,6 +207,30 @@ impl<'t> Stepper<'t> {
             Err(refused) => self.results.push(serde_json::json!({ "error": refused.to_string() })),
         }
         Ok(Some(i))
+    }
+
+    /// A `swap` step: the new plugin takes the running one's state, or the swap is
+    /// refused and the running plugin stays. A fault of the running plugin while it
+    /// hands over its state is its fault, like any other.
+    fn swap(&mut self, file: &std::path::Path, index: usize) -> Result<Result<Value, CallError>, TraceError> {
+        let Some(loader) = self.swap_loader else {
+            return Err(TraceError { step: Some(index), message: "swap: this replay cannot load plugins".into() });
+        };
+        let refused = |error: String| Ok(Ok(serde_json::json!({ "swapped": false, "error": error })));
+        let mut new = match loader(&self.trace.base_dir.join(file), self.scene.world()) {
+            Ok(new) => new,
+            Err(e) => return refused(format!("loading {}: {e}", file.display())),
+        };
+        let moved = crate::swap::move_bulk(self.plugin.as_mut(), new.as_mut())
+            .and_then(|_| crate::swap::move_changes(self.plugin.as_mut(), new.as_mut()));
+        match moved {
+            Ok(_) => {
+                self.plugin = new;
+                Ok(Ok(serde_json::json!({ "swapped": true })))
+            }
+            Err(crate::swap::SwapError::Source(fault @ CallError::Fault { .. })) => Ok(Err(fault)),
+            Err(e) => refused(e.to_string()),
+        }
     }
 
     /// The index of the next step to run.
@@ -297,9 +333,20 @@ fn run_step(scene: &Scene, plugin: &mut dyn Plugin, step: &Step, index: usize) -
             scene.deletion_safety.set(*value);
             Ok(Value::Null)
         }
-        Step::SetContainerStartup { .. } | Step::Swap { .. } => {
-            return Err(TraceError { step: Some(index), message: "not supported by this host yet".into() });
+        Step::SetContainerStartup { uid, container_id, started } => {
+            match plugin.set_container_startup(uid, container_id, *started) {
+                Err(CallError::Unsupported { contract, .. }) => {
+                    return Err(TraceError {
+                        step: Some(index),
+                        message: format!(
+                            "set-container-startup: the plugin in use implements {contract}, which does not export it"
+                        ),
+                    });
+                }
+                result => null(result),
+            }
         }
+        Step::Swap { .. } => unreachable!("the stepper swaps plugins itself"),
     })
 }
 

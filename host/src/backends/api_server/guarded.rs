@@ -9,9 +9,12 @@
 //!   namespace and name (static, mirror or regular), or, when a node name is configured,
 //!   when the API server's pod of that namespace and name is bound to the node
 //!   (`spec.nodeName` is the node's name).
-//! - `get` and the status write reach only the node's pods. A status write changes
-//!   only `status`: a [`StatusUpdate`] carries nothing else and every backend replaces
-//!   only `status`.
+//! - `get` and the status writes (update and patch) reach only the node's pods. A
+//!   status write changes only `status`: a [`StatusUpdate`] carries nothing else and
+//!   every backend replaces only `status`. A [`StatusPatch`] is a JSON patch of the
+//!   whole pod, and a real API server's `pods/status` endpoint does take label and
+//!   annotation changes, so the guard forwards only a patch that holds nothing but
+//!   `status` and `metadata.uid` (the UID precondition, as the kubelet sends it).
 //! - A `delete` reaches only the node's pods and must carry a UID precondition naming a
 //!   pod the node owns: the UID of a pod in the pod manager, or the UID of the pod being
 //!   deleted when the API server has it bound to the node. A delete without one (an
@@ -37,9 +40,10 @@
 //! node name configured no lookup is ever made.
 //!
 //! A status write allowed because the pod is bound to the node is pinned to the pod
-//! that was checked: when it carries no UID precondition, the guard adds the checked
-//! pod's UID, so a pod of another node recreated under the same name between the check
-//! and the write fails the precondition instead of being written.
+//! that was checked: when it carries no UID precondition (for a patch: neither beside
+//! it nor as its `metadata.uid`), the guard adds the checked pod's UID, so a pod of
+//! another node recreated under the same name between the check and the write fails
+//! the precondition instead of being written.
 
 use std::fmt;
 use std::sync::Arc;
@@ -47,7 +51,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use k8s_openapi::api::core::v1::Pod;
 
-use super::{ApiError, ApiServer, DeleteOptions, Result, StatusUpdate};
+use serde_json::Value;
+
+use super::{ApiError, ApiServer, DeleteOptions, Result, StatusPatch, StatusUpdate};
 use crate::backends::pod_identity::identity;
 use crate::backends::pod_manager::PodManager;
 
@@ -68,6 +74,7 @@ enum Owner {
 enum Verb {
     Get,
     UpdateStatus,
+    PatchStatus,
     Delete,
 }
 
@@ -77,6 +84,7 @@ impl Verb {
         match self {
             Verb::Get => "get",
             Verb::UpdateStatus => "status update",
+            Verb::PatchStatus => "status patch",
             Verb::Delete => "delete",
         }
     }
@@ -85,7 +93,8 @@ impl Verb {
         match self {
             Verb::Get => 0,
             Verb::UpdateStatus => 1,
-            Verb::Delete => 2,
+            Verb::PatchStatus => 2,
+            Verb::Delete => 3,
         }
     }
 }
@@ -98,6 +107,8 @@ pub struct Refusals {
     pub get: u64,
     /// Refused `update-pod-status` calls.
     pub update_status: u64,
+    /// Refused `patch-pod-status` calls.
+    pub patch_status: u64,
     /// Refused `delete-pod` calls.
     pub delete: u64,
 }
@@ -105,7 +116,7 @@ pub struct Refusals {
 impl Refusals {
     /// All refusals, whatever the verb.
     pub fn total(&self) -> u64 {
-        self.get + self.update_status + self.delete
+        self.get + self.update_status + self.patch_status + self.delete
     }
 }
 
@@ -123,7 +134,7 @@ pub struct GuardedApiServer {
     /// [`GuardedApiServer::with_lookup`] says otherwise).
     lookup: Arc<dyn ApiServer>,
     /// Refusals, indexed by [`Verb::index`].
-    refusals: [AtomicU64; 3],
+    refusals: [AtomicU64; 4],
 }
 
 impl GuardedApiServer {
@@ -158,7 +169,12 @@ impl GuardedApiServer {
     /// How many calls were refused so far, per verb.
     pub fn refusals(&self) -> Refusals {
         let count = |verb: Verb| self.refusals[verb.index()].load(Ordering::Relaxed);
-        Refusals { get: count(Verb::Get), update_status: count(Verb::UpdateStatus), delete: count(Verb::Delete) }
+        Refusals {
+            get: count(Verb::Get),
+            update_status: count(Verb::UpdateStatus),
+            patch_status: count(Verb::PatchStatus),
+            delete: count(Verb::Delete),
+        }
     }
 
     /// Why the pod `namespace/name` is the node's, or `None` when it is not. `Err` only
@@ -239,6 +255,25 @@ impl ApiServer for GuardedApiServer {
         self.inner.update_pod_status(update)
     }
 
+    fn patch_pod_status(&self, mut patch: StatusPatch) -> Result<Arc<Pod>> {
+        let owner = self.owner(&patch.namespace, &patch.name)?;
+        let Some(owner) = owner else {
+            return Err(self.not_ours(Verb::PatchStatus, &patch.namespace, &patch.name));
+        };
+        if let Some(field) = beyond_status(&patch.patch) {
+            let why = format_args!("the patch changes {field}, not only status");
+            return Err(self.refuse(Verb::PatchStatus, &patch.namespace, &patch.name, why));
+        }
+        if let Owner::Bound(pod) = owner {
+            // Pinned to the pod checked (see the module documentation).
+            let inside = patch.patch.pointer("/metadata/uid").and_then(Value::as_str).filter(|uid| !uid.is_empty());
+            if patch.uid_precondition.as_deref().is_none_or(str::is_empty) && inside.is_none() {
+                patch.uid_precondition.clone_from(&pod.metadata.uid);
+            }
+        }
+        self.inner.patch_pod_status(patch)
+    }
+
     fn delete_pod(&self, namespace: &str, name: &str, options: &DeleteOptions) -> Result<Arc<Pod>> {
         let Some(owner) = self.owner(namespace, name)? else {
             return Err(self.not_ours(Verb::Delete, namespace, name));
@@ -252,6 +287,26 @@ impl ApiServer for GuardedApiServer {
         }
         self.inner.delete_pod(namespace, name, options)
     }
+}
+
+/// The first field of a pod patch beyond `status` and `metadata.uid` (directives such
+/// as `$patch` included), as a path; `None` when the patch is a status patch.
+fn beyond_status(patch: &Value) -> Option<String> {
+    let Value::Object(fields) = patch else {
+        return Some("the whole pod".into());
+    };
+    for (key, value) in fields {
+        match (key.as_str(), value) {
+            ("status", _) => {}
+            ("metadata", Value::Object(metadata)) => {
+                if let Some(other) = metadata.keys().find(|key| *key != "uid") {
+                    return Some(format!("metadata.{other}"));
+                }
+            }
+            _ => return Some(key.clone()),
+        }
+    }
+    None
 }
 
 impl fmt::Debug for GuardedApiServer {
@@ -271,6 +326,7 @@ mod tests {
     use crate::bindings::kubelet::status::api_server::ApiError as WitApiError;
     use k8s_openapi::api::core::v1::{Container, PodSpec, PodStatus};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    use serde_json::json;
     use std::sync::Mutex;
 
     const NODE: &str = "node-1";
@@ -304,6 +360,15 @@ mod tests {
             uid_precondition: uid.map(Into::into),
             resource_version_precondition: None,
             status: phase("Running"),
+        }
+    }
+
+    fn patch(namespace: &str, name: &str, uid: Option<&str>, body: Value) -> StatusPatch {
+        StatusPatch {
+            namespace: namespace.into(),
+            name: name.into(),
+            uid_precondition: uid.map(Into::into),
+            patch: body,
         }
     }
 
@@ -404,6 +469,51 @@ mod tests {
         assert_eq!(strip(&written), strip(&before), "metadata is kept, but for the resourceVersion");
         assert_ne!(written.metadata.resource_version, before.metadata.resource_version);
         assert_eq!(written.status, Some(phase("Running")));
+        let body = json!({"metadata": {"uid": "uf"}, "status": {"phase": "Succeeded"}});
+        let patched = node.guard(Some(NODE)).patch_pod_status(patch("ns", "full", None, body)).expect("patch");
+        assert_eq!((patched.spec.clone(), strip(&patched)), (before.spec.clone(), strip(&before)));
+        assert_eq!(patched.status, Some(phase("Succeeded")));
+    }
+
+    #[test]
+    fn status_patches_reach_only_the_nodes_pods() {
+        let node = Node::new();
+        let guard = node.guard(Some(NODE));
+        let before = node.store.get_pod("kube-system", "etcd").expect("get");
+        let body = json!({"metadata": {"uid": "ue"}, "status": {"phase": "Failed"}});
+        let message = forbidden(guard.patch_pod_status(patch("kube-system", "etcd", None, body)));
+        assert_eq!(message, "status patch of pod kube-system/etcd refused: not a pod of this node");
+        assert_eq!(node.store.get_pod("kube-system", "etcd").expect("get"), before, "untouched");
+        for (namespace, name, uid) in [("ns", "a", "ua"), ("ns", "web", "m1"), ("ns", "b", "ub")] {
+            let body = json!({"metadata": {"uid": uid}, "status": {"phase": "Running"}});
+            let written = guard.patch_pod_status(patch(namespace, name, Some(uid), body)).expect("owned");
+            assert_eq!(written.status, Some(phase("Running")), "{namespace}/{name}");
+        }
+        assert_eq!(guard.refusals(), Refusals { patch_status: 1, ..Refusals::default() });
+    }
+
+    #[test]
+    fn a_status_patch_that_reaches_beyond_status_is_refused() {
+        let node = Node::new();
+        let guard = node.guard(Some(NODE));
+        let before = node.store.get_pod("ns", "a").expect("get");
+        let cases = [
+            (json!({"metadata": {"uid": "ua", "labels": {"x": "y"}}, "status": {}}), "metadata.labels"),
+            (json!({"metadata": {"annotations": {"x": "y"}}}), "metadata.annotations"),
+            (json!({"spec": {"nodeName": "node-2"}, "status": {}}), "spec"),
+            (json!({"$patch": "replace", "status": {}}), "$patch"),
+            (json!({"metadata": null, "status": {}}), "metadata"),
+            (json!(["status"]), "the whole pod"),
+        ];
+        for (body, field) in cases {
+            let message = forbidden(guard.patch_pod_status(patch("ns", "a", Some("ua"), body)));
+            assert_eq!(
+                message,
+                format!("status patch of pod ns/a refused: the patch changes {field}, not only status")
+            );
+        }
+        assert_eq!(node.store.get_pod("ns", "a").expect("get"), before, "untouched");
+        assert_eq!(guard.refusals().patch_status, 6);
     }
 
     #[test]
@@ -466,12 +576,13 @@ mod tests {
         let _ = guard.get_pod("kube-system", "etcd");
         let _ = guard.get_pod("kube-system", "etcd");
         let _ = guard.update_pod_status(update("kube-system", "etcd", None));
+        let _ = guard.patch_pod_status(patch("ns", "a", None, json!({"spec": {}})));
         let _ = guard.delete_pod("ns", "a", &precondition(None));
         let _ = guard.delete_pod("ns", "a", &precondition(Some("u9")));
         let _ = guard.delete_pod("kube-system", "etcd", &precondition(Some("ue")));
         let refusals = guard.refusals();
-        assert_eq!(refusals, Refusals { get: 2, update_status: 1, delete: 3 });
-        assert_eq!(refusals.total(), 6);
+        assert_eq!(refusals, Refusals { get: 2, update_status: 1, patch_status: 1, delete: 3 });
+        assert_eq!(refusals.total(), 7);
         assert!(format!("{guard:?}").contains("delete: 3"), "{guard:?}");
     }
 
@@ -517,6 +628,11 @@ mod tests {
             self.call(call, || self.store.update_pod_status(update))
         }
 
+        fn patch_pod_status(&self, patch: StatusPatch) -> Result<Arc<Pod>> {
+            let call = format!("patch {}/{} uid {:?}", patch.namespace, patch.name, patch.uid_precondition);
+            self.call(call, || self.store.patch_pod_status(patch))
+        }
+
         fn delete_pod(&self, namespace: &str, name: &str, options: &DeleteOptions) -> Result<Arc<Pod>> {
             self.call(format!("delete {namespace}/{name}"), || self.store.delete_pod(namespace, name, options))
         }
@@ -560,7 +676,14 @@ mod tests {
             .with_lookup(node.store.clone());
         let error = guard.update_pod_status(update("ns", "b", None)).expect_err("pinned");
         assert_eq!(error.reason(), "Conflict");
-        assert_eq!(inner.calls(), [r#"update ns/b uid Some("ub")"#]);
+        let error = guard.patch_pod_status(patch("ns", "b", None, json!({"status": {}}))).expect_err("pinned");
+        assert_eq!(error.reason(), "Conflict");
+        // A patch carrying its UID inside is pinned by it already.
+        let inside = json!({"metadata": {"uid": "ub"}, "status": {}});
+        let error = guard.patch_pod_status(patch("ns", "b", None, inside)).expect_err("pinned inside");
+        assert_eq!(error.reason(), "Conflict");
+        let calls = [r#"update ns/b uid Some("ub")"#, r#"patch ns/b uid Some("ub")"#, "patch ns/b uid None"];
+        assert_eq!(inner.calls(), calls);
         assert_eq!(inner.store.get_pod("ns", "b").expect("get").status, None, "untouched");
     }
 

@@ -9,7 +9,13 @@
 //! - `stack-overflow`: `set-pod-status` recurses without bound;
 //! - `garbage-output`: `get-pod-status` returns a status that is not JSON;
 //! - `huge-output`: `get-pod-status` returns a 8 MiB status;
-//! - `absurd-import`: `set-pod-status` calls `get-pod` with a 8 MiB namespace.
+//! - `absurd-import`: `set-pod-status` calls `get-pod` with a 8 MiB namespace;
+//! - `refuse-state`: `load-state` refuses every document;
+//! - `trap-on-load`: `load-state` panics.
+//!
+//! Every adversary answers `load-state` with "ok" and keeps nothing, unless one of the
+//! last two features says otherwise: a host must check that a new plugin took the
+//! state before it takes over.
 
 use std::cell::Cell;
 
@@ -102,6 +108,12 @@ impl Guest for Adversary {
     }
 
     fn load_state(_state: String) -> Result<(), ManagerError> {
+        if cfg!(feature = "trap-on-load") {
+            panic!("adversary: loading state");
+        }
+        if cfg!(feature = "refuse-state") {
+            return Err(ManagerError::InvalidState("adversary: no state accepted here".into()));
+        }
         Ok(())
     }
 

@@ -1,0 +1,257 @@
+//! The Ready and ContainersReady conditions, as 1.27's `generate.go` makes them.
+//!
+//! v1's Ready condition (`podstatus_logic::ready`) is the 2017 one. 1.27 derives Ready
+//! from ContainersReady, adds the pod's readiness gates, and reports a failed pod as
+//! not ready whatever its containers say.
+
+use k8s_openapi::api::core::v1::{ContainerStatus, PodCondition, PodReadinessGate};
+use podstatus_logic::pod::SpecView;
+use podstatus_logic::ready::{
+    CONTAINERS_NOT_READY, POD_COMPLETED, POD_READY, POD_SUCCEEDED, UNKNOWN_CONTAINER_STATUSES,
+};
+use serde::Deserialize;
+
+use crate::conditions::find_in;
+
+/// Condition type: every container of the pod is ready.
+pub const CONTAINERS_READY: &str = "ContainersReady";
+/// The phase of a pod of which some container failed for good.
+pub const POD_FAILED: &str = "Failed";
+/// Reason: the pod failed, so its containers are not ready.
+pub const POD_FAILED_REASON: &str = "PodFailed";
+/// Reason: some readiness gate of the pod is not satisfied.
+pub const READINESS_GATES_NOT_READY: &str = "ReadinessGatesNotReady";
+
+/// `GenerateContainersReadyCondition`: ContainersReady for a pod with `spec`, given its
+/// container statuses (`None` is Go's nil, which differs from an empty list) and phase.
+pub fn generate_containers_ready_condition(
+    spec: &SpecView,
+    container_statuses: Option<&[ContainerStatus]>,
+    phase: Option<&str>,
+) -> PodCondition {
+    let Some(statuses) = container_statuses else {
+        return condition(CONTAINERS_READY, "False", Some(UNKNOWN_CONTAINER_STATUSES), None);
+    };
+    let mut unknown = Vec::new();
+    let mut unready = Vec::new();
+    for container in &spec.containers {
+        match statuses.iter().find(|s| s.name == container.name) {
+            None => unknown.push(container.name.as_str()),
+            Some(status) if !status.ready => unready.push(container.name.as_str()),
+            Some(_) => {}
+        }
+    }
+    if (phase == Some(POD_SUCCEEDED) && unknown.is_empty()) || phase == Some(POD_FAILED) {
+        return containers_ready_for_terminal_phase(phase);
+    }
+    let mut messages = Vec::new();
+    if !unknown.is_empty() {
+        messages.push(format!("containers with unknown status: {}", go_string_slice(&unknown)));
+    }
+    if !unready.is_empty() {
+        messages.push(format!("containers with unready status: {}", go_string_slice(&unready)));
+    }
+    if messages.is_empty() {
+        condition(CONTAINERS_READY, "True", None, None)
+    } else {
+        condition(CONTAINERS_READY, "False", Some(CONTAINERS_NOT_READY), Some(messages.join(", ")))
+    }
+}
+
+/// `GeneratePodReadyCondition`: Ready is ContainersReady unless that is true, and then
+/// true only when every readiness gate's condition (looked up in `conditions`) is true.
+pub fn generate_pod_ready_condition(
+    spec: &SpecView,
+    readiness_gates: &[String],
+    conditions: &[PodCondition],
+    container_statuses: Option<&[ContainerStatus]>,
+    phase: Option<&str>,
+) -> PodCondition {
+    let containers_ready = generate_containers_ready_condition(spec, container_statuses, phase);
+    if containers_ready.status != "True" {
+        return PodCondition { type_: POD_READY.to_string(), ..containers_ready };
+    }
+    let unready: Vec<String> = readiness_gates
+        .iter()
+        .filter_map(|gate| match find_in(conditions, gate) {
+            None => Some(format!("corresponding condition of pod readiness gate {} does not exist.", go_quote(gate))),
+            Some(c) if c.status != "True" => {
+                Some(format!("the status of pod readiness gate {} is not \"True\", but {}", go_quote(gate), c.status))
+            }
+            Some(_) => None,
+        })
+        .collect();
+    if unready.is_empty() {
+        condition(POD_READY, "True", None, None)
+    } else {
+        condition(POD_READY, "False", Some(READINESS_GATES_NOT_READY), Some(unready.join(", ")))
+    }
+}
+
+/// ContainersReady of a pod in a terminal phase: false, with the phase as reason.
+pub fn containers_ready_for_terminal_phase(phase: Option<&str>) -> PodCondition {
+    condition(CONTAINERS_READY, "False", terminal_reason(phase), None)
+}
+
+/// Ready of a pod in a terminal phase: false, with the phase as reason.
+pub fn pod_ready_for_terminal_phase(phase: Option<&str>) -> PodCondition {
+    condition(POD_READY, "False", terminal_reason(phase), None)
+}
+
+/// The condition types of the pod's readiness gates (`spec.readinessGates`), which
+/// `podstatus_logic::pod::SpecView` does not read: only a readiness change needs them.
+pub fn readiness_gates(pod_json: &str) -> Result<Vec<String>, String> {
+    #[derive(Default, Deserialize)]
+    #[serde(default)]
+    struct Pod {
+        spec: Option<Spec>,
+    }
+    #[derive(Default, Deserialize)]
+    #[serde(default, rename_all = "camelCase")]
+    struct Spec {
+        readiness_gates: Option<Vec<PodReadinessGate>>,
+    }
+    let pod: Pod = serde_json::from_str(pod_json).map_err(|e| format!("spec.readinessGates: {e}"))?;
+    let gates = pod.spec.and_then(|s| s.readiness_gates).unwrap_or_default();
+    Ok(gates.into_iter().map(|g| g.condition_type).collect())
+}
+
+fn terminal_reason(phase: Option<&str>) -> Option<&'static str> {
+    match phase {
+        Some(POD_FAILED) => Some(POD_FAILED_REASON),
+        Some(POD_SUCCEEDED) => Some(POD_COMPLETED),
+        _ => None,
+    }
+}
+
+/// Go's `%s` of a `[]string`: `[a b c]`.
+fn go_string_slice(names: &[&str]) -> String {
+    format!("[{}]", names.join(" "))
+}
+
+/// Go's `%q` of a string (`strconv.Quote`) for the characters condition types use:
+/// quotes, backslashes and control characters escaped, everything printable kept.
+fn go_quote(text: &str) -> String {
+    let mut quoted = String::with_capacity(text.len() + 2);
+    quoted.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => quoted.push_str("\\\""),
+            '\\' => quoted.push_str("\\\\"),
+            '\n' => quoted.push_str("\\n"),
+            '\r' => quoted.push_str("\\r"),
+            '\t' => quoted.push_str("\\t"),
+            c if (c as u32) < 0x20 || c == '\u{7f}' => quoted.push_str(&format!("\\x{:02x}", c as u32)),
+            c => quoted.push(c),
+        }
+    }
+    quoted.push('"');
+    quoted
+}
+
+fn condition(type_: &str, status: &str, reason: Option<&str>, message: Option<String>) -> PodCondition {
+    PodCondition {
+        type_: type_.to_string(),
+        status: status.to_string(),
+        reason: reason.map(str::to_string),
+        message,
+        ..PodCondition::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use podstatus_logic::pod::NamedView;
+
+    fn spec(names: &[&str]) -> SpecView {
+        SpecView {
+            containers: names.iter().map(|n| NamedView { name: n.to_string() }).collect(),
+            ..SpecView::default()
+        }
+    }
+
+    fn cs(name: &str, ready: bool) -> ContainerStatus {
+        ContainerStatus { name: name.into(), ready, ..ContainerStatus::default() }
+    }
+
+    fn summary(c: &PodCondition) -> (&str, &str, Option<&str>, Option<&str>) {
+        (&c.type_, &c.status, c.reason.as_deref(), c.message.as_deref())
+    }
+
+    #[test]
+    fn containers_ready_follows_generate_go() {
+        let s = spec(&["a", "b"]);
+        let c = generate_containers_ready_condition(&s, None, Some("Running"));
+        assert_eq!(summary(&c), (CONTAINERS_READY, "False", Some(UNKNOWN_CONTAINER_STATUSES), None));
+        let c = generate_containers_ready_condition(&s, Some(&[cs("b", false)]), Some("Running"));
+        assert_eq!(
+            summary(&c),
+            (
+                CONTAINERS_READY,
+                "False",
+                Some(CONTAINERS_NOT_READY),
+                Some("containers with unknown status: [a], containers with unready status: [b]")
+            )
+        );
+        let all_ready = [cs("a", true), cs("b", true)];
+        let c = generate_containers_ready_condition(&s, Some(&all_ready), Some("Running"));
+        assert_eq!(summary(&c), (CONTAINERS_READY, "True", None, None));
+        let c = generate_containers_ready_condition(&s, Some(&all_ready), Some(POD_SUCCEEDED));
+        assert_eq!(summary(&c), (CONTAINERS_READY, "False", Some(POD_COMPLETED), None));
+        let c = generate_containers_ready_condition(&s, Some(&all_ready), Some(POD_FAILED));
+        assert_eq!(summary(&c), (CONTAINERS_READY, "False", Some(POD_FAILED_REASON), None));
+        // Succeeded with an unknown container is not completed.
+        let c = generate_containers_ready_condition(&s, Some(&[cs("a", true)]), Some(POD_SUCCEEDED));
+        assert_eq!(c.reason.as_deref(), Some(CONTAINERS_NOT_READY));
+    }
+
+    #[test]
+    fn ready_copies_containers_ready_then_checks_readiness_gates() {
+        let s = spec(&["a"]);
+        let gates = vec!["example.com/lb".to_string(), "example.com/dns".to_string()];
+        let c = generate_pod_ready_condition(&s, &gates, &[], Some(&[cs("a", false)]), Some("Running"));
+        assert_eq!(
+            summary(&c),
+            (POD_READY, "False", Some(CONTAINERS_NOT_READY), Some("containers with unready status: [a]"))
+        );
+
+        let conditions =
+            [PodCondition { type_: "example.com/lb".into(), status: "False".into(), ..Default::default() }];
+        let c = generate_pod_ready_condition(&s, &gates, &conditions, Some(&[cs("a", true)]), Some("Running"));
+        assert_eq!(
+            summary(&c),
+            (
+                POD_READY,
+                "False",
+                Some(READINESS_GATES_NOT_READY),
+                Some(
+                    "the status of pod readiness gate \"example.com/lb\" is not \"True\", but False, \
+                     corresponding condition of pod readiness gate \"example.com/dns\" does not exist."
+                )
+            )
+        );
+        let conditions = [
+            PodCondition { type_: "example.com/lb".into(), status: "True".into(), ..Default::default() },
+            PodCondition { type_: "example.com/dns".into(), status: "True".into(), ..Default::default() },
+        ];
+        let c = generate_pod_ready_condition(&s, &gates, &conditions, Some(&[cs("a", true)]), Some("Running"));
+        assert_eq!(summary(&c), (POD_READY, "True", None, None));
+    }
+
+    #[test]
+    fn readiness_gates_are_read_from_the_pod() {
+        let pod = r#"{"spec": {"readinessGates": [{"conditionType": "a"}, {"conditionType": "b"}]}}"#;
+        assert_eq!(readiness_gates(pod).unwrap(), ["a", "b"]);
+        assert_eq!(readiness_gates(r#"{"spec": {"readinessGates": null}}"#).unwrap(), Vec::<String>::new());
+        assert_eq!(readiness_gates(r#"{"metadata": {}}"#).unwrap(), Vec::<String>::new());
+        assert!(readiness_gates(r#"{"spec": {"readinessGates": 5}}"#).is_err());
+    }
+
+    #[test]
+    fn go_quote_escapes_like_strconv_quote() {
+        assert_eq!(go_quote("example.com/x"), "\"example.com/x\"");
+        assert_eq!(go_quote("a\"b\\c\nd\u{1}"), "\"a\\\"b\\\\c\\nd\\x01\"");
+        assert_eq!(go_quote("é"), "\"é\"");
+    }
+}

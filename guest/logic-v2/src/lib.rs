@@ -1,0 +1,40 @@
+//! The kubelet's pod status manager as Kubernetes 1.27 has it (logic v2), as plain Rust.
+//!
+//! Logic v1 (`podstatus-logic`) reproduces the 2017 status manager. This crate follows
+//! upstream's `pkg/kubelet/status/status_manager.go` at commit 0033cb0a (1.27), with the
+//! `generate.go` of that release and the 1.27 feature gates (`PodDisruptionConditions`
+//! on, `PodHasNetworkCondition` and `InPlacePodVerticalScaling` off). What it changes:
+//!
+//! - status writes are strategic merge patches carrying the pod's UID ([`patch`]);
+//! - conditions the kubelet does not own are kept from the API server, a terminal phase
+//!   waits until no container can still run, and Ready/ContainersReady are false once
+//!   the phase is terminal ([`conditions::merge_pod_status`]);
+//! - equality ignores the conditions the kubelet does not own
+//!   ([`conditions::is_pod_status_by_kubelet_equal`]);
+//! - ContainersReady and readiness gates ([`generate`]), startup probes
+//!   ([`Manager::set_container_startup`]);
+//! - `terminate-pod` marks only containers of unknown state terminated (exit code 137)
+//!   and forces a terminal phase; no container goes from terminated back to running
+//!   unless its restart policy allows it ([`containers`]);
+//! - deletion waits for a terminal phase in the API server;
+//! - sync requests are coalesced as 1.27's one-slot channel coalesces them
+//!   ([`Manager::sync_pod`]).
+//!
+//! Everything else is v1's: the pod view, normalisation, semantic equality, the state
+//! document (the same format, read and written, so a running agent can swap v1 and v2
+//! both ways) and the manager's bookkeeping, which v2 drives through
+//! [`podstatus_logic::Manager`].
+
+pub mod conditions;
+pub mod containers;
+pub mod generate;
+pub mod imports;
+pub mod manager;
+pub mod patch;
+
+pub use imports::{Imports, StatusPatch, V1Imports};
+pub use manager::Manager;
+pub use podstatus_logic::{
+    ApiError, BatchReport, CachedStatus, DeleteOptions, Level, ManagerError, Result, StatusUpdate, SyncOutcome,
+    SyncRequest, Timestamp, UidTranslations, UpdateOutcome,
+};
