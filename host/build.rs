@@ -11,4 +11,6 @@ fn main() {
     let target_dir = guest_target_dir(&workspace);
     let v1 = build_component_file(&workspace, &target_dir, "podstatus-guest", &[], "podstatus-guest");
     println!("cargo:rustc-env=PODSTATUS_V1_COMPONENT={}", v1.display());
+    let v2 = build_component_file(&workspace, &target_dir, "podstatus-guest-v2", &[], "podstatus-guest-v2");
+    println!("cargo:rustc-env=PODSTATUS_V2_COMPONENT={}", v2.display());
 }

@@ -2,3 +2,7 @@
 
 /// The status manager built from `guest/component` (logic v1, the seed's behaviour).
 pub const PODSTATUS_V1: &[u8] = include_bytes!(env!("PODSTATUS_V1_COMPONENT"));
+
+/// The status manager built from `guest/component-v2` (logic v2, Kubernetes 1.27's
+/// behaviour; contract `kubelet:status@0.1.1`).
+pub const PODSTATUS_V2: &[u8] = include_bytes!(env!("PODSTATUS_V2_COMPONENT"));

@@ -15,6 +15,11 @@ use crate::bindings::{BatchReport, CachedStatus, SyncOutcome, SyncRequest, Updat
 use crate::plugin::{Plugin, Result};
 use crate::swap::{SwapError, SwapReport, load_checked, move_changes};
 
+/// Change sets moved before the pause at most, during a swap.
+const PRECOPY_ROUNDS: usize = 4;
+/// A change set this small moves during the pause without another round first.
+const PRECOPY_DONE_BYTES: usize = 64 * 1024;
+
 /// The seed's batch sync period.
 pub const DEFAULT_SYNC_PERIOD: Duration = Duration::from_secs(10);
 
@@ -181,7 +186,17 @@ impl ManagerHandle {
         // The bulk: saving it is one call like any other (others wait only for it);
         // loading it into the new plugin happens while the old one serves.
         let state = self.shared.plugin().save_state().map_err(SwapError::Source)?;
+        let save = start.elapsed();
         load_checked(new.as_mut(), &state)?;
+        // Pre-copy, as live migration does: while moving the last change set took
+        // long enough for much to change again, move the next one without pausing.
+        for _ in 0..PRECOPY_ROUNDS {
+            let changes = self.shared.plugin().save_state_changes().map_err(SwapError::Source)?;
+            new.apply_state_changes(&changes).map_err(SwapError::Refused)?;
+            if changes.len() <= PRECOPY_DONE_BYTES {
+                break;
+            }
+        }
         let bulk = start.elapsed();
 
         let mut running = self.shared.plugin();
@@ -194,7 +209,7 @@ impl ManagerHandle {
         drop(running);
         drop(old);
         let report =
-            SwapReport { from, to, state_bytes: state.len(), changes_bytes, bulk, pause, total: start.elapsed() };
+            SwapReport { from, to, state_bytes: state.len(), changes_bytes, save, bulk, pause, total: start.elapsed() };
         tracing::info!(?report, "plugin swapped");
         Ok(report)
     }

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use podstatus::components::PODSTATUS_V1;
+use podstatus::components::{PODSTATUS_V1, PODSTATUS_V2};
 use podstatus::inspect::inspect;
 use podstatus::plugin::{NativePlugin, Plugin, PluginRuntime, RuntimeConfig};
 use podstatus::replay::{self, Trace};
@@ -49,6 +49,10 @@ struct PluginArgs {
     /// The plugin component; defaults to the one built from this checkout's guest/.
     #[arg(long, value_name = "FILE.wasm")]
     plugin: Option<PathBuf>,
+    /// Which built-in plugin to run: v1 (the 2017 kubelet, contract 0.1.0) or v2
+    /// (Kubernetes 1.27, contract 0.1.1).
+    #[arg(long, value_enum, default_value_t = Logic::V1, conflicts_with = "plugin")]
+    logic: Logic,
     /// Where compiled plugins are cached [default: $PODSTATUS_CACHE_DIR, else
     /// $XDG_CACHE_HOME/podstatus, else ~/.cache/podstatus].
     #[arg(long, value_name = "DIR")]
@@ -58,11 +62,19 @@ struct PluginArgs {
     no_cache: bool,
 }
 
+/// The plugins built from this checkout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum Logic {
+    V1,
+    V2,
+}
+
 impl PluginArgs {
     fn bytes(&self) -> anyhow::Result<Vec<u8>> {
-        match &self.plugin {
-            Some(path) => std::fs::read(path).with_context(|| format!("reading plugin {}", path.display())),
-            None => Ok(PODSTATUS_V1.to_vec()),
+        match (&self.plugin, self.logic) {
+            (Some(path), _) => std::fs::read(path).with_context(|| format!("reading plugin {}", path.display())),
+            (None, Logic::V1) => Ok(PODSTATUS_V1.to_vec()),
+            (None, Logic::V2) => Ok(PODSTATUS_V2.to_vec()),
         }
     }
 

@@ -36,7 +36,11 @@ pub struct SwapReport {
     pub state_bytes: usize,
     /// Size of the change set moved during the pause.
     pub changes_bytes: usize,
-    /// Saving and loading the bulk (the old plugin served meanwhile, between calls).
+    /// The old plugin saving the bulk: one call, which other calls wait for as they
+    /// wait for any call (a batch sync, say).
+    pub save: Duration,
+    /// Saving, loading and checking the bulk and the pre-copied change sets (the old
+    /// plugin served meanwhile, between calls).
     pub bulk: Duration,
     /// How long calls were held.
     pub pause: Duration,

@@ -252,14 +252,10 @@ impl Plugin for SupervisedPlugin {
     }
 
     fn save_state(&mut self) -> Result<String> {
-        // A full save starts a new change set in the plugin: it becomes the copy.
-        let document = self.run("save-state", false, |p| p.save_state())?;
-        self.shadow = StateShadow::parse(&document).map_err(|message| CallError::Fault {
-            call: "save-state",
-            kind: FaultKind::Trap,
-            message,
-        })?;
-        Ok(document)
+        // The copy is the accepted state: no need to ask the plugin (a hot swap moves
+        // the bulk this way without holding calls for the plugin to serialise it).
+        self.unsaved = ChangeSet::default();
+        Ok(self.shadow.document())
     }
 
     fn load_state(&mut self, state: &str) -> Result<()> {
@@ -275,7 +271,11 @@ impl Plugin for SupervisedPlugin {
     fn save_state_changes(&mut self) -> Result<String> {
         // The plugin's change sets all went to the shadow; the caller gets what
         // accumulated since it last saved.
-        Ok(std::mem::take(&mut self.unsaved).document())
+        let mut changes = std::mem::take(&mut self.unsaved);
+        if changes.next_request_id.is_none() {
+            changes.next_request_id = self.shadow.header.get("nextRequestId").cloned();
+        }
+        Ok(changes.document())
     }
 
     fn apply_state_changes(&mut self, changes: &str) -> Result<()> {
@@ -328,11 +328,14 @@ impl StateShadow {
     }
 
     fn document(&self) -> String {
-        let mut doc = self.header.clone();
-        doc.insert(MAPS[0].into(), Value::Object(self.statuses.clone()));
-        doc.insert(MAPS[1].into(), Value::Object(self.api_status_versions.clone()));
-        doc.insert(MAPS[2].into(), Value::Object(self.pending.clone()));
-        Value::Object(doc).to_string()
+        // Written piece by piece: cloning megabytes of JSON values to serialise them
+        // would cost more than the serialising.
+        let mut pieces: Vec<String> =
+            self.header.iter().map(|(key, value)| format!("{}:{}", Value::from(key.as_str()), value)).collect();
+        for (key, map) in MAPS.into_iter().zip([&self.statuses, &self.api_status_versions, &self.pending]) {
+            pieces.push(format!("{}:{}", Value::from(key), serde_json::to_string(map).unwrap_or_default()));
+        }
+        format!("{{{}}}", pieces.join(","))
     }
 }
 

@@ -256,8 +256,7 @@ impl ApiServer for GuardedApiServer {
     }
 
     fn patch_pod_status(&self, mut patch: StatusPatch) -> Result<Arc<Pod>> {
-        let owner = self.owner(&patch.namespace, &patch.name)?;
-        let Some(owner) = owner else {
+        let Some(owner) = self.owner(&patch.namespace, &patch.name)? else {
             return Err(self.not_ours(Verb::PatchStatus, &patch.namespace, &patch.name));
         };
         if let Some(field) = beyond_status(&patch.patch) {

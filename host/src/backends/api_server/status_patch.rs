@@ -41,6 +41,16 @@ fn merge_status(current: Value, patch: &Map<String, Value>) -> Result<Value, Str
             _ => merge_field(&mut status, key, value),
         }
     }
+    // An order alone (the items are unchanged, only their order) reorders the list.
+    for (list, merge_key) in MERGE_KEYS {
+        if let Some(order) = patch.get(&format!("$setElementOrder/{list}"))
+            && !patch.contains_key(list)
+            && let Some(current) = status.remove(list)
+        {
+            let reordered = merge_list(Some(current), &Value::Array(Vec::new()), merge_key, Some(order))?;
+            status.insert(list.to_string(), reordered);
+        }
+    }
     Ok(Value::Object(status))
 }
 
@@ -137,6 +147,16 @@ mod tests {
         assert_eq!(types, ["Initialized", "Ready", "example.com/gate"], "order from $setElementOrder; the gate kept");
         assert_eq!(patched["conditions"][1]["status"], "True");
         assert_eq!(patched["containerStatuses"].as_array().unwrap().len(), 1, "other lists are replaced whole");
+    }
+
+    #[test]
+    fn an_order_alone_reorders_the_list() {
+        let current =
+            status(json!({"conditions": [{"type": "Ready", "status": "True"}, {"type": "gate", "status": "True"}]}));
+        let patch = json!({"status": {"$setElementOrder/conditions": [{"type": "gate"}, {"type": "Ready"}]}});
+        let types: Vec<String> =
+            apply(Some(&current), &patch).unwrap().conditions.unwrap().into_iter().map(|c| c.type_).collect();
+        assert_eq!(types, ["gate", "Ready"]);
     }
 
     #[test]
