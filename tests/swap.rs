@@ -199,3 +199,41 @@ fn a_refused_swap_in_replay_is_recorded_and_the_old_plugin_serves_on() {
     assert!(report.results[1]["error"].as_str().unwrap().contains("does-not-exist.wasm"));
     assert_eq!(report.results[2]["version"], 1);
 }
+
+#[test]
+fn supervised_plugins_swap_both_ways_between_logic_versions() {
+    use podstatus::plugin::SupervisedPlugin;
+    let runtime = runtime();
+    let v1 = runtime.load(podstatus::components::PODSTATUS_V1).unwrap();
+    let v2 = runtime.load(podstatus::components::PODSTATUS_V2).unwrap();
+    assert_eq!((v1.contract(), v2.contract()), ("kubelet:status@0.1.0", "kubelet:status@0.1.1"));
+    let (api, world) = world(6);
+    let (manager, scheduler) = handle::start(
+        Box::new(SupervisedPlugin::new(v1.clone(), world.clone()).unwrap()),
+        world.queue.clone(),
+        SchedulerConfig::default(),
+    );
+    for i in 0..6 {
+        manager.set_pod_status(&serde_json::to_string(&pod(i)).unwrap(), &status(1)).unwrap();
+    }
+    let report = manager.swap(Box::new(SupervisedPlugin::new(v2.clone(), world.clone()).unwrap())).unwrap();
+    assert_eq!((report.from, report.to), ("kubelet:status@0.1.0", "kubelet:status@0.1.1"));
+    assert_eq!(manager.contract(), "kubelet:status@0.1.1");
+    // v2 goes on from v1's versions.
+    for i in 0..3 {
+        manager.set_pod_status(&serde_json::to_string(&pod(i)).unwrap(), &status(2)).unwrap();
+    }
+    let report = manager.swap(Box::new(SupervisedPlugin::new(v1, world.clone()).unwrap())).unwrap();
+    assert_eq!(report.to, "kubelet:status@0.1.0");
+    for i in 0..6 {
+        let cached = manager.get_pod_status(&format!("uid-{i:04}")).unwrap().expect("kept across both swaps");
+        assert_eq!(cached.version, if i < 3 { 2 } else { 1 }, "pod {i}");
+    }
+    manager.sync_batch().unwrap();
+    assert_eq!(scheduler.shutdown(Duration::from_secs(10)), 0);
+    for i in 0..6 {
+        let restarts =
+            api.get_pod("default", &format!("pod-{i}")).unwrap().status.clone().unwrap().container_statuses.unwrap()[0].restart_count;
+        assert_eq!(restarts, if i < 3 { 2 } else { 1 }, "pod {i}");
+    }
+}
