@@ -78,13 +78,14 @@ fn estimate_ns(id: &str) -> Option<f64> {
 /// natively, their ratio, and the component against the serde floor.
 pub fn print_ratios() {
     let Some(floor) = estimate_ns("serde-floor/parse+serialise status") else { return };
-    println!("\n| operation | component | native | component / native | component / serde floor |");
-    println!("|---|---:|---:|---:|---:|");
+    println!("\n| operation | component | native | component / native | component / serde floor | supervised component |");
+    println!("|---|---:|---:|---:|---:|---:|");
     for op in ["set-pod-status", "get-pod-status", "set-container-readiness", "sync-pod"] {
         let (Some(c), Some(n)) = (estimate_ns(&format!("component/{op}")), estimate_ns(&format!("native/{op}"))) else {
             continue;
         };
-        println!("| {op} | {:.1} µs | {:.1} µs | {:.2} | {:.2} |", c / 1000.0, n / 1000.0, c / n, c / floor);
+        let s = estimate_ns(&format!("supervised/{op}")).map_or("–".to_string(), |s| format!("{:.1} µs", s / 1000.0));
+        println!("| {op} | {:.1} µs | {:.1} µs | {:.2} | {:.2} | {s} |", c / 1000.0, n / 1000.0, c / n, c / floor);
     }
     println!("| serde floor (parse + serialise the status) | | {:.1} µs | | 1.00 |", floor / 1000.0);
 }

@@ -17,7 +17,7 @@ use podstatus::backends::deletion_safety::FixedDeletionSafety;
 use podstatus::backends::pod_manager::PodManager;
 use podstatus::backends::sync_queue::SyncQueue;
 use podstatus::components::PODSTATUS_V1;
-use podstatus::plugin::{NativePlugin, Plugin, PluginRuntime, RuntimeConfig};
+use podstatus::plugin::{NativePlugin, Plugin, PluginRuntime, RuntimeConfig, SupervisedPlugin};
 use podstatus::world::World;
 
 mod fixture;
@@ -52,7 +52,15 @@ fn native(world: World) -> Box<dyn Plugin> {
     Box::new(NativePlugin::new(world))
 }
 
-const KINDS: [(&str, Make); 2] = [("component", component), ("native", native)];
+/// The component under the supervisor, which takes the plugin's change set after every
+/// call that can change state (the price of losing nothing when it faults).
+fn supervised(world: World) -> Box<dyn Plugin> {
+    let cache = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/podstatus-bench-cache");
+    let runtime = PluginRuntime::new(&RuntimeConfig { cache_dir: Some(cache), ..RuntimeConfig::default() }).unwrap();
+    Box::new(SupervisedPlugin::new(runtime.load(PODSTATUS_V1).unwrap(), world).unwrap())
+}
+
+const KINDS: [(&str, Make); 3] = [("component", component), ("supervised", supervised), ("native", native)];
 
 fn bench(c: &mut Criterion) {
     let pod = fixture::pod_json();

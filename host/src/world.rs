@@ -23,3 +23,19 @@ pub struct World {
     /// The sync queue the scheduler drains.
     pub queue: Arc<SyncQueue>,
 }
+
+impl World {
+    /// This world with the plugin's reach enforced by the host: the plugin may read and
+    /// write only the pods of this node (its pod manager's, or bound to `node_name`),
+    /// write only their status, and delete only with such a pod's UID precondition.
+    /// What an agent running an untrusted plugin should use.
+    pub fn guarded(mut self, node_name: Option<String>) -> World {
+        let guard = crate::backends::api_server::guarded::GuardedApiServer::new(
+            Arc::clone(&self.api_server),
+            Arc::clone(&self.pod_manager),
+            node_name,
+        );
+        self.api_server = Arc::new(guard);
+        self
+    }
+}
