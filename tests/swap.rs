@@ -233,7 +233,8 @@ fn supervised_plugins_swap_both_ways_between_logic_versions() {
     assert_eq!(scheduler.shutdown(Duration::from_secs(10)), 0);
     for i in 0..6 {
         let restarts =
-            api.get_pod("default", &format!("pod-{i}")).unwrap().status.clone().unwrap().container_statuses.unwrap()[0].restart_count;
+            api.get_pod("default", &format!("pod-{i}")).unwrap().status.clone().unwrap().container_statuses.unwrap()[0]
+                .restart_count;
         assert_eq!(restarts, if i < 3 { 2 } else { 1 }, "pod {i}");
     }
 }

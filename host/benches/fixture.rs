@@ -78,7 +78,9 @@ fn estimate_ns(id: &str) -> Option<f64> {
 /// natively, their ratio, and the component against the serde floor.
 pub fn print_ratios() {
     let Some(floor) = estimate_ns("serde-floor/parse+serialise status") else { return };
-    println!("\n| operation | component | native | component / native | component / serde floor | supervised component |");
+    println!(
+        "\n| operation | component | native | component / native | component / serde floor | supervised component |"
+    );
     println!("|---|---:|---:|---:|---:|---:|");
     for op in ["set-pod-status", "get-pod-status", "set-container-readiness", "sync-pod"] {
         let (Some(c), Some(n)) = (estimate_ns(&format!("component/{op}")), estimate_ns(&format!("native/{op}"))) else {

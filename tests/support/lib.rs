@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use podstatus::components::PODSTATUS_V1;
+use podstatus::components::{PODSTATUS_V1, PODSTATUS_V2};
 use podstatus::plugin::{Plugin, PluginImage, PluginRuntime, RuntimeConfig};
 use podstatus::replay::{self, ReplayOutcome, Trace, TraceError};
 
@@ -48,6 +48,43 @@ pub fn replay_component(trace_text: &str, base_dir: &Path) -> Result<ReplayOutco
         &|world| v1_image().instantiate(world).map(|p| Box::new(p) as Box<dyn Plugin>).map_err(|e| e.to_string()),
         &loader,
     )
+}
+
+/// The v2 plugin (logic v2, contract `kubelet:status@0.1.1`), compiled once per test
+/// binary.
+pub fn v2_image() -> &'static PluginImage {
+    static IMAGE: OnceLock<PluginImage> = OnceLock::new();
+    IMAGE.get_or_init(|| {
+        let runtime = PluginRuntime::new(&RuntimeConfig { cache_dir: Some(cache_dir()), ..RuntimeConfig::default() })
+            .expect("runtime");
+        runtime.load(PODSTATUS_V2).expect("the v2 plugin loads")
+    })
+}
+
+/// Replays `trace_text` through the component `image` ([`v1_image`], [`v2_image`], or
+/// any other); `swap` steps load their plugin files.
+pub fn replay_component_with(
+    image: &PluginImage,
+    trace_text: &str,
+    base_dir: &Path,
+) -> Result<ReplayOutcome, TraceError> {
+    let trace = Trace::parse(trace_text, base_dir.to_path_buf())?;
+    let runtime = PluginRuntime::new(&RuntimeConfig { cache_dir: Some(cache_dir()), ..RuntimeConfig::default() })
+        .expect("runtime");
+    let loader = |path: &Path, world| {
+        let image = runtime.load_file(path).map_err(|e| e.to_string())?;
+        image.instantiate(world).map(|p| Box::new(p) as Box<dyn Plugin>).map_err(|e| e.to_string())
+    };
+    replay::run_with_swaps(
+        &trace,
+        &|world| image.instantiate(world).map(|p| Box::new(p) as Box<dyn Plugin>).map_err(|e| e.to_string()),
+        &loader,
+    )
+}
+
+/// Replays `trace_text` through the v2 component; `swap` steps load their plugin files.
+pub fn replay_component_v2(trace_text: &str, base_dir: &Path) -> Result<ReplayOutcome, TraceError> {
+    replay_component_with(v2_image(), trace_text, base_dir)
 }
 
 /// Replays `trace_text` through the same logic, natively.

@@ -13,7 +13,8 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use serde_json::{Map, Value};
+use serde_json::Value;
+use serde_json::value::RawValue;
 
 use crate::bindings::{BatchReport, CachedStatus, SyncOutcome, SyncRequest, UpdateOutcome};
 use crate::plugin::limits::FaultKind;
@@ -189,7 +190,7 @@ impl SupervisedPlugin {
                     // Requests the faulted instance queued for changes that were never
                     // accepted refer to nothing the restored state holds.
                     let shadow = &self.shadow;
-                    self.world.queue.retain(|request| shadow.pending.contains_key(&request.id.to_string()));
+                    self.world.queue.retain(|request| shadow.has_pending(request.id));
                     let took = start.elapsed();
                     self.instance = Some(instance);
                     self.stats.recoveries += 1;
@@ -283,43 +284,43 @@ impl Plugin for SupervisedPlugin {
     }
 }
 
-/// The host's copy of a plugin's state document: three maps and a counter, kept as JSON
-/// so that any plugin version writing the documented format can be followed.
+/// A JSON value kept as text: the supervisor moves entries around, it never looks
+/// inside them, so they are not parsed into trees (a status is hundreds of nodes).
+type Raw = Box<RawValue>;
+
+/// The host's copy of a plugin's state document: three maps and a counter, each entry
+/// kept as the plugin wrote it, so any plugin version writing the documented format
+/// can be followed.
 #[derive(Clone, Debug)]
 struct StateShadow {
     /// Every key of the document but the three maps (format, version, counters).
-    header: Map<String, Value>,
-    statuses: Map<String, Value>,
-    api_status_versions: Map<String, Value>,
-    pending: Map<String, Value>,
+    header: BTreeMap<String, Raw>,
+    /// statuses, apiStatusVersions, pending.
+    maps: [BTreeMap<String, Raw>; 3],
 }
 
 const MAPS: [&str; 3] = ["statuses", "apiStatusVersions", "pending"];
 
 impl StateShadow {
     fn parse(document: &str) -> std::result::Result<StateShadow, String> {
-        let Value::Object(mut doc) = serde_json::from_str(document).map_err(|e| format!("state document: {e}"))? else {
-            return Err("state document: not an object".into());
-        };
-        let mut take = |key: &str| match doc.remove(key) {
-            Some(Value::Object(map)) => Ok(map),
-            _ => Err(format!("state document: {key} is not an object")),
-        };
-        let (statuses, api_status_versions, pending) = (take(MAPS[0])?, take(MAPS[1])?, take(MAPS[2])?);
-        Ok(StateShadow { header: doc, statuses, api_status_versions, pending })
+        let mut header: BTreeMap<String, Raw> =
+            serde_json::from_str(document).map_err(|e| format!("state document: {e}"))?;
+        let mut maps: [BTreeMap<String, Raw>; 3] = Default::default();
+        for (slot, key) in maps.iter_mut().zip(MAPS) {
+            let raw = header.remove(key).ok_or_else(|| format!("state document: no {key}"))?;
+            *slot = serde_json::from_str(raw.get()).map_err(|e| format!("state document: {key}: {e}"))?;
+        }
+        Ok(StateShadow { header, maps })
     }
 
     /// Applies a change set: each entry replaces the copy's entry whole, null removes it.
     fn apply(&mut self, changes: &ChangeSet) {
-        for (target, entries) in
-            [&mut self.statuses, &mut self.api_status_versions, &mut self.pending].into_iter().zip(&changes.maps)
-        {
-            for (k, v) in entries {
-                if v.is_null() {
-                    target.remove(k);
-                } else {
-                    target.insert(k.clone(), v.clone());
-                }
+        for (target, entries) in self.maps.iter_mut().zip(&changes.maps) {
+            for (key, value) in entries {
+                match value {
+                    Some(value) => target.insert(key.clone(), value.clone()),
+                    None => target.remove(key),
+                };
             }
         }
         if let Some(next) = &changes.next_request_id {
@@ -327,49 +328,62 @@ impl StateShadow {
         }
     }
 
+    fn has_pending(&self, id: u64) -> bool {
+        self.maps[2].contains_key(&id.to_string())
+    }
+
     fn document(&self) -> String {
-        // Written piece by piece: cloning megabytes of JSON values to serialise them
-        // would cost more than the serialising.
-        let mut pieces: Vec<String> =
-            self.header.iter().map(|(key, value)| format!("{}:{}", Value::from(key.as_str()), value)).collect();
-        for (key, map) in MAPS.into_iter().zip([&self.statuses, &self.api_status_versions, &self.pending]) {
-            pieces.push(format!("{}:{}", Value::from(key), serde_json::to_string(map).unwrap_or_default()));
+        let mut out = String::from("{");
+        let mut first = true;
+        let mut push = |key: &str, value: &str| {
+            if !std::mem::take(&mut first) {
+                out.push(',');
+            }
+            out.push_str(&Value::from(key).to_string());
+            out.push(':');
+            out.push_str(value);
+        };
+        for (key, value) in &self.header {
+            push(key, value.get());
         }
-        format!("{{{}}}", pieces.join(","))
+        for (key, map) in MAPS.into_iter().zip(&self.maps) {
+            push(key, &serde_json::to_string(map).unwrap_or_else(|_| "{}".into()));
+        }
+        out.push('}');
+        out
     }
 }
 
 /// A parsed change set (`save-state-changes`): for each of the document's three maps,
-/// the entries that changed (null: removed), and the request counter.
+/// the entries that changed (None: removed), and the request counter.
 #[derive(Clone, Debug, Default)]
 struct ChangeSet {
-    maps: [Map<String, Value>; 3],
-    next_request_id: Option<Value>,
-    /// The header of the change sets seen (format and version), to write them back.
-    header: Option<(Value, Value)>,
+    maps: [BTreeMap<String, Option<Raw>>; 3],
+    next_request_id: Option<Raw>,
+    /// The format version of the change sets seen, to write them back.
+    version: Option<Raw>,
+}
+
+#[derive(serde::Deserialize)]
+struct ChangesDocument {
+    format: String,
+    version: Option<Raw>,
+    patch: BTreeMap<String, Raw>,
 }
 
 impl ChangeSet {
     fn parse(text: &str) -> std::result::Result<ChangeSet, String> {
-        let doc: Value = serde_json::from_str(text).map_err(|e| format!("change set: {e}"))?;
-        if doc.get("format").and_then(Value::as_str) != Some(CHANGES_FORMAT) {
+        let doc: ChangesDocument = serde_json::from_str(text).map_err(|e| format!("change set: {e}"))?;
+        if doc.format != CHANGES_FORMAT {
             return Err(format!("change set: format is not {CHANGES_FORMAT:?}"));
         }
-        let Some(Value::Object(patch)) = doc.get("patch") else {
-            return Err("change set: no patch".into());
-        };
-        let mut set = ChangeSet {
-            next_request_id: patch.get("nextRequestId").cloned(),
-            header: Some((doc["format"].clone(), doc.get("version").cloned().unwrap_or(Value::from(1)))),
-            ..ChangeSet::default()
-        };
+        let mut set = ChangeSet { version: doc.version, ..ChangeSet::default() };
         for (slot, key) in set.maps.iter_mut().zip(MAPS) {
-            match patch.get(key) {
-                Some(Value::Object(entries)) => *slot = entries.clone(),
-                None => {}
-                Some(_) => return Err(format!("change set: {key} is not an object")),
+            if let Some(raw) = doc.patch.get(key) {
+                *slot = serde_json::from_str(raw.get()).map_err(|e| format!("change set: {key}: {e}"))?;
             }
         }
+        set.next_request_id = doc.patch.get("nextRequestId").cloned();
         Ok(set)
     }
 
@@ -381,20 +395,28 @@ impl ChangeSet {
         if later.next_request_id.is_some() {
             self.next_request_id = later.next_request_id;
         }
-        if later.header.is_some() {
-            self.header = later.header;
+        if later.version.is_some() {
+            self.version = later.version;
         }
     }
 
     fn document(&self) -> String {
-        let (format, version) = self.header.clone().unwrap_or((Value::from(CHANGES_FORMAT), Value::from(1)));
-        let mut patch = Map::new();
-        for (key, entries) in MAPS.into_iter().zip(&self.maps) {
-            patch.insert(key.into(), Value::Object(entries.clone()));
+        let mut patch = String::from("{");
+        for (i, (key, entries)) in MAPS.into_iter().zip(&self.maps).enumerate() {
+            if i > 0 {
+                patch.push(',');
+            }
+            patch.push_str(&format!(
+                "{}:{}",
+                Value::from(key),
+                serde_json::to_string(entries).unwrap_or_else(|_| "{}".into())
+            ));
         }
         if let Some(next) = &self.next_request_id {
-            patch.insert("nextRequestId".into(), next.clone());
+            patch.push_str(&format!(",\"nextRequestId\":{}", next.get()));
         }
-        serde_json::json!({ "format": format, "version": version, "patch": patch }).to_string()
+        patch.push('}');
+        let version = self.version.as_ref().map_or("1", |v| v.get());
+        format!("{{\"format\":{},\"version\":{version},\"patch\":{patch}}}", Value::from(CHANGES_FORMAT))
     }
 }
