@@ -34,7 +34,7 @@ fn world() -> World {
 /// only the infinite loop reaches it, even on a loaded machine (the budget counts the
 /// guest's wall time).
 fn limits() -> Limits {
-    Limits { memory_bytes: 64 << 20, call_cpu_time: Duration::from_secs(30), ..Limits::default() }
+    Limits { memory_bytes: 64 << 20, call_cpu_time: Some(Duration::from_secs(30)), ..Limits::default() }
 }
 
 fn runtime() -> PluginRuntime {
@@ -59,7 +59,7 @@ fn host_still_serves(runtime: &PluginRuntime) {
 
 #[test]
 fn an_infinite_loop_is_stopped_by_the_cpu_budget() {
-    let limits = Limits { call_cpu_time: Duration::from_millis(200), ..limits() };
+    let limits = Limits { call_cpu_time: Some(Duration::from_millis(200)), ..limits() };
     let runtime = PluginRuntime::new(&RuntimeConfig { cache_dir: Some(cache_dir()), limits }).unwrap();
     let mut plugin = runtime.load(ADVERSARY_INFINITE_LOOP).unwrap().instantiate(world()).unwrap();
     let start = Instant::now();

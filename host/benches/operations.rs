@@ -17,7 +17,7 @@ use podstatus::backends::deletion_safety::FixedDeletionSafety;
 use podstatus::backends::pod_manager::PodManager;
 use podstatus::backends::sync_queue::SyncQueue;
 use podstatus::components::PODSTATUS_V1;
-use podstatus::plugin::{NativePlugin, Plugin, PluginRuntime, RuntimeConfig, SupervisedPlugin};
+use podstatus::plugin::{Limits, NativePlugin, Plugin, PluginRuntime, RuntimeConfig, SupervisedPlugin};
 use podstatus::world::World;
 
 mod fixture;
@@ -42,10 +42,21 @@ fn world(queue_capacity: usize) -> World {
 
 type Make = fn(World) -> Box<dyn Plugin>;
 
-fn component(world: World) -> Box<dyn Plugin> {
+fn runtime(limits: Limits) -> PluginRuntime {
     let cache = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/podstatus-bench-cache");
-    let runtime = PluginRuntime::new(&RuntimeConfig { cache_dir: Some(cache), ..RuntimeConfig::default() }).unwrap();
-    Box::new(runtime.load(PODSTATUS_V1).unwrap().instantiate(world).unwrap())
+    PluginRuntime::new(&RuntimeConfig { cache_dir: Some(cache), limits }).unwrap()
+}
+
+/// The component in the sandbox as the host runs it by default: memory cap, boundary
+/// caps and a CPU budget per call (epoch checks compiled into the plugin).
+fn component(world: World) -> Box<dyn Plugin> {
+    Box::new(runtime(Limits::default()).load(PODSTATUS_V1).unwrap().instantiate(world).unwrap())
+}
+
+/// The same without the CPU budget, so without epoch checks.
+fn unmetered(world: World) -> Box<dyn Plugin> {
+    let limits = Limits { call_cpu_time: None, ..Limits::default() };
+    Box::new(runtime(limits).load(PODSTATUS_V1).unwrap().instantiate(world).unwrap())
 }
 
 fn native(world: World) -> Box<dyn Plugin> {
@@ -55,12 +66,11 @@ fn native(world: World) -> Box<dyn Plugin> {
 /// The component under the supervisor, which takes the plugin's change set after every
 /// call that can change state (the price of losing nothing when it faults).
 fn supervised(world: World) -> Box<dyn Plugin> {
-    let cache = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/podstatus-bench-cache");
-    let runtime = PluginRuntime::new(&RuntimeConfig { cache_dir: Some(cache), ..RuntimeConfig::default() }).unwrap();
-    Box::new(SupervisedPlugin::new(runtime.load(PODSTATUS_V1).unwrap(), world).unwrap())
+    Box::new(SupervisedPlugin::new(runtime(Limits::default()).load(PODSTATUS_V1).unwrap(), world).unwrap())
 }
 
-const KINDS: [(&str, Make); 3] = [("component", component), ("supervised", supervised), ("native", native)];
+const KINDS: [(&str, Make); 4] =
+    [("component", component), ("unmetered", unmetered), ("supervised", supervised), ("native", native)];
 
 fn bench(c: &mut Criterion) {
     let pod = fixture::pod_json();

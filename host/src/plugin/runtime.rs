@@ -63,8 +63,9 @@ pub struct PluginRuntime {
     linker: Linker<HostState>,
     cache: Option<ArtifactCache>,
     limits: Limits,
-    /// Shared with every image, so instances keep their CPU clock while they live.
-    ticker: Arc<EpochTicker>,
+    /// Shared with every image, so instances keep their CPU clock while they live
+    /// (none without a CPU budget).
+    ticker: Option<Arc<EpochTicker>>,
 }
 
 impl PluginRuntime {
@@ -77,20 +78,17 @@ impl PluginRuntime {
         wasm.concurrency_support(false);
         // A CPU budget per call (epochs are cheap: a load and compare per loop header
         // and function entry); fuel only where determinism is worth its cost.
-        wasm.epoch_interruption(true);
+        wasm.epoch_interruption(limits.call_cpu_time.is_some());
         wasm.consume_fuel(limits.call_fuel.is_some());
         wasm.max_wasm_stack(limits.max_wasm_stack);
         let engine = Engine::new(&wasm).map_err(LoadError::Engine)?;
         let mut linker = Linker::new(&engine);
         imports::add_to_linker(&mut linker).map_err(LoadError::Engine)?;
-        let ticker = EpochTicker::start(&engine).map_err(|e| LoadError::Engine(e.into()))?;
-        Ok(PluginRuntime {
-            engine,
-            linker,
-            cache: config.cache_dir.clone().map(ArtifactCache::new),
-            limits,
-            ticker: Arc::new(ticker),
-        })
+        let ticker = match limits.call_cpu_time {
+            Some(_) => Some(Arc::new(EpochTicker::start(&engine).map_err(|e| LoadError::Engine(e.into()))?)),
+            None => None,
+        };
+        Ok(PluginRuntime { engine, linker, cache: config.cache_dir.clone().map(ArtifactCache::new), limits, ticker })
     }
 
     /// The engine.
@@ -121,7 +119,7 @@ impl PluginRuntime {
                 }
             },
         };
-        Ok(PluginImage { pre, cache, limits: self.limits.clone(), _ticker: Arc::clone(&self.ticker) })
+        Ok(PluginImage { pre, cache, limits: self.limits.clone(), _ticker: self.ticker.clone() })
     }
 
     /// Reads and loads a plugin file.
@@ -145,7 +143,7 @@ pub struct PluginImage {
     pre: Pre,
     cache: CacheOutcome,
     limits: Limits,
-    _ticker: Arc<EpochTicker>,
+    _ticker: Option<Arc<EpochTicker>>,
 }
 
 impl PluginImage {
@@ -175,21 +173,23 @@ impl PluginImage {
         };
         let mut store = Store::new(engine, HostState::new(world, Sandbox::new(self.limits.clone())));
         store.limiter(|state| &mut state.sandbox);
-        store.epoch_deadline_trap();
-        // Only guest time counts against the CPU budget: the clock stops while an
-        // import runs (a slow API server is not the plugin's fault).
-        store.call_hook(|mut ctx, hook| match hook {
-            CallHook::CallingWasm | CallHook::ReturningFromHost => {
-                let ticks = ctx.data_mut().sandbox.guest_enters();
-                ctx.set_epoch_deadline(ticks);
-                Ok(())
-            }
-            CallHook::CallingHost | CallHook::ReturningFromWasm => ctx.data_mut().sandbox.guest_leaves(),
-        });
+        if let Some(budget) = self.limits.call_cpu_time {
+            store.epoch_deadline_trap();
+            // Only guest time counts against the CPU budget: the clock stops while an
+            // import runs (a slow API server is not the plugin's fault).
+            store.call_hook(|mut ctx, hook| match hook {
+                CallHook::CallingWasm | CallHook::ReturningFromHost => {
+                    let ticks = ctx.data_mut().sandbox.guest_enters();
+                    ctx.set_epoch_deadline(ticks);
+                    Ok(())
+                }
+                CallHook::CallingHost | CallHook::ReturningFromWasm => ctx.data_mut().sandbox.guest_leaves(),
+            });
+            store.set_epoch_deadline(u64::try_from(budget.as_millis()).unwrap_or(u64::MAX).max(1));
+        }
         if let Some(fuel) = self.limits.call_fuel {
             store.set_fuel(fuel).map_err(LoadError::Instantiate)?;
         }
-        store.set_epoch_deadline(self.limits.call_cpu_time.as_millis().max(1) as u64);
         let exports = match &self.pre {
             Pre::V0_1_1(pre) => Exports::V0_1_1(pre.instantiate(&mut store).map_err(LoadError::Instantiate)?),
             Pre::V0_1_0(pre) => Exports::V0_1_0(pre.instantiate(&mut store).map_err(LoadError::Instantiate)?),
