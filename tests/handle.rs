@@ -6,10 +6,6 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::Pod;
 use podstatus::backends::api_server::ApiServer;
 use podstatus::backends::api_server::memory::MemoryApiServer;
-use podstatus::backends::clock::SystemClock;
-use podstatus::backends::deletion_safety::FixedDeletionSafety;
-use podstatus::backends::pod_manager::PodManager;
-use podstatus::backends::sync_queue::SyncQueue;
 use podstatus::handle::{self, SchedulerConfig};
 use podstatus::world::World;
 use podstatus_tests::v1_image;
@@ -43,21 +39,7 @@ fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
 }
 
 fn setup(pods: usize) -> (Arc<MemoryApiServer>, World) {
-    let api = Arc::new(MemoryApiServer::new());
-    let pod_manager = Arc::new(PodManager::new());
-    for i in 0..pods {
-        api.put_pod(pod(i)).unwrap();
-        pod_manager.add_pod(pod(i));
-    }
-    pod_manager.follow_api_server(&api);
-    let world = World {
-        api_server: api.clone(),
-        pod_manager,
-        deletion_safety: Arc::new(FixedDeletionSafety::new(false)),
-        clock: Arc::new(SystemClock),
-        queue: Arc::new(SyncQueue::default()),
-    };
-    (api, world)
+    podstatus_tests::memory_world((0..pods).map(pod), false, podstatus::backends::sync_queue::DEFAULT_CAPACITY)
 }
 
 #[test]

@@ -1,12 +1,5 @@
 //! A plugin that traps: the host names the call and why, and keeps running.
 
-use std::sync::Arc;
-
-use podstatus::backends::api_server::memory::MemoryApiServer;
-use podstatus::backends::clock::SystemClock;
-use podstatus::backends::deletion_safety::FixedDeletionSafety;
-use podstatus::backends::pod_manager::PodManager;
-use podstatus::backends::sync_queue::SyncQueue;
 use podstatus::plugin::{CallError, Plugin, PluginRuntime, RuntimeConfig};
 use podstatus::replay::{self, Trace};
 use podstatus::world::World;
@@ -17,13 +10,7 @@ const POD: &str =
     r#"{"metadata": {"uid": "u1", "name": "a", "namespace": "n"}, "spec": {"containers": [{"name": "c"}]}}"#;
 
 fn world() -> World {
-    World {
-        api_server: Arc::new(MemoryApiServer::new()),
-        pod_manager: Arc::new(PodManager::new()),
-        deletion_safety: Arc::new(FixedDeletionSafety::new(true)),
-        clock: Arc::new(SystemClock),
-        queue: Arc::new(SyncQueue::default()),
-    }
+    podstatus_tests::memory_world([], true, podstatus::backends::sync_queue::DEFAULT_CAPACITY).1
 }
 
 #[test]

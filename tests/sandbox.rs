@@ -1,14 +1,8 @@
 //! Adversarial plugins: each is stopped at its limit with a typed error naming the
 //! limit, and the host (the runtime, other instances) keeps serving.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use podstatus::backends::api_server::memory::MemoryApiServer;
-use podstatus::backends::clock::SystemClock;
-use podstatus::backends::deletion_safety::FixedDeletionSafety;
-use podstatus::backends::pod_manager::PodManager;
-use podstatus::backends::sync_queue::SyncQueue;
 use podstatus::plugin::{CallError, FaultKind, Limits, Plugin, PluginRuntime, RuntimeConfig};
 use podstatus::world::World;
 use podstatus_test_programs::{
@@ -21,13 +15,7 @@ const POD: &str =
     r#"{"metadata": {"uid": "u1", "name": "a", "namespace": "n"}, "spec": {"containers": [{"name": "c"}]}}"#;
 
 fn world() -> World {
-    World {
-        api_server: Arc::new(MemoryApiServer::new()),
-        pod_manager: Arc::new(PodManager::new()),
-        deletion_safety: Arc::new(FixedDeletionSafety::new(true)),
-        clock: Arc::new(SystemClock),
-        queue: Arc::new(SyncQueue::default()),
-    }
+    podstatus_tests::memory_world([], true, podstatus::backends::sync_queue::DEFAULT_CAPACITY).1
 }
 
 /// A tight memory cap, so the bomb goes off fast; a CPU budget generous enough that

@@ -120,3 +120,36 @@ pub fn partial_match(expected: &serde_json::Value, actual: &serde_json::Value, p
         (e, a) => Err(format!("{path}: expected {e}, found {a}")),
     }
 }
+
+/// A world for tests: an in-memory API server and a pod manager both holding `pods`
+/// (the pod manager following the API server), the system clock, a fixed
+/// deletion-safety answer and a sync queue of `queue_capacity`.
+pub fn memory_world(
+    pods: impl IntoIterator<Item = k8s_openapi::api::core::v1::Pod>,
+    deletion_safe: bool,
+    queue_capacity: usize,
+) -> (std::sync::Arc<podstatus::backends::api_server::memory::MemoryApiServer>, podstatus::world::World) {
+    use std::sync::Arc;
+
+    use podstatus::backends::api_server::memory::MemoryApiServer;
+    use podstatus::backends::clock::SystemClock;
+    use podstatus::backends::deletion_safety::FixedDeletionSafety;
+    use podstatus::backends::pod_manager::PodManager;
+    use podstatus::backends::sync_queue::SyncQueue;
+
+    let api = Arc::new(MemoryApiServer::new());
+    let pod_manager = Arc::new(PodManager::new());
+    for pod in pods {
+        api.put_pod(pod.clone()).expect("a valid test pod");
+        pod_manager.add_pod(pod);
+    }
+    pod_manager.follow_api_server(&api);
+    let world = podstatus::world::World {
+        api_server: api.clone(),
+        pod_manager,
+        deletion_safety: Arc::new(FixedDeletionSafety::new(deletion_safe)),
+        clock: Arc::new(SystemClock),
+        queue: Arc::new(SyncQueue::new(queue_capacity)),
+    };
+    (api, world)
+}
