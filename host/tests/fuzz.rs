@@ -7,7 +7,9 @@ use std::process::{Command, Output};
 use std::sync::{Arc, OnceLock};
 
 use k8s_openapi::api::core::v1::Pod;
-use podstatus::backends::api_server::{ApiServer, DeleteOptions, Result as ApiResult, StatusPatch, StatusUpdate};
+use podstatus::backends::api_server::{
+    ApiError, ApiServer, DeleteOptions, Result as ApiResult, StatusPatch, StatusUpdate,
+};
 use podstatus::components::PODSTATUS_V1;
 use podstatus::fuzz::{
     self, Campaign, GenConfig, Invariant, KnownIssue, Limit, ShrinkBudget, Target, check_trace, compare_targets,
@@ -92,18 +94,19 @@ fn planted(wrap: fn(Arc<dyn ApiServer>, &World) -> Arc<dyn ApiServer>) -> Target
     }))
 }
 
-/// Says status writes succeeded without making them.
-struct LosesWrites(Arc<dyn ApiServer>);
+/// Status writes never land: they fail before reaching the API server (and its
+/// recorder), as if every write were refused, forever.
+struct RefusesWrites(Arc<dyn ApiServer>);
 
-impl ApiServer for LosesWrites {
+impl ApiServer for RefusesWrites {
     fn get_pod(&self, namespace: &str, name: &str) -> ApiResult<Arc<Pod>> {
         self.0.get_pod(namespace, name)
     }
-    fn update_pod_status(&self, update: StatusUpdate) -> ApiResult<Arc<Pod>> {
-        self.0.get_pod(&update.namespace, &update.name)
+    fn update_pod_status(&self, _: StatusUpdate) -> ApiResult<Arc<Pod>> {
+        Err(ApiError::Internal { message: "planted".into() })
     }
-    fn patch_pod_status(&self, patch: StatusPatch) -> ApiResult<Arc<Pod>> {
-        self.0.get_pod(&patch.namespace, &patch.name)
+    fn patch_pod_status(&self, _: StatusPatch) -> ApiResult<Arc<Pod>> {
+        Err(ApiError::Internal { message: "planted".into() })
     }
     fn delete_pod(&self, namespace: &str, name: &str, options: &DeleteOptions) -> ApiResult<Arc<Pod>> {
         self.0.delete_pod(namespace, name, options)
@@ -165,8 +168,8 @@ fn first_finding(target: Target, invariant: Invariant) -> fuzz::Finding {
 }
 
 #[test]
-fn a_lost_write_is_caught_at_quiescence_and_shrunk_to_one_step() {
-    let finding = first_finding(planted(|api, _| Arc::new(LosesWrites(api))), Invariant::Quiescence);
+fn a_write_that_never_lands_is_caught_at_quiescence_and_shrunk_to_one_step() {
+    let finding = first_finding(planted(|api, _| Arc::new(RefusesWrites(api))), Invariant::Quiescence);
     let steps = finding.shrunk.doc["steps"].as_array().unwrap();
     // Setting a status is all it takes; the quiescence steps do the rest.
     assert_eq!(steps.len(), 1, "{:#}", finding.shrunk.doc);
@@ -191,7 +194,7 @@ fn a_write_on_another_pod_is_caught() {
 
 #[test]
 fn shrinking_keeps_the_violation_and_the_file_replays() {
-    let target = planted(|api, _| Arc::new(LosesWrites(api)));
+    let target = planted(|api, _| Arc::new(RefusesWrites(api)));
     let finding = first_finding(target.clone(), Invariant::Quiescence);
     let dir = temp_dir("finding");
     let path = fuzz::write_finding(&finding, &[], &dir).unwrap();
@@ -239,7 +242,7 @@ fn differential_runs_find_no_difference() {
 
 #[test]
 fn differential_mode_shrinks_to_the_first_differing_step() {
-    let lossy = planted(|api, _| Arc::new(LosesWrites(api)));
+    let lossy = planted(|api, _| Arc::new(RefusesWrites(api)));
     let summary =
         run_campaign(&Campaign { against: Some(lossy), ..campaign(Target::Native, 1, 50, 40) }, &mut |_| {}).unwrap();
     let finding = summary.finding.expect("the plugins differ");

@@ -171,7 +171,8 @@ fn run_inner(args: &FuzzArgs) -> Result<ExitCode, String> {
         )?;
     }
     let Some(finding) = &summary.finding else {
-        print(&mut out, "no violation".into())?;
+        let verdict = if against.is_some() { "no difference" } else { "no violation" };
+        print(&mut out, verdict.into())?;
         return Ok(ExitCode::SUCCESS);
     };
     print(&mut out, format!("VIOLATION {} (trace seed {})", finding.original, finding.seed))?;

@@ -153,12 +153,21 @@ fn guarded(full: &Trace, quiet_from: usize, target: &Target, checks: Option<bool
             Ok(Run {
                 report: Vec::new(),
                 parsed: Report { results: Vec::new(), calls: Vec::new(), apiserver: Vec::new(), fault: None },
-                violation: Some(Violation::new(Invariant::NoFault, 0, format!("the native logic panicked: {message}"))),
+                violation: Some(Violation::new(
+                    Invariant::NoFault,
+                    CURRENT_STEP.get(),
+                    format!("the native logic panicked: {message}"),
+                )),
                 steps: 0,
                 known: BTreeMap::new(),
             })
         }
     }
+}
+
+thread_local! {
+    /// The step [`execute`] is at, for naming the step of a panic.
+    static CURRENT_STEP: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
 /// Runs `full` (a trace whose steps from `quiet_from` on are the quiescence steps).
@@ -185,6 +194,7 @@ pub fn execute(full: &Trace, quiet_from: usize, target: &Target, checks: Option<
             remove_armed_faults(&stepper, full);
         }
         let before = stepper.calls().len();
+        CURRENT_STEP.set(stepper.next_step());
         let Some(step) = stepper.step()? else { break };
         steps += 1;
         if let Some(fault) = stepper.fault() {
@@ -197,7 +207,8 @@ pub fn execute(full: &Trace, quiet_from: usize, target: &Target, checks: Option<
         }
         let calls: Vec<Call> = stepper.calls()[before..].to_vec();
         let events = std::mem::take(&mut *events.lock().unwrap_or_else(PoisonError::into_inner));
-        let writes = match writes_of(step, &calls, &events) {
+        let from_queue = matches!(full.steps[step], Step::Sync);
+        let writes = match writes_of(step, &calls, &events, from_queue) {
             Ok(writes) => writes,
             Err(v) => {
                 violation = Some(v);
@@ -228,7 +239,7 @@ pub fn execute(full: &Trace, quiet_from: usize, target: &Target, checks: Option<
 
 /// The statuses a step wrote, from the store's change events: each successful write
 /// call of the step made one `Modified` event, in order.
-fn writes_of(step: usize, calls: &[Call], events: &[PodEvent]) -> Result<Vec<Write>, Violation> {
+fn writes_of(step: usize, calls: &[Call], events: &[PodEvent], from_queue: bool) -> Result<Vec<Write>, Violation> {
     let mut modified = events.iter().filter_map(|e| match e {
         PodEvent::Modified(pod) => Some(pod),
         _ => None,
@@ -242,19 +253,9 @@ fn writes_of(step: usize, calls: &[Call], events: &[PodEvent]) -> Result<Vec<Wri
                 format!("a write to {}/{} succeeded but the API server saw no change", call.namespace, call.name),
             ));
         };
-        writes.push(write_of(pod));
+        writes.push(Write { from_queue, ..Write::of(pod) });
     }
     Ok(writes)
-}
-
-fn write_of(pod: &Pod) -> Write {
-    Write {
-        namespace: pod.metadata.namespace.clone().unwrap_or_default(),
-        name: pod.metadata.name.clone().unwrap_or_default(),
-        target_uid: pod.metadata.uid.clone().unwrap_or_default(),
-        target_deleting: pod.metadata.deletion_timestamp.is_some(),
-        status: pod.status.clone().unwrap_or_default(),
-    }
 }
 
 /// Reads the plugin's cache for every UID the trace knows, parsing a status only when

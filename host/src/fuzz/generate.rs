@@ -684,6 +684,9 @@ impl<'e> Generator<'e> {
             (_, "Unknown") => "Unknown",
             ("PodScheduled", _) => "True",
             (_, "Running") if self.r.chance(70) => "True",
+            // The kubelet reports a finished pod not ready (reason PodCompleted); now
+            // and then a status says otherwise.
+            ("Ready", "Succeeded" | "Failed") if self.r.chance(90) => "False",
             _ => *self.r.pick(&["True", "False", "False", "Unknown"]),
         };
         let mut condition = json!({ "type": type_, "status": status });

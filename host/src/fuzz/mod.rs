@@ -11,6 +11,13 @@
 //! (a) `version-monotonic`, (b) `write-own-pod`, (c) `delete-precondition`,
 //! (d) `no-rollback`, (e) `quiescence`, (f) `no-fault`, (g) `deterministic`; and
 //! `same-report` for the differential mode.
+//!
+//! (b) and (d) tell which pod a write belongs to by its content: the status written
+//! must be one the plugin had cached. That is logic v1's contract (it writes its cached
+//! status as it is). Logic v2 merges the API server's status into what it writes, as
+//! Kubernetes 1.27 does (a finished pod is written not ready, a terminal phase waits
+//! while containers may run), so against v2 these invariants and (e) report those
+//! designed differences; compare the versions with `--against` instead.
 
 pub mod cli;
 pub mod exec;
