@@ -26,39 +26,29 @@ pub fn cache_dir() -> PathBuf {
 /// The v1 plugin, compiled once per test binary.
 pub fn v1_image() -> &'static PluginImage {
     static IMAGE: OnceLock<PluginImage> = OnceLock::new();
-    IMAGE.get_or_init(|| {
-        let runtime = PluginRuntime::new(&RuntimeConfig { cache_dir: Some(cache_dir()), ..RuntimeConfig::default() })
-            .expect("runtime");
-        runtime.load(PODSTATUS_V1).expect("the v1 plugin loads")
-    })
+    IMAGE.get_or_init(|| load(PODSTATUS_V1))
 }
 
-/// Replays `trace_text` through the v1 component.
+/// A plugin compiled with the shared cache and default limits.
+fn load(bytes: &[u8]) -> PluginImage {
+    test_runtime().load(bytes).expect("the plugin loads")
+}
+
+/// A runtime with the shared artifact cache and default limits.
+fn test_runtime() -> PluginRuntime {
+    PluginRuntime::new(&RuntimeConfig { cache_dir: Some(cache_dir()), ..RuntimeConfig::default() }).expect("runtime")
+}
+
 /// Replays `trace_text` through the v1 component; `swap` steps load their plugin files.
 pub fn replay_component(trace_text: &str, base_dir: &Path) -> Result<ReplayOutcome, TraceError> {
-    let trace = Trace::parse(trace_text, base_dir.to_path_buf())?;
-    let runtime = PluginRuntime::new(&RuntimeConfig { cache_dir: Some(cache_dir()), ..RuntimeConfig::default() })
-        .expect("runtime");
-    let loader = |path: &Path, world| {
-        let image = runtime.load_file(path).map_err(|e| e.to_string())?;
-        image.instantiate(world).map(|p| Box::new(p) as Box<dyn Plugin>).map_err(|e| e.to_string())
-    };
-    replay::run_with_swaps(
-        &trace,
-        &|world| v1_image().instantiate(world).map(|p| Box::new(p) as Box<dyn Plugin>).map_err(|e| e.to_string()),
-        &loader,
-    )
+    replay_component_with(v1_image(), trace_text, base_dir)
 }
 
 /// The v2 plugin (logic v2, contract `kubelet:status@0.1.1`), compiled once per test
 /// binary.
 pub fn v2_image() -> &'static PluginImage {
     static IMAGE: OnceLock<PluginImage> = OnceLock::new();
-    IMAGE.get_or_init(|| {
-        let runtime = PluginRuntime::new(&RuntimeConfig { cache_dir: Some(cache_dir()), ..RuntimeConfig::default() })
-            .expect("runtime");
-        runtime.load(PODSTATUS_V2).expect("the v2 plugin loads")
-    })
+    IMAGE.get_or_init(|| load(PODSTATUS_V2))
 }
 
 /// Replays `trace_text` through the component `image` ([`v1_image`], [`v2_image`], or
@@ -69,8 +59,7 @@ pub fn replay_component_with(
     base_dir: &Path,
 ) -> Result<ReplayOutcome, TraceError> {
     let trace = Trace::parse(trace_text, base_dir.to_path_buf())?;
-    let runtime = PluginRuntime::new(&RuntimeConfig { cache_dir: Some(cache_dir()), ..RuntimeConfig::default() })
-        .expect("runtime");
+    let runtime = test_runtime();
     let loader = |path: &Path, world| {
         let image = runtime.load_file(path).map_err(|e| e.to_string())?;
         image.instantiate(world).map(|p| Box::new(p) as Box<dyn Plugin>).map_err(|e| e.to_string())
