@@ -7,7 +7,8 @@
 use k8s_openapi::api::core::v1::{ContainerStatus, PodCondition, PodReadinessGate};
 use podstatus_logic::pod::SpecView;
 use podstatus_logic::ready::{
-    CONTAINERS_NOT_READY, POD_COMPLETED, POD_READY, POD_SUCCEEDED, UNKNOWN_CONTAINER_STATUSES,
+    CONTAINERS_NOT_READY, ContainersReadiness, POD_COMPLETED, POD_READY, POD_SUCCEEDED, UNKNOWN_CONTAINER_STATUSES,
+    condition,
 };
 use serde::Deserialize;
 
@@ -32,29 +33,13 @@ pub fn generate_containers_ready_condition(
     let Some(statuses) = container_statuses else {
         return condition(CONTAINERS_READY, "False", Some(UNKNOWN_CONTAINER_STATUSES), None);
     };
-    let mut unknown = Vec::new();
-    let mut unready = Vec::new();
-    for container in &spec.containers {
-        match statuses.iter().find(|s| s.name == container.name) {
-            None => unknown.push(container.name.as_str()),
-            Some(status) if !status.ready => unready.push(container.name.as_str()),
-            Some(_) => {}
-        }
-    }
-    if (phase == Some(POD_SUCCEEDED) && unknown.is_empty()) || phase == Some(POD_FAILED) {
+    let readiness = ContainersReadiness::of(spec, statuses);
+    if (phase == Some(POD_SUCCEEDED) && readiness.unknown.is_empty()) || phase == Some(POD_FAILED) {
         return containers_ready_for_terminal_phase(phase);
     }
-    let mut messages = Vec::new();
-    if !unknown.is_empty() {
-        messages.push(format!("containers with unknown status: {}", go_string_slice(&unknown)));
-    }
-    if !unready.is_empty() {
-        messages.push(format!("containers with unready status: {}", go_string_slice(&unready)));
-    }
-    if messages.is_empty() {
-        condition(CONTAINERS_READY, "True", None, None)
-    } else {
-        condition(CONTAINERS_READY, "False", Some(CONTAINERS_NOT_READY), Some(messages.join(", ")))
+    match readiness.message() {
+        None => condition(CONTAINERS_READY, "True", None, None),
+        Some(message) => condition(CONTAINERS_READY, "False", Some(CONTAINERS_NOT_READY), Some(message)),
     }
 }
 
@@ -124,11 +109,6 @@ fn terminal_reason(phase: Option<&str>) -> Option<&'static str> {
     }
 }
 
-/// Go's `%s` of a `[]string`: `[a b c]`.
-fn go_string_slice(names: &[&str]) -> String {
-    format!("[{}]", names.join(" "))
-}
-
 /// Go's `%q` of a string (`strconv.Quote`) for the characters condition types use:
 /// quotes, backslashes and control characters escaped, everything printable kept.
 fn go_quote(text: &str) -> String {
@@ -147,16 +127,6 @@ fn go_quote(text: &str) -> String {
     }
     quoted.push('"');
     quoted
-}
-
-fn condition(type_: &str, status: &str, reason: Option<&str>, message: Option<String>) -> PodCondition {
-    PodCondition {
-        type_: type_.to_string(),
-        status: status.to_string(),
-        reason: reason.map(str::to_string),
-        message,
-        ..PodCondition::default()
-    }
 }
 
 #[cfg(test)]

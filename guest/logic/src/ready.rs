@@ -25,31 +25,52 @@ pub fn generate_pod_ready_condition(
     phase: Option<&str>,
 ) -> PodCondition {
     let Some(statuses) = container_statuses else {
-        return condition("False", Some(UNKNOWN_CONTAINER_STATUSES), None);
+        return condition(POD_READY, "False", Some(UNKNOWN_CONTAINER_STATUSES), None);
     };
-    let mut unknown = Vec::new();
-    let mut unready = Vec::new();
-    for container in &spec.containers {
-        match statuses.iter().find(|s| s.name == container.name) {
-            None => unknown.push(container.name.as_str()),
-            Some(status) if !status.ready => unready.push(container.name.as_str()),
-            Some(_) => {}
+    let readiness = ContainersReadiness::of(spec, statuses);
+    if phase == Some(POD_SUCCEEDED) && readiness.unknown.is_empty() {
+        return condition(POD_READY, "False", Some(POD_COMPLETED), None);
+    }
+    match readiness.message() {
+        None => condition(POD_READY, "True", None, None),
+        Some(message) => condition(POD_READY, "False", Some(CONTAINERS_NOT_READY), Some(message)),
+    }
+}
+
+/// Which of a spec's containers have no status and which are not ready, in spec order.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct ContainersReadiness<'a> {
+    /// Containers with no status of their name.
+    pub unknown: Vec<&'a str>,
+    /// Containers whose status says not ready.
+    pub unready: Vec<&'a str>,
+}
+
+impl<'a> ContainersReadiness<'a> {
+    /// The readiness of `spec`'s containers by `statuses` (the first status of each name).
+    pub fn of(spec: &'a SpecView, statuses: &[ContainerStatus]) -> Self {
+        let mut readiness = ContainersReadiness::default();
+        for container in &spec.containers {
+            match statuses.iter().find(|s| s.name == container.name) {
+                None => readiness.unknown.push(container.name.as_str()),
+                Some(status) if !status.ready => readiness.unready.push(container.name.as_str()),
+                Some(_) => {}
+            }
         }
+        readiness
     }
-    if phase == Some(POD_SUCCEEDED) && unknown.is_empty() {
-        return condition("False", Some(POD_COMPLETED), None);
-    }
-    let mut messages = Vec::new();
-    if !unknown.is_empty() {
-        messages.push(format!("containers with unknown status: {}", go_string_slice(&unknown)));
-    }
-    if !unready.is_empty() {
-        messages.push(format!("containers with unready status: {}", go_string_slice(&unready)));
-    }
-    if messages.is_empty() {
-        condition("True", None, None)
-    } else {
-        condition("False", Some(CONTAINERS_NOT_READY), Some(messages.join(", ")))
+
+    /// The kubelet's message, `containers with unknown status: [a b], containers with
+    /// unready status: [c]`, or None when every container is ready.
+    pub fn message(&self) -> Option<String> {
+        let mut messages = Vec::new();
+        if !self.unknown.is_empty() {
+            messages.push(format!("containers with unknown status: {}", go_string_slice(&self.unknown)));
+        }
+        if !self.unready.is_empty() {
+            messages.push(format!("containers with unready status: {}", go_string_slice(&self.unready)));
+        }
+        (!messages.is_empty()).then(|| messages.join(", "))
     }
 }
 
@@ -68,9 +89,10 @@ fn go_string_slice(names: &[&str]) -> String {
     format!("[{}]", names.join(" "))
 }
 
-fn condition(status: &str, reason: Option<&str>, message: Option<String>) -> PodCondition {
+/// A condition of `type_` with no times set (the status manager sets them).
+pub fn condition(type_: &str, status: &str, reason: Option<&str>, message: Option<String>) -> PodCondition {
     PodCondition {
-        type_: POD_READY.to_string(),
+        type_: type_.to_string(),
         status: status.to_string(),
         reason: reason.map(str::to_string),
         message,
