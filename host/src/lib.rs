@@ -12,6 +12,7 @@ pub mod fuzz;
 pub mod handle;
 pub mod imports;
 pub mod inspect;
+pub mod metrics;
 pub mod plugin;
 pub mod replay;
 pub mod swap;

@@ -7,6 +7,7 @@ use crate::bindings::{BatchReport, CachedStatus, ManagerError, SyncOutcome, Sync
 pub mod cache;
 pub mod component;
 pub mod limits;
+pub mod metered;
 pub mod native;
 pub mod runtime;
 pub mod supervisor;

@@ -5,6 +5,7 @@
 
 pub mod guarded;
 pub mod memory;
+pub mod metered;
 pub mod status_patch;
 
 pub use guarded::{GuardedApiServer, Refusals};
