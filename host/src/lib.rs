@@ -5,6 +5,7 @@
 //! runner), which calls the [`plugin`]; the plugin calls back through the [`imports`],
 //! which forward to the [`backends`]. Nothing below the plugin knows wasmtime.
 
+pub mod agent;
 pub mod backends;
 pub mod bindings;
 pub mod components;
