@@ -335,7 +335,8 @@ fn a_status_write_of_the_nodes_own_pod_changes_only_status() {
 fn deleting_another_pod_is_refused() {
     let node = Node::new(Some(NODE));
     node.in_api_server(&pod("kube-system", "etcd", "ue", OTHER_NODE));
-    let options = DeleteOptions { uid_precondition: Some("ue".into()), grace_period_seconds: Some(0) };
+    let options =
+        DeleteOptions { uid_precondition: Some("ue".into()), grace_period_seconds: Some(0), ..Default::default() };
     let message = forbidden(node.world.api_server.delete_pod("kube-system", "etcd", &options));
     assert_eq!(message, "delete of pod kube-system/etcd refused: not a pod of this node");
     assert!(node.store.get_pod("kube-system", "etcd").is_ok(), "still there");
@@ -348,7 +349,7 @@ fn deleting_without_a_precondition_is_refused() {
     let node = Node::new(Some(NODE));
     node.own(&pod("ns", "a", "ua", NODE));
     for uid_precondition in [None, Some(String::new())] {
-        let options = DeleteOptions { uid_precondition, grace_period_seconds: Some(0) };
+        let options = DeleteOptions { uid_precondition, grace_period_seconds: Some(0), ..Default::default() };
         let message = forbidden(node.world.api_server.delete_pod("ns", "a", &options));
         assert_eq!(message, "delete of pod ns/a refused: no UID precondition");
     }
@@ -364,7 +365,8 @@ fn deleting_with_a_precondition_naming_a_uid_the_node_does_not_own_is_refused() 
     node.in_api_server(&pod("kube-system", "etcd", "ue", OTHER_NODE));
     // Another node's pod's UID, and a UID no one has.
     for uid in ["ue", "u9"] {
-        let options = DeleteOptions { uid_precondition: Some(uid.into()), grace_period_seconds: Some(0) };
+        let options =
+            DeleteOptions { uid_precondition: Some(uid.into()), grace_period_seconds: Some(0), ..Default::default() };
         let message = forbidden(node.world.api_server.delete_pod("ns", "a", &options));
         assert_eq!(message, format!("delete of pod ns/a refused: UID precondition {uid} is not a pod of this node"));
     }

@@ -9,6 +9,7 @@ pub mod agent;
 pub mod backends;
 pub mod bindings;
 pub mod components;
+pub mod embedded_server;
 pub mod fuzz;
 pub mod handle;
 pub mod imports;

@@ -100,6 +100,7 @@ pub(crate) fn delete_pod(world: &World, namespace: &str, name: &str, options: De
     let options = backend::DeleteOptions {
         uid_precondition: options.uid_precondition,
         grace_period_seconds: options.grace_period_seconds,
+        resource_version_precondition: None,
     };
     world.api_server.delete_pod(namespace, name, &options).map(drop).map_err(|e| wit_error(&e))
 }

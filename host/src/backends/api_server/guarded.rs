@@ -372,7 +372,7 @@ mod tests {
     }
 
     fn precondition(uid: Option<&str>) -> DeleteOptions {
-        DeleteOptions { uid_precondition: uid.map(Into::into), grace_period_seconds: Some(0) }
+        DeleteOptions { uid_precondition: uid.map(Into::into), grace_period_seconds: Some(0), ..Default::default() }
     }
 
     fn forbidden<T: fmt::Debug>(result: Result<T>) -> String {

@@ -12,7 +12,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
 use super::{ApiError, ApiServer, DeleteOptions, Result, StatusPatch, StatusUpdate};
 
@@ -46,8 +46,10 @@ pub type PodListener = Box<dyn Fn(&PodEvent) + Send + Sync>;
 
 /// The in-memory API server. Thread-safe; every method takes `&self`.
 ///
-/// Deletion is immediate: a grace period is accepted and recorded nowhere (no
-/// `deletionTimestamp`, no finalizers), as the replay world specifies.
+/// By default deletion is immediate: a grace period is accepted and recorded nowhere (no
+/// `deletionTimestamp`, no finalizers), as the replay world specifies. A store made with
+/// [`MemoryApiServer::with_graceful_deletion`] deletes like Kubernetes instead (what the
+/// embedded HTTP server and a real status manager need; see there).
 #[derive(Default)]
 pub struct MemoryApiServer {
     /// The objects and the resourceVersion counter; never held while listeners run, so a
@@ -57,6 +59,8 @@ pub struct MemoryApiServer {
     /// are thus serialised, and listeners see the changes in the order they happened even
     /// when several threads write.
     listeners: Mutex<Vec<PodListener>>,
+    /// Kubernetes' graceful deletion of bound pods (off: deletion is immediate).
+    graceful_deletion: bool,
 }
 
 #[derive(Default)]
@@ -83,6 +87,46 @@ impl MemoryApiServer {
     /// An empty store.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An empty store that deletes pods gracefully, as Kubernetes does: the status
+    /// manager deletes a pod only once it has a `deletionTimestamp`, so a store that
+    /// removes pods at once would never let it do its part.
+    ///
+    /// A DELETE of a pod bound to a node (`spec.nodeName` set), not in a terminal phase,
+    /// whose grace period (the request's, else the pod's
+    /// `spec.terminationGracePeriodSeconds`, else 30) is above 0 only marks it:
+    /// `metadata.deletionTimestamp` (now + grace) and `deletionGracePeriodSeconds` are
+    /// set and a [`PodEvent::Modified`] is sent; the object stays until a DELETE with
+    /// grace 0. A later DELETE with a shorter grace period brings the timestamp forward;
+    /// one with a longer or equal period changes nothing. An unbound or finished pod, or
+    /// grace 0, is removed at once ([`PodEvent::Deleted`]). Preconditions are checked
+    /// either way.
+    pub fn with_graceful_deletion() -> Self {
+        Self { graceful_deletion: true, ..Self::default() }
+    }
+
+    /// Whether this store deletes gracefully (see [`MemoryApiServer::with_graceful_deletion`]).
+    pub fn graceful_deletion(&self) -> bool {
+        self.graceful_deletion
+    }
+
+    /// Every stored pod (sorted by namespace then name) with the resourceVersion of the
+    /// latest write, taken together: a list that a watch can resume from exactly.
+    pub fn snapshot(&self) -> (u64, Vec<Arc<Pod>>) {
+        let store = lock(&self.store);
+        (store.resource_version, store.pods.values().cloned().collect())
+    }
+
+    /// Registers a watcher like [`MemoryApiServer::subscribe`] and returns the
+    /// [`snapshot`](MemoryApiServer::snapshot) taken at that very point: no write falls
+    /// between the two, so the listener hears of exactly the writes after the snapshot's
+    /// resourceVersion. A watch cache needs this to start consistent.
+    pub fn subscribe_with_snapshot(&self, listener: PodListener) -> (u64, Vec<Arc<Pod>>) {
+        let mut listeners = lock(&self.listeners);
+        let snapshot = self.snapshot();
+        listeners.push(listener);
+        snapshot
     }
 
     /// The resourceVersion of the latest successful write (0 before any).
@@ -170,13 +214,21 @@ impl MemoryApiServer {
     /// Runs one write: `change` edits the store and says what happened; on success the
     /// listeners hear of it after the store lock is released.
     fn write<T>(&self, change: impl FnOnce(&mut Store) -> Result<(T, PodEvent)>) -> Result<T> {
+        self.write_if(|store| change(store).map(|(value, event)| (value, Some(event))))
+    }
+
+    /// Like [`MemoryApiServer::write`], for a change that may turn out to change nothing
+    /// (no event, no new resourceVersion).
+    fn write_if<T>(&self, change: impl FnOnce(&mut Store) -> Result<(T, Option<PodEvent>)>) -> Result<T> {
         let listeners = lock(&self.listeners);
         let (value, event) = {
             let mut store = lock(&self.store);
             change(&mut store)?
         };
-        for listener in listeners.iter() {
-            listener(&event);
+        if let Some(event) = event {
+            for listener in listeners.iter() {
+                listener(&event);
+            }
         }
         Ok(value)
     }
@@ -216,19 +268,69 @@ impl ApiServer for MemoryApiServer {
     }
 
     fn delete_pod(&self, namespace: &str, name: &str, options: &DeleteOptions) -> Result<Arc<Pod>> {
-        // The grace period is not used: in this store deletion is immediate.
-        self.write(|store| {
+        self.write_if(|store| {
             let stored = store.get(namespace, name)?;
             check_uid(stored, name, options.uid_precondition.as_deref())?;
+            check_resource_version(stored, name, options.resource_version_precondition.as_deref())?;
             let key = (namespace.to_owned(), name.to_owned());
+            if self.graceful_deletion {
+                match graceful_mark(stored, options.grace_period_seconds, jiff::Timestamp::now()) {
+                    GracefulStep::Remove => {}
+                    GracefulStep::Unchanged => return Ok((Arc::clone(stored), None)),
+                    GracefulStep::Mark(pod) => {
+                        let pod = store.stamp(pod);
+                        store.pods.insert(key, Arc::clone(&pod));
+                        return Ok((Arc::clone(&pod), Some(PodEvent::Modified(pod))));
+                    }
+                }
+            }
             let Some(pod) = store.pods.remove(&key) else {
                 return Err(not_found(namespace, name));
             };
             // The last state is stamped; it is copied only if someone still holds it.
             let pod = store.stamp(Arc::unwrap_or_clone(pod));
-            Ok((Arc::clone(&pod), PodEvent::Deleted(pod)))
+            Ok((Arc::clone(&pod), Some(PodEvent::Deleted(pod))))
         })
     }
+}
+
+/// What a graceful DELETE does to a stored pod.
+enum GracefulStep {
+    /// Remove it now.
+    Remove,
+    /// It is already terminating with a period no longer than asked: nothing to write.
+    Unchanged,
+    /// Keep it, marked with this deletion timestamp and grace period (not yet stamped).
+    Mark(Pod),
+}
+
+/// Kubernetes' graceful deletion of a pod (its `CheckGracefulDelete` and the registry's
+/// `BeforeDelete`): bound pods that are not finished get a deletion timestamp; a repeated
+/// DELETE can only shorten the period; grace 0 removes.
+fn graceful_mark(stored: &Pod, requested: Option<i64>, now: jiff::Timestamp) -> GracefulStep {
+    let spec = stored.spec.as_ref();
+    let bound = spec.and_then(|spec| spec.node_name.as_deref()).is_some_and(|node| !node.is_empty());
+    let phase = stored.status.as_ref().and_then(|status| status.phase.as_deref());
+    let finished = matches!(phase, Some("Succeeded" | "Failed"));
+    let grace = requested.or_else(|| spec.and_then(|spec| spec.termination_grace_period_seconds)).unwrap_or(30);
+    if !bound || finished || grace <= 0 {
+        return GracefulStep::Remove;
+    }
+    let metadata = &stored.metadata;
+    let deadline = |from: jiff::Timestamp, seconds: i64| {
+        from.checked_add(jiff::SignedDuration::from_secs(seconds)).unwrap_or(jiff::Timestamp::MAX)
+    };
+    let deletion_timestamp = match (&metadata.deletion_timestamp, metadata.deletion_grace_period_seconds) {
+        (None, _) => deadline(now, grace),
+        (Some(_), Some(current)) if grace >= current => return GracefulStep::Unchanged,
+        (Some(_), None) => return GracefulStep::Unchanged,
+        // Shortened: the deadline moves by the difference, as in Kubernetes.
+        (Some(at), Some(current)) => deadline(at.0, grace - current),
+    };
+    let mut pod = stored.clone();
+    pod.metadata.deletion_timestamp = Some(Time(deletion_timestamp));
+    pod.metadata.deletion_grace_period_seconds = Some(grace);
+    GracefulStep::Mark(pod)
 }
 
 /// Gives the stored pod a new status and resourceVersion, copying at most its metadata
@@ -428,12 +530,20 @@ mod tests {
             error.to_string().contains("Precondition failed: UID in precondition: other, UID in object meta: uid-a"),
             "{error}"
         );
-        let options = DeleteOptions { uid_precondition: Some("other".into()), grace_period_seconds: Some(0) };
+        let options = DeleteOptions {
+            uid_precondition: Some("other".into()),
+            grace_period_seconds: Some(0),
+            ..Default::default()
+        };
         let error = api.delete_pod("ns", "a", &options).expect_err("uid differs");
         assert_eq!(error.code(), 409);
         // Failed writes change nothing, not even the resourceVersion.
         assert_eq!(api.resource_version(), 1);
-        let options = DeleteOptions { uid_precondition: Some("uid-a".into()), grace_period_seconds: Some(30) };
+        let options = DeleteOptions {
+            uid_precondition: Some("uid-a".into()),
+            grace_period_seconds: Some(30),
+            ..Default::default()
+        };
         api.delete_pod("ns", "a", &options).expect("uid matches");
         assert!(api.list_pods().is_empty(), "deletion is immediate");
     }
@@ -504,6 +614,71 @@ mod tests {
         assert_eq!(keys, expected);
         assert_eq!(api.get_pod_by_uid("2").and_then(|p| p.metadata.name.clone()), Some("y".into()));
         assert_eq!(api.get_pod_by_uid("9"), None);
+    }
+
+    #[test]
+    fn graceful_deletion_marks_bound_pods_then_grace_zero_removes() {
+        let api = MemoryApiServer::with_graceful_deletion();
+        let mut bound = pod("ns", "a", "uid-a");
+        bound.spec.as_mut().expect("spec").termination_grace_period_seconds = Some(10);
+        api.create_pod(bound).expect("create");
+        let events = Arc::new(Mutex::new(Vec::new()));
+        let log = Arc::clone(&events);
+        api.subscribe(Box::new(move |event| lock(&log).push(matches!(event, PodEvent::Deleted(_)))));
+        let before = jiff::Timestamp::now();
+        let marked = api.delete_pod("ns", "a", &DeleteOptions::default()).expect("graceful");
+        assert_eq!(marked.metadata.deletion_grace_period_seconds, Some(10), "the pod's own grace period");
+        let at = marked.metadata.deletion_timestamp.as_ref().expect("deletionTimestamp").0;
+        assert!(at >= before.checked_add(jiff::SignedDuration::from_secs(10)).expect("time"));
+        assert_eq!(rv(&marked), "2");
+        // A longer period changes nothing; a shorter one brings the deadline forward.
+        let again = api.delete_pod("ns", "a", &DeleteOptions { grace_period_seconds: Some(60), ..Default::default() });
+        assert_eq!(again.map(|p| rv(&p).to_owned()), Ok("2".to_owned()));
+        let shorter = api
+            .delete_pod("ns", "a", &DeleteOptions { grace_period_seconds: Some(4), ..Default::default() })
+            .expect("shorter");
+        assert_eq!(shorter.metadata.deletion_grace_period_seconds, Some(4));
+        assert_eq!(
+            shorter.metadata.deletion_timestamp.as_ref().map(|t| t.0),
+            at.checked_sub(jiff::SignedDuration::from_secs(6)).ok()
+        );
+        // Preconditions hold either way.
+        let stale = DeleteOptions {
+            resource_version_precondition: Some("2".into()),
+            grace_period_seconds: Some(0),
+            ..Default::default()
+        };
+        assert_eq!(api.delete_pod("ns", "a", &stale).map_err(|e| e.reason()), Err("Conflict"));
+        let now = DeleteOptions {
+            uid_precondition: Some("uid-a".into()),
+            grace_period_seconds: Some(0),
+            resource_version_precondition: Some("3".into()),
+        };
+        api.delete_pod("ns", "a", &now).expect("grace 0 removes");
+        assert!(api.list_pods().is_empty());
+        assert_eq!(*lock(&events), [false, false, true]);
+        // Unbound and finished pods go at once.
+        let mut unbound = pod("ns", "u", "uid-u");
+        unbound.spec = None;
+        api.create_pod(unbound).expect("create");
+        api.delete_pod("ns", "u", &DeleteOptions::default()).expect("delete");
+        let mut finished = pod("ns", "f", "uid-f");
+        finished.status = Some(phase("Succeeded"));
+        api.create_pod(finished).expect("create");
+        api.delete_pod("ns", "f", &DeleteOptions::default()).expect("delete");
+        assert!(api.list_pods().is_empty());
+    }
+
+    #[test]
+    fn subscribe_with_snapshot_starts_where_the_snapshot_ends() {
+        let api = server_with_a();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let log = Arc::clone(&seen);
+        let (version, pods) =
+            api.subscribe_with_snapshot(Box::new(move |event| lock(&log).push(rv(event.pod()).to_owned())));
+        assert_eq!((version, pods.len()), (1, 1));
+        api.update_pod_status(status_update(None, None, phase("Running"))).expect("update");
+        assert_eq!(*lock(&seen), ["2"]);
     }
 
     #[test]

@@ -82,6 +82,9 @@ pub struct DeleteOptions {
     pub uid_precondition: Option<String>,
     /// Requested grace period; `Some(0)` asks for immediate deletion.
     pub grace_period_seconds: Option<i64>,
+    /// Delete only while the object is at this resourceVersion (an empty string means
+    /// none), as a `DeleteOptions.preconditions.resourceVersion` from a client asks.
+    pub resource_version_precondition: Option<String>,
 }
 
 /// A failed API call, shaped like a Kubernetes `Status` (see [`ApiError::code`] and

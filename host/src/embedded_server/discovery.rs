@@ -1,0 +1,139 @@
+//! Discovery: what a client asks before anything else (`/version`, `/api`, `/apis`,
+//! `/api/v1`), answered for the one resource served, pods.
+//!
+//! The server says it is Kubernetes 1.33: the `kubectl` on these machines picks the
+//! bundled kubectl whose minor version matches the server's.
+
+use serde_json::{Value, json};
+
+/// The Kubernetes minor version announced: the API served is 1.33's (k8s-openapi's
+/// `v1_33`).
+const MINOR: &str = "33";
+
+/// The media type of aggregated discovery (kubectl 1.26+ asks for it first).
+pub(crate) const AGGREGATED_DISCOVERY: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+
+/// The verbs served on pods. No `deletecollection`: not served.
+const POD_VERBS: [&str; 7] = ["create", "delete", "get", "list", "patch", "update", "watch"];
+
+/// `/version`: all nine fields, since strict clients (the Python one) need each.
+pub(crate) fn version() -> Value {
+    json!({
+        "major": "1",
+        "minor": MINOR,
+        "gitVersion": format!("v1.{MINOR}.0-podstatus"),
+        "gitCommit": "0000000000000000000000000000000000000000",
+        "gitTreeState": "clean",
+        "buildDate": "1970-01-01T00:00:00Z",
+        "goVersion": "n/a (podstatus embedded API server, Rust)",
+        "compiler": "rustc",
+        "platform": format!("{}/{}", std::env::consts::OS, std::env::consts::ARCH),
+    })
+}
+
+/// `/api`: the core group's versions (`APIVersions`), with the address clients reach
+/// this server at.
+pub(crate) fn core_versions(server_address: &str) -> Value {
+    json!({
+        "kind": "APIVersions",
+        "versions": ["v1"],
+        "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": server_address}],
+    })
+}
+
+/// `/apis`: no named groups are served, but the answer must exist: a 404 here breaks
+/// every kubectl command.
+pub(crate) fn groups() -> Value {
+    json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": []})
+}
+
+/// `/api/v1`: pods and their status subresource.
+pub(crate) fn core_v1_resources() -> Value {
+    json!({
+        "kind": "APIResourceList",
+        "groupVersion": "v1",
+        "resources": [
+            {
+                "name": "pods",
+                "singularName": "pod",
+                "namespaced": true,
+                "kind": "Pod",
+                "verbs": POD_VERBS,
+                "shortNames": ["po"],
+                "categories": ["all"],
+            },
+            {
+                "name": "pods/status",
+                "singularName": "",
+                "namespaced": true,
+                "kind": "Pod",
+                "verbs": ["get", "patch", "update"],
+            },
+        ],
+    })
+}
+
+/// `/api` as aggregated discovery (`APIGroupDiscoveryList` v2): the core group with
+/// pods.
+pub(crate) fn aggregated_core() -> Value {
+    let pod_kind = json!({"group": "", "version": "", "kind": "Pod"});
+    aggregated_list(vec![json!({
+        "metadata": {"creationTimestamp": null},
+        "versions": [{
+            "version": "v1",
+            "resources": [{
+                "resource": "pods",
+                "responseKind": pod_kind,
+                "scope": "Namespaced",
+                "singularResource": "pod",
+                "verbs": POD_VERBS,
+                "shortNames": ["po"],
+                "categories": ["all"],
+                "subresources": [{
+                    "subresource": "status",
+                    "responseKind": pod_kind,
+                    "verbs": ["get", "patch", "update"],
+                }],
+            }],
+            "freshness": "Current",
+        }],
+    })])
+}
+
+/// `/apis` as aggregated discovery: no groups.
+pub(crate) fn aggregated_groups() -> Value {
+    aggregated_list(Vec::new())
+}
+
+fn aggregated_list(items: Vec<Value>) -> Value {
+    json!({"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {}, "items": items})
+}
+
+/// Whether the `Accept` header asks for aggregated discovery (v2; v2beta1 is not served).
+pub(crate) fn wants_aggregated(accept: &str) -> bool {
+    accept.split(',').any(|media| {
+        let params = media_params(media);
+        params.contains(&("g", "apidiscovery.k8s.io"))
+            && params.contains(&("v", "v2"))
+            && params.contains(&("as", "APIGroupDiscoveryList"))
+    })
+}
+
+/// The `key=value` parameters of one media range, trimmed.
+pub(crate) fn media_params(media: &str) -> Vec<(&str, &str)> {
+    media.split(';').skip(1).filter_map(|param| param.split_once('=')).map(|(k, v)| (k.trim(), v.trim())).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn aggregated_discovery_is_recognised_in_kubectls_accept() {
+        let kubectl = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,\
+                       application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json";
+        assert!(wants_aggregated(kubectl));
+        assert!(!wants_aggregated("application/json"));
+        assert!(!wants_aggregated("application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"));
+    }
+}

@@ -1,0 +1,55 @@
+//! JSON merge patch (RFC 7386), what `Content-Type: application/merge-patch+json` asks
+//! for: objects merge key by key, `null` removes a key, anything else replaces.
+
+use serde_json::Value;
+
+/// Applies `patch` to `target` in place.
+pub(crate) fn apply(target: &mut Value, patch: &Value) {
+    let Value::Object(patch) = patch else {
+        *target = patch.clone();
+        return;
+    };
+    if !target.is_object() {
+        *target = Value::Object(serde_json::Map::new());
+    }
+    let Value::Object(target) = target else { return };
+    for (key, value) in patch {
+        if value.is_null() {
+            target.remove(key);
+        } else {
+            apply(target.entry(key.clone()).or_insert(Value::Null), value);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The examples of RFC 7386, appendix A.
+    #[test]
+    fn rfc_examples() {
+        let cases = [
+            (json!({"a": "b"}), json!({"a": "c"}), json!({"a": "c"})),
+            (json!({"a": "b"}), json!({"b": "c"}), json!({"a": "b", "b": "c"})),
+            (json!({"a": "b"}), json!({"a": null}), json!({})),
+            (json!({"a": "b", "b": "c"}), json!({"a": null}), json!({"b": "c"})),
+            (json!({"a": ["b"]}), json!({"a": "c"}), json!({"a": "c"})),
+            (json!({"a": "c"}), json!({"a": ["b"]}), json!({"a": ["b"]})),
+            (json!({"a": {"b": "c"}}), json!({"a": {"b": "d", "c": null}}), json!({"a": {"b": "d"}})),
+            (json!({"a": [{"b": "c"}]}), json!({"a": [1]}), json!({"a": [1]})),
+            (json!(["a", "b"]), json!(["c", "d"]), json!(["c", "d"])),
+            (json!({"a": "b"}), json!(["c"]), json!(["c"])),
+            (json!({"a": "foo"}), json!(null), json!(null)),
+            (json!({"a": "foo"}), json!("bar"), json!("bar")),
+            (json!({"e": null}), json!({"a": 1}), json!({"e": null, "a": 1})),
+            (json!([1, 2]), json!({"a": "b", "c": null}), json!({"a": "b"})),
+            (json!({}), json!({"a": {"bb": {"ccc": null}}}), json!({"a": {"bb": {}}})),
+        ];
+        for (mut target, patch, expected) in cases {
+            apply(&mut target, &patch);
+            assert_eq!(target, expected, "patch {patch}");
+        }
+    }
+}
