@@ -82,7 +82,7 @@ fn statuses_set_from_many_threads_all_reach_the_api_server() {
 fn the_periodic_batch_repairs_drift() {
     let (api, world) = setup(1);
     let plugin = v1_image().instantiate(world.clone()).unwrap();
-    let config = SchedulerConfig { sync_period: Duration::from_millis(50) };
+    let config = SchedulerConfig { sync_period: Duration::from_millis(50), ..SchedulerConfig::default() };
     let (manager, scheduler) = handle::start(Box::new(plugin), world.queue.clone(), config);
     manager.set_pod_status(&serde_json::to_string(&pod(0)).unwrap(), &running(0)).unwrap();
     let phase = || api.get_pod("default", "pod-0").unwrap().status.as_ref().and_then(|s| s.phase.clone());

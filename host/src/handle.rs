@@ -4,12 +4,19 @@
 //! One plugin instance is entered by one thread at a time (a mutex); the scheduler
 //! waits on the queue without holding it, so callers and the scheduler interleave call
 //! by call, as the seed's lock and sync goroutine do.
+//!
+//! A sync calls the API server while it holds that mutex, so anything a call waits for
+//! is waited for by every other thread too. The scheduler therefore waits for the API
+//! client's rate limit *before* it takes the lock ([`SchedulerConfig::admission`]); the
+//! client itself keeps the waits inside short (see
+//! [`crate::backends::api_server::kube_client`]).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+pub use crate::backends::api_server::rate_limit::Admission;
 use crate::backends::sync_queue::{SyncQueue, Wait};
 use crate::bindings::{BatchReport, CachedStatus, SyncOutcome, SyncRequest, UpdateOutcome};
 use crate::plugin::{Plugin, Result};
@@ -23,16 +30,40 @@ const PRECOPY_DONE_BYTES: usize = 64 * 1024;
 /// The seed's batch sync period.
 pub const DEFAULT_SYNC_PERIOD: Duration = Duration::from_secs(10);
 
+/// API calls one `sync-pod` makes: the GET of the pod and the status write.
+pub const SYNC_POD_CALLS: u32 = 2;
+/// What the scheduler asks the admission for before a batch sync, whose calls it cannot
+/// count beforehand: a full bucket, so that the batch spends its burst under the lock
+/// instead of waiting for tokens there.
+pub const SYNC_BATCH_CALLS: u32 = u32::MAX;
+/// The longest the scheduler waits for admission before a sync; then it syncs anyway
+/// (a throttled write fails fast, its status stays cached, and a later sync retries).
+/// Short, so that batch syncs and shutdown are not held up.
+pub const ADMISSION_WAIT_MAX: Duration = Duration::from_secs(1);
+
 /// How the scheduler runs.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct SchedulerConfig {
     /// Time between batch syncs.
     pub sync_period: Duration,
+    /// Waited on, without the plugin lock, before each sync (typically the API client's
+    /// rate limiter, [`crate::backends::api_server::KubeApiServer::rate_limiter`]);
+    /// `None` syncs at once (the in-memory API server needs no pacing).
+    pub admission: Option<Arc<dyn Admission>>,
 }
 
 impl Default for SchedulerConfig {
     fn default() -> Self {
-        SchedulerConfig { sync_period: DEFAULT_SYNC_PERIOD }
+        SchedulerConfig { sync_period: DEFAULT_SYNC_PERIOD, admission: None }
+    }
+}
+
+impl std::fmt::Debug for SchedulerConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SchedulerConfig")
+            .field("sync_period", &self.sync_period)
+            .field("admission", &self.admission.as_ref().map(|_| "..."))
+            .finish()
     }
 }
 
@@ -40,6 +71,8 @@ struct Shared {
     plugin: Mutex<Box<dyn Plugin>>,
     queue: Arc<SyncQueue>,
     stopping: AtomicBool,
+    /// See [`SchedulerConfig::admission`]; shared with `Scheduler::shutdown`.
+    admission: Option<Arc<dyn Admission>>,
 }
 
 impl Shared {
@@ -47,6 +80,17 @@ impl Shared {
         // A panic while the lock was held happened in host code between plugin calls;
         // the plugin itself reports faults as values, so its state is still coherent.
         self.plugin.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Waits (without the plugin lock) until `calls` API calls may go, at most until
+    /// `deadline` and [`ADMISSION_WAIT_MAX`] from now.
+    fn admit(&self, calls: u32, deadline: Instant) {
+        if let Some(admission) = &self.admission {
+            let deadline = deadline.min(Instant::now() + ADMISSION_WAIT_MAX);
+            if !admission.wait_ready(calls, deadline) {
+                tracing::debug!(calls, "API calls not admitted in time; syncing anyway");
+            }
+        }
     }
 }
 
@@ -66,7 +110,12 @@ pub struct Scheduler {
 /// Starts the scheduler over `plugin`, whose sync requests arrive in `queue` (the queue
 /// of the plugin's world), and returns the handle and the scheduler.
 pub fn start(plugin: Box<dyn Plugin>, queue: Arc<SyncQueue>, config: SchedulerConfig) -> (ManagerHandle, Scheduler) {
-    let shared = Arc::new(Shared { plugin: Mutex::new(plugin), queue, stopping: AtomicBool::new(false) });
+    let shared = Arc::new(Shared {
+        plugin: Mutex::new(plugin),
+        queue,
+        stopping: AtomicBool::new(false),
+        admission: config.admission.clone(),
+    });
     let worker = Arc::clone(&shared);
     let thread = std::thread::Builder::new()
         .name("podstatus-sync".into())
@@ -80,9 +129,11 @@ fn run_scheduler(shared: &Shared, config: &SchedulerConfig) {
     while !shared.stopping.load(Ordering::SeqCst) {
         match shared.queue.pop_until(next_batch) {
             Wait::Request(request) => {
+                shared.admit(SYNC_POD_CALLS, next_batch);
                 log_sync(&request, shared.plugin().sync_pod(&request));
             }
             Wait::TimedOut => {
+                shared.admit(SYNC_BATCH_CALLS, Instant::now() + config.sync_period);
                 if let Err(e) = shared.plugin().sync_batch() {
                     tracing::error!("batch sync: {e}");
                 }
@@ -113,11 +164,13 @@ impl Scheduler {
         }
         while Instant::now() < deadline {
             let Some(request) = self.shared.queue.pop() else {
+                self.shared.admit(SYNC_BATCH_CALLS, deadline);
                 if let Err(e) = self.shared.plugin().sync_batch() {
                     tracing::error!("final batch sync: {e}");
                 }
                 return 0;
             };
+            self.shared.admit(SYNC_POD_CALLS, deadline);
             log_sync(&request, self.shared.plugin().sync_pod(&request));
         }
         self.shared.queue.len()

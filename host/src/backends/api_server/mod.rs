@@ -3,12 +3,18 @@
 //! server); a kube-rs client will sit behind the same trait. [`GuardedApiServer`] sits
 //! in front of any of them and keeps the plugin to the pods of its node.
 
+pub mod call_counts;
+pub mod circuit_breaker;
 pub mod guarded;
+pub mod kube_client;
+pub mod kubeconfig;
 pub mod memory;
 pub mod metered;
+pub mod rate_limit;
 pub mod status_patch;
 
 pub use guarded::{GuardedApiServer, Refusals};
+pub use kube_client::{KubeApiServer, KubeClientConfig};
 pub use memory::{MemoryApiServer, PodEvent, PodListener};
 
 use std::sync::Arc;
