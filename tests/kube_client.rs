@@ -393,3 +393,59 @@ fn a_stalled_api_server_does_not_hold_up_other_threads() {
     assert_eq!(written, 0);
     drop(scheduler);
 }
+
+/// An admission that reports each wait and holds it until released, whatever the
+/// deadline: if the scheduler held the plugin lock while waiting, other threads would
+/// be stuck until the release.
+struct HeldAdmission {
+    entered: std::sync::Mutex<mpsc::Sender<u32>>,
+    release: std::sync::Mutex<mpsc::Receiver<()>>,
+}
+
+impl Admission for HeldAdmission {
+    fn wait_ready(&self, calls: u32, _deadline: Instant) -> bool {
+        let _ = self.entered.lock().unwrap().send(calls);
+        let _ = self.release.lock().unwrap().recv_timeout(PATIENCE);
+        true
+    }
+}
+
+#[test]
+fn the_scheduler_waits_for_admission_without_the_plugin_lock() {
+    let pods: Vec<Pod> = (0..2).map(|i| pod(&format!("pod-{i}"), &format!("uid-{i}"))).collect();
+    let (_memory, world) = podstatus_tests::memory_world(pods.clone(), false, 64);
+    let (entered, waits) = mpsc::channel();
+    let (release, released) = mpsc::channel();
+    let admission =
+        Arc::new(HeldAdmission { entered: std::sync::Mutex::new(entered), release: std::sync::Mutex::new(released) });
+    let plugin = v1_image().instantiate(world.clone()).unwrap();
+    let config = SchedulerConfig { sync_period: Duration::from_secs(3600), admission: Some(admission) };
+    let (manager, scheduler) = handle::start(Box::new(plugin), world.queue.clone(), config);
+    let status = serde_json::to_string(&running()).unwrap();
+
+    manager.set_pod_status(&serde_json::to_string(&pods[0]).unwrap(), &status).unwrap();
+    let calls = waits.recv_timeout(PATIENCE).expect("the scheduler asks for admission before the sync");
+    assert_eq!(calls, handle::SYNC_POD_CALLS);
+
+    // The scheduler is held in admission: other threads still get the plugin.
+    let (done, finished) = mpsc::channel();
+    let caller = manager.clone();
+    let other = serde_json::to_string(&pods[1]).unwrap();
+    let status_text = status.clone();
+    std::thread::spawn(move || {
+        let set = caller.set_pod_status(&other, &status_text).map(drop).map_err(|e| e.to_string());
+        let got = caller.get_pod_status("uid-1").map_err(|e| e.to_string());
+        let _ = done.send((set, got));
+    });
+    let (set, got) = finished.recv_timeout(PATIENCE).expect("the other thread's calls completed");
+    set.unwrap();
+    assert_eq!(got.unwrap().map(|c| c.version), Some(1));
+
+    // Released, the scheduler syncs and asks again for the next request.
+    release.send(()).unwrap();
+    assert_eq!(waits.recv_timeout(PATIENCE).expect("the next sync asks too"), handle::SYNC_POD_CALLS);
+    release.send(()).unwrap();
+    // Any later wait returns at once.
+    drop(release);
+    drop(scheduler);
+}
