@@ -277,7 +277,10 @@ impl ApiServer for MemoryApiServer {
                 match graceful_mark(stored, options.grace_period_seconds, jiff::Timestamp::now()) {
                     GracefulStep::Remove => {}
                     GracefulStep::Unchanged => return Ok((Arc::clone(stored), None)),
-                    GracefulStep::Mark(pod) => {
+                    GracefulStep::Mark { at, grace } => {
+                        let mut pod = Pod::clone(stored);
+                        pod.metadata.deletion_timestamp = Some(Time(at));
+                        pod.metadata.deletion_grace_period_seconds = Some(grace);
                         let pod = store.stamp(pod);
                         store.pods.insert(key, Arc::clone(&pod));
                         return Ok((Arc::clone(&pod), Some(PodEvent::Modified(pod))));
@@ -300,8 +303,13 @@ enum GracefulStep {
     Remove,
     /// It is already terminating with a period no longer than asked: nothing to write.
     Unchanged,
-    /// Keep it, marked with this deletion timestamp and grace period (not yet stamped).
-    Mark(Pod),
+    /// Keep it, marked with this deletion timestamp and grace period.
+    Mark {
+        /// The new `deletionTimestamp`.
+        at: jiff::Timestamp,
+        /// The new `deletionGracePeriodSeconds`.
+        grace: i64,
+    },
 }
 
 /// Kubernetes' graceful deletion of a pod (its `CheckGracefulDelete` and the registry's
@@ -327,10 +335,7 @@ fn graceful_mark(stored: &Pod, requested: Option<i64>, now: jiff::Timestamp) -> 
         // Shortened: the deadline moves by the difference, as in Kubernetes.
         (Some(at), Some(current)) => deadline(at.0, grace - current),
     };
-    let mut pod = stored.clone();
-    pod.metadata.deletion_timestamp = Some(Time(deletion_timestamp));
-    pod.metadata.deletion_grace_period_seconds = Some(grace);
-    GracefulStep::Mark(pod)
+    GracefulStep::Mark { at: deletion_timestamp, grace }
 }
 
 /// Gives the stored pod a new status and resourceVersion, copying at most its metadata
