@@ -1,6 +1,7 @@
 //! The API server as the plugin sees it: the host's `api-server` import forwards to an
 //! [`ApiServer`]. Implementations: [`MemoryApiServer`] (replay, tests, the embedded
-//! server); a kube-rs client will sit behind the same trait. [`GuardedApiServer`] sits
+//! server); [`KubeApiServer`] (kube-rs over HTTP(S): a real cluster or the embedded
+//! server; rate-limited, time-bounded, with a circuit breaker). [`GuardedApiServer`] sits
 //! in front of any of them and keeps the plugin to the pods of its node.
 
 pub mod call_counts;
