@@ -13,7 +13,7 @@ use podstatus::agent::static_pods::{CONFIG_HASH_ANNOTATION, ManifestError, Stati
 use podstatus::backends::api_server::{ApiServer, MemoryApiServer, StatusUpdate};
 use podstatus::backends::pod_identity::{CONFIG_MIRROR_ANNOTATION, CONFIG_SOURCE_ANNOTATION};
 use podstatus::backends::pod_manager::PodManager;
-use podstatus::embedded_server::EmbeddedApiServer;
+use podstatus::embedded_server::{EmbeddedApiServer, ServeOptions};
 
 const NODE: &str = "node-a";
 /// Generous: a loaded CI machine may be slow, and nothing here waits this long when it
@@ -29,7 +29,12 @@ struct Cluster {
 
 impl Cluster {
     fn start() -> Cluster {
-        let server = EmbeddedApiServer::start(Arc::new(MemoryApiServer::new()), "127.0.0.1:0".parse().expect("addr"))
+        Self::start_with(ServeOptions::default())
+    }
+
+    fn start_with(options: ServeOptions) -> Cluster {
+        let addr = "127.0.0.1:0".parse().expect("addr");
+        let server = EmbeddedApiServer::start_with(Arc::new(MemoryApiServer::new()), addr, options)
             .expect("the embedded server starts");
         let runtime =
             tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
@@ -278,4 +283,29 @@ fn an_unreadable_folder_is_an_error() {
     );
     let error = result.err().expect("a missing folder is refused");
     assert!(error.to_string().contains("podstatus-no-such-dir"), "{error}");
+}
+
+#[test]
+fn a_watch_cut_off_lists_again_and_drops_what_vanished_but_not_static_pods() {
+    // One buffered change per watcher: a burst of writes cuts the watch off with 410.
+    let options = ServeOptions { watch_history: 1, watcher_buffer: 1, ..ServeOptions::default() };
+    let cluster = Cluster::start_with(options);
+    let store = cluster.store();
+    store.create_pod(pod("doomed", "u0", NODE)).expect("create");
+    let pod_manager = Arc::new(PodManager::new());
+    let mut from_file = pod("etcd-node-a", "static-1", NODE);
+    from_file.metadata.annotations = Some([(CONFIG_SOURCE_ANNOTATION.to_owned(), "file".to_owned())].into());
+    pod_manager.add_pod(from_file);
+    let watch = cluster.watch(&pod_manager);
+    assert!(pod_manager.get_any("u0").is_some());
+
+    let burst: Vec<String> = (0..200).map(|i| format!("b{i}")).collect();
+    for uid in &burst {
+        store.create_pod(pod(uid, uid, NODE)).expect("create");
+    }
+    store.remove_pod("ns", "doomed").expect("delete");
+    eventually("the watch is cut off and lists again", || watch.lists() >= 2);
+    eventually("every pod of the burst is held", || burst.iter().all(|uid| pod_manager.get_any(uid).is_some()));
+    eventually("the deleted pod is gone", || pod_manager.get_any("u0").is_none());
+    assert!(pod_manager.get_any("static-1").is_some(), "a static pod is never the watch's to remove");
 }

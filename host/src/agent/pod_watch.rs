@@ -10,6 +10,7 @@
 
 use std::collections::HashSet;
 use std::pin::pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -41,6 +42,8 @@ pub struct PodWatch {
 struct Synced {
     done: Mutex<bool>,
     changed: Condvar,
+    /// Successful lists so far: the first, then one per relist after a watch error.
+    lists: AtomicU64,
 }
 
 impl PodWatch {
@@ -78,6 +81,12 @@ impl PodWatch {
     /// Whether the first list is in, without waiting.
     pub fn is_synced(&self) -> bool {
         *self.synced.done.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// How many times the node's pods were listed: 1 for the first list, plus one per
+    /// relist after a broken or expired watch (for logs and tests).
+    pub fn lists(&self) -> u64 {
+        self.synced.lists.load(Ordering::Relaxed)
     }
 
     /// Stops watching. The pod manager keeps the pods as they were last seen.
@@ -156,6 +165,7 @@ impl Follower {
             self.pod_manager.remove_pod(vanished);
         }
         self.ours = listed;
+        self.synced.lists.fetch_add(1, Ordering::Relaxed);
         let mut done = self.synced.done.lock().unwrap_or_else(PoisonError::into_inner);
         if !*done {
             *done = true;
