@@ -154,6 +154,7 @@ impl StaticPods {
             client,
             pod_manager,
             state: tokio::sync::Mutex::new(State::default()),
+            report: std::sync::Mutex::new(ScanReport::default()),
         });
         run_blocking(runtime, {
             let source = Arc::clone(&source);
@@ -180,10 +181,10 @@ impl StaticPods {
         run_blocking(&self.runtime, async move { source.scan().await })?
     }
 
-    /// What the latest scan found.
+    /// What the latest scan found (without waiting for a scan in progress; callable
+    /// from anywhere).
     pub fn report(&self) -> ScanReport {
-        let source = Arc::clone(&self.source);
-        run_blocking(&self.runtime, async move { source.state.lock().await.report.clone() }).unwrap_or_default()
+        self.source.report.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
     }
 
     /// Stops polling (a [`StaticPods::rescan`] still works).
@@ -217,6 +218,8 @@ struct Source {
     pod_manager: Arc<PodManager>,
     /// Held for a whole scan: scans never overlap.
     state: tokio::sync::Mutex<State>,
+    /// The latest scan's report, readable without waiting for a scan in progress.
+    report: std::sync::Mutex<ScanReport>,
 }
 
 #[derive(Default)]
@@ -227,7 +230,6 @@ struct State {
     held: BTreeMap<String, Arc<Pod>>,
     /// (namespace, name) of mirror pods to delete, kept until the deletion succeeds.
     stale_mirrors: BTreeSet<(String, String)>,
-    report: ScanReport,
 }
 
 /// A file as last read.
@@ -287,8 +289,9 @@ impl Source {
         let mut pods: Vec<(PathBuf, String)> =
             wanted.iter().map(|(uid, (path, _))| (path.clone(), uid.clone())).collect();
         pods.sort();
-        state.report = ScanReport { pods, errors, mirror_errors };
-        Ok(state.report.clone())
+        let report = ScanReport { pods, errors, mirror_errors };
+        *self.report.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = report.clone();
+        Ok(report)
     }
 
     /// Reads new and changed manifests, forgets removed ones.

@@ -3,6 +3,10 @@
 //! ("from the first update to the last event"): the clock starts at the first status
 //! change of a pod not yet written, and stops when a status write for that pod succeeds.
 //!
+//! A pod whose change is never written (not in the API server, or its status dropped)
+//! stays pending until the plugin drops its status (`remove-orphaned-statuses`) or the
+//! pod is deleted: the pending count is a metric of its own.
+//!
 //! The tracker is told both ends by the metered wrappers
 //! ([`crate::plugin::metered::MeteredPlugin`] and
 //! [`crate::backends::api_server::metered::MeteredApiServer`]), which keeps the plugin
