@@ -33,9 +33,12 @@ pub const DEFAULT_SYNC_PERIOD: Duration = Duration::from_secs(10);
 /// API calls one `sync-pod` makes: the GET of the pod and the status write.
 pub const SYNC_POD_CALLS: u32 = 2;
 /// What the scheduler asks the admission for before a batch sync, whose calls it cannot
-/// count beforehand: a full bucket, so that the batch spends its burst under the lock
-/// instead of waiting for tokens there.
-pub const SYNC_BATCH_CALLS: u32 = u32::MAX;
+/// count beforehand: one pod's sync. Not more: a batch usually writes nothing, and while
+/// the scheduler waits here the queue waits too (waiting for a full bucket held every
+/// queued write up to a second at a busy churn). A batch that runs out of tokens has
+/// its remaining writes refused at once (see `KubeClientConfig::throttle_wait`); the
+/// next batch takes them.
+pub const SYNC_BATCH_CALLS: u32 = SYNC_POD_CALLS;
 /// The longest the scheduler waits for admission before a sync; then it syncs anyway
 /// (a throttled write fails fast, its status stays cached, and a later sync retries).
 /// Short, so that batch syncs and shutdown are not held up.

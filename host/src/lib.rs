@@ -17,5 +17,6 @@ pub mod inspect;
 pub mod metrics;
 pub mod plugin;
 pub mod replay;
+pub mod simulate;
 pub mod swap;
 pub mod world;

@@ -42,6 +42,85 @@ enum Command {
     /// Fuzz the plugin: random valid traces, invariants checked after every step; a
     /// violation is shrunk and written as a trace `replay` runs.
     Fuzz(podstatus::fuzz::cli::FuzzArgs),
+    /// The main job: a node agent running the plugin against an API server over HTTP
+    /// (the embedded one, or a cluster), driven through realistic pod lives.
+    ///
+    /// Prints a summary; exits 1 naming the pods whose API server status is not the
+    /// plugin's cached one after the final quiet sync. SIGINT/SIGTERM stop the churn and
+    /// flush (a second one exits at once); SIGHUP hot-swaps to --swap-to (or --plugin).
+    Simulate(Box<SimulateArgs>),
+    /// Serve the embedded API server (an empty in-memory store) until SIGINT, for
+    /// kubectl and other clients.
+    Serve {
+        /// Where to listen.
+        #[arg(long, default_value = "127.0.0.1:8080")]
+        listen: std::net::SocketAddr,
+    },
+}
+
+/// `podstatus simulate`'s options.
+#[derive(clap::Args)]
+struct SimulateArgs {
+    /// Pods alive at once on the node (a deleted pod is replaced).
+    #[arg(long, default_value_t = 50)]
+    pods: usize,
+    /// Static pods, written to a temporary manifest folder (ignored with
+    /// --pod-manifest-path).
+    #[arg(long, default_value_t = 2)]
+    static_pods: usize,
+    /// Lifecycle events per second over all pods.
+    #[arg(long, default_value_t = 20.0)]
+    churn: f64,
+    /// Seconds of churn; 0 runs until SIGINT or SIGTERM.
+    #[arg(long, default_value_t = 15.0)]
+    duration: f64,
+    /// The generator's seed: the same seed gives the same pod lives.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// The node the pods are bound to.
+    #[arg(long, default_value = "sim-node")]
+    node_name: String,
+    /// Use this cluster (a kubeconfig file) instead of the embedded API server.
+    #[arg(long, value_name = "FILE", conflicts_with = "server")]
+    kubeconfig: Option<PathBuf>,
+    /// Use the API server at this URL (no credentials) instead of the embedded one.
+    #[arg(long, value_name = "URL")]
+    server: Option<String>,
+    /// Where the embedded API server listens.
+    #[arg(long, default_value = "127.0.0.1:0")]
+    listen: std::net::SocketAddr,
+    /// Static pod manifests (the kubelet's --pod-manifest-path).
+    #[arg(long, value_name = "DIR")]
+    pod_manifest_path: Option<PathBuf>,
+    /// Serve Prometheus metrics here (e.g. 127.0.0.1:9090).
+    #[arg(long, value_name = "ADDR")]
+    metrics_addr: Option<std::net::SocketAddr>,
+    /// API requests per second the client may make (the kubelet's --kube-api-qps).
+    #[arg(long, default_value_t = 50.0)]
+    kube_api_qps: f32,
+    /// Burst of API requests above the QPS (the kubelet's --kube-api-burst).
+    #[arg(long, default_value_t = 100)]
+    kube_api_burst: u32,
+    /// Seconds between batch syncs.
+    #[arg(long, default_value_t = 10.0)]
+    sync_period: f64,
+    /// Hot-swap to this plugin during the run (with --swap-at), and on SIGHUP.
+    #[arg(long, value_name = "FILE.wasm")]
+    swap_to: Option<PathBuf>,
+    /// Seconds into the run at which to swap to --swap-to.
+    #[arg(long, value_name = "SECONDS", requires = "swap_to")]
+    swap_at: Option<f64>,
+    /// Seconds the final flush and quiet sync may take.
+    #[arg(long, default_value_t = 30.0)]
+    flush_timeout: f64,
+    /// Print the summary as JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// No progress bar.
+    #[arg(long)]
+    quiet: bool,
+    #[command(flatten)]
+    plugin: PluginArgs,
 }
 
 #[derive(clap::Args)]
@@ -89,11 +168,19 @@ impl PluginArgs {
     }
 }
 
+mod simulate_command;
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     // Fuzzing injects API failures by the thousand: the plugin's warnings about them
     // are noise there unless asked for.
-    let default_filter = if matches!(cli.command, Command::Fuzz(_)) { "off" } else { "warn" };
+    // A simulation's churn makes expected warnings by the hundred (a sync of a pod
+    // deleted meanwhile, ...): they would bury the progress bar and the summary.
+    let default_filter = match cli.command {
+        Command::Fuzz(_) => "off",
+        Command::Simulate(_) => "error",
+        _ => "warn",
+    };
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
@@ -104,6 +191,8 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Fuzz(args) => podstatus::fuzz::cli::run(&args),
         Command::Replay { trace, plugin, native } => replay_command(&trace, &plugin, native),
+        Command::Simulate(args) => simulate_command::run(&args),
+        Command::Serve { listen } => simulate_command::serve(listen),
         Command::Inspect { plugin } => match inspect_command(&plugin) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {

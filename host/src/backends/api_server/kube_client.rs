@@ -18,12 +18,12 @@
 //! - **Rate limit outside the lock.** The [`RateLimiter`] (QPS and burst, the kubelet's
 //!   `--kube-api-qps` / `--kube-api-burst`) is also an [`Admission`]: the scheduler waits
 //!   for tokens with [`Admission::wait_ready`] *before* it takes the lock for a sync.
-//! - **Short token wait inside.** A call takes its token waiting at most
-//!   [`KubeClientConfig::throttle_wait`] (default 25 ms, just over one token interval
-//!   at the default 50 QPS, so a steady stream of calls is paced rather than failed);
-//!   when none comes in time the call fails at once with [`ApiError::Unavailable`]
-//!   ("client-side throttling ..."). The status stays cached in the plugin and the
-//!   batch sync writes it later, as it does after any failed write.
+//! - **No token wait inside.** A call takes its token waiting at most
+//!   [`KubeClientConfig::throttle_wait`] (default zero: a batch sync pacing its writes
+//!   under the lock would hold every other thread for seconds); when none is there the
+//!   call fails at once with [`ApiError::Unavailable`] ("client-side throttling ...").
+//!   The status stays cached in the plugin and the next batch sync writes it, as it
+//!   does after any failed write.
 //! - **Per-call timeout.** Every request is bounded by
 //!   [`KubeClientConfig::call_timeout`]; the abandoned request is aborted.
 //! - **Circuit breaker.** After a transport failure or a timeout, calls fail fast with
@@ -76,8 +76,12 @@ pub struct KubeClientConfig {
     /// inside it; and since the call holds the plugin lock, this is also how long a
     /// dead server can keep other threads waiting before the circuit breaker opens.
     pub call_timeout: Duration,
-    /// The longest a call waits for a rate-limit token, default 25 ms (see the module
-    /// doc: it waits under the plugin lock).
+    /// The longest a call waits for a rate-limit token, default zero: it would wait
+    /// under the plugin lock, and a batch sync pacing hundreds of writes at the QPS
+    /// there would hold every other Manager operation for seconds. Syncs from the queue
+    /// wait for their tokens before taking the lock (the scheduler's admission), so
+    /// they find them; a batch that runs dry has the rest refused at once, and the next
+    /// batch writes them.
     pub throttle_wait: Duration,
     /// The first fail-fast window after a transport failure or timeout, default 100 ms.
     pub breaker_initial_backoff: Duration,
@@ -91,7 +95,7 @@ impl Default for KubeClientConfig {
             qps: 50.0,
             burst: 100,
             call_timeout: Duration::from_secs(5),
-            throttle_wait: Duration::from_millis(25),
+            throttle_wait: Duration::ZERO,
             breaker_initial_backoff: Duration::from_millis(100),
             breaker_max_backoff: Duration::from_secs(5),
         }
