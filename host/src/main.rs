@@ -80,8 +80,9 @@ struct SimulateArgs {
     /// The node the pods are bound to.
     #[arg(long, default_value = "sim-node")]
     node_name: String,
-    /// Use this cluster (a kubeconfig file) instead of the embedded API server.
-    #[arg(long, value_name = "FILE", conflicts_with = "server")]
+    /// Use a cluster instead of the embedded API server: this kubeconfig file, or with
+    /// no FILE, KUBECONFIG, ~/.kube/config or the in-cluster service account.
+    #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "", conflicts_with = "server")]
     kubeconfig: Option<PathBuf>,
     /// Use the API server at this URL (no credentials) instead of the embedded one.
     #[arg(long, value_name = "URL")]

@@ -67,9 +67,11 @@ pub fn check(handle: &ManagerHandle, pods: &PodManager, read: &ReadPod<'_>) -> C
     check
 }
 
-/// The first top-level field of the status that differs, with both values.
+/// The first top-level field of the status that differs, with both values; `None`
+/// when the two are equal as Kubernetes compares them (Go's semantic equality, so an
+/// empty string equals an absent field, as the API server stores it).
 pub fn difference(cached: &PodStatus, api: &PodStatus) -> Option<String> {
-    if cached == api {
+    if podstatus_logic::semantic_eq::status_equal(cached, api) {
         return None;
     }
     let (cached, api) = (serde_json::to_value(cached).ok()?, serde_json::to_value(api).ok()?);
@@ -114,5 +116,8 @@ mod tests {
         assert_eq!(detail, r#"phase: cached "Running" but API server "Pending""#);
         let detail = difference(&status("Running"), &PodStatus::default()).unwrap();
         assert_eq!(detail, r#"phase: cached "Running" but API server absent"#);
+        // Go reads an absent string as empty: the API server cannot tell them apart.
+        let empty_ip = PodStatus { pod_ip: Some(String::new()), ..status("Pending") };
+        assert_eq!(difference(&empty_ip, &status("Pending")), None);
     }
 }

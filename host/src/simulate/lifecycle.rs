@@ -314,11 +314,14 @@ impl PodLife {
                 condition("PodScheduled", true),
             ],
             "hostIP": "10.0.0.10",
-            "podIP": if running { self.pod_ip.as_str() } else { "" },
             "startTime": self.start_time,
             "qosClass": "BestEffort",
             "containerStatuses": containers,
         });
+        if running {
+            status["podIP"] = json!(self.pod_ip);
+            status["podIPs"] = json!([{"ip": self.pod_ip}]);
+        }
         if self.has_init {
             let init_state = match self.stage {
                 Stage::Created | Stage::Pending => json!({"waiting": {"reason": "PodInitializing"}}),
