@@ -175,7 +175,13 @@ impl Driver {
         }
         let deleting = held.as_ref().is_some_and(|p| p.metadata.deletion_timestamp.is_some());
         let now = jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
+        let was_terminated = self.lives[slot].stage == Stage::Terminated;
         let event = self.lives[slot].next(&mut self.rng, &now, deleting, held.is_some());
+        // A terminated pod that left the node was deleted by the status manager. Counted
+        // here: the event that says so is a `Wait`, which returns early below.
+        if was_terminated && self.lives[slot].stage == Stage::Gone {
+            self.counts.deleted += 1;
+        }
         match (event, held) {
             (Event::Wait, _) => return POLL,
             (Event::RequestDeletion, _) => {
@@ -197,9 +203,6 @@ impl Driver {
             }
             // The pod left the node under our feet (deleted elsewhere): nothing to report.
             (_, None) => return POLL,
-        }
-        if self.lives[slot].stage == Stage::Gone {
-            self.counts.deleted += 1;
         }
         self.interval()
     }

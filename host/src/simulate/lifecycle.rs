@@ -215,6 +215,12 @@ impl PodLife {
                 self.stage = Stage::DeleteRequested;
                 Event::RequestDeletion
             }
+            // A finished pod is removed by the API server at once (no grace period for
+            // a terminal phase, as in Kubernetes): nothing is left for the node to do.
+            Stage::DeleteRequested if !present => {
+                self.stage = Stage::Gone;
+                Event::Wait
+            }
             Stage::DeleteRequested => Event::Wait,
             Stage::Terminated if !present => {
                 self.stage = Stage::Gone;
@@ -427,6 +433,20 @@ mod tests {
             let phase = last.unwrap().phase.unwrap();
             assert!(phase == "Succeeded" || phase == "Failed", "seed {seed}: {phase}");
         }
+    }
+
+    #[test]
+    fn a_finished_job_the_api_server_removed_at_once_is_gone() {
+        let (mut pod, mut rng) = life(Kind::Job, 3);
+        while pod.stage != Stage::DeleteRequested {
+            pod.next(&mut rng, NOW, false, true);
+        }
+        assert_eq!(pod.next(&mut rng, NOW, false, true), Event::Wait, "waits while the pod is there");
+        assert_eq!(pod.stage, Stage::DeleteRequested);
+        // A terminal pod has no grace period: the owner's DELETE removed it, and the
+        // node never sees a deletion timestamp.
+        assert_eq!(pod.next(&mut rng, NOW, false, false), Event::Wait);
+        assert_eq!(pod.stage, Stage::Gone, "the slot is free for a new pod");
     }
 
     #[test]
