@@ -83,7 +83,11 @@ pub fn run(
 ) -> Result<Summary, SimulateError> {
     let manifests = match (&config.agent.manifest_dir, config.static_pods) {
         (None, n) if n > 0 => {
-            let dir = std::env::temp_dir().join(format!("podstatus-simulate-{}", std::process::id()));
+            // One folder per run: runs in one process (an embedder's, tests) must not
+            // share it, or the first to finish removes the others' static pods.
+            static RUNS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+            let run = RUNS.fetch_add(1, Ordering::Relaxed);
+            let dir = std::env::temp_dir().join(format!("podstatus-simulate-{}-{run}", std::process::id()));
             write_manifests(&dir, n).map_err(|source| SimulateError::Manifests { dir: dir.clone(), source })?;
             config.agent.manifest_dir = Some(dir.clone());
             Some(TempDir(dir))
