@@ -156,6 +156,38 @@ fn a_swap_at_a_time_moves_to_v2_and_loses_nothing() {
 }
 
 #[test]
+fn a_swap_at_a_time_happens_even_when_the_churn_is_more_than_the_node_keeps_up_with() {
+    // Far more events than a node can play: the driver is always behind its schedule
+    // and never idles, yet the swap must still come at its time, not after the churn.
+    let v2 = v2_plugin("swap-overload.wasm");
+    let args = [
+        "--pods",
+        "100",
+        "--churn",
+        "5000",
+        "--duration",
+        "2",
+        "--json",
+        "--swap-to",
+        v2.path(),
+        "--swap-at",
+        "0.5",
+        "--kube-api-qps",
+        "1000",
+        "--kube-api-burst",
+        "1000",
+    ];
+    let out = simulate(&args);
+    exited_0(&out);
+    let s = summary(&out);
+    check_passed(&s);
+    assert_eq!(s["swap"]["error"], Value::Null, "{s:#}");
+    assert_eq!(s["swap"]["to"], "kubelet:status@0.1.1", "{s:#}");
+    let at = s["swap"]["at_seconds"].as_f64().unwrap();
+    assert!(at < s["seconds"].as_f64().unwrap(), "the swap came during the churn: {s:#}");
+}
+
+#[test]
 fn a_swap_to_a_file_that_is_no_plugin_fails_and_the_old_plugin_keeps_serving() {
     let garbage = TempFile::new("garbage.wasm", b"\0asm this is not a component at all");
     let args =

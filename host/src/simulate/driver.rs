@@ -24,6 +24,8 @@ const POLL: Duration = Duration::from_millis(20);
 /// How often the driver drops the statuses of pods the node no longer has, as the
 /// kubelet's housekeeping does (`RemoveOrphanedStatuses`, every 2 s upstream).
 const HOUSEKEEPING: Duration = Duration::from_secs(2);
+/// How often the driver ticks (progress, swaps) at least.
+const TICK: Duration = Duration::from_millis(50);
 
 /// What the pods' owners do through the API server (a workload controller, a user).
 pub trait Owners {
@@ -130,6 +132,7 @@ impl Driver {
         stop: &AtomicBool,
         mut tick: impl FnMut(&Self),
     ) {
+        let mut last_tick = Instant::now();
         while !stop.load(Ordering::SeqCst) {
             let now = Instant::now();
             if now >= until {
@@ -141,13 +144,20 @@ impl Driver {
             }
             let Some(&Reverse((at, slot))) = self.due.peek() else { break };
             if at > now {
-                std::thread::sleep((at - now).min(until - now).min(Duration::from_millis(50)));
+                std::thread::sleep((at - now).min(until - now).min(TICK));
                 tick(self);
+                last_tick = Instant::now();
                 continue;
             }
             self.due.pop();
             let wait = self.step(slot, handle, pods, owners);
             self.due.push(Reverse((Instant::now() + wait, slot)));
+            // A driver behind its schedule never sleeps: it must still tick, or a swap
+            // due (or signalled) would wait for the churn to end.
+            if last_tick.elapsed() >= TICK {
+                tick(self);
+                last_tick = Instant::now();
+            }
         }
     }
 
