@@ -74,6 +74,10 @@ struct SimulateArgs {
     /// Seconds of churn; 0 runs until SIGINT or SIGTERM.
     #[arg(long, default_value_t = 15.0)]
     duration: f64,
+    /// Stop once this many pods have lived whole lives (created, run, terminated and
+    /// deleted by the status manager), if that comes before --duration.
+    #[arg(long, value_name = "N")]
+    cycles: Option<u64>,
     /// The generator's seed: the same seed gives the same pod lives.
     #[arg(long, default_value_t = 1)]
     seed: u64,

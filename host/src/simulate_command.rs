@@ -70,6 +70,7 @@ fn simulate(args: &SimulateArgs) -> anyhow::Result<bool> {
         churn: args.churn,
         duration: (!duration.is_zero()).then_some(duration),
         seed: args.seed,
+        cycles: args.cycles,
         swap_at,
         swap_on_signal: args.swap_to.clone().or_else(|| args.plugin.plugin.clone()),
         progress: !args.quiet && !args.json,

@@ -47,6 +47,9 @@ pub struct DriverConfig {
     pub node: String,
     /// The generator's seed.
     pub seed: u64,
+    /// Stop once this many pods have lived their whole lives (deleted by the status
+    /// manager after termination); `None` runs until the deadline.
+    pub cycles: Option<u64>,
 }
 
 /// What the driver counted.
@@ -135,7 +138,7 @@ impl Driver {
         let mut last_tick = Instant::now();
         while !stop.load(Ordering::SeqCst) {
             let now = Instant::now();
-            if now >= until {
+            if now >= until || self.config.cycles.is_some_and(|cycles| self.counts.deleted >= cycles) {
                 break;
             }
             if now >= self.next_housekeeping {

@@ -38,6 +38,8 @@ pub struct SimulateConfig {
     pub duration: Option<Duration>,
     /// The generator's seed.
     pub seed: u64,
+    /// Stop after this many whole pod lives (created, run, deleted), if sooner.
+    pub cycles: Option<u64>,
     /// Swap to this plugin this far into the run.
     pub swap_at: Option<(PathBuf, Duration)>,
     /// The plugin a swap signal (SIGHUP) loads.
@@ -100,8 +102,13 @@ pub fn run(
     let owners = KubeOwners::new(agent.client().clone(), agent.runtime().clone());
     wait_for_mirrors(&agent, config.static_pods, Duration::from_secs(10));
 
-    let driver_config =
-        DriverConfig { pods: config.pods, churn: config.churn, node: config.agent.node.clone(), seed: config.seed };
+    let driver_config = DriverConfig {
+        pods: config.pods,
+        churn: config.churn,
+        node: config.agent.node.clone(),
+        seed: config.seed,
+        cycles: config.cycles,
+    };
     let mut driver = Driver::new(driver_config, agent.pod_manager());
     let start = Instant::now();
     let until = config.duration.map_or(start + Duration::from_secs(86_400 * 365), |d| start + d);
@@ -135,7 +142,7 @@ pub fn run(
 
     let quiet = Instant::now();
     quiet_sync(&agent, &mut driver, config.flush_timeout);
-    tracing::info!(took = ?quiet.elapsed(), "quiet sync done");
+    tracing::info!(took = ?quiet.elapsed(), stages = ?driver.stages(), "quiet sync done");
     let read = |namespace: &str, name: &str| owners.get(namespace, name);
     let check = check::check(agent.handle(), agent.pod_manager(), &read);
     tracing::info!(compared = check.compared, differing = check.differing.len(), "checked");
