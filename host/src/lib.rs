@@ -20,3 +20,6 @@ pub mod replay;
 pub mod simulate;
 pub mod swap;
 pub mod world;
+
+#[cfg(test)]
+mod test_pods;

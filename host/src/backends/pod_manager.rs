@@ -159,32 +159,19 @@ mod tests {
     use super::*;
     use crate::backends::api_server::{ApiServer, StatusUpdate};
     use crate::backends::pod_identity::{CONFIG_MIRROR_ANNOTATION, CONFIG_SOURCE_ANNOTATION};
+    use crate::test_pods::pod;
     use k8s_openapi::api::core::v1::PodStatus;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-
-    fn pod(name: &str, uid: &str, annotations: &[(&str, &str)]) -> Pod {
-        Pod {
-            metadata: ObjectMeta {
-                namespace: Some("ns".into()),
-                name: Some(name.into()),
-                uid: Some(uid.into()),
-                annotations: Some(annotations.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()),
-                ..Default::default()
-            },
-            ..Default::default()
-        }
-    }
 
     fn static_pod(name: &str, uid: &str) -> Pod {
-        pod(name, uid, &[(CONFIG_SOURCE_ANNOTATION, "file")])
+        pod(name, uid).annotations(&[(CONFIG_SOURCE_ANNOTATION, "file")]).build()
     }
 
     fn mirror_pod(name: &str, uid: &str) -> Pod {
-        pod(name, uid, &[(CONFIG_SOURCE_ANNOTATION, "api"), (CONFIG_MIRROR_ANNOTATION, "hash")])
+        pod(name, uid).annotations(&[(CONFIG_SOURCE_ANNOTATION, "api"), (CONFIG_MIRROR_ANNOTATION, "hash")]).build()
     }
 
     fn api_pod(name: &str, uid: &str) -> Pod {
-        pod(name, uid, &[(CONFIG_SOURCE_ANNOTATION, "api")])
+        pod(name, uid).annotations(&[(CONFIG_SOURCE_ANNOTATION, "api")]).build()
     }
 
     fn uid(pod: Option<Arc<Pod>>) -> Option<String> {

@@ -194,20 +194,10 @@ fn parse_label_term(text: &str, term: &str) -> Result<LabelRequirement, String> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use k8s_openapi::api::core::v1::PodSpec;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    use crate::test_pods;
 
     fn pod(name: &str, node: &str, labels: &[(&str, &str)]) -> Pod {
-        Pod {
-            metadata: ObjectMeta {
-                name: Some(name.into()),
-                namespace: Some("ns".into()),
-                labels: Some(labels.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()),
-                ..Default::default()
-            },
-            spec: Some(PodSpec { node_name: Some(node.into()), ..Default::default() }),
-            ..Default::default()
-        }
+        test_pods::pod(name, name).node(node).labels(labels).build()
     }
 
     fn selects(fields: Option<&str>, labels: Option<&str>, pod: &Pod) -> bool {

@@ -306,28 +306,16 @@ pub(crate) fn expired_event(failure: &Failure) -> Bytes {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-
-    fn pod(name: &str, uid: &str) -> Pod {
-        Pod {
-            metadata: ObjectMeta {
-                namespace: Some("ns".into()),
-                name: Some(name.into()),
-                uid: Some(uid.into()),
-                ..Default::default()
-            },
-            ..Default::default()
-        }
-    }
+    use crate::test_pods::pod;
 
     #[test]
     fn history_is_bounded_and_resumes_too_old_are_refused() {
         let store = MemoryApiServer::new();
-        store.create_pod(pod("a", "ua")).expect("create");
+        store.create_pod(pod("a", "ua").build()).expect("create");
         let hub = WatchHub::attach(&store, 2, 16);
         assert_eq!(hub.subscribe(Start::After(0)).err().map(|f| f.code), Some(410), "before the hub");
         for name in ["b", "c", "d"] {
-            store.create_pod(pod(name, name)).expect("create");
+            store.create_pod(pod(name, name).build()).expect("create");
         }
         // rv 2..4 happened; only 3 and 4 are kept.
         assert_eq!(hub.subscribe(Start::After(1)).err().map(|f| f.reason), Some("Expired"));
@@ -344,7 +332,7 @@ mod tests {
         let hub = WatchHub::attach(&store, 100, 2);
         let subscription = hub.subscribe(Start::Now).expect("subscribe");
         for name in ["a", "b", "c", "d"] {
-            store.create_pod(pod(name, name)).expect("writers go on");
+            store.create_pod(pod(name, name).build()).expect("writers go on");
         }
         assert!(subscription.lagged.load(Ordering::SeqCst));
         assert!(hub.lock().watchers.is_empty());

@@ -143,22 +143,9 @@ mod tests {
     use crate::backends::pod_manager::PodManager;
     use crate::backends::sync_queue::SyncQueue;
     use crate::plugin::NativePlugin;
+    use crate::test_pods::pod;
     use crate::world::World;
     use k8s_openapi::api::core::v1::Pod;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-
-    fn pod(name: &str, uid: &str) -> Pod {
-        Pod {
-            metadata: ObjectMeta {
-                namespace: Some("ns".into()),
-                name: Some(name.into()),
-                uid: Some(uid.into()),
-                ..Default::default()
-            },
-            spec: Some(Default::default()),
-            ..Default::default()
-        }
-    }
 
     /// A native plugin over a memory world whose API server is metered.
     fn metered_world(pods: &[Pod]) -> (MeteredPlugin, Arc<Metrics>, Arc<SyncQueue>) {
@@ -189,7 +176,7 @@ mod tests {
 
     #[test]
     fn a_status_set_then_synced_is_measured_once() {
-        let web = pod("web", "u1");
+        let web = pod("web", "u1").spec().build();
         let (mut plugin, metrics, queue) = metered_world(std::slice::from_ref(&web));
         let pod_json = serde_json::to_string(&web).expect("json");
         assert_eq!(plugin.set_pod_status(&pod_json, &running()).expect("set"), UpdateOutcome::Queued);
@@ -228,7 +215,7 @@ mod tests {
 
     #[test]
     fn orphans_stop_pending() {
-        let web = pod("web", "u1");
+        let web = pod("web", "u1").spec().build();
         let (mut plugin, metrics, _queue) = metered_world(std::slice::from_ref(&web));
         let pod_json = serde_json::to_string(&web).expect("json");
         plugin.set_pod_status(&pod_json, &running()).expect("set");

@@ -323,7 +323,8 @@ mod tests {
     use crate::backends::api_server::MemoryApiServer;
     use crate::backends::pod_identity::{CONFIG_MIRROR_ANNOTATION, CONFIG_SOURCE_ANNOTATION};
     use crate::bindings::kubelet::status::api_server::ApiError as WitApiError;
-    use k8s_openapi::api::core::v1::{Container, PodSpec, PodStatus};
+    use crate::test_pods;
+    use k8s_openapi::api::core::v1::PodStatus;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
     use serde_json::json;
     use std::sync::Mutex;
@@ -331,16 +332,7 @@ mod tests {
     const NODE: &str = "node-1";
 
     fn pod(namespace: &str, name: &str, uid: &str, node: &str) -> Pod {
-        Pod {
-            metadata: ObjectMeta {
-                namespace: Some(namespace.into()),
-                name: Some(name.into()),
-                uid: Some(uid.into()),
-                ..Default::default()
-            },
-            spec: Some(PodSpec { node_name: Some(node.into()), ..Default::default() }),
-            ..Default::default()
-        }
+        test_pods::pod(name, uid).namespace(namespace).node(node).build()
     }
 
     fn annotated(mut pod: Pod, annotations: &[(&str, &str)]) -> Pod {
@@ -454,11 +446,13 @@ mod tests {
     #[test]
     fn a_status_write_through_the_guard_changes_only_status() {
         let node = Node::new();
-        let mut full = pod("ns", "full", "uf", NODE);
-        full.metadata.labels = Some([("app".to_owned(), "x".to_owned())].into());
-        full.metadata.annotations = Some([("note".to_owned(), "y".to_owned())].into());
+        let mut full = test_pods::pod("full", "uf")
+            .node(NODE)
+            .labels(&[("app", "x")])
+            .annotations(&[("note", "y")])
+            .container("c")
+            .build();
         full.metadata.generate_name = Some("full-".into());
-        full.spec.as_mut().expect("spec").containers = vec![Container { name: "c".into(), ..Default::default() }];
         full.status = Some(phase("Pending"));
         node.pod_manager.add_pod(full.clone());
         let before = node.store.create_pod(full).expect("create");

@@ -419,21 +419,12 @@ fn invalid(name: &str, detail: &str) -> ApiError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use k8s_openapi::api::core::v1::{PodSpec, PodStatus};
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    use crate::test_pods;
+    use k8s_openapi::api::core::v1::PodStatus;
     use std::sync::Arc;
 
     fn pod(namespace: &str, name: &str, uid: &str) -> Pod {
-        Pod {
-            metadata: ObjectMeta {
-                namespace: Some(namespace.into()),
-                name: Some(name.into()),
-                uid: Some(uid.into()),
-                ..Default::default()
-            },
-            spec: Some(PodSpec { node_name: Some("node".into()), ..Default::default() }),
-            ..Default::default()
-        }
+        test_pods::pod(name, uid).namespace(namespace).node("node").build()
     }
 
     fn phase(phase: &str) -> PodStatus {

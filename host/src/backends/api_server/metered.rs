@@ -104,20 +104,7 @@ mod tests {
     use super::*;
     use crate::backends::api_server::MemoryApiServer;
     use crate::backends::pod_identity::{CONFIG_MIRROR_ANNOTATION, CONFIG_SOURCE_ANNOTATION};
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-
-    fn pod(name: &str, uid: &str, annotations: &[(&str, &str)]) -> Pod {
-        Pod {
-            metadata: ObjectMeta {
-                namespace: Some("ns".into()),
-                name: Some(name.into()),
-                uid: Some(uid.into()),
-                annotations: Some(annotations.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()),
-                ..Default::default()
-            },
-            ..Default::default()
-        }
-    }
+    use crate::test_pods::pod;
 
     fn update(name: &str) -> StatusUpdate {
         StatusUpdate { namespace: "ns".into(), name: name.into(), ..Default::default() }
@@ -126,7 +113,7 @@ mod tests {
     #[test]
     fn counts_calls_by_verb_and_outcome() {
         let memory = Arc::new(MemoryApiServer::new());
-        memory.create_pod(pod("web", "u1", &[])).expect("create");
+        memory.create_pod(pod("web", "u1").build()).expect("create");
         let metrics = Arc::new(Metrics::new());
         let api = MeteredApiServer::new(memory, Arc::clone(&metrics));
         api.get_pod("ns", "web").expect("get");
@@ -150,11 +137,13 @@ mod tests {
     #[test]
     fn a_write_closes_the_clock_of_its_pod_and_mirrors_translate() {
         let memory = Arc::new(MemoryApiServer::new());
-        memory.create_pod(pod("web", "u1", &[])).expect("create");
-        memory.create_pod(pod("etcd", "m1", &[(CONFIG_MIRROR_ANNOTATION, "h")])).expect("create mirror");
+        memory.create_pod(pod("web", "u1").build()).expect("create");
+        memory
+            .create_pod(pod("etcd", "m1").annotations(&[(CONFIG_MIRROR_ANNOTATION, "h")]).build())
+            .expect("create mirror");
         let pod_manager = Arc::new(PodManager::new());
-        pod_manager.add_pod(pod("etcd", "s1", &[(CONFIG_SOURCE_ANNOTATION, "file")]));
-        pod_manager.add_pod(pod("etcd", "m1", &[(CONFIG_MIRROR_ANNOTATION, "h")]));
+        pod_manager.add_pod(pod("etcd", "s1").annotations(&[(CONFIG_SOURCE_ANNOTATION, "file")]).build());
+        pod_manager.add_pod(pod("etcd", "m1").annotations(&[(CONFIG_MIRROR_ANNOTATION, "h")]).build());
         let metrics = Arc::new(Metrics::new());
         let api = MeteredApiServer::new(memory, Arc::clone(&metrics)).with_pod_manager(pod_manager);
         let tracker = metrics.propagation();
@@ -171,7 +160,7 @@ mod tests {
     #[test]
     fn a_deleted_pod_stops_pending() {
         let memory = Arc::new(MemoryApiServer::new());
-        memory.create_pod(pod("web", "u1", &[])).expect("create");
+        memory.create_pod(pod("web", "u1").build()).expect("create");
         let metrics = Arc::new(Metrics::new());
         let api = MeteredApiServer::new(memory, Arc::clone(&metrics));
         metrics.propagation().status_set("u1", Instant::now());
