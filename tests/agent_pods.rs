@@ -6,14 +6,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::{Container, Pod, PodSpec, PodStatus};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use podstatus::agent::pod_watch::PodWatch;
 use podstatus::agent::static_pods::{CONFIG_HASH_ANNOTATION, ManifestError, StaticPods};
 use podstatus::backends::api_server::{ApiServer, MemoryApiServer, StatusUpdate};
 use podstatus::backends::pod_identity::{CONFIG_MIRROR_ANNOTATION, CONFIG_SOURCE_ANNOTATION};
 use podstatus::backends::pod_manager::PodManager;
 use podstatus::embedded_server::{EmbeddedApiServer, ServeOptions};
+use podstatus_tests::TestPod;
 
 const NODE: &str = "node-a";
 /// Generous: a loaded CI machine may be slow, and nothing here waits this long when it
@@ -58,20 +58,7 @@ impl Cluster {
 }
 
 fn pod(name: &str, uid: &str, node: &str) -> Pod {
-    Pod {
-        metadata: ObjectMeta {
-            namespace: Some("ns".into()),
-            name: Some(name.into()),
-            uid: Some(uid.into()),
-            ..Default::default()
-        },
-        spec: Some(PodSpec {
-            node_name: Some(node.into()),
-            containers: vec![Container { name: "c".into(), ..Default::default() }],
-            ..Default::default()
-        }),
-        ..Default::default()
-    }
+    TestPod::new(name, uid).node(node).container("c").build()
 }
 
 /// Waits until `done` holds, failing with `what` after [`DEADLINE`].

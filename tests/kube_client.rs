@@ -16,7 +16,7 @@ use podstatus::backends::api_server::{
 };
 use podstatus::embedded_server::EmbeddedApiServer;
 use podstatus::handle::{self, SchedulerConfig};
-use podstatus_tests::v1_image;
+use podstatus_tests::{TestPod, v1_image};
 
 /// Generous: these bound waits, they never measure them.
 const PATIENCE: Duration = Duration::from_secs(60);
@@ -26,13 +26,7 @@ fn runtime() -> tokio::runtime::Runtime {
 }
 
 fn pod(name: &str, uid: &str) -> Pod {
-    serde_json::from_value(serde_json::json!({
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"uid": uid, "name": name, "namespace": "default"},
-        "spec": {"containers": [{"name": "app", "image": "app:1"}]},
-        "status": {"phase": "Pending"}
-    }))
-    .unwrap()
+    TestPod::new(name, uid).namespace("default").container_with_image("app", Some("app:1")).phase("Pending").build()
 }
 
 fn running() -> PodStatus {

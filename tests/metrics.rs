@@ -5,30 +5,17 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::api::core::v1::Pod;
 use podstatus::backends::api_server::ApiServer;
 use podstatus::backends::api_server::metered::MeteredApiServer;
 use podstatus::bindings::{SyncOutcome, UpdateOutcome};
 use podstatus::metrics::{Metrics, MetricsServer};
 use podstatus::plugin::Plugin;
 use podstatus::plugin::metered::MeteredPlugin;
-use podstatus_tests::{memory_world, v1_image};
+use podstatus_tests::{TestPod, memory_world, v1_image};
 
 fn pod(name: &str, uid: &str) -> Pod {
-    Pod {
-        metadata: ObjectMeta {
-            namespace: Some("ns".into()),
-            name: Some(name.into()),
-            uid: Some(uid.into()),
-            ..Default::default()
-        },
-        spec: Some(PodSpec {
-            containers: vec![Container { name: "c".into(), ..Default::default() }],
-            ..Default::default()
-        }),
-        ..Default::default()
-    }
+    TestPod::new(name, uid).container("c").build()
 }
 
 /// One HTTP/1.1 request; returns (status line, headers, body).

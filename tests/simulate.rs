@@ -10,8 +10,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::{Container, Pod, PodSpec, PodStatus};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use podstatus::agent::node::{AgentConfig, NodeAgent, Target};
 use podstatus::backends::api_server::{KubeClientConfig, MemoryApiServer, PodEvent};
 use podstatus::backends::pod_identity::is_mirror_pod;
@@ -21,7 +20,7 @@ use podstatus::components::PODSTATUS_V1;
 use podstatus::embedded_server::EmbeddedApiServer;
 use podstatus::plugin::{PluginRuntime, RuntimeConfig};
 use podstatus::simulate::{self, Signals, SimulateConfig, check};
-use podstatus_tests::cache_dir;
+use podstatus_tests::{TestPod, cache_dir};
 
 const NODE: &str = "sim-node";
 /// Generous: a loaded CI machine may be slow, and nothing waits this long when it works.
@@ -137,20 +136,7 @@ fn a_run_through_a_kubeconfig_leaves_every_status_in_the_api_server() {
 
 /// A pod bound to the node, as its owner creates it.
 fn pod(name: &str, uid: &str) -> Pod {
-    Pod {
-        metadata: ObjectMeta {
-            name: Some(name.into()),
-            namespace: Some("sim".into()),
-            uid: Some(uid.into()),
-            ..ObjectMeta::default()
-        },
-        spec: Some(PodSpec {
-            node_name: Some(NODE.into()),
-            containers: vec![Container { name: "app".into(), ..Container::default() }],
-            ..PodSpec::default()
-        }),
-        status: None,
-    }
+    TestPod::new(name, uid).namespace("sim").node(NODE).container("app").build()
 }
 
 fn running() -> PodStatus {

@@ -142,3 +142,62 @@ pub fn memory_world(
     };
     (api, world)
 }
+
+/// A test pod being built: named, with a uid, in namespace "ns" until told otherwise, with
+/// no spec or status until asked for. One builder, so each test file says only what its
+/// pods have that matters to it (`TestPod::new("web", "u1").node(NODE).container("c").build()`).
+pub struct TestPod(k8s_openapi::api::core::v1::Pod);
+
+impl TestPod {
+    /// A pod named `name` with `uid`, in namespace "ns".
+    pub fn new(name: &str, uid: &str) -> Self {
+        let mut pod = k8s_openapi::api::core::v1::Pod::default();
+        pod.metadata.namespace = Some("ns".into());
+        pod.metadata.name = Some(name.into());
+        pod.metadata.uid = Some(uid.into());
+        TestPod(pod)
+    }
+
+    /// In `namespace` rather than "ns".
+    pub fn namespace(mut self, namespace: &str) -> Self {
+        self.0.metadata.namespace = Some(namespace.into());
+        self
+    }
+
+    /// Bound to `node`.
+    pub fn node(mut self, node: &str) -> Self {
+        self.spec().node_name = Some(node.into());
+        self
+    }
+
+    /// With one more container, named `name` (and no image).
+    pub fn container(self, name: &str) -> Self {
+        self.container_with_image(name, None)
+    }
+
+    /// With one more container, named `name`, running `image` if there is one.
+    pub fn container_with_image(mut self, name: &str, image: Option<&str>) -> Self {
+        let container = k8s_openapi::api::core::v1::Container {
+            name: name.into(),
+            image: image.map(Into::into),
+            ..Default::default()
+        };
+        self.spec().containers.push(container);
+        self
+    }
+
+    /// With a status in `phase`.
+    pub fn phase(mut self, phase: &str) -> Self {
+        self.0.status.get_or_insert_with(Default::default).phase = Some(phase.into());
+        self
+    }
+
+    /// The pod.
+    pub fn build(self) -> k8s_openapi::api::core::v1::Pod {
+        self.0
+    }
+
+    fn spec(&mut self) -> &mut k8s_openapi::api::core::v1::PodSpec {
+        self.0.spec.get_or_insert_with(Default::default)
+    }
+}
