@@ -246,7 +246,9 @@ pub(crate) async fn stream(
     mut stopping: tokio::sync::watch::Receiver<bool>,
 ) {
     let Subscription { initial, replay, covered, mut receiver, lagged } = subscription;
-    let deadline = format.timeout.map(|timeout| tokio::time::Instant::now() + timeout);
+    // A timeout past what the clock can hold (a client may ask for u64::MAX seconds) is
+    // no deadline: `Instant + Duration` would panic on it.
+    let deadline = format.timeout.and_then(|timeout| tokio::time::Instant::now().checked_add(timeout));
     let mut first = Vec::new();
     first.extend(initial.iter().filter(|pod| format.selects(pod)).map(|pod| format.line("ADDED", pod)));
     first.extend(replay.iter().filter_map(|change| format.event_of(change)));
@@ -336,5 +338,32 @@ mod tests {
         }
         assert!(subscription.lagged.load(Ordering::SeqCst));
         assert!(hub.lock().watchers.is_empty());
+    }
+
+    #[test]
+    fn a_timeout_too_large_for_the_clock_is_no_deadline_not_a_panic() {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime");
+        let store = MemoryApiServer::new();
+        store.create_pod(pod("a", "ua").build()).expect("create");
+        let hub = WatchHub::attach(&store, 16, 16);
+        let subscription = hub.subscribe(Start::Now).expect("subscribe");
+        // `?timeoutSeconds=18446744073709551615`: a request may ask for it.
+        let format = WatchFormat {
+            selector: Selector::default(),
+            namespace: None,
+            table: None,
+            timeout: Some(Duration::from_secs(u64::MAX)),
+            initial_events_bookmark: false,
+        };
+        let (out, mut lines) = mpsc::channel(4);
+        let (_stop, stopping) = tokio::sync::watch::channel(false);
+        let first = runtime.block_on(async move {
+            let watch = tokio::spawn(stream(subscription, format, out, stopping));
+            let first = lines.recv().await;
+            watch.abort();
+            first
+        });
+        let first: Value = serde_json::from_slice(&first.expect("the watch runs and sends the pod")).expect("JSON");
+        assert_eq!(first["type"], "ADDED");
     }
 }
