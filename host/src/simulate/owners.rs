@@ -2,23 +2,47 @@
 //! their own kube-rs client, as they would on a real cluster.
 
 use std::collections::BTreeMap;
+use std::future::Future;
+use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 
 use super::driver::Owners;
 
+/// How long one owner call may take by default. The driver (which checks for SIGTERM
+/// only between calls) and the final check (one call per pod) wait for it, and kube's
+/// own read timeout is minutes: a stalled server must not hold them that long.
+pub const OWNER_CALL_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// Owners talking to the API server over HTTP. Calls block on the agent's runtime; they
 /// are made from the driver's thread, never from a runtime worker.
 pub struct KubeOwners {
     client: kube::Client,
     runtime: tokio::runtime::Handle,
+    /// The longest one call may take (see [`OWNER_CALL_TIMEOUT`]).
+    call_timeout: Duration,
 }
 
 impl KubeOwners {
-    /// Owners using `client`, its requests run on `runtime`.
+    /// Owners using `client`, its requests run on `runtime`, each bounded by
+    /// [`OWNER_CALL_TIMEOUT`].
     pub fn new(client: kube::Client, runtime: tokio::runtime::Handle) -> Self {
-        KubeOwners { client, runtime }
+        KubeOwners { client, runtime, call_timeout: OWNER_CALL_TIMEOUT }
+    }
+
+    /// The same owners with each call bounded by `call_timeout` instead.
+    pub fn with_call_timeout(self, call_timeout: Duration) -> Self {
+        KubeOwners { call_timeout, ..self }
+    }
+
+    /// Runs `request` on the runtime, waiting at most the call timeout.
+    fn block_on<T>(&self, request: impl Future<Output = Result<T, kube::Error>>) -> Result<T, String> {
+        let call_timeout = self.call_timeout;
+        match self.runtime.block_on(async move { tokio::time::timeout(call_timeout, request).await }) {
+            Ok(answer) => answer.map_err(|e| e.to_string()),
+            Err(_) => Err(format!("no answer from the API server within {} ms", call_timeout.as_millis())),
+        }
     }
 
     fn pods(&self, namespace: &str) -> Api<Pod> {
@@ -27,7 +51,7 @@ impl KubeOwners {
 
     /// The pod as the API server has it, `None` when absent.
     pub fn get(&self, namespace: &str, name: &str) -> Result<Option<Pod>, String> {
-        self.runtime.block_on(self.pods(namespace).get_opt(name)).map_err(|e| e.to_string())
+        self.block_on(self.pods(namespace).get_opt(name))
     }
 
     /// The node's pods in the API server, counted by phase (`Unknown` without one).
@@ -35,7 +59,7 @@ impl KubeOwners {
         let api: Api<Pod> = Api::all(self.client.clone());
         let params = ListParams::default().fields(&format!("spec.nodeName={node}"));
         let mut phases = BTreeMap::new();
-        match self.runtime.block_on(api.list(&params)) {
+        match self.block_on(api.list(&params)) {
             Ok(list) => {
                 for pod in list.items {
                     let phase = pod.status.and_then(|s| s.phase).unwrap_or_else(|| "Unknown".into());
@@ -51,14 +75,44 @@ impl KubeOwners {
 impl Owners for KubeOwners {
     fn create(&self, pod: Pod) -> Result<Pod, String> {
         let namespace = pod.metadata.namespace.clone().unwrap_or_else(|| "default".into());
-        self.runtime.block_on(self.pods(&namespace).create(&PostParams::default(), &pod)).map_err(|e| e.to_string())
+        self.block_on(self.pods(&namespace).create(&PostParams::default(), &pod))
     }
 
     fn delete(&self, namespace: &str, name: &str) -> Result<(), String> {
         // The pod's own grace period: the API server marks it, the node does the rest.
-        self.runtime
-            .block_on(self.pods(namespace).delete(name, &DeleteParams::default()))
-            .map(|_| ())
-            .map_err(|e| e.to_string())
+        self.block_on(self.pods(namespace).delete(name, &DeleteParams::default())).map(|_| ())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Before the bound, this call waited for kube's own read timeout (minutes).
+    #[test]
+    fn a_stalled_server_is_an_error_within_the_call_timeout_not_a_hang() {
+        // Accepts connections and never answers.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let url = format!("http://{}", listener.local_addr().expect("an address"));
+        std::thread::spawn(move || {
+            let held: Vec<_> = listener.incoming().collect();
+            drop(held);
+        });
+        let runtime =
+            tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().expect("a runtime");
+        let config = kube::Config::new(url.parse().expect("a URL"));
+        let client = {
+            let _entered = runtime.enter();
+            kube::Client::try_from(config).expect("a client")
+        };
+        let owners = KubeOwners::new(client, runtime.handle().clone()).with_call_timeout(Duration::from_millis(200));
+        let (done, answered) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = done.send(owners.get("ns", "a"));
+        });
+        // Generous: bounds the wait, never measures it.
+        let answer = answered.recv_timeout(Duration::from_secs(60)).expect("an answer, not a hang");
+        let error = answer.expect_err("no answer is an error");
+        assert!(error.contains("no answer from the API server"), "{error}");
     }
 }
