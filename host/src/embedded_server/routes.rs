@@ -281,8 +281,9 @@ fn percent_decode(text: &str) -> Result<String, Failure> {
     let mut at = 0;
     while at < bytes.len() {
         if bytes[at] == b'%' {
-            let hex = bytes.get(at + 1..at + 3).and_then(|hex| std::str::from_utf8(hex).ok());
-            let byte = hex.and_then(|hex| u8::from_str_radix(hex, 16).ok());
+            // Two hex digits exactly: `from_str_radix` alone would also take "+f".
+            let hex = bytes.get(at + 1..at + 3).filter(|hex| hex.iter().all(u8::is_ascii_hexdigit));
+            let byte = hex.and_then(|hex| u8::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok());
             let Some(byte) = byte else {
                 return Err(Failure::bad_request(format!("invalid percent-encoding in \"{text}\"")));
             };
@@ -307,6 +308,9 @@ mod tests {
         assert_eq!(query["labelSelector"], "app in (a,b)");
         assert_eq!(query["watch"], "1");
         assert!(percent_decode("%zz").is_err());
+        assert!(percent_decode("%+f").is_err(), "a sign is not a hex digit");
+        assert!(percent_decode("%4").is_err());
+        assert_eq!(percent_decode("a%2Fb").ok().as_deref(), Some("a/b"));
         assert_eq!(media_type("application/merge-patch+json; charset=utf-8"), "application/merge-patch+json");
     }
 }
