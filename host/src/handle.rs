@@ -30,8 +30,10 @@ const PRECOPY_DONE_BYTES: usize = 64 * 1024;
 /// The seed's batch sync period.
 pub const DEFAULT_SYNC_PERIOD: Duration = Duration::from_secs(10);
 
-/// API calls one `sync-pod` makes: the GET of the pod and the status write.
-pub const SYNC_POD_CALLS: u32 = 2;
+/// API calls one `sync-pod` makes at most: the GET of the pod, the status write, and the
+/// DELETE of a terminated pod whose resources are reclaimed (without the third token, a
+/// deletion right after a write would be throttled and wait for the next batch).
+pub const SYNC_POD_CALLS: u32 = 3;
 /// What the scheduler asks the admission for before a batch sync, whose calls it cannot
 /// count beforehand: one pod's sync. Not more: a batch usually writes nothing, and while
 /// the scheduler waits here the queue waits too (waiting for a full bucket held every

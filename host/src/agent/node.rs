@@ -99,6 +99,8 @@ pub struct NodeAgent {
     scheduler: Option<Scheduler>,
     world: World,
     metrics: Arc<Metrics>,
+    /// The client itself, for what only it knows (calls it refused without sending).
+    kube: Arc<KubeApiServer>,
     plugins: PluginRuntime,
     client: kube::Client,
     api_url: String,
@@ -143,7 +145,7 @@ impl NodeAgent {
             let _entered = runtime.enter();
             kube::Client::try_from(kube_config).map_err(ConnectError::Client)?
         };
-        let kube = KubeApiServer::new(runtime.handle().clone(), client.clone(), config.client.clone())?;
+        let kube = Arc::new(KubeApiServer::new(runtime.handle().clone(), client.clone(), config.client.clone())?);
         let limiter = kube.rate_limiter();
 
         let metrics = Arc::new(Metrics::new());
@@ -151,7 +153,7 @@ impl NodeAgent {
         let queue = Arc::new(SyncQueue::new(config.queue_capacity));
         metrics.set_queue(Arc::clone(&queue));
         let world = World {
-            api_server: Arc::new(kube),
+            api_server: Arc::clone(&kube) as Arc<dyn ApiServer>,
             pod_manager: Arc::clone(&pod_manager),
             deletion_safety: Arc::new(ContainersStopped),
             clock: Arc::new(SystemClock),
@@ -188,6 +190,7 @@ impl NodeAgent {
             scheduler: Some(scheduler),
             world,
             metrics,
+            kube,
             plugins,
             client,
             api_url,
@@ -213,6 +216,20 @@ impl NodeAgent {
     /// The agent's metrics.
     pub fn metrics(&self) -> &Arc<Metrics> {
         &self.metrics
+    }
+
+    /// Calls the client gave up on, by outcome: throttled by the rate limit or failed
+    /// fast by the open circuit (never sent), or cut by the call timeout. The API calls
+    /// metrics count them as `ServiceUnavailable`, with the server's own answers.
+    pub fn client_refusals(&self) -> std::collections::BTreeMap<String, u64> {
+        use crate::backends::api_server::call_counts::Outcome;
+        let mut refusals = std::collections::BTreeMap::new();
+        for call in self.kube.call_counts() {
+            if matches!(call.outcome, Outcome::Throttled | Outcome::Timeout | Outcome::CircuitOpen) && call.count > 0 {
+                *refusals.entry(call.outcome.as_str().to_owned()).or_default() += call.count;
+            }
+        }
+        refusals
     }
 
     /// The client the agent talks to its API server with.

@@ -152,7 +152,12 @@ pub fn run(
     for (verb, outcome, count) in metrics.api_call_counts() {
         *api_calls.entry(verb).or_default().entry(outcome).or_default() += count;
     }
-    let calls: u64 = api_calls.values().flat_map(|o| o.values()).sum();
+    // Calls the client refused before sending (throttled, circuit open) cost the API
+    // server nothing; timed-out ones were sent and count. The two counts are read at
+    // different moments while the scheduler runs: saturate rather than underflow.
+    let client_refusals = agent.client_refusals();
+    let unsent: u64 = ["throttled", "circuit_open"].iter().filter_map(|o| client_refusals.get(*o)).sum();
+    let calls = api_calls.values().flat_map(|o| o.values()).sum::<u64>().saturating_sub(unsent);
     let p = metrics.propagation().snapshot();
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
     let counts = driver.counts.clone();
@@ -172,6 +177,7 @@ pub fn run(
         queue_full: counts.queue_full,
         api_calls_per_version: if counts.versions == 0 { 0.0 } else { calls as f64 / counts.versions as f64 },
         api_calls,
+        client_refusals,
         propagation_ms: Latency { count: p.count, p50: ms(p.p50), p95: ms(p.p95), p99: ms(p.p99), max: ms(p.max) },
         pods_by_phase: owners.phases(&config.agent.node),
         faults: counts.faults,

@@ -36,7 +36,11 @@ pub struct Summary {
     pub queue_full: u64,
     /// API calls the plugin made, by verb then outcome.
     pub api_calls: BTreeMap<String, BTreeMap<String, u64>>,
-    /// API calls (all verbs and outcomes) per new status version.
+    /// Calls the client gave up on: refused before sending (`throttled`,
+    /// `circuit_open`) or cut by its timeout (`timeout`).
+    pub client_refusals: BTreeMap<String, u64>,
+    /// API calls sent to the server (all verbs and outcomes; calls the client throttled
+    /// or failed fast on an open circuit not counted) per new status version.
     pub api_calls_per_version: f64,
     /// Status set until written to the API server, in milliseconds.
     pub propagation_ms: Latency,
@@ -137,6 +141,10 @@ impl fmt::Display for Summary {
             let line = outcomes.iter().map(|(o, n)| format!("{o} {n}")).collect::<Vec<_>>().join(", ");
             rows.push((format!("api {verb}"), line));
         }
+        if !self.client_refusals.is_empty() {
+            let line = self.client_refusals.iter().map(|(o, n)| format!("{o} {n}")).collect::<Vec<_>>().join(", ");
+            rows.push(("client refused".into(), line));
+        }
         rows.push(("api calls / version".into(), format!("{:.2}", self.api_calls_per_version)));
         let l = &self.propagation_ms;
         rows.push((
@@ -185,16 +193,6 @@ impl fmt::Display for Summary {
     }
 }
 
-/// Percentiles of `samples` (milliseconds), by nearest rank.
-pub fn latency(samples: &mut [f64]) -> Latency {
-    if samples.is_empty() {
-        return Latency::default();
-    }
-    samples.sort_by(f64::total_cmp);
-    let rank = |q: f64| samples[((q * samples.len() as f64).ceil() as usize).clamp(1, samples.len()) - 1];
-    Latency { count: samples.len() as u64, p50: rank(0.50), p95: rank(0.95), p99: rank(0.99), max: rank(1.0) }
-}
-
 /// The process's peak resident set (VmHWM), in MiB, where the OS tells it.
 pub fn peak_rss_mib() -> Option<f64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
@@ -206,15 +204,6 @@ pub fn peak_rss_mib() -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn percentiles_by_nearest_rank() {
-        let mut samples: Vec<f64> = (1..=100).rev().map(f64::from).collect();
-        let l = latency(&mut samples);
-        assert_eq!((l.count, l.p50, l.p95, l.p99, l.max), (100, 50.0, 95.0, 99.0, 100.0));
-        assert_eq!(latency(&mut []), Latency::default());
-        assert_eq!(latency(&mut [7.0]).p99, 7.0);
-    }
 
     #[test]
     fn the_table_names_differing_pods() {

@@ -397,6 +397,8 @@ pub fn from_status(status: &Status, namespace: &str, name: &str) -> ApiError {
         401 | 403 => ApiError::Forbidden { message },
         400 | 422 => ApiError::Invalid { message },
         429 | 503 | 504 => ApiError::Unavailable { message },
+        // Kubernetes' temporary conditions: the server asks to be tried again.
+        500 if matches!(status.reason.as_str(), "ServerTimeout" | "Timeout") => ApiError::Unavailable { message },
         code => ApiError::Internal { message: format!("{message} (HTTP {code})") },
     }
 }
@@ -514,6 +516,7 @@ mod tests {
             (status(429, "TooManyRequests", "slow down"), ApiError::Unavailable { message: "slow down".into() }),
             (status(503, "ServiceUnavailable", "later"), ApiError::Unavailable { message: "later".into() }),
             (status(500, "InternalError", "boom"), ApiError::Internal { message: "boom (HTTP 500)".into() }),
+            (status(500, "ServerTimeout", "try again"), ApiError::Unavailable { message: "try again".into() }),
             (status(502, "", ""), ApiError::Internal { message: "no message (502) (HTTP 502)".into() }),
         ];
         for (status, expected) in cases {
