@@ -1,3 +1,6 @@
+// Each bench uses the part of the fixture it needs.
+#![allow(dead_code)]
+
 //! A realistic pod (three containers, one init container) and a ~3 KB status for it,
 //! and the ratio table printed after the run.
 
@@ -67,7 +70,7 @@ pub fn status_json(variant: i32) -> String {
     .to_string()
 }
 
-fn estimate_ns(id: &str) -> Option<f64> {
+pub fn estimate_ns(id: &str) -> Option<f64> {
     let path =
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/criterion").join(id).join("new/estimates.json");
     let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
