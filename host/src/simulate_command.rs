@@ -79,7 +79,7 @@ fn simulate(args: &SimulateArgs) -> anyhow::Result<bool> {
     let plugins = PluginRuntime::new(&args.plugin.runtime_config()).context("plugin runtime")?;
     let image = plugins.load(&args.plugin.bytes()?).context("loading the plugin")?;
     let signals = Signals::default();
-    install_signal_handlers(&signals)?;
+    install_signal_handlers(&signals, "stopping; flushing pending statuses")?;
     let summary = simulate::run(config, plugins, image, &signals)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&summary)?);
@@ -101,7 +101,7 @@ pub fn serve(listen: std::net::SocketAddr) -> ExitCode {
     println!("serving the Kubernetes API for pods at {}", server.url());
     println!("try: kubectl --server {} get pods -A -o wide", server.url());
     let signals = Signals::default();
-    if let Err(e) = install_signal_handlers(&signals) {
+    if let Err(e) = install_signal_handlers(&signals, "stopping the server") {
         eprintln!("podstatus serve: {e:#}");
         return ExitCode::from(UNUSABLE);
     }
@@ -114,7 +114,7 @@ pub fn serve(listen: std::net::SocketAddr) -> ExitCode {
 
 /// SIGINT or SIGTERM: stop taking work and flush; a second one exits at once. SIGHUP:
 /// swap the plugin. The handlers run on a thread of their own.
-fn install_signal_handlers(signals: &Signals) -> anyhow::Result<()> {
+fn install_signal_handlers(signals: &Signals, stopping: &'static str) -> anyhow::Result<()> {
     use tokio::signal::unix::{SignalKind, signal};
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let (mut interrupt, mut terminate, mut hangup) = {
@@ -137,7 +137,7 @@ fn install_signal_handlers(signals: &Signals) -> anyhow::Result<()> {
                     eprintln!("podstatus: second signal, exiting without flushing");
                     std::process::exit(INTERRUPTED);
                 }
-                eprintln!("podstatus: stopping; flushing pending statuses (signal again to exit at once)");
+                eprintln!("podstatus: {stopping} (signal again to exit at once)");
             }
         });
     })?;
