@@ -95,3 +95,28 @@ pub fn print_ratios() {
     }
     println!("| serde floor (parse + serialise the status) | {} | | | | | 1.00 | |", us(floor));
 }
+
+/// Benchmarks one pod's sync (GET, status write, bookkeeping) for a freshly queued
+/// change: each iteration first caches the other of two statuses, so there is always
+/// something to write. `queue` is the queue of `plugin`'s world.
+pub fn bench_sync_pod(
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    name: &str,
+    plugin: Box<dyn podstatus::plugin::Plugin>,
+    queue: &podstatus::backends::sync_queue::SyncQueue,
+) {
+    let (pod, statuses) = (pod_json(), [status_json(0), status_json(1)]);
+    let plugin = std::cell::RefCell::new(plugin);
+    let mut turn = 0;
+    group.bench_function(name, |b| {
+        b.iter_batched(
+            || {
+                turn ^= 1;
+                plugin.borrow_mut().set_pod_status(&pod, &statuses[turn]).unwrap();
+                queue.pop().expect("a request was queued")
+            },
+            |request| plugin.borrow_mut().sync_pod(&request).unwrap(),
+            criterion::BatchSize::SmallInput,
+        )
+    });
+}

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use criterion::{BatchSize, Criterion};
+use criterion::Criterion;
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use podstatus::backends::api_server::memory::MemoryApiServer;
 use podstatus::backends::clock::SystemClock;
@@ -111,18 +111,7 @@ fn bench(c: &mut Criterion) {
 
         // One pod's sync: GET, status PUT and bookkeeping, for a freshly queued change.
         let w = world(1);
-        let plugin = std::cell::RefCell::new(make(w.clone()));
-        group.bench_function("sync-pod", |b| {
-            b.iter_batched(
-                || {
-                    turn ^= 1;
-                    plugin.borrow_mut().set_pod_status(&pod, &statuses[turn]).unwrap();
-                    w.queue.pop().expect("a request was queued")
-                },
-                |request| plugin.borrow_mut().sync_pod(&request).unwrap(),
-                BatchSize::SmallInput,
-            )
-        });
+        fixture::bench_sync_pod(&mut group, "sync-pod", make(w.clone()), &w.queue);
         group.finish();
     }
 }

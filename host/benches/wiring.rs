@@ -5,12 +5,11 @@
 //!
 //! `cargo bench -p podstatus --bench wiring`
 
-use std::cell::RefCell;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use criterion::{BatchSize, Criterion};
+use criterion::Criterion;
 use k8s_openapi::api::core::v1::Pod;
 use podstatus::backends::api_server::kube_client::{KubeApiServer, KubeClientConfig};
 use podstatus::backends::api_server::kubeconfig::{ClientSource, connect};
@@ -74,25 +73,12 @@ fn bench(c: &mut Criterion) {
     let cache = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/podstatus-bench-cache");
     let runtime = PluginRuntime::new(&RuntimeConfig { cache_dir: Some(cache), ..RuntimeConfig::default() }).unwrap();
     let image = runtime.load(PODSTATUS_V1).unwrap();
-    let pod = fixture::pod_json();
-    let statuses = [fixture::status_json(0), fixture::status_json(1)];
     let worlds = worlds();
 
     let mut group = c.benchmark_group("sync-pod");
     for (name, world) in [("in-process", &worlds.in_process), ("http", &worlds.http), ("agent", &worlds.agent)] {
-        let plugin: RefCell<Box<dyn Plugin>> = RefCell::new(Box::new(image.instantiate(world.clone()).unwrap()));
-        let mut turn = 0;
-        group.bench_function(name, |b| {
-            b.iter_batched(
-                || {
-                    turn ^= 1;
-                    plugin.borrow_mut().set_pod_status(&pod, &statuses[turn]).unwrap();
-                    world.queue.pop().expect("a request was queued")
-                },
-                |request| plugin.borrow_mut().sync_pod(&request).unwrap(),
-                BatchSize::SmallInput,
-            )
-        });
+        let plugin: Box<dyn Plugin> = Box::new(image.instantiate(world.clone()).unwrap());
+        fixture::bench_sync_pod(&mut group, name, plugin, &world.queue);
     }
     group.finish();
 }
