@@ -45,6 +45,7 @@ fn agent_config(target: Target) -> AgentConfig {
         metrics_addr: None,
         sync_period: Duration::from_secs(1),
         queue_capacity: DEFAULT_CAPACITY,
+        injected_faults: None,
     }
 }
 

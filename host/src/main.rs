@@ -118,6 +118,10 @@ struct SimulateArgs {
     /// Seconds the final flush and quiet sync may take.
     #[arg(long, default_value_t = 30.0)]
     flush_timeout: f64,
+    /// Fail this fraction of the plugin's API calls on purpose (half refused before
+    /// sending, half sent with the answer lost): the final check shows nothing is lost.
+    #[arg(long, value_name = "FRACTION", default_value_t = 0.0)]
+    api_fault_rate: f64,
     /// Print the summary as JSON instead of a table.
     #[arg(long)]
     json: bool,

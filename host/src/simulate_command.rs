@@ -8,6 +8,7 @@ use std::time::Duration;
 use anyhow::Context;
 use podstatus::agent::node::{AgentConfig, Target};
 use podstatus::backends::api_server::MemoryApiServer;
+use podstatus::backends::api_server::faulty::InjectedFaults;
 use podstatus::backends::api_server::kube_client::KubeClientConfig;
 use podstatus::backends::sync_queue::DEFAULT_CAPACITY;
 use podstatus::embedded_server::EmbeddedApiServer;
@@ -58,6 +59,8 @@ fn simulate(args: &SimulateArgs) -> anyhow::Result<bool> {
         metrics_addr: args.metrics_addr,
         sync_period: seconds(args.sync_period, "--sync-period")?,
         queue_capacity: DEFAULT_CAPACITY,
+        injected_faults: (args.api_fault_rate > 0.0)
+            .then_some(InjectedFaults { rate: args.api_fault_rate, seed: args.seed }),
     };
     let swap_at = match (&args.swap_to, args.swap_at) {
         (Some(path), Some(at)) => Some((path.clone(), seconds(at, "--swap-at")?)),

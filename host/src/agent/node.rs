@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use crate::agent::pod_watch::PodWatch;
 use crate::agent::static_pods::StaticPods;
+use crate::backends::api_server::faulty::{FaultyApiServer, InjectedFaults};
 use crate::backends::api_server::kube_client::{KubeApiServer, KubeClientConfig, KubeClientError};
 use crate::backends::api_server::kubeconfig::{self, ClientSource, ConnectError};
 use crate::backends::api_server::metered::MeteredApiServer;
@@ -59,6 +60,9 @@ pub struct AgentConfig {
     pub sync_period: Duration,
     /// The sync queue's capacity.
     pub queue_capacity: usize,
+    /// Fail some of the plugin's API calls on purpose (simulations, tests): the proof
+    /// that a misbehaving API server loses no status.
+    pub injected_faults: Option<InjectedFaults>,
 }
 
 /// What can stop an agent from starting or swapping.
@@ -160,9 +164,12 @@ impl NodeAgent {
             queue: Arc::clone(&queue),
         }
         .guarded(Some(config.node.clone()));
+        let behind_metering = match config.injected_faults {
+            Some(faults) => Arc::new(FaultyApiServer::new(Arc::clone(&world.api_server), faults)),
+            None => Arc::clone(&world.api_server),
+        };
         let metered: Arc<dyn ApiServer> = Arc::new(
-            MeteredApiServer::new(Arc::clone(&world.api_server), Arc::clone(&metrics))
-                .with_pod_manager(Arc::clone(&pod_manager)),
+            MeteredApiServer::new(behind_metering, Arc::clone(&metrics)).with_pod_manager(Arc::clone(&pod_manager)),
         );
         let world = World { api_server: metered, ..world };
 

@@ -6,6 +6,7 @@
 
 pub mod call_counts;
 pub mod circuit_breaker;
+pub mod faulty;
 pub mod guarded;
 pub mod kube_client;
 pub mod kubeconfig;
