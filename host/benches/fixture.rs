@@ -120,3 +120,13 @@ pub fn bench_sync_pod(
         )
     });
 }
+
+/// Criterion as every bench here runs it: short, so that a whole table is one sitting
+/// (the ratios are what matter, and they come from the same run).
+pub fn criterion() -> criterion::Criterion {
+    criterion::Criterion::default()
+        .warm_up_time(std::time::Duration::from_secs(1))
+        .measurement_time(std::time::Duration::from_secs(3))
+        .sample_size(40)
+        .configure_from_args()
+}

@@ -7,7 +7,6 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use criterion::Criterion;
 use k8s_openapi::api::core::v1::Pod;
@@ -84,11 +83,7 @@ fn bench(c: &mut Criterion) {
 }
 
 fn main() {
-    let mut c = Criterion::default()
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(3))
-        .sample_size(40)
-        .configure_from_args();
+    let mut c = fixture::criterion();
     bench(&mut c);
     c.final_summary();
     let Some(base) = fixture::estimate_ns("sync-pod/in-process") else { return };
