@@ -108,14 +108,12 @@ pub struct NodeAgent {
     plugins: PluginRuntime,
     client: kube::Client,
     api_url: String,
-    /// The store behind the embedded server, when the agent started one.
-    store: Option<Arc<MemoryApiServer>>,
     // Dropped in this order after the fields above: sources first, then the server and
     // the runtime their tasks run on.
     _static_pods: Option<StaticPods>,
     _pod_watch: PodWatch,
     _metrics_server: Option<MetricsServer>,
-    _embedded: Option<EmbeddedApiServer>,
+    embedded: Option<EmbeddedApiServer>,
     runtime: tokio::runtime::Runtime,
 }
 
@@ -141,7 +139,6 @@ impl NodeAgent {
             Target::Kubeconfig(Some(path)) => (None, ClientSource::Kubeconfig(path.clone())),
             Target::Kubeconfig(None) => (None, ClientSource::Infer),
         };
-        let store = embedded.as_ref().map(|server| Arc::clone(server.store()));
         let kube_config = runtime.block_on(kubeconfig::load_config(&source))?;
         let api_url = kube_config.cluster_url.to_string();
         let client = {
@@ -201,11 +198,10 @@ impl NodeAgent {
             plugins,
             client,
             api_url,
-            store,
             _static_pods: static_pods,
             _pod_watch: pod_watch,
             _metrics_server: metrics_server,
-            _embedded: embedded,
+            embedded,
             runtime,
         })
     }
@@ -256,7 +252,7 @@ impl NodeAgent {
 
     /// The embedded server's store, when the agent started one.
     pub fn store(&self) -> Option<&Arc<MemoryApiServer>> {
-        self.store.as_ref()
+        self.embedded.as_ref().map(EmbeddedApiServer::store)
     }
 
     /// Hot-swaps the plugin for the component in `path`, compiled and instantiated

@@ -5,14 +5,12 @@
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Pod;
 
 use super::lifecycle::{Event, Kind, PodLife, Stage};
-use crate::backends::pod_identity::{is_mirror_pod, is_static_pod};
 use crate::backends::pod_manager::PodManager;
 use crate::bindings::UpdateOutcome;
 use crate::fuzz::rng::{Entropy, SplitMix64};
@@ -96,9 +94,11 @@ impl Driver {
                 PodLife::new(slot, 0, kind, entropy)
             })
             .collect();
-        for pod in pod_manager.pods().iter().filter(|p| is_static_pod(p) && !is_mirror_pod(p)) {
+        // The pod manager's pairing already knows every static pod (mirror pods aside).
+        let (static_to_mirror, _) = pod_manager.get_uid_translations();
+        for uid in static_to_mirror.into_keys() {
             let mut life = PodLife::new(lives.len(), 0, Kind::Static, entropy);
-            life.uid = pod.metadata.uid.clone();
+            life.uid = Some(uid);
             lives.push(life);
         }
         let now = Instant::now();
@@ -324,6 +324,3 @@ fn stage_name(stage: Stage) -> &'static str {
         Stage::Gone => "gone",
     }
 }
-
-/// A stop flag shared with signal handlers.
-pub type StopFlag = Arc<AtomicBool>;

@@ -9,15 +9,17 @@ pub mod lifecycle;
 pub mod owners;
 pub mod summary;
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use k8s_openapi::api::core::v1::Pod;
 
 use crate::agent::node::{AgentConfig, AgentError, NodeAgent};
-use crate::backends::pod_identity::{is_mirror_pod, is_static_pod};
+use crate::backends::api_server::call_counts::Outcome;
 use crate::plugin::{PluginImage, PluginRuntime};
 use driver::{Driver, DriverConfig};
 use owners::KubeOwners;
@@ -143,12 +145,18 @@ pub fn run(
     let quiet = Instant::now();
     quiet_sync(&agent, &mut driver, config.flush_timeout);
     tracing::info!(took = ?quiet.elapsed(), stages = ?driver.stages(), "quiet sync done");
-    let read = |namespace: &str, name: &str| owners.get(namespace, name);
+    // One LIST of the node's pods serves the check and the count by phase.
+    let stored: Result<BTreeMap<(String, String), Pod>, String> =
+        owners.node_pods(&config.agent.node).map(|pods| pods.into_iter().map(|pod| (key(&pod), pod)).collect());
+    let read = |namespace: &str, name: &str| match &stored {
+        Ok(pods) => Ok(pods.get(&(namespace.to_owned(), name.to_owned())).cloned()),
+        Err(e) => Err(e.clone()),
+    };
     let check = check::check(agent.handle(), agent.pod_manager(), &read);
     tracing::info!(compared = check.compared, differing = check.differing.len(), "checked");
 
     let metrics = agent.metrics();
-    let mut api_calls = std::collections::BTreeMap::<String, std::collections::BTreeMap<String, u64>>::new();
+    let mut api_calls = BTreeMap::<String, BTreeMap<String, u64>>::new();
     for (verb, outcome, count) in metrics.api_call_counts() {
         *api_calls.entry(verb).or_default().entry(outcome).or_default() += count;
     }
@@ -156,7 +164,8 @@ pub fn run(
     // server nothing; timed-out ones were sent and count. The two counts are read at
     // different moments while the scheduler runs: saturate rather than underflow.
     let client_refusals = agent.client_refusals();
-    let unsent: u64 = ["throttled", "circuit_open"].iter().filter_map(|o| client_refusals.get(*o)).sum();
+    let unsent: u64 =
+        [Outcome::Throttled, Outcome::CircuitOpen].iter().filter_map(|o| client_refusals.get(o.as_str())).sum();
     let calls = api_calls.values().flat_map(|o| o.values()).sum::<u64>().saturating_sub(unsent);
     let p = metrics.propagation().snapshot();
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
@@ -179,7 +188,7 @@ pub fn run(
         api_calls,
         client_refusals,
         propagation_ms: Latency { count: p.count, p50: ms(p.p50), p95: ms(p.p95), p99: ms(p.p99), max: ms(p.max) },
-        pods_by_phase: owners.phases(&config.agent.node),
+        pods_by_phase: stored.as_ref().map(|pods| owners::phases(pods.values())).unwrap_or_default(),
         faults: counts.faults,
         swap,
         check,
@@ -234,15 +243,19 @@ fn do_swap(agent: &NodeAgent, path: &std::path::Path, at: Duration) -> SwapSumma
     }
 }
 
+/// (namespace, name) of a pod.
+fn key(pod: &Pod) -> (String, String) {
+    (pod.metadata.namespace.clone().unwrap_or_default(), pod.metadata.name.clone().unwrap_or_default())
+}
+
 /// Waits until each static pod has its mirror pod (created by the agent, seen through
 /// the watch), so static pods' statuses have somewhere to go from the start.
 fn wait_for_mirrors(agent: &NodeAgent, static_pods: usize, timeout: Duration) {
     let deadline = Instant::now() + timeout;
     while Instant::now() < deadline {
-        let pods = agent.pod_manager().pods();
-        let statics = pods.iter().filter(|p| is_static_pod(p) && !is_mirror_pod(p)).count();
-        let mirrors = pods.iter().filter(|p| is_mirror_pod(p)).count();
-        if statics >= static_pods && mirrors >= statics {
+        // Static UID -> mirror UID, "" while a static pod has none yet.
+        let (static_to_mirror, _) = agent.pod_manager().get_uid_translations();
+        if static_to_mirror.len() >= static_pods && static_to_mirror.values().all(|mirror| !mirror.is_empty()) {
             return;
         }
         std::thread::sleep(Duration::from_millis(20));
