@@ -7,6 +7,7 @@
 //! a run builds each guest once.
 
 use std::env;
+use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -59,10 +60,11 @@ pub fn build_component_file(
 }
 
 fn build_core_module(workspace: &Path, target_dir: &Path, package: &str, features: &[&str]) -> Vec<u8> {
+    ensure_guest_target(target_dir);
     let cargo = env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = Command::new(cargo);
     cmd.current_dir(workspace)
-        .args(["build", "--package", package, "--target", "wasm32-unknown-unknown", "--profile", "guest"])
+        .args(["build", "--package", package, "--target", GUEST_TARGET, "--profile", "guest"])
         .arg("--target-dir")
         .arg(target_dir);
     if !features.is_empty() {
@@ -86,11 +88,65 @@ fn build_core_module(workspace: &Path, target_dir: &Path, package: &str, feature
         cmd.env_remove(var);
     }
     let status = cmd.status().unwrap_or_else(|e| panic!("running cargo for {package}: {e}"));
-    assert!(
-        status.success(),
-        "building the {package} plugin failed (is the wasm32-unknown-unknown target installed? `rustup target add wasm32-unknown-unknown`)"
-    );
-    let module =
-        target_dir.join("wasm32-unknown-unknown").join("guest").join(format!("{}.wasm", package.replace('-', "_")));
+    assert!(status.success(), "building the {package} plugin for {GUEST_TARGET} failed (its errors are above)");
+    let module = target_dir.join(GUEST_TARGET).join("guest").join(format!("{}.wasm", package.replace('-', "_")));
     std::fs::read(&module).unwrap_or_else(|e| panic!("reading {}: {e}", module.display()))
+}
+
+/// The target guests are built for: a core module that `wit-component` wraps.
+pub const GUEST_TARGET: &str = "wasm32-unknown-unknown";
+
+/// Makes sure the compiler of this build has the standard library for [`GUEST_TARGET`],
+/// adding it through rustup when it is missing, as wasm-pack does.
+///
+/// `rust-toolchain.toml` lists the target, but rustup installs listed targets only while
+/// auto-install is on; with `RUSTUP_AUTO_INSTALL=0` (a fresh machine here) the nested
+/// build would fail with "can't find crate for `core`" after the host's dependencies
+/// took minutes to build. The host's and the test programs' build scripts may get here
+/// at once, so a file lock makes one of them install and the other wait.
+pub fn ensure_guest_target(target_dir: &Path) {
+    if guest_target_installed() {
+        return;
+    }
+    std::fs::create_dir_all(target_dir).unwrap_or_else(|e| panic!("creating {}: {e}", target_dir.display()));
+    let lock_path = target_dir.join(".guest-target.lock");
+    let lock = File::create(&lock_path).unwrap_or_else(|e| panic!("creating {}: {e}", lock_path.display()));
+    lock.lock().unwrap_or_else(|e| panic!("locking {}: {e}", lock_path.display()));
+    if guest_target_installed() {
+        return;
+    }
+    let toolchain = env::var("RUSTUP_TOOLCHAIN").ok();
+    println!(
+        "cargo:warning=the {GUEST_TARGET} target (the plugin is built for it) is missing from toolchain {}: \
+         adding it with `rustup target add {GUEST_TARGET}`",
+        toolchain.as_deref().unwrap_or("in use")
+    );
+    let mut rustup = Command::new(env::var_os("RUSTUP").unwrap_or_else(|| "rustup".into()));
+    rustup.args(["target", "add", GUEST_TARGET]);
+    if let Some(toolchain) = &toolchain {
+        rustup.args(["--toolchain", toolchain]);
+    }
+    match rustup.status() {
+        Ok(status) if status.success() && guest_target_installed() => {}
+        Ok(status) => panic!(
+            "`rustup target add {GUEST_TARGET}` failed ({status}): the plugin cannot be built without that target"
+        ),
+        Err(e) => panic!(
+            "the {GUEST_TARGET} target is missing and rustup could not be run ({e}): install the target \
+             with your toolchain's installer; the plugin is built for it"
+        ),
+    }
+}
+
+/// Whether the compiler of this build has a standard library for [`GUEST_TARGET`].
+fn guest_target_installed() -> bool {
+    let rustc = env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let Ok(out) = Command::new(rustc).args(["--print", "target-libdir", "--target", GUEST_TARGET]).output() else {
+        return false;
+    };
+    let libdir = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    out.status.success()
+        && std::fs::read_dir(libdir).is_ok_and(|entries| {
+            entries.filter_map(|e| e.ok()).any(|e| e.file_name().to_string_lossy().starts_with("libcore-"))
+        })
 }

@@ -2,7 +2,7 @@
 //! every feature of `guests/adversary` is one adversary (`ADVERSARY_INFINITE_LOOP` for
 //! feature `infinite-loop`), and `guest/component` with its `failpoints` feature is the
 //! real plugin with faults on demand (`FAILPOINTS`). The build fails when a component is
-//! used by no test under `tests/` or `host/tests/`, so none is built for nothing.
+//! used by no test under `tests/all/` or `host/cli/tests/`, so none is built for nothing.
 
 use std::fmt::Write;
 use std::path::Path;
@@ -68,7 +68,7 @@ fn features(manifest: &str) -> Vec<String> {
 /// The text of every test file that may use a program.
 fn read_test_sources(workspace: &Path) -> String {
     let mut text = String::new();
-    for dir in ["tests", "host/tests"] {
+    for dir in ["tests/all", "host/cli/tests"] {
         let Ok(entries) = std::fs::read_dir(workspace.join(dir)) else { continue };
         for entry in entries.filter_map(|e| e.ok()) {
             if entry.path().extension().is_some_and(|e| e == "rs") {

@@ -3,9 +3,10 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use podstatus::components::{PODSTATUS_V1, PODSTATUS_V2};
-use podstatus::plugin::{Plugin, PluginImage, PluginRuntime, RuntimeConfig};
-use podstatus::replay::{self, ReplayOutcome, Trace, TraceError};
+use podstatus_replay as replay;
+use podstatus_replay::{ReplayOutcome, Trace, TraceError};
+use podstatus_runtime::{PODSTATUS_V1, PODSTATUS_V2};
+use podstatus_runtime::{Plugin, PluginImage, PluginRuntime, RuntimeConfig};
 
 /// The workspace's root directory.
 pub fn workspace_dir() -> PathBuf {
@@ -61,14 +62,10 @@ pub fn replay_component_with(
     let trace = Trace::parse(trace_text, base_dir.to_path_buf())?;
     let runtime = test_runtime();
     let loader = |path: &Path, world| {
-        let image = runtime.load_file(path).map_err(|e| e.to_string())?;
-        image.instantiate(world).map(|p| Box::new(p) as Box<dyn Plugin>).map_err(|e| e.to_string())
+        let image = runtime.load_file(path)?;
+        image.instantiate(world).map(|p| Box::new(p) as Box<dyn Plugin>)
     };
-    replay::run_with_swaps(
-        &trace,
-        &|world| image.instantiate(world).map(|p| Box::new(p) as Box<dyn Plugin>).map_err(|e| e.to_string()),
-        &loader,
-    )
+    replay::run_with_swaps(&trace, &|world| image.instantiate(world).map(|p| Box::new(p) as Box<dyn Plugin>), &loader)
 }
 
 /// Replays `trace_text` through the v2 component; `swap` steps load their plugin files.
@@ -79,7 +76,7 @@ pub fn replay_component_v2(trace_text: &str, base_dir: &Path) -> Result<ReplayOu
 /// Replays `trace_text` through the same logic, natively.
 pub fn replay_native(trace_text: &str, base_dir: &Path) -> Result<ReplayOutcome, TraceError> {
     let trace = Trace::parse(trace_text, base_dir.to_path_buf())?;
-    replay::run(&trace, &|world| Ok(Box::new(podstatus::plugin::NativePlugin::new(world)) as Box<dyn Plugin>))
+    replay::run(&trace, &|world| Ok(Box::new(podstatus_runtime::NativePlugin::new(world)) as Box<dyn Plugin>))
 }
 
 /// Checks that `actual` contains `expected`: objects match on the keys `expected`
@@ -117,14 +114,14 @@ pub fn memory_world(
     pods: impl IntoIterator<Item = k8s_openapi::api::core::v1::Pod>,
     deletion_safe: bool,
     queue_capacity: usize,
-) -> (std::sync::Arc<podstatus::backends::api_server::memory::MemoryApiServer>, podstatus::world::World) {
+) -> (std::sync::Arc<podstatus_backends::MemoryApiServer>, podstatus_runtime::World) {
     use std::sync::Arc;
 
-    use podstatus::backends::api_server::memory::MemoryApiServer;
-    use podstatus::backends::clock::SystemClock;
-    use podstatus::backends::deletion_safety::FixedDeletionSafety;
-    use podstatus::backends::pod_manager::PodManager;
-    use podstatus::backends::sync_queue::SyncQueue;
+    use podstatus_backends::FixedDeletionSafety;
+    use podstatus_backends::MemoryApiServer;
+    use podstatus_backends::PodManager;
+    use podstatus_backends::SyncQueue;
+    use podstatus_backends::SystemClock;
 
     let api = Arc::new(MemoryApiServer::new());
     let pod_manager = Arc::new(PodManager::new());
@@ -133,7 +130,7 @@ pub fn memory_world(
         pod_manager.add_pod(pod);
     }
     pod_manager.follow_api_server(&api);
-    let world = podstatus::world::World {
+    let world = podstatus_runtime::World {
         api_server: api.clone(),
         pod_manager,
         deletion_safety: Arc::new(FixedDeletionSafety::new(deletion_safe)),

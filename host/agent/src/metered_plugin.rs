@@ -1,0 +1,233 @@
+//! A [`Plugin`] in front of any other that times every call by operation and starts the
+//! propagation clock of a pod when a call caches a new status version for it. The
+//! plugin itself stays free of metrics (and of any way to fake them).
+//!
+//! The clock starts when the call that set the status *began*: that is when the caller
+//! handed the change over, so the latency covers the whole way to the API server.
+//! For `set-pod-status` and `terminate-pod` the pod UID is read from the pod JSON the
+//! caller passes (only `metadata.uid` is kept from the parse); the readiness and startup
+//! setters get it as an argument.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use crate::metrics::Metrics;
+use podstatus_runtime::bindings::{BatchReport, CachedStatus, Contract, SyncOutcome, SyncRequest, UpdateOutcome};
+use podstatus_runtime::{Plugin, Result};
+
+/// Times calls into `inner` and tells [`Metrics::propagation`] about new status versions.
+pub struct MeteredPlugin {
+    inner: Box<dyn Plugin>,
+    metrics: Arc<Metrics>,
+}
+
+impl MeteredPlugin {
+    /// Meters `inner` into `metrics`.
+    pub fn new(inner: Box<dyn Plugin>, metrics: Arc<Metrics>) -> Self {
+        MeteredPlugin { inner, metrics }
+    }
+
+    /// The plugin behind the meter.
+    pub fn into_inner(self) -> Box<dyn Plugin> {
+        self.inner
+    }
+
+    fn timed<T>(&mut self, operation: &'static str, call: impl FnOnce(&mut dyn Plugin) -> T) -> (T, Instant) {
+        let started = Instant::now();
+        let result = call(self.inner.as_mut());
+        self.metrics.plugin_call(operation, started.elapsed());
+        (result, started)
+    }
+
+    /// Starts `uid`'s clock at `started` if the outcome cached a new version.
+    fn note(&self, result: &Result<UpdateOutcome>, uid: Option<&str>, started: Instant) {
+        if let (Ok(UpdateOutcome::Queued | UpdateOutcome::QueueFull), Some(uid)) = (result, uid) {
+            self.metrics.propagation().status_set(uid, started);
+        }
+    }
+}
+
+/// The UID in a pod's JSON, if it has one (a pod the plugin refuses has none to track).
+fn pod_uid(pod_json: &str) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct PodUid {
+        metadata: Option<Meta>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Meta {
+        uid: Option<String>,
+    }
+    serde_json::from_str::<PodUid>(pod_json).ok()?.metadata?.uid
+}
+
+impl Plugin for MeteredPlugin {
+    fn get_pod_status(&mut self, uid: &str) -> Result<Option<CachedStatus>> {
+        self.timed("get_pod_status", |p| p.get_pod_status(uid)).0
+    }
+
+    fn set_pod_status(&mut self, pod: &str, status: &str) -> Result<UpdateOutcome> {
+        let (result, started) = self.timed("set_pod_status", |p| p.set_pod_status(pod, status));
+        if matches!(result, Ok(UpdateOutcome::Queued | UpdateOutcome::QueueFull)) {
+            self.note(&result, pod_uid(pod).as_deref(), started);
+        }
+        result
+    }
+
+    fn set_container_readiness(&mut self, pod_uid: &str, container_id: &str, ready: bool) -> Result<UpdateOutcome> {
+        let (result, started) =
+            self.timed("set_container_readiness", |p| p.set_container_readiness(pod_uid, container_id, ready));
+        self.note(&result, Some(pod_uid), started);
+        result
+    }
+
+    fn set_container_startup(&mut self, pod_uid: &str, container_id: &str, started: bool) -> Result<UpdateOutcome> {
+        let (result, began) =
+            self.timed("set_container_startup", |p| p.set_container_startup(pod_uid, container_id, started));
+        self.note(&result, Some(pod_uid), began);
+        result
+    }
+
+    fn terminate_pod(&mut self, pod: &str) -> Result<UpdateOutcome> {
+        let (result, started) = self.timed("terminate_pod", |p| p.terminate_pod(pod));
+        if matches!(result, Ok(UpdateOutcome::Queued | UpdateOutcome::QueueFull)) {
+            self.note(&result, pod_uid(pod).as_deref(), started);
+        }
+        result
+    }
+
+    fn remove_orphaned_statuses(&mut self, keep: &[String]) -> Result<u32> {
+        let (result, _) = self.timed("remove_orphaned_statuses", |p| p.remove_orphaned_statuses(keep));
+        if result.is_ok() {
+            // Their statuses are gone from the plugin: nothing of theirs will be written.
+            self.metrics.propagation().retain(keep);
+        }
+        result
+    }
+
+    fn sync_pod(&mut self, request: &SyncRequest) -> Result<SyncOutcome> {
+        self.timed("sync_pod", |p| p.sync_pod(request)).0
+    }
+
+    fn sync_batch(&mut self) -> Result<BatchReport> {
+        self.timed("sync_batch", |p| p.sync_batch()).0
+    }
+
+    fn save_state(&mut self) -> Result<String> {
+        self.timed("save_state", |p| p.save_state()).0
+    }
+
+    fn load_state(&mut self, state: &str) -> Result<()> {
+        self.timed("load_state", |p| p.load_state(state)).0
+    }
+
+    fn save_state_changes(&mut self) -> Result<String> {
+        self.timed("save_state_changes", |p| p.save_state_changes()).0
+    }
+
+    fn apply_state_changes(&mut self, changes: &str) -> Result<()> {
+        self.timed("apply_state_changes", |p| p.apply_state_changes(changes)).0
+    }
+
+    fn contract(&self) -> Contract {
+        self.inner.contract()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metered_api_server::MeteredApiServer;
+    use k8s_openapi::api::core::v1::Pod;
+    use podstatus_backends::FixedDeletionSafety;
+    use podstatus_backends::PodManager;
+    use podstatus_backends::SyncQueue;
+    use podstatus_backends::SystemClock;
+    use podstatus_backends::testing::pod;
+    use podstatus_backends::{ApiServer, MemoryApiServer};
+    use podstatus_runtime::NativePlugin;
+    use podstatus_runtime::World;
+
+    /// A native plugin over a memory world whose API server is metered.
+    fn metered_world(pods: &[Pod]) -> (MeteredPlugin, Arc<Metrics>, Arc<SyncQueue>) {
+        let memory = Arc::new(MemoryApiServer::new());
+        let pod_manager = Arc::new(PodManager::new());
+        for pod in pods {
+            memory.create_pod(pod.clone()).expect("create");
+            pod_manager.add_pod(pod.clone());
+        }
+        let metrics = Arc::new(Metrics::new());
+        let queue = Arc::new(SyncQueue::new(16));
+        metrics.set_queue(Arc::clone(&queue));
+        let api: Arc<dyn ApiServer> =
+            Arc::new(MeteredApiServer::new(memory, Arc::clone(&metrics)).with_pod_manager(Arc::clone(&pod_manager)));
+        let world = World {
+            api_server: api,
+            pod_manager,
+            deletion_safety: Arc::new(FixedDeletionSafety::new(false)),
+            clock: Arc::new(SystemClock),
+            queue: Arc::clone(&queue),
+        };
+        (MeteredPlugin::new(Box::new(NativePlugin::new(world)), Arc::clone(&metrics)), metrics, queue)
+    }
+
+    fn running() -> String {
+        serde_json::json!({"phase": "Running"}).to_string()
+    }
+
+    #[test]
+    fn a_status_set_then_synced_is_measured_once() {
+        let web = pod("web", "u1").spec().build();
+        let (mut plugin, metrics, queue) = metered_world(std::slice::from_ref(&web));
+        let pod_json = serde_json::to_string(&web).expect("json");
+        assert_eq!(plugin.set_pod_status(&pod_json, &running()).expect("set"), UpdateOutcome::Queued);
+        assert_eq!(plugin.set_pod_status(&pod_json, &running()).expect("set"), UpdateOutcome::Unchanged);
+        assert_eq!(metrics.propagation().pending(), 1);
+        let request = queue.pop().expect("a sync request");
+        assert_eq!(plugin.sync_pod(&request).expect("sync"), SyncOutcome::Written);
+        assert_eq!(metrics.propagation().pending(), 0);
+        let summary = metrics.propagation().snapshot();
+        assert_eq!(summary.count, 1);
+        assert_eq!(metrics.status_sync_count(), 1);
+        assert_eq!(metrics.api_calls("get", "Success"), 1);
+        assert_eq!(metrics.api_calls("update_status", "Success"), 1);
+        let text = metrics.render();
+        for line in [
+            "podstatus_plugin_call_duration_seconds_count{operation=\"set_pod_status\"} 2",
+            "podstatus_plugin_call_duration_seconds_count{operation=\"sync_pod\"} 1",
+            "kubelet_pod_status_sync_duration_seconds_count 1",
+            "podstatus_sync_queue_depth 0",
+        ] {
+            assert!(text.lines().any(|l| l == line), "missing {line:?} in\n{text}");
+        }
+    }
+
+    #[test]
+    fn refused_and_unknown_pods_start_no_clock() {
+        let (mut plugin, metrics, _queue) = metered_world(&[]);
+        assert!(plugin.set_pod_status("not json", &running()).is_err());
+        assert!(plugin.set_pod_status(r#"{"metadata":{"name":"a","namespace":"ns"}}"#, &running()).is_err());
+        assert_eq!(plugin.set_container_readiness("x1", "docker://c", true).expect("call"), UpdateOutcome::PodNotFound);
+        assert_eq!(metrics.propagation().pending(), 0);
+        assert!(
+            metrics.render().contains("podstatus_plugin_call_duration_seconds_count{operation=\"set_pod_status\"} 2")
+        );
+    }
+
+    #[test]
+    fn orphans_stop_pending() {
+        let web = pod("web", "u1").spec().build();
+        let (mut plugin, metrics, _queue) = metered_world(std::slice::from_ref(&web));
+        let pod_json = serde_json::to_string(&web).expect("json");
+        plugin.set_pod_status(&pod_json, &running()).expect("set");
+        assert_eq!(metrics.propagation().pending(), 1);
+        plugin.remove_orphaned_statuses(&[]).expect("remove");
+        assert_eq!(metrics.propagation().pending(), 0);
+    }
+
+    #[test]
+    fn uid_is_read_from_the_pod_json() {
+        assert_eq!(pod_uid(r#"{"metadata":{"name":"a","uid":"u"},"spec":{}}"#).as_deref(), Some("u"));
+        assert_eq!(pod_uid(r#"{"spec":{}}"#), None);
+        assert_eq!(pod_uid("[1]"), None);
+    }
+}

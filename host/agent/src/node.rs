@@ -1,0 +1,276 @@
+//! A node agent's status manager, wired for real: the plugin (supervised, metered)
+//! behind the thread-safe handle and its scheduler, writing through the kube-rs client
+//! to an API server over HTTP — the embedded one by default, or a cluster's — with the
+//! node's pods coming from a watch and from a manifest folder.
+//!
+//! This is what `podstatus simulate` runs and what an agent embeds: everything the
+//! plugin touches goes through the host's guard (its node's pods only) and meters.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::kube_client::{KubeApiServer, KubeClientConfig, KubeClientError};
+use crate::kubeconfig::{self, ClientSource, ConnectError};
+use crate::metered_api_server::MeteredApiServer;
+use crate::metered_plugin::MeteredPlugin;
+use crate::metrics::{Metrics, MetricsServer};
+use crate::pod_watch::PodWatch;
+use crate::static_pods::StaticPods;
+use podstatus_apiserver::EmbeddedApiServer;
+use podstatus_backends::ContainersStopped;
+use podstatus_backends::PodManager;
+use podstatus_backends::SyncQueue;
+use podstatus_backends::SystemClock;
+use podstatus_backends::{ApiServer, MemoryApiServer};
+use podstatus_backends::{FaultyApiServer, InjectedFaults};
+use podstatus_runtime::SupervisedPlugin;
+use podstatus_runtime::World;
+use podstatus_runtime::{LoadError, Plugin, PluginImage, PluginRuntime};
+use podstatus_runtime::{ManagerHandle, Scheduler, SchedulerConfig};
+use podstatus_runtime::{SwapError, SwapReport};
+
+/// Where the agent's API server is.
+#[derive(Clone, Debug)]
+pub enum Target {
+    /// Start the embedded API server (the in-memory store over HTTP) on this address.
+    Embedded(SocketAddr),
+    /// A server at this URL, without credentials (another embedded server, a proxy).
+    Url(String),
+    /// A cluster, from this kubeconfig, else `KUBECONFIG`, `~/.kube/config` or the
+    /// in-cluster service account, as every Kubernetes tool finds it.
+    Kubeconfig(Option<PathBuf>),
+}
+
+/// How the agent runs.
+#[derive(Clone, Debug)]
+pub struct AgentConfig {
+    /// The node whose pods this agent manages.
+    pub node: String,
+    /// Where the API server is.
+    pub target: Target,
+    /// The client's rate limit and timeouts.
+    pub client: KubeClientConfig,
+    /// Static pod manifests (the kubelet's `--pod-manifest-path`).
+    pub manifest_dir: Option<PathBuf>,
+    /// Where to serve metrics, if anywhere.
+    pub metrics_addr: Option<SocketAddr>,
+    /// The batch sync period.
+    pub sync_period: Duration,
+    /// The sync queue's capacity.
+    pub queue_capacity: usize,
+    /// Fail some of the plugin's API calls on purpose (simulations, tests): the proof
+    /// that a misbehaving API server loses no status.
+    pub injected_faults: Option<InjectedFaults>,
+}
+
+/// What can stop an agent from starting or swapping.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    /// The tokio runtime could not start.
+    #[error("starting the I/O runtime: {0}")]
+    Runtime(#[source] std::io::Error),
+    /// The embedded API server could not start.
+    #[error("starting the embedded API server: {0}")]
+    Serve(#[from] podstatus_apiserver::ServeError),
+    /// No client could be made for the API server.
+    #[error("connecting to the API server: {0}")]
+    Connect(#[from] ConnectError),
+    /// The client's configuration is unusable.
+    #[error("API client: {0}")]
+    Client(#[from] KubeClientError),
+    /// The metrics endpoint could not start.
+    #[error("starting the metrics endpoint: {0}")]
+    Metrics(#[from] crate::metrics::ServeError),
+    /// The plugin could not be loaded.
+    #[error("loading the plugin: {0}")]
+    Load(#[from] LoadError),
+    /// The node's pods could not be listed in time.
+    #[error("the pod watch did not list the node's pods within {0:?}")]
+    NotSynced(Duration),
+    /// The manifest folder could not be read.
+    #[error("static pods: {0}")]
+    StaticPods(#[from] crate::static_pods::StaticPodsError),
+    /// A swap failed; the old plugin keeps serving.
+    #[error(transparent)]
+    Swap(#[from] SwapError),
+}
+
+/// A running agent. [`NodeAgent::shutdown`] flushes; dropping it stops without flushing.
+pub struct NodeAgent {
+    handle: ManagerHandle,
+    scheduler: Option<Scheduler>,
+    world: World,
+    metrics: Arc<Metrics>,
+    /// The client itself, for what only it knows (calls it refused without sending).
+    kube: Arc<KubeApiServer>,
+    plugins: PluginRuntime,
+    client: kube::Client,
+    api_url: String,
+    // Dropped in this order after the fields above: sources first, then the server and
+    // the runtime their tasks run on.
+    _static_pods: Option<StaticPods>,
+    _pod_watch: PodWatch,
+    _metrics_server: Option<MetricsServer>,
+    embedded: Option<EmbeddedApiServer>,
+    runtime: tokio::runtime::Runtime,
+}
+
+/// How long the first list of the node's pods may take.
+const SYNC_TIMEOUT: Duration = Duration::from_secs(30);
+
+impl NodeAgent {
+    /// Starts the agent with `image` as its plugin.
+    pub fn start(config: &AgentConfig, plugins: PluginRuntime, image: PluginImage) -> Result<Self, AgentError> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("podstatus-io")
+            .enable_all()
+            .build()
+            .map_err(AgentError::Runtime)?;
+        let (embedded, source) = match &config.target {
+            Target::Embedded(addr) => {
+                let server = EmbeddedApiServer::start(Arc::new(MemoryApiServer::with_graceful_deletion()), *addr)?;
+                let url = server.url();
+                (Some(server), ClientSource::Url(url))
+            }
+            Target::Url(url) => (None, ClientSource::Url(url.clone())),
+            Target::Kubeconfig(Some(path)) => (None, ClientSource::Kubeconfig(path.clone())),
+            Target::Kubeconfig(None) => (None, ClientSource::Infer),
+        };
+        let kube_config = runtime.block_on(kubeconfig::load_config(&source))?;
+        let api_url = kube_config.cluster_url.to_string();
+        let client = {
+            // kube spawns its connection pool's tasks on the current runtime.
+            let _entered = runtime.enter();
+            kube::Client::try_from(kube_config).map_err(ConnectError::Client)?
+        };
+        let kube = Arc::new(KubeApiServer::new(runtime.handle().clone(), client.clone(), config.client.clone())?);
+        let limiter = kube.rate_limiter();
+
+        let metrics = Arc::new(Metrics::new());
+        let pod_manager = Arc::new(PodManager::new());
+        let queue = Arc::new(SyncQueue::new(config.queue_capacity));
+        metrics.set_queue(Arc::clone(&queue));
+        let world = World {
+            api_server: Arc::clone(&kube) as Arc<dyn ApiServer>,
+            pod_manager: Arc::clone(&pod_manager),
+            deletion_safety: Arc::new(ContainersStopped),
+            clock: Arc::new(SystemClock),
+            queue: Arc::clone(&queue),
+        }
+        .guarded(Some(config.node.clone()));
+        let behind_metering = match config.injected_faults {
+            Some(faults) => Arc::new(FaultyApiServer::new(Arc::clone(&world.api_server), faults)),
+            None => Arc::clone(&world.api_server),
+        };
+        let metered: Arc<dyn ApiServer> = Arc::new(
+            MeteredApiServer::new(behind_metering, Arc::clone(&metrics)).with_pod_manager(Arc::clone(&pod_manager)),
+        );
+        let world = World { api_server: metered, ..world };
+
+        let pod_watch = PodWatch::start(client.clone(), &config.node, Arc::clone(&pod_manager), runtime.handle());
+        if !pod_watch.wait_synced(SYNC_TIMEOUT) {
+            return Err(AgentError::NotSynced(SYNC_TIMEOUT));
+        }
+        let static_pods = match &config.manifest_dir {
+            Some(dir) => {
+                Some(StaticPods::start(dir, &config.node, client.clone(), Arc::clone(&pod_manager), runtime.handle())?)
+            }
+            None => None,
+        };
+        let metrics_server = match config.metrics_addr {
+            Some(addr) => Some(MetricsServer::start(addr, Arc::clone(&metrics), runtime.handle())?),
+            None => None,
+        };
+
+        let plugin = supervised(&image, &world, &metrics)?;
+        let scheduler_config = SchedulerConfig { sync_period: config.sync_period, admission: Some(limiter) };
+        let (handle, scheduler) = podstatus_runtime::ManagerHandle::start(plugin, queue, scheduler_config);
+        Ok(NodeAgent {
+            handle,
+            scheduler: Some(scheduler),
+            world,
+            metrics,
+            kube,
+            plugins,
+            client,
+            api_url,
+            _static_pods: static_pods,
+            _pod_watch: pod_watch,
+            _metrics_server: metrics_server,
+            embedded,
+            runtime,
+        })
+    }
+
+    /// The status manager.
+    pub fn handle(&self) -> &ManagerHandle {
+        &self.handle
+    }
+
+    /// The node's pods.
+    pub fn pod_manager(&self) -> &Arc<PodManager> {
+        &self.world.pod_manager
+    }
+
+    /// The agent's metrics.
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.metrics
+    }
+
+    /// Calls the client gave up on, by outcome: throttled by the rate limit or failed
+    /// fast by the open circuit (never sent), or cut by the call timeout. The API calls
+    /// metrics count them as `ServiceUnavailable`, with the server's own answers.
+    pub fn client_refusals(&self) -> std::collections::BTreeMap<String, u64> {
+        use crate::call_counts::Outcome;
+        let mut refusals = std::collections::BTreeMap::new();
+        for call in self.kube.call_counts() {
+            if matches!(call.outcome, Outcome::Throttled | Outcome::Timeout | Outcome::CircuitOpen) && call.count > 0 {
+                *refusals.entry(call.outcome.as_str().to_owned()).or_default() += call.count;
+            }
+        }
+        refusals
+    }
+
+    /// The client the agent talks to its API server with.
+    pub fn client(&self) -> &kube::Client {
+        &self.client
+    }
+
+    /// The runtime the agent's I/O runs on (for callers' own API requests).
+    pub fn runtime(&self) -> &tokio::runtime::Handle {
+        self.runtime.handle()
+    }
+
+    /// Where the API server is.
+    pub fn api_url(&self) -> &str {
+        &self.api_url
+    }
+
+    /// The embedded server's store, when the agent started one.
+    pub fn store(&self) -> Option<&Arc<MemoryApiServer>> {
+        self.embedded.as_ref().map(EmbeddedApiServer::store)
+    }
+
+    /// Hot-swaps the plugin for the component in `path`, compiled and instantiated
+    /// before anything pauses; on failure the running plugin keeps serving.
+    pub fn swap_to_file(&self, path: &Path) -> Result<SwapReport, AgentError> {
+        let image = self.plugins.load_file(path)?;
+        let plugin = supervised(&image, &self.world, &self.metrics)?;
+        Ok(self.handle.swap(plugin)?)
+    }
+
+    /// Stops taking work, writes every pending status (within `timeout`) and stops.
+    /// Returns how many queued requests were left unwritten.
+    pub fn shutdown(mut self, timeout: Duration) -> usize {
+        self.scheduler.take().map_or(0, |scheduler| scheduler.shutdown(timeout))
+    }
+}
+
+/// The plugin as an agent runs it: recovering from faults, metered.
+fn supervised(image: &PluginImage, world: &World, metrics: &Arc<Metrics>) -> Result<Box<dyn Plugin>, AgentError> {
+    let plugin = SupervisedPlugin::new(image.clone(), world.clone())?;
+    Ok(Box::new(MeteredPlugin::new(Box::new(plugin), Arc::clone(metrics))))
+}

@@ -1,0 +1,327 @@
+//! The node side of a simulation: it plays the kubelet's pod workers and container
+//! runtime, and the pods' owners. Each pod's next event comes at a random time (the
+//! churn sets the mean); the driver turns events into calls on the status manager
+//! ([`ManagerHandle`]) and, for owners, on the API server.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::Pod;
+
+use super::lifecycle::{Event, Kind, PodLife, Stage};
+use super::owners::OwnerError;
+use podstatus_backends::PodManager;
+use podstatus_backends::rng::{Entropy, SplitMix64};
+use podstatus_runtime::CallError;
+use podstatus_runtime::ManagerHandle;
+use podstatus_runtime::bindings::UpdateOutcome;
+
+/// How often a pod waiting on the API server or the watch looks again.
+const POLL: Duration = Duration::from_millis(20);
+/// How often the driver drops the statuses of pods the node no longer has, as the
+/// kubelet's housekeeping does (`RemoveOrphanedStatuses`, every 2 s upstream).
+const HOUSEKEEPING: Duration = Duration::from_secs(2);
+/// How often the driver ticks (progress, swaps) at least.
+const TICK: Duration = Duration::from_millis(50);
+
+/// What the pods' owners do through the API server (a workload controller, a user).
+pub trait Owners {
+    /// Creates the pod; returns it as stored (with its UID).
+    fn create(&self, pod: Pod) -> Result<Pod, OwnerError>;
+    /// Asks for the pod's deletion with its grace period: the API server marks it and
+    /// the node does the rest.
+    fn delete(&self, namespace: &str, name: &str) -> Result<(), OwnerError>;
+}
+
+/// How the driver runs.
+#[derive(Clone, Debug)]
+pub struct DriverConfig {
+    /// Pods alive at once (a deleted pod is replaced).
+    pub pods: usize,
+    /// Lifecycle events per second, over all pods.
+    pub churn: f64,
+    /// The node the pods are bound to.
+    pub node: String,
+    /// The generator's seed.
+    pub seed: u64,
+    /// Stop once this many pods have lived their whole lives (deleted by the status
+    /// manager after termination); `None` runs until the deadline.
+    pub cycles: Option<u64>,
+}
+
+/// What the driver counted.
+#[derive(Clone, Debug, Default)]
+pub struct DriverCounts {
+    /// Calls by operation.
+    pub updates: BTreeMap<&'static str, u64>,
+    /// Calls that made a new version.
+    pub versions: u64,
+    /// Calls that changed nothing.
+    pub unchanged: u64,
+    /// New versions past a full queue.
+    pub queue_full: u64,
+    /// Failed calls by what failed.
+    pub faults: BTreeMap<String, u64>,
+    /// Pods created in the API server.
+    pub created: u64,
+    /// Pods that went away after their termination (deleted by the status manager).
+    pub deleted: u64,
+    /// Owner calls that failed (logged; the pod's life waits and tries again).
+    pub owner_errors: u64,
+}
+
+/// The simulated node: every pod's life and when its next event is due.
+pub struct Driver {
+    config: DriverConfig,
+    rng: SplitMix64,
+    lives: Vec<PodLife>,
+    due: BinaryHeap<Reverse<(Instant, usize)>>,
+    /// Counts so far.
+    pub counts: DriverCounts,
+    next_housekeeping: Instant,
+}
+
+impl Driver {
+    /// A node with `config.pods` pods to create, plus the static pods the pod manager
+    /// already holds (from the manifest folder).
+    pub fn new(config: DriverConfig, pod_manager: &PodManager) -> Self {
+        let mut rng = SplitMix64::new(config.seed);
+        let entropy: &mut dyn Entropy = &mut rng;
+        let mut lives: Vec<PodLife> = (0..config.pods)
+            .map(|slot| {
+                let kind = if entropy.chance(75) { Kind::Service } else { Kind::Job };
+                PodLife::new(slot, 0, kind, entropy)
+            })
+            .collect();
+        // The pod manager's pairing already knows every static pod (mirror pods aside).
+        let (static_to_mirror, _) = pod_manager.get_uid_translations();
+        for uid in static_to_mirror.into_keys() {
+            let mut life = PodLife::new(lives.len(), 0, Kind::Static, entropy);
+            life.uid = Some(uid);
+            lives.push(life);
+        }
+        let now = Instant::now();
+        let mut driver = Driver {
+            config,
+            rng,
+            lives,
+            due: BinaryHeap::new(),
+            counts: DriverCounts::default(),
+            next_housekeeping: now + HOUSEKEEPING,
+        };
+        // Pods arrive like every other event, at the churn's rate: a node does not get
+        // all its pods in one instant, and the first writes then fit the QPS budget.
+        for slot in 0..driver.lives.len() {
+            let at = now + driver.interval();
+            driver.due.push(Reverse((at, slot)));
+        }
+        driver
+    }
+
+    /// Static pods among the lives.
+    pub fn static_pods(&self) -> usize {
+        self.lives.iter().filter(|l| l.kind == Kind::Static).count()
+    }
+
+    /// Runs events until `until` or until `stop` is set, calling `tick` between events
+    /// (progress, swaps). Returns early when stopped.
+    pub fn run(
+        &mut self,
+        handle: &ManagerHandle,
+        pods: &PodManager,
+        owners: &dyn Owners,
+        until: Instant,
+        stop: &AtomicBool,
+        mut tick: impl FnMut(&Self),
+    ) {
+        let mut last_tick = Instant::now();
+        while !stop.load(Ordering::SeqCst) {
+            let now = Instant::now();
+            if now >= until || self.config.cycles.is_some_and(|cycles| self.counts.deleted >= cycles) {
+                break;
+            }
+            if now >= self.next_housekeeping {
+                self.housekeeping(handle, pods);
+                self.next_housekeeping = now + HOUSEKEEPING;
+            }
+            let Some(&Reverse((at, slot))) = self.due.peek() else { break };
+            if at > now {
+                std::thread::sleep((at - now).min(until - now).min(TICK));
+                tick(self);
+                last_tick = Instant::now();
+                continue;
+            }
+            self.due.pop();
+            let wait = self.step(slot, handle, pods, owners);
+            self.due.push(Reverse((Instant::now() + wait, slot)));
+            // A driver behind its schedule never sleeps: it must still tick, or a swap
+            // due (or signalled) would wait for the churn to end.
+            if last_tick.elapsed() >= TICK {
+                tick(self);
+                last_tick = Instant::now();
+            }
+        }
+    }
+
+    /// Drops the statuses of pods the node no longer has.
+    pub fn housekeeping(&mut self, handle: &ManagerHandle, pods: &PodManager) {
+        let keep: Vec<String> = pods.pods().iter().filter_map(|p| p.metadata.uid.clone()).collect();
+        if let Err(e) = handle.remove_orphaned_statuses(&keep) {
+            self.fault("remove-orphaned-statuses", &e);
+        }
+    }
+
+    /// One event of one pod; returns how long until its next.
+    fn step(&mut self, slot: usize, handle: &ManagerHandle, pods: &PodManager, owners: &dyn Owners) -> Duration {
+        if self.lives[slot].stage == Stage::Gone {
+            return self.replace(slot, owners);
+        }
+        if self.lives[slot].uid.is_none() {
+            return self.create(slot, owners);
+        }
+        let uid = self.lives[slot].uid.clone().unwrap_or_default();
+        let held = pods.get_pod_by_uid(&uid);
+        // The kubelet learns of a pod from its watch: until the watch brings it, wait.
+        if held.is_none() && self.lives[slot].stage == Stage::Created {
+            return POLL;
+        }
+        let deleting = held.as_ref().is_some_and(|p| p.metadata.deletion_timestamp.is_some());
+        let now = jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
+        let was_terminated = self.lives[slot].stage == Stage::Terminated;
+        let event = self.lives[slot].next(&mut self.rng, &now, deleting, held.is_some());
+        // A terminated pod that left the node was deleted by the status manager. Counted
+        // here: the event that says so is a `Wait`, which returns early below.
+        if was_terminated && self.lives[slot].stage == Stage::Gone {
+            self.counts.deleted += 1;
+        }
+        match (event, held) {
+            (Event::Wait, _) => return POLL,
+            (Event::RequestDeletion, _) => {
+                let life = &self.lives[slot];
+                if let Err(e) = owners.delete(super::lifecycle::NAMESPACE, &life.name()) {
+                    tracing::warn!(pod = %life.name(), "deleting: {e}");
+                    self.counts.owner_errors += 1;
+                }
+            }
+            (Event::SetStatus(status), Some(pod)) => self.set_status(handle, &pod, &status),
+            (Event::Readiness { container_id, ready }, Some(_)) => {
+                let outcome = handle.set_container_readiness(&uid, &container_id, ready);
+                self.count("set-container-readiness", outcome);
+            }
+            (Event::Kill(status), Some(pod)) => {
+                self.set_status(handle, &pod, &status);
+                let outcome = handle.terminate_pod(&pod_json(&pod));
+                self.count("terminate-pod", outcome);
+            }
+            // The pod left the node under our feet (deleted elsewhere): nothing to report.
+            (_, None) => return POLL,
+        }
+        self.interval()
+    }
+
+    fn set_status(&mut self, handle: &ManagerHandle, pod: &Pod, status: &k8s_openapi::api::core::v1::PodStatus) {
+        let status = serde_json::to_string(status).unwrap_or_default();
+        let outcome = handle.set_pod_status(&pod_json(pod), &status);
+        self.count("set-pod-status", outcome);
+    }
+
+    fn create(&mut self, slot: usize, owners: &dyn Owners) -> Duration {
+        let pod = self.lives[slot].manifest(&self.config.node);
+        match owners.create(pod) {
+            Ok(created) => {
+                self.lives[slot].uid = created.metadata.uid;
+                self.counts.created += 1;
+                POLL
+            }
+            Err(e) => {
+                tracing::warn!(pod = %self.lives[slot].name(), "creating: {e}");
+                self.counts.owner_errors += 1;
+                self.interval()
+            }
+        }
+    }
+
+    /// A new pod in a slot whose pod is gone, as a workload controller would make.
+    fn replace(&mut self, slot: usize, owners: &dyn Owners) -> Duration {
+        let old = &self.lives[slot];
+        let (generation, kind) = (old.generation + 1, old.kind);
+        self.lives[slot] = PodLife::new(slot, generation, kind, &mut self.rng);
+        self.create(slot, owners)
+    }
+
+    /// Time to a pod's next event: exponential, with the mean the churn asks for.
+    fn interval(&mut self) -> Duration {
+        let mean = self.lives.len() as f64 / self.config.churn.max(0.001);
+        let uniform = (Entropy::next_u64(&mut self.rng) >> 11) as f64 / (1u64 << 53) as f64;
+        Duration::from_secs_f64(-mean * (1.0 - uniform).ln()).min(Duration::from_secs(3600))
+    }
+
+    fn count(&mut self, op: &'static str, outcome: Result<UpdateOutcome, CallError>) {
+        *self.counts.updates.entry(op).or_default() += 1;
+        match outcome {
+            Ok(UpdateOutcome::Queued) => self.counts.versions += 1,
+            Ok(UpdateOutcome::QueueFull) => {
+                self.counts.versions += 1;
+                self.counts.queue_full += 1;
+            }
+            Ok(UpdateOutcome::Unchanged) => self.counts.unchanged += 1,
+            // The plugin's answer that it had nothing to update (the pod or container
+            // is unknown to it): expected while a pod comes or goes.
+            Ok(other) => *self.counts.faults.entry(format!("{op}: {}", outcome_name(other))).or_default() += 1,
+            Err(e) => self.fault(op, &e),
+        }
+    }
+
+    fn fault(&mut self, op: &str, error: &CallError) {
+        tracing::warn!("{op}: {error}");
+        *self.counts.faults.entry(format!("{op}: {}", fault_kind(error))).or_default() += 1;
+    }
+
+    /// Pods alive now, by stage.
+    pub fn stages(&self) -> BTreeMap<&'static str, usize> {
+        let mut out = BTreeMap::new();
+        for life in &self.lives {
+            *out.entry(stage_name(life.stage)).or_default() += 1;
+        }
+        out
+    }
+}
+
+fn pod_json(pod: &Pod) -> String {
+    serde_json::to_string(pod).unwrap_or_default()
+}
+
+fn fault_kind(error: &CallError) -> &'static str {
+    match error {
+        CallError::Rejected { .. } => "rejected",
+        CallError::Fault { .. } => "fault",
+        CallError::Unsupported { .. } => "unsupported",
+        CallError::TooLarge { .. } => "too large",
+    }
+}
+
+fn outcome_name(outcome: UpdateOutcome) -> &'static str {
+    match outcome {
+        UpdateOutcome::Queued => "queued",
+        UpdateOutcome::QueueFull => "queue full",
+        UpdateOutcome::Unchanged => "unchanged",
+        UpdateOutcome::PodNotFound => "pod not found",
+        UpdateOutcome::NotCached => "not cached",
+        UpdateOutcome::UnknownContainer => "unknown container",
+    }
+}
+
+fn stage_name(stage: Stage) -> &'static str {
+    match stage {
+        Stage::Created => "created",
+        Stage::Pending => "pending",
+        Stage::Initializing => "initializing",
+        Stage::Running => "running",
+        Stage::Finished => "finished",
+        Stage::DeleteRequested => "deleting",
+        Stage::Terminated => "terminated",
+        Stage::Gone => "gone",
+    }
+}

@@ -1,0 +1,311 @@
+//! `podstatus simulate`: the main job. A node agent (the plugin behind the real wiring:
+//! kube-rs client, HTTP API server, pod watch, static pods) runs while a simulated node
+//! drives realistic pod lives through it; at the end, after a quiet sync, every pod's
+//! status in the API server must equal the plugin's cache.
+
+pub mod check;
+pub mod driver;
+pub mod lifecycle;
+pub mod owners;
+pub mod summary;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::Pod;
+
+use crate::call_counts::Outcome;
+use crate::node::{AgentConfig, AgentError, NodeAgent};
+use driver::{Driver, DriverConfig};
+use owners::KubeOwners;
+use podstatus_runtime::{PluginImage, PluginRuntime};
+use summary::{Latency, Summary, SwapSummary};
+
+/// How a simulation runs.
+#[derive(Clone, Debug)]
+pub struct SimulateConfig {
+    /// The agent under test.
+    pub agent: AgentConfig,
+    /// Pods alive at once.
+    pub pods: usize,
+    /// Static pods to write into a manifest folder (when the agent has none given).
+    pub static_pods: usize,
+    /// Lifecycle events per second over all pods.
+    pub churn: f64,
+    /// How long the churn lasts; `None` runs until a signal.
+    pub duration: Option<Duration>,
+    /// The generator's seed.
+    pub seed: u64,
+    /// Stop after this many whole pod lives (created, run, deleted), if sooner.
+    pub cycles: Option<u64>,
+    /// Swap to this plugin this far into the run.
+    pub swap_at: Option<(PathBuf, Duration)>,
+    /// The plugin a swap signal (SIGHUP) loads.
+    pub swap_on_signal: Option<PathBuf>,
+    /// How long the final flush and quiet sync may take.
+    pub flush_timeout: Duration,
+}
+
+/// Flags the signal handlers set.
+#[derive(Clone, Debug, Default)]
+pub struct Signals {
+    /// Stop taking new work, flush and finish (SIGINT, SIGTERM).
+    pub stop: Arc<AtomicBool>,
+    /// Swap to the configured plugin now (SIGHUP).
+    pub swap: Arc<AtomicBool>,
+}
+
+/// What stops a simulation before it can report.
+#[derive(Debug, thiserror::Error)]
+pub enum SimulateError {
+    /// The agent did not start.
+    #[error(transparent)]
+    Agent(#[from] AgentError),
+    /// The manifest folder for the static pods could not be written.
+    #[error("writing static pod manifests to {dir}: {source}")]
+    Manifests {
+        /// The folder.
+        dir: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Where a run stands, for a progress display (the `podstatus` command draws a bar).
+#[derive(Clone, Debug)]
+pub struct Progress {
+    /// Time since the churn began.
+    pub elapsed: Duration,
+    /// How long the churn lasts, if it ends by itself.
+    pub duration: Option<Duration>,
+    /// Counts so far, one line.
+    pub message: String,
+}
+
+/// Runs a simulation and reports what happened.
+pub fn run(
+    config: SimulateConfig,
+    plugins: PluginRuntime,
+    image: PluginImage,
+    signals: &Signals,
+) -> Result<Summary, SimulateError> {
+    run_with_progress(config, plugins, image, signals, &mut |_| {})
+}
+
+/// [`run`], telling `progress` where the churn stands after every step of the driver.
+pub fn run_with_progress(
+    mut config: SimulateConfig,
+    plugins: PluginRuntime,
+    image: PluginImage,
+    signals: &Signals,
+    progress: &mut dyn FnMut(&Progress),
+) -> Result<Summary, SimulateError> {
+    let manifests = match (&config.agent.manifest_dir, config.static_pods) {
+        (None, n) if n > 0 => {
+            // One folder per run: runs in one process (an embedder's, tests) must not
+            // share it, or the first to finish removes the others' static pods.
+            static RUNS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+            let run = RUNS.fetch_add(1, Ordering::Relaxed);
+            let dir = std::env::temp_dir().join(format!("podstatus-simulate-{}-{run}", std::process::id()));
+            write_manifests(&dir, n).map_err(|source| SimulateError::Manifests { dir: dir.clone(), source })?;
+            config.agent.manifest_dir = Some(dir.clone());
+            Some(TempDir(dir))
+        }
+        _ => None,
+    };
+    let started = Instant::now();
+    let agent = NodeAgent::start(&config.agent, plugins, image)?;
+    tracing::info!(took = ?started.elapsed(), api_server = agent.api_url(), "agent started");
+    let owners = KubeOwners::new(agent.client().clone(), agent.runtime().clone());
+    wait_for_mirrors(&agent, config.static_pods, Duration::from_secs(10));
+
+    let driver_config = DriverConfig {
+        pods: config.pods,
+        churn: config.churn,
+        node: config.agent.node.clone(),
+        seed: config.seed,
+        cycles: config.cycles,
+    };
+    let mut driver = Driver::new(driver_config, agent.pod_manager());
+    let start = Instant::now();
+    let until = config.duration.map_or(start + Duration::from_secs(86_400 * 365), |d| start + d);
+    let mut swap = None;
+    let mut swap_at = config.swap_at.clone();
+    driver.run(agent.handle(), agent.pod_manager(), &owners, until, &signals.stop, |driver| {
+        let elapsed = start.elapsed();
+        if let Some((path, at)) = swap_at.as_ref().filter(|(_, at)| elapsed >= *at) {
+            swap = Some(do_swap(&agent, path, elapsed));
+            tracing::info!(at = ?at, "swap done");
+            swap_at = None;
+        }
+        if signals.swap.swap(false, Ordering::SeqCst) {
+            match &config.swap_on_signal {
+                Some(path) => swap = Some(do_swap(&agent, path, elapsed)),
+                None => tracing::warn!("swap signal ignored: no plugin file to swap to"),
+            }
+        }
+        progress(&Progress {
+            elapsed,
+            duration: config.duration,
+            message: format!(
+                "{} versions, {} pods created, {} deleted, queue {}",
+                driver.counts.versions,
+                driver.counts.created,
+                driver.counts.deleted,
+                agent.handle().queue_len()
+            ),
+        });
+    });
+    let seconds = start.elapsed().as_secs_f64();
+
+    let quiet = Instant::now();
+    quiet_sync(&agent, &mut driver, config.flush_timeout);
+    tracing::info!(took = ?quiet.elapsed(), stages = ?driver.stages(), "quiet sync done");
+    // One LIST of the node's pods serves the check and the count by phase.
+    let stored: Result<BTreeMap<(String, String), Pod>, owners::OwnerError> =
+        owners.node_pods(&config.agent.node).map(|pods| pods.into_iter().map(|pod| (key(&pod), pod)).collect());
+    let read = |namespace: &str, name: &str| match &stored {
+        Ok(pods) => Ok(pods.get(&(namespace.to_owned(), name.to_owned())).cloned()),
+        Err(e) => Err(e.clone()),
+    };
+    let check = check::check(agent.handle(), agent.pod_manager(), &read);
+    tracing::info!(compared = check.compared, differing = check.differing.len(), "checked");
+
+    let metrics = agent.metrics();
+    let mut api_calls = BTreeMap::<String, BTreeMap<String, u64>>::new();
+    for (verb, outcome, count) in metrics.api_call_counts() {
+        *api_calls.entry(verb).or_default().entry(outcome).or_default() += count;
+    }
+    // Calls the client refused before sending (throttled, circuit open) cost the API
+    // server nothing; timed-out ones were sent and count. The two counts are read at
+    // different moments while the scheduler runs: saturate rather than underflow.
+    let client_refusals = agent.client_refusals();
+    let unsent: u64 =
+        [Outcome::Throttled, Outcome::CircuitOpen].iter().filter_map(|o| client_refusals.get(o.as_str())).sum();
+    let calls = api_calls.values().flat_map(|o| o.values()).sum::<u64>().saturating_sub(unsent);
+    let p = metrics.propagation().snapshot();
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    let counts = driver.counts.clone();
+    let summary = Summary {
+        plugin: agent.handle().contract().to_string(),
+        api_server: agent.api_url().to_owned(),
+        node: config.agent.node.clone(),
+        seed: config.seed,
+        pods: config.pods,
+        static_pods: driver.static_pods(),
+        pods_created: counts.created,
+        pods_deleted: counts.deleted,
+        seconds,
+        updates: counts.updates,
+        versions: counts.versions,
+        unchanged: counts.unchanged,
+        queue_full: counts.queue_full,
+        api_calls_per_version: if counts.versions == 0 { 0.0 } else { calls as f64 / counts.versions as f64 },
+        api_calls,
+        client_refusals,
+        propagation_ms: Latency { count: p.count, p50: ms(p.p50), p95: ms(p.p95), p99: ms(p.p99), max: ms(p.max) },
+        pods_by_phase: stored.as_ref().map(|pods| owners::phases(pods.values())).unwrap_or_default(),
+        faults: counts.faults,
+        swap,
+        check,
+        peak_rss_mib: summary::peak_rss_mib(),
+    };
+    let left = agent.shutdown(config.flush_timeout);
+    tracing::info!("agent stopped");
+    if left > 0 {
+        tracing::warn!("{left} sync requests were left unwritten at shutdown");
+    }
+    drop(manifests);
+    Ok(summary)
+}
+
+/// After the churn: drop orphans, let the queue drain, then batch-sync until nothing is
+/// left to write (the rate limit may refuse some writes of a batch: the next one
+/// takes them), all within `timeout`.
+fn quiet_sync(agent: &NodeAgent, driver: &mut Driver, timeout: Duration) {
+    let deadline = Instant::now() + timeout;
+    driver.housekeeping(agent.handle(), agent.pod_manager());
+    while agent.handle().queue_len() > 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    while Instant::now() < deadline {
+        match agent.handle().sync_batch() {
+            Ok(report) if report.synced == 0 => return,
+            Ok(_) => std::thread::sleep(Duration::from_millis(100)),
+            Err(e) => {
+                tracing::error!("final batch sync: {e}");
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+    }
+    tracing::warn!("the final quiet sync did not settle within {timeout:?}");
+}
+
+fn do_swap(agent: &NodeAgent, path: &std::path::Path, at: Duration) -> SwapSummary {
+    let at_seconds = at.as_secs_f64();
+    match agent.swap_to_file(path) {
+        Ok(report) => SwapSummary {
+            at_seconds,
+            from: report.from.to_string(),
+            to: report.to.to_string(),
+            pause_ms: report.pause.as_secs_f64() * 1000.0,
+            total_ms: report.total.as_secs_f64() * 1000.0,
+            error: None,
+        },
+        Err(e) => {
+            tracing::error!("swap to {} failed: {e}", path.display());
+            SwapSummary { at_seconds, error: Some(e.to_string()), ..SwapSummary::default() }
+        }
+    }
+}
+
+/// (namespace, name) of a pod.
+fn key(pod: &Pod) -> (String, String) {
+    (pod.metadata.namespace.clone().unwrap_or_default(), pod.metadata.name.clone().unwrap_or_default())
+}
+
+/// Waits until each static pod has its mirror pod (created by the agent, seen through
+/// the watch), so static pods' statuses have somewhere to go from the start.
+fn wait_for_mirrors(agent: &NodeAgent, static_pods: usize, timeout: Duration) {
+    let deadline = Instant::now() + timeout;
+    while Instant::now() < deadline {
+        // Static UID -> mirror UID, "" while a static pod has none yet.
+        let (static_to_mirror, _) = agent.pod_manager().get_uid_translations();
+        if static_to_mirror.len() >= static_pods && static_to_mirror.values().all(|mirror| !mirror.is_empty()) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    tracing::warn!("static pods or their mirror pods did not all appear within {timeout:?}");
+}
+
+/// Static pod manifests, as a user would drop them into the kubelet's folder.
+fn write_manifests(dir: &std::path::Path, count: usize) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    for i in 0..count {
+        let manifest = serde_json::json!({
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": format!("static-{i}"), "namespace": "kube-system"},
+            "spec": {
+                "restartPolicy": "Always",
+                "containers": [{"name": "app", "image": "registry.example/app:1.0"}]
+            }
+        });
+        std::fs::write(dir.join(format!("static-{i}.json")), serde_json::to_vec_pretty(&manifest)?)?;
+    }
+    Ok(())
+}
+
+/// A folder removed when dropped.
+struct TempDir(PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}

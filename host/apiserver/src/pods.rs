@@ -1,0 +1,420 @@
+//! The pod handlers: list, watch, get, create, update, status update and patch, delete.
+//! Each turns a [`Call`] into a call on the store and the store's answer into
+//! Kubernetes' response.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use http::{Response, StatusCode};
+use k8s_openapi::api::core::v1::{Pod, PodStatus};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use serde_json::{Value, json};
+
+use super::merge_patch;
+use super::routes::{Body, Call, Context, json_response, streaming_response};
+use super::selectors::Selector;
+use super::status_body::Failure;
+use super::table::{self, IncludeObject};
+use super::watch::{self, Start, WatchFormat};
+use podstatus_backends::{ApiError, ApiServer, DeleteOptions, StatusPatch, StatusUpdate};
+
+const MERGE_PATCH: &str = "application/merge-patch+json";
+const STRATEGIC_MERGE_PATCH: &str = "application/strategic-merge-patch+json";
+
+/// How often a merge patch is retried when a concurrent write got in between its read
+/// and its write (Kubernetes retries such patches too).
+const PATCH_ATTEMPTS: usize = 5;
+
+/// GET of a pod list, or a watch with `?watch=true`.
+pub(crate) fn list_or_watch(
+    call: &Call,
+    context: &Context,
+    namespace: Option<&str>,
+) -> Result<Response<Body>, Failure> {
+    let selector =
+        Selector::parse(call.param("fieldSelector"), call.param("labelSelector")).map_err(Failure::bad_request)?;
+    let table = table_request(call)?;
+    if call.flag("watch") {
+        return start_watch(call, context, namespace, selector, table);
+    }
+    let (resource_version, pods) = context.store.snapshot();
+    let selected: Vec<&Pod> = pods
+        .iter()
+        .map(|pod| &**pod)
+        .filter(|pod| namespace.is_none_or(|ns| pod.metadata.namespace.as_deref() == Some(ns)))
+        .filter(|pod| selector.matches(pod))
+        .collect();
+    if let Some(include) = table {
+        return Ok(json_response(StatusCode::OK, &table::table(selected, Some(resource_version), include, now())));
+    }
+    let items: Vec<Value> = selected.into_iter().map(to_json).collect();
+    let list = json!({
+        "kind": "PodList",
+        "apiVersion": "v1",
+        "metadata": {"resourceVersion": resource_version.to_string()},
+        "items": items,
+    });
+    Ok(json_response(StatusCode::OK, &list))
+}
+
+fn start_watch(
+    call: &Call,
+    context: &Context,
+    namespace: Option<&str>,
+    selector: Selector,
+    table: Option<IncludeObject>,
+) -> Result<Response<Body>, Failure> {
+    let start = match call.param("resourceVersion") {
+        None | Some("" | "0") => Start::Now,
+        Some(version) => Start::After(version.parse().map_err(|_| {
+            Failure::bad_request(format!("resourceVersion: Invalid value: \"{version}\": must be an integer"))
+        })?),
+    };
+    let send_initial_events = call.flag("sendInitialEvents");
+    let start = if send_initial_events { Start::Now } else { start };
+    let timeout = match call.param("timeoutSeconds") {
+        None | Some("") => None,
+        Some(seconds) => Some(Duration::from_secs(seconds.parse().map_err(|_| {
+            Failure::bad_request(format!("timeoutSeconds: Invalid value: \"{seconds}\": must be a whole number"))
+        })?)),
+    };
+    let format = WatchFormat {
+        selector,
+        namespace: namespace.map(str::to_owned),
+        table,
+        timeout,
+        initial_events_bookmark: send_initial_events,
+    };
+    let (out, response) = streaming_response();
+    match context.hub.subscribe(start) {
+        Ok(subscription) => {
+            tokio::spawn(watch::stream(subscription, format, out, context.stopping.clone()));
+        }
+        // Kubernetes reports a resume from too far back inside the watch: a 200 stream
+        // whose only event is the 410 ERROR (clients relist on it).
+        Err(failure) => {
+            let _ = out.try_send(watch::expired_event(&failure));
+        }
+    }
+    Ok(response)
+}
+
+/// GET of one pod (also `/status`).
+pub(crate) fn get(call: &Call, context: &Context, namespace: &str, name: &str) -> Result<Response<Body>, Failure> {
+    let pod = context.store.get_pod(namespace, name)?;
+    match table_request(call)? {
+        Some(include) => Ok(json_response(StatusCode::OK, &table::table([&*pod], None, include, now()))),
+        None => Ok(json_response(StatusCode::OK, &to_json(&pod))),
+    }
+}
+
+/// POST: creates a pod. Like Kubernetes, the server gives it a UID, a creation time
+/// (when absent) and a name from `generateName`; a pod without status starts Pending.
+pub(crate) fn create(call: &Call, context: &Context, namespace: &str) -> Result<Response<Body>, Failure> {
+    let mut pod = pod_body(call)?;
+    check_namespace(&pod, namespace)?;
+    pod.metadata.namespace = Some(namespace.to_owned());
+    if pod.metadata.name.as_deref().is_none_or(str::is_empty)
+        && let Some(prefix) = pod.metadata.generate_name.as_deref().filter(|p| !p.is_empty())
+    {
+        pod.metadata.name = Some(format!("{prefix}{}", random_suffix()));
+    }
+    if pod.metadata.uid.as_deref().is_none_or(str::is_empty) {
+        pod.metadata.uid = Some(new_uid());
+    }
+    pod.metadata.creation_timestamp.get_or_insert_with(|| Time(now()));
+    pod.metadata.resource_version = None;
+    pod.status.get_or_insert_with(|| PodStatus { phase: Some("Pending".into()), ..Default::default() });
+    let created = context.store.create_pod(pod)?;
+    Ok(json_response(StatusCode::CREATED, &to_json(&created)))
+}
+
+/// PUT of the pod: its UID and resourceVersion are preconditions; the status is kept.
+pub(crate) fn replace(call: &Call, context: &Context, namespace: &str, name: &str) -> Result<Response<Body>, Failure> {
+    let mut pod = pod_body(call)?;
+    check_identity(&pod, namespace, name)?;
+    pod.metadata.namespace = Some(namespace.to_owned());
+    pod.metadata.name = Some(name.to_owned());
+    let updated = context.store.update_pod(pod)?;
+    Ok(json_response(StatusCode::OK, &to_json(&updated)))
+}
+
+/// PUT of `/status`: only the status is written; the body's UID and resourceVersion are
+/// preconditions.
+pub(crate) fn replace_status(
+    call: &Call,
+    context: &Context,
+    namespace: &str,
+    name: &str,
+) -> Result<Response<Body>, Failure> {
+    let pod = pod_body(call)?;
+    check_identity(&pod, namespace, name)?;
+    let update = StatusUpdate {
+        namespace: namespace.to_owned(),
+        name: name.to_owned(),
+        uid_precondition: pod.metadata.uid,
+        resource_version_precondition: pod.metadata.resource_version,
+        status: pod.status.unwrap_or_default(),
+    };
+    let updated = context.store.update_pod_status(update)?;
+    Ok(json_response(StatusCode::OK, &to_json(&updated)))
+}
+
+/// PATCH of `/status`: a JSON merge patch or a strategic merge patch (conditions merge by
+/// type); `metadata.uid` in the patch is a precondition.
+pub(crate) fn patch_status(
+    call: &Call,
+    context: &Context,
+    namespace: &str,
+    name: &str,
+) -> Result<Response<Body>, Failure> {
+    let patch = patch_body(call)?;
+    let patched = match call.content_type.as_str() {
+        STRATEGIC_MERGE_PATCH => {
+            check_patch_resource_version(context, namespace, name, &patch)?;
+            let patch =
+                StatusPatch { namespace: namespace.to_owned(), name: name.to_owned(), uid_precondition: None, patch };
+            context.store.patch_pod_status(patch)?
+        }
+        MERGE_PATCH => merge_patch_retrying(context, namespace, name, &patch, |context, stored, patched| {
+            let update = StatusUpdate {
+                namespace: namespace.to_owned(),
+                name: name.to_owned(),
+                uid_precondition: patched.metadata.uid.clone(),
+                resource_version_precondition: stored.metadata.resource_version.clone(),
+                status: patched.status.unwrap_or_default(),
+            };
+            context.store.update_pod_status(update)
+        })?,
+        other => return Err(Failure::unsupported_media_type(other)),
+    };
+    Ok(json_response(StatusCode::OK, &to_json(&patched)))
+}
+
+/// PATCH of the pod itself (labels, annotations, ...): the status is kept. A strategic
+/// merge patch is applied as a merge patch with its `$` directives dropped: the same for
+/// maps such as labels and annotations, but lists are replaced whole, not merged by key.
+pub(crate) fn patch(call: &Call, context: &Context, namespace: &str, name: &str) -> Result<Response<Body>, Failure> {
+    let mut patch = patch_body(call)?;
+    match call.content_type.as_str() {
+        MERGE_PATCH => {}
+        STRATEGIC_MERGE_PATCH => drop_directives(&mut patch),
+        other => return Err(Failure::unsupported_media_type(other)),
+    }
+    let patched = merge_patch_retrying(context, namespace, name, &patch, |context, stored, mut patched| {
+        patched.metadata.resource_version = stored.metadata.resource_version.clone();
+        context.store.update_pod(patched)
+    })?;
+    Ok(json_response(StatusCode::OK, &to_json(&patched)))
+}
+
+/// DELETE with `DeleteOptions` (body, or `?gracePeriodSeconds=`); answers with the pod as
+/// it was deleted, or marked for deletion (graceful).
+pub(crate) fn delete(call: &Call, context: &Context, namespace: &str, name: &str) -> Result<Response<Body>, Failure> {
+    let body = if call.body.iter().all(u8::is_ascii_whitespace) { json!({}) } else { call.json_body()? };
+    if !body.is_object() {
+        return Err(Failure::bad_request("the body of a DELETE must be a DeleteOptions object"));
+    }
+    let text = |pointer: &str| body.pointer(pointer).and_then(Value::as_str).map(str::to_owned);
+    let grace = match body.get("gracePeriodSeconds") {
+        None | Some(Value::Null) => match call.param("gracePeriodSeconds") {
+            Some(seconds) => Some(seconds.parse::<i64>().map_err(|_| {
+                Failure::bad_request(format!("gracePeriodSeconds: Invalid value: \"{seconds}\": must be an integer"))
+            })?),
+            None => None,
+        },
+        Some(value) => {
+            Some(value.as_i64().ok_or_else(|| Failure::bad_request("gracePeriodSeconds: must be an integer"))?)
+        }
+    };
+    let options = DeleteOptions {
+        uid_precondition: text("/preconditions/uid"),
+        grace_period_seconds: grace,
+        resource_version_precondition: text("/preconditions/resourceVersion"),
+    };
+    let pod = context.store.delete_pod(namespace, name, &options)?;
+    Ok(json_response(StatusCode::OK, &to_json(&pod)))
+}
+
+/// Read, merge-patch, write with the read resourceVersion as precondition; a conflict
+/// caused by a concurrent write (not by the patch's own preconditions) is retried.
+fn merge_patch_retrying(
+    context: &Context,
+    namespace: &str,
+    name: &str,
+    patch: &Value,
+    write: impl Fn(&Context, &Pod, Pod) -> Result<Arc<Pod>, ApiError>,
+) -> Result<Arc<Pod>, Failure> {
+    let explicit_version = patch.pointer("/metadata/resourceVersion").is_some();
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let stored = context.store.get_pod(namespace, name)?;
+        let mut document = to_json(&stored);
+        merge_patch::apply(&mut document, patch);
+        let patched: Pod = serde_json::from_value(document)
+            .map_err(|e| Failure::bad_request(format!("the patched pod is not a valid Pod: {e}")))?;
+        if let Some(version) = patch.pointer("/metadata/resourceVersion").and_then(Value::as_str)
+            && Some(version) != stored.metadata.resource_version.as_deref()
+        {
+            return Err(ApiError::modified(name).into());
+        }
+        match write(context, &stored, patched) {
+            Err(ApiError::Conflict { .. })
+                if !explicit_version && attempt < PATCH_ATTEMPTS && uid_holds(patch, &stored) =>
+            {
+                continue;
+            }
+            result => return Ok(result?),
+        }
+    }
+}
+
+/// Whether a UID the patch names (if any) is the stored pod's: if not, a conflict is the
+/// patch's own and retrying cannot help.
+fn uid_holds(patch: &Value, stored: &Pod) -> bool {
+    patch.pointer("/metadata/uid").and_then(Value::as_str).is_none_or(|uid| Some(uid) == stored.metadata.uid.as_deref())
+}
+
+/// A strategic merge patch names a resourceVersion to apply only to that version.
+fn check_patch_resource_version(context: &Context, namespace: &str, name: &str, patch: &Value) -> Result<(), Failure> {
+    if let Some(version) = patch.pointer("/metadata/resourceVersion").and_then(Value::as_str) {
+        let stored = context.store.get_pod(namespace, name)?;
+        if Some(version) != stored.metadata.resource_version.as_deref() {
+            return Err(ApiError::modified(name).into());
+        }
+    }
+    Ok(())
+}
+
+fn drop_directives(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            map.retain(|key, _| !key.starts_with('$'));
+            map.values_mut().for_each(drop_directives);
+        }
+        Value::Array(items) => items.iter_mut().for_each(drop_directives),
+        _ => {}
+    }
+}
+
+fn patch_body(call: &Call) -> Result<Value, Failure> {
+    let is_patch = matches!(call.content_type.as_str(), MERGE_PATCH | STRATEGIC_MERGE_PATCH);
+    if !is_patch {
+        return Err(Failure::unsupported_media_type(if call.content_type.is_empty() {
+            "(none)"
+        } else {
+            &call.content_type
+        }));
+    }
+    let patch: Value = serde_json::from_slice(&call.body)
+        .map_err(|e| Failure::bad_request(format!("the patch is not valid JSON: {e}")))?;
+    if !patch.is_object() {
+        return Err(Failure::bad_request("the patch must be a JSON object"));
+    }
+    Ok(patch)
+}
+
+fn pod_body(call: &Call) -> Result<Pod, Failure> {
+    let value = call.json_body()?;
+    if let Some(kind) = value.get("kind").and_then(Value::as_str).filter(|kind| *kind != "Pod") {
+        return Err(Failure::bad_request(format!("the body is a {kind}, not a Pod")));
+    }
+    serde_json::from_value(value).map_err(|e| Failure::bad_request(format!("the body is not a valid Pod: {e}")))
+}
+
+fn check_namespace(pod: &Pod, namespace: &str) -> Result<(), Failure> {
+    match pod.metadata.namespace.as_deref() {
+        Some(given) if !given.is_empty() && given != namespace => Err(Failure::bad_request(format!(
+            "the namespace of the provided object does not match the namespace sent on the request ({given} != {namespace})"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+fn check_identity(pod: &Pod, namespace: &str, name: &str) -> Result<(), Failure> {
+    check_namespace(pod, namespace)?;
+    match pod.metadata.name.as_deref() {
+        Some(given) if !given.is_empty() && given != name => Err(Failure::bad_request(format!(
+            "the name of the object ({given}) does not match the name on the URL ({name})"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// Whether the client asked for a `Table`, and with which row objects.
+fn table_request(call: &Call) -> Result<Option<IncludeObject>, Failure> {
+    if !table::wants_table(&call.accept) {
+        return Ok(None);
+    }
+    IncludeObject::parse(call.param("includeObject")).map(Some).map_err(Failure::bad_request)
+}
+
+fn to_json(pod: &Pod) -> Value {
+    serde_json::to_value(pod).unwrap_or(Value::Null)
+}
+
+fn now() -> jiff::Timestamp {
+    jiff::Timestamp::now()
+}
+
+/// A random (version 4 shaped) UUID for a pod created without one: splitmix64 over the
+/// time and a counter is plenty for names that must only not collide on one server.
+fn new_uid() -> String {
+    let [a, b] = random_words();
+    let a = (a & 0xffff_ffff_ffff_0fff) | 0x0000_0000_0000_4000;
+    let b = (b & 0x3fff_ffff_ffff_ffff) | 0x8000_0000_0000_0000;
+    format!(
+        "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
+        a >> 32,
+        (a >> 16) & 0xffff,
+        a & 0xffff,
+        b >> 48,
+        b & 0xffff_ffff_ffff
+    )
+}
+
+/// Five characters for `generateName`, from Kubernetes' alphabet (no vowels, no
+/// look-alikes).
+fn random_suffix() -> String {
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    let [mut word, _] = random_words();
+    (0..5)
+        .map(|_| {
+            let index = (word % ALPHABET.len() as u64) as usize;
+            word /= ALPHABET.len() as u64;
+            char::from(ALPHABET[index])
+        })
+        .collect()
+}
+
+fn random_words() -> [u64; 2] {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+    let mut state = nanos ^ COUNTER.fetch_add(1, Ordering::Relaxed).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    let mut next = || {
+        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    };
+    [next(), next()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uids_look_like_v4_uuids_and_differ() {
+        let (a, b) = (new_uid(), new_uid());
+        assert_ne!(a, b);
+        let parts: Vec<_> = a.split('-').map(str::len).collect();
+        assert_eq!(parts, [8, 4, 4, 4, 12]);
+        assert_eq!(a.as_bytes()[14], b'4');
+        assert!(matches!(a.as_bytes()[19], b'8' | b'9' | b'a' | b'b'), "{a}");
+        assert_eq!(random_suffix().len(), 5);
+    }
+}

@@ -1,0 +1,242 @@
+//! Field and label selectors of list and watch requests (`fieldSelector=`,
+//! `labelSelector=`), with Kubernetes' syntax and the pod fields it allows.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::Pod;
+
+/// Both selectors of a request; a pod is selected when it matches both.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Selector {
+    fields: Vec<FieldRequirement>,
+    labels: Vec<LabelRequirement>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct FieldRequirement {
+    field: PodField,
+    value: String,
+    equal: bool,
+}
+
+/// The pod fields Kubernetes lets a field selector name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum PodField {
+    Name,
+    Namespace,
+    NodeName,
+    RestartPolicy,
+    SchedulerName,
+    ServiceAccountName,
+    HostNetwork,
+    Phase,
+    PodIp,
+    NominatedNodeName,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum LabelRequirement {
+    Exists(String),
+    NotExists(String),
+    In(String, Vec<String>),
+    NotIn(String, Vec<String>),
+}
+
+impl Selector {
+    /// Parses the two query values (absent or empty: no requirement); the error says
+    /// what is wrong, for a 400.
+    pub fn parse(field_selector: Option<&str>, label_selector: Option<&str>) -> Result<Self, String> {
+        let fields = match field_selector {
+            Some(text) => parse_fields(text)?,
+            None => Vec::new(),
+        };
+        let labels = match label_selector {
+            Some(text) => parse_labels(text)?,
+            None => Vec::new(),
+        };
+        Ok(Self { fields, labels })
+    }
+
+    /// Whether `pod` is selected.
+    pub fn matches(&self, pod: &Pod) -> bool {
+        self.fields
+            .iter()
+            .all(|requirement| (field_value(pod, requirement.field) == requirement.value) == requirement.equal)
+            && self.labels.iter().all(|requirement| requirement.matches(pod.metadata.labels.as_ref()))
+    }
+}
+
+fn parse_fields(text: &str) -> Result<Vec<FieldRequirement>, String> {
+    let mut requirements = Vec::new();
+    for term in text.split(',').map(str::trim).filter(|term| !term.is_empty()) {
+        let (field, value, equal) = if let Some((field, value)) = term.split_once("!=") {
+            (field, value, false)
+        } else if let Some((field, value)) = term.split_once("==") {
+            (field, value, true)
+        } else if let Some((field, value)) = term.split_once('=') {
+            (field, value, true)
+        } else {
+            return Err(format!("invalid selector: '{text}'; can't understand '{term}'"));
+        };
+        let field = match field.trim() {
+            "metadata.name" => PodField::Name,
+            "metadata.namespace" => PodField::Namespace,
+            "spec.nodeName" => PodField::NodeName,
+            "spec.restartPolicy" => PodField::RestartPolicy,
+            "spec.schedulerName" => PodField::SchedulerName,
+            "spec.serviceAccountName" => PodField::ServiceAccountName,
+            "spec.hostNetwork" => PodField::HostNetwork,
+            "status.phase" => PodField::Phase,
+            "status.podIP" => PodField::PodIp,
+            "status.nominatedNodeName" => PodField::NominatedNodeName,
+            other => return Err(format!("field label not supported: {other}")),
+        };
+        requirements.push(FieldRequirement { field, value: value.trim().to_owned(), equal });
+    }
+    Ok(requirements)
+}
+
+/// The field's value as Kubernetes' pod field set gives it (absent is "").
+fn field_value(pod: &Pod, field: PodField) -> String {
+    let spec = pod.spec.as_ref();
+    let status = pod.status.as_ref();
+    let text = |value: Option<&String>| value.cloned().unwrap_or_default();
+    match field {
+        PodField::Name => text(pod.metadata.name.as_ref()),
+        PodField::Namespace => text(pod.metadata.namespace.as_ref()),
+        PodField::NodeName => text(spec.and_then(|s| s.node_name.as_ref())),
+        PodField::RestartPolicy => text(spec.and_then(|s| s.restart_policy.as_ref())),
+        PodField::SchedulerName => text(spec.and_then(|s| s.scheduler_name.as_ref())),
+        PodField::ServiceAccountName => text(spec.and_then(|s| s.service_account_name.as_ref())),
+        PodField::HostNetwork => spec.and_then(|s| s.host_network).unwrap_or(false).to_string(),
+        PodField::Phase => text(status.and_then(|s| s.phase.as_ref())),
+        PodField::PodIp => text(status.and_then(|s| s.pod_ip.as_ref())),
+        PodField::NominatedNodeName => text(status.and_then(|s| s.nominated_node_name.as_ref())),
+    }
+}
+
+impl LabelRequirement {
+    fn matches(&self, labels: Option<&BTreeMap<String, String>>) -> bool {
+        let get = |key: &str| labels.and_then(|labels| labels.get(key));
+        match self {
+            Self::Exists(key) => get(key).is_some(),
+            Self::NotExists(key) => get(key).is_none(),
+            Self::In(key, values) => get(key).is_some_and(|value| values.contains(value)),
+            Self::NotIn(key, values) => get(key).is_none_or(|value| !values.contains(value)),
+        }
+    }
+}
+
+/// Splits at the commas that are not inside a `( ... )` value set.
+fn top_level_terms(text: &str) -> Result<Vec<&str>, String> {
+    let (mut terms, mut depth, mut start) = (Vec::new(), 0usize, 0usize);
+    for (at, character) in text.char_indices() {
+        match character {
+            '(' => depth += 1,
+            ')' => depth = depth.checked_sub(1).ok_or_else(|| format!("unbalanced ')' in selector '{text}'"))?,
+            ',' if depth == 0 => {
+                terms.push(&text[start..at]);
+                start = at + 1;
+            }
+            _ => {}
+        }
+    }
+    if depth != 0 {
+        return Err(format!("unbalanced '(' in selector '{text}'"));
+    }
+    terms.push(&text[start..]);
+    Ok(terms.into_iter().map(str::trim).filter(|term| !term.is_empty()).collect())
+}
+
+fn parse_labels(text: &str) -> Result<Vec<LabelRequirement>, String> {
+    top_level_terms(text)?.into_iter().map(|term| parse_label_term(text, term)).collect()
+}
+
+fn parse_label_term(text: &str, term: &str) -> Result<LabelRequirement, String> {
+    let invalid = || format!("unable to parse requirement: invalid selector '{text}': can't understand '{term}'");
+    let key = |key: &str| {
+        let key = key.trim();
+        let valid =
+            !key.is_empty() && key.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/'));
+        if valid { Ok(key.to_owned()) } else { Err(invalid()) }
+    };
+    let value = |value: &str| {
+        let value = value.trim();
+        let valid = value.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+        if valid { Ok(value.to_owned()) } else { Err(invalid()) }
+    };
+    if let Some(rest) = term.strip_prefix('!') {
+        return Ok(LabelRequirement::NotExists(key(rest)?));
+    }
+    if let Some((k, v)) = term.split_once("!=") {
+        return Ok(LabelRequirement::NotIn(key(k)?, vec![value(v)?]));
+    }
+    if let Some((k, v)) = term.split_once("==").or_else(|| term.split_once('=')) {
+        return Ok(LabelRequirement::In(key(k)?, vec![value(v)?]));
+    }
+    if let Some(open) = term.find('(') {
+        let (head, set) = term.split_at(open);
+        let set = set.strip_prefix('(').and_then(|set| set.strip_suffix(')')).ok_or_else(invalid)?;
+        let values = set.split(',').map(value).collect::<Result<Vec<_>, _>>()?;
+        let mut words = head.split_whitespace();
+        let (Some(k), Some(operator), None) = (words.next(), words.next(), words.next()) else {
+            return Err(invalid());
+        };
+        return match operator {
+            "in" => Ok(LabelRequirement::In(key(k)?, values)),
+            "notin" => Ok(LabelRequirement::NotIn(key(k)?, values)),
+            _ => Err(invalid()),
+        };
+    }
+    Ok(LabelRequirement::Exists(key(term)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use podstatus_backends::testing;
+
+    fn pod(name: &str, node: &str, labels: &[(&str, &str)]) -> Pod {
+        testing::pod(name, name).node(node).labels(labels).build()
+    }
+
+    fn selects(fields: Option<&str>, labels: Option<&str>, pod: &Pod) -> bool {
+        Selector::parse(fields, labels).expect("parses").matches(pod)
+    }
+
+    #[test]
+    fn field_selectors() {
+        let a = pod("a", "node-1", &[]);
+        assert!(selects(Some("spec.nodeName=node-1"), None, &a));
+        assert!(selects(Some("spec.nodeName==node-1,metadata.name=a"), None, &a));
+        assert!(!selects(Some("spec.nodeName!=node-1"), None, &a));
+        assert!(selects(Some("metadata.namespace=ns,status.phase="), None, &a));
+        assert!(!selects(Some("metadata.name=b"), None, &a));
+        assert_eq!(Selector::parse(Some("spec.image=x"), None), Err("field label not supported: spec.image".into()));
+        assert!(Selector::parse(Some("spec.nodeName"), None).is_err());
+    }
+
+    #[test]
+    fn label_selectors() {
+        let a = pod("a", "n", &[("app", "web"), ("tier", "front")]);
+        for (selector, expected) in [
+            ("app=web", true),
+            ("app==web,tier=front", true),
+            ("app!=web", false),
+            ("team!=x", true),
+            ("app in (web, db)", true),
+            ("app notin (web,db)", false),
+            ("team notin (x)", true),
+            ("app", true),
+            ("!app", false),
+            ("!team", true),
+            ("app in (db),tier", false),
+            ("", true),
+        ] {
+            assert_eq!(selects(None, Some(selector), &a), expected, "{selector}");
+        }
+        for bad in ["app in (web", "app ~ web", "a b", "app=(x)"] {
+            assert!(Selector::parse(None, Some(bad)).is_err(), "{bad}");
+        }
+    }
+}

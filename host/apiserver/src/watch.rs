@@ -1,0 +1,369 @@
+//! Watches: a hub that hears every write of the store (in write order), keeps a bounded
+//! history of them for resumes, and fans them out to the open watch streams.
+//!
+//! Writers never wait for a watcher: each watcher has a bounded buffer, and one that
+//! falls behind is cut off with a 410 `Expired` error event, after which the client
+//! lists again (kube-rs' watcher and kubectl both do).
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::time::Duration;
+
+use bytes::Bytes;
+use k8s_openapi::api::core::v1::Pod;
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use super::routes::stopped;
+use super::selectors::Selector;
+use super::status_body::Failure;
+use super::table::{self, IncludeObject};
+use podstatus_backends::{MemoryApiServer, PodEvent};
+
+/// One write, as the hub records it.
+#[derive(Clone, Debug)]
+pub(crate) struct Change {
+    /// The resourceVersion the write gave.
+    resource_version: u64,
+    /// What happened.
+    kind: ChangeKind,
+    /// The pod after the write (for a deletion, its last state).
+    pod: Arc<Pod>,
+    /// The pod before the write, if it existed: a selector watch needs it to tell a pod
+    /// that stopped matching (DELETED for that watch) from one that never did.
+    previous: Option<Arc<Pod>>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ChangeKind {
+    Added,
+    Modified,
+    Deleted,
+}
+
+/// The hub: shared by the server's request handlers, fed by a store listener.
+pub(crate) struct WatchHub {
+    state: Mutex<HubState>,
+    /// Each watcher's buffer, in changes.
+    watcher_buffer: usize,
+}
+
+struct HubState {
+    /// The store as of `resource_version`, to start watches from (and to know each
+    /// change's previous object).
+    pods: BTreeMap<(String, String), Arc<Pod>>,
+    resource_version: u64,
+    /// The latest changes, oldest first; every change after `history_start` is here.
+    history: VecDeque<Change>,
+    history_start: u64,
+    history_capacity: usize,
+    watchers: Vec<WatcherSlot>,
+}
+
+struct WatcherSlot {
+    sender: mpsc::Sender<Change>,
+    /// Set when the watcher's buffer overflowed and it was cut off.
+    lagged: Arc<AtomicBool>,
+}
+
+/// Where a new watch starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Start {
+    /// ADDED for every current pod, then live (resourceVersion unset or "0").
+    Now,
+    /// The changes after this resourceVersion, then live.
+    After(u64),
+}
+
+/// A registered watch: what to send first, then the live changes.
+pub(crate) struct Subscription {
+    /// Pods to announce as ADDED first (for [`Start::Now`]).
+    initial: Vec<Arc<Pod>>,
+    /// Changes to replay first (for [`Start::After`]).
+    replay: Vec<Change>,
+    /// Changes with a resourceVersion at or below this were covered by the above.
+    covered: u64,
+    receiver: mpsc::Receiver<Change>,
+    lagged: Arc<AtomicBool>,
+}
+
+impl WatchHub {
+    /// Attaches a hub to `store`: from now on it hears every write. The listener holds
+    /// the hub weakly, so a stopped server leaves only an idle closure behind.
+    pub fn attach(store: &MemoryApiServer, history_capacity: usize, watcher_buffer: usize) -> Arc<Self> {
+        let hub = Arc::new(Self {
+            state: Mutex::new(HubState {
+                pods: BTreeMap::new(),
+                resource_version: 0,
+                history: VecDeque::new(),
+                history_start: 0,
+                history_capacity: history_capacity.max(1),
+                watchers: Vec::new(),
+            }),
+            watcher_buffer: watcher_buffer.max(1),
+        });
+        let weak: Weak<Self> = Arc::downgrade(&hub);
+        // The hub is locked across the registration, so the listener's first call waits
+        // until the hub holds the snapshot; the snapshot is taken atomically with the
+        // registration, so the hub starts exact. (Lock order: hub, then the store's
+        // listeners; a writer holds the listeners and then takes the hub only once this
+        // registration is done, so they cannot wait on each other.)
+        {
+            let mut state = hub.lock();
+            let (resource_version, pods) = store.subscribe_with_snapshot(Box::new(move |event| {
+                if let Some(hub) = weak.upgrade() {
+                    hub.record(event);
+                }
+            }));
+            state.pods = pods.into_iter().map(|pod| (key(&pod), pod)).collect();
+            state.resource_version = resource_version;
+            state.history_start = resource_version;
+        }
+        hub
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HubState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Records one write and hands it to every watcher that has room; a watcher without
+    /// room is cut off (it will report 410 and end).
+    fn record(&self, event: &PodEvent) {
+        let pod = Arc::clone(event.pod());
+        let resource_version = pod.metadata.resource_version.as_deref().and_then(|v| v.parse().ok()).unwrap_or(0);
+        let mut state = self.lock();
+        let previous = match event {
+            PodEvent::Added(_) | PodEvent::Modified(_) => state.pods.insert(key(&pod), Arc::clone(&pod)),
+            PodEvent::Deleted(_) => state.pods.remove(&key(&pod)),
+        };
+        let kind = match event {
+            PodEvent::Added(_) => ChangeKind::Added,
+            PodEvent::Modified(_) => ChangeKind::Modified,
+            PodEvent::Deleted(_) => ChangeKind::Deleted,
+        };
+        let change = Change { resource_version, kind, pod, previous };
+        state.resource_version = state.resource_version.max(resource_version);
+        state.history.push_back(change.clone());
+        while state.history.len() > state.history_capacity {
+            if let Some(dropped) = state.history.pop_front() {
+                state.history_start = dropped.resource_version;
+            }
+        }
+        state.watchers.retain(|watcher| match watcher.sender.try_send(change.clone()) {
+            Ok(()) => true,
+            Err(mpsc::error::TrySendError::Full(_)) => {
+                watcher.lagged.store(true, Ordering::SeqCst);
+                false
+            }
+            Err(mpsc::error::TrySendError::Closed(_)) => false,
+        });
+    }
+
+    /// Registers a watch starting at `start`, atomically with respect to writes; a
+    /// resume from before the kept history is refused with 410.
+    pub fn subscribe(&self, start: Start) -> Result<Subscription, Failure> {
+        let mut state = self.lock();
+        let (initial, replay, covered) = match start {
+            Start::Now => (state.pods.values().cloned().collect(), Vec::new(), state.resource_version),
+            Start::After(from) if from < state.history_start => {
+                return Err(Failure::expired(from, state.history_start + 1));
+            }
+            Start::After(from) => {
+                let replay: Vec<_> = state.history.iter().filter(|c| c.resource_version > from).cloned().collect();
+                // A resume from the future waits for that version, like Kubernetes.
+                (Vec::new(), replay, state.resource_version.max(from))
+            }
+        };
+        let (sender, receiver) = mpsc::channel(self.watcher_buffer);
+        let lagged = Arc::new(AtomicBool::new(false));
+        state.watchers.push(WatcherSlot { sender, lagged: Arc::clone(&lagged) });
+        Ok(Subscription { initial, replay, covered, receiver, lagged })
+    }
+}
+
+fn key(pod: &Pod) -> (String, String) {
+    (pod.metadata.namespace.clone().unwrap_or_default(), pod.metadata.name.clone().unwrap_or_default())
+}
+
+/// How events are written for one watch request.
+#[derive(Clone, Debug)]
+pub(crate) struct WatchFormat {
+    /// Only these pods (and DELETED when a pod stops matching).
+    pub selector: Selector,
+    /// Only this namespace, when the path names one.
+    pub namespace: Option<String>,
+    /// Event objects as one-row `Table`s (kubectl `get -w`), else pods.
+    pub table: Option<IncludeObject>,
+    /// End the stream after this long (`timeoutSeconds`).
+    pub timeout: Option<Duration>,
+    /// Send a BOOKMARK marking the end of the initial events (`sendInitialEvents=true`).
+    pub initial_events_bookmark: bool,
+}
+
+impl WatchFormat {
+    fn selects(&self, pod: &Pod) -> bool {
+        self.namespace.as_ref().is_none_or(|ns| pod.metadata.namespace.as_ref() == Some(ns))
+            && self.selector.matches(pod)
+    }
+
+    /// The event this watch sees of `change`, if any.
+    fn event_of(&self, change: &Change) -> Option<Bytes> {
+        let now_matches = change.kind != ChangeKind::Deleted && self.selects(&change.pod);
+        let matched = change.previous.as_deref().is_some_and(|pod| self.selects(pod));
+        let kind = match (matched, now_matches) {
+            (true, true) => "MODIFIED",
+            (false, true) => "ADDED",
+            (true, false) => "DELETED",
+            (false, false) => return None,
+        };
+        Some(self.line(kind, &change.pod))
+    }
+
+    fn line(&self, kind: &str, pod: &Pod) -> Bytes {
+        let object = match self.table {
+            Some(include) => table::table([pod], None, include, jiff::Timestamp::now()),
+            None => serde_json::to_value(pod).unwrap_or(Value::Null),
+        };
+        event_line(kind, &object)
+    }
+}
+
+/// One newline-delimited watch event.
+fn event_line(kind: &str, object: &Value) -> Bytes {
+    let mut line = serde_json::to_vec(&json!({"type": kind, "object": object})).unwrap_or_default();
+    line.push(b'\n');
+    Bytes::from(line)
+}
+
+/// Runs one watch: writes its events to `out` (the response body) until the client
+/// goes, the timeout passes, the server stops (`stopping`), or the watcher falls behind
+/// (then a 410 ERROR event ends it).
+pub(crate) async fn stream(
+    subscription: Subscription,
+    format: WatchFormat,
+    out: mpsc::Sender<Bytes>,
+    mut stopping: tokio::sync::watch::Receiver<bool>,
+) {
+    let Subscription { initial, replay, covered, mut receiver, lagged } = subscription;
+    // A timeout past what the clock can hold (a client may ask for u64::MAX seconds) is
+    // no deadline: `Instant + Duration` would panic on it.
+    let deadline = format.timeout.and_then(|timeout| tokio::time::Instant::now().checked_add(timeout));
+    let mut first = Vec::new();
+    first.extend(initial.iter().filter(|pod| format.selects(pod)).map(|pod| format.line("ADDED", pod)));
+    first.extend(replay.iter().filter_map(|change| format.event_of(change)));
+    if format.initial_events_bookmark {
+        let bookmark = json!({
+            "kind": "Pod",
+            "apiVersion": "v1",
+            "metadata": {
+                "resourceVersion": covered.to_string(),
+                "annotations": {"k8s.io/initial-events-end": "true"},
+            },
+        });
+        first.push(event_line("BOOKMARK", &bookmark));
+    }
+    for line in first {
+        if out.send(line).await.is_err() {
+            return;
+        }
+    }
+    loop {
+        let sleep = async {
+            match deadline {
+                Some(deadline) => tokio::time::sleep_until(deadline).await,
+                None => std::future::pending().await,
+            }
+        };
+        let change = tokio::select! {
+            change = receiver.recv() => change,
+            () = sleep => return,
+            () = stopped(&mut stopping) => return,
+            () = out.closed() => return,
+        };
+        let Some(change) = change else {
+            if lagged.load(Ordering::SeqCst) {
+                let status = Failure::fell_behind().to_status();
+                let _ = out.send(event_line("ERROR", &status)).await;
+            }
+            return;
+        };
+        if change.resource_version <= covered {
+            continue;
+        }
+        if let Some(line) = format.event_of(&change)
+            && out.send(line).await.is_err()
+        {
+            return;
+        }
+    }
+}
+
+/// The 410 of a resume from too old a resourceVersion, as the single event of a watch
+/// response (how Kubernetes reports it once the watch has started).
+pub(crate) fn expired_event(failure: &Failure) -> Bytes {
+    event_line("ERROR", &failure.to_status())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use podstatus_backends::testing::pod;
+
+    #[test]
+    fn history_is_bounded_and_resumes_too_old_are_refused() {
+        let store = MemoryApiServer::new();
+        store.create_pod(pod("a", "ua").build()).expect("create");
+        let hub = WatchHub::attach(&store, 2, 16);
+        assert_eq!(hub.subscribe(Start::After(0)).err().map(|f| f.code), Some(410), "before the hub");
+        for name in ["b", "c", "d"] {
+            store.create_pod(pod(name, name).build()).expect("create");
+        }
+        // rv 2..4 happened; only 3 and 4 are kept.
+        assert_eq!(hub.subscribe(Start::After(1)).err().map(|f| f.reason), Some("Expired"));
+        let resumed = hub.subscribe(Start::After(2)).expect("kept");
+        let replayed: Vec<_> = resumed.replay.iter().map(|c| c.resource_version).collect();
+        assert_eq!(replayed, [3, 4]);
+        let now = hub.subscribe(Start::Now).expect("now");
+        assert_eq!((now.initial.len(), now.covered), (4, 4));
+    }
+
+    #[test]
+    fn a_watcher_that_falls_behind_is_cut_off_without_blocking_writers() {
+        let store = MemoryApiServer::new();
+        let hub = WatchHub::attach(&store, 100, 2);
+        let subscription = hub.subscribe(Start::Now).expect("subscribe");
+        for name in ["a", "b", "c", "d"] {
+            store.create_pod(pod(name, name).build()).expect("writers go on");
+        }
+        assert!(subscription.lagged.load(Ordering::SeqCst));
+        assert!(hub.lock().watchers.is_empty());
+    }
+
+    #[test]
+    fn a_timeout_too_large_for_the_clock_is_no_deadline_not_a_panic() {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime");
+        let store = MemoryApiServer::new();
+        store.create_pod(pod("a", "ua").build()).expect("create");
+        let hub = WatchHub::attach(&store, 16, 16);
+        let subscription = hub.subscribe(Start::Now).expect("subscribe");
+        // `?timeoutSeconds=18446744073709551615`: a request may ask for it.
+        let format = WatchFormat {
+            selector: Selector::default(),
+            namespace: None,
+            table: None,
+            timeout: Some(Duration::from_secs(u64::MAX)),
+            initial_events_bookmark: false,
+        };
+        let (out, mut lines) = mpsc::channel(4);
+        let (_stop, stopping) = tokio::sync::watch::channel(false);
+        let first = runtime.block_on(async move {
+            let watch = tokio::spawn(stream(subscription, format, out, stopping));
+            let first = lines.recv().await;
+            watch.abort();
+            first
+        });
+        let first: Value = serde_json::from_slice(&first.expect("the watch runs and sends the pod")).expect("JSON");
+        assert_eq!(first["type"], "ADDED");
+    }
+}

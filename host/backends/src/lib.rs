@@ -1,0 +1,29 @@
+//! What the status-manager plugin's imports reach, as plain Rust behind traits: the API
+//! server ([`ApiServer`], with the in-memory store [`MemoryApiServer`] that replay, tests
+//! and the embedded API server use), the node's [`PodManager`], [`DeletionSafety`], the
+//! [`Clock`] and the [`SyncQueue`].
+//!
+//! Nothing here knows wasmtime or the plugin's bindings: the runtime's import impls are
+//! thin adapters over these types, so the same backends serve the sandboxed plugin, the
+//! native one, replay and the embedded API server.
+
+mod api_server;
+mod clock;
+mod deletion_safety;
+pub mod pod_identity;
+mod pod_manager;
+pub mod rng;
+mod sync_queue;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
+
+pub use api_server::status_patch;
+pub use api_server::{
+    ApiError, ApiServer, DeleteOptions, FaultyApiServer, GuardedApiServer, InjectedFaults, MemoryApiServer, PodEvent,
+    PodListener, Refusals, Result, StatusPatch, StatusUpdate,
+};
+pub use clock::{Clock, SystemClock, Timestamp, VirtualClock};
+pub use deletion_safety::{ContainersStopped, DeletionSafety, FixedDeletionSafety};
+pub use pod_identity::{full_name, is_mirror_pod, is_static_pod};
+pub use pod_manager::PodManager;
+pub use sync_queue::{DEFAULT_CAPACITY, SyncQueue, SyncRequest, Wait};

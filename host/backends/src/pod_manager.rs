@@ -1,0 +1,301 @@
+//! The node's view of its pods (the kubelet's pod manager), static and mirror pods
+//! included. Pairing follows `shared/reference/helpers.md`: only static pods pair with
+//! mirror pods of the same full name, and the pairing is worked out from the pods held
+//! now, so removing a static pod leaves no stale pairing behind.
+//!
+//! Pods are held as `Arc<Pod>`, shared with the API server's events and handed to
+//! readers without copying; a held pod is only ever replaced, never changed in place.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use k8s_openapi::api::core::v1::Pod;
+
+use super::api_server::{MemoryApiServer, PodEvent};
+use super::pod_identity::{identity, is_mirror_pod, is_static_pod};
+
+/// Pods keyed by UID. Thread-safe; every method takes `&self`.
+///
+/// When several pods of one kind share a full name, the one with the smallest UID is the
+/// one paired (the map is ordered by UID, so the first found is it).
+#[derive(Debug, Default)]
+pub struct PodManager {
+    /// UID -> pod. A pod without a UID is held under the empty UID.
+    pods: RwLock<BTreeMap<String, Arc<Pod>>>,
+}
+
+impl PodManager {
+    /// An empty pod manager.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds the pod, replacing one with the same UID.
+    pub fn add_pod(&self, pod: Pod) {
+        let uid = uid_of(&pod).to_owned();
+        let replaced = self.write().insert(uid, Arc::new(pod));
+        // Freed, if it is the last copy, after the lock is released.
+        drop(replaced);
+    }
+
+    /// Removes the pod with this UID, returning it.
+    pub fn remove_pod(&self, uid: &str) -> Option<Arc<Pod>> {
+        self.write().remove(uid)
+    }
+
+    /// The pod with this UID, mirror pods included.
+    pub fn get_any(&self, uid: &str) -> Option<Arc<Pod>> {
+        self.read().get(uid).cloned()
+    }
+
+    /// All pods, sorted by UID.
+    pub fn pods(&self) -> Vec<Arc<Pod>> {
+        self.read().values().cloned().collect()
+    }
+
+    /// The pod with this UID; mirror pods are not found this way (the status manager
+    /// relies on that to skip them).
+    pub fn get_pod_by_uid(&self, uid: &str) -> Option<Arc<Pod>> {
+        self.read().get(uid).filter(|pod| !is_mirror_pod(pod)).cloned()
+    }
+
+    /// The mirror pod of `pod`, which need not be held here: only a static pod has one.
+    pub fn get_mirror_pod_by_pod(&self, pod: &Pod) -> Option<Arc<Pod>> {
+        if !is_pairable_static(pod) {
+            return None;
+        }
+        mirror_of(&self.read(), pod).cloned()
+    }
+
+    /// A mirror pod's UID becomes its static pod's UID; any other UID, unknown ones
+    /// included, is returned unchanged.
+    pub fn translate_pod_uid(&self, uid: &str) -> String {
+        let pods = self.read();
+        pods.get(uid)
+            .filter(|pod| is_mirror_pod(pod))
+            .and_then(|mirror| static_of(&pods, mirror))
+            .map_or_else(|| uid.to_owned(), |pod| uid_of(pod).to_owned())
+    }
+
+    /// (static UID -> mirror UID, `""` when it has no mirror pod yet, for every static
+    /// pod; mirror UID -> static UID for every mirror pod that has a static pod).
+    pub fn get_uid_translations(&self) -> (BTreeMap<String, String>, BTreeMap<String, String>) {
+        let pods = self.read();
+        let mut static_to_mirror = BTreeMap::new();
+        let mut mirror_to_static = BTreeMap::new();
+        for (uid, pod) in pods.iter() {
+            if is_mirror_pod(pod) {
+                if let Some(static_pod) = static_of(&pods, pod) {
+                    mirror_to_static.insert(uid.clone(), uid_of(static_pod).to_owned());
+                }
+            } else if is_static_pod(pod) {
+                let mirror_uid = mirror_of(&pods, pod).map_or("", |mirror| uid_of(mirror));
+                static_to_mirror.insert(uid.clone(), mirror_uid.to_owned());
+            }
+        }
+        (static_to_mirror, mirror_to_static)
+    }
+
+    /// Follows the API server's copy of a pod: if a pod with its UID is held, it is
+    /// replaced by this copy; otherwise nothing happens (the API server does not add
+    /// pods to the node, and a deletion there does not remove one: only the kubelet
+    /// removes pods). The copy is shared, not duplicated.
+    pub fn follow(&self, pod: &Arc<Pod>) {
+        let replaced = self.write().get_mut(uid_of(pod)).map(|held| std::mem::replace(held, Arc::clone(pod)));
+        // Freed, if it is the last copy, after the lock is released.
+        drop(replaced);
+    }
+
+    /// Makes this pod manager follow `api` like a watch with no delay: every pod the API
+    /// server adds or changes is passed to [`PodManager::follow`]; deletions are ignored.
+    /// The subscription holds only a weak reference, so it does not keep the pod manager
+    /// alive.
+    pub fn follow_api_server(self: &Arc<Self>, api: &MemoryApiServer) {
+        let manager = Arc::downgrade(self);
+        api.subscribe(Box::new(move |event| match event {
+            PodEvent::Added(pod) | PodEvent::Modified(pod) => {
+                if let Some(manager) = manager.upgrade() {
+                    manager.follow(pod);
+                }
+            }
+            PodEvent::Deleted(_) => {}
+        }));
+    }
+
+    fn read(&self) -> RwLockReadGuard<'_, BTreeMap<String, Arc<Pod>>> {
+        // Writers replace whole entries, so a panic elsewhere leaves the map consistent.
+        self.pods.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, BTreeMap<String, Arc<Pod>>> {
+        self.pods.write().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// A pod with both annotations is the API server's copy, so it counts as a mirror pod
+/// only (a mirror pod may carry its static pod's config source).
+fn is_pairable_static(pod: &Pod) -> bool {
+    is_static_pod(pod) && !is_mirror_pod(pod)
+}
+
+/// The mirror pod with the smallest UID sharing `pod`'s full name.
+fn mirror_of<'a>(pods: &'a BTreeMap<String, Arc<Pod>>, pod: &Pod) -> Option<&'a Arc<Pod>> {
+    let name = identity(pod);
+    pods.values().find(|other| is_mirror_pod(other) && identity(other) == name)
+}
+
+/// The static pod with the smallest UID sharing `mirror`'s full name.
+fn static_of<'a>(pods: &'a BTreeMap<String, Arc<Pod>>, mirror: &Pod) -> Option<&'a Arc<Pod>> {
+    let name = identity(mirror);
+    pods.values().find(|other| is_pairable_static(other) && identity(other) == name)
+}
+
+fn uid_of(pod: &Pod) -> &str {
+    pod.metadata.uid.as_deref().unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api_server::{ApiServer, StatusUpdate};
+    use crate::pod_identity::{CONFIG_MIRROR_ANNOTATION, CONFIG_SOURCE_ANNOTATION};
+    use crate::testing::pod;
+    use k8s_openapi::api::core::v1::PodStatus;
+
+    fn static_pod(name: &str, uid: &str) -> Pod {
+        pod(name, uid).annotations(&[(CONFIG_SOURCE_ANNOTATION, "file")]).build()
+    }
+
+    fn mirror_pod(name: &str, uid: &str) -> Pod {
+        pod(name, uid).annotations(&[(CONFIG_SOURCE_ANNOTATION, "api"), (CONFIG_MIRROR_ANNOTATION, "hash")]).build()
+    }
+
+    fn api_pod(name: &str, uid: &str) -> Pod {
+        pod(name, uid).annotations(&[(CONFIG_SOURCE_ANNOTATION, "api")]).build()
+    }
+
+    fn uid(pod: Option<Arc<Pod>>) -> Option<String> {
+        pod.and_then(|pod| pod.metadata.uid.clone())
+    }
+
+    fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    #[test]
+    fn mirror_lookup_needs_a_static_pod_not_held_here() {
+        let manager = PodManager::new();
+        manager.add_pod(mirror_pod("web", "m1"));
+        assert_eq!(uid(manager.get_mirror_pod_by_pod(&static_pod("web", "s1"))), Some("m1".into()));
+        assert_eq!(manager.get_mirror_pod_by_pod(&api_pod("web", "a1")), None);
+        assert_eq!(manager.get_mirror_pod_by_pod(&static_pod("other", "s2")), None);
+    }
+
+    #[test]
+    fn get_pod_by_uid_hides_mirror_pods() {
+        let manager = PodManager::new();
+        manager.add_pod(static_pod("web", "s1"));
+        manager.add_pod(mirror_pod("web", "m1"));
+        assert_eq!(uid(manager.get_pod_by_uid("s1")), Some("s1".into()));
+        assert_eq!(manager.get_pod_by_uid("m1"), None);
+        assert_eq!(uid(manager.get_any("m1")), Some("m1".into()));
+        let uids: Vec<_> = manager.pods().into_iter().filter_map(|p| p.metadata.uid.clone()).collect();
+        assert_eq!(uids, ["m1", "s1"]);
+    }
+
+    #[test]
+    fn translate_pod_uid() {
+        let manager = PodManager::new();
+        manager.add_pod(static_pod("web", "s1"));
+        manager.add_pod(mirror_pod("web", "m1"));
+        manager.add_pod(mirror_pod("lonely", "m2"));
+        manager.add_pod(api_pod("api", "a1"));
+        assert_eq!(manager.translate_pod_uid("m1"), "s1");
+        assert_eq!(manager.translate_pod_uid("m2"), "m2");
+        assert_eq!(manager.translate_pod_uid("s1"), "s1");
+        assert_eq!(manager.translate_pod_uid("a1"), "a1");
+        assert_eq!(manager.translate_pod_uid("unknown"), "unknown");
+    }
+
+    #[test]
+    fn translations_with_and_without_mirror() {
+        let manager = PodManager::new();
+        manager.add_pod(static_pod("web", "s1"));
+        manager.add_pod(static_pod("db", "s2"));
+        manager.add_pod(mirror_pod("web", "m1"));
+        manager.add_pod(api_pod("web", "a1"));
+        assert_eq!(manager.get_uid_translations(), (map(&[("s1", "m1"), ("s2", "")]), map(&[("m1", "s1")])));
+    }
+
+    #[test]
+    fn smallest_uid_wins_among_namesakes() {
+        let manager = PodManager::new();
+        for p in [static_pod("web", "s2"), static_pod("web", "s1"), mirror_pod("web", "m2"), mirror_pod("web", "m1")] {
+            manager.add_pod(p);
+        }
+        assert_eq!(manager.translate_pod_uid("m2"), "s1");
+        assert_eq!(
+            manager.get_uid_translations(),
+            (map(&[("s1", "m1"), ("s2", "m1")]), map(&[("m1", "s1"), ("m2", "s1")]))
+        );
+    }
+
+    #[test]
+    fn pairing_is_recomputed_after_the_static_pod_leaves() {
+        let manager = PodManager::new();
+        manager.add_pod(static_pod("web", "s1"));
+        manager.add_pod(mirror_pod("web", "m1"));
+        assert_eq!(uid(manager.remove_pod("s1")), Some("s1".into()));
+        assert_eq!(manager.translate_pod_uid("m1"), "m1");
+        assert_eq!(manager.get_uid_translations(), (map(&[]), map(&[])));
+        manager.add_pod(static_pod("web", "s3"));
+        assert_eq!(manager.translate_pod_uid("m1"), "s3");
+    }
+
+    #[test]
+    fn follow_replaces_only_held_uids() {
+        let manager = PodManager::new();
+        manager.add_pod(api_pod("web", "a1"));
+        let mut newer = api_pod("web", "a1");
+        newer.metadata.resource_version = Some("7".into());
+        let newer = Arc::new(newer);
+        manager.follow(&newer);
+        manager.follow(&Arc::new(api_pod("stranger", "x1")));
+        let held = manager.pods();
+        assert_eq!(held, [Arc::clone(&newer)]);
+        assert!(Arc::ptr_eq(&held[0], &newer), "the followed copy is shared, not duplicated");
+    }
+
+    #[test]
+    fn follows_api_server_writes_but_not_deletions() {
+        let api = MemoryApiServer::new();
+        let manager = Arc::new(PodManager::new());
+        manager.follow_api_server(&api);
+        manager.add_pod(api_pod("web", "a1"));
+        api.create_pod(api_pod("web", "a1")).expect("create");
+        api.create_pod(api_pod("other", "a2")).expect("create");
+        let update = StatusUpdate {
+            namespace: "ns".into(),
+            name: "web".into(),
+            status: PodStatus { phase: Some("Running".into()), ..Default::default() },
+            ..Default::default()
+        };
+        let written = api.update_pod_status(update).expect("update");
+        let held = manager.get_any("a1").expect("held");
+        assert!(Arc::ptr_eq(&held, &written), "the pod manager holds the API server's object");
+        assert_eq!(manager.get_any("a1"), Some(written.clone()));
+        assert_eq!(manager.get_any("a2"), None);
+        api.remove_pod("ns", "web").expect("remove");
+        assert_eq!(manager.get_any("a1"), Some(written));
+    }
+
+    #[test]
+    fn pods_without_metadata_do_not_panic() {
+        let manager = PodManager::new();
+        manager.add_pod(Pod::default());
+        manager.follow(&Arc::new(Pod::default()));
+        assert_eq!(manager.get_mirror_pod_by_pod(&Pod::default()), None);
+        assert_eq!(manager.translate_pod_uid(""), "");
+        assert_eq!(manager.pods().len(), 1);
+    }
+}

@@ -1,0 +1,179 @@
+//! The bounded queue of sync requests between the plugin and the scheduler.
+
+use std::collections::VecDeque;
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::Instant;
+
+/// A handle on one accepted status version, as the plugin pushes it: the snapshot it
+/// names stays inside the plugin until the request comes back to `sync-pod`, so the
+/// queue holds no status bodies.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SyncRequest {
+    /// The plugin's name for this request (unique while it is pending).
+    pub id: u64,
+    /// The pod whose status is to be written.
+    pub pod_uid: String,
+    /// The status version the request was made for.
+    pub version: u64,
+}
+
+/// The seed's channel buffers 1000 statuses; beyond that the batch sync catches up.
+pub const DEFAULT_CAPACITY: usize = 1000;
+
+/// A bounded FIFO the plugin pushes into without blocking and the scheduler waits on.
+#[derive(Debug)]
+pub struct SyncQueue {
+    capacity: usize,
+    state: Mutex<QueueState>,
+    /// Signalled on every push and on close, so the scheduler sleeps until there is work.
+    ready: Condvar,
+}
+
+#[derive(Debug, Default)]
+struct QueueState {
+    requests: VecDeque<SyncRequest>,
+    closed: bool,
+    /// Pushes refused because the queue was full, for metrics.
+    dropped: u64,
+}
+
+/// What waiting on the queue gave.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Wait {
+    /// A request to handle.
+    Request(SyncRequest),
+    /// The deadline passed with nothing queued.
+    TimedOut,
+    /// The queue was closed and is empty.
+    Closed,
+}
+
+impl SyncQueue {
+    /// An empty queue holding at most `capacity` requests.
+    pub fn new(capacity: usize) -> Self {
+        SyncQueue { capacity, state: Mutex::new(QueueState::default()), ready: Condvar::new() }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, QueueState> {
+        // A panic elsewhere cannot leave the queue inconsistent: every update is one
+        // VecDeque call. Keep serving.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Queues `request`; false (and nothing queued) when full.
+    pub fn push(&self, request: SyncRequest) -> bool {
+        let mut state = self.lock();
+        if state.requests.len() >= self.capacity {
+            state.dropped += 1;
+            return false;
+        }
+        state.requests.push_back(request);
+        drop(state);
+        self.ready.notify_one();
+        true
+    }
+
+    /// The oldest request, if any, without waiting.
+    pub fn pop(&self) -> Option<SyncRequest> {
+        self.lock().requests.pop_front()
+    }
+
+    /// Waits until a request arrives, `deadline` passes or the queue is closed.
+    pub fn pop_until(&self, deadline: Instant) -> Wait {
+        let mut state = self.lock();
+        loop {
+            if let Some(request) = state.requests.pop_front() {
+                return Wait::Request(request);
+            }
+            if state.closed {
+                return Wait::Closed;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Wait::TimedOut;
+            }
+            state = match self.ready.wait_timeout(state, deadline - now) {
+                Ok((guard, _)) => guard,
+                Err(p) => p.into_inner().0,
+            };
+        }
+    }
+
+    /// Wakes every waiter; `pop_until` then drains what is left and reports `Closed`.
+    pub fn close(&self) {
+        self.lock().closed = true;
+        self.ready.notify_all();
+    }
+
+    /// Requests waiting now.
+    pub fn len(&self) -> usize {
+        self.lock().requests.len()
+    }
+
+    /// Whether nothing is waiting.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Pushes refused so far because the queue was full.
+    pub fn dropped(&self) -> u64 {
+        self.lock().dropped
+    }
+
+    /// Drops the waiting requests `keep` refuses, keeping the others in order.
+    pub fn retain(&self, keep: impl FnMut(&SyncRequest) -> bool) {
+        self.lock().requests.retain(keep);
+    }
+
+    /// Every waiting request, oldest first, removed from the queue (a state hand-over).
+    pub fn drain(&self) -> Vec<SyncRequest> {
+        self.lock().requests.drain(..).collect()
+    }
+}
+
+impl Default for SyncQueue {
+    fn default() -> Self {
+        SyncQueue::new(DEFAULT_CAPACITY)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    fn req(id: u64) -> SyncRequest {
+        SyncRequest { id, pod_uid: format!("uid-{id}"), version: 1 }
+    }
+
+    #[test]
+    fn refuses_beyond_capacity_and_counts_drops() {
+        let q = SyncQueue::new(2);
+        assert!(q.push(req(1)));
+        assert!(q.push(req(2)));
+        assert!(!q.push(req(3)));
+        assert_eq!(q.dropped(), 1);
+        assert_eq!(q.pop().map(|r| r.id), Some(1));
+        assert!(q.push(req(4)));
+        assert_eq!(q.drain().iter().map(|r| r.id).collect::<Vec<_>>(), [2, 4]);
+    }
+
+    #[test]
+    fn waiting_times_out_and_wakes_on_push_and_close() {
+        let q = std::sync::Arc::new(SyncQueue::new(10));
+        assert_eq!(q.pop_until(Instant::now() + Duration::from_millis(10)), Wait::TimedOut);
+        let pusher = {
+            let q = q.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(20));
+                q.push(req(7));
+                q.close();
+            })
+        };
+        let far = Instant::now() + Duration::from_secs(30);
+        assert_eq!(q.pop_until(far), Wait::Request(req(7)));
+        assert_eq!(q.pop_until(far), Wait::Closed);
+        pusher.join().unwrap();
+    }
+}

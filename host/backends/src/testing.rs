@@ -1,0 +1,68 @@
+//! Pods for the host's unit tests, built in one place so that every test module says
+//! only what its pods have that matters to it (annotations, a node, containers).
+
+use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+/// A pod named `name` with `uid` in namespace "ns", with no spec until one is asked for.
+pub fn pod(name: &str, uid: &str) -> PodBuilder {
+    PodBuilder(Pod {
+        metadata: ObjectMeta {
+            namespace: Some("ns".into()),
+            name: Some(name.into()),
+            uid: Some(uid.into()),
+            ..Default::default()
+        },
+        ..Default::default()
+    })
+}
+
+/// A test pod being built; [`PodBuilder::build`] gives the pod.
+pub struct PodBuilder(Pod);
+
+impl PodBuilder {
+    /// In `namespace` rather than "ns".
+    pub fn namespace(mut self, namespace: &str) -> Self {
+        self.0.metadata.namespace = Some(namespace.into());
+        self
+    }
+
+    /// With exactly these annotations (an empty list still sets an empty map).
+    pub fn annotations(mut self, annotations: &[(&str, &str)]) -> Self {
+        self.0.metadata.annotations = Some(annotations.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect());
+        self
+    }
+
+    /// With exactly these labels.
+    pub fn labels(mut self, labels: &[(&str, &str)]) -> Self {
+        self.0.metadata.labels = Some(labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect());
+        self
+    }
+
+    /// With a spec, empty unless [`Self::node`] or [`Self::container`] fill it.
+    pub fn spec(mut self) -> Self {
+        self.spec_mut();
+        self
+    }
+
+    /// Bound to `node`.
+    pub fn node(mut self, node: &str) -> Self {
+        self.spec_mut().node_name = Some(node.into());
+        self
+    }
+
+    /// With one more container, named `name`.
+    pub fn container(mut self, name: &str) -> Self {
+        self.spec_mut().containers.push(Container { name: name.into(), ..Default::default() });
+        self
+    }
+
+    /// The pod.
+    pub fn build(self) -> Pod {
+        self.0
+    }
+
+    fn spec_mut(&mut self) -> &mut PodSpec {
+        self.0.spec.get_or_insert_with(Default::default)
+    }
+}

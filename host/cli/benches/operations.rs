@@ -1,0 +1,123 @@
+//! The cost of each Manager operation through the component, beside the same logic
+//! called natively, beside a bare serde_json parse and serialise of the same status
+//! (the floor any JSON boundary pays). Prints the ratios of this run at the end.
+//!
+//! `cargo bench -p podstatus --bench operations`
+
+use std::hint::black_box;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use criterion::Criterion;
+use k8s_openapi::api::core::v1::{Pod, PodStatus};
+use podstatus_backends::FixedDeletionSafety;
+use podstatus_backends::MemoryApiServer;
+use podstatus_backends::PodManager;
+use podstatus_backends::SyncQueue;
+use podstatus_backends::SystemClock;
+use podstatus_runtime::PODSTATUS_V1;
+use podstatus_runtime::World;
+use podstatus_runtime::{Limits, NativePlugin, Plugin, PluginRuntime, RuntimeConfig, SupervisedPlugin};
+
+mod fixture;
+
+/// A world for one plugin; `queue_capacity` 0 makes every push "queue full", so
+/// repeated updates keep no snapshots and memory stays flat over millions of calls.
+fn world(queue_capacity: usize) -> World {
+    let api = Arc::new(MemoryApiServer::new());
+    let pod_manager = Arc::new(PodManager::new());
+    let pod: Pod = serde_json::from_str(&fixture::pod_json()).unwrap();
+    api.put_pod(pod.clone()).unwrap();
+    pod_manager.add_pod(pod);
+    pod_manager.follow_api_server(&api);
+    World {
+        api_server: api,
+        pod_manager,
+        deletion_safety: Arc::new(FixedDeletionSafety::new(false)),
+        clock: Arc::new(SystemClock),
+        queue: Arc::new(SyncQueue::new(queue_capacity)),
+    }
+}
+
+type Make = fn(World) -> Box<dyn Plugin>;
+
+fn runtime(limits: Limits) -> PluginRuntime {
+    let cache = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/podstatus-bench-cache");
+    PluginRuntime::new(&RuntimeConfig { cache_dir: Some(cache), limits }).unwrap()
+}
+
+/// The component in the sandbox as the host runs it by default: memory cap, boundary
+/// caps and a CPU budget per call (epoch checks compiled into the plugin).
+fn component(world: World) -> Box<dyn Plugin> {
+    Box::new(runtime(Limits::default()).load(PODSTATUS_V1).unwrap().instantiate(world).unwrap())
+}
+
+/// The same without the CPU budget, so without epoch checks.
+fn unmetered(world: World) -> Box<dyn Plugin> {
+    let limits = Limits { call_cpu_time: None, ..Limits::default() };
+    Box::new(runtime(limits).load(PODSTATUS_V1).unwrap().instantiate(world).unwrap())
+}
+
+fn native(world: World) -> Box<dyn Plugin> {
+    Box::new(NativePlugin::new(world))
+}
+
+/// The component under the supervisor, which takes the plugin's change set after every
+/// call that can change state (the price of losing nothing when it faults).
+fn supervised(world: World) -> Box<dyn Plugin> {
+    Box::new(SupervisedPlugin::new(runtime(Limits::default()).load(PODSTATUS_V1).unwrap(), world).unwrap())
+}
+
+const KINDS: [(&str, Make); 4] =
+    [("component", component), ("unmetered", unmetered), ("supervised", supervised), ("native", native)];
+
+fn bench(c: &mut Criterion) {
+    let pod = fixture::pod_json();
+    let statuses = [fixture::status_json(0), fixture::status_json(1)];
+    println!("status JSON: {} bytes; pod JSON: {} bytes", statuses[0].len(), pod.len());
+
+    let mut floor = c.benchmark_group("serde-floor");
+    floor.bench_function("parse+serialise status", |b| {
+        b.iter(|| {
+            let status: PodStatus = serde_json::from_str(black_box(&statuses[0])).unwrap();
+            black_box(serde_json::to_string(&status).unwrap())
+        })
+    });
+    floor.finish();
+
+    for (kind, make) in KINDS {
+        let mut group = c.benchmark_group(kind);
+
+        // Each call caches a real change (the two statuses alternate).
+        let mut plugin = make(world(0));
+        let mut turn = 0;
+        group.bench_function("set-pod-status", |b| {
+            b.iter(|| {
+                turn ^= 1;
+                plugin.set_pod_status(&pod, &statuses[turn]).unwrap()
+            })
+        });
+
+        group.bench_function("get-pod-status", |b| b.iter(|| plugin.get_pod_status(black_box(fixture::UID)).unwrap()));
+
+        let mut ready = false;
+        group.bench_function("set-container-readiness", |b| {
+            b.iter(|| {
+                ready = !ready;
+                plugin.set_container_readiness(fixture::UID, "containerd://app-1", ready).unwrap()
+            })
+        });
+
+        // One pod's sync: GET, status PUT and bookkeeping, for a freshly queued change.
+        let w = world(1);
+        fixture::bench_sync_pod(&mut group, "sync-pod", make(w.clone()), &w.queue);
+        group.finish();
+    }
+}
+
+fn main() {
+    let mut c = fixture::criterion();
+    bench(&mut c);
+    c.final_summary();
+    fixture::print_ratios();
+}

@@ -1,0 +1,195 @@
+//! The `podstatus fuzz` command.
+
+use std::io::Write;
+
+use anyhow::Context;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use podstatus_fuzz::{CALL_FUEL, Campaign, Limit, ShrinkBudget, Summary, Target, run_campaign, write_finding};
+use podstatus_runtime::PODSTATUS_V1;
+use podstatus_runtime::{PluginRuntime, RuntimeConfig};
+
+/// Traces per run when neither `--traces` nor `--duration` is given.
+pub const DEFAULT_TRACES: u64 = 500;
+
+/// Fuzz the status manager: random valid traces, invariants checked after every step.
+///
+/// Each trace is generated from a seed (trace i of a run from SEED + i), run in the
+/// sandbox (or natively), its plugin cache read after every step, then made quiet
+/// (armed faults removed, a `sync` and a `sync-batch`) and replayed a second time. A
+/// violation is shrunk to a minimal trace, written to --out as a file `podstatus
+/// replay` accepts, and its path printed.
+///
+/// With --against, the same traces run through two plugins and the first step where
+/// their reports differ is the finding.
+///
+/// Exit 0: no violation. Exit 1: a violation was found (the shrunk trace is written).
+/// Exit 2: the fuzzer could not run (a plugin that does not load, a bad argument).
+#[derive(clap::Args, Debug)]
+pub struct FuzzArgs {
+    /// Seed of the first trace [default: from the clock; printed].
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// How many traces to run [default: 500].
+    #[arg(long, conflicts_with = "duration")]
+    pub traces: Option<u64>,
+    /// Run for this many seconds instead of a number of traces.
+    #[arg(long, value_name = "SECS")]
+    pub duration: Option<f64>,
+    /// Steps per trace (two quiescence steps are added to each).
+    #[arg(long, default_value_t = 40)]
+    pub steps: usize,
+    /// Run the logic natively instead of in the sandbox (same code, no boundary).
+    #[arg(long, conflicts_with = "plugin")]
+    pub native: bool,
+    /// The plugin component to fuzz; defaults to the one built from this checkout.
+    #[arg(long, value_name = "FILE.wasm")]
+    pub plugin: Option<PathBuf>,
+    /// Differential mode: compare with this component (or `native` for the native
+    /// logic) instead of checking invariants.
+    #[arg(long, value_name = "FILE.wasm")]
+    pub against: Option<PathBuf>,
+    /// Where shrunk failing traces are written.
+    #[arg(long, value_name = "DIR", default_value = "fuzz-failures")]
+    pub out: PathBuf,
+    /// Where compiled plugins are cached [default: as for `replay`].
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// Compile plugins every time instead of using the cache.
+    #[arg(long)]
+    pub no_cache: bool,
+    /// Fail on the known issues too (violations already recorded in
+    /// tests/fixtures/fuzz-findings/, which are otherwise counted and reported).
+    #[arg(long)]
+    pub strict: bool,
+    /// The longest shrinking may take, in seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 120.0)]
+    pub shrink_time: f64,
+}
+
+/// Runs `podstatus fuzz`.
+pub fn run(args: &FuzzArgs) -> ExitCode {
+    match run_inner(args) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("podstatus fuzz: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run_inner(args: &FuzzArgs) -> anyhow::Result<ExitCode> {
+    let seed = args.seed.unwrap_or_else(|| {
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
+    });
+    let limit = match (args.traces, args.duration) {
+        (_, Some(secs)) if secs.is_finite() && secs >= 0.0 => Limit::Duration(Duration::from_secs_f64(secs)),
+        (_, Some(secs)) => anyhow::bail!("--duration {secs} is not a number of seconds"),
+        (Some(n), None) => Limit::Traces(n),
+        (None, None) => Limit::Traces(DEFAULT_TRACES),
+    };
+    if !(args.shrink_time.is_finite() && args.shrink_time >= 0.0) {
+        anyhow::bail!("--shrink-time must be a number of seconds");
+    }
+
+    let mut config = match (&args.cache_dir, args.no_cache) {
+        (_, true) => RuntimeConfig::default(),
+        (Some(dir), false) => RuntimeConfig { cache_dir: Some(dir.clone()), ..RuntimeConfig::default() },
+        (None, false) => RuntimeConfig::with_default_cache(),
+    };
+    config.limits.call_fuel = Some(CALL_FUEL);
+    let mut runtime = None;
+    let mut component = |path: Option<&PathBuf>| -> anyhow::Result<Target> {
+        let bytes = match path {
+            Some(path) => std::fs::read(path).with_context(|| format!("reading plugin {}", path.display()))?,
+            None => PODSTATUS_V1.to_vec(),
+        };
+        if runtime.is_none() {
+            runtime = Some(PluginRuntime::new(&config)?);
+        }
+        let image = runtime.as_ref().expect("set above").load(&bytes).context("plugin")?;
+        Ok(Target::Component(Box::new(image)))
+    };
+
+    let (target, target_name) = if args.native {
+        (Target::Native, "native logic".to_string())
+    } else {
+        let name = args.plugin.as_ref().map_or("the built-in plugin".to_string(), |p| p.display().to_string());
+        (component(args.plugin.as_ref())?, format!("{name} in the sandbox (fuel {CALL_FUEL} per call)"))
+    };
+    let against = match &args.against {
+        None => None,
+        Some(path) if path.as_os_str() == "native" => Some((Target::Native, "native logic".to_string())),
+        Some(path) => Some((component(Some(path))?, path.display().to_string())),
+    };
+
+    let campaign = Campaign {
+        seed,
+        limit,
+        steps: args.steps,
+        target,
+        against: against.as_ref().map(|(t, _)| t.clone()),
+        strict: args.strict,
+        shrink: ShrinkBudget { max_time: Duration::from_secs_f64(args.shrink_time), ..ShrinkBudget::default() },
+    };
+    match &against {
+        Some((_, other)) => {
+            eprintln!("podstatus fuzz: seed {seed}, {target_name} against {other}, {} steps per trace", args.steps)
+        }
+        None => eprintln!("podstatus fuzz: seed {seed}, {target_name}, {} steps per trace", args.steps),
+    }
+    let summary = run_campaign(&campaign, &mut |s: &Summary| {
+        eprintln!(
+            "  ... {} traces, {} steps, {:.0} traces/s, {:.0} steps/s",
+            s.traces,
+            s.steps,
+            s.traces_per_second(),
+            s.steps_per_second()
+        );
+    })?;
+
+    let mut out = std::io::stdout().lock();
+    let print = |out: &mut dyn Write, text: String| writeln!(out, "{text}");
+    print(
+        &mut out,
+        format!(
+            "{} traces, {} steps in {:.2} s: {:.1} traces/s, {:.0} steps/s",
+            summary.traces,
+            summary.steps,
+            summary.elapsed.as_secs_f64(),
+            summary.traces_per_second(),
+            summary.steps_per_second()
+        ),
+    )?;
+    for (issue, traces) in &summary.known {
+        print(
+            &mut out,
+            format!(
+                "known issue {issue} in {traces} traces (not a failure; tests/fixtures/fuzz-findings/{})",
+                issue.fixture()
+            ),
+        )?;
+    }
+    let Some(finding) = &summary.finding else {
+        let verdict = if against.is_some() { "no difference" } else { "no violation" };
+        print(&mut out, verdict.into())?;
+        return Ok(ExitCode::SUCCESS);
+    };
+    print(&mut out, format!("VIOLATION {} (trace seed {})", finding.original, finding.seed))?;
+    let shrunk_steps = finding.shrunk.doc["steps"].as_array().map_or(0, Vec::len);
+    print(
+        &mut out,
+        format!(
+            "shrunk from {} to {shrunk_steps} steps in {} runs: {}",
+            finding.original_steps, finding.shrunk.runs, finding.shrunk.violation
+        ),
+    )?;
+    let mut plugins = vec![target_name];
+    plugins.extend(against.map(|(_, name)| name));
+    let plugins = if plugins.len() > 1 { plugins } else { Vec::new() };
+    let path = write_finding(finding, &plugins, &args.out).context("writing the finding")?;
+    print(&mut out, format!("wrote {}", path.display()))?;
+    Ok(ExitCode::from(1))
+}

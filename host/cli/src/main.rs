@@ -1,0 +1,301 @@
+//! `podstatus`: run, replay and inspect the kubelet pod status manager plugin.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use crate::inspect::inspect;
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use podstatus_replay as replay;
+use podstatus_replay::Trace;
+use podstatus_runtime::{NativePlugin, Plugin, PluginRuntime, RuntimeConfig};
+use podstatus_runtime::{PODSTATUS_V1, PODSTATUS_V2};
+
+/// The kubelet's pod status manager as a sandboxed WebAssembly plugin.
+#[derive(Parser)]
+#[command(name = "podstatus", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a plugin against a scripted world and print what happened as JSON.
+    ///
+    /// Exit 0: the trace ran to its end. Exit 1: the plugin faulted (the report is still
+    /// printed, with `fault` set). Exit 2: the trace is unusable (one line on stderr).
+    Replay {
+        /// The trace (`-` reads standard input).
+        trace: PathBuf,
+        #[command(flatten)]
+        plugin: PluginArgs,
+        /// Run the logic natively instead of in the sandbox (same code, no boundary).
+        #[arg(long, conflicts_with = "plugin")]
+        native: bool,
+    },
+    /// Print a plugin's WIT world and the version of the contract it implements.
+    Inspect {
+        #[command(flatten)]
+        plugin: PluginArgs,
+    },
+    /// Fuzz the plugin: random valid traces, invariants checked after every step; a
+    /// violation is shrunk and written as a trace `replay` runs.
+    Fuzz(crate::fuzz_args::FuzzArgs),
+    /// The main job: a node agent running the plugin against an API server over HTTP
+    /// (the embedded one, or a cluster), driven through realistic pod lives.
+    ///
+    /// Prints a summary; exits 1 naming the pods whose API server status is not the
+    /// plugin's cached one after the final quiet sync. SIGINT/SIGTERM stop the churn and
+    /// flush (a second one exits at once); SIGHUP hot-swaps to --swap-to (or --plugin).
+    Simulate(Box<SimulateArgs>),
+    /// Serve the embedded API server (an empty in-memory store) until SIGINT, for
+    /// kubectl and other clients.
+    Serve {
+        /// Where to listen.
+        #[arg(long, default_value = "127.0.0.1:8080")]
+        listen: std::net::SocketAddr,
+    },
+}
+
+/// `podstatus simulate`'s options.
+#[derive(clap::Args)]
+struct SimulateArgs {
+    /// Pods alive at once on the node (a deleted pod is replaced).
+    #[arg(long, default_value_t = 50)]
+    pods: usize,
+    /// Static pods, written to a temporary manifest folder (ignored with
+    /// --pod-manifest-path).
+    #[arg(long, default_value_t = 2)]
+    static_pods: usize,
+    /// Lifecycle events per second over all pods.
+    #[arg(long, default_value_t = 20.0)]
+    churn: f64,
+    /// Seconds of churn; 0 runs until SIGINT or SIGTERM.
+    #[arg(long, default_value_t = 15.0)]
+    duration: f64,
+    /// Stop once this many pods have lived whole lives (created, run, terminated and
+    /// deleted by the status manager), if that comes before --duration.
+    #[arg(long, value_name = "N")]
+    cycles: Option<u64>,
+    /// The generator's seed: the same seed gives the same pod lives.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// The node the pods are bound to.
+    #[arg(long, default_value = "sim-node")]
+    node_name: String,
+    /// Use a cluster instead of the embedded API server: this kubeconfig file, or with
+    /// no FILE, KUBECONFIG, ~/.kube/config or the in-cluster service account.
+    #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "", conflicts_with = "server")]
+    kubeconfig: Option<PathBuf>,
+    /// Use the API server at this URL (no credentials) instead of the embedded one.
+    #[arg(long, value_name = "URL")]
+    server: Option<String>,
+    /// Where the embedded API server listens.
+    #[arg(long, default_value = "127.0.0.1:0")]
+    listen: std::net::SocketAddr,
+    /// Static pod manifests (the kubelet's --pod-manifest-path).
+    #[arg(long, value_name = "DIR")]
+    pod_manifest_path: Option<PathBuf>,
+    /// Serve Prometheus metrics here (e.g. 127.0.0.1:9090).
+    #[arg(long, value_name = "ADDR")]
+    metrics_addr: Option<std::net::SocketAddr>,
+    /// API requests per second the client may make (the kubelet's --kube-api-qps).
+    #[arg(long, default_value_t = 50.0)]
+    kube_api_qps: f32,
+    /// Burst of API requests above the QPS (the kubelet's --kube-api-burst).
+    #[arg(long, default_value_t = 100)]
+    kube_api_burst: u32,
+    /// Seconds between batch syncs.
+    #[arg(long, default_value_t = 10.0)]
+    sync_period: f64,
+    /// Hot-swap to this plugin during the run (with --swap-at), and on SIGHUP.
+    #[arg(long, value_name = "FILE.wasm")]
+    swap_to: Option<PathBuf>,
+    /// Seconds into the run at which to swap to --swap-to.
+    #[arg(long, value_name = "SECONDS", requires = "swap_to")]
+    swap_at: Option<f64>,
+    /// Seconds the final flush and quiet sync may take.
+    #[arg(long, default_value_t = 30.0)]
+    flush_timeout: f64,
+    /// Fail this fraction of the plugin's API calls on purpose (half refused before
+    /// sending, half sent with the answer lost): the final check shows nothing is lost.
+    #[arg(long, value_name = "FRACTION", default_value_t = 0.0)]
+    api_fault_rate: f64,
+    /// Print the summary as JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// No progress bar.
+    #[arg(long)]
+    quiet: bool,
+    #[command(flatten)]
+    plugin: PluginArgs,
+}
+
+#[derive(clap::Args)]
+struct PluginArgs {
+    /// The plugin component; defaults to the one built from this checkout's guest/.
+    #[arg(long, value_name = "FILE.wasm")]
+    plugin: Option<PathBuf>,
+    /// Which built-in plugin to run: v1 (the 2017 kubelet, contract 0.1.0) or v2
+    /// (Kubernetes 1.27, contract 0.1.1).
+    #[arg(long, value_enum, default_value_t = Logic::V1, conflicts_with = "plugin")]
+    logic: Logic,
+    /// Where compiled plugins are cached [default: $PODSTATUS_CACHE_DIR, else
+    /// $XDG_CACHE_HOME/podstatus, else ~/.cache/podstatus].
+    #[arg(long, value_name = "DIR")]
+    cache_dir: Option<PathBuf>,
+    /// Compile the plugin every time instead of using the cache.
+    #[arg(long)]
+    no_cache: bool,
+}
+
+/// The plugins built from this checkout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum Logic {
+    V1,
+    V2,
+}
+
+impl PluginArgs {
+    fn bytes(&self) -> anyhow::Result<Vec<u8>> {
+        match (&self.plugin, self.logic) {
+            (Some(path), _) => std::fs::read(path).with_context(|| format!("reading plugin {}", path.display())),
+            (None, Logic::V1) => Ok(PODSTATUS_V1.to_vec()),
+            (None, Logic::V2) => Ok(PODSTATUS_V2.to_vec()),
+        }
+    }
+
+    fn runtime_config(&self) -> RuntimeConfig {
+        if self.no_cache {
+            return RuntimeConfig { cache_dir: None, ..RuntimeConfig::default() };
+        }
+        match &self.cache_dir {
+            Some(dir) => RuntimeConfig { cache_dir: Some(dir.clone()), ..RuntimeConfig::default() },
+            None => RuntimeConfig::with_default_cache(),
+        }
+    }
+}
+
+mod fuzz_args;
+mod inspect;
+mod simulate_command;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    // Fuzzing injects API failures by the thousand: the plugin's warnings about them
+    // are noise there unless asked for.
+    // A simulation's churn makes expected warnings by the hundred (a sync of a pod
+    // deleted meanwhile, ...): they would bury the progress bar and the summary.
+    let default_filter = match cli.command {
+        Command::Fuzz(_) => "off",
+        Command::Simulate(_) => "error",
+        _ => "warn",
+    };
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_filter)),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    match cli.command {
+        Command::Fuzz(args) => crate::fuzz_args::run(&args),
+        Command::Replay { trace, plugin, native } => replay_command(&trace, &plugin, native),
+        Command::Simulate(args) => simulate_command::run(&args),
+        Command::Serve { listen } => simulate_command::serve(listen),
+        Command::Inspect { plugin } => match inspect_command(&plugin) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("podstatus inspect: {e:#}");
+                ExitCode::FAILURE
+            }
+        },
+    }
+}
+
+/// Exit codes of `replay`, as the replay contract fixes them.
+const REPLAY_FAULT: u8 = 1;
+const REPLAY_UNUSABLE: u8 = 2;
+
+fn replay_command(trace_path: &Path, plugin: &PluginArgs, native: bool) -> ExitCode {
+    let unusable = |message: String| {
+        eprintln!("{message}");
+        ExitCode::from(REPLAY_UNUSABLE)
+    };
+    let (text, base_dir) = match read_trace(trace_path) {
+        Ok(read) => read,
+        Err(e) => return unusable(format!("{e:#}")),
+    };
+    let trace = match Trace::parse(&text, base_dir) {
+        Ok(trace) => trace,
+        Err(e) => return unusable(e.to_string()),
+    };
+
+    let runtime = match PluginRuntime::new(&plugin.runtime_config()) {
+        Ok(runtime) => runtime,
+        Err(e) => return unusable(format!("plugin runtime: {e}")),
+    };
+    // `swap` steps load their plugin files with the same runtime (and cache).
+    let swap_loader = |path: &Path, world| {
+        let image = runtime.load_file(path)?;
+        image.instantiate(world).map(|p| Box::new(p) as Box<dyn Plugin>)
+    };
+    let outcome = if native {
+        replay::run_with_swaps(&trace, &|world| Ok(Box::new(NativePlugin::new(world)) as Box<dyn Plugin>), &swap_loader)
+    } else {
+        let image = match plugin.bytes().and_then(|bytes| Ok(runtime.load(&bytes)?)) {
+            Ok(image) => image,
+            Err(e) => return unusable(format!("plugin: {e:#}")),
+        };
+        replay::run_with_swaps(
+            &trace,
+            &|world| image.instantiate(world).map(|p| Box::new(p) as Box<dyn Plugin>),
+            &swap_loader,
+        )
+    };
+    let outcome = match outcome {
+        Ok(outcome) => outcome,
+        Err(e) => return unusable(e.to_string()),
+    };
+    let mut out = std::io::stdout().lock();
+    let printed = serde_json::to_writer_pretty(&mut out, &outcome.report)
+        .map_err(anyhow::Error::from)
+        .and_then(|()| Ok(writeln!(out)?));
+    if let Err(e) = printed {
+        eprintln!("podstatus replay: writing the report: {e:#}");
+        return ExitCode::FAILURE;
+    }
+    if outcome.faulted() { ExitCode::from(REPLAY_FAULT) } else { ExitCode::SUCCESS }
+}
+
+fn read_trace(path: &Path) -> anyhow::Result<(String, PathBuf)> {
+    if path == Path::new("-") {
+        let mut text = String::new();
+        std::io::stdin().read_to_string(&mut text).context("reading the trace from standard input")?;
+        return Ok((text, std::env::current_dir().unwrap_or_default()));
+    }
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading trace {}", path.display()))?;
+    let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    Ok((text, base))
+}
+
+fn inspect_command(plugin: &PluginArgs) -> anyhow::Result<()> {
+    let bytes = plugin.bytes()?;
+    let inspection = inspect(&bytes)?;
+    // Loading it proves the world is one this host can serve, not just well-formed.
+    let runtime = PluginRuntime::new(&plugin.runtime_config())?;
+    let verdict = match runtime.load(&bytes) {
+        Ok(_) => "yes".to_string(),
+        Err(e) => format!("no ({e})"),
+    };
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "contract: {}", inspection.contract_versions.join(", "))?;
+    writeln!(out, "imports: {}", inspection.imports.join(", "))?;
+    writeln!(out, "exports: {}", inspection.exports.join(", "))?;
+    writeln!(out, "loadable by this host: {verdict}")?;
+    writeln!(out)?;
+    write!(out, "{}", inspection.wit)?;
+    Ok(())
+}

@@ -1,0 +1,104 @@
+//! The `podstatus` binary as a user runs it: exit codes, output streams, stdin.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).ancestors().nth(2).unwrap().to_path_buf()
+}
+
+fn podstatus(args: &[&str], stdin: Option<&str>) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_podstatus"))
+        .args(args)
+        .env("PODSTATUS_CACHE_DIR", workspace().join("target").join("podstatus-test-cache"))
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("podstatus runs");
+    if let Some(input) = stdin {
+        child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+    }
+    drop(child.stdin.take());
+    child.wait_with_output().unwrap()
+}
+
+fn example() -> String {
+    workspace().join("examples").join("web-readiness.json").display().to_string()
+}
+
+#[test]
+fn replay_of_the_example_exits_0_with_a_report() {
+    let out = podstatus(&["replay", &example()], None);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["results"].as_array().unwrap().len(), 9);
+    assert_eq!(report["fault"], serde_json::Value::Null);
+    assert_eq!(report["apiserver"][0]["metadata"]["name"], "web-0");
+}
+
+#[test]
+fn replay_is_byte_identical_across_runs_and_from_stdin() {
+    let first = podstatus(&["replay", &example()], None);
+    let second = podstatus(&["replay", &example()], None);
+    assert_eq!(first.stdout, second.stdout);
+    let text = std::fs::read_to_string(example()).unwrap();
+    let piped = podstatus(&["replay", "-"], Some(&text));
+    assert_eq!(piped.status.code(), Some(0));
+    assert_eq!(first.stdout, piped.stdout);
+}
+
+#[test]
+fn unusable_traces_exit_2_with_one_line_naming_the_step() {
+    let cases = [
+        ("not json", "not JSON"),
+        (r#"{"steps": [{"op": "sync"}, {"op": "explode"}]}"#, "step 1: unknown op \"explode\""),
+        (r#"{"steps": [{"op": "get-pod-status"}]}"#, "step 0: missing field `uid`"),
+        (r#"{"steps": [{"op": "get-pod-status", "uid": "ghost"}]}"#, "step 0: UID \"ghost\""),
+        (r#"{"pod_manager": [{"metadata": {"name": "x"}}]}"#, "pod_manager[0]: pod has no metadata.uid"),
+        (
+            r#"{"steps": [{"op": "set-container-startup", "uid": "u", "container_id": "c", "started": true}]}"#,
+            "step 0: UID",
+        ),
+    ];
+    for (trace, expected) in cases {
+        let out = podstatus(&["replay", "-"], Some(trace));
+        assert_eq!(out.status.code(), Some(2), "{trace}");
+        assert!(out.stdout.is_empty(), "nothing on stdout for {trace}");
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(stderr.lines().count(), 1, "one line for {trace}: {stderr}");
+        assert!(stderr.starts_with(expected), "{trace}: {stderr}");
+    }
+}
+
+#[test]
+fn a_missing_plugin_file_is_unusable_input() {
+    let out = podstatus(&["replay", "--plugin", "/nonexistent/plugin.wasm", &example()], None);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/plugin.wasm"));
+}
+
+#[test]
+fn inspect_prints_the_world_and_contract_version() {
+    let out = podstatus(&["inspect"], None);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("contract: kubelet:status@0.1.0"), "{text}");
+    assert!(text.contains("loadable by this host: yes"), "{text}");
+    assert!(text.contains("export kubelet:status/manager@0.1.0;"), "{text}");
+    for import in ["api-server", "pod-manager", "deletion-safety", "clock", "logging", "sync-queue"] {
+        assert!(text.contains(&format!("import kubelet:status/{import}@0.1.0;")), "{import} missing: {text}");
+    }
+    assert!(!text.contains("wasi:"), "the plugin must import no WASI: {text}");
+}
+
+#[test]
+fn help_is_there_for_every_command() {
+    for args in [&["--help"][..], &["replay", "--help"], &["inspect", "--help"]] {
+        let out = podstatus(args, None);
+        assert_eq!(out.status.code(), Some(0));
+        assert!(String::from_utf8_lossy(&out.stdout).contains("Usage: podstatus"));
+    }
+}

@@ -1,0 +1,429 @@
+//! `podstatus simulate` as a user runs it: a real process with its embedded API server,
+//! its node agent and its metrics over real HTTP, its JSON summary, its exit codes, and
+//! its answers to signals (SIGTERM flushes, SIGHUP swaps, a second SIGINT cuts the
+//! flush short).
+//!
+//! Runs are small (a dozen pods, a few seconds) and every wait is bounded but generous:
+//! CI machines are slow and busy, and nothing here asserts how long anything took.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// How long a process may take to do what a test waits for; far above what it needs.
+const DEADLINE: Duration = Duration::from_secs(120);
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).ancestors().nth(2).unwrap().to_path_buf()
+}
+
+fn command(args: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_podstatus"));
+    command
+        .arg("simulate")
+        .args(args)
+        .env("PODSTATUS_CACHE_DIR", workspace().join("target").join("podstatus-test-cache"))
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    command
+}
+
+/// Runs `podstatus simulate ARGS` to its end.
+fn simulate(args: &[&str]) -> Output {
+    command(args).output().expect("podstatus runs")
+}
+
+/// The JSON summary on stdout, with stderr in the message if it is not there.
+fn summary(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "no JSON summary ({e}); exit {:?}\nstdout: {}\nstderr: {}",
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+fn exited_0(out: &Output) {
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stderr: {}\nstdout: {}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
+/// The final check found every cached status in the API server.
+fn check_passed(summary: &Value) {
+    assert_eq!(summary["check"]["differing"], serde_json::json!([]), "{summary:#}");
+    assert!(summary["check"]["compared"].as_u64().unwrap() > 0, "{summary:#}");
+}
+
+fn calls(summary: &Value, verb: &str, outcome: &str) -> u64 {
+    summary["api_calls"][verb][outcome].as_u64().unwrap_or(0)
+}
+
+/// A file of this test's own, removed when dropped.
+struct TempFile(PathBuf);
+
+impl TempFile {
+    fn new(name: &str, bytes: &[u8]) -> TempFile {
+        let path = std::env::temp_dir().join(format!("podstatus-simulate-test-{}-{name}", std::process::id()));
+        std::fs::write(&path, bytes).unwrap();
+        TempFile(path)
+    }
+
+    fn path(&self) -> &str {
+        self.0.to_str().unwrap()
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+fn v2_plugin(name: &str) -> TempFile {
+    TempFile::new(name, podstatus_runtime::PODSTATUS_V2)
+}
+
+#[test]
+fn a_short_run_exits_0_with_a_json_summary_whose_check_passed() {
+    let out = simulate(&["--pods", "12", "--duration", "2", "--json", "--churn", "30"]);
+    exited_0(&out);
+    let s = summary(&out);
+    check_passed(&s);
+    assert_eq!(s["plugin"], "kubelet:status@0.1.0");
+    assert_eq!(s["pods"], 12);
+    assert_eq!(s["static_pods"], 2, "the two static pods of the default manifest folder");
+    assert!(s["pods_created"].as_u64().unwrap() >= 1, "{s:#}");
+    assert!(s["versions"].as_u64().unwrap() > 0, "{s:#}");
+    assert!(calls(&s, "get", "Success") > 0, "v1 reads the pod before each write: {s:#}");
+    assert!(calls(&s, "update_status", "Success") > 0, "v1 writes with a status update: {s:#}");
+    assert_eq!(calls(&s, "patch_status", "Success"), 0, "v1 never patches: {s:#}");
+    assert!(s["propagation_ms"]["count"].as_u64().unwrap() > 0, "{s:#}");
+    assert!(!s["pods_by_phase"].as_object().unwrap().is_empty(), "{s:#}");
+    assert_eq!(s["swap"], Value::Null);
+    assert!(s["api_server"].as_str().unwrap().starts_with("http://127.0.0.1:"), "{s:#}");
+}
+
+#[test]
+fn an_api_server_failing_a_third_of_the_calls_loses_no_status() {
+    // Half the injected faults lose the answer of a call that did happen: the plugin
+    // thinks a write failed that landed. Batch syncs every second retry the rest.
+    for logic in ["v1", "v2"] {
+        let out = simulate(&[
+            "--pods",
+            "12",
+            "--duration",
+            "2",
+            "--json",
+            "--churn",
+            "30",
+            "--api-fault-rate",
+            "0.33",
+            "--sync-period",
+            "1",
+            "--logic",
+            logic,
+        ]);
+        exited_0(&out);
+        let s = summary(&out);
+        check_passed(&s);
+        let failed: u64 =
+            ["get", "update_status", "patch_status"].iter().map(|v| calls(&s, v, "ServiceUnavailable")).sum();
+        assert!(failed > 0, "{logic}: faults were injected: {s:#}");
+    }
+}
+
+#[test]
+fn the_table_names_the_check_when_not_asked_for_json() {
+    let out = simulate(&["--pods", "10", "--duration", "1", "--quiet"]);
+    exited_0(&out);
+    let table = String::from_utf8(out.stdout).unwrap();
+    assert!(table.contains("API server equals the cache"), "{table}");
+    assert!(table.contains("plugin") && table.contains("kubelet:status@0.1.0"), "{table}");
+}
+
+#[test]
+fn logic_v2_writes_statuses_as_patches() {
+    let out = simulate(&["--logic", "v2", "--pods", "12", "--duration", "2", "--json", "--churn", "30"]);
+    exited_0(&out);
+    let s = summary(&out);
+    check_passed(&s);
+    assert_eq!(s["plugin"], "kubelet:status@0.1.1");
+    assert!(calls(&s, "patch_status", "Success") > 0, "v2 writes a patch with the UID precondition: {s:#}");
+    assert_eq!(calls(&s, "update_status", "Success"), 0, "v2 never replaces the status: {s:#}");
+}
+
+#[test]
+fn a_swap_at_a_time_moves_to_v2_and_loses_nothing() {
+    let v2 = v2_plugin("swap-at.wasm");
+    let args =
+        ["--pods", "12", "--churn", "30", "--duration", "3.5", "--json", "--swap-to", v2.path(), "--swap-at", "1"];
+    let out = simulate(&args);
+    exited_0(&out);
+    let s = summary(&out);
+    check_passed(&s);
+    let swap = &s["swap"];
+    assert_eq!(swap["error"], Value::Null, "{s:#}");
+    assert_eq!(swap["from"], "kubelet:status@0.1.0", "{s:#}");
+    assert_eq!(swap["to"], "kubelet:status@0.1.1", "{s:#}");
+    assert!(swap["at_seconds"].as_f64().unwrap() >= 1.0, "{s:#}");
+    assert_eq!(s["plugin"], "kubelet:status@0.1.1", "the summary names the plugin that ran last");
+    assert!(calls(&s, "update_status", "Success") > 0, "v1 wrote before the swap: {s:#}");
+    assert!(calls(&s, "patch_status", "Success") > 0, "v2 wrote after it: {s:#}");
+}
+
+#[test]
+fn a_swap_at_a_time_happens_even_when_the_churn_is_more_than_the_node_keeps_up_with() {
+    // Far more events than a node can play: the driver is always behind its schedule
+    // and never idles, yet the swap must still come at its time, not after the churn.
+    let v2 = v2_plugin("swap-overload.wasm");
+    let args = [
+        "--pods",
+        "100",
+        "--churn",
+        "5000",
+        "--duration",
+        "2",
+        "--json",
+        "--swap-to",
+        v2.path(),
+        "--swap-at",
+        "0.5",
+        "--kube-api-qps",
+        "1000",
+        "--kube-api-burst",
+        "1000",
+    ];
+    let out = simulate(&args);
+    exited_0(&out);
+    let s = summary(&out);
+    check_passed(&s);
+    assert_eq!(s["swap"]["error"], Value::Null, "{s:#}");
+    assert_eq!(s["swap"]["to"], "kubelet:status@0.1.1", "{s:#}");
+    let at = s["swap"]["at_seconds"].as_f64().unwrap();
+    assert!(at < s["seconds"].as_f64().unwrap(), "the swap came during the churn: {s:#}");
+}
+
+#[test]
+fn a_swap_to_a_file_that_is_no_plugin_fails_and_the_old_plugin_keeps_serving() {
+    let garbage = TempFile::new("garbage.wasm", b"\0asm this is not a component at all");
+    let args =
+        ["--pods", "10", "--churn", "30", "--duration", "2", "--json", "--swap-to", garbage.path(), "--swap-at", "0.5"];
+    let out = simulate(&args);
+    exited_0(&out);
+    let s = summary(&out);
+    check_passed(&s);
+    let error = s["swap"]["error"].as_str().unwrap_or_else(|| panic!("the swap must fail: {s:#}"));
+    assert!(!error.is_empty());
+    assert_eq!(s["plugin"], "kubelet:status@0.1.0", "v1 kept serving: {s:#}");
+    assert_eq!(calls(&s, "patch_status", "Success"), 0, "{s:#}");
+}
+
+#[test]
+fn unusable_options_exit_2_with_a_line_on_stderr() {
+    let out = simulate(&["--server", "ftp://nowhere", "--duration", "1"]);
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.stdout.is_empty());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("ftp://nowhere"));
+    let out = simulate(&["--plugin", "/nonexistent/plugin.wasm", "--duration", "1"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/plugin.wasm"));
+}
+
+/// A port nobody listens on now (bound, then released).
+fn free_port() -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap()
+}
+
+/// `GET /metrics`, `None` while nothing answers there.
+fn scrape(addr: SocketAddr) -> Option<String> {
+    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
+    write!(stream, "GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").ok()?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).ok()?;
+    response.starts_with("HTTP/1.1 200").then_some(response)
+}
+
+/// The counter of API calls with this verb and outcome in a scrape.
+fn counter(metrics: &str, verb: &str, outcome: &str) -> u64 {
+    let series = format!("podstatus_api_calls_total{{verb=\"{verb}\",outcome=\"{outcome}\"}} ");
+    metrics.lines().find_map(|line| line.strip_prefix(&series)).and_then(|n| n.trim().parse().ok()).unwrap_or(0)
+}
+
+/// A `simulate` process running until a signal, its stderr read on a thread of its own
+/// (so the pipe never fills) and forwarded line by line.
+struct Running {
+    child: Child,
+    metrics: SocketAddr,
+    stderr: std::sync::mpsc::Receiver<String>,
+    stderr_seen: Vec<String>,
+}
+
+impl Running {
+    fn start(extra: &[&str]) -> Running {
+        let metrics = free_port();
+        let addr = metrics.to_string();
+        let mut args = vec!["--duration", "0", "--json", "--metrics-addr", &addr];
+        args.extend_from_slice(extra);
+        let mut child = command(&args).spawn().expect("podstatus runs");
+        let (tx, stderr) = std::sync::mpsc::channel();
+        let pipe = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Running { child, metrics, stderr, stderr_seen: Vec::new() }
+    }
+
+    /// Waits until the metrics endpoint shows `verb` calls that succeeded.
+    fn wait_for_writes(&mut self, verb: &str) {
+        let deadline = Instant::now() + DEADLINE;
+        loop {
+            if let Some(metrics) = scrape(self.metrics)
+                && counter(&metrics, verb, "Success") > 0
+            {
+                return;
+            }
+            if let Ok(Some(status)) = self.child.try_wait() {
+                self.drain_stderr();
+                panic!("simulate exited early ({status}): {}", self.stderr_seen.join("\n"));
+            }
+            assert!(Instant::now() < deadline, "no {verb} writes in the metrics within {DEADLINE:?}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Waits for a line on stderr containing `text`.
+    fn wait_for_stderr(&mut self, text: &str) {
+        let deadline = Instant::now() + DEADLINE;
+        while !self.stderr_seen.iter().any(|line| line.contains(text)) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.stderr.recv_timeout(left) {
+                Ok(line) => self.stderr_seen.push(line),
+                Err(e) => panic!("no {text:?} on stderr ({e}): {}", self.stderr_seen.join("\n")),
+            }
+        }
+    }
+
+    fn drain_stderr(&mut self) {
+        while let Ok(line) = self.stderr.try_recv() {
+            self.stderr_seen.push(line);
+        }
+    }
+
+    fn signal(&self, signal: libc::c_int) {
+        let pid = libc::pid_t::try_from(self.child.id()).unwrap();
+        // SAFETY: kill(2) on our own child's pid; it has not been waited for, so the pid
+        // is still its own.
+        assert_eq!(unsafe { libc::kill(pid, signal) }, 0, "kill({pid}, {signal})");
+    }
+
+    /// Waits (bounded) for the exit; returns the status and stdout.
+    fn wait(mut self) -> (ExitStatus, Vec<u8>, String) {
+        let deadline = Instant::now() + DEADLINE;
+        let status = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break status;
+            }
+            if Instant::now() >= deadline {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                self.drain_stderr();
+                panic!("simulate did not exit within {DEADLINE:?}: {}", self.stderr_seen.join("\n"));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let mut stdout = Vec::new();
+        self.child.stdout.take().unwrap().read_to_end(&mut stdout).unwrap();
+        // The reader thread ends with the pipe; wait for what it still has.
+        while let Ok(line) = self.stderr.recv_timeout(Duration::from_secs(10)) {
+            self.stderr_seen.push(line);
+        }
+        (status, stdout, self.stderr_seen.join("\n"))
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        // A failed assertion must not leave the process running.
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+fn parse_summary(stdout: &[u8], stderr: &str) -> Value {
+    serde_json::from_slice(stdout).unwrap_or_else(|e| {
+        panic!("no JSON summary ({e})\nstdout: {}\nstderr: {stderr}", String::from_utf8_lossy(stdout))
+    })
+}
+
+#[test]
+fn sigterm_stops_the_churn_flushes_and_exits_by_the_check() {
+    let mut run = Running::start(&["--pods", "10"]);
+    run.wait_for_writes("update_status");
+    run.signal(libc::SIGTERM);
+    let (status, stdout, stderr) = run.wait();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("stopping; flushing pending statuses"), "{stderr}");
+    let s = parse_summary(&stdout, &stderr);
+    check_passed(&s);
+    assert!(s["versions"].as_u64().unwrap() > 0, "{s:#}");
+    assert!(calls(&s, "update_status", "Success") > 0, "{s:#}");
+}
+
+#[test]
+fn sighup_swaps_to_the_swap_to_plugin_while_running() {
+    let v2 = v2_plugin("sighup.wasm");
+    let mut run = Running::start(&["--pods", "10", "--churn", "30", "--swap-to", v2.path()]);
+    run.wait_for_writes("update_status");
+    run.signal(libc::SIGHUP);
+    // v2 writes patches: once one is in the metrics, v2 is serving.
+    run.wait_for_writes("patch_status");
+    run.signal(libc::SIGTERM);
+    let (status, stdout, stderr) = run.wait();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    let s = parse_summary(&stdout, &stderr);
+    check_passed(&s);
+    assert_eq!(s["swap"]["error"], Value::Null, "{s:#}");
+    assert_eq!(s["swap"]["from"], "kubelet:status@0.1.0", "{s:#}");
+    assert_eq!(s["swap"]["to"], "kubelet:status@0.1.1", "{s:#}");
+    assert_eq!(s["plugin"], "kubelet:status@0.1.1", "{s:#}");
+}
+
+#[test]
+fn a_second_sigint_cuts_the_flush_short_with_exit_130() {
+    // A client allowed one request a second, facing many pods' churn: the flush has a
+    // backlog of minutes, so the second signal surely arrives while it runs.
+    let args =
+        ["--pods", "40", "--churn", "80", "--kube-api-qps", "1", "--kube-api-burst", "2", "--flush-timeout", "600"];
+    let mut run = Running::start(&args);
+    run.wait_for_writes("get");
+    run.signal(libc::SIGINT);
+    // Two signals sent back to back may be delivered as one: send the second only once
+    // the first was taken.
+    run.wait_for_stderr("stopping; flushing pending statuses");
+    run.signal(libc::SIGINT);
+    let (status, stdout, stderr) = run.wait();
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("second signal, exiting without flushing"), "{stderr}");
+    assert!(stdout.is_empty(), "no summary after an interrupted flush: {}", String::from_utf8_lossy(&stdout));
+}

@@ -1,0 +1,403 @@
+//! Running one trace under the invariants: the replay's own stepper, the plugin's
+//! cache read after every step, the statuses it writes caught from the API server's
+//! change events, and a quiet ending (faults removed, the queue drained, one batch
+//! sync) before the final comparison.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use k8s_openapi::api::core::v1::{Pod, PodStatus};
+
+use crate::invariants::{
+    CacheView, Cached, Checker, Invariant, KnownIssue, Violation, Write, check_deterministic, check_quiescence,
+    first_difference,
+};
+use podstatus_backends::{ApiServer, DeleteOptions, PodEvent, StatusUpdate};
+use podstatus_replay::{Call, FailVerb, PodRef, Report, Step, Stepper, Trace, TraceError};
+use podstatus_runtime::World;
+use podstatus_runtime::{CallError, LoadError, NativePlugin, Plugin, PluginImage};
+
+/// Makes a plugin over a world: any [`Plugin`], e.g. one with a planted bug in a test.
+pub type PluginMaker = Arc<dyn Fn(World) -> Result<Box<dyn Plugin>, LoadError> + Send + Sync>;
+
+/// The plugin under test.
+#[derive(Clone)]
+pub enum Target {
+    /// The logic linked natively (no sandbox).
+    Native,
+    /// A component in the sandbox.
+    Component(Box<PluginImage>),
+    /// Whatever the function makes.
+    Custom(PluginMaker),
+}
+
+impl Target {
+    /// A fresh plugin over `world`.
+    pub fn instantiate(&self, world: World) -> Result<Box<dyn Plugin>, LoadError> {
+        match self {
+            Target::Native => Ok(Box::new(NativePlugin::new(world))),
+            Target::Component(image) => image.instantiate(world).map(|p| Box::new(p) as Box<dyn Plugin>),
+            Target::Custom(make) => make(world),
+        }
+    }
+}
+
+/// The steps the fuzzer appends to every trace to make it quiet: before them the
+/// armed faults are removed; then the queue is drained and one batch sync runs.
+pub fn quiescence_steps() -> [Step; 2] {
+    [Step::Sync, Step::SyncBatch]
+}
+
+/// `trace` with the quiescence steps appended.
+pub fn with_quiescence(trace: &Trace) -> Trace {
+    let mut full = trace.clone();
+    full.steps.extend(quiescence_steps());
+    full
+}
+
+/// One run of a trace.
+#[derive(Debug)]
+pub struct Run {
+    /// The report, compact JSON (what determinism compares).
+    pub report: Vec<u8>,
+    /// The report itself.
+    pub parsed: Report,
+    /// The first invariant broken, when the run checked them.
+    pub violation: Option<Violation>,
+    /// Steps run (quiescence included).
+    pub steps: usize,
+    /// Known issues seen (when checking, not strictly).
+    pub known: BTreeMap<KnownIssue, usize>,
+}
+
+/// Checks `trace` (without its quiescence steps, which this adds) against every
+/// invariant: one observed run, then a second for determinism. Known issues fail the
+/// check only when `strict`. `Err` only for a trace the replay refuses.
+pub fn check_trace(trace: &Trace, target: &Target, strict: bool) -> Result<CheckOutcome, TraceError> {
+    let full = with_quiescence(trace);
+    let first = guarded(&full, trace.steps.len(), target, Some(strict))?;
+    if first.violation.is_some() {
+        return Ok(CheckOutcome { violation: first.violation, steps: first.steps, known: first.known });
+    }
+    let second = guarded(&full, trace.steps.len(), target, None)?;
+    let violation = check_deterministic(&first.report, &second.report).err();
+    Ok(CheckOutcome { violation, steps: first.steps + second.steps, known: first.known })
+}
+
+/// What checking a trace found.
+#[derive(Debug, Default)]
+pub struct CheckOutcome {
+    /// The first invariant broken, if any.
+    pub violation: Option<Violation>,
+    /// Steps run in all (both runs).
+    pub steps: usize,
+    /// Known issues seen (tolerated).
+    pub known: BTreeMap<KnownIssue, usize>,
+}
+
+/// Runs `trace` (quiescence appended) through two plugins and returns the first step
+/// whose results or calls differ, as a [`Invariant::SameReport`] violation.
+pub fn compare_targets(trace: &Trace, a: &Target, b: &Target) -> Result<CheckOutcome, TraceError> {
+    let full = with_quiescence(trace);
+    let first = guarded(&full, trace.steps.len(), a, None)?;
+    let second = guarded(&full, trace.steps.len(), b, None)?;
+    let violation = report_difference(&first.parsed, &second.parsed);
+    Ok(CheckOutcome { violation, steps: first.steps + second.steps, known: BTreeMap::new() })
+}
+
+/// The first step where two reports differ (its result, its calls, or a fault there),
+/// else a difference in the final API server.
+pub fn report_difference(a: &Report, b: &Report) -> Option<Violation> {
+    let differ = |step: usize, message: String| Some(Violation::new(Invariant::SameReport, step, message));
+    let steps = a.results.len().max(b.results.len());
+    let calls_of = |r: &Report, step: usize| -> Vec<serde_json::Value> {
+        r.calls.iter().filter(|c| c.step == step).map(|c| serde_json::to_value(c).unwrap_or_default()).collect()
+    };
+    for step in 0..steps {
+        let (ra, rb) = (a.results.get(step), b.results.get(step));
+        if ra != rb {
+            let (ra, rb) = (ra.cloned().unwrap_or_default(), rb.cloned().unwrap_or_default());
+            let at = first_difference(&ra, &rb, "result").unwrap_or_default();
+            return differ(step, format!("the results differ: {at}"));
+        }
+        let (ca, cb) = (calls_of(a, step), calls_of(b, step));
+        if ca != cb {
+            let at = first_difference(&ca.into(), &cb.into(), "calls").unwrap_or_else(|| "calls".into());
+            return differ(step, format!("the calls differ: {at}"));
+        }
+        let fault_at = |r: &Report| r.fault.as_ref().filter(|f| f.step == step).map(|f| f.message.clone());
+        if fault_at(a) != fault_at(b) {
+            return differ(step, format!("faults differ: {:?} vs {:?}", fault_at(a), fault_at(b)));
+        }
+    }
+    let (pa, pb) = (serde_json::to_value(&a.apiserver).ok()?, serde_json::to_value(&b.apiserver).ok()?);
+    first_difference(&pa, &pb, "apiserver").map(|at| {
+        Violation::new(Invariant::SameReport, steps.saturating_sub(1), format!("the API servers differ: {at}"))
+    })
+}
+
+/// [`execute`], with a panic of native logic (a host bug or a logic bug: there is no
+/// sandbox to catch it) reported as a fault.
+fn guarded(full: &Trace, quiet_from: usize, target: &Target, checks: Option<bool>) -> Result<Run, TraceError> {
+    match catch_unwind(AssertUnwindSafe(|| execute(full, quiet_from, target, checks))) {
+        Ok(run) => run,
+        Err(panic) => {
+            let message = panic
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| panic.downcast_ref::<&str>().copied())
+                .unwrap_or("a panic");
+            Ok(Run {
+                report: Vec::new(),
+                parsed: Report { results: Vec::new(), calls: Vec::new(), apiserver: Vec::new(), fault: None },
+                violation: Some(Violation::new(
+                    Invariant::NoFault,
+                    CURRENT_STEP.get(),
+                    format!("the native logic panicked: {message}"),
+                )),
+                steps: 0,
+                known: BTreeMap::new(),
+            })
+        }
+    }
+}
+
+thread_local! {
+    /// The step [`execute`] is at, for naming the step of a panic.
+    static CURRENT_STEP: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Runs `full` (a trace whose steps from `quiet_from` on are the quiescence steps).
+/// With `checks` (`Some(strict)`), checks the per-step invariants after every step and
+/// quiescence at the end, stopping at the first violation.
+pub fn execute(full: &Trace, quiet_from: usize, target: &Target, checks: Option<bool>) -> Result<Run, TraceError> {
+    let observe = checks.is_some();
+    let mut stepper = Stepper::new(full, &|world| target.instantiate(world))?;
+    let events: Arc<Mutex<Vec<PodEvent>>> = Arc::default();
+    if observe {
+        let sink = Arc::clone(&events);
+        stepper.store().subscribe(Box::new(move |event| {
+            sink.lock().unwrap_or_else(PoisonError::into_inner).push(event.clone());
+        }));
+    }
+    let uids = known_uids(full);
+    let mut checker = if checks == Some(true) { Checker::strict() } else { Checker::new() };
+    let mut observer = CacheObserver::default();
+    let mut violation = None;
+    let mut cache = CacheView::new();
+    let mut steps = 0;
+    loop {
+        if stepper.next_step() == quiet_from {
+            remove_armed_faults(&stepper, full);
+        }
+        let before = stepper.calls().len();
+        CURRENT_STEP.set(stepper.next_step());
+        let Some(step) = stepper.step()? else { break };
+        steps += 1;
+        if let Some(fault) = stepper.fault() {
+            violation =
+                Some(Violation::new(Invariant::NoFault, step, format!("the plugin faulted: {}", fault.message)));
+            break;
+        }
+        if !observe {
+            continue;
+        }
+        let calls: Vec<Call> = stepper.calls()[before..].to_vec();
+        let events = std::mem::take(&mut *events.lock().unwrap_or_else(PoisonError::into_inner));
+        let from_queue = matches!(full.steps[step], Step::Sync);
+        let writes = match writes_of(step, &calls, &events, from_queue) {
+            Ok(writes) => writes,
+            Err(v) => {
+                violation = Some(v);
+                break;
+            }
+        };
+        cache = match observer.observe(&mut stepper, &uids, step) {
+            Ok(cache) => cache,
+            Err(v) => {
+                violation = Some(v);
+                break;
+            }
+        };
+        let pod_manager = Arc::clone(stepper.pod_manager());
+        let translate = |uid: &str| pod_manager.translate_pod_uid(uid);
+        if let Err(v) = checker.step(step, &calls, &writes, &cache, &translate) {
+            violation = Some(v);
+            break;
+        }
+    }
+    if observe && violation.is_none() && steps == full.steps.len() && quiet_from < full.steps.len() {
+        violation = check_quiescence(full.steps.len() - 1, &cache, stepper.pod_manager(), stepper.store()).err();
+    }
+    let outcome = stepper.finish();
+    let report = serde_json::to_vec(&outcome.report).unwrap_or_default();
+    Ok(Run { report, parsed: outcome.report, violation, steps, known: checker.known_issues().clone() })
+}
+
+/// The statuses a step wrote, from the store's change events: each successful write
+/// call of the step made one `Modified` event, in order.
+fn writes_of(step: usize, calls: &[Call], events: &[PodEvent], from_queue: bool) -> Result<Vec<Write>, Violation> {
+    let mut modified = events.iter().filter_map(|e| match e {
+        PodEvent::Modified(pod) => Some(pod),
+        _ => None,
+    });
+    let mut writes = Vec::new();
+    for call in calls.iter().filter(|c| matches!(c.verb, "update" | "patch") && c.outcome == "ok") {
+        let Some(pod) = modified.next() else {
+            return Err(Violation::new(
+                Invariant::WriteOwnPod,
+                step,
+                format!("a write to {}/{} succeeded but the API server saw no change", call.namespace, call.name),
+            ));
+        };
+        writes.push(Write { from_queue, ..Write::of(pod) });
+    }
+    Ok(writes)
+}
+
+/// Reads the plugin's cache for every UID the trace knows, parsing a status only when
+/// it changed since the last look.
+#[derive(Default)]
+struct CacheObserver {
+    /// UID asked -> (version, JSON, parsed) of the last answer.
+    last: BTreeMap<String, (u64, String, PodStatus)>,
+}
+
+impl CacheObserver {
+    fn observe(
+        &mut self,
+        stepper: &mut Stepper<'_>,
+        uids: &BTreeSet<String>,
+        step: usize,
+    ) -> Result<CacheView, Violation> {
+        let mut view = CacheView::new();
+        for uid in uids {
+            let key = stepper.pod_manager().translate_pod_uid(uid);
+            let found = match stepper.plugin().get_pod_status(uid) {
+                Ok(found) => found,
+                Err(e @ CallError::Fault { .. }) => {
+                    return Err(Violation::new(Invariant::NoFault, step, format!("reading the cache: {e}")));
+                }
+                Err(e) => {
+                    return Err(Violation::new(
+                        Invariant::NoFault,
+                        step,
+                        format!("get-pod-status({uid}) was refused: {e}"),
+                    ));
+                }
+            };
+            let Some(found) = found else {
+                self.last.remove(uid);
+                view.entry(key).or_insert(None);
+                continue;
+            };
+            let status = match self.last.get(uid) {
+                Some((version, json, status)) if *version == found.version && *json == found.status => status.clone(),
+                _ => {
+                    let status: PodStatus = serde_json::from_str(&found.status).map_err(|e| {
+                        Violation::new(
+                            Invariant::NoFault,
+                            step,
+                            format!("get-pod-status({uid}) returned a bad status: {e}"),
+                        )
+                    })?;
+                    self.last.insert(uid.clone(), (found.version, found.status, status.clone()));
+                    status
+                }
+            };
+            view.insert(key, Some(Cached { version: found.version, status }));
+        }
+        Ok(view)
+    }
+}
+
+/// Every UID the trace names anywhere.
+pub fn known_uids(trace: &Trace) -> BTreeSet<String> {
+    let mut uids = BTreeSet::new();
+    let add_pod = |pod: &Pod, uids: &mut BTreeSet<String>| {
+        if let Some(uid) = &pod.metadata.uid {
+            uids.insert(uid.clone());
+        }
+    };
+    for pod in trace.apiserver.iter().chain(&trace.pod_manager) {
+        add_pod(pod, &mut uids);
+    }
+    for step in &trace.steps {
+        match step {
+            Step::SetPodStatus { pod, .. } | Step::TerminatePod { pod } => match pod {
+                PodRef::Uid(uid) => {
+                    uids.insert(uid.clone());
+                }
+                PodRef::Object(json) => {
+                    if let Ok(pod) = serde_json::from_str::<Pod>(json) {
+                        add_pod(&pod, &mut uids);
+                    }
+                }
+            },
+            Step::PodManagerAdd { pod } | Step::ApiserverPut { pod } => add_pod(pod, &mut uids),
+            Step::SetContainerReadiness { uid, .. }
+            | Step::GetPodStatus { uid }
+            | Step::PodManagerRemove { uid }
+            | Step::SetContainerStartup { uid, .. } => {
+                uids.insert(uid.clone());
+            }
+            Step::RemoveOrphanedStatuses { keep } => uids.extend(keep.iter().cloned()),
+            _ => {}
+        }
+    }
+    uids
+}
+
+/// Removes the faults still armed, by using them up with calls of their verb on an
+/// object that does not exist, then forgetting those calls. The recorder's rule queue
+/// is worked out from the trace's `fail` steps and the calls made so far, exactly as
+/// the recorder consumes it.
+fn remove_armed_faults(stepper: &Stepper<'_>, full: &Trace) {
+    struct Rule {
+        verb: FailVerb,
+        remaining: u64,
+    }
+    let mut rules: Vec<Rule> = Vec::new();
+    let calls = stepper.calls();
+    let mut next_call = 0;
+    for (i, step) in full.steps.iter().enumerate().take(stepper.next_step()) {
+        if let Step::Fail { verb, times, .. } = step
+            && *times > 0
+        {
+            rules.push(Rule { verb: *verb, remaining: *times });
+        }
+        while next_call < calls.len() && calls[next_call].step == i {
+            let verb = match calls[next_call].verb {
+                "get" => FailVerb::Get,
+                "delete" => FailVerb::Delete,
+                _ => FailVerb::Write,
+            };
+            if let Some(index) = rules.iter().position(|r| r.verb == verb || r.verb == FailVerb::Any) {
+                rules[index].remaining -= 1;
+                if rules[index].remaining == 0 {
+                    rules.remove(index);
+                }
+            }
+            next_call += 1;
+        }
+    }
+    let api = stepper.recorder();
+    const NOWHERE: &str = "\u{0}podstatus-fuzz";
+    let mut budget: u64 = 1_000_000;
+    for rule in rules {
+        for _ in 0..rule.remaining.min(budget) {
+            budget -= 1;
+            match rule.verb {
+                FailVerb::Get | FailVerb::Any => drop(api.get_pod(NOWHERE, NOWHERE)),
+                FailVerb::Write => drop(api.update_pod_status(StatusUpdate {
+                    namespace: NOWHERE.into(),
+                    name: NOWHERE.into(),
+                    ..Default::default()
+                })),
+                FailVerb::Delete => drop(api.delete_pod(NOWHERE, NOWHERE, &DeleteOptions::default())),
+            }
+        }
+    }
+    api.take_calls();
+}

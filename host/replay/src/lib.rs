@@ -1,0 +1,12 @@
+//! `podstatus replay`: a plugin against a scripted world, reported as one JSON document
+//! (the contract is `shared/spec/replay-traces.md`).
+
+mod recorder;
+mod report;
+mod runner;
+mod trace;
+
+pub use recorder::RecordingApiServer;
+pub use report::{Call, Fault, Report};
+pub use runner::{PluginFactory, ReplayOutcome, Stepper, SwapLoader, run, run_with_swaps};
+pub use trace::{DEFAULT_CLOCK, FailError, FailVerb, PodRef, Problem, Step, Trace, TraceError};

@@ -1,0 +1,321 @@
+//! The thread-safe handle agents use, and the scheduler that drains the sync queue and
+//! runs the periodic batch sync.
+//!
+//! One plugin instance is entered by one thread at a time (a mutex); the scheduler
+//! waits on the queue without holding it, so callers and the scheduler interleave call
+//! by call, as the seed's lock and sync goroutine do.
+//!
+//! A sync calls the API server while it holds that mutex, so anything a call waits for
+//! is waited for by every other thread too. The scheduler therefore waits for the API
+//! client's rate limit *before* it takes the lock ([`SchedulerConfig::admission`]); the
+//! client itself keeps the waits inside short (see
+//! [`podstatus_agent::kube_client`]).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crate::bindings::{BatchReport, CachedStatus, Contract, SyncOutcome, SyncRequest, UpdateOutcome};
+use crate::plugin::{Plugin, Result};
+use crate::swap::{SwapError, SwapReport, load_checked, move_changes};
+use podstatus_backends::{SyncQueue, Wait};
+
+/// Change sets moved before the pause at most, during a swap.
+const PRECOPY_ROUNDS: usize = 4;
+/// A change set this small moves during the pause without another round first.
+const PRECOPY_DONE_BYTES: usize = 64 * 1024;
+
+/// The seed's batch sync period.
+pub const DEFAULT_SYNC_PERIOD: Duration = Duration::from_secs(10);
+
+/// API calls one `sync-pod` makes at most: the GET of the pod, the status write, and the
+/// DELETE of a terminated pod whose resources are reclaimed (without the third token, a
+/// deletion right after a write would be throttled and wait for the next batch).
+pub const SYNC_POD_CALLS: u32 = 3;
+/// What the scheduler asks the admission for before a batch sync, whose calls it cannot
+/// count beforehand: one pod's sync. Not more: a batch usually writes nothing, and while
+/// the scheduler waits here the queue waits too (waiting for a full bucket held every
+/// queued write up to a second at a busy churn). A batch that runs out of tokens has
+/// its remaining writes refused at once (see `KubeClientConfig::throttle_wait`); the
+/// next batch takes them.
+pub const SYNC_BATCH_CALLS: u32 = SYNC_POD_CALLS;
+/// The longest the scheduler waits for admission before a sync; then it syncs anyway
+/// (a throttled write fails fast, its status stays cached, and a later sync retries).
+/// Short, so that batch syncs and shutdown are not held up.
+pub const ADMISSION_WAIT_MAX: Duration = Duration::from_secs(1);
+
+/// Waits, outside any lock, until a piece of work is likely to get the API calls it
+/// needs. The scheduler calls it before it takes the plugin lock (see
+/// [`SchedulerConfig::admission`]).
+pub trait Admission: Send + Sync {
+    /// Waits until `calls` calls could start now (at most as many as can ever be ready
+    /// at once: `u32::MAX` asks for a full bucket), or until `deadline`. Takes nothing:
+    /// the calls themselves take their tokens. Returns whether they are ready.
+    fn wait_ready(&self, calls: u32, deadline: Instant) -> bool;
+}
+
+/// How the scheduler runs.
+#[derive(Clone)]
+pub struct SchedulerConfig {
+    /// Time between batch syncs.
+    pub sync_period: Duration,
+    /// Waited on, without the plugin lock, before each sync (typically the API client's
+    /// rate limiter, [`podstatus_backends::KubeApiServer::rate_limiter`]);
+    /// `None` syncs at once (the in-memory API server needs no pacing).
+    pub admission: Option<Arc<dyn Admission>>,
+}
+
+impl Default for SchedulerConfig {
+    fn default() -> Self {
+        SchedulerConfig { sync_period: DEFAULT_SYNC_PERIOD, admission: None }
+    }
+}
+
+impl std::fmt::Debug for SchedulerConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SchedulerConfig")
+            .field("sync_period", &self.sync_period)
+            .field("admission", &self.admission.as_ref().map(|_| "..."))
+            .finish()
+    }
+}
+
+struct Shared {
+    plugin: Mutex<Box<dyn Plugin>>,
+    queue: Arc<SyncQueue>,
+    stopping: AtomicBool,
+    /// See [`SchedulerConfig::admission`]; shared with `Scheduler::shutdown`.
+    admission: Option<Arc<dyn Admission>>,
+}
+
+impl Shared {
+    fn plugin(&self) -> MutexGuard<'_, Box<dyn Plugin>> {
+        // A panic while the lock was held happened in host code between plugin calls;
+        // the plugin itself reports faults as values, so its state is still coherent.
+        self.plugin.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Waits (without the plugin lock) until `calls` API calls may go, at most until
+    /// `deadline` and [`ADMISSION_WAIT_MAX`] from now.
+    fn admit(&self, calls: u32, deadline: Instant) {
+        if let Some(admission) = &self.admission {
+            let deadline = deadline.min(Instant::now() + ADMISSION_WAIT_MAX);
+            if !admission.wait_ready(calls, deadline) {
+                tracing::debug!(calls, "API calls not admitted in time; syncing anyway");
+            }
+        }
+    }
+}
+
+/// The status manager as other threads see it: cheap to clone, every Manager operation
+/// callable from any thread.
+///
+/// Start one over a plugin and the world its imports reach, hand it statuses, shut it
+/// down (which writes what is still queued):
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::time::Duration;
+///
+/// use podstatus_backends::{FixedDeletionSafety, MemoryApiServer, PodManager, SyncQueue, SystemClock};
+/// use podstatus_runtime::{ManagerHandle, PODSTATUS_V1, PluginRuntime, RuntimeConfig, SchedulerConfig, World};
+///
+/// let world = World {
+///     api_server: Arc::new(MemoryApiServer::new()),
+///     pod_manager: Arc::new(PodManager::new()),
+///     deletion_safety: Arc::new(FixedDeletionSafety::new(true)),
+///     clock: Arc::new(SystemClock),
+///     queue: Arc::new(SyncQueue::new(1000)),
+/// };
+/// let runtime = PluginRuntime::new(&RuntimeConfig::default())?;
+/// let plugin = runtime.load(PODSTATUS_V1)?.instantiate(world.clone())?;
+/// let (manager, scheduler) = ManagerHandle::start(Box::new(plugin), world.queue.clone(), SchedulerConfig::default());
+///
+/// let pod = r#"{"metadata": {"name": "web", "namespace": "default", "uid": "u1"},
+///               "spec": {"containers": [{"name": "app"}]}}"#;
+/// manager.set_pod_status(pod, r#"{"phase": "Running"}"#)?;
+/// let cached = manager.get_pod_status("u1")?.expect("cached");
+/// assert_eq!(cached.version, 1);
+///
+/// let unwritten = scheduler.shutdown(Duration::from_secs(5));
+/// assert_eq!(unwritten, 0);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone)]
+pub struct ManagerHandle {
+    shared: Arc<Shared>,
+}
+
+/// The running scheduler; dropping it stops the thread (without flushing).
+pub struct Scheduler {
+    shared: Arc<Shared>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl ManagerHandle {
+    /// Starts the scheduler over `plugin`, whose sync requests arrive in `queue` (the queue
+    /// of the plugin's world), and returns the handle and the scheduler.
+    pub fn start(
+        plugin: Box<dyn Plugin>,
+        queue: Arc<SyncQueue>,
+        config: SchedulerConfig,
+    ) -> (ManagerHandle, Scheduler) {
+        let shared = Arc::new(Shared {
+            plugin: Mutex::new(plugin),
+            queue,
+            stopping: AtomicBool::new(false),
+            admission: config.admission.clone(),
+        });
+        let worker = Arc::clone(&shared);
+        let thread = std::thread::Builder::new()
+            .name("podstatus-sync".into())
+            .spawn(move || run_scheduler(&worker, &config))
+            .expect("spawning the scheduler thread");
+        (ManagerHandle { shared: Arc::clone(&shared) }, Scheduler { shared, thread: Some(thread) })
+    }
+}
+
+fn run_scheduler(shared: &Shared, config: &SchedulerConfig) {
+    let mut next_batch = Instant::now() + config.sync_period;
+    while !shared.stopping.load(Ordering::SeqCst) {
+        match shared.queue.pop_until(next_batch) {
+            Wait::Request(request) => {
+                shared.admit(SYNC_POD_CALLS, next_batch);
+                log_sync(&request, shared.plugin().sync_pod(&request));
+            }
+            Wait::TimedOut => {
+                shared.admit(SYNC_BATCH_CALLS, Instant::now() + config.sync_period);
+                if let Err(e) = shared.plugin().sync_batch() {
+                    tracing::error!("batch sync: {e}");
+                }
+                next_batch = Instant::now() + config.sync_period;
+            }
+            Wait::Closed => break,
+        }
+    }
+}
+
+fn log_sync(request: &SyncRequest, outcome: Result<SyncOutcome>) {
+    match outcome {
+        Ok(outcome) => tracing::debug!(pod = %request.pod_uid, version = request.version, ?outcome, "synced"),
+        Err(e) => tracing::error!(pod = %request.pod_uid, version = request.version, "sync: {e}"),
+    }
+}
+
+impl Scheduler {
+    /// Stops taking work, hands every queued request to the plugin (until `timeout`),
+    /// runs one last batch sync if time is left, and joins the thread. Returns how many
+    /// queued requests were left unhandled.
+    pub fn shutdown(mut self, timeout: Duration) -> usize {
+        let deadline = Instant::now() + timeout;
+        self.shared.stopping.store(true, Ordering::SeqCst);
+        self.shared.queue.close();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+        while Instant::now() < deadline {
+            let Some(request) = self.shared.queue.pop() else {
+                self.shared.admit(SYNC_BATCH_CALLS, deadline);
+                if let Err(e) = self.shared.plugin().sync_batch() {
+                    tracing::error!("final batch sync: {e}");
+                }
+                return 0;
+            };
+            self.shared.admit(SYNC_POD_CALLS, deadline);
+            log_sync(&request, self.shared.plugin().sync_pod(&request));
+        }
+        self.shared.queue.len()
+    }
+}
+
+impl Drop for Scheduler {
+    fn drop(&mut self) {
+        self.shared.stopping.store(true, Ordering::SeqCst);
+        self.shared.queue.close();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl ManagerHandle {
+    /// The cached status of a pod.
+    pub fn get_pod_status(&self, uid: &str) -> Result<Option<CachedStatus>> {
+        self.shared.plugin().get_pod_status(uid)
+    }
+
+    /// Caches a pod's status and queues its write when it changed.
+    pub fn set_pod_status(&self, pod: &str, status: &str) -> Result<UpdateOutcome> {
+        self.shared.plugin().set_pod_status(pod, status)
+    }
+
+    /// Sets a container's readiness.
+    pub fn set_container_readiness(&self, pod_uid: &str, container_id: &str, ready: bool) -> Result<UpdateOutcome> {
+        self.shared.plugin().set_container_readiness(pod_uid, container_id, ready)
+    }
+
+    /// Marks every container of the pod terminated.
+    pub fn terminate_pod(&self, pod: &str) -> Result<UpdateOutcome> {
+        self.shared.plugin().terminate_pod(pod)
+    }
+
+    /// Drops the statuses of pods not in `keep`.
+    pub fn remove_orphaned_statuses(&self, keep: &[String]) -> Result<u32> {
+        self.shared.plugin().remove_orphaned_statuses(keep)
+    }
+
+    /// Runs a batch sync now, outside the schedule.
+    pub fn sync_batch(&self) -> Result<BatchReport> {
+        self.shared.plugin().sync_batch()
+    }
+
+    /// Requests waiting in the sync queue.
+    pub fn queue_len(&self) -> usize {
+        self.shared.queue.len()
+    }
+
+    /// The contract the running plugin implements.
+    pub fn contract(&self) -> Contract {
+        self.shared.plugin().contract()
+    }
+
+    /// Replaces the running plugin with `new` (already compiled and instantiated:
+    /// nothing slow happens while calls wait), carrying its state over: the bulk moves
+    /// while the old plugin keeps serving, then calls are held while what changed since
+    /// moves and the new plugin takes over. Calls that arrive meanwhile wait and go to
+    /// the new plugin; none is lost or runs twice. On any failure the old plugin keeps
+    /// serving and the error says why.
+    pub fn swap(&self, mut new: Box<dyn Plugin>) -> std::result::Result<SwapReport, SwapError> {
+        let start = Instant::now();
+        // The bulk: saving it is one call like any other (others wait only for it);
+        // loading it into the new plugin happens while the old one serves.
+        let state = self.shared.plugin().save_state().map_err(SwapError::Source)?;
+        let save = start.elapsed();
+        load_checked(new.as_mut(), &state)?;
+        // Pre-copy, as live migration does: while moving the last change set took
+        // long enough for much to change again, move the next one without pausing.
+        for _ in 0..PRECOPY_ROUNDS {
+            let changes = self.shared.plugin().save_state_changes().map_err(SwapError::Source)?;
+            new.apply_state_changes(&changes).map_err(SwapError::Refused)?;
+            if changes.len() <= PRECOPY_DONE_BYTES {
+                break;
+            }
+        }
+        let bulk = start.elapsed();
+
+        let mut running = self.shared.plugin();
+        let paused = Instant::now();
+        let changes_bytes = move_changes(running.as_mut(), new.as_mut())?;
+        let from = running.contract();
+        let to = new.contract();
+        let old = std::mem::replace(&mut *running, new);
+        let pause = paused.elapsed();
+        drop(running);
+        drop(old);
+        let report =
+            SwapReport { from, to, state_bytes: state.len(), changes_bytes, save, bulk, pause, total: start.elapsed() };
+        tracing::info!(?report, "plugin swapped");
+        Ok(report)
+    }
+}

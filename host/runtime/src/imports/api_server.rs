@@ -1,0 +1,130 @@
+//! `kubelet:status/api-server`: forwards to the world's [`ApiServer`] backend.
+
+use k8s_openapi::api::core::v1::PodStatus;
+
+use crate::bindings::kubelet::status::api_server::{self as wit, ApiError, DeleteOptions, StatusPatch, StatusUpdate};
+use crate::imports::{HostState, to_json};
+use crate::world::World;
+use podstatus_backends as backend;
+
+impl wit::Host for HostState {
+    fn get_pod(&mut self, namespace: String, name: String) -> wasmtime::Result<Result<String, ApiError>> {
+        self.check_arg("get-pod", "namespace", namespace.len())?;
+        self.check_arg("get-pod", "name", name.len())?;
+        get_pod(&self.world, &namespace, &name)
+    }
+
+    fn update_pod_status(&mut self, update: StatusUpdate) -> wasmtime::Result<Result<String, ApiError>> {
+        const IMPORT: &str = "update-pod-status";
+        self.check_arg(IMPORT, "namespace", update.namespace.len())?;
+        self.check_arg(IMPORT, "name", update.name.len())?;
+        self.check_arg(IMPORT, "status", update.status.len())?;
+        self.check_arg(IMPORT, "uid precondition", update.uid_precondition.as_ref().map_or(0, String::len))?;
+        let rv = update.resource_version_precondition.as_ref().map_or(0, String::len);
+        self.check_arg(IMPORT, "resourceVersion precondition", rv)?;
+        update_pod_status(&self.world, update)
+    }
+
+    fn patch_pod_status(&mut self, patch: StatusPatch) -> wasmtime::Result<Result<String, ApiError>> {
+        const IMPORT: &str = "patch-pod-status";
+        self.check_arg(IMPORT, "namespace", patch.namespace.len())?;
+        self.check_arg(IMPORT, "name", patch.name.len())?;
+        self.check_arg(IMPORT, "patch", patch.patch.len())?;
+        self.check_arg(IMPORT, "uid precondition", patch.uid_precondition.as_ref().map_or(0, String::len))?;
+        patch_pod_status(&self.world, patch)
+    }
+
+    fn delete_pod(
+        &mut self,
+        namespace: String,
+        name: String,
+        options: DeleteOptions,
+    ) -> wasmtime::Result<Result<(), ApiError>> {
+        self.check_arg("delete-pod", "namespace", namespace.len())?;
+        self.check_arg("delete-pod", "name", name.len())?;
+        self.check_arg("delete-pod", "uid precondition", options.uid_precondition.as_ref().map_or(0, String::len))?;
+        Ok(delete_pod(&self.world, &namespace, &name, options))
+    }
+}
+
+/// GET a pod as JSON.
+pub(crate) fn get_pod(world: &World, namespace: &str, name: &str) -> wasmtime::Result<Result<String, ApiError>> {
+    match world.api_server.get_pod(namespace, name) {
+        Ok(pod) => Ok(Ok(to_json(&*pod)?)),
+        Err(e) => Ok(Err(wit_error(&e))),
+    }
+}
+
+/// PUT a status; a status that is not a PodStatus is refused as the API server would
+/// refuse it (400), not trapped: the API server, not the host, judges objects.
+pub(crate) fn update_pod_status(world: &World, update: StatusUpdate) -> wasmtime::Result<Result<String, ApiError>> {
+    let status: PodStatus = match serde_json::from_str(&update.status) {
+        Ok(status) => status,
+        Err(e) => return Ok(Err(ApiError::Other(format!("the status is not a valid PodStatus: {e}")))),
+    };
+    let update = backend::StatusUpdate {
+        namespace: update.namespace,
+        name: update.name,
+        uid_precondition: update.uid_precondition,
+        resource_version_precondition: update.resource_version_precondition,
+        status,
+    };
+    match world.api_server.update_pod_status(update) {
+        Ok(pod) => Ok(Ok(to_json(&*pod)?)),
+        Err(e) => Ok(Err(wit_error(&e))),
+    }
+}
+
+/// PATCH a status; a patch that is not a JSON object is refused as the API server would
+/// refuse it (400).
+pub(crate) fn patch_pod_status(world: &World, patch: StatusPatch) -> wasmtime::Result<Result<String, ApiError>> {
+    let body: serde_json::Value = match serde_json::from_str(&patch.patch) {
+        Ok(body @ serde_json::Value::Object(_)) => body,
+        Ok(_) => return Ok(Err(ApiError::Other("the patch is not a JSON object".into()))),
+        Err(e) => return Ok(Err(ApiError::Other(format!("the patch is not JSON: {e}")))),
+    };
+    let patch = backend::StatusPatch {
+        namespace: patch.namespace,
+        name: patch.name,
+        uid_precondition: patch.uid_precondition,
+        patch: body,
+    };
+    match world.api_server.patch_pod_status(patch) {
+        Ok(pod) => Ok(Ok(to_json(&*pod)?)),
+        Err(e) => Ok(Err(wit_error(&e))),
+    }
+}
+
+/// DELETE a pod.
+pub(crate) fn delete_pod(world: &World, namespace: &str, name: &str, options: DeleteOptions) -> Result<(), ApiError> {
+    let options = backend::DeleteOptions {
+        uid_precondition: options.uid_precondition,
+        grace_period_seconds: options.grace_period_seconds,
+        resource_version_precondition: None,
+    };
+    world.api_server.delete_pod(namespace, name, &options).map(drop).map_err(|e| wit_error(&e))
+}
+
+/// The WIT error case of a backend error: 404 and 409 are the status manager's to
+/// handle, a refusal of the host's guard (403) is `forbidden`, the rest is "other" with
+/// the server's message.
+pub(crate) fn wit_error(error: &backend::ApiError) -> ApiError {
+    match error {
+        backend::ApiError::NotFound { .. } => ApiError::NotFound(error.to_string()),
+        backend::ApiError::Forbidden { .. } => ApiError::Forbidden(error.to_string()),
+        e if e.code() == 409 => ApiError::Conflict(e.to_string()),
+        e => ApiError::Other(e.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refusal_reaches_the_plugin_as_the_wit_forbidden_case() {
+        let message = "get of pod kube-system/etcd refused: not a pod of this node".to_string();
+        let wit = wit_error(&backend::ApiError::Forbidden { message: message.clone() });
+        assert!(matches!(&wit, ApiError::Forbidden(m) if *m == message), "{wit:?}");
+    }
+}

@@ -1,0 +1,48 @@
+//! `kubelet:status/logging`: the plugin's messages as `tracing` events.
+
+use crate::bindings::kubelet::status::logging::{self as wit, Level};
+use crate::imports::HostState;
+
+/// The `tracing` target of everything the plugin logs, so it can be filtered apart
+/// from the host's own messages (`RUST_LOG=crate::plugin=debug`).
+pub const TARGET: &str = "podstatus::plugin";
+
+/// A plugin may not flood the log: longer messages are cut (at a character boundary).
+pub const MAX_MESSAGE_BYTES: usize = 16 * 1024;
+
+impl wit::Host for HostState {
+    fn log(&mut self, level: Level, message: String) -> wasmtime::Result<()> {
+        self.check_arg("log", "message", message.len())?;
+        log(level, &message);
+        Ok(())
+    }
+
+    fn enabled(&mut self, level: Level) -> wasmtime::Result<bool> {
+        Ok(enabled(level))
+    }
+}
+
+pub(crate) fn log(level: Level, message: &str) {
+    let mut cut = message.len().min(MAX_MESSAGE_BYTES);
+    while !message.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let message = &message[..cut];
+    match level {
+        Level::Error => tracing::error!(target: TARGET, "{message}"),
+        Level::Warn => tracing::warn!(target: TARGET, "{message}"),
+        Level::Info => tracing::info!(target: TARGET, "{message}"),
+        Level::Debug => tracing::debug!(target: TARGET, "{message}"),
+        Level::Trace => tracing::trace!(target: TARGET, "{message}"),
+    }
+}
+
+pub(crate) fn enabled(level: Level) -> bool {
+    match level {
+        Level::Error => tracing::enabled!(target: TARGET, tracing::Level::ERROR),
+        Level::Warn => tracing::enabled!(target: TARGET, tracing::Level::WARN),
+        Level::Info => tracing::enabled!(target: TARGET, tracing::Level::INFO),
+        Level::Debug => tracing::enabled!(target: TARGET, tracing::Level::DEBUG),
+        Level::Trace => tracing::enabled!(target: TARGET, tracing::Level::TRACE),
+    }
+}

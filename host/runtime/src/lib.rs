@@ -1,0 +1,33 @@
+//! Runs the kubelet's pod status manager as an untrusted WebAssembly component.
+//!
+//! Data flows one way: an agent calls the [`ManagerHandle`] (or replay calls a
+//! [`Plugin`] directly), the handle calls the plugin, the plugin calls back through its
+//! imports (one module per WIT interface), and the imports forward to the backends of
+//! its [`World`] (`podstatus-backends`). A [`PluginRuntime`] compiles a component once
+//! (through a compiled-artifact cache) and instantiates it inside [`Limits`];
+//! [`SupervisedPlugin`] recovers a faulted instance without losing a status; a running
+//! handle hot-swaps to another plugin ([`ManagerHandle::swap`]).
+//!
+//! This crate has no HTTP server, no Kubernetes client and no command-line parser: an
+//! agent embedding it compiles wasmtime and the backends, nothing else.
+
+pub mod bindings;
+mod components;
+mod handle;
+mod imports;
+mod plugin;
+mod swap;
+mod world;
+
+pub use bindings::Contract;
+pub use components::{PODSTATUS_V1, PODSTATUS_V2};
+pub use handle::{
+    ADMISSION_WAIT_MAX, Admission, DEFAULT_SYNC_PERIOD, ManagerHandle, SYNC_BATCH_CALLS, SYNC_POD_CALLS, Scheduler,
+    SchedulerConfig,
+};
+pub use plugin::{
+    ArtifactCache, Backoff, CacheOutcome, CallError, ComponentPlugin, FaultKind, Limits, LoadError, NativePlugin,
+    Plugin, PluginImage, PluginRuntime, RecoveryStats, Result, RuntimeConfig, SupervisedPlugin, cache_key, describe,
+};
+pub use swap::{SwapError, SwapReport, move_bulk, move_changes};
+pub use world::World;

@@ -1,0 +1,199 @@
+//! The compiled-artifact cache: Cranelift takes most of a second to compile the plugin,
+//! so a compiled component is kept on disk and a second start only maps it.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+use wasmtime::Engine;
+use wasmtime::component::Component;
+
+/// A directory of compiled components, keyed by what they were compiled from.
+#[derive(Clone, Debug)]
+pub struct ArtifactCache {
+    dir: PathBuf,
+}
+
+impl ArtifactCache {
+    /// A cache in `dir` (created when first written).
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        ArtifactCache { dir: dir.into() }
+    }
+
+    /// The default place: `$PODSTATUS_CACHE_DIR`, else `$XDG_CACHE_HOME/podstatus`, else
+    /// `~/.cache/podstatus`; None when none of them is set.
+    pub fn default_dir() -> Option<PathBuf> {
+        if let Some(dir) = std::env::var_os("PODSTATUS_CACHE_DIR") {
+            return Some(PathBuf::from(dir));
+        }
+        if let Some(dir) = std::env::var_os("XDG_CACHE_HOME") {
+            return Some(PathBuf::from(dir).join("podstatus"));
+        }
+        std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache").join("podstatus"))
+    }
+
+    /// The directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The compiled form of `bytes` for `engine`: from the cache when a matching,
+    /// intact artifact is there, else compiled and stored. A cache that cannot be used
+    /// (unsafe directory, unreadable, damaged) only costs a compile.
+    pub fn load_or_compile(&self, engine: &Engine, bytes: &[u8]) -> wasmtime::Result<(Component, CacheOutcome)> {
+        if let Err(why) = self.ensure_private_dir() {
+            tracing::warn!("not using the compiled-artifact cache {}: {why}", self.dir.display());
+            return Ok((Component::new(engine, bytes)?, CacheOutcome::Compiled { stored: false }));
+        }
+        let path = self.dir.join(format!("{}.cwasm", cache_key(engine, bytes)));
+        match self.read_verified(&path) {
+            Ok(Some(artifact)) => {
+                // SAFETY: `Component::deserialize` trusts its input to be an artifact this
+                // engine produced. This one is named by the SHA-256 of the component and
+                // the engine's compatibility hash, sits in a directory only this user can
+                // write, and matches the digest `store` recorded when it compiled it;
+                // wasmtime also checks the engine configuration recorded inside.
+                match unsafe { Component::deserialize(engine, &artifact) } {
+                    Ok(component) => return Ok((component, CacheOutcome::Hit)),
+                    Err(e) => tracing::warn!("discarding unusable compiled artifact {}: {e:#}", path.display()),
+                }
+            }
+            Ok(None) => {}
+            Err(why) => tracing::warn!("discarding compiled artifact {}: {why}", path.display()),
+        }
+        let component = Component::new(engine, bytes)?;
+        match component.serialize().map_err(std::io::Error::other).and_then(|artifact| store(&path, &artifact)) {
+            Ok(()) => Ok((component, CacheOutcome::Compiled { stored: true })),
+            Err(e) => {
+                tracing::warn!("cannot store compiled artifact in {}: {e}", self.dir.display());
+                Ok((component, CacheOutcome::Compiled { stored: false }))
+            }
+        }
+    }
+
+    /// Creates the directory (owner-only) if needed and checks that nobody else can
+    /// write to it: an artifact is native code the agent will run.
+    fn ensure_private_dir(&self) -> Result<(), CacheProblem> {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+            if !self.dir.exists() {
+                fs::DirBuilder::new().recursive(true).mode(0o700).create(&self.dir).map_err(CacheProblem::Create)?;
+            }
+            let meta = fs::metadata(&self.dir).map_err(CacheProblem::Read)?;
+            // SAFETY: geteuid has no preconditions and cannot fail.
+            let me = unsafe { libc::geteuid() };
+            if meta.uid() != me {
+                return Err(CacheProblem::NotOwned { owner: meta.uid(), me });
+            }
+            if meta.mode() & 0o022 != 0 {
+                return Err(CacheProblem::Writable(meta.mode() & 0o777));
+            }
+        }
+        #[cfg(not(unix))]
+        fs::create_dir_all(&self.dir).map_err(CacheProblem::Create)?;
+        Ok(())
+    }
+
+    /// The artifact at `path` if it is there and matches the digest stored beside it.
+    fn read_verified(&self, path: &Path) -> Result<Option<Vec<u8>>, CacheProblem> {
+        let artifact = match fs::read(path) {
+            Ok(artifact) => artifact,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(CacheProblem::Read(e)),
+        };
+        let recorded = fs::read_to_string(digest_path(path)).map_err(CacheProblem::Digest)?;
+        if recorded.trim() != hex(&Sha256::digest(&artifact)) {
+            return Err(CacheProblem::Mismatch);
+        }
+        Ok(Some(artifact))
+    }
+}
+
+/// Why the cache (or one artifact in it) is not used; logged, never fatal: it only
+/// costs a compile.
+#[derive(Debug, thiserror::Error)]
+enum CacheProblem {
+    /// The directory could not be created.
+    #[error("creating it: {0}")]
+    Create(#[source] std::io::Error),
+    /// The directory or the artifact could not be read.
+    #[error("reading it: {0}")]
+    Read(#[source] std::io::Error),
+    /// Another user owns the directory.
+    #[error("owned by uid {owner}, not by this user ({me})")]
+    NotOwned {
+        /// The directory's owner.
+        owner: u32,
+        /// This process's effective user.
+        me: u32,
+    },
+    /// Others may write into the directory.
+    #[error("writable by others (mode {0:o})")]
+    Writable(u32),
+    /// The digest recorded beside the artifact could not be read.
+    #[error("reading its digest: {0}")]
+    Digest(#[source] std::io::Error),
+    /// The artifact is not what was compiled.
+    #[error("it does not match the digest recorded when it was compiled")]
+    Mismatch,
+}
+
+/// Whether the cache had the artifact.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CacheOutcome {
+    /// Loaded from the cache without compiling.
+    Hit,
+    /// Compiled now.
+    Compiled {
+        /// Whether the cache now holds it.
+        stored: bool,
+    },
+}
+
+/// SHA-256 of the component's bytes and of the engine's compatibility hash: a different
+/// plugin, wasmtime version or engine configuration never reuses an artifact.
+pub fn cache_key(engine: &Engine, bytes: &[u8]) -> String {
+    use std::hash::{Hash, Hasher};
+    struct Sha(Sha256);
+    impl Hasher for Sha {
+        fn finish(&self) -> u64 {
+            0
+        }
+        fn write(&mut self, bytes: &[u8]) {
+            self.0.update(bytes);
+        }
+    }
+    let mut hasher = Sha(Sha256::new());
+    hasher.write(bytes);
+    engine.precompile_compatibility_hash().hash(&mut hasher);
+    hex(&hasher.0.finalize())
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Where an artifact's digest is kept.
+fn digest_path(artifact: &Path) -> PathBuf {
+    artifact.with_extension("cwasm.sha256")
+}
+
+/// Writes the artifact and then its digest, each atomically (temporary file, then
+/// rename), so a reader never sees a half-written file and an artifact without its
+/// digest is never used.
+fn store(path: &Path, artifact: &[u8]) -> std::io::Result<()> {
+    write_atomically(path, artifact)?;
+    write_atomically(&digest_path(path), hex(&Sha256::digest(artifact)).as_bytes())
+}
+
+fn write_atomically(path: &Path, content: &[u8]) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("artifact");
+    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    let mut file = fs::File::create(&tmp)?;
+    file.write_all(content)?;
+    file.sync_all()?;
+    fs::rename(&tmp, path)
+}

@@ -1,0 +1,109 @@
+//! Running the status-manager plugin: as a sandboxed component ([`component`]), or
+//! natively from the same logic crate ([`native`]) for benchmarks and fast fuzzing.
+//! Both answer the same [`Plugin`] trait, so everything above them runs either.
+
+use crate::bindings::{BatchReport, CachedStatus, Contract, ManagerError, SyncOutcome, SyncRequest, UpdateOutcome};
+
+mod cache;
+mod component;
+pub(crate) mod limits;
+mod native;
+mod runtime;
+mod supervisor;
+
+pub use cache::{ArtifactCache, CacheOutcome, cache_key};
+pub use component::ComponentPlugin;
+pub use limits::{FaultKind, Limits};
+pub use native::NativePlugin;
+pub use runtime::{LoadError, PluginImage, PluginRuntime, RuntimeConfig};
+pub use supervisor::{Backoff, RecoveryStats, SupervisedPlugin};
+
+/// Why a call into the plugin did not succeed.
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    /// The plugin refused the call with one of the contract's errors; its state is
+    /// unchanged and it keeps serving.
+    #[error("{call}: {}", describe(.error))]
+    Rejected {
+        /// The export that was called.
+        call: &'static str,
+        /// The plugin's reason.
+        error: ManagerError,
+    },
+    /// The plugin trapped or breached a limit. The instance cannot be entered again.
+    #[error("the plugin faulted in {call} ({}): {message}", .kind.as_str())]
+    Fault {
+        /// The export that was called.
+        call: &'static str,
+        /// Which limit was breached, or a plain trap.
+        kind: FaultKind,
+        /// What happened, as wasmtime reports it.
+        message: String,
+    },
+    /// The plugin does not export this call (it implements an older contract).
+    #[error("{call}: not exported by this plugin, which implements {contract}")]
+    Unsupported {
+        /// The export that was asked for.
+        call: &'static str,
+        /// The contract the plugin implements.
+        contract: Contract,
+    },
+    /// The host refused to pass the plugin an argument over the boundary limit; the
+    /// plugin was not called.
+    #[error("{call}: {what} of {len} bytes exceeds the boundary limit of {limit} bytes")]
+    TooLarge {
+        /// The export that would have been called.
+        call: &'static str,
+        /// Which argument.
+        what: &'static str,
+        /// Its size.
+        len: usize,
+        /// The limit.
+        limit: usize,
+    },
+}
+
+/// Shorthand for the results of plugin calls.
+pub type Result<T, E = CallError> = std::result::Result<T, E>;
+
+/// A human-readable form of the contract's error.
+pub fn describe(error: &ManagerError) -> String {
+    match error {
+        ManagerError::InvalidPod(m) => format!("invalid pod: {m}"),
+        ManagerError::InvalidStatus(m) => format!("invalid status: {m}"),
+        ManagerError::UnknownRequest(id) => format!("unknown sync request {id}"),
+        ManagerError::InvalidState(m) => format!("invalid state: {m}"),
+    }
+}
+
+/// The status manager's operations, whatever runs them. Each is one export of the
+/// `kubelet:status/manager` interface.
+pub trait Plugin: Send {
+    /// The cached status of a pod (mirror UIDs find their static pod's status).
+    fn get_pod_status(&mut self, uid: &str) -> Result<Option<CachedStatus>>;
+    /// Caches a pod's status and queues its write when it changed.
+    fn set_pod_status(&mut self, pod: &str, status: &str) -> Result<UpdateOutcome>;
+    /// Sets a container's readiness and regenerates the Ready condition.
+    fn set_container_readiness(&mut self, pod_uid: &str, container_id: &str, ready: bool) -> Result<UpdateOutcome>;
+    /// Sets whether a container passed its startup probe (contract 0.1.1 and later;
+    /// older plugins answer [`CallError::Unsupported`]).
+    fn set_container_startup(&mut self, pod_uid: &str, container_id: &str, started: bool) -> Result<UpdateOutcome>;
+    /// Marks every container terminated and forces an update.
+    fn terminate_pod(&mut self, pod: &str) -> Result<UpdateOutcome>;
+    /// Drops the statuses of pods not in `keep`.
+    fn remove_orphaned_statuses(&mut self, keep: &[String]) -> Result<u32>;
+    /// Handles one request taken off the sync queue.
+    fn sync_pod(&mut self, request: &SyncRequest) -> Result<SyncOutcome>;
+    /// One periodic batch sync.
+    fn sync_batch(&mut self) -> Result<BatchReport>;
+    /// The plugin's whole state as a versioned document.
+    fn save_state(&mut self) -> Result<String>;
+    /// Replaces the plugin's state.
+    fn load_state(&mut self, state: &str) -> Result<()>;
+    /// What changed since the last save, as a change set.
+    fn save_state_changes(&mut self) -> Result<String>;
+    /// Applies another instance's change set.
+    fn apply_state_changes(&mut self, changes: &str) -> Result<()>;
+    /// The WIT package the plugin implements (`kubelet:status@0.1.0`, ...).
+    fn contract(&self) -> Contract;
+}

@@ -1,0 +1,219 @@
+//! The same logic linked natively: no sandbox, no boundary. For benchmarks (the
+//! component's cost is measured against it) and for fuzzing at native speed.
+//!
+//! Its imports go through the very functions the component's imports use, so the two
+//! differ only by the WebAssembly boundary.
+
+use podstatus_logic as logic;
+
+use crate::bindings::kubelet::status::api_server::{self as wit_api, ApiError};
+use crate::bindings::kubelet::status::logging::Level;
+use crate::bindings::{BatchReport, CachedStatus, Contract, ManagerError, SyncOutcome, SyncRequest, UpdateOutcome};
+use crate::imports::{api_server, deletion_safety, logging, pod_manager};
+use crate::plugin::{CallError, Plugin, Result};
+use crate::world::World;
+
+/// The logic crate's manager over a [`World`].
+pub struct NativePlugin {
+    manager: logic::Manager<WorldImports>,
+}
+
+impl NativePlugin {
+    /// A fresh manager whose imports reach `world`.
+    pub fn new(world: World) -> Self {
+        NativePlugin { manager: logic::Manager::new(WorldImports { world }) }
+    }
+}
+
+/// `podstatus_logic::Imports` on a [`World`]. A host error that would trap a component
+/// (a host bug) panics here: natively there is no sandbox to stop in.
+pub struct WorldImports {
+    world: World,
+}
+
+fn host_bug<T>(result: wasmtime::Result<T>) -> T {
+    result.unwrap_or_else(|e| panic!("host import failed: {e:#}"))
+}
+
+fn logic_api_error(e: ApiError) -> logic::ApiError {
+    match e {
+        ApiError::NotFound(m) => logic::ApiError::NotFound(m),
+        ApiError::Conflict(m) => logic::ApiError::Conflict(m),
+        ApiError::Forbidden(m) => logic::ApiError::Forbidden(m),
+        ApiError::Other(m) => logic::ApiError::Other(m),
+    }
+}
+
+fn wit_level(level: logic::Level) -> Level {
+    match level {
+        logic::Level::Error => Level::Error,
+        logic::Level::Warn => Level::Warn,
+        logic::Level::Info => Level::Info,
+        logic::Level::Debug => Level::Debug,
+        logic::Level::Trace => Level::Trace,
+    }
+}
+
+impl logic::Imports for WorldImports {
+    fn get_pod(&mut self, namespace: &str, name: &str) -> std::result::Result<String, logic::ApiError> {
+        host_bug(api_server::get_pod(&self.world, namespace, name)).map_err(logic_api_error)
+    }
+
+    fn update_pod_status(&mut self, update: logic::StatusUpdate) -> std::result::Result<String, logic::ApiError> {
+        let update = wit_api::StatusUpdate {
+            namespace: update.namespace,
+            name: update.name,
+            uid_precondition: update.uid_precondition,
+            resource_version_precondition: update.resource_version_precondition,
+            status: update.status,
+        };
+        host_bug(api_server::update_pod_status(&self.world, update)).map_err(logic_api_error)
+    }
+
+    fn delete_pod(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        options: logic::DeleteOptions,
+    ) -> std::result::Result<(), logic::ApiError> {
+        let options = wit_api::DeleteOptions {
+            uid_precondition: options.uid_precondition,
+            grace_period_seconds: options.grace_period_seconds,
+        };
+        api_server::delete_pod(&self.world, namespace, name, options).map_err(logic_api_error)
+    }
+
+    fn get_pod_by_uid(&mut self, uid: &str) -> Option<String> {
+        host_bug(pod_manager::get_pod_by_uid(&self.world, uid))
+    }
+
+    fn get_mirror_pod_by_pod(&mut self, pod_json: &str) -> Option<String> {
+        host_bug(pod_manager::get_mirror_pod_by_pod(&self.world, pod_json))
+    }
+
+    fn translate_pod_uid(&mut self, uid: &str) -> String {
+        self.world.pod_manager.translate_pod_uid(uid)
+    }
+
+    fn get_uid_translations(&mut self) -> logic::UidTranslations {
+        let t = pod_manager::get_uid_translations(&self.world);
+        logic::UidTranslations { pod_to_mirror: t.pod_to_mirror, mirror_to_pod: t.mirror_to_pod }
+    }
+
+    fn pod_resources_are_reclaimed(&mut self, pod_json: &str, status_json: &str) -> bool {
+        host_bug(deletion_safety::pod_resources_are_reclaimed(&self.world, pod_json, status_json))
+    }
+
+    fn now(&mut self) -> logic::Timestamp {
+        let now = self.world.clock.now();
+        logic::Timestamp { seconds: now.seconds, nanoseconds: now.nanoseconds }
+    }
+
+    fn log(&mut self, level: logic::Level, message: &str) {
+        logging::log(wit_level(level), message);
+    }
+
+    fn log_enabled(&mut self, level: logic::Level) -> bool {
+        logging::enabled(wit_level(level))
+    }
+
+    fn push_sync_request(&mut self, request: logic::SyncRequest) -> bool {
+        self.world.queue.push(SyncRequest { id: request.id, pod_uid: request.pod_uid, version: request.version })
+    }
+}
+
+fn rejected(call: &'static str) -> impl FnOnce(logic::ManagerError) -> CallError {
+    move |e| CallError::Rejected {
+        call,
+        error: match e {
+            logic::ManagerError::InvalidPod(m) => ManagerError::InvalidPod(m),
+            logic::ManagerError::InvalidStatus(m) => ManagerError::InvalidStatus(m),
+            logic::ManagerError::UnknownRequest(id) => ManagerError::UnknownRequest(id),
+            logic::ManagerError::InvalidState(m) => ManagerError::InvalidState(m),
+        },
+    }
+}
+
+fn update_outcome(o: logic::UpdateOutcome) -> UpdateOutcome {
+    match o {
+        logic::UpdateOutcome::Queued => UpdateOutcome::Queued,
+        logic::UpdateOutcome::QueueFull => UpdateOutcome::QueueFull,
+        logic::UpdateOutcome::Unchanged => UpdateOutcome::Unchanged,
+        logic::UpdateOutcome::PodNotFound => UpdateOutcome::PodNotFound,
+        logic::UpdateOutcome::NotCached => UpdateOutcome::NotCached,
+        logic::UpdateOutcome::UnknownContainer => UpdateOutcome::UnknownContainer,
+    }
+}
+
+fn sync_outcome(o: logic::SyncOutcome) -> SyncOutcome {
+    match o {
+        logic::SyncOutcome::UpToDate => SyncOutcome::UpToDate,
+        logic::SyncOutcome::PodNotFound => SyncOutcome::PodNotFound,
+        logic::SyncOutcome::GetFailed => SyncOutcome::GetFailed,
+        logic::SyncOutcome::Recreated => SyncOutcome::Recreated,
+        logic::SyncOutcome::WriteFailed => SyncOutcome::WriteFailed,
+        logic::SyncOutcome::Written => SyncOutcome::Written,
+        logic::SyncOutcome::Deleted => SyncOutcome::Deleted,
+        logic::SyncOutcome::DeleteFailed => SyncOutcome::DeleteFailed,
+    }
+}
+
+impl Plugin for NativePlugin {
+    fn get_pod_status(&mut self, uid: &str) -> Result<Option<CachedStatus>> {
+        let found = self.manager.get_pod_status(uid).map_err(rejected("get-pod-status"))?;
+        Ok(found.map(|c| CachedStatus { version: c.version, status: c.status }))
+    }
+
+    fn set_pod_status(&mut self, pod: &str, status: &str) -> Result<UpdateOutcome> {
+        self.manager.set_pod_status(pod, status).map(update_outcome).map_err(rejected("set-pod-status"))
+    }
+
+    fn set_container_readiness(&mut self, pod_uid: &str, container_id: &str, ready: bool) -> Result<UpdateOutcome> {
+        self.manager
+            .set_container_readiness(pod_uid, container_id, ready)
+            .map(update_outcome)
+            .map_err(rejected("set-container-readiness"))
+    }
+
+    fn terminate_pod(&mut self, pod: &str) -> Result<UpdateOutcome> {
+        self.manager.terminate_pod(pod).map(update_outcome).map_err(rejected("terminate-pod"))
+    }
+
+    fn remove_orphaned_statuses(&mut self, keep: &[String]) -> Result<u32> {
+        Ok(self.manager.remove_orphaned_statuses(keep))
+    }
+
+    fn sync_pod(&mut self, request: &SyncRequest) -> Result<SyncOutcome> {
+        let request = logic::SyncRequest { id: request.id, pod_uid: request.pod_uid.clone(), version: request.version };
+        self.manager.sync_pod(&request).map(sync_outcome).map_err(rejected("sync-pod"))
+    }
+
+    fn sync_batch(&mut self) -> Result<BatchReport> {
+        let r = self.manager.sync_batch();
+        Ok(BatchReport { synced: r.synced, reconciled: r.reconciled, failed: r.failed })
+    }
+
+    fn save_state(&mut self) -> Result<String> {
+        self.manager.save_state().map_err(rejected("save-state"))
+    }
+
+    fn load_state(&mut self, state: &str) -> Result<()> {
+        self.manager.load_state(state).map_err(rejected("load-state"))
+    }
+
+    fn save_state_changes(&mut self) -> Result<String> {
+        self.manager.save_state_changes().map_err(rejected("save-state-changes"))
+    }
+
+    fn apply_state_changes(&mut self, changes: &str) -> Result<()> {
+        self.manager.apply_state_changes(changes).map_err(rejected("apply-state-changes"))
+    }
+
+    fn set_container_startup(&mut self, _pod_uid: &str, _container_id: &str, _started: bool) -> Result<UpdateOutcome> {
+        Err(CallError::Unsupported { call: "set-container-startup", contract: self.contract() })
+    }
+
+    fn contract(&self) -> Contract {
+        Contract::V0_1_0
+    }
+}

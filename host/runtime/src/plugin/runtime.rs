@@ -1,0 +1,192 @@
+//! The engine, compilation (through the artifact cache) and pre-instantiation.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use wasmtime::component::{Component, Linker};
+use wasmtime::{CallHook, Config, Engine, Store};
+
+use crate::bindings::{Contract, PerContract, StatusManagerPre, v0_1_0};
+use crate::imports::{self, HostState};
+use crate::plugin::cache::{ArtifactCache, CacheOutcome};
+use crate::plugin::component::{ComponentPlugin, Exports};
+use crate::plugin::limits::{EpochTicker, Limits, Sandbox};
+use crate::world::World;
+
+/// Why a plugin could not be loaded or instantiated.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The engine could not be configured.
+    #[error("configuring the wasmtime engine: {0:#}")]
+    Engine(#[source] wasmtime::Error),
+    /// The bytes are not a valid component (or could not be compiled).
+    #[error("not a loadable WebAssembly component: {0:#}")]
+    Compile(#[source] wasmtime::Error),
+    /// The component does not implement a `status-manager` world this host serves
+    /// (`kubelet:status@0.1.0` or `@0.1.1`): it imports something the host does not
+    /// provide, or its exports are of another contract version.
+    #[error("the component does not implement kubelet:status/status-manager@0.1.0 or @0.1.1: {0:#}")]
+    WrongWorld(#[source] wasmtime::Error),
+    /// Instantiation failed (for example the plugin's start-up trapped).
+    #[error("instantiating the plugin: {0:#}")]
+    Instantiate(#[source] wasmtime::Error),
+    /// The plugin file could not be read.
+    #[error("reading {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// How the runtime is set up.
+#[derive(Clone, Debug, Default)]
+pub struct RuntimeConfig {
+    /// Where compiled artifacts are kept; None compiles every time.
+    pub cache_dir: Option<PathBuf>,
+    /// What every instance may use.
+    pub limits: Limits,
+}
+
+impl RuntimeConfig {
+    /// The default: artifacts cached in [`ArtifactCache::default_dir`].
+    pub fn with_default_cache() -> Self {
+        RuntimeConfig { cache_dir: ArtifactCache::default_dir(), limits: Limits::default() }
+    }
+}
+
+/// One engine and linker, shared by every plugin it loads.
+pub struct PluginRuntime {
+    engine: Engine,
+    linker: Linker<HostState>,
+    cache: Option<ArtifactCache>,
+    limits: Limits,
+    /// Shared with every image, so instances keep their CPU clock while they live
+    /// (none without a CPU budget).
+    ticker: Option<Arc<EpochTicker>>,
+}
+
+impl PluginRuntime {
+    /// A runtime configured by `config`.
+    pub fn new(config: &RuntimeConfig) -> Result<Self, LoadError> {
+        let limits = config.limits.clone();
+        let mut wasm = Config::new();
+        // The plugin's calls are synchronous: without the async machinery a call costs a
+        // third of what it does by default.
+        wasm.concurrency_support(false);
+        // A CPU budget per call (epochs are cheap: a load and compare per loop header
+        // and function entry); fuel only where determinism is worth its cost.
+        wasm.epoch_interruption(limits.call_cpu_time.is_some());
+        wasm.consume_fuel(limits.call_fuel.is_some());
+        wasm.max_wasm_stack(limits.max_wasm_stack);
+        let engine = Engine::new(&wasm).map_err(LoadError::Engine)?;
+        let mut linker = Linker::new(&engine);
+        imports::add_to_linker(&mut linker).map_err(LoadError::Engine)?;
+        let ticker = match limits.call_cpu_time {
+            Some(_) => Some(Arc::new(EpochTicker::start(&engine).map_err(|e| LoadError::Engine(e.into()))?)),
+            None => None,
+        };
+        Ok(PluginRuntime { engine, linker, cache: config.cache_dir.clone().map(ArtifactCache::new), limits, ticker })
+    }
+
+    /// The engine.
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// Compiles (or loads from the cache) and pre-instantiates a plugin, checking that
+    /// it implements the world this host serves.
+    pub fn load(&self, bytes: &[u8]) -> Result<PluginImage, LoadError> {
+        let (component, cache) = match &self.cache {
+            Some(cache) => cache.load_or_compile(&self.engine, bytes).map_err(LoadError::Compile)?,
+            None => (
+                Component::new(&self.engine, bytes).map_err(LoadError::Compile)?,
+                CacheOutcome::Compiled { stored: false },
+            ),
+        };
+        let instance_pre = self.linker.instantiate_pre(&component).map_err(LoadError::WrongWorld)?;
+        // The newest contract first: a 0.1.1 plugin also satisfies 0.1.0's exports.
+        let pre = match StatusManagerPre::new(instance_pre.clone()) {
+            Ok(pre) => Pre::V0_1_1(pre),
+            Err(newest) => match v0_1_0::StatusManagerPre::new(instance_pre) {
+                Ok(pre) => Pre::V0_1_0(pre),
+                Err(oldest) => {
+                    return Err(LoadError::WrongWorld(wasmtime::format_err!(
+                        "as 0.1.1: {newest:#}; as 0.1.0: {oldest:#}"
+                    )));
+                }
+            },
+        };
+        Ok(PluginImage { pre, cache, limits: self.limits.clone(), _ticker: self.ticker.clone() })
+    }
+
+    /// Reads and loads a plugin file.
+    pub fn load_file(&self, path: impl Into<PathBuf>) -> Result<PluginImage, LoadError> {
+        let path = path.into();
+        let bytes = std::fs::read(&path).map_err(|source| LoadError::Read { path, source })?;
+        self.load(&bytes)
+    }
+}
+
+/// A pre-instantiated plugin, by contract version.
+type Pre = PerContract<StatusManagerPre<HostState>, v0_1_0::StatusManagerPre<HostState>>;
+
+/// A compiled, linked plugin, ready to be instantiated any number of times.
+#[derive(Clone)]
+pub struct PluginImage {
+    pre: Pre,
+    cache: CacheOutcome,
+    limits: Limits,
+    _ticker: Option<Arc<EpochTicker>>,
+}
+
+impl PluginImage {
+    /// Whether loading hit the artifact cache.
+    pub fn cache_outcome(&self) -> CacheOutcome {
+        self.cache
+    }
+
+    /// The WIT package the plugin implements.
+    pub fn contract(&self) -> Contract {
+        self.pre.contract()
+    }
+
+    /// The limits every instance of this image gets.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// A fresh instance whose imports reach `world`, inside the sandbox's limits.
+    pub fn instantiate(&self, world: World) -> Result<ComponentPlugin, LoadError> {
+        let engine = match &self.pre {
+            Pre::V0_1_1(pre) => pre.engine(),
+            Pre::V0_1_0(pre) => pre.engine(),
+        };
+        let mut store = Store::new(engine, HostState::new(world, Sandbox::new(self.limits.clone())));
+        store.limiter(|state| &mut state.sandbox);
+        if let Some(budget) = self.limits.call_cpu_time {
+            store.epoch_deadline_trap();
+            // Only guest time counts against the CPU budget: the clock stops while an
+            // import runs (a slow API server is not the plugin's fault).
+            store.call_hook(|mut ctx, hook| match hook {
+                CallHook::CallingWasm | CallHook::ReturningFromHost => {
+                    let ticks = ctx.data_mut().sandbox.guest_enters();
+                    ctx.set_epoch_deadline(ticks);
+                    Ok(())
+                }
+                CallHook::CallingHost | CallHook::ReturningFromWasm => ctx.data_mut().sandbox.guest_leaves(),
+            });
+            store.set_epoch_deadline(u64::try_from(budget.as_millis()).unwrap_or(u64::MAX).max(1));
+        }
+        if let Some(fuel) = self.limits.call_fuel {
+            store.set_fuel(fuel).map_err(LoadError::Instantiate)?;
+        }
+        let exports = match &self.pre {
+            Pre::V0_1_1(pre) => Exports::V0_1_1(pre.instantiate(&mut store).map_err(LoadError::Instantiate)?),
+            Pre::V0_1_0(pre) => Exports::V0_1_0(pre.instantiate(&mut store).map_err(LoadError::Instantiate)?),
+        };
+        Ok(ComponentPlugin::new(store, exports))
+    }
+}

@@ -1,0 +1,452 @@
+//! Recovery with nothing lost: a plugin instance that faults is replaced by a fresh one
+//! holding the state the old one had accepted.
+//!
+//! A trapped instance cannot be entered again, and its state cannot be read out of it.
+//! So the supervisor keeps its own copy of the plugin's state document (the versioned
+//! format of `save-state`), brought up to date after every call that may change it
+//! from the plugin's change set (`save-state-changes`: only what changed, so the cost
+//! follows the call, not the size of the state). A call counts as accepted only once
+//! its changes are in that copy: when the change set cannot be taken, the call reports
+//! the fault instead of success. After a fault the supervisor instantiates the plugin
+//! again (backing off when it keeps failing) and loads the copy into it.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use crate::bindings::{BatchReport, CachedStatus, Contract, SyncOutcome, SyncRequest, UpdateOutcome};
+use crate::plugin::limits::FaultKind;
+use crate::plugin::runtime::PluginImage;
+use crate::plugin::{CallError, ComponentPlugin, Plugin, Result};
+use crate::world::World;
+
+/// The format of the change sets the supervisor understands.
+const CHANGES_FORMAT: &str = "podstatus.kubelet.io/state-changes";
+
+/// Backoff between recovery attempts that keep failing.
+#[derive(Clone, Debug)]
+pub struct Backoff {
+    /// The wait before the second consecutive attempt.
+    pub initial: Duration,
+    /// The longest wait.
+    pub max: Duration,
+    /// Attempts per recovery before giving up until the next call.
+    pub attempts: u32,
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Backoff { initial: Duration::from_millis(10), max: Duration::from_secs(2), attempts: 6 }
+    }
+}
+
+/// What the supervisor has seen, for logs and metrics.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RecoveryStats {
+    /// Faults by kind.
+    pub faults: BTreeMap<&'static str, u64>,
+    /// Faults by the call that faulted.
+    pub faults_by_call: BTreeMap<&'static str, u64>,
+    /// Instances restored.
+    pub recoveries: u64,
+    /// Recoveries that failed every attempt.
+    pub failed_recoveries: u64,
+    /// How long the latest recovery took (instantiation and state load).
+    pub last_recovery: Option<Duration>,
+    /// The longest recovery so far.
+    pub max_recovery: Option<Duration>,
+}
+
+/// A component plugin that recovers from faults without losing accepted state.
+pub struct SupervisedPlugin {
+    image: PluginImage,
+    world: World,
+    /// None while no healthy instance could be made.
+    instance: Option<ComponentPlugin>,
+    /// The last accepted state, as the plugin's own document.
+    shadow: StateShadow,
+    /// Changes since the caller last saved the state or took its changes: the plugin's
+    /// own change sets go to the shadow, so the supervisor answers
+    /// `save-state-changes` itself (a hot swap follows the state that way).
+    unsaved: ChangeSet,
+    backoff: Backoff,
+    stats: RecoveryStats,
+}
+
+impl SupervisedPlugin {
+    /// A supervised instance of `image` over `world`, starting from the empty state.
+    pub fn new(image: PluginImage, world: World) -> Result<Self, crate::plugin::LoadError> {
+        let mut instance = image.instantiate(world.clone())?;
+        let document =
+            instance.save_state().map_err(|e| crate::plugin::LoadError::Instantiate(wasmtime::format_err!("{e}")))?;
+        let shadow = StateShadow::parse(&document)
+            .map_err(|e| crate::plugin::LoadError::Instantiate(wasmtime::format_err!("{e}")))?;
+        Ok(SupervisedPlugin {
+            image,
+            world,
+            instance: Some(instance),
+            shadow,
+            unsaved: ChangeSet::default(),
+            backoff: Backoff::default(),
+            stats: RecoveryStats::default(),
+        })
+    }
+
+    /// Sets how recovery backs off.
+    pub fn with_backoff(mut self, backoff: Backoff) -> Self {
+        self.backoff = backoff;
+        self
+    }
+
+    /// What happened so far.
+    pub fn stats(&self) -> &RecoveryStats {
+        &self.stats
+    }
+
+    /// The state a replacement instance would be given now.
+    pub fn accepted_state(&self) -> String {
+        self.shadow.document()
+    }
+
+    /// Runs a call; `mutating` calls bring the state copy up to date afterwards.
+    fn run<T>(
+        &mut self,
+        call: &'static str,
+        mutating: bool,
+        f: impl FnOnce(&mut ComponentPlugin) -> Result<T>,
+    ) -> Result<T> {
+        let instance = match self.instance.as_mut() {
+            Some(instance) => instance,
+            None => {
+                self.recover(call)?;
+                self.instance.as_mut().expect("recovered")
+            }
+        };
+        let result = f(instance);
+        if let Err(CallError::Fault { kind, .. }) = &result {
+            self.note_fault(call, *kind);
+            // The call failed; its caller hears so. Restore for the next one.
+            let _ = self.recover(call);
+            return result;
+        }
+        if mutating {
+            let instance = self.instance.as_mut().expect("healthy after the call");
+            let taken = instance.save_state_changes().and_then(|changes| {
+                ChangeSet::parse(&changes).map_err(|message| CallError::Fault {
+                    call: "save-state-changes",
+                    kind: FaultKind::Trap,
+                    message: message.to_string(),
+                })
+            });
+            match taken.map(|changes| {
+                self.shadow.apply(&changes);
+                self.unsaved.merge(changes);
+            }) {
+                Ok(()) => {}
+                Err(e) => {
+                    // Without its changes the call is not durable: report it as failed.
+                    let kind = match &e {
+                        CallError::Fault { kind, .. } => *kind,
+                        _ => FaultKind::Trap,
+                    };
+                    self.note_fault("save-state-changes", kind);
+                    let _ = self.recover(call);
+                    return Err(CallError::Fault {
+                        call,
+                        kind,
+                        message: format!("its changes could not be saved: {e}"),
+                    });
+                }
+            }
+        }
+        result
+    }
+
+    fn note_fault(&mut self, call: &'static str, kind: FaultKind) {
+        *self.stats.faults.entry(kind.as_str()).or_default() += 1;
+        *self.stats.faults_by_call.entry(call).or_default() += 1;
+        self.instance = None;
+    }
+
+    /// A fresh instance with the accepted state, retried with backoff.
+    fn recover(&mut self, call: &'static str) -> Result<()> {
+        let start = Instant::now();
+        let document = self.shadow.document();
+        let mut wait = self.backoff.initial;
+        let mut last_error = String::new();
+        for attempt in 1..=self.backoff.attempts.max(1) {
+            if attempt > 1 {
+                std::thread::sleep(wait);
+                wait = (wait * 2).min(self.backoff.max);
+            }
+            let restored =
+                self.image.instantiate(self.world.clone()).map_err(|e| e.to_string()).and_then(|mut instance| {
+                    instance.load_state(&document).map(|()| instance).map_err(|e| e.to_string())
+                });
+            match restored {
+                Ok(instance) => {
+                    // Requests the faulted instance queued for changes that were never
+                    // accepted refer to nothing the restored state holds.
+                    let shadow = &self.shadow;
+                    self.world.queue.retain(|request| shadow.has_pending(request.id));
+                    let took = start.elapsed();
+                    self.instance = Some(instance);
+                    self.stats.recoveries += 1;
+                    self.stats.last_recovery = Some(took);
+                    self.stats.max_recovery = self.stats.max_recovery.max(Some(took));
+                    tracing::warn!(
+                        after = call,
+                        attempts = attempt,
+                        took_ms = took.as_secs_f64() * 1e3,
+                        "plugin instance restored"
+                    );
+                    return Ok(());
+                }
+                Err(e) => {
+                    tracing::error!(after = call, attempt, "restoring the plugin failed: {e}");
+                    last_error = e;
+                }
+            }
+        }
+        self.stats.failed_recoveries += 1;
+        Err(CallError::Fault { call, kind: FaultKind::Trap, message: format!("no healthy instance: {last_error}") })
+    }
+}
+
+impl Plugin for SupervisedPlugin {
+    fn get_pod_status(&mut self, uid: &str) -> Result<Option<CachedStatus>> {
+        self.run("get-pod-status", false, |p| p.get_pod_status(uid))
+    }
+
+    fn set_pod_status(&mut self, pod: &str, status: &str) -> Result<UpdateOutcome> {
+        self.run("set-pod-status", true, |p| p.set_pod_status(pod, status))
+    }
+
+    fn set_container_readiness(&mut self, pod_uid: &str, container_id: &str, ready: bool) -> Result<UpdateOutcome> {
+        self.run("set-container-readiness", true, |p| p.set_container_readiness(pod_uid, container_id, ready))
+    }
+
+    fn set_container_startup(&mut self, pod_uid: &str, container_id: &str, started: bool) -> Result<UpdateOutcome> {
+        self.run("set-container-startup", true, |p| p.set_container_startup(pod_uid, container_id, started))
+    }
+
+    fn contract(&self) -> Contract {
+        self.image.contract()
+    }
+
+    fn terminate_pod(&mut self, pod: &str) -> Result<UpdateOutcome> {
+        self.run("terminate-pod", true, |p| p.terminate_pod(pod))
+    }
+
+    fn remove_orphaned_statuses(&mut self, keep: &[String]) -> Result<u32> {
+        self.run("remove-orphaned-statuses", true, |p| p.remove_orphaned_statuses(keep))
+    }
+
+    fn sync_pod(&mut self, request: &SyncRequest) -> Result<SyncOutcome> {
+        self.run("sync-pod", true, |p| p.sync_pod(request))
+    }
+
+    fn sync_batch(&mut self) -> Result<BatchReport> {
+        self.run("sync-batch", true, |p| p.sync_batch())
+    }
+
+    fn save_state(&mut self) -> Result<String> {
+        // The copy is the accepted state: no need to ask the plugin (a hot swap moves
+        // the bulk this way without holding calls for the plugin to serialise it).
+        self.unsaved = ChangeSet::default();
+        Ok(self.shadow.document())
+    }
+
+    fn load_state(&mut self, state: &str) -> Result<()> {
+        self.run("load-state", false, |p| p.load_state(state))?;
+        self.shadow = StateShadow::parse(state).map_err(|message| CallError::Fault {
+            call: "load-state",
+            kind: FaultKind::Trap,
+            message: message.to_string(),
+        })?;
+        Ok(())
+    }
+
+    fn save_state_changes(&mut self) -> Result<String> {
+        // The plugin's change sets all went to the shadow; the caller gets what
+        // accumulated since it last saved.
+        let mut changes = std::mem::take(&mut self.unsaved);
+        if changes.next_request_id.is_none() {
+            changes.next_request_id = self.shadow.header.get("nextRequestId").cloned();
+        }
+        Ok(changes.document())
+    }
+
+    fn apply_state_changes(&mut self, changes: &str) -> Result<()> {
+        self.run("apply-state-changes", true, |p| p.apply_state_changes(changes))
+    }
+}
+
+/// A JSON value kept as text: the supervisor moves entries around, it never looks
+/// inside them, so they are not parsed into trees (a status is hundreds of nodes).
+type Raw = Box<RawValue>;
+
+/// The host's copy of a plugin's state document: three maps and a counter, each entry
+/// kept as the plugin wrote it, so any plugin version writing the documented format
+/// can be followed.
+#[derive(Clone, Debug)]
+struct StateShadow {
+    /// Every key of the document but the three maps (format, version, counters).
+    header: BTreeMap<String, Raw>,
+    /// statuses, apiStatusVersions, pending.
+    maps: [BTreeMap<String, Raw>; 3],
+}
+
+const MAPS: [&str; 3] = ["statuses", "apiStatusVersions", "pending"];
+
+/// Why the supervisor could not read what the plugin handed it.
+#[derive(Debug, thiserror::Error)]
+enum ShadowError {
+    /// Not the JSON the contract's state format says.
+    #[error("{what}{}: {source}", .key.map(|k| format!(": {k}")).unwrap_or_default())]
+    Json {
+        /// A state document or a change set.
+        what: &'static str,
+        /// The map at fault, if one.
+        key: Option<&'static str>,
+        /// What serde said.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A state document without one of its maps.
+    #[error("state document: no {0}")]
+    Missing(&'static str),
+    /// A change set of another format.
+    #[error("change set: format is not {CHANGES_FORMAT:?}")]
+    Format,
+}
+
+impl StateShadow {
+    fn parse(document: &str) -> std::result::Result<StateShadow, ShadowError> {
+        let what = "state document";
+        let mut header: BTreeMap<String, Raw> =
+            serde_json::from_str(document).map_err(|source| ShadowError::Json { what, key: None, source })?;
+        let mut maps: [BTreeMap<String, Raw>; 3] = Default::default();
+        for (slot, key) in maps.iter_mut().zip(MAPS) {
+            let raw = header.remove(key).ok_or(ShadowError::Missing(key))?;
+            *slot =
+                serde_json::from_str(raw.get()).map_err(|source| ShadowError::Json { what, key: Some(key), source })?;
+        }
+        Ok(StateShadow { header, maps })
+    }
+
+    /// Applies a change set: each entry replaces the copy's entry whole, null removes it.
+    fn apply(&mut self, changes: &ChangeSet) {
+        for (target, entries) in self.maps.iter_mut().zip(&changes.maps) {
+            for (key, value) in entries {
+                match value {
+                    Some(value) => target.insert(key.clone(), value.clone()),
+                    None => target.remove(key),
+                };
+            }
+        }
+        if let Some(next) = &changes.next_request_id {
+            self.header.insert("nextRequestId".into(), next.clone());
+        }
+    }
+
+    fn has_pending(&self, id: u64) -> bool {
+        self.maps[2].contains_key(&id.to_string())
+    }
+
+    fn document(&self) -> String {
+        let mut out = String::from("{");
+        let mut first = true;
+        let mut push = |key: &str, value: &str| {
+            if !std::mem::take(&mut first) {
+                out.push(',');
+            }
+            out.push_str(&Value::from(key).to_string());
+            out.push(':');
+            out.push_str(value);
+        };
+        for (key, value) in &self.header {
+            push(key, value.get());
+        }
+        for (key, map) in MAPS.into_iter().zip(&self.maps) {
+            push(key, &serde_json::to_string(map).unwrap_or_else(|_| "{}".into()));
+        }
+        out.push('}');
+        out
+    }
+}
+
+/// A parsed change set (`save-state-changes`): for each of the document's three maps,
+/// the entries that changed (None: removed), and the request counter.
+#[derive(Clone, Debug, Default)]
+struct ChangeSet {
+    maps: [BTreeMap<String, Option<Raw>>; 3],
+    next_request_id: Option<Raw>,
+    /// The format version of the change sets seen, to write them back.
+    version: Option<Raw>,
+}
+
+#[derive(serde::Deserialize)]
+struct ChangesDocument {
+    format: String,
+    version: Option<Raw>,
+    patch: BTreeMap<String, Raw>,
+}
+
+impl ChangeSet {
+    fn parse(text: &str) -> std::result::Result<ChangeSet, ShadowError> {
+        let what = "change set";
+        let doc: ChangesDocument =
+            serde_json::from_str(text).map_err(|source| ShadowError::Json { what, key: None, source })?;
+        if doc.format != CHANGES_FORMAT {
+            return Err(ShadowError::Format);
+        }
+        let mut set = ChangeSet { version: doc.version, ..ChangeSet::default() };
+        for (slot, key) in set.maps.iter_mut().zip(MAPS) {
+            if let Some(raw) = doc.patch.get(key) {
+                *slot = serde_json::from_str(raw.get()).map_err(|source| ShadowError::Json {
+                    what,
+                    key: Some(key),
+                    source,
+                })?;
+            }
+        }
+        set.next_request_id = doc.patch.get("nextRequestId").cloned();
+        Ok(set)
+    }
+
+    /// Adds later changes on top of these.
+    fn merge(&mut self, later: ChangeSet) {
+        for (slot, entries) in self.maps.iter_mut().zip(later.maps) {
+            slot.extend(entries);
+        }
+        if later.next_request_id.is_some() {
+            self.next_request_id = later.next_request_id;
+        }
+        if later.version.is_some() {
+            self.version = later.version;
+        }
+    }
+
+    fn document(&self) -> String {
+        let mut patch = String::from("{");
+        for (i, (key, entries)) in MAPS.into_iter().zip(&self.maps).enumerate() {
+            if i > 0 {
+                patch.push(',');
+            }
+            patch.push_str(&format!(
+                "{}:{}",
+                Value::from(key),
+                serde_json::to_string(entries).unwrap_or_else(|_| "{}".into())
+            ));
+        }
+        if let Some(next) = &self.next_request_id {
+            patch.push_str(&format!(",\"nextRequestId\":{}", next.get()));
+        }
+        patch.push('}');
+        let version = self.version.as_ref().map_or("1", |v| v.get());
+        format!("{{\"format\":{},\"version\":{version},\"patch\":{patch}}}", Value::from(CHANGES_FORMAT))
+    }
+}

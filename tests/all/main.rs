@@ -1,0 +1,20 @@
+//! Integration tests: the real component through the real host, in one test binary
+//! (one link instead of one per file, as wasmtime's `tests/all`).
+
+mod agent_pods;
+mod artifact_cache;
+mod bad_input;
+mod embedded_server;
+mod handle;
+mod kube_client;
+mod kubectl;
+mod metrics;
+mod plugin_faults;
+mod python_client;
+mod reach;
+mod recovery;
+mod replay_fixtures;
+mod sandbox;
+mod simulate;
+mod swap;
+mod v1_vs_v2;

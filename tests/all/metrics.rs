@@ -1,0 +1,99 @@
+//! The agent's metrics, scraped over HTTP as Prometheus would, after the real component
+//! (metered) has set and synced statuses through a metered API server.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::Pod;
+use podstatus_agent::MeteredApiServer;
+use podstatus_agent::MeteredPlugin;
+use podstatus_agent::metrics::{Metrics, MetricsServer};
+use podstatus_backends::ApiServer;
+use podstatus_runtime::Plugin;
+use podstatus_runtime::bindings::{SyncOutcome, UpdateOutcome};
+use podstatus_tests::{TestPod, memory_world, v1_image};
+
+fn pod(name: &str, uid: &str) -> Pod {
+    TestPod::new(name, uid).container("c").build()
+}
+
+/// One HTTP/1.1 request; returns (status line, headers, body).
+fn http_get(addr: SocketAddr, path: &str) -> (String, String, String) {
+    let mut stream = TcpStream::connect(addr).expect("connect");
+    write!(stream, "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").expect("send");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).expect("read");
+    let (head, body) = response.split_once("\r\n\r\n").expect("a head and a body");
+    let (status, headers) = head.split_once("\r\n").unwrap_or((head, ""));
+    (status.to_owned(), headers.to_ascii_lowercase(), body.to_owned())
+}
+
+/// The value of the sample line `name` (with its labels, exactly), if present.
+fn sample(body: &str, name: &str) -> Option<f64> {
+    body.lines().find_map(|line| line.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+}
+
+#[test]
+fn scraped_over_http_after_real_calls() {
+    let pods = [pod("web", "u1"), pod("db", "u2")];
+    let (_api, world) = memory_world(pods.clone(), false, 100);
+    let metrics = Arc::new(Metrics::new());
+    metrics.set_queue(Arc::clone(&world.queue));
+    let api: Arc<dyn ApiServer> = Arc::new(
+        MeteredApiServer::new(Arc::clone(&world.api_server), Arc::clone(&metrics))
+            .with_pod_manager(Arc::clone(&world.pod_manager)),
+    );
+    let queue = Arc::clone(&world.queue);
+    let world = podstatus_runtime::World { api_server: api, ..world };
+    let component = v1_image().instantiate(world).expect("instantiate");
+    let mut plugin = MeteredPlugin::new(Box::new(component), Arc::clone(&metrics));
+
+    for pod in &pods {
+        let pod_json = serde_json::to_string(pod).expect("json");
+        let outcome = plugin.set_pod_status(&pod_json, r#"{"phase":"Running"}"#).expect("set");
+        assert_eq!(outcome, UpdateOutcome::Queued);
+    }
+    let request = queue.pop().expect("queued");
+    assert_eq!(plugin.sync_pod(&request).expect("sync"), SyncOutcome::Written);
+    assert_eq!(queue.len(), 1, "one request left for the scrape to see");
+
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().expect("runtime");
+    let server = MetricsServer::start("127.0.0.1:0".parse().expect("addr"), Arc::clone(&metrics), runtime.handle())
+        .expect("the metrics endpoint starts");
+    let (status, headers, body) = http_get(server.local_addr(), "/metrics");
+    assert_eq!(status, "HTTP/1.1 200 OK");
+    assert!(headers.contains("content-type: text/plain; version=0.0.4"), "{headers}");
+
+    let expected = [
+        ("kubelet_pod_status_sync_duration_seconds_count", 1.0),
+        ("kubelet_pod_status_sync_duration_seconds_bucket{le=\"+Inf\"}", 1.0),
+        ("podstatus_api_calls_total{verb=\"get\",outcome=\"Success\"}", 1.0),
+        ("podstatus_api_calls_total{verb=\"update_status\",outcome=\"Success\"}", 1.0),
+        ("podstatus_plugin_call_duration_seconds_count{operation=\"set_pod_status\"}", 2.0),
+        ("podstatus_plugin_call_duration_seconds_count{operation=\"sync_pod\"}", 1.0),
+        ("podstatus_sync_queue_depth", 1.0),
+        ("podstatus_status_pending_pods", 1.0),
+    ];
+    for (name, value) in expected {
+        assert_eq!(sample(&body, name), Some(value), "{name} in\n{body}");
+    }
+    assert!(body.contains("# TYPE kubelet_pod_status_sync_duration_seconds histogram"));
+    assert!(body.contains("# TYPE podstatus_api_calls_total counter"));
+    assert!(body.contains("# TYPE podstatus_sync_queue_depth gauge"));
+    assert_eq!(metrics.propagation().snapshot().count, 1);
+
+    let (status, _, _) = http_get(server.local_addr(), "/");
+    assert_eq!(status, "HTTP/1.1 404 Not Found");
+    server.shutdown();
+}
+
+#[test]
+fn a_taken_port_is_an_error() {
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().expect("runtime");
+    let metrics = Arc::new(Metrics::new());
+    let first = MetricsServer::start("127.0.0.1:0".parse().expect("addr"), Arc::clone(&metrics), runtime.handle())
+        .expect("first");
+    let second = MetricsServer::start(first.local_addr(), metrics, runtime.handle());
+    assert!(second.is_err(), "the port is taken");
+}

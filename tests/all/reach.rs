@@ -1,0 +1,387 @@
+//! The plugin's reach is the host's to enforce ("What a plugin may touch"): behind a
+//! `GuardedApiServer`, the real v1 component still syncs, writes and deletes the node's
+//! own pods, and every call that reaches beyond them gets the typed refusal
+//! (`ApiError::Forbidden`, the WIT `forbidden` case) while the pod it aimed at stays
+//! untouched.
+//!
+//! The v1 plugin is honest: it reads only what it was told about and writes and deletes
+//! only what it read, so through it only a read can be aimed at another node's pod. The
+//! other malicious patterns are made on purpose by calling the server the plugin's
+//! imports forward to (the world's `api_server`), exactly as a hostile plugin's import
+//! calls would reach it.
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use k8s_openapi::api::core::v1::Pod;
+use podstatus_backends::FixedDeletionSafety;
+use podstatus_backends::PodManager;
+use podstatus_backends::SyncQueue;
+use podstatus_backends::SystemClock;
+use podstatus_backends::{
+    ApiError, ApiServer, DeleteOptions, GuardedApiServer, MemoryApiServer, Refusals, StatusPatch, StatusUpdate,
+};
+use podstatus_runtime::Plugin;
+use podstatus_runtime::World;
+use podstatus_runtime::bindings::{SyncOutcome, UpdateOutcome};
+use podstatus_tests::v1_image;
+use serde_json::{Value, json};
+
+const NODE: &str = "node-1";
+const OTHER_NODE: &str = "node-2";
+const RUNNING: &str = r#"{"phase": "Running"}"#;
+const SUCCEEDED: &str = r#"{"phase": "Succeeded"}"#;
+const CONFIG_SOURCE: &str = "kubernetes.io/config.source";
+const CONFIG_MIRROR: &str = "kubernetes.io/config.mirror";
+
+/// A pod as JSON, bound to `node`, with labels and a container so that a write that
+/// touched more than `status` would show.
+fn pod(namespace: &str, name: &str, uid: &str, node: &str) -> Value {
+    json!({
+        "metadata": {"namespace": namespace, "name": name, "uid": uid, "labels": {"app": name}},
+        "spec": {"nodeName": node, "containers": [{"name": "c", "image": "registry.example/c:1"}]},
+    })
+}
+
+fn with_annotations(mut pod: Value, annotations: Value) -> Value {
+    pod["metadata"]["annotations"] = annotations;
+    pod
+}
+
+fn being_deleted(mut pod: Value) -> Value {
+    pod["metadata"]["deletionTimestamp"] = json!("2025-01-01T00:00:00Z");
+    pod
+}
+
+fn object(pod: &Value) -> Pod {
+    serde_json::from_value(pod.clone()).expect("a pod")
+}
+
+fn forbidden<T: std::fmt::Debug>(result: Result<T, ApiError>) -> String {
+    match result {
+        Err(ApiError::Forbidden { message }) => message,
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+/// What the plugin's imports got back: the server they forward to, seen from the
+/// plugin's side of the guard.
+struct PluginSide {
+    guard: Arc<GuardedApiServer>,
+    errors: Mutex<Vec<ApiError>>,
+}
+
+impl PluginSide {
+    fn note<T>(&self, result: Result<T, ApiError>) -> Result<T, ApiError> {
+        if let Err(e) = &result {
+            self.errors.lock().unwrap_or_else(PoisonError::into_inner).push(e.clone());
+        }
+        result
+    }
+
+    fn errors(&self) -> Vec<ApiError> {
+        self.errors.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+}
+
+impl ApiServer for PluginSide {
+    fn get_pod(&self, namespace: &str, name: &str) -> Result<Arc<Pod>, ApiError> {
+        self.note(self.guard.get_pod(namespace, name))
+    }
+
+    fn update_pod_status(&self, update: StatusUpdate) -> Result<Arc<Pod>, ApiError> {
+        self.note(self.guard.update_pod_status(update))
+    }
+
+    fn patch_pod_status(&self, patch: StatusPatch) -> Result<Arc<Pod>, ApiError> {
+        self.note(self.guard.patch_pod_status(patch))
+    }
+
+    fn delete_pod(&self, namespace: &str, name: &str, options: &DeleteOptions) -> Result<Arc<Pod>, ApiError> {
+        self.note(self.guard.delete_pod(namespace, name, options))
+    }
+}
+
+/// A node: its pod manager following the API server, and a world whose API server is
+/// the guard.
+struct Node {
+    store: Arc<MemoryApiServer>,
+    pod_manager: Arc<PodManager>,
+    guard: Arc<GuardedApiServer>,
+    plugin_side: Arc<PluginSide>,
+    world: World,
+}
+
+impl Node {
+    fn new(node_name: Option<&str>) -> Node {
+        let store = Arc::new(MemoryApiServer::new());
+        let pod_manager = Arc::new(PodManager::new());
+        pod_manager.follow_api_server(&store);
+        let guard = Arc::new(GuardedApiServer::new(store.clone(), Arc::clone(&pod_manager), node_name.map(Into::into)));
+        let plugin_side = Arc::new(PluginSide { guard: Arc::clone(&guard), errors: Mutex::default() });
+        let world = World {
+            api_server: plugin_side.clone(),
+            pod_manager: Arc::clone(&pod_manager),
+            deletion_safety: Arc::new(FixedDeletionSafety::new(true)),
+            clock: Arc::new(SystemClock),
+            queue: Arc::new(SyncQueue::default()),
+        };
+        Node { store, pod_manager, guard, plugin_side, world }
+    }
+
+    /// The pod is the node's: in its pod manager and in the API server.
+    fn own(&self, pod: &Value) {
+        self.pod_manager.add_pod(object(pod));
+        self.store.put_pod(object(pod)).expect("put");
+    }
+
+    /// The pod is only in the API server.
+    fn in_api_server(&self, pod: &Value) {
+        self.store.put_pod(object(pod)).expect("put");
+    }
+
+    fn stored(&self, namespace: &str, name: &str) -> Arc<Pod> {
+        self.store.get_pod(namespace, name).expect("stored")
+    }
+
+    /// The plugin caches `status` for `pod` and syncs the request it queued.
+    fn sync(&self, plugin: &mut dyn Plugin, pod: &Value, status: &str) -> SyncOutcome {
+        assert_eq!(plugin.set_pod_status(&pod.to_string(), status).expect("set"), UpdateOutcome::Queued);
+        let request = self.world.queue.pop().expect("a queued sync");
+        plugin.sync_pod(&request).expect("sync")
+    }
+
+    fn plugin(&self) -> Box<dyn Plugin> {
+        Box::new(v1_image().instantiate(self.world.clone()).expect("instantiate"))
+    }
+}
+
+/// Metadata but for the resourceVersion (every write changes that), and spec.
+fn all_but_status(pod: &Pod) -> (Value, Value) {
+    let mut metadata = serde_json::to_value(&pod.metadata).expect("json");
+    metadata.as_object_mut().expect("object").remove("resourceVersion");
+    (metadata, serde_json::to_value(&pod.spec).expect("json"))
+}
+
+fn phase(pod: &Pod) -> Option<&str> {
+    pod.status.as_ref().and_then(|status| status.phase.as_deref())
+}
+
+// ---- The legitimate flows still work through the guard. ----
+
+#[test]
+fn the_v1_plugin_syncs_and_deletes_its_own_pods_through_the_guard() {
+    let node = Node::new(None);
+    let mut plugin = node.plugin();
+    let a = pod("ns", "a", "ua", NODE);
+    node.own(&a);
+    let before = node.stored("ns", "a");
+
+    assert_eq!(node.sync(&mut *plugin, &a, RUNNING), SyncOutcome::Written);
+    let written = node.stored("ns", "a");
+    assert_eq!(phase(&written), Some("Running"));
+    assert_eq!(all_but_status(&written), all_but_status(&before), "the write changed only status");
+
+    let deleting = being_deleted(a);
+    node.in_api_server(&deleting);
+    assert_eq!(node.sync(&mut *plugin, &deleting, SUCCEEDED), SyncOutcome::Deleted);
+    assert_eq!(node.store.get_pod("ns", "a").map_err(|e| e.reason()), Err("NotFound"));
+    assert_eq!(node.guard.refusals(), Refusals::default());
+    assert_eq!(node.plugin_side.errors(), []);
+}
+
+#[test]
+fn a_pod_bound_to_the_node_is_reachable_when_a_node_name_is_configured() {
+    let node = Node::new(Some(NODE));
+    let mut plugin = node.plugin();
+    // Bound to the node in the API server, not (yet) in the pod manager.
+    let b = pod("ns", "b", "ub", NODE);
+    node.in_api_server(&b);
+    let before = node.stored("ns", "b");
+    assert_eq!(node.sync(&mut *plugin, &b, RUNNING), SyncOutcome::Written);
+    let written = node.stored("ns", "b");
+    assert_eq!(phase(&written), Some("Running"));
+    assert_eq!(all_but_status(&written), all_but_status(&before), "the write changed only status");
+
+    let deleting = being_deleted(b);
+    node.in_api_server(&deleting);
+    assert_eq!(node.sync(&mut *plugin, &deleting, SUCCEEDED), SyncOutcome::Deleted);
+    assert!(node.store.list_pods().is_empty());
+    assert_eq!(node.guard.refusals(), Refusals::default());
+
+    // Without a node name the same pod is not the node's: the plugin's read is refused.
+    let node = Node::new(None);
+    let mut plugin = node.plugin();
+    let b = pod("ns", "b", "ub", NODE);
+    node.in_api_server(&b);
+    assert_eq!(node.sync(&mut *plugin, &b, RUNNING), SyncOutcome::GetFailed);
+    assert_eq!(node.guard.refusals(), Refusals { get: 1, ..Refusals::default() });
+    assert_eq!(phase(&node.stored("ns", "b")), None, "untouched");
+}
+
+#[test]
+fn a_static_pods_status_is_written_to_its_mirror_pod_through_the_guard() {
+    let node = Node::new(Some(NODE));
+    let mut plugin = node.plugin();
+    let static_pod = with_annotations(pod("kube-system", "etcd-node-1", "s1", NODE), json!({CONFIG_SOURCE: "file"}));
+    let mirror_pod = with_annotations(
+        pod("kube-system", "etcd-node-1", "m1", NODE),
+        json!({CONFIG_SOURCE: "file", CONFIG_MIRROR: "hash"}),
+    );
+    node.pod_manager.add_pod(object(&static_pod));
+    node.own(&mirror_pod);
+    let before = node.stored("kube-system", "etcd-node-1");
+
+    assert_eq!(node.sync(&mut *plugin, &static_pod, RUNNING), SyncOutcome::Written);
+    let written = node.stored("kube-system", "etcd-node-1");
+    assert_eq!(written.metadata.uid.as_deref(), Some("m1"));
+    assert_eq!(phase(&written), Some("Running"));
+    assert_eq!(all_but_status(&written), all_but_status(&before), "the write changed only status");
+    assert_eq!(node.guard.refusals(), Refusals::default());
+}
+
+// ---- Each rule, broken on purpose, gets the typed refusal. ----
+
+#[test]
+fn reading_a_pod_of_another_node_is_refused() {
+    let node = Node::new(Some(NODE));
+    let etcd = pod("kube-system", "etcd", "ue", OTHER_NODE);
+    node.in_api_server(&etcd);
+    let before = node.stored("kube-system", "etcd");
+    let refusal = "get of pod kube-system/etcd refused: not a pod of this node";
+
+    // The real component, told of another node's pod, cannot read it.
+    let mut plugin = node.plugin();
+    assert_eq!(node.sync(&mut *plugin, &etcd, RUNNING), SyncOutcome::GetFailed);
+    assert_eq!(node.plugin_side.errors(), [ApiError::Forbidden { message: refusal.into() }]);
+
+    // Nor can a plugin that asks outright.
+    assert_eq!(forbidden(node.world.api_server.get_pod("kube-system", "etcd")), refusal);
+    assert_eq!(node.guard.refusals(), Refusals { get: 2, ..Refusals::default() });
+    assert_eq!(node.stored("kube-system", "etcd"), before, "untouched");
+}
+
+#[test]
+fn writing_another_pods_status_is_refused() {
+    let node = Node::new(Some(NODE));
+    let etcd = pod("kube-system", "etcd", "ue", OTHER_NODE);
+    node.in_api_server(&etcd);
+    let before = node.stored("kube-system", "etcd");
+    let update = StatusUpdate {
+        namespace: "kube-system".into(),
+        name: "etcd".into(),
+        uid_precondition: Some("ue".into()),
+        resource_version_precondition: None,
+        status: serde_json::from_str(r#"{"phase": "Failed"}"#).expect("status"),
+    };
+    let message = forbidden(node.world.api_server.update_pod_status(update));
+    assert_eq!(message, "status update of pod kube-system/etcd refused: not a pod of this node");
+    // The 0.1.1 contract's strategic merge patch, likewise.
+    let patch = StatusPatch {
+        namespace: "kube-system".into(),
+        name: "etcd".into(),
+        uid_precondition: Some("ue".into()),
+        patch: json!({"metadata": {"uid": "ue"}, "status": {"phase": "Failed"}}),
+    };
+    let message = forbidden(node.world.api_server.patch_pod_status(patch));
+    assert_eq!(message, "status patch of pod kube-system/etcd refused: not a pod of this node");
+    assert_eq!(node.stored("kube-system", "etcd"), before, "untouched");
+    assert_eq!(node.guard.refusals(), Refusals { update_status: 1, patch_status: 1, ..Refusals::default() });
+    still_serves(&node);
+}
+
+#[test]
+fn a_status_write_of_the_nodes_own_pod_changes_only_status() {
+    let node = Node::new(Some(NODE));
+    node.own(&pod("ns", "a", "ua", NODE));
+    let before = node.stored("ns", "a");
+    let api = &node.world.api_server;
+
+    // A patch that reaches for labels or spec is refused whole.
+    for (body, field) in [
+        (
+            json!({"metadata": {"uid": "ua", "labels": {"app": "evil"}}, "status": {"phase": "Failed"}}),
+            "metadata.labels",
+        ),
+        (json!({"spec": {"nodeName": OTHER_NODE}, "status": {"phase": "Failed"}}), "spec"),
+    ] {
+        let patch = StatusPatch { namespace: "ns".into(), name: "a".into(), uid_precondition: None, patch: body };
+        let message = forbidden(api.patch_pod_status(patch));
+        assert_eq!(message, format!("status patch of pod ns/a refused: the patch changes {field}, not only status"));
+    }
+    assert_eq!(node.stored("ns", "a"), before, "untouched");
+
+    // Status writes as the kubelet makes them go through and keep metadata and spec.
+    let update = StatusUpdate {
+        namespace: "ns".into(),
+        name: "a".into(),
+        uid_precondition: Some("ua".into()),
+        resource_version_precondition: before.metadata.resource_version.clone(),
+        status: serde_json::from_str(RUNNING).expect("status"),
+    };
+    let updated = api.update_pod_status(update).expect("update");
+    assert_eq!((phase(&updated), all_but_status(&updated)), (Some("Running"), all_but_status(&before)));
+    let patch = StatusPatch {
+        namespace: "ns".into(),
+        name: "a".into(),
+        uid_precondition: Some("ua".into()),
+        patch: json!({"metadata": {"uid": "ua"}, "status": {"phase": "Succeeded"}}),
+    };
+    let patched = api.patch_pod_status(patch).expect("patch");
+    assert_eq!((phase(&patched), all_but_status(&patched)), (Some("Succeeded"), all_but_status(&before)));
+    assert_eq!(node.guard.refusals(), Refusals { patch_status: 2, ..Refusals::default() });
+}
+
+#[test]
+fn deleting_another_pod_is_refused() {
+    let node = Node::new(Some(NODE));
+    node.in_api_server(&pod("kube-system", "etcd", "ue", OTHER_NODE));
+    let options =
+        DeleteOptions { uid_precondition: Some("ue".into()), grace_period_seconds: Some(0), ..Default::default() };
+    let message = forbidden(node.world.api_server.delete_pod("kube-system", "etcd", &options));
+    assert_eq!(message, "delete of pod kube-system/etcd refused: not a pod of this node");
+    assert!(node.store.get_pod("kube-system", "etcd").is_ok(), "still there");
+    assert_eq!(node.guard.refusals(), Refusals { delete: 1, ..Refusals::default() });
+    still_serves(&node);
+}
+
+#[test]
+fn deleting_without_a_precondition_is_refused() {
+    let node = Node::new(Some(NODE));
+    node.own(&pod("ns", "a", "ua", NODE));
+    for uid_precondition in [None, Some(String::new())] {
+        let options = DeleteOptions { uid_precondition, grace_period_seconds: Some(0), ..Default::default() };
+        let message = forbidden(node.world.api_server.delete_pod("ns", "a", &options));
+        assert_eq!(message, "delete of pod ns/a refused: no UID precondition");
+    }
+    assert!(node.store.get_pod("ns", "a").is_ok(), "still there");
+    assert_eq!(node.guard.refusals(), Refusals { delete: 2, ..Refusals::default() });
+    still_serves(&node);
+}
+
+#[test]
+fn deleting_with_a_precondition_naming_a_uid_the_node_does_not_own_is_refused() {
+    let node = Node::new(Some(NODE));
+    node.own(&pod("ns", "a", "ua", NODE));
+    node.in_api_server(&pod("kube-system", "etcd", "ue", OTHER_NODE));
+    // Another node's pod's UID, and a UID no one has.
+    for uid in ["ue", "u9"] {
+        let options =
+            DeleteOptions { uid_precondition: Some(uid.into()), grace_period_seconds: Some(0), ..Default::default() };
+        let message = forbidden(node.world.api_server.delete_pod("ns", "a", &options));
+        assert_eq!(message, format!("delete of pod ns/a refused: UID precondition {uid} is not a pod of this node"));
+    }
+    assert!(node.store.get_pod("ns", "a").is_ok(), "still there");
+    assert_eq!(node.guard.refusals(), Refusals { delete: 2, ..Refusals::default() });
+    still_serves(&node);
+}
+
+/// After refusals, the v1 plugin in the same world still syncs a pod of the node.
+fn still_serves(node: &Node) {
+    let mut plugin = node.plugin();
+    let own = pod("ns", "own", "u-own", NODE);
+    node.own(&own);
+    let refusals = node.guard.refusals();
+    assert_eq!(node.sync(&mut *plugin, &own, RUNNING), SyncOutcome::Written);
+    assert_eq!(phase(&node.stored("ns", "own")), Some("Running"));
+    assert_eq!(node.guard.refusals(), refusals, "no new refusal");
+}

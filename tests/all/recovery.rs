@@ -1,0 +1,201 @@
+//! Recovery with nothing lost: the real plugin, faulting on demand (the `failpoints`
+//! build) in every Manager operation and in both sync paths, is restored by the
+//! supervisor with every status it had accepted; nothing stale reaches the API server.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::Pod;
+use podstatus_backends::ApiServer;
+use podstatus_backends::FixedDeletionSafety;
+use podstatus_backends::MemoryApiServer;
+use podstatus_backends::PodManager;
+use podstatus_backends::SyncQueue;
+use podstatus_backends::VirtualClock;
+use podstatus_runtime::World;
+use podstatus_runtime::bindings::Timestamp;
+use podstatus_runtime::{CallError, Plugin, PluginRuntime, RuntimeConfig, SupervisedPlugin};
+use podstatus_test_programs::FAILPOINTS;
+use podstatus_tests::cache_dir;
+use serde_json::{Value, json};
+
+/// Failpoint IDs of guest/component/src/failpoints.rs.
+const NANOS_BASE: u32 = 999_000_000;
+const GET_POD_STATUS: u32 = 1;
+const SET_POD_STATUS: u32 = 2;
+const SET_CONTAINER_READINESS: u32 = 3;
+const TERMINATE_POD: u32 = 4;
+const REMOVE_ORPHANED_STATUSES: u32 = 5;
+const SYNC_POD: u32 = 6;
+const SYNC_BATCH: u32 = 7;
+const SAVE_STATE_CHANGES: u32 = 8;
+const WRITE: u32 = 20;
+const PUSH: u32 = 21;
+
+const PODS: [&str; 4] = ["p0", "p1", "p2", "p3"];
+
+fn pod(name: &str) -> Pod {
+    serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"uid": format!("uid-{name}"), "name": name, "namespace": "default"},
+        "spec": {"containers": [{"name": "app", "image": "app:1"}, {"name": "side", "image": "side:1"}]}
+    }))
+    .unwrap()
+}
+
+fn status(phase: &str, ready: bool) -> String {
+    let container = |name: &str| {
+        json!({"name": name, "image": format!("{name}:1"), "imageID": "", "containerID": format!("containerd://{name}"),
+               "ready": ready, "restartCount": 0, "state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}}})
+    };
+    json!({"phase": phase, "conditions": [{"type": "Ready", "status": if ready { "True" } else { "False" }}],
+           "containerStatuses": [container("app"), container("side")]})
+    .to_string()
+}
+
+struct Scene {
+    api: Arc<MemoryApiServer>,
+    clock: Arc<VirtualClock>,
+    world: World,
+    plugin: SupervisedPlugin,
+}
+
+impl Scene {
+    fn new() -> Scene {
+        let api = Arc::new(MemoryApiServer::new());
+        let pod_manager = Arc::new(PodManager::new());
+        for name in PODS {
+            api.put_pod(pod(name)).unwrap();
+            pod_manager.add_pod(pod(name));
+        }
+        pod_manager.follow_api_server(&api);
+        let clock = Arc::new(VirtualClock::new(Timestamp { seconds: 1_800_000_000, nanoseconds: 0 }));
+        let world = World {
+            api_server: api.clone(),
+            pod_manager,
+            deletion_safety: Arc::new(FixedDeletionSafety::new(false)),
+            clock: clock.clone(),
+            queue: Arc::new(SyncQueue::default()),
+        };
+        let runtime =
+            PluginRuntime::new(&RuntimeConfig { cache_dir: Some(cache_dir()), ..RuntimeConfig::default() }).unwrap();
+        let plugin = SupervisedPlugin::new(runtime.load(FAILPOINTS).unwrap(), world.clone()).unwrap();
+        Scene { api, clock, world, plugin }
+    }
+
+    fn set(&mut self, name: &str, phase: &str, ready: bool) -> Result<(), CallError> {
+        self.plugin.set_pod_status(&serde_json::to_string(&pod(name)).unwrap(), &status(phase, ready)).map(drop)
+    }
+
+    /// A bit of everything: written statuses, queued ones, a readiness change.
+    fn prelude(&mut self) {
+        for name in PODS.iter().take(3) {
+            self.set(name, "Pending", false).unwrap();
+        }
+        self.drain().unwrap();
+        self.tick();
+        self.set("p0", "Running", false).unwrap();
+        self.set("p1", "Running", true).unwrap();
+        self.plugin.set_container_readiness("uid-p2", "containerd://app", true).unwrap();
+    }
+
+    /// Moves to the next whole second, which disarms every failpoint.
+    fn tick(&self) {
+        let now = self.world.clock.now();
+        self.clock.set(Timestamp { seconds: now.seconds + 1, nanoseconds: 0 });
+    }
+
+    fn arm(&self, id: u32) {
+        let now = self.world.clock.now();
+        self.clock.set(Timestamp { seconds: now.seconds + 1, nanoseconds: NANOS_BASE + id });
+    }
+
+    fn drain(&mut self) -> Result<(), CallError> {
+        while let Some(request) = self.world.queue.pop() {
+            self.plugin.sync_pod(&request)?;
+        }
+        Ok(())
+    }
+
+    /// Every pod's cached version and status.
+    fn cache(&mut self) -> BTreeMap<String, (u64, Value)> {
+        let mut cache = BTreeMap::new();
+        for name in PODS {
+            let uid = format!("uid-{name}");
+            if let Some(c) = self.plugin.get_pod_status(&uid).unwrap() {
+                cache.insert(uid, (c.version, serde_json::from_str(&c.status).unwrap()));
+            }
+        }
+        cache
+    }
+}
+
+type Action = fn(&mut Scene) -> Result<(), CallError>;
+
+#[test]
+fn a_fault_anywhere_loses_nothing_accepted_and_writes_nothing_stale() {
+    let cases: [(&str, u32, Action); 11] = [
+        ("get-pod-status", GET_POD_STATUS, |s| s.plugin.get_pod_status("uid-p0").map(drop)),
+        ("set-pod-status", SET_POD_STATUS, |s| s.set("p3", "Running", true)),
+        ("set-pod-status, after caching, before queuing", PUSH, |s| s.set("p3", "Running", true)),
+        ("set-container-readiness", SET_CONTAINER_READINESS, |s| {
+            s.plugin.set_container_readiness("uid-p0", "containerd://app", true).map(drop)
+        }),
+        ("terminate-pod", TERMINATE_POD, |s| {
+            s.plugin.terminate_pod(&serde_json::to_string(&pod("p1")).unwrap()).map(drop)
+        }),
+        ("remove-orphaned-statuses", REMOVE_ORPHANED_STATUSES, |s| {
+            s.plugin.remove_orphaned_statuses(&["uid-p0".into()]).map(drop)
+        }),
+        ("sync-pod, on entry", SYNC_POD, |s| s.drain()),
+        ("sync-pod, between read and write", WRITE, |s| s.drain()),
+        ("sync-batch, on entry", SYNC_BATCH, |s| s.plugin.sync_batch().map(drop)),
+        ("sync-batch, before its first write", WRITE, |s| s.plugin.sync_batch().map(drop)),
+        ("saving the changes of an accepted call", SAVE_STATE_CHANGES, |s| s.set("p3", "Running", true)),
+    ];
+    for (name, failpoint, action) in cases {
+        let mut scene = Scene::new();
+        scene.prelude();
+        let before = scene.cache();
+        let api_before: Vec<Pod> = scene.api.list_pods();
+
+        scene.arm(failpoint);
+        let result = action(&mut scene);
+        scene.tick();
+        assert!(matches!(result, Err(CallError::Fault { .. })), "{name}: expected a fault, got {result:?}");
+        assert_eq!(scene.plugin.stats().recoveries, 1, "{name}: one recovery");
+
+        // Everything accepted before the fault is still there, unchanged, and the
+        // faulted call left nothing behind.
+        assert_eq!(scene.cache(), before, "{name}: cache after recovery");
+        if failpoint != WRITE {
+            assert_eq!(scene.api.list_pods(), api_before, "{name}: the API server was not touched");
+        }
+
+        // Quiescence: the restored instance handles the queued requests and the batch.
+        scene.drain().unwrap_or_else(|e| panic!("{name}: {e}"));
+        scene.plugin.sync_batch().unwrap_or_else(|e| panic!("{name}: {e}"));
+        for (uid, (_, cached)) in scene.cache() {
+            let name_of = uid.trim_start_matches("uid-");
+            let stored = scene.api.get_pod("default", name_of).unwrap();
+            let api_status = serde_json::to_value(stored.status.as_ref().unwrap()).unwrap();
+            assert_eq!(api_status, cached, "{name}: the API server holds the latest accepted status of {uid}");
+        }
+    }
+}
+
+#[test]
+fn recovery_is_counted_and_timed() {
+    let mut scene = Scene::new();
+    scene.prelude();
+    scene.arm(SYNC_BATCH);
+    assert!(scene.plugin.sync_batch().is_err());
+    scene.tick();
+    let stats = scene.plugin.stats().clone();
+    assert_eq!(stats.recoveries, 1);
+    assert_eq!(stats.faults.get("trap"), Some(&1));
+    assert_eq!(stats.faults_by_call.get("sync-batch"), Some(&1));
+    assert!(stats.last_recovery.is_some());
+    // And the restored instance carries on as if nothing happened.
+    assert!(scene.plugin.sync_batch().is_ok());
+}

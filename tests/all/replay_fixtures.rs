@@ -1,0 +1,91 @@
+//! Every trace under `fixtures/replay/` run through the real component: its report must
+//! equal the stored `.report.json` byte for byte (set `PODSTATUS_BLESS=1` to rewrite
+//! them after a deliberate change, then review the diff), and satisfy the trace's own
+//! `expect` block, written by hand from the upstream test the trace reproduces.
+
+use std::fs;
+use std::path::PathBuf;
+
+use podstatus_tests::{fixtures_dir, partial_match, replay_component, replay_native};
+
+fn traces() -> Vec<PathBuf> {
+    let mut traces: Vec<PathBuf> = fs::read_dir(fixtures_dir().join("replay"))
+        .expect("fixtures/replay exists")
+        .map(|e| e.expect("readable dir entry").path())
+        .filter(|p| p.to_string_lossy().ends_with(".trace.json"))
+        .collect();
+    traces.sort();
+    traces
+}
+
+fn report_path(trace: &std::path::Path) -> PathBuf {
+    PathBuf::from(trace.to_string_lossy().replace(".trace.json", ".report.json"))
+}
+
+fn render(outcome: &podstatus_replay::ReplayOutcome) -> String {
+    serde_json::to_string_pretty(&outcome.report).expect("report serialises") + "\n"
+}
+
+#[test]
+fn every_fixture_matches_its_report_and_expectations() {
+    let bless = std::env::var_os("PODSTATUS_BLESS").is_some();
+    let traces = traces();
+    assert!(!traces.is_empty(), "no fixtures found");
+    let mut failures = Vec::new();
+    for trace in &traces {
+        let name = trace.file_name().unwrap().to_string_lossy().into_owned();
+        let text = fs::read_to_string(trace).unwrap();
+        let outcome = match replay_component(&text, trace.parent().unwrap()) {
+            Ok(outcome) => outcome,
+            Err(e) => {
+                failures.push(format!("{name}: unusable trace: {e}"));
+                continue;
+            }
+        };
+        let rendered = render(&outcome);
+
+        let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let report: serde_json::Value = serde_json::from_str(&rendered).unwrap();
+        match doc.get("expect") {
+            Some(expect) => {
+                if let Err(e) = partial_match(expect, &report, "report") {
+                    failures.push(format!("{name}: expectation failed at {e}"));
+                }
+            }
+            None => failures.push(format!("{name}: has no \"expect\" block")),
+        }
+
+        let golden = report_path(trace);
+        if bless {
+            fs::write(&golden, &rendered).unwrap();
+        } else {
+            match fs::read_to_string(&golden) {
+                Ok(stored) if stored == rendered => {}
+                Ok(_) => failures
+                    .push(format!("{name}: report differs from {} (PODSTATUS_BLESS=1 rewrites it)", golden.display())),
+                Err(_) => failures.push(format!("{name}: no stored report {}", golden.display())),
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} of {} fixtures failed:\n{}", failures.len(), traces.len(), failures.join("\n"));
+}
+
+#[test]
+fn the_component_and_the_native_logic_agree_on_every_fixture() {
+    for trace in traces() {
+        let text = fs::read_to_string(&trace).unwrap();
+        let component = replay_component(&text, trace.parent().unwrap()).unwrap();
+        let native = replay_native(&text, trace.parent().unwrap()).unwrap();
+        assert_eq!(render(&component), render(&native), "{}", trace.display());
+    }
+}
+
+#[test]
+fn replaying_twice_gives_identical_bytes() {
+    for trace in traces() {
+        let text = fs::read_to_string(&trace).unwrap();
+        let first = render(&replay_component(&text, trace.parent().unwrap()).unwrap());
+        let second = render(&replay_component(&text, trace.parent().unwrap()).unwrap());
+        assert_eq!(first, second, "{}", trace.display());
+    }
+}

@@ -1,0 +1,289 @@
+//! `simulate::run` and its final check as a library: a node agent writing over real HTTP
+//! to an embedded API server this test holds (so the store can be read and tampered
+//! with directly), through a kubeconfig as a cluster would be reached.
+//!
+//! Runs are small and short; every wait is bounded and generous, and nothing asserts
+//! how long anything took.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::{Pod, PodStatus};
+use podstatus_agent::KubeClientConfig;
+use podstatus_agent::simulate::owners::OwnerError;
+use podstatus_agent::simulate::{self, Signals, SimulateConfig, check};
+use podstatus_agent::{AgentConfig, NodeAgent, Target};
+use podstatus_apiserver::EmbeddedApiServer;
+use podstatus_backends::DEFAULT_CAPACITY;
+use podstatus_backends::pod_identity::is_mirror_pod;
+use podstatus_backends::{MemoryApiServer, PodEvent};
+use podstatus_runtime::PODSTATUS_V1;
+use podstatus_runtime::bindings::UpdateOutcome;
+use podstatus_runtime::{PluginRuntime, RuntimeConfig};
+use podstatus_tests::{TestPod, cache_dir};
+
+const NODE: &str = "sim-node";
+/// Generous: a loaded CI machine may be slow, and nothing waits this long when it works.
+const DEADLINE: Duration = Duration::from_secs(60);
+
+fn runtime() -> PluginRuntime {
+    PluginRuntime::new(&RuntimeConfig { cache_dir: Some(cache_dir()), ..RuntimeConfig::default() }).expect("runtime")
+}
+
+/// An embedded API server of the test's own, deleting gracefully as Kubernetes does.
+fn server() -> EmbeddedApiServer {
+    let store = Arc::new(MemoryApiServer::with_graceful_deletion());
+    EmbeddedApiServer::start(store, "127.0.0.1:0".parse().unwrap()).expect("the embedded server starts")
+}
+
+fn agent_config(target: Target) -> AgentConfig {
+    AgentConfig {
+        node: NODE.into(),
+        target,
+        client: KubeClientConfig::default(),
+        manifest_dir: None,
+        metrics_addr: None,
+        sync_period: Duration::from_secs(1),
+        queue_capacity: DEFAULT_CAPACITY,
+        injected_faults: None,
+    }
+}
+
+fn simulation(target: Target, pods: usize, churn: f64, seconds: f64) -> SimulateConfig {
+    SimulateConfig {
+        agent: agent_config(target),
+        pods,
+        static_pods: 2,
+        churn,
+        duration: Some(Duration::from_secs_f64(seconds)),
+        seed: 7,
+        cycles: None,
+        swap_at: None,
+        swap_on_signal: None,
+        flush_timeout: Duration::from_secs(60),
+    }
+}
+
+fn run(config: SimulateConfig) -> simulate::summary::Summary {
+    let plugins = runtime();
+    let image = plugins.load(PODSTATUS_V1).expect("v1 loads");
+    simulate::run(config, plugins, image, &Signals::default()).expect("the simulation runs")
+}
+
+/// A kubeconfig file, as `kubectl config` would write one, for a server without
+/// credentials.
+struct Kubeconfig(PathBuf);
+
+impl Kubeconfig {
+    fn for_server(url: &str) -> Kubeconfig {
+        let path = std::env::temp_dir().join(format!("podstatus-simulate-kubeconfig-{}.yaml", std::process::id()));
+        let text = format!(
+            "apiVersion: v1\n\
+             kind: Config\n\
+             clusters:\n\
+             - name: embedded\n  cluster:\n    server: {url}\n\
+             users:\n\
+             - name: nobody\n  user: {{}}\n\
+             contexts:\n\
+             - name: embedded\n  context:\n    cluster: embedded\n    user: nobody\n    namespace: sim\n\
+             current-context: embedded\n"
+        );
+        std::fs::write(&path, text).unwrap();
+        Kubeconfig(path)
+    }
+}
+
+impl Drop for Kubeconfig {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+fn on_node(pod: &Pod) -> bool {
+    pod.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(NODE)
+}
+
+#[test]
+fn a_run_through_a_kubeconfig_leaves_every_status_in_the_api_server() {
+    let server = server();
+    let kubeconfig = Kubeconfig::for_server(&server.url());
+    let summary = run(simulation(Target::Kubeconfig(Some(kubeconfig.0.clone())), 10, 30.0, 2.0));
+
+    assert!(summary.passed(), "{summary}");
+    assert!(summary.check.compared > 0, "{summary}");
+    let url = server.url();
+    assert!(summary.api_server.starts_with(url.trim_end_matches('/')), "{} is not {url}", summary.api_server);
+    assert!(summary.versions > 0, "{summary}");
+    assert_eq!(summary.static_pods, 2, "{summary}");
+
+    // The statuses are in the store this test holds, not in some other server.
+    let pods: Vec<Pod> = server.store().list_pods().into_iter().filter(on_node).collect();
+    let with_status = pods.iter().filter(|p| p.status.as_ref().and_then(|s| s.phase.as_ref()).is_some()).count();
+    assert!(
+        with_status as u64 >= summary.check.compared,
+        "{with_status} pods with a status in the store, {} compared",
+        summary.check.compared
+    );
+    let mirrors: Vec<&Pod> = pods.iter().filter(|p| is_mirror_pod(p)).collect();
+    assert_eq!(mirrors.len(), 2, "a mirror pod per static pod");
+    for mirror in mirrors {
+        let phase = mirror.status.as_ref().and_then(|s| s.phase.as_deref());
+        assert!(matches!(phase, Some("Pending" | "Running")), "{:?}: {phase:?}", mirror.metadata.name);
+    }
+    let by_phase: u64 = summary.pods_by_phase.values().sum();
+    assert!(by_phase > 0, "{summary}");
+}
+
+/// A pod bound to the node, as its owner creates it.
+fn pod(name: &str, uid: &str) -> Pod {
+    TestPod::new(name, uid).namespace("sim").node(NODE).container("app").build()
+}
+
+fn running() -> PodStatus {
+    serde_json::from_value(serde_json::json!({
+        "phase": "Running",
+        "podIP": "10.244.0.9",
+        "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "2026-11-30T12:00:00Z"}],
+        "containerStatuses": [{
+            "name": "app", "image": "app:1", "imageID": "app@sha256:0", "ready": true, "restartCount": 0,
+            "containerID": "containerd://app-0", "state": {"running": {"startedAt": "2026-11-30T12:00:00Z"}}
+        }]
+    }))
+    .unwrap()
+}
+
+fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + DEADLINE;
+    while !done() {
+        assert!(Instant::now() < deadline, "{what} within {DEADLINE:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn the_check_names_a_pod_whose_api_server_status_is_not_the_cached_one() {
+    let server = server();
+    let store = Arc::clone(server.store());
+    // No batch sync during the test: nothing may repair the tampering behind the check.
+    let config = AgentConfig { sync_period: Duration::from_secs(3600), ..agent_config(Target::Url(server.url())) };
+    let plugins = runtime();
+    let image = plugins.load(PODSTATUS_V1).expect("v1 loads");
+    let agent = NodeAgent::start(&config, plugins, image).expect("the agent starts");
+
+    for (name, uid) in [("web-a", "uid-a"), ("web-b", "uid-b")] {
+        store.create_pod(pod(name, uid)).unwrap();
+    }
+    wait_until("the watch brings both pods", || agent.pod_manager().pods().len() == 2);
+    for held in agent.pod_manager().pods() {
+        let outcome = agent
+            .handle()
+            .set_pod_status(&serde_json::to_string(&*held).unwrap(), &serde_json::to_string(&running()).unwrap())
+            .unwrap();
+        assert!(matches!(outcome, UpdateOutcome::Queued), "{outcome:?}");
+    }
+    let phase = |name: &str| {
+        let stored = store.list_pods().into_iter().find(|p| p.metadata.name.as_deref() == Some(name));
+        stored.and_then(|p| p.status).and_then(|s| s.phase)
+    };
+    wait_until("both statuses are written", || {
+        phase("web-a").as_deref() == Some("Running") && phase("web-b").as_deref() == Some("Running")
+    });
+
+    let read = |namespace: &str, name: &str| -> Result<Option<Pod>, OwnerError> {
+        Ok(store
+            .list_pods()
+            .into_iter()
+            .find(|p| p.metadata.namespace.as_deref() == Some(namespace) && p.metadata.name.as_deref() == Some(name)))
+    };
+    let clean = check::check(agent.handle(), agent.pod_manager(), &read);
+    assert_eq!(clean.compared, 2, "{clean:?}");
+    assert!(clean.differing.is_empty(), "{clean:?}");
+
+    // Someone else writes web-b's status: the API server no longer holds the cache's.
+    let mut tampered = store.list_pods().into_iter().find(|p| p.metadata.name.as_deref() == Some("web-b")).unwrap();
+    tampered.status.as_mut().unwrap().phase = Some("Failed".into());
+    store.put_pod(tampered).unwrap();
+    let dirty = check::check(agent.handle(), agent.pod_manager(), &read);
+    assert_eq!(dirty.compared, 2, "{dirty:?}");
+    assert_eq!(dirty.differing.len(), 1, "{dirty:?}");
+    assert_eq!(dirty.differing[0].pod, "sim/web-b");
+    assert!(dirty.differing[0].detail.contains("phase"), "{}", dirty.differing[0].detail);
+    assert!(dirty.differing[0].detail.contains("Failed"), "{}", dirty.differing[0].detail);
+
+    // A reader that cannot find the pod: named too, never counted as equal.
+    let nothing = |_: &str, _: &str| -> Result<Option<Pod>, OwnerError> { Ok(None) };
+    let missing = check::check(agent.handle(), agent.pod_manager(), &nothing);
+    assert_eq!(missing.differing.len(), 2, "{missing:?}");
+    assert!(missing.differing.iter().all(|d| d.detail == "not in the API server"), "{missing:?}");
+    agent.shutdown(Duration::from_secs(10));
+}
+
+/// Slot and generation from a simulated pod's name (`web-0003-1`).
+fn slot_and_generation(name: &str) -> Option<(String, u32)> {
+    let (rest, generation) = name.rsplit_once('-')?;
+    let (_, slot) = rest.rsplit_once('-')?;
+    Some((slot.to_owned(), generation.parse().ok()?))
+}
+
+#[test]
+fn terminated_pods_are_deleted_by_the_status_manager_and_gone_from_the_store() {
+    let server = server();
+    let store = Arc::clone(server.store());
+    // Every pod the store deletes, as it was last: the status manager deletes a pod only
+    // once it has been marked for deletion and its status is final.
+    let deleted: Arc<Mutex<Vec<Arc<Pod>>>> = Arc::default();
+    let sink = Arc::clone(&deleted);
+    store.subscribe(Box::new(move |event| {
+        if let PodEvent::Deleted(pod) = event {
+            sink.lock().unwrap().push(Arc::clone(pod));
+        }
+    }));
+
+    let summary = run(simulation(Target::Url(server.url()), 8, 40.0, 4.0));
+    assert!(summary.passed(), "{summary}");
+    assert!(summary.pods_deleted > 0, "deleting churn deletes pods: {summary}");
+    let delete_calls = summary.api_calls.get("delete").and_then(|o| o.get("Success")).copied().unwrap_or(0);
+    assert!(delete_calls >= summary.pods_deleted, "{summary}");
+    assert!(summary.pods_created > summary.pods as u64, "deleted pods were replaced: {summary}");
+
+    let deleted = deleted.lock().unwrap();
+    let by_status_manager: Vec<&Arc<Pod>> =
+        deleted.iter().filter(|p| p.metadata.deletion_timestamp.is_some()).collect();
+    assert!(
+        by_status_manager.len() as u64 >= summary.pods_deleted,
+        "{} graceful deletions finished in the store, {} counted",
+        by_status_manager.len(),
+        summary.pods_deleted
+    );
+    for pod in &by_status_manager {
+        let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
+        assert!(matches!(phase, Some("Succeeded" | "Failed")), "{:?} deleted in phase {phase:?}", pod.metadata.name);
+    }
+
+    // Gone from the store: no deleted pod is there, and no slot has two pods.
+    let left: Vec<Pod> =
+        store.list_pods().into_iter().filter(|p| p.metadata.namespace.as_deref() == Some("sim")).collect();
+    for gone in deleted.iter() {
+        assert!(
+            !left.iter().any(|p| p.metadata.uid == gone.metadata.uid),
+            "{:?} was deleted but is in the store",
+            gone.metadata.name
+        );
+    }
+    let mut slots = BTreeMap::<String, Vec<u32>>::new();
+    for pod in &left {
+        let name = pod.metadata.name.clone().unwrap_or_default();
+        let (slot, generation) = slot_and_generation(&name).unwrap_or_else(|| panic!("a simulated pod's name: {name}"));
+        slots.entry(slot).or_default().push(generation);
+    }
+    assert!(slots.values().all(|g| g.len() == 1), "one pod per slot: {slots:?}");
+    assert!(
+        left.len() as u64 <= summary.pods_created - summary.pods_deleted,
+        "{} pods left, {} created, {} deleted",
+        left.len(),
+        summary.pods_created,
+        summary.pods_deleted
+    );
+}

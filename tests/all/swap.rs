@@ -1,0 +1,222 @@
+//! Hot swap: the state moves to the new plugin under load, nothing is lost or runs
+//! twice, and a new plugin that fails in any way leaves the old one serving.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Pod;
+use podstatus_backends::ApiServer;
+use podstatus_backends::MemoryApiServer;
+use podstatus_runtime::World;
+use podstatus_runtime::{Contract, SwapError};
+use podstatus_runtime::{ManagerHandle, SchedulerConfig};
+use podstatus_runtime::{PluginRuntime, RuntimeConfig};
+use podstatus_test_programs::{ADVERSARY_REFUSE_STATE, ADVERSARY_TRAP_ON_LOAD, ADVERSARY_TRAP_ON_SYNC, WRONG_CONTRACT};
+use podstatus_tests::{cache_dir, replay_component, v1_image};
+use serde_json::json;
+
+fn pod(i: usize) -> Pod {
+    serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"uid": format!("uid-{i:04}"), "name": format!("pod-{i}"), "namespace": "default"},
+        "spec": {"containers": [{"name": "app", "image": "app:1"}]}
+    }))
+    .unwrap()
+}
+
+fn status(restarts: u64) -> String {
+    json!({"phase": "Running", "containerStatuses": [{"name": "app", "image": "app:1", "imageID": "",
+        "containerID": "containerd://app", "ready": true, "restartCount": restarts,
+        "state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}}}]})
+    .to_string()
+}
+
+fn world(pods: usize) -> (Arc<MemoryApiServer>, World) {
+    podstatus_tests::memory_world((0..pods).map(pod), false, 100_000)
+}
+
+fn runtime() -> PluginRuntime {
+    PluginRuntime::new(&RuntimeConfig { cache_dir: Some(cache_dir()), ..RuntimeConfig::default() }).unwrap()
+}
+
+#[test]
+fn a_swap_under_concurrent_callers_loses_nothing_and_runs_nothing_twice() {
+    const PODS: usize = 40;
+    let (api, world) = world(PODS);
+    let (manager, scheduler) = ManagerHandle::start(
+        Box::new(v1_image().instantiate(world.clone()).unwrap()),
+        world.queue.clone(),
+        SchedulerConfig::default(),
+    );
+
+    // Writers change every pod's status over and over; each accepted change is one
+    // version, so the final version of a pod counts its accepted calls.
+    let stop = Arc::new(AtomicBool::new(false));
+    let accepted = Arc::new(AtomicU64::new(0));
+    let writers: Vec<_> = (0..3)
+        .map(|t| {
+            let (manager, stop, accepted) = (manager.clone(), stop.clone(), accepted.clone());
+            std::thread::spawn(move || {
+                let mut round = 0;
+                while !stop.load(Ordering::SeqCst) || round < 5 {
+                    round += 1;
+                    for i in (t..PODS).step_by(3) {
+                        let json = serde_json::to_string(&pod(i)).unwrap();
+                        manager.set_pod_status(&json, &status(round)).unwrap();
+                        accepted.fetch_add(1, Ordering::SeqCst);
+                    }
+                }
+                round
+            })
+        })
+        .collect();
+
+    std::thread::sleep(Duration::from_millis(30));
+    let new = v1_image().instantiate(world.clone()).unwrap();
+    let report = manager.swap(Box::new(new)).expect("the swap succeeds");
+    assert!(report.pause <= report.total);
+    stop.store(true, Ordering::SeqCst);
+    let rounds: Vec<u64> = writers.into_iter().map(|w| w.join().unwrap()).collect();
+
+    // Every accepted change is a version: none lost in the switch, none applied twice.
+    let mut versions = 0;
+    for i in 0..PODS {
+        versions += manager.get_pod_status(&format!("uid-{i:04}")).unwrap().expect("cached").version;
+    }
+    assert_eq!(versions, accepted.load(Ordering::SeqCst));
+    assert_eq!(versions, (0..PODS).map(|i| rounds[i % 3]).sum::<u64>());
+
+    // Requests queued by the old plugin are handled by the new one; the API server ends
+    // with every pod's latest status.
+    manager.sync_batch().unwrap();
+    assert_eq!(scheduler.shutdown(Duration::from_secs(10)), 0);
+    for i in 0..PODS {
+        let restarts =
+            api.get_pod("default", &format!("pod-{i}")).unwrap().status.clone().unwrap().container_statuses.unwrap()[0]
+                .restart_count;
+        assert_eq!(restarts as u64, rounds[i % 3], "pod {i}");
+    }
+}
+
+#[test]
+fn a_failing_new_plugin_leaves_the_old_one_serving() {
+    let runtime = runtime();
+    let (_, world) = world(3);
+    let (manager, _scheduler) = ManagerHandle::start(
+        Box::new(v1_image().instantiate(world.clone()).unwrap()),
+        world.queue.clone(),
+        SchedulerConfig::default(),
+    );
+    for i in 0..3 {
+        manager.set_pod_status(&serde_json::to_string(&pod(i)).unwrap(), &status(1)).unwrap();
+    }
+
+    let cases: [(&str, &[u8]); 3] = [
+        ("traps when handed the state", ADVERSARY_TRAP_ON_LOAD),
+        ("refuses the state", ADVERSARY_REFUSE_STATE),
+        ("says ok but keeps nothing", ADVERSARY_TRAP_ON_SYNC),
+    ];
+    for (what, bytes) in cases {
+        let new = runtime.load(bytes).unwrap().instantiate(world.clone()).unwrap();
+        let err = manager.swap(Box::new(new)).expect_err(what);
+        assert!(matches!(err, SwapError::Refused(_)), "{what}: {err}");
+        assert_eq!(manager.get_pod_status("uid-0002").unwrap().unwrap().version, 1, "{what}: the old plugin serves");
+    }
+
+    // A plugin of another contract version never gets as far as an instance.
+    let err = runtime.load(WRONG_CONTRACT).err().expect("refused");
+    assert!(matches!(err, podstatus_runtime::LoadError::WrongWorld(_)), "{err}");
+
+    assert_eq!(
+        manager.set_pod_status(&serde_json::to_string(&pod(0)).unwrap(), &status(2)).unwrap(),
+        podstatus_runtime::bindings::UpdateOutcome::Queued
+    );
+}
+
+fn v1_plugin_file() -> PathBuf {
+    podstatus_tests::workspace_dir().join("target").join("guest").join("podstatus-guest.wasm")
+}
+
+#[test]
+fn replay_swaps_in_the_middle_of_every_kind_of_operation_without_changing_the_outcome() {
+    let trace: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(podstatus_tests::fixtures_dir().join("replay/upstream-static-pod.trace.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    let steps = trace["steps"].as_array().unwrap().clone();
+    let swap = json!({"op": "swap", "plugin": v1_plugin_file()});
+    let mut with_swaps = trace.clone();
+    with_swaps["steps"] = steps.iter().flat_map(|s| [s.clone(), swap.clone()]).collect();
+
+    let base = podstatus_tests::fixtures_dir().join("replay");
+    let plain = replay_component(&trace.to_string(), &base).unwrap().report;
+    let swapped = replay_component(&with_swaps.to_string(), &base).unwrap().report;
+    // Every swap succeeded, and apart from those results the report is the same.
+    let swap_results: Vec<_> = swapped.results.iter().skip(1).step_by(2).collect();
+    assert!(swap_results.iter().all(|r| **r == json!({"swapped": true})), "{swap_results:?}");
+    let other_results: Vec<_> = swapped.results.iter().step_by(2).cloned().collect();
+    assert_eq!(other_results, plain.results);
+    let calls = |report: &podstatus_replay::Report| -> Vec<(String, String, String)> {
+        report.calls.iter().map(|c| (c.verb.to_string(), c.name.clone(), c.outcome.to_string())).collect()
+    };
+    assert_eq!(calls(&swapped), calls(&plain));
+    assert_eq!(serde_json::to_value(&swapped.apiserver).unwrap(), serde_json::to_value(&plain.apiserver).unwrap());
+}
+
+#[test]
+fn a_refused_swap_in_replay_is_recorded_and_the_old_plugin_serves_on() {
+    let trace = json!({
+        "pod_manager": [pod(1)], "apiserver": [pod(1)],
+        "steps": [
+            {"op": "set-pod-status", "pod": "uid-0001", "status": serde_json::from_str::<serde_json::Value>(&status(1)).unwrap()},
+            {"op": "swap", "plugin": "does-not-exist.wasm"},
+            {"op": "get-pod-status", "uid": "uid-0001"}
+        ]
+    });
+    let report = replay_component(&trace.to_string(), &podstatus_tests::fixtures_dir()).unwrap().report;
+    assert_eq!(report.results[1]["swapped"], false);
+    assert!(report.results[1]["error"].as_str().unwrap().contains("does-not-exist.wasm"));
+    assert_eq!(report.results[2]["version"], 1);
+}
+
+#[test]
+fn supervised_plugins_swap_both_ways_between_logic_versions() {
+    use podstatus_runtime::SupervisedPlugin;
+    let runtime = runtime();
+    let v1 = runtime.load(podstatus_runtime::PODSTATUS_V1).unwrap();
+    let v2 = runtime.load(podstatus_runtime::PODSTATUS_V2).unwrap();
+    assert_eq!((v1.contract(), v2.contract()), (Contract::V0_1_0, Contract::V0_1_1));
+    let (api, world) = world(6);
+    let (manager, scheduler) = ManagerHandle::start(
+        Box::new(SupervisedPlugin::new(v1.clone(), world.clone()).unwrap()),
+        world.queue.clone(),
+        SchedulerConfig::default(),
+    );
+    for i in 0..6 {
+        manager.set_pod_status(&serde_json::to_string(&pod(i)).unwrap(), &status(1)).unwrap();
+    }
+    let report = manager.swap(Box::new(SupervisedPlugin::new(v2.clone(), world.clone()).unwrap())).unwrap();
+    assert_eq!((report.from, report.to), (Contract::V0_1_0, Contract::V0_1_1));
+    assert_eq!(manager.contract().package(), "kubelet:status@0.1.1");
+    // v2 goes on from v1's versions.
+    for i in 0..3 {
+        manager.set_pod_status(&serde_json::to_string(&pod(i)).unwrap(), &status(2)).unwrap();
+    }
+    let report = manager.swap(Box::new(SupervisedPlugin::new(v1, world.clone()).unwrap())).unwrap();
+    assert_eq!(report.to, Contract::V0_1_0);
+    for i in 0..6 {
+        let cached = manager.get_pod_status(&format!("uid-{i:04}")).unwrap().expect("kept across both swaps");
+        assert_eq!(cached.version, if i < 3 { 2 } else { 1 }, "pod {i}");
+    }
+    manager.sync_batch().unwrap();
+    assert_eq!(scheduler.shutdown(Duration::from_secs(10)), 0);
+    for i in 0..6 {
+        let restarts =
+            api.get_pod("default", &format!("pod-{i}")).unwrap().status.clone().unwrap().container_statuses.unwrap()[0]
+                .restart_count;
+        assert_eq!(restarts, if i < 3 { 2 } else { 1 }, "pod {i}");
+    }
+}
