@@ -60,7 +60,7 @@ pub fn build_component_file(
 }
 
 fn build_core_module(workspace: &Path, target_dir: &Path, package: &str, features: &[&str]) -> Vec<u8> {
-    ensure_guest_target(target_dir);
+    ensure_guest_target();
     let cargo = env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = Command::new(cargo);
     cmd.current_dir(workspace)
@@ -102,14 +102,15 @@ pub const GUEST_TARGET: &str = "wasm32-unknown-unknown";
 /// `rust-toolchain.toml` lists the target, but rustup installs listed targets only while
 /// auto-install is on; with `RUSTUP_AUTO_INSTALL=0` (a fresh machine here) the nested
 /// build would fail with "can't find crate for `core`" after the host's dependencies
-/// took minutes to build. The host's and the test programs' build scripts may get here
-/// at once, so a file lock makes one of them install and the other wait.
-pub fn ensure_guest_target(target_dir: &Path) {
+/// took minutes to build. The runtime's and the test programs' build scripts may get
+/// here at once, so a file lock makes one of them install and the other wait.
+pub fn ensure_guest_target() {
     if guest_target_installed() {
         return;
     }
-    std::fs::create_dir_all(target_dir).unwrap_or_else(|e| panic!("creating {}: {e}", target_dir.display()));
-    let lock_path = target_dir.join(".guest-target.lock");
+    // One lock for every build script on the machine (the two of this workspace build
+    // into different target directories, but share the toolchain).
+    let lock_path = env::temp_dir().join("podstatus-guest-target.lock");
     let lock = File::create(&lock_path).unwrap_or_else(|e| panic!("creating {}: {e}", lock_path.display()));
     lock.lock().unwrap_or_else(|e| panic!("locking {}: {e}", lock_path.display()));
     if guest_target_installed() {
