@@ -2,17 +2,16 @@
 //! (2017), each named `v2_differs_from_v1_...`. Where it is cheap, the test runs v1 on
 //! the same world too, so the difference is shown rather than described.
 
-mod support;
-
+use podstatus_logic_testing::v2::*;
+use podstatus_logic_testing::*;
 use podstatus_logic_v2::{ApiError, BatchReport, Manager, SyncOutcome, UpdateOutcome};
 use serde_json::{Value, json};
-use support::*;
 
 use Verb::{DeletePod as DELETE, GetPod as GET, PatchPodStatus as PATCH};
 
 /// `ns/a` (uid-a, containers a and b) in the API server and the pod manager.
 fn world_with_pod_a() -> (FakeWorld, Value) {
-    let mut world = FakeWorld::new();
+    let mut world = FakeWorld::v2();
     let pod = world.add_pod(pod("ns", "a", "uid-a", &["a", "b"]));
     (world, pod)
 }
@@ -184,7 +183,7 @@ fn v2_differs_from_v1_readiness_also_generates_containers_ready() {
 
 #[test]
 fn v2_differs_from_v1_ready_honours_readiness_gates() {
-    let mut world = FakeWorld::new();
+    let mut world = FakeWorld::v2();
     let pod = world.add_pod(with_readiness_gates(pod("ns", "a", "uid-a", &["a"]), &["example.com/lb"]));
     let mut m = Manager::new(world);
     let status = |gate: Option<&str>| {
@@ -286,7 +285,7 @@ fn v2_differs_from_v1_terminate_pod_keeps_terminated_containers() {
 
 #[test]
 fn v2_differs_from_v1_terminate_pod_leaves_containers_that_never_started() {
-    let mut world = FakeWorld::new();
+    let mut world = FakeWorld::v2();
     let pod = world.add_pod(with_init_containers(pod("ns", "a", "uid-a", &["main"]), &["setup"]));
     let status = json!({"phase": "Pending",
         "initContainerStatuses": [container_in("setup", json!({"running": {}}))],
@@ -336,7 +335,7 @@ fn v2_differs_from_v1_a_terminated_container_runs_again_only_if_its_restart_poli
     ];
     for (policy, code, allowed) in cases {
         for key in ["containerStatuses", "initContainerStatuses"] {
-            let mut world = FakeWorld::new();
+            let mut world = FakeWorld::v2();
             let mut p = with_init_containers(pod("ns", "a", "uid-a", &["a"]), &["a"]);
             if let Some(policy) = policy {
                 p = with_restart_policy(p, policy);
@@ -412,7 +411,7 @@ fn v2_differs_from_v1_sends_disruption_target_with_the_terminal_phase() {
 
 #[test]
 fn v2_differs_from_v1_deletes_only_once_the_phase_is_terminal() {
-    let mut world = FakeWorld::new();
+    let mut world = FakeWorld::v2();
     world.reclaimed = true;
     let pod = world.add_pod(deleting(pod("ns", "a", "uid-a", &["a"])));
     let mut m = Manager::new(world.clone());
@@ -435,7 +434,7 @@ fn v2_differs_from_v1_deletes_only_once_the_phase_is_terminal() {
 
 #[test]
 fn v2_differs_from_v1_coalesces_sync_requests_per_pod() {
-    let mut world = FakeWorld::new();
+    let mut world = FakeWorld::v2();
     let a = world.add_pod(pod("ns", "a", "uid-a", &["c"]));
     let b = world.add_pod(pod("ns", "b", "uid-b", &["c"]));
     let mut m = Manager::new(world.clone());
@@ -475,7 +474,7 @@ fn v2_differs_from_v1_a_sync_writes_the_latest_status_not_its_snapshot() {
 
 #[test]
 fn v2_differs_from_v1_a_sync_retries_other_unwritten_pods() {
-    let mut world = FakeWorld::new();
+    let mut world = FakeWorld::v2();
     let a = world.add_pod(pod("ns", "a", "uid-a", &["c"]));
     let b = world.add_pod(pod("ns", "b", "uid-b", &["c"]));
     let mut m = Manager::new(world);
@@ -496,7 +495,7 @@ fn v2_differs_from_v1_a_sync_retries_other_unwritten_pods() {
 
 #[test]
 fn v2_differs_from_v1_a_static_pod_without_mirror_pod_is_not_fetched() {
-    let mut world = FakeWorld::new();
+    let mut world = FakeWorld::v2();
     let (static_pod, _) = static_and_mirror("ns", "s", "uid-s", "uid-m", &["a"]);
     world.add_managed_pod(static_pod.clone());
     let mut m = Manager::new(world);
@@ -507,7 +506,7 @@ fn v2_differs_from_v1_a_static_pod_without_mirror_pod_is_not_fetched() {
 
 #[test]
 fn v2_differs_from_v1_a_static_pods_request_checks_its_mirror_pods_version() {
-    let mut world = FakeWorld::new();
+    let mut world = FakeWorld::v2();
     let (static_pod, mirror) = static_and_mirror("ns", "s", "uid-s", "uid-m", &["a"]);
     world.add_managed_pod(static_pod.clone());
     world.add_pod(mirror);

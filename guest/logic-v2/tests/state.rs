@@ -1,15 +1,14 @@
 //! Logic v2's state is v1's document: a running agent swaps v1 -> v2 -> v1 without
 //! losing anything, and v2 keeps nothing beside the document.
 
-mod support;
-
+use podstatus_logic_testing::v2::*;
+use podstatus_logic_testing::*;
 use podstatus_logic_v2::{Manager, SyncOutcome, UpdateOutcome};
 use serde_json::{Value, json};
-use support::*;
 
 /// Pods a and b, and a static pod s with its mirror pod m.
 fn world() -> (FakeWorld, Value, Value, Value) {
-    let mut world = FakeWorld::new();
+    let mut world = FakeWorld::v2();
     let a = world.add_pod(pod("ns", "a", "uid-a", &["c"]));
     let b = world.add_pod(pod("ns", "b", "uid-b", &["c"]));
     let (s, mirror) = static_and_mirror("ns", "s", "uid-s", "uid-m", &["c"]);
@@ -126,7 +125,7 @@ fn v2_keeps_nothing_beside_the_state_document() {
         (all, calls, api, cached(m, "uid-a"))
     }
 
-    let mut world = FakeWorld::new();
+    let mut world = FakeWorld::v2();
     world.reclaimed = true;
     world.running = true;
     let a = world.add_pod(deleting(pod("ns", "a", "uid-a", &["c"])));

@@ -9,14 +9,13 @@
 //! `FakePodDeletionSafetyProvider` says no container runs; upstream's "finished"
 //! (`TerminatePod` ran) is the host's "resources reclaimed" here.
 
-mod support;
-
 use k8s_openapi::api::core::v1::PodStatus;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use podstatus_logic_testing::v2::*;
+use podstatus_logic_testing::*;
 use podstatus_logic_v2::conditions;
 use podstatus_logic_v2::{BatchReport, Manager, SyncOutcome, UpdateOutcome, V1Imports};
 use serde_json::{Value, json};
-use support::*;
 
 const UID: &str = "12345678";
 
@@ -26,14 +25,14 @@ fn test_pod() -> Value {
 
 /// `newTestManager(&fake.Clientset{})`: the test pod in the pod manager only.
 fn new_test_manager() -> M {
-    let mut world = FakeWorld::new();
+    let mut world = FakeWorld::v2();
     world.add_managed_pod(test_pod());
     Manager::new(world)
 }
 
 /// `newTestManager(fake.NewSimpleClientset(pod))`: the pod in both.
 fn manager_with_api_pod(pod: Value) -> M {
-    let mut world = FakeWorld::new();
+    let mut world = FakeWorld::v2();
     world.add_pod(pod);
     Manager::new(world)
 }
@@ -160,7 +159,7 @@ fn sync_pod() {
 
 #[test]
 fn sync_pod_checks_mismatched_uid() {
-    let mut world = FakeWorld::new();
+    let mut world = FakeWorld::v2();
     let first = world.add_pod(pod("new", "foo", "first", &[]));
     let different = pod("new", "foo", "second", &[]);
     world.add_managed_pod(different.clone());
@@ -293,7 +292,7 @@ fn status_normalization_enforces_max_bytes() {
 #[test]
 fn static_pod() {
     let (static_pod, mirror) = static_and_mirror("new", "foo", UID, "mirror-12345678", &[]);
-    let mut world = FakeWorld::new();
+    let mut world = FakeWorld::v2();
     world.add_api_pod(mirror.clone());
     world.add_managed_pod(test_pod());
     let mut m = Manager::new(world);
@@ -612,7 +611,7 @@ fn terminate_pod_default_unknown_status() {
 
     for (name, pod, checks) in cases {
         // A pod manager without pods, as upstream's table builds it.
-        let mut m = Manager::new(FakeWorld::new());
+        let mut m = Manager::new(FakeWorld::v2());
         set(&mut m, &pod, &pod["status"]);
         terminate(&mut m, &pod);
         let status = status_of(&mut m, UID);
@@ -642,7 +641,7 @@ fn terminate_pod_ensure_pod_phase_is_terminal() {
         ("Unknown phase pod", "SomeUnknownPhase", "Failed"),
     ];
     for (name, phase, want) in cases {
-        let mut m = Manager::new(FakeWorld::new());
+        let mut m = Manager::new(FakeWorld::v2());
         let pod = with_status(test_pod(), json!({"phase": phase}));
         terminate(&mut m, &pod);
         let mut status = status_of(&mut m, UID);
@@ -838,7 +837,7 @@ fn delete_pod_finished() {
 #[test]
 fn do_not_delete_mirror_pods() {
     let (static_pod, mirror) = static_and_mirror("new", "foo", UID, "mirror-12345678", &[]);
-    let mut world = FakeWorld::new();
+    let mut world = FakeWorld::v2();
     world.reclaimed = true;
     let mirror = world.add_pod(deleting(mirror));
     world.add_managed_pod(static_pod.clone());

@@ -1,11 +1,9 @@
 //! Saving and loading the manager's state, natively over a fake world.
 
-mod support;
-
 use podstatus_logic::state::{STATE_FORMAT, STATE_VERSION};
 use podstatus_logic::{BatchReport, Manager, ManagerError, SyncOutcome, SyncRequest, UpdateOutcome};
+use podstatus_logic_testing::*;
 use serde_json::{Value, json};
-use support::*;
 
 type M = Manager<FakeWorld>;
 
