@@ -410,7 +410,7 @@ fn v2_differs_from_v1_sends_disruption_target_with_the_terminal_phase() {
 }
 
 #[test]
-fn v2_differs_from_v1_deletes_only_once_the_phase_is_terminal() {
+fn v2_differs_from_v1_deletes_only_a_finished_pod_once_the_phase_is_terminal() {
     let mut world = FakeWorld::v2();
     world.reclaimed = true;
     let pod = world.add_pod(deleting(pod("ns", "a", "uid-a", &["a"])));
@@ -420,9 +420,17 @@ fn v2_differs_from_v1_deletes_only_once_the_phase_is_terminal() {
     assert_eq!(m.imports_mut().take_verbs(), [GET, PATCH]);
     assert_eq!(m.sync_batch(), BatchReport::default(), "still nothing to delete");
 
+    // Terminal, but not from terminate-pod: written, not deleted.
     set(&mut m, &pod, &json!({"phase": "Succeeded"}));
+    assert_eq!(drain(&mut m), [SyncOutcome::Written]);
+    assert_eq!(m.imports_mut().take_verbs(), [GET, PATCH]);
+    assert_eq!(m.sync_batch(), BatchReport::default(), "not finished: nothing to delete");
+
+    // terminate-pod finishes it: its sync deletes.
+    terminate(&mut m, &pod);
     assert_eq!(drain(&mut m), [SyncOutcome::Deleted]);
-    assert_eq!(m.imports_mut().take_verbs(), [GET, PATCH, DELETE]);
+    assert_eq!(m.imports_mut().take_verbs(), [GET, DELETE]);
+    assert_eq!(m.imports_mut().reclaimed_queries, 0, "v2 does not ask whether resources are reclaimed");
 
     let mut old = v1(world);
     v1_set(&mut old, &pod, &json!({"phase": "Running"}));
@@ -430,10 +438,30 @@ fn v2_differs_from_v1_deletes_only_once_the_phase_is_terminal() {
     assert_eq!(old.sync_pod(&request), Ok(SyncOutcome::Deleted));
 }
 
+#[test]
+fn v2_differs_from_v1_deletes_a_finished_pod_already_failed_whatever_resources_say() {
+    let mut world = FakeWorld::v2();
+    world.reclaimed = false;
+    world.running = true;
+    let pod = world.add_pod(deleting(with_status(
+        with_restart_policy(pod("ns", "a", "uid-a", &["c"]), "Never"),
+        json!({"phase": "Failed", "containerStatuses": [container_in("c", json!({"terminated": {"exitCode": 1}}))]}),
+    )));
+    let mut m = Manager::new(world.clone());
+    terminate(&mut m, &pod);
+    assert_eq!(drain(&mut m), [SyncOutcome::Deleted]);
+    assert_eq!(m.imports_mut().take_verbs(), [GET, PATCH, DELETE], "startTime is new");
+
+    let mut old = v1(world);
+    old.terminate_pod(&pod.to_string()).unwrap();
+    let request = old.imports_mut().pop_request().unwrap();
+    assert_eq!(old.sync_pod(&request), Ok(SyncOutcome::Written), "v1 waits for the resources");
+}
+
 // ---- sync requests ----
 
 #[test]
-fn v2_differs_from_v1_coalesces_sync_requests_per_pod() {
+fn v2_differs_from_v1_one_request_signals_one_pass_over_every_unwritten_pod() {
     let mut world = FakeWorld::v2();
     let a = world.add_pod(pod("ns", "a", "uid-a", &["c"]));
     let b = world.add_pod(pod("ns", "b", "uid-b", &["c"]));
@@ -441,15 +469,16 @@ fn v2_differs_from_v1_coalesces_sync_requests_per_pod() {
     for message in ["1", "2", "3"] {
         assert_eq!(set(&mut m, &a, &json!({"message": message})), UpdateOutcome::Queued);
     }
-    set(&mut m, &b, &json!({"message": "1"}));
+    assert_eq!(set(&mut m, &b, &json!({"message": "1"})), UpdateOutcome::Queued);
     let queued: Vec<(String, u64)> = m.imports_mut().queue.iter().map(|r| (r.pod_uid.clone(), r.version)).collect();
-    assert_eq!(queued, [("uid-a".to_string(), 1), ("uid-b".to_string(), 1)], "one request per pod");
-    assert_eq!(drain(&mut m), [SyncOutcome::Written, SyncOutcome::Written]);
+    assert_eq!(queued, [("uid-a".to_string(), 1)], "one signal for every update");
+    assert_eq!(drain(&mut m), [SyncOutcome::Written], "the outcome is the request's pod's");
     assert_eq!(m.imports_mut().take_verbs(), [GET, PATCH, GET, PATCH], "each pod written once");
     assert_eq!(m.imports_mut().api_status("ns", "a")["message"], "3");
+    assert_eq!(m.imports_mut().api_status("ns", "b")["message"], "1");
 
-    // Once handled, the next change queues again.
-    set(&mut m, &a, &json!({"message": "4"}));
+    // Once handled, the next change signals again.
+    set(&mut m, &b, &json!({"message": "2"}));
     assert_eq!(m.imports_mut().queue.len(), 1);
 
     let mut old = v1(world);
@@ -457,6 +486,28 @@ fn v2_differs_from_v1_coalesces_sync_requests_per_pod() {
         v1_set(&mut old, &a, &json!({"message": message}));
     }
     assert_eq!(old.imports_mut().queue.len(), 3, "v1 queues every version");
+}
+
+#[test]
+fn v2_differs_from_v1_a_pass_tries_each_pod_once() {
+    let mut world = FakeWorld::v2();
+    let gone = pod("ns", "gone", "uid-0", &["c"]);
+    world.add_managed_pod(gone.clone());
+    let a = world.add_pod(pod("ns", "a", "uid-a", &["c"]));
+    let b = world.add_pod(pod("ns", "b", "uid-b", &["c"]));
+    let mut m = Manager::new(world);
+    set(&mut m, &gone, &json!({"message": "gone"}));
+    set(&mut m, &a, &json!({"message": "a"}));
+    set(&mut m, &b, &json!({"message": "b"}));
+    m.imports_mut().fail(PATCH, ApiError::Other("unavailable".into()));
+    assert_eq!(drain(&mut m), [SyncOutcome::PodNotFound]);
+    // gone is read once, a's failed write is not retried within the pass.
+    assert_eq!(m.imports_mut().take_verbs(), [GET, GET, PATCH, GET, PATCH]);
+    m.imports_mut().heal(PATCH);
+    assert_eq!(drain(&mut m), [], "nothing signalled since");
+    assert_eq!(m.sync_batch(), BatchReport { synced: 3, reconciled: 0, failed: 0 });
+    assert_eq!(m.imports_mut().take_verbs(), [GET, GET, PATCH, GET, PATCH], "the batch retries the three");
+    assert_eq!(m.imports_mut().api_status("ns", "b")["message"], "b");
 }
 
 #[test]
