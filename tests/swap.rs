@@ -288,3 +288,58 @@ fn a_pod_terminated_by_v2_is_still_deleted_after_v2_to_v1_to_v2() {
         assert_eq!(report["apiserver"], json!([]), "swap to v1: {swap_to_v1}");
     }
 }
+
+/// The finished mark travels with the state the host moves: the supervisor's copy (what
+/// recovery loads) has it after terminate-pod, the swap's check demands it of the new
+/// plugin, and supervised v2 -> v1 -> v2 in the middle of a termination still deletes.
+#[test]
+fn supervised_swaps_and_the_recovery_copy_carry_the_finished_mark() {
+    use podstatus::plugin::{Plugin, SupervisedPlugin};
+    use podstatus::swap::{move_bulk, move_changes};
+
+    let runtime = runtime();
+    let v1 = runtime.load(podstatus::components::PODSTATUS_V1).unwrap();
+    let v2 = runtime.load(podstatus::components::PODSTATUS_V2).unwrap();
+    let mut terminating = pod(7);
+    terminating.metadata.deletion_timestamp =
+        Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time("2026-01-01T00:00:00Z".parse().unwrap()));
+    let pod_json = serde_json::to_string(&terminating).unwrap();
+    // Resources not reclaimed, containers may run: v2 holds the terminal phase back.
+    let (api, world) = podstatus_tests::memory_world([terminating], false, 100);
+    let drain = |plugin: &mut dyn Plugin| {
+        for request in world.queue.drain() {
+            plugin.sync_pod(&request).unwrap();
+        }
+    };
+    let finished = |document: &str| -> serde_json::Value {
+        let document: serde_json::Value = serde_json::from_str(document).unwrap();
+        document["statuses"]["uid-0007"]["podIsFinished"].clone()
+    };
+
+    let mut first = SupervisedPlugin::new(v2.clone(), world.clone()).unwrap();
+    first.terminate_pod(&pod_json).unwrap();
+    drain(&mut first);
+    assert_eq!(finished(&first.accepted_state()), true, "the recovery copy has the mark");
+    assert!(api.get_pod("default", "pod-7").is_ok(), "not terminal in the API server yet");
+
+    // v2 -> v1: v1 makes a version of its own (forced: the pod is being deleted) and
+    // writes it, deleting nothing while resources are not reclaimed.
+    let mut middle = SupervisedPlugin::new(v1, world.clone()).unwrap();
+    move_bulk(&mut first, &mut middle).unwrap();
+    move_changes(&mut first, &mut middle).unwrap();
+    let status = json!({"phase": "Failed", "startTime": "2026-01-01T00:00:00Z"}).to_string();
+    middle.set_pod_status(&pod_json, &status).unwrap();
+    drain(&mut middle);
+    assert_eq!(middle.get_pod_status("uid-0007").unwrap().unwrap().version, 2);
+    assert_eq!(finished(&middle.accepted_state()), true, "v1 keeps the mark on its own version");
+    assert!(api.get_pod("default", "pod-7").is_ok(), "v1 waits for the resources");
+
+    // v1 -> v2: the mark is back, and the batch deletes the now Failed pod.
+    let mut last = SupervisedPlugin::new(v2, world.clone()).unwrap();
+    move_bulk(&mut middle, &mut last).unwrap();
+    move_changes(&mut middle, &mut last).unwrap();
+    assert_eq!(finished(&last.accepted_state()), true);
+    last.sync_batch().unwrap();
+    assert!(api.get_pod("default", "pod-7").is_err(), "deleted");
+    assert_eq!(last.get_pod_status("uid-0007").unwrap(), None);
+}
