@@ -7,7 +7,8 @@
 //! drains the channel and counts the pods synced ([`drain_count`]); `verifyActions`
 //! drains too and compares the API calls ([`drain_verbs`]). Upstream's
 //! `FakePodDeletionSafetyProvider` says no container runs; upstream's "finished"
-//! (`TerminatePod` ran) is the host's "resources reclaimed" here.
+//! (`podIsFinished`: the status came from `TerminatePod`) is the same mark here, and
+//! whether resources are reclaimed is never asked.
 
 use k8s_openapi::api::core::v1::PodStatus;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -814,8 +815,9 @@ fn reconcile_pod_status() {
 fn delete_pod_before_finished() {
     let pod = deleting(test_pod());
     let mut m = manager_with_api_pod(pod.clone());
-    // Not finished: the kubelet has not reclaimed the pod's resources yet.
-    m.imports_mut().reclaimed = false;
+    // Not finished: the status comes from set-pod-status, not terminate-pod (whatever
+    // the host says of the resources).
+    m.imports_mut().reclaimed = true;
     let mut status = random_status();
     status["phase"] = json!("Failed");
     set(&mut m, &pod, &status);
@@ -827,9 +829,10 @@ fn delete_pod_before_finished() {
 fn delete_pod_finished() {
     let pod = deleting(test_pod());
     let mut m = manager_with_api_pod(pod.clone());
-    m.imports_mut().reclaimed = true;
+    m.imports_mut().reclaimed = false;
     terminate(&mut m, &pod);
     assert_eq!(drain_verbs(&mut m), [GET, PATCH, DELETE], "deleted once finished");
+    assert_eq!(m.imports_mut().reclaimed_queries, 0);
     assert_eq!(cached(&mut m, UID), None);
     assert!(m.imports_mut().api_pod("new", "foo").is_none());
 }
