@@ -333,16 +333,45 @@ impl<I: Imports> Manager<I> {
         }
     }
 
-    /// Signals the sync loop: queues a sync request for `uid` unless a request (of any
-    /// pod) is queued already, whose pass will write this version too.
+    /// Signals the sync loop: queues a sync request for `uid` unless the slot is full
+    /// already, in which case that request's pass writes this version too.
     fn enqueue(&mut self, uid: &str, status: Arc<VersionedStatus>) -> UpdateOutcome {
-        if self.core.any_queued() {
+        if self.signal_waiting() {
             self.core.log(Level::Trace, || {
                 format!("a sync is queued already; it will write version {} of pod {uid}", status.version)
             });
             return UpdateOutcome::Queued;
         }
         self.core.enqueue(uid, status)
+    }
+
+    /// Whether the slot is full: a request is queued for a pod whose latest status is
+    /// still unwritten. One for a pod written since (by a batch sync) does not count:
+    /// its pass may find nothing to do, and a request the host lost (handed to a plugin
+    /// instance that faulted, whose state was then restored) must not keep every later
+    /// update from signalling once the batch sync has written its pod.
+    fn signal_waiting(&mut self) -> bool {
+        let queued = self.core.queued_pods();
+        if queued.is_empty() {
+            return false;
+        }
+        let mut pod_to_mirror = None;
+        for uid in queued {
+            let Some(status) = self.core.cached(&uid) else {
+                continue;
+            };
+            if self.core.is_written(&uid, status.version) {
+                continue;
+            }
+            let pod_to_mirror = pod_to_mirror.get_or_insert_with(|| self.core.pod_to_mirror());
+            match pod_to_mirror.get(&uid) {
+                // A static pod without mirror pod cannot be written yet.
+                Some(mirror) if mirror.is_empty() => continue,
+                Some(mirror) if self.core.is_written(mirror, status.version) => continue,
+                _ => return true,
+            }
+        }
+        false
     }
 
     /// Syncs `uid`'s latest status unless that version is written already.

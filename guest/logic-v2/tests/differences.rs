@@ -595,3 +595,25 @@ fn v2_differs_from_v1_a_request_refused_by_a_full_queue_is_queued_again_by_the_n
     assert_eq!(set(&mut m, &pod, &json!({"message": "3"})), UpdateOutcome::Queued);
     assert_eq!(m.imports_mut().pushed.len(), 2, "pushed: the refused one and the queued one");
 }
+
+#[test]
+fn a_lost_request_blocks_signals_only_until_the_batch_writes_its_pod() {
+    let mut world = FakeWorld::v2();
+    let a = world.add_pod(pod("ns", "a", "uid-a", &["c"]));
+    let b = world.add_pod(pod("ns", "b", "uid-b", &["c"]));
+    let mut m = Manager::new(world);
+    set(&mut m, &a, &json!({"message": "a"}));
+    // The host lost the request (handed to an instance that faulted and was restored
+    // from the state before the call): the state still holds its snapshot.
+    assert_eq!(m.imports_mut().take_queue().len(), 1);
+    set(&mut m, &b, &json!({"message": "b"}));
+    assert!(m.imports_mut().queue.is_empty(), "a's request, queued as far as v2 knows, carries b's update");
+    assert_eq!(m.sync_batch(), BatchReport { synced: 2, reconciled: 0, failed: 0 });
+    m.imports_mut().take_calls();
+
+    // a is written now: its lost request no longer holds the slot.
+    set(&mut m, &b, &json!({"message": "b2"}));
+    assert_eq!(drain(&mut m), [SyncOutcome::Written]);
+    assert_eq!(m.imports_mut().take_verbs(), [GET, PATCH]);
+    assert_eq!(m.imports_mut().api_status("ns", "b")["message"], "b2");
+}

@@ -322,9 +322,9 @@ impl<I: Imports> Manager<I> {
         self.pending.values().any(|p| p.pod_uid == uid)
     }
 
-    /// Whether any sync request is queued in the host.
-    pub fn any_queued(&self) -> bool {
-        !self.pending.is_empty()
+    /// The pods that sync requests queued in the host refer to, in request order.
+    pub fn queued_pods(&self) -> Vec<String> {
+        self.pending.values().map(|p| p.pod_uid.clone()).collect()
     }
 
     /// The snapshot `request` refers to, taken out of the state (a request is handled
