@@ -164,8 +164,9 @@ impl<I: Imports> Manager<I> {
     /// 1.27 signals its sync loop through a channel of one slot: an update puts a signal
     /// there unless one is waiting already, and each signal taken runs one
     /// `syncBatch(false)`, which tries every pod whose latest status is unwritten once.
-    /// Here the host's queue holds the signal: an update queues a request only when no
-    /// request is queued at all (for any pod), and handling a request syncs, once each,
+    /// Here the host's queue holds the signal: an update queues a request only when the
+    /// slot is empty (no request of any pod waits, see `signal_waiting`), and handling
+    /// a request syncs, once each,
     /// every pod whose latest status (not a snapshot) is unwritten: the request's own
     /// pod first, then the others in UID order. A write that fails waits for the next
     /// signal or batch sync, as upstream. The outcome is the request's pod's.
