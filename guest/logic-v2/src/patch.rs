@@ -51,6 +51,8 @@ pub fn status_patch(uid: &str, old: &PodStatus, new: &PodStatus) -> Result<Optio
     if status.is_empty() {
         return Ok(None);
     }
+    // Go sends every quantity in its canonical form.
+    status.values_mut().for_each(canonicalize_quantities);
     let patch = json!({"metadata": {"uid": uid}, "status": status});
     serde_json::to_string(&patch).map(Some).map_err(|e| format!("cannot serialise the status patch: {e}"))
 }
@@ -106,6 +108,32 @@ fn quantities(value: &Value, path: &mut String, out: &mut Vec<(String, String)>)
                 path.truncate(len);
             }
         }
+        _ => {}
+    }
+}
+
+/// Rewrites the quantities in a status field's JSON (see [`quantities`]) in the
+/// canonical form Go writes them in; one Go cannot write canonically stays as it is.
+fn canonicalize_quantities(value: &mut Value) {
+    const RESOURCE_LISTS: [&str; 3] = ["allocatedResources", "limits", "requests"];
+    match value {
+        Value::Object(map) => {
+            for (key, item) in map.iter_mut() {
+                match item {
+                    Value::Object(list) if RESOURCE_LISTS.contains(&key.as_str()) => {
+                        for quantity in list.values_mut() {
+                            if let Value::String(text) = quantity
+                                && let Some(form) = go_canonical(&Quantity(text.clone()))
+                            {
+                                *text = form;
+                            }
+                        }
+                    }
+                    _ => canonicalize_quantities(item),
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(canonicalize_quantities),
         _ => {}
     }
 }
@@ -336,6 +364,9 @@ mod tests {
         assert_eq!(p["status"]["containerStatuses"], statuses("1024")["containerStatuses"]);
         // A quantity Go cannot write canonically is compared as written.
         assert_eq!(patch(statuses("1000E"), statuses("1000E")), None);
+        // What is sent is in Go's form too.
+        let p = patch(statuses("1Ki"), statuses("2048Ki")).unwrap();
+        assert_eq!(p["status"]["containerStatuses"], statuses("2Mi")["containerStatuses"]);
     }
 
     #[test]
