@@ -317,11 +317,6 @@ impl<I: Imports> Manager<I> {
         self.api_versions.get(uid).is_some_and(|&written| written >= version)
     }
 
-    /// Whether a sync request queued in the host refers to a snapshot of `uid`.
-    pub fn is_queued(&self, uid: &str) -> bool {
-        self.pending.values().any(|p| p.pod_uid == uid)
-    }
-
     /// The pods that sync requests queued in the host refer to, in request order.
     pub fn queued_pods(&self) -> Vec<String> {
         self.pending.values().map(|p| p.pod_uid.clone()).collect()
@@ -344,7 +339,7 @@ impl<I: Imports> Manager<I> {
     }
 
     /// Drops the cached status of `uid`, noting the change.
-    pub fn drop_status(&mut self, uid: &str) {
+    pub(crate) fn drop_status(&mut self, uid: &str) {
         if self.statuses.remove(uid).is_some() {
             self.note_status_change(uid);
         }
@@ -359,13 +354,13 @@ impl<I: Imports> Manager<I> {
     }
 
     /// Records `version` as written to the API server for `uid`, noting the change.
-    pub fn set_api_version(&mut self, uid: &str, version: u64) {
+    pub(crate) fn set_api_version(&mut self, uid: &str, version: u64) {
         self.api_versions.insert(uid.to_string(), version);
         self.changes.api_versions.insert(uid.to_string());
     }
 
     /// Forgets the version written for `uid`, noting the change.
-    pub fn drop_api_version(&mut self, uid: &str) {
+    pub(crate) fn drop_api_version(&mut self, uid: &str) {
         if self.api_versions.remove(uid).is_some() {
             self.changes.api_versions.insert(uid.to_string());
         }
