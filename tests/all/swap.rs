@@ -220,3 +220,126 @@ fn supervised_plugins_swap_both_ways_between_logic_versions() {
         assert_eq!(restarts, if i < 3 { 2 } else { 1 }, "pod {i}");
     }
 }
+
+fn v2_plugin_file() -> PathBuf {
+    podstatus_tests::workspace_dir().join("target").join("guest").join("podstatus-guest-v2.wasm")
+}
+
+/// v2 marks a status from terminate-pod as finished (upstream's `podIsFinished`) and
+/// deletes a pod only with such a status. The mark lives in the state document: v1
+/// carries it through a swap, and through its own new versions of the status, so v2
+/// still deletes the pod after v2 -> v1 -> v2 in the middle of its termination.
+#[test]
+fn a_pod_terminated_by_v2_is_still_deleted_after_v2_to_v1_to_v2() {
+    let pod = json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"uid": "uid-term", "name": "term-0", "namespace": "default",
+                     "deletionTimestamp": "2026-01-01T00:00:00Z", "deletionGracePeriodSeconds": 30},
+        "spec": {"containers": [{"name": "app", "image": "app:1"}]},
+        "status": {"phase": "Running", "startTime": "2026-01-01T00:00:00Z"}
+    });
+    let failed = json!({"phase": "Failed", "startTime": "2026-01-01T00:00:00Z",
+        "containerStatuses": [{"name": "app", "image": "app:1", "imageID": "", "ready": false, "restartCount": 0,
+            "state": {"terminated": {"exitCode": 137, "reason": "ContainerStatusUnknown",
+                "message": "The container could not be located when the pod was terminated"}}}]});
+    let steps = |swap_to_v1: bool| {
+        let mut steps = vec![
+            // A container may still run: v2 holds the terminal phase back.
+            json!({"op": "terminate-pod", "pod": "uid-term"}),
+            json!({"op": "sync"}),
+        ];
+        if swap_to_v1 {
+            steps.extend([
+                json!({"op": "swap", "plugin": v1_plugin_file()}),
+                // v1 makes a version of its own (the pod is being deleted: forced) and
+                // writes it; it deletes nothing while resources are not reclaimed.
+                json!({"op": "set-pod-status", "pod": "uid-term", "status": failed}),
+                json!({"op": "sync"}),
+                json!({"op": "swap", "plugin": v2_plugin_file()}),
+            ]);
+        }
+        steps.extend([json!({"op": "set-deletion-safe", "value": true}), json!({"op": "sync-batch"})]);
+        steps
+    };
+    let trace = |swap_to_v1: bool| {
+        json!({"deletion_safe": false, "apiserver": [pod], "pod_manager": [pod], "steps": steps(swap_to_v1)})
+            .to_string()
+    };
+    let base = podstatus_tests::fixtures_dir();
+    for swap_to_v1 in [false, true] {
+        let report = podstatus_tests::replay_component_v2(&trace(swap_to_v1), &base).unwrap().report;
+        let report = serde_json::to_value(&report).unwrap();
+        assert_eq!(report["fault"], serde_json::Value::Null);
+        let verbs: Vec<(u64, &str)> = report["calls"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| (c["step"].as_u64().unwrap(), c["verb"].as_str().unwrap()))
+            .collect();
+        let last = report["results"].as_array().unwrap().len() as u64 - 1;
+        if swap_to_v1 {
+            assert_eq!(report["results"][2], json!({"swapped": true}));
+            assert_eq!(report["results"][5], json!({"swapped": true}));
+            // v1 wrote its version (with the terminal phase) and deleted nothing.
+            assert!(verbs.contains(&(4, "update")), "{verbs:?}");
+            assert!(!verbs.iter().any(|(step, verb)| *step < last && *verb == "delete"), "{verbs:?}");
+        }
+        assert_eq!(verbs.last(), Some(&(last, "delete")), "swap to v1: {swap_to_v1}: {verbs:?}");
+        assert_eq!(report["apiserver"], json!([]), "swap to v1: {swap_to_v1}");
+    }
+}
+
+/// The finished mark travels with the state the host moves: the supervisor's copy (what
+/// recovery loads) has it after terminate-pod, the swap's check demands it of the new
+/// plugin, and supervised v2 -> v1 -> v2 in the middle of a termination still deletes.
+#[test]
+fn supervised_swaps_and_the_recovery_copy_carry_the_finished_mark() {
+    use podstatus_runtime::{Plugin, SupervisedPlugin};
+    use podstatus_runtime::{move_bulk, move_changes};
+
+    let runtime = runtime();
+    let v1 = runtime.load(podstatus_runtime::PODSTATUS_V1).unwrap();
+    let v2 = runtime.load(podstatus_runtime::PODSTATUS_V2).unwrap();
+    let mut terminating = pod(7);
+    terminating.metadata.deletion_timestamp =
+        Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time("2026-01-01T00:00:00Z".parse().unwrap()));
+    let pod_json = serde_json::to_string(&terminating).unwrap();
+    // Resources not reclaimed, containers may run: v2 holds the terminal phase back.
+    let (api, world) = podstatus_tests::memory_world([terminating], false, 100);
+    let drain = |plugin: &mut dyn Plugin| {
+        for request in world.queue.drain() {
+            plugin.sync_pod(&request).unwrap();
+        }
+    };
+    let finished = |document: &str| -> serde_json::Value {
+        let document: serde_json::Value = serde_json::from_str(document).unwrap();
+        document["statuses"]["uid-0007"]["podIsFinished"].clone()
+    };
+
+    let mut first = SupervisedPlugin::new(v2.clone(), world.clone()).unwrap();
+    first.terminate_pod(&pod_json).unwrap();
+    drain(&mut first);
+    assert_eq!(finished(&first.accepted_state()), true, "the recovery copy has the mark");
+    assert!(api.get_pod("default", "pod-7").is_ok(), "not terminal in the API server yet");
+
+    // v2 -> v1: v1 makes a version of its own (forced: the pod is being deleted) and
+    // writes it, deleting nothing while resources are not reclaimed.
+    let mut middle = SupervisedPlugin::new(v1, world.clone()).unwrap();
+    move_bulk(&mut first, &mut middle).unwrap();
+    move_changes(&mut first, &mut middle).unwrap();
+    let status = json!({"phase": "Failed", "startTime": "2026-01-01T00:00:00Z"}).to_string();
+    middle.set_pod_status(&pod_json, &status).unwrap();
+    drain(&mut middle);
+    assert_eq!(middle.get_pod_status("uid-0007").unwrap().unwrap().version, 2);
+    assert_eq!(finished(&middle.accepted_state()), true, "v1 keeps the mark on its own version");
+    assert!(api.get_pod("default", "pod-7").is_ok(), "v1 waits for the resources");
+
+    // v1 -> v2: the mark is back, and the batch deletes the now Failed pod.
+    let mut last = SupervisedPlugin::new(v2, world.clone()).unwrap();
+    move_bulk(&mut middle, &mut last).unwrap();
+    move_changes(&mut middle, &mut last).unwrap();
+    assert_eq!(finished(&last.accepted_state()), true);
+    last.sync_batch().unwrap();
+    assert!(api.get_pod("default", "pod-7").is_err(), "deleted");
+    assert_eq!(last.get_pod_status("uid-0007").unwrap(), None);
+}

@@ -13,6 +13,7 @@ use podstatus_logic::ready::{
 use serde::Deserialize;
 
 use crate::conditions::find_in;
+use crate::go_quote::go_quote;
 
 /// Condition type: every container of the pod is ready.
 pub const CONTAINERS_READY: &str = "ContainersReady";
@@ -109,26 +110,6 @@ fn terminal_reason(phase: Option<&str>) -> Option<&'static str> {
     }
 }
 
-/// Go's `%q` of a string (`strconv.Quote`) for the characters condition types use:
-/// quotes, backslashes and control characters escaped, everything printable kept.
-fn go_quote(text: &str) -> String {
-    let mut quoted = String::with_capacity(text.len() + 2);
-    quoted.push('"');
-    for c in text.chars() {
-        match c {
-            '"' => quoted.push_str("\\\""),
-            '\\' => quoted.push_str("\\\\"),
-            '\n' => quoted.push_str("\\n"),
-            '\r' => quoted.push_str("\\r"),
-            '\t' => quoted.push_str("\\t"),
-            c if (c as u32) < 0x20 || c == '\u{7f}' => quoted.push_str(&format!("\\x{:02x}", c as u32)),
-            c => quoted.push(c),
-        }
-    }
-    quoted.push('"');
-    quoted
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -216,12 +197,5 @@ mod tests {
         assert_eq!(readiness_gates(r#"{"spec": {"readinessGates": null}}"#).unwrap(), Vec::<String>::new());
         assert_eq!(readiness_gates(r#"{"metadata": {}}"#).unwrap(), Vec::<String>::new());
         assert!(readiness_gates(r#"{"spec": {"readinessGates": 5}}"#).is_err());
-    }
-
-    #[test]
-    fn go_quote_escapes_like_strconv_quote() {
-        assert_eq!(go_quote("example.com/x"), "\"example.com/x\"");
-        assert_eq!(go_quote("a\"b\\c\nd\u{1}"), "\"a\\\"b\\\\c\\nd\\x01\"");
-        assert_eq!(go_quote("é"), "\"é\"");
     }
 }

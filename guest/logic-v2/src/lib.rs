@@ -16,18 +16,23 @@
 //! - `terminate-pod` marks only containers of unknown state terminated (exit code 137)
 //!   and forces a terminal phase; no container goes from terminated back to running
 //!   unless its restart policy allows it ([`containers`]);
-//! - deletion waits for a terminal phase in the API server;
-//! - sync requests are coalesced as 1.27's one-slot channel coalesces them
-//!   ([`Manager::sync_pod`]).
+//! - deletion waits for a terminal phase in the API server and for TerminatePod
+//!   (`podIsFinished`, kept in v1's state document, which v1 carries untouched);
+//! - a sync request is 1.27's one-slot signal: at most one is queued, and handling it
+//!   tries every unwritten pod once ([`Manager::sync_pod`]);
+//! - the status is merged into and patched from the API server's status as it is
+//!   (not normalised), and the patch is empty only when Go's JSON of both is equal.
 //!
-//! Everything else is v1's: the pod view, normalisation, semantic equality, the state
+//! Everything else is v1's: the pod view, normalisation, semantic equality, the sync
+//! skeleton (`podstatus_logic::sync`, which v2 drives with its own decisions), the state
 //! document (the same format, read and written, so a running agent can swap v1 and v2
-//! both ways) and the manager's bookkeeping, which v2 drives through
-//! [`podstatus_logic::Manager`].
+//! both ways) and the manager's bookkeeping, which v2 reaches through the narrow
+//! methods of [`podstatus_logic::Manager`].
 
 pub mod conditions;
 pub mod containers;
 pub mod generate;
+pub mod go_quote;
 pub mod imports;
 pub mod manager;
 pub mod patch;

@@ -3,23 +3,23 @@
 //! The cache, the written versions, the queued snapshots, the change sets and the state
 //! document are v1's (`podstatus_logic::Manager`), driven here through its public
 //! helpers; so is everything that has not changed since 2017 (reading a cached status,
-//! dropping orphans, saving and loading). Nothing v2 knows is kept beside them:
-//! upstream's `podIsFinished` (`TerminatePod` has run, which the kubelet does once the
-//! pod's resources are reclaimed) is asked of deletion-safety instead, so the state
-//! document stays v1's and a running agent can swap v1 and v2 both ways.
+//! dropping orphans, saving and loading). Nothing v2 knows is kept beside them: upstream's
+//! `podIsFinished` (the status came from `TerminatePod`) is a field of v1's cached
+//! status that v1 keeps without reading it, so a running agent can swap v1 and v2 both
+//! ways, even in the middle of a pod's termination.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::PodStatus;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use podstatus_logic::manager::{VersionedStatus, find_container_status, find_container_status_mut, is_zero};
 use podstatus_logic::normalize::{normalize_status, truncate_time};
-use podstatus_logic::pod::{PodView, status_to_json};
+use podstatus_logic::pod::PodView;
 use podstatus_logic::ready::find_condition_mut;
+use podstatus_logic::sync::{ApiPod, SyncPolicy, Write};
 use podstatus_logic::{
-    ApiError, BatchReport, CachedStatus, DeleteOptions, Level, ManagerError, Result, SyncOutcome, SyncRequest,
-    UpdateOutcome,
+    BatchReport, CachedStatus, InvalidPod, Level, ManagerError, Result, SyncOutcome, SyncRequest, UpdateOutcome,
 };
 
 use crate::conditions::{
@@ -65,7 +65,7 @@ impl<I: Imports> Manager<I> {
         let pod = PodView::parse_with_uid(pod_json).map_err(ManagerError::InvalidPod)?;
         let status = podstatus_logic::pod::parse_status(status_json).map_err(ManagerError::InvalidStatus)?;
         let force = pod.is_being_deleted();
-        self.update_status_internal(&pod, pod_json, status, force)
+        self.update_status_internal(&pod, pod_json, status, force, false)
     }
 
     /// Sets one container's readiness in the cached status and regenerates Ready (with
@@ -81,8 +81,7 @@ impl<I: Imports> Manager<I> {
             });
             return Ok(UpdateOutcome::Unchanged);
         }
-        let gates =
-            readiness_gates(&pod_json).map_err(|e| ManagerError::InvalidPod(format!("{}: {e}", pod.full_name())))?;
+        let gates = readiness_gates(&pod_json).invalid_pod(|| pod.full_name())?;
         let mut status = cached.status.clone();
         if let Some(container) = find_container_status_mut(&mut status, container_id) {
             container.ready = ready;
@@ -103,7 +102,7 @@ impl<I: Imports> Manager<I> {
                 }
             }
         }
-        self.update_status_internal(&pod, &pod_json, status, false)
+        self.update_status_internal(&pod, &pod_json, status, false, false)
     }
 
     /// Sets whether one container has passed its startup probe (its `started` flag).
@@ -123,7 +122,7 @@ impl<I: Imports> Manager<I> {
         if let Some(container) = find_container_status_mut(&mut status, container_id) {
             container.started = Some(started);
         }
-        self.update_status_internal(&pod, &pod_json, status, false)
+        self.update_status_internal(&pod, &pod_json, status, false, false)
     }
 
     /// Ends the pod's life in the cache: containers of unknown state become terminated
@@ -131,9 +130,8 @@ impl<I: Imports> Manager<I> {
     /// already has one), and the update is forced.
     pub fn terminate_pod(&mut self, pod_json: &str) -> Result<UpdateOutcome> {
         let pod = PodView::parse_with_uid(pod_json).map_err(ManagerError::InvalidPod)?;
-        let pod_status =
-            pod.parse_status().map_err(|e| ManagerError::InvalidPod(format!("status of {}: {e}", pod.full_name())))?;
-        let cached = self.core.statuses.get(&pod.metadata.uid).map(|c| c.status.clone());
+        let pod_status = pod.parse_status().invalid_pod(|| format!("status of {}", pod.full_name()))?;
+        let cached = self.core.cached(&pod.metadata.uid).map(|c| c.status.clone());
         let is_cached = cached.is_some();
         let mut status = cached.unwrap_or_else(|| pod_status.clone());
 
@@ -153,7 +151,7 @@ impl<I: Imports> Manager<I> {
             self.core.log(Level::Debug, || format!("marking terminal pod {} as failed", pod.full_name()));
             status.phase = Some(POD_FAILED.to_string());
         }
-        self.update_status_internal(&pod, pod_json, status, true)
+        self.update_status_internal(&pod, pod_json, status, true, true)
     }
 
     /// Drops every cached status whose pod UID is not in `keep`; returns how many.
@@ -161,35 +159,25 @@ impl<I: Imports> Manager<I> {
         self.core.remove_orphaned_statuses(keep)
     }
 
-    /// Handles one request the host took off the sync queue.
+    /// Handles one request the host took off the sync queue: one signal, one pass.
     ///
-    /// 1.27 signals its sync loop through a channel of one slot and then syncs every pod
-    /// whose latest status has not been written (`syncBatch(false)`). Here a request
-    /// plays the signal: it is queued only when none is queued for its pod yet (later
-    /// updates ride on it), and handling it writes the pod's latest status (not the
-    /// snapshot it was queued with) unless that version is written already, and then
-    /// does the same for every other pod whose latest status is unwritten and that has
-    /// no request of its own queued (a write that failed, a request the full queue
-    /// refused): as upstream, a failed write is retried at the next signal. The outcome
-    /// is the request's pod's.
+    /// 1.27 signals its sync loop through a channel of one slot: an update puts a signal
+    /// there unless one is waiting already, and each signal taken runs one
+    /// `syncBatch(false)`, which tries every pod whose latest status is unwritten once.
+    /// Here the host's queue holds the signal: an update queues a request only when the
+    /// slot is empty (no request of any pod waits, see `signal_waiting`), and handling
+    /// a request syncs, once each,
+    /// every pod whose latest status (not a snapshot) is unwritten: the request's own
+    /// pod first, then the others in UID order. A write that fails waits for the next
+    /// signal or batch sync, as upstream. The outcome is the request's pod's.
     pub fn sync_pod(&mut self, request: &SyncRequest) -> Result<SyncOutcome> {
-        match self.core.pending.get(&request.id) {
-            Some(p) if p.pod_uid == request.pod_uid && p.status.version == request.version => {}
-            _ => return Err(ManagerError::UnknownRequest(request.id)),
-        }
-        self.core.drop_pending(request.id);
-        let pod_to_mirror = self.pod_to_mirror();
+        self.core.take_request(request)?;
+        let pod_to_mirror = self.core.pod_to_mirror();
         let outcome = self.sync_if_unwritten(&request.pod_uid, &pod_to_mirror);
-
-        let queued: BTreeSet<&str> = self.core.pending.values().map(|p| p.pod_uid.as_str()).collect();
-        let others: Vec<String> = self
-            .core
-            .statuses
-            .keys()
-            .filter(|uid| **uid != request.pod_uid && !queued.contains(uid.as_str()))
-            .cloned()
-            .collect();
-        for uid in others {
+        for uid in self.core.cached_uids() {
+            if uid == request.pod_uid {
+                continue;
+            }
             if let Err(e) = self.sync_if_unwritten(&uid, &pod_to_mirror) {
                 self.core.log(Level::Error, || format!("sync of pod {uid} failed: {e}"));
             }
@@ -201,57 +189,7 @@ impl<I: Imports> Manager<I> {
     /// are gone, then syncs, in UID order, every status that is unwritten, awaits the
     /// pod's deletion, or has drifted from the API server's.
     pub fn sync_batch(&mut self) -> BatchReport {
-        let translations = self.core.imports_mut().get_uid_translations();
-        let pod_to_mirror: BTreeMap<String, String> = translations.pod_to_mirror.into_iter().collect();
-        let mirrors: BTreeSet<String> = translations.mirror_to_pod.into_iter().map(|(mirror, _)| mirror).collect();
-
-        let gone: Vec<String> = self
-            .core
-            .api_versions
-            .keys()
-            .filter(|uid| !self.core.statuses.contains_key(*uid) && !mirrors.contains(*uid))
-            .cloned()
-            .collect();
-        for uid in &gone {
-            self.core.drop_api_version(uid);
-        }
-
-        let mut report = BatchReport::default();
-        let mut updates = Vec::new();
-        let cached: Vec<(String, Arc<VersionedStatus>)> =
-            self.core.statuses.iter().map(|(uid, status)| (uid.clone(), Arc::clone(status))).collect();
-        for (uid, status) in cached {
-            let Some(status_uid) = self.status_uid(&uid, &pod_to_mirror) else {
-                continue;
-            };
-            let decision = self
-                .needs_update(&status_uid, &status)
-                .and_then(|update| Ok((update, !update && self.needs_reconcile(&uid, &status.status)?)));
-            match decision {
-                Ok((true, _)) => updates.push((uid, status)),
-                Ok((false, true)) => {
-                    // Forget the written version to force the write; the sync records it
-                    // again once the write succeeds.
-                    self.core.drop_api_version(&status_uid);
-                    report.reconciled += 1;
-                    updates.push((uid, status));
-                }
-                Ok((false, false)) => {}
-                Err(e) => {
-                    report.failed += 1;
-                    self.core.log(Level::Error, || format!("batch sync skips pod {uid}: {e}"));
-                }
-            }
-        }
-
-        for (uid, status) in updates {
-            report.synced += 1;
-            if let Err(e) = self.sync_one(&uid, &status) {
-                report.failed += 1;
-                self.core.log(Level::Error, || format!("batch sync of pod {uid} failed: {e}"));
-            }
-        }
-        report
+        self.core.sync_batch_with(&V2Sync)
     }
 
     /// The whole state, in v1's document format.
@@ -286,9 +224,8 @@ impl<I: Imports> Manager<I> {
             self.core.log(Level::Debug, || format!("pod {pod_uid} has been deleted, no need to update {what}"));
             return Ok(Err(UpdateOutcome::PodNotFound));
         };
-        let pod = PodView::parse_with_uid(&pod_json)
-            .map_err(|e| ManagerError::InvalidPod(format!("pod manager's pod {pod_uid}: {e}")))?;
-        let Some(cached) = self.core.statuses.get(&pod.metadata.uid).cloned() else {
+        let pod = PodView::parse_with_uid(&pod_json).invalid_pod(|| format!("pod manager's pod {pod_uid}"))?;
+        let Some(cached) = self.core.cached(&pod.metadata.uid) else {
             self.core.log(Level::Info, || {
                 format!("container {what} changed before pod has synced: {} - {container_id}", pod.full_name())
             });
@@ -304,16 +241,29 @@ impl<I: Imports> Manager<I> {
     }
 
     /// `updateStatusInternal`: caches a new status version unless the update is refused
-    /// or changes nothing the kubelet owns, and queues its write.
+    /// or changes nothing the kubelet owns, and queues its write. `pod_is_finished`: the
+    /// status comes from TerminatePod; once a pod is finished every later version of
+    /// its status is too (not a static pod's: 1.27 leaves them alone, kubernetes#116484).
     fn update_status_internal(
         &mut self,
         pod: &PodView,
         pod_json: &str,
         mut status: PodStatus,
         force: bool,
+        mut pod_is_finished: bool,
     ) -> Result<UpdateOutcome> {
         let uid = &pod.metadata.uid;
-        let cached = self.core.statuses.get(uid).cloned();
+        let cached = self.core.cached(uid);
+        if let Some(cached) = &cached
+            && cached.pod_is_finished
+            && !pod_is_finished
+            && !pod.is_static()
+        {
+            self.core.log(Level::Info, || {
+                format!("pod {} was finished already; its new status is finished too", pod.full_name())
+            });
+            pod_is_finished = true;
+        }
         let fetched;
         let old_status: &PodStatus = match &cached {
             Some(cached) => &cached.status,
@@ -368,6 +318,7 @@ impl<I: Imports> Manager<I> {
             version: cached.map_or(0, |c| c.version) + 1,
             pod_name: pod.metadata.name.clone(),
             pod_namespace: pod.metadata.namespace.clone(),
+            pod_is_finished,
         });
         self.core.put_status(uid, Arc::clone(&versioned));
         Ok(self.enqueue(uid, versioned))
@@ -378,227 +329,153 @@ impl<I: Imports> Manager<I> {
         match self.core.imports_mut().get_mirror_pod_by_pod(pod_json) {
             Some(mirror_json) => PodView::parse_with_uid(&mirror_json)
                 .and_then(|mirror| mirror.parse_status())
-                .map_err(|e| ManagerError::InvalidPod(format!("mirror pod of {}: {e}", pod.full_name()))),
-            None => {
-                pod.parse_status().map_err(|e| ManagerError::InvalidPod(format!("status of {}: {e}", pod.full_name())))
-            }
+                .invalid_pod(|| format!("mirror pod of {}", pod.full_name())),
+            None => pod.parse_status().invalid_pod(|| format!("status of {}", pod.full_name())),
         }
     }
 
-    /// Queues a sync request for `uid` unless one is queued already: that one writes
-    /// the latest status when its turn comes.
+    /// Signals the sync loop: queues a sync request for `uid` unless the slot is full
+    /// already, in which case that request's pass writes this version too.
     fn enqueue(&mut self, uid: &str, status: Arc<VersionedStatus>) -> UpdateOutcome {
-        if self.core.pending.values().any(|p| p.pod_uid == uid) {
+        if self.signal_waiting() {
             self.core.log(Level::Trace, || {
-                format!("a sync of pod {uid} is queued already; it will write version {}", status.version)
+                format!("a sync is queued already; it will write version {} of pod {uid}", status.version)
             });
             return UpdateOutcome::Queued;
         }
         self.core.enqueue(uid, status)
     }
 
-    /// Static pod UID to mirror pod UID ("" when it has none yet).
-    fn pod_to_mirror(&mut self) -> BTreeMap<String, String> {
-        self.core.imports_mut().get_uid_translations().pod_to_mirror.into_iter().collect()
-    }
-
-    /// The UID the API server knows `uid`'s status under (a static pod's mirror pod's),
-    /// or None for a static pod without mirror pod, which cannot be written yet.
-    fn status_uid(&mut self, uid: &str, pod_to_mirror: &BTreeMap<String, String>) -> Option<String> {
-        match pod_to_mirror.get(uid) {
-            Some(mirror) if mirror.is_empty() => {
-                self.core.log(Level::Debug, || format!("static pod {uid} has no mirror pod yet; skipping"));
-                None
-            }
-            Some(mirror) => Some(mirror.clone()),
-            None => Some(uid.to_string()),
+    /// Whether the slot is full: a request is queued for a pod whose latest status is
+    /// still unwritten. One for a pod written since (by a batch sync) does not count:
+    /// its pass may find nothing to do, and a request the host lost (handed to a plugin
+    /// instance that faulted, whose state was then restored) must not keep every later
+    /// update from signalling once the batch sync has written its pod.
+    fn signal_waiting(&mut self) -> bool {
+        let queued = self.core.queued_pods();
+        if queued.is_empty() {
+            return false;
         }
+        let mut pod_to_mirror = None;
+        for uid in queued {
+            let Some(status) = self.core.cached(&uid) else {
+                continue;
+            };
+            if self.core.is_written(&uid, status.version) {
+                continue;
+            }
+            let pod_to_mirror = pod_to_mirror.get_or_insert_with(|| self.core.pod_to_mirror());
+            match pod_to_mirror.get(&uid) {
+                // A static pod without mirror pod cannot be written yet.
+                Some(mirror) if mirror.is_empty() => continue,
+                Some(mirror) if self.core.is_written(mirror, status.version) => continue,
+                _ => return true,
+            }
+        }
+        false
     }
 
     /// Syncs `uid`'s latest status unless that version is written already.
     fn sync_if_unwritten(&mut self, uid: &str, pod_to_mirror: &BTreeMap<String, String>) -> Result<SyncOutcome> {
-        let Some(status) = self.core.statuses.get(uid).cloned() else {
+        let Some(status) = self.core.cached(uid) else {
             // Dropped since: nothing is left to write.
             return Ok(SyncOutcome::UpToDate);
         };
-        let Some(status_uid) = self.status_uid(uid, pod_to_mirror) else {
+        let Some(status_uid) = self.core.status_uid(uid, pod_to_mirror) else {
             return Ok(SyncOutcome::PodNotFound);
         };
-        if self.core.api_versions.get(&status_uid).is_some_and(|&written| written >= status.version) {
+        if self.core.is_written(&status_uid, status.version) {
             return Ok(SyncOutcome::UpToDate);
         }
-        self.sync_one(uid, &status)
+        self.core.sync_status(&V2Sync, uid, &status)
     }
+}
 
-    /// `syncPod`: patches the API server's pod with `status` merged into its own, then
-    /// deletes the pod if it is terminal, being deleted and finished.
-    fn sync_one(&mut self, uid: &str, status: &VersionedStatus) -> Result<SyncOutcome> {
-        let (namespace, name) = (&status.pod_namespace, &status.pod_name);
-        let pod_json = match self.core.imports_mut().get_pod(namespace, name) {
-            Ok(json) => json,
-            Err(ApiError::NotFound(_)) => {
-                // A deleted pod's status is cleared by remove-orphaned-statuses.
-                self.core.log(Level::Debug, || format!("pod {namespace}/{name} ({uid}) does not exist on the server"));
-                return Ok(SyncOutcome::PodNotFound);
-            }
-            Err(e) => {
-                self.core.log(Level::Warn, || format!("failed to get pod {namespace}/{name} ({uid}): {}", e.message()));
-                return Ok(SyncOutcome::GetFailed);
-            }
-        };
-        let pod = PodView::parse_with_uid(&pod_json)
-            .map_err(|e| ManagerError::InvalidPod(format!("API server's pod: {e}")))?;
+/// The 1.27 status manager's decisions in a sync.
+struct V2Sync;
 
-        let translated = self.core.imports_mut().translate_pod_uid(&pod.metadata.uid);
-        if !translated.is_empty() && translated != uid {
-            self.core.log(Level::Info, || {
-                format!("pod {} was deleted and then recreated, skipping status update; old UID {uid}, new UID {translated}", pod.full_name())
-            });
-            self.core.drop_status(uid);
-            return Ok(SyncOutcome::Recreated);
-        }
+impl<I: Imports> SyncPolicy<I> for V2Sync {
+    const CHECKS_NEEDS_UPDATE: bool = false;
 
-        // Normalised first, as every comparison with the cache is: the patch then says
-        // nothing about what only differs below the second or in order.
-        let mut api_status =
-            pod.parse_status().map_err(|e| ManagerError::InvalidPod(format!("status of {}: {e}", pod.full_name())))?;
-        normalize_status(&pod.spec, &mut api_status);
-        let now = self.now();
+    /// `mergePodStatus` and `PatchPodStatus`: a strategic merge patch from the API
+    /// server's status to `status` merged into it, sent only when it changes something.
+    fn write(&self, manager: &mut podstatus_logic::Manager<I>, pod: ApiPod, status: &VersionedStatus) -> Result<Write> {
+        let view = &pod.view;
+        // The API server's status as it is, not normalised: what the cache normalised
+        // (container order, termination messages) is corrected by the patch.
+        let api_status = view.parse_status().invalid_pod(|| format!("status of {}", view.full_name()))?;
+        let now = now(manager);
         let merged = {
-            let imports = self.core.imports_mut();
-            merge_pod_status(&api_status, &status.status, || imports.pod_could_have_running_containers(&pod_json), &now)
+            let imports = manager.imports_mut();
+            merge_pod_status(&api_status, &status.status, || imports.pod_could_have_running_containers(&pod.json), &now)
         };
-        let patch = status_patch(&pod.metadata.uid, &api_status, &merged).map_err(ManagerError::InvalidStatus)?;
-
-        let (updated, updated_json, outcome) = match patch {
-            None => {
-                self.core.log(Level::Debug, || {
-                    format!("status of pod {} is up-to-date at version {}", pod.full_name(), status.version)
-                });
-                (pod, pod_json, SyncOutcome::UpToDate)
-            }
-            Some(patch) => {
-                self.core.log(Level::Debug, || format!("patching status of pod {}: {patch}", pod.full_name()));
-                let request = StatusPatch {
-                    namespace: pod.metadata.namespace.clone(),
-                    name: pod.metadata.name.clone(),
-                    uid_precondition: Some(pod.metadata.uid.clone()),
-                    patch,
-                };
-                match self.core.imports_mut().patch_pod_status(request) {
-                    Ok(json) => {
-                        let updated = PodView::parse_with_uid(&json)
-                            .map_err(|e| ManagerError::InvalidPod(format!("API server's pod after the patch: {e}")))?;
-                        (updated, json, SyncOutcome::Written)
-                    }
-                    Err(e) => {
-                        self.core.log(Level::Warn, || {
-                            format!("failed to patch status of pod {}: {}", pod.full_name(), e.message())
-                        });
-                        return Ok(SyncOutcome::WriteFailed);
-                    }
-                }
-            }
+        let patch = status_patch(&view.metadata.uid, &api_status, &merged).map_err(ManagerError::InvalidStatus)?;
+        let Some(patch) = patch else {
+            manager.log(Level::Debug, || {
+                format!("status of pod {} is up-to-date at version {}", view.full_name(), status.version)
+            });
+            return Ok(Write::Unchanged(pod));
         };
-        self.core.set_api_version(&updated.metadata.uid, status.version);
-
-        if !self.can_be_deleted(&updated, &updated_json, &status.status)? {
-            return Ok(outcome);
-        }
-        let options = DeleteOptions {
-            // A newly created pod of the same name must never be deleted.
-            uid_precondition: Some(updated.metadata.uid.clone()),
-            grace_period_seconds: Some(0),
+        manager.log(Level::Debug, || format!("patching status of pod {}: {patch}", view.full_name()));
+        let request = StatusPatch {
+            namespace: view.metadata.namespace.clone(),
+            name: view.metadata.name.clone(),
+            uid_precondition: Some(view.metadata.uid.clone()),
+            patch,
         };
-        match self.core.imports_mut().delete_pod(&updated.metadata.namespace, &updated.metadata.name, options) {
-            Ok(()) => {
-                self.core.log(Level::Info, || {
-                    format!("pod {} fully terminated and removed from the API server", updated.full_name())
-                });
-                self.core.drop_status(uid);
-                Ok(SyncOutcome::Deleted)
-            }
+        match manager.imports_mut().patch_pod_status(request) {
+            Ok(json) => Ok(Write::Written(ApiPod::parse(json, || "API server's pod after the patch".into())?)),
             Err(e) => {
-                self.core.log(Level::Warn, || format!("failed to delete pod {}: {}", updated.full_name(), e.message()));
-                Ok(SyncOutcome::DeleteFailed)
+                manager.log(Level::Warn, || {
+                    format!("failed to patch status of pod {}: {}", view.full_name(), e.message())
+                });
+                Ok(Write::Failed)
             }
         }
-    }
-
-    /// `needsUpdate`: `status` is unwritten for `uid` (a mirror pod's UID for a static
-    /// pod), or the pod can be deleted.
-    fn needs_update(&mut self, uid: &str, status: &VersionedStatus) -> Result<bool> {
-        match self.core.api_versions.get(uid) {
-            Some(&written) if written >= status.version => {}
-            _ => return Ok(true),
-        }
-        // Mirror pods are not found by UID, so a static pod's sync never deletes.
-        let Some(pod_json) = self.core.imports_mut().get_pod_by_uid(uid) else {
-            return Ok(false);
-        };
-        let pod = PodView::parse_with_uid(&pod_json)
-            .map_err(|e| ManagerError::InvalidPod(format!("pod manager's pod {uid}: {e}")))?;
-        self.can_be_deleted(&pod, &pod_json, &status.status)
-    }
-
-    /// `needsReconcile`: the API server's status of `uid` differs from the cache in
-    /// something the kubelet owns (the kubelet is the source of truth).
-    fn needs_reconcile(&mut self, uid: &str, status: &PodStatus) -> Result<bool> {
-        let Some(pod_json) = self.core.imports_mut().get_pod_by_uid(uid) else {
-            return Ok(false);
-        };
-        let mut pod = PodView::parse_with_uid(&pod_json)
-            .map_err(|e| ManagerError::InvalidPod(format!("pod manager's pod {uid}: {e}")))?;
-        // Only a static pod's mirror pod carries its status in the API server.
-        if pod.is_static() {
-            let Some(mirror_json) = self.core.imports_mut().get_mirror_pod_by_pod(&pod_json) else {
-                return Ok(false);
-            };
-            pod = PodView::parse_with_uid(&mirror_json)
-                .map_err(|e| ManagerError::InvalidPod(format!("mirror pod of {uid}: {e}")))?;
-        }
-        let mut api_status =
-            pod.parse_status().map_err(|e| ManagerError::InvalidPod(format!("status of {}: {e}", pod.full_name())))?;
-        normalize_status(&pod.spec, &mut api_status);
-        if is_pod_status_by_kubelet_equal(&api_status, status) {
-            return Ok(false);
-        }
-        self.core.log(Level::Info, || {
-            format!("pod status of {} is inconsistent with the cached status; reconciling", pod.full_name())
-        });
-        Ok(true)
     }
 
     /// `canBeDeleted`: the pod is being deleted, is not a mirror pod (their graceful
-    /// deletion is not the kubelet's), its phase in `pod` is terminal, and it is
-    /// finished: upstream remembers that `TerminatePod` ran, which the kubelet does
-    /// once the pod's resources are reclaimed; v2 asks deletion-safety that question.
-    fn can_be_deleted(&mut self, pod: &PodView, pod_json: &str, status: &PodStatus) -> Result<bool> {
-        if !pod.is_being_deleted() || pod.is_mirror() {
+    /// deletion is not the kubelet's), its phase in `pod` is terminal, and the status
+    /// being synced is finished (it came from TerminatePod, which the kubelet calls once
+    /// the pod's containers are gone and its resources reclaimed).
+    fn can_be_deleted(
+        &self,
+        manager: &mut podstatus_logic::Manager<I>,
+        pod: &ApiPod,
+        status: &VersionedStatus,
+    ) -> Result<bool> {
+        let view = &pod.view;
+        if !view.is_being_deleted() || view.is_mirror() {
             return Ok(false);
         }
-        let phase = pod
-            .parse_status()
-            .map_err(|e| ManagerError::InvalidPod(format!("status of {}: {e}", pod.full_name())))?
-            .phase;
+        let phase = view.parse_status().invalid_pod(|| format!("status of {}", view.full_name()))?.phase;
         if !is_terminal(phase.as_deref()) {
-            self.core.log(Level::Debug, || {
+            manager.log(Level::Debug, || {
                 format!(
                     "delaying deletion of pod {}: its phase {:?} is not terminal",
-                    pod.full_name(),
+                    view.full_name(),
                     phase.as_deref().unwrap_or("")
                 )
             });
             return Ok(false);
         }
-        let status_json = status_to_json(status).map_err(ManagerError::InvalidStatus)?;
-        Ok(self.core.imports_mut().pod_resources_are_reclaimed(pod_json, &status_json))
+        if !status.pod_is_finished {
+            manager.log(Level::Debug, || {
+                format!("delaying deletion of pod {}: terminate-pod has not finished it", view.full_name())
+            });
+        }
+        Ok(status.pod_is_finished)
     }
 
-    /// The host's time at the API server's precision.
-    fn now(&mut self) -> Time {
-        let mut now = self.core.now_cached(&mut None);
-        truncate_time(&mut now);
-        now
+    /// `isPodStatusByKubeletEqual`: conditions others own are not drift.
+    fn status_equal(&self, api: &PodStatus, cached: &PodStatus) -> bool {
+        is_pod_status_by_kubelet_equal(api, cached)
     }
+}
+
+/// The host's time at the API server's precision.
+fn now<I: Imports>(manager: &mut podstatus_logic::Manager<I>) -> Time {
+    let mut now = manager.now_cached(&mut None);
+    truncate_time(&mut now);
+    now
 }

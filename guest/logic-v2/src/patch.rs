@@ -16,11 +16,14 @@
 //!   list is replaced whole.
 //!
 //! "Changed" is Go's, seen through its JSON: a field absent and a field at its zero
-//! value are the same, and values compare semantically (times by instant, quantities
-//! by value), as `podstatus_logic::semantic_eq` compares them. When nothing changed the
+//! value are the same, times compare at the second they are written with, and a
+//! quantity compares by the canonical form Go writes it in (`"1000m"` is `"1"`, but
+//! `"1Ki"` is not `"1024"`, though their values are equal). When nothing changed the
 //! patch is only the UID, and 1.27 sends nothing.
 
 use k8s_openapi::api::core::v1::PodStatus;
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use podstatus_logic::quantity::go_canonical;
 use podstatus_logic::semantic_eq::status_equal;
 use serde_json::{Map, Value, json};
 
@@ -48,6 +51,8 @@ pub fn status_patch(uid: &str, old: &PodStatus, new: &PodStatus) -> Result<Optio
     if status.is_empty() {
         return Ok(None);
     }
+    // Go sends every quantity in its canonical form.
+    status.values_mut().for_each(canonicalize_quantities);
     let patch = json!({"metadata": {"uid": uid}, "status": status});
     serde_json::to_string(&patch).map(Some).map_err(|e| format!("cannot serialise the status patch: {e}"))
 }
@@ -60,9 +65,82 @@ fn to_object(status: &PodStatus) -> Result<Map<String, Value>, String> {
     }
 }
 
-/// Whether one status field has the same value in both (None: absent), as Go's
-/// semantic equality sees it.
+/// Whether one status field has the same value in both (None: absent), as Go's JSON of
+/// it has it: semantically equal (the values are read back from their JSON, which has
+/// times at whole seconds), with the same quantities in the same canonical forms.
 fn field_equal(key: &str, a: Option<&Value>, b: Option<&Value>) -> Result<bool, String> {
+    let (mut qa, mut qb) = (Vec::new(), Vec::new());
+    quantities(a.unwrap_or(&Value::Null), &mut String::new(), &mut qa);
+    quantities(b.unwrap_or(&Value::Null), &mut String::new(), &mut qb);
+    Ok(qa == qb && semantically_equal(key, a, b)?)
+}
+
+/// The quantities in a status field's JSON (the values of `allocatedResources`,
+/// `limits` and `requests` maps: the resource lists of container statuses), each with
+/// its path and canonical form; zero and absent are the same to Go's `omitempty` maps.
+fn quantities(value: &Value, path: &mut String, out: &mut Vec<(String, String)>) {
+    const RESOURCE_LISTS: [&str; 3] = ["allocatedResources", "limits", "requests"];
+    match value {
+        Value::Object(map) => {
+            for (key, item) in map {
+                let len = path.len();
+                path.push('/');
+                path.push_str(key);
+                match item {
+                    Value::Object(list) if RESOURCE_LISTS.contains(&key.as_str()) => {
+                        for (name, quantity) in list {
+                            let Value::String(text) = quantity else { continue };
+                            let quantity = Quantity(text.clone());
+                            let form = go_canonical(&quantity).unwrap_or_else(|| text.trim().to_string());
+                            out.push((format!("{path}/{name}"), form));
+                        }
+                    }
+                    _ => quantities(item, path, out),
+                }
+                path.truncate(len);
+            }
+        }
+        Value::Array(items) => {
+            for (index, item) in items.iter().enumerate() {
+                let len = path.len();
+                path.push_str(&format!("/{index}"));
+                quantities(item, path, out);
+                path.truncate(len);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Rewrites the quantities in a status field's JSON (see [`quantities`]) in the
+/// canonical form Go writes them in; one Go cannot write canonically stays as it is.
+fn canonicalize_quantities(value: &mut Value) {
+    const RESOURCE_LISTS: [&str; 3] = ["allocatedResources", "limits", "requests"];
+    match value {
+        Value::Object(map) => {
+            for (key, item) in map.iter_mut() {
+                match item {
+                    Value::Object(list) if RESOURCE_LISTS.contains(&key.as_str()) => {
+                        for quantity in list.values_mut() {
+                            if let Value::String(text) = quantity
+                                && let Some(form) = go_canonical(&Quantity(text.clone()))
+                            {
+                                *text = form;
+                            }
+                        }
+                    }
+                    _ => canonicalize_quantities(item),
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(canonicalize_quantities),
+        _ => {}
+    }
+}
+
+/// Whether one status field has the same value in both, as Go's semantic equality
+/// sees it.
+fn semantically_equal(key: &str, a: Option<&Value>, b: Option<&Value>) -> Result<bool, String> {
     let status = |value: Option<&Value>| -> Result<PodStatus, String> {
         match value {
             None => Ok(PodStatus::default()),
@@ -270,6 +348,25 @@ mod tests {
             json!({"$setElementOrder/podIPs": [{"ip": "10.0.0.2"}, {"ip": "fd00::1"}],
                    "podIPs": [{"ip": "10.0.0.2"}, {"ip": "10.0.0.1", "$patch": "delete"}]})
         );
+    }
+
+    #[test]
+    fn quantities_compare_by_canonical_form() {
+        let statuses = |quantity: &str| {
+            json!({"containerStatuses": [{"name": "a", "image": "i", "imageID": "", "ready": true, "restartCount": 0,
+                                          "allocatedResources": {"memory": quantity},
+                                          "resources": {"limits": {"cpu": quantity}}}]})
+        };
+        // Go writes both as "1": no patch.
+        assert_eq!(patch(statuses("1000m"), statuses("1")), None);
+        // Equal values, but Go writes "1Ki" and "1024": the list is sent.
+        let p = patch(statuses("1Ki"), statuses("1024")).unwrap();
+        assert_eq!(p["status"]["containerStatuses"], statuses("1024")["containerStatuses"]);
+        // A quantity Go cannot write canonically is compared as written.
+        assert_eq!(patch(statuses("1000E"), statuses("1000E")), None);
+        // What is sent is in Go's form too.
+        let p = patch(statuses("1Ki"), statuses("2048Ki")).unwrap();
+        assert_eq!(p["status"]["containerStatuses"], statuses("2Mi")["containerStatuses"]);
     }
 
     #[test]

@@ -2,17 +2,16 @@
 //! (2017), each named `v2_differs_from_v1_...`. Where it is cheap, the test runs v1 on
 //! the same world too, so the difference is shown rather than described.
 
-mod support;
-
+use podstatus_logic_testing::v2::*;
+use podstatus_logic_testing::*;
 use podstatus_logic_v2::{ApiError, BatchReport, Manager, SyncOutcome, UpdateOutcome};
 use serde_json::{Value, json};
-use support::*;
 
 use Verb::{DeletePod as DELETE, GetPod as GET, PatchPodStatus as PATCH};
 
 /// `ns/a` (uid-a, containers a and b) in the API server and the pod manager.
 fn world_with_pod_a() -> (FakeWorld, Value) {
-    let mut world = FakeWorld::new();
+    let mut world = FakeWorld::v2();
     let pod = world.add_pod(pod("ns", "a", "uid-a", &["a", "b"]));
     (world, pod)
 }
@@ -184,7 +183,7 @@ fn v2_differs_from_v1_readiness_also_generates_containers_ready() {
 
 #[test]
 fn v2_differs_from_v1_ready_honours_readiness_gates() {
-    let mut world = FakeWorld::new();
+    let mut world = FakeWorld::v2();
     let pod = world.add_pod(with_readiness_gates(pod("ns", "a", "uid-a", &["a"]), &["example.com/lb"]));
     let mut m = Manager::new(world);
     let status = |gate: Option<&str>| {
@@ -286,7 +285,7 @@ fn v2_differs_from_v1_terminate_pod_keeps_terminated_containers() {
 
 #[test]
 fn v2_differs_from_v1_terminate_pod_leaves_containers_that_never_started() {
-    let mut world = FakeWorld::new();
+    let mut world = FakeWorld::v2();
     let pod = world.add_pod(with_init_containers(pod("ns", "a", "uid-a", &["main"]), &["setup"]));
     let status = json!({"phase": "Pending",
         "initContainerStatuses": [container_in("setup", json!({"running": {}}))],
@@ -336,7 +335,7 @@ fn v2_differs_from_v1_a_terminated_container_runs_again_only_if_its_restart_poli
     ];
     for (policy, code, allowed) in cases {
         for key in ["containerStatuses", "initContainerStatuses"] {
-            let mut world = FakeWorld::new();
+            let mut world = FakeWorld::v2();
             let mut p = with_init_containers(pod("ns", "a", "uid-a", &["a"]), &["a"]);
             if let Some(policy) = policy {
                 p = with_restart_policy(p, policy);
@@ -411,8 +410,8 @@ fn v2_differs_from_v1_sends_disruption_target_with_the_terminal_phase() {
 }
 
 #[test]
-fn v2_differs_from_v1_deletes_only_once_the_phase_is_terminal() {
-    let mut world = FakeWorld::new();
+fn v2_differs_from_v1_deletes_only_a_finished_pod_once_the_phase_is_terminal() {
+    let mut world = FakeWorld::v2();
     world.reclaimed = true;
     let pod = world.add_pod(deleting(pod("ns", "a", "uid-a", &["a"])));
     let mut m = Manager::new(world.clone());
@@ -421,9 +420,17 @@ fn v2_differs_from_v1_deletes_only_once_the_phase_is_terminal() {
     assert_eq!(m.imports_mut().take_verbs(), [GET, PATCH]);
     assert_eq!(m.sync_batch(), BatchReport::default(), "still nothing to delete");
 
+    // Terminal, but not from terminate-pod: written, not deleted.
     set(&mut m, &pod, &json!({"phase": "Succeeded"}));
+    assert_eq!(drain(&mut m), [SyncOutcome::Written]);
+    assert_eq!(m.imports_mut().take_verbs(), [GET, PATCH]);
+    assert_eq!(m.sync_batch(), BatchReport::default(), "not finished: nothing to delete");
+
+    // terminate-pod finishes it: its sync deletes.
+    terminate(&mut m, &pod);
     assert_eq!(drain(&mut m), [SyncOutcome::Deleted]);
-    assert_eq!(m.imports_mut().take_verbs(), [GET, PATCH, DELETE]);
+    assert_eq!(m.imports_mut().take_verbs(), [GET, DELETE]);
+    assert_eq!(m.imports_mut().reclaimed_queries, 0, "v2 does not ask whether resources are reclaimed");
 
     let mut old = v1(world);
     v1_set(&mut old, &pod, &json!({"phase": "Running"}));
@@ -431,26 +438,47 @@ fn v2_differs_from_v1_deletes_only_once_the_phase_is_terminal() {
     assert_eq!(old.sync_pod(&request), Ok(SyncOutcome::Deleted));
 }
 
+#[test]
+fn v2_differs_from_v1_deletes_a_finished_pod_already_failed_whatever_resources_say() {
+    let mut world = FakeWorld::v2();
+    world.reclaimed = false;
+    world.running = true;
+    let pod = world.add_pod(deleting(with_status(
+        with_restart_policy(pod("ns", "a", "uid-a", &["c"]), "Never"),
+        json!({"phase": "Failed", "containerStatuses": [container_in("c", json!({"terminated": {"exitCode": 1}}))]}),
+    )));
+    let mut m = Manager::new(world.clone());
+    terminate(&mut m, &pod);
+    assert_eq!(drain(&mut m), [SyncOutcome::Deleted]);
+    assert_eq!(m.imports_mut().take_verbs(), [GET, PATCH, DELETE], "startTime is new");
+
+    let mut old = v1(world);
+    old.terminate_pod(&pod.to_string()).unwrap();
+    let request = old.imports_mut().pop_request().unwrap();
+    assert_eq!(old.sync_pod(&request), Ok(SyncOutcome::Written), "v1 waits for the resources");
+}
+
 // ---- sync requests ----
 
 #[test]
-fn v2_differs_from_v1_coalesces_sync_requests_per_pod() {
-    let mut world = FakeWorld::new();
+fn v2_differs_from_v1_one_request_signals_one_pass_over_every_unwritten_pod() {
+    let mut world = FakeWorld::v2();
     let a = world.add_pod(pod("ns", "a", "uid-a", &["c"]));
     let b = world.add_pod(pod("ns", "b", "uid-b", &["c"]));
     let mut m = Manager::new(world.clone());
     for message in ["1", "2", "3"] {
         assert_eq!(set(&mut m, &a, &json!({"message": message})), UpdateOutcome::Queued);
     }
-    set(&mut m, &b, &json!({"message": "1"}));
+    assert_eq!(set(&mut m, &b, &json!({"message": "1"})), UpdateOutcome::Queued);
     let queued: Vec<(String, u64)> = m.imports_mut().queue.iter().map(|r| (r.pod_uid.clone(), r.version)).collect();
-    assert_eq!(queued, [("uid-a".to_string(), 1), ("uid-b".to_string(), 1)], "one request per pod");
-    assert_eq!(drain(&mut m), [SyncOutcome::Written, SyncOutcome::Written]);
+    assert_eq!(queued, [("uid-a".to_string(), 1)], "one signal for every update");
+    assert_eq!(drain(&mut m), [SyncOutcome::Written], "the outcome is the request's pod's");
     assert_eq!(m.imports_mut().take_verbs(), [GET, PATCH, GET, PATCH], "each pod written once");
     assert_eq!(m.imports_mut().api_status("ns", "a")["message"], "3");
+    assert_eq!(m.imports_mut().api_status("ns", "b")["message"], "1");
 
-    // Once handled, the next change queues again.
-    set(&mut m, &a, &json!({"message": "4"}));
+    // Once handled, the next change signals again.
+    set(&mut m, &b, &json!({"message": "2"}));
     assert_eq!(m.imports_mut().queue.len(), 1);
 
     let mut old = v1(world);
@@ -458,6 +486,28 @@ fn v2_differs_from_v1_coalesces_sync_requests_per_pod() {
         v1_set(&mut old, &a, &json!({"message": message}));
     }
     assert_eq!(old.imports_mut().queue.len(), 3, "v1 queues every version");
+}
+
+#[test]
+fn v2_differs_from_v1_a_pass_tries_each_pod_once() {
+    let mut world = FakeWorld::v2();
+    let gone = pod("ns", "gone", "uid-0", &["c"]);
+    world.add_managed_pod(gone.clone());
+    let a = world.add_pod(pod("ns", "a", "uid-a", &["c"]));
+    let b = world.add_pod(pod("ns", "b", "uid-b", &["c"]));
+    let mut m = Manager::new(world);
+    set(&mut m, &gone, &json!({"message": "gone"}));
+    set(&mut m, &a, &json!({"message": "a"}));
+    set(&mut m, &b, &json!({"message": "b"}));
+    m.imports_mut().fail(PATCH, ApiError::Other("unavailable".into()));
+    assert_eq!(drain(&mut m), [SyncOutcome::PodNotFound]);
+    // gone is read once, a's failed write is not retried within the pass.
+    assert_eq!(m.imports_mut().take_verbs(), [GET, GET, PATCH, GET, PATCH]);
+    m.imports_mut().heal(PATCH);
+    assert_eq!(drain(&mut m), [], "nothing signalled since");
+    assert_eq!(m.sync_batch(), BatchReport { synced: 3, reconciled: 0, failed: 0 });
+    assert_eq!(m.imports_mut().take_verbs(), [GET, GET, PATCH, GET, PATCH], "the batch retries the three");
+    assert_eq!(m.imports_mut().api_status("ns", "b")["message"], "b");
 }
 
 #[test]
@@ -475,7 +525,7 @@ fn v2_differs_from_v1_a_sync_writes_the_latest_status_not_its_snapshot() {
 
 #[test]
 fn v2_differs_from_v1_a_sync_retries_other_unwritten_pods() {
-    let mut world = FakeWorld::new();
+    let mut world = FakeWorld::v2();
     let a = world.add_pod(pod("ns", "a", "uid-a", &["c"]));
     let b = world.add_pod(pod("ns", "b", "uid-b", &["c"]));
     let mut m = Manager::new(world);
@@ -496,7 +546,7 @@ fn v2_differs_from_v1_a_sync_retries_other_unwritten_pods() {
 
 #[test]
 fn v2_differs_from_v1_a_static_pod_without_mirror_pod_is_not_fetched() {
-    let mut world = FakeWorld::new();
+    let mut world = FakeWorld::v2();
     let (static_pod, _) = static_and_mirror("ns", "s", "uid-s", "uid-m", &["a"]);
     world.add_managed_pod(static_pod.clone());
     let mut m = Manager::new(world);
@@ -507,7 +557,7 @@ fn v2_differs_from_v1_a_static_pod_without_mirror_pod_is_not_fetched() {
 
 #[test]
 fn v2_differs_from_v1_a_static_pods_request_checks_its_mirror_pods_version() {
-    let mut world = FakeWorld::new();
+    let mut world = FakeWorld::v2();
     let (static_pod, mirror) = static_and_mirror("ns", "s", "uid-s", "uid-m", &["a"]);
     world.add_managed_pod(static_pod.clone());
     world.add_pod(mirror);
@@ -544,4 +594,26 @@ fn v2_differs_from_v1_a_request_refused_by_a_full_queue_is_queued_again_by_the_n
     // The next change rides on the queued request.
     assert_eq!(set(&mut m, &pod, &json!({"message": "3"})), UpdateOutcome::Queued);
     assert_eq!(m.imports_mut().pushed.len(), 2, "pushed: the refused one and the queued one");
+}
+
+#[test]
+fn a_lost_request_blocks_signals_only_until_the_batch_writes_its_pod() {
+    let mut world = FakeWorld::v2();
+    let a = world.add_pod(pod("ns", "a", "uid-a", &["c"]));
+    let b = world.add_pod(pod("ns", "b", "uid-b", &["c"]));
+    let mut m = Manager::new(world);
+    set(&mut m, &a, &json!({"message": "a"}));
+    // The host lost the request (handed to an instance that faulted and was restored
+    // from the state before the call): the state still holds its snapshot.
+    assert_eq!(m.imports_mut().take_queue().len(), 1);
+    set(&mut m, &b, &json!({"message": "b"}));
+    assert!(m.imports_mut().queue.is_empty(), "a's request, queued as far as v2 knows, carries b's update");
+    assert_eq!(m.sync_batch(), BatchReport { synced: 2, reconciled: 0, failed: 0 });
+    m.imports_mut().take_calls();
+
+    // a is written now: its lost request no longer holds the slot.
+    set(&mut m, &b, &json!({"message": "b2"}));
+    assert_eq!(drain(&mut m), [SyncOutcome::Written]);
+    assert_eq!(m.imports_mut().take_verbs(), [GET, PATCH]);
+    assert_eq!(m.imports_mut().api_status("ns", "b")["message"], "b2");
 }

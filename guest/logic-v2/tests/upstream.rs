@@ -7,16 +7,16 @@
 //! drains the channel and counts the pods synced ([`drain_count`]); `verifyActions`
 //! drains too and compares the API calls ([`drain_verbs`]). Upstream's
 //! `FakePodDeletionSafetyProvider` says no container runs; upstream's "finished"
-//! (`TerminatePod` ran) is the host's "resources reclaimed" here.
-
-mod support;
+//! (`podIsFinished`: the status came from `TerminatePod`) is the same mark here, and
+//! whether resources are reclaimed is never asked.
 
 use k8s_openapi::api::core::v1::PodStatus;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use podstatus_logic_testing::v2::*;
+use podstatus_logic_testing::*;
 use podstatus_logic_v2::conditions;
 use podstatus_logic_v2::{BatchReport, Manager, SyncOutcome, UpdateOutcome, V1Imports};
 use serde_json::{Value, json};
-use support::*;
 
 const UID: &str = "12345678";
 
@@ -26,14 +26,14 @@ fn test_pod() -> Value {
 
 /// `newTestManager(&fake.Clientset{})`: the test pod in the pod manager only.
 fn new_test_manager() -> M {
-    let mut world = FakeWorld::new();
+    let mut world = FakeWorld::v2();
     world.add_managed_pod(test_pod());
     Manager::new(world)
 }
 
 /// `newTestManager(fake.NewSimpleClientset(pod))`: the pod in both.
 fn manager_with_api_pod(pod: Value) -> M {
-    let mut world = FakeWorld::new();
+    let mut world = FakeWorld::v2();
     world.add_pod(pod);
     Manager::new(world)
 }
@@ -160,7 +160,7 @@ fn sync_pod() {
 
 #[test]
 fn sync_pod_checks_mismatched_uid() {
-    let mut world = FakeWorld::new();
+    let mut world = FakeWorld::v2();
     let first = world.add_pod(pod("new", "foo", "first", &[]));
     let different = pod("new", "foo", "second", &[]);
     world.add_managed_pod(different.clone());
@@ -293,7 +293,7 @@ fn status_normalization_enforces_max_bytes() {
 #[test]
 fn static_pod() {
     let (static_pod, mirror) = static_and_mirror("new", "foo", UID, "mirror-12345678", &[]);
-    let mut world = FakeWorld::new();
+    let mut world = FakeWorld::v2();
     world.add_api_pod(mirror.clone());
     world.add_managed_pod(test_pod());
     let mut m = Manager::new(world);
@@ -612,7 +612,7 @@ fn terminate_pod_default_unknown_status() {
 
     for (name, pod, checks) in cases {
         // A pod manager without pods, as upstream's table builds it.
-        let mut m = Manager::new(FakeWorld::new());
+        let mut m = Manager::new(FakeWorld::v2());
         set(&mut m, &pod, &pod["status"]);
         terminate(&mut m, &pod);
         let status = status_of(&mut m, UID);
@@ -642,7 +642,7 @@ fn terminate_pod_ensure_pod_phase_is_terminal() {
         ("Unknown phase pod", "SomeUnknownPhase", "Failed"),
     ];
     for (name, phase, want) in cases {
-        let mut m = Manager::new(FakeWorld::new());
+        let mut m = Manager::new(FakeWorld::v2());
         let pod = with_status(test_pod(), json!({"phase": phase}));
         terminate(&mut m, &pod);
         let mut status = status_of(&mut m, UID);
@@ -815,8 +815,9 @@ fn reconcile_pod_status() {
 fn delete_pod_before_finished() {
     let pod = deleting(test_pod());
     let mut m = manager_with_api_pod(pod.clone());
-    // Not finished: the kubelet has not reclaimed the pod's resources yet.
-    m.imports_mut().reclaimed = false;
+    // Not finished: the status comes from set-pod-status, not terminate-pod (whatever
+    // the host says of the resources).
+    m.imports_mut().reclaimed = true;
     let mut status = random_status();
     status["phase"] = json!("Failed");
     set(&mut m, &pod, &status);
@@ -828,9 +829,10 @@ fn delete_pod_before_finished() {
 fn delete_pod_finished() {
     let pod = deleting(test_pod());
     let mut m = manager_with_api_pod(pod.clone());
-    m.imports_mut().reclaimed = true;
+    m.imports_mut().reclaimed = false;
     terminate(&mut m, &pod);
     assert_eq!(drain_verbs(&mut m), [GET, PATCH, DELETE], "deleted once finished");
+    assert_eq!(m.imports_mut().reclaimed_queries, 0);
     assert_eq!(cached(&mut m, UID), None);
     assert!(m.imports_mut().api_pod("new", "foo").is_none());
 }
@@ -838,7 +840,7 @@ fn delete_pod_finished() {
 #[test]
 fn do_not_delete_mirror_pods() {
     let (static_pod, mirror) = static_and_mirror("new", "foo", UID, "mirror-12345678", &[]);
-    let mut world = FakeWorld::new();
+    let mut world = FakeWorld::v2();
     world.reclaimed = true;
     let mirror = world.add_pod(deleting(mirror));
     world.add_managed_pod(static_pod.clone());

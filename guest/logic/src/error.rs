@@ -30,3 +30,16 @@ impl std::error::Error for ManagerError {}
 
 /// Shorthand for results of Manager operations.
 pub type Result<T, E = ManagerError> = std::result::Result<T, E>;
+
+/// Turns a parse failure (a message) into [`ManagerError::InvalidPod`], naming what was
+/// parsed: `PodView::parse_with_uid(&json).invalid_pod(|| format!("mirror pod of {uid}"))`.
+pub trait InvalidPod<T> {
+    /// The error, as `"{what}: {message}"`; `what` is built only on failure.
+    fn invalid_pod(self, what: impl FnOnce() -> String) -> Result<T>;
+}
+
+impl<T> InvalidPod<T> for std::result::Result<T, String> {
+    fn invalid_pod(self, what: impl FnOnce() -> String) -> Result<T> {
+        self.map_err(|e| ManagerError::InvalidPod(format!("{}: {e}", what())))
+    }
+}

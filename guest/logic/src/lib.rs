@@ -14,7 +14,8 @@ pub mod quantity;
 pub mod ready;
 pub mod semantic_eq;
 pub mod state;
+pub mod sync;
 
-pub use error::{ManagerError, Result};
+pub use error::{InvalidPod, ManagerError, Result};
 pub use imports::{ApiError, DeleteOptions, Imports, Level, StatusUpdate, SyncRequest, Timestamp, UidTranslations};
 pub use manager::{BatchReport, CachedStatus, Manager, SyncOutcome, UpdateOutcome};

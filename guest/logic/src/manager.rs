@@ -7,12 +7,13 @@ use k8s_openapi::api::core::v1::{ContainerState, ContainerStateTerminated, Conta
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp as JiffTimestamp;
 
-use crate::error::{ManagerError, Result};
-use crate::imports::{ApiError, DeleteOptions, Imports, Level, StatusUpdate, SyncRequest};
+use crate::error::{InvalidPod, ManagerError, Result};
+use crate::imports::{Imports, Level, StatusUpdate, SyncRequest};
 use crate::normalize::normalize_status;
 use crate::pod::{PodView, status_to_json};
 use crate::ready::{POD_INITIALIZED, POD_READY, find_condition, find_condition_mut, generate_pod_ready_condition};
 use crate::semantic_eq::status_equal;
+use crate::sync::{ApiPod, SyncPolicy, Write};
 
 /// A cached status with the per-pod version that keeps stale statuses from reaching
 /// the API server, and the pod's name for writing it there.
@@ -22,6 +23,11 @@ pub struct VersionedStatus {
     pub version: u64,
     pub pod_name: String,
     pub pod_namespace: String,
+    /// Upstream's `podIsFinished` (since 1.27): the status came from TerminatePod, or
+    /// followed one. Logic v1 never reads or sets it; it keeps it on each new version of
+    /// the pod's status, so a newer logic version that handed over its state finds it
+    /// again.
+    pub pod_is_finished: bool,
 }
 
 /// What `get_pod_status` returns.
@@ -76,13 +82,13 @@ pub struct PendingSync {
 pub struct Manager<I: Imports> {
     pub(crate) imports: I,
     /// Pod UID (a static pod's own UID) to its latest status. `Arc`: a queued snapshot
-    /// and the cache usually share one status. Public for newer logic built on this
-    /// state; change it only through the methods that record changes.
-    pub statuses: BTreeMap<String, Arc<VersionedStatus>>,
+    /// and the cache usually share one status. Newer logic reads it through
+    /// [`Manager::cached`] and changes it through the methods that record changes.
+    pub(crate) statuses: BTreeMap<String, Arc<VersionedStatus>>,
     /// (Mirror) pod UID to the latest version written to the API server.
-    pub api_versions: BTreeMap<String, u64>,
+    pub(crate) api_versions: BTreeMap<String, u64>,
     /// Snapshots referred to by requests in the host's queue, by request ID.
-    pub pending: BTreeMap<u64, PendingSync>,
+    pub(crate) pending: BTreeMap<u64, PendingSync>,
     pub(crate) next_request_id: u64,
     /// What changed since the state was last saved, for `save_state_changes`.
     pub(crate) changes: Changes,
@@ -142,8 +148,7 @@ impl<I: Imports> Manager<I> {
             self.log(Level::Debug, || format!("pod {pod_uid} has been deleted, no need to update readiness"));
             return Ok(UpdateOutcome::PodNotFound);
         };
-        let pod = PodView::parse_with_uid(&pod_json)
-            .map_err(|e| ManagerError::InvalidPod(format!("pod manager's pod {pod_uid}: {e}")))?;
+        let pod = PodView::parse_with_uid(&pod_json).invalid_pod(|| format!("pod manager's pod {pod_uid}"))?;
         let Some(cached) = self.statuses.get(&pod.metadata.uid).cloned() else {
             self.log(Level::Warn, || {
                 format!("container readiness changed before pod has synced: {} - {container_id}", pod.full_name())
@@ -181,9 +186,7 @@ impl<I: Imports> Manager<I> {
         let pod = PodView::parse_with_uid(pod_json).map_err(ManagerError::InvalidPod)?;
         let mut status = match self.statuses.get(&pod.metadata.uid) {
             Some(cached) => cached.status.clone(),
-            None => pod
-                .parse_status()
-                .map_err(|e| ManagerError::InvalidPod(format!("status of {}: {e}", pod.full_name())))?,
+            None => pod.parse_status().invalid_pod(|| format!("status of {}", pod.full_name()))?,
         };
         let terminated =
             || ContainerState { terminated: Some(ContainerStateTerminated::default()), ..ContainerState::default() };
@@ -206,74 +209,17 @@ impl<I: Imports> Manager<I> {
         u32::try_from(orphans.len()).unwrap_or(u32::MAX)
     }
 
-    /// Handles one request the host took off the sync queue.
+    /// Handles one request the host took off the sync queue: writes the snapshot it
+    /// was queued with.
     pub fn sync_pod(&mut self, request: &SyncRequest) -> Result<SyncOutcome> {
-        match self.pending.get(&request.id) {
-            Some(p) if p.pod_uid == request.pod_uid && p.status.version == request.version => {}
-            _ => return Err(ManagerError::UnknownRequest(request.id)),
-        }
-        let pending = self.drop_pending(request.id).ok_or(ManagerError::UnknownRequest(request.id))?;
-        self.sync_one(&pending.pod_uid, &pending.status)
+        let pending = self.take_request(request)?;
+        self.sync_status(&Seed, &pending.pod_uid, &pending.status)
     }
 
     /// One periodic batch sync: forgets the API versions of pods that are gone, then
     /// syncs, in UID order, every status the API server lacks or has drifted from.
     pub fn sync_batch(&mut self) -> BatchReport {
-        let translations = self.imports.get_uid_translations();
-        let pod_to_mirror: BTreeMap<String, String> = translations.pod_to_mirror.into_iter().collect();
-        let mirrors: BTreeSet<String> = translations.mirror_to_pod.into_iter().map(|(mirror, _)| mirror).collect();
-
-        let gone: Vec<String> = self
-            .api_versions
-            .keys()
-            .filter(|uid| !self.statuses.contains_key(*uid) && !mirrors.contains(*uid))
-            .cloned()
-            .collect();
-        for uid in &gone {
-            self.drop_api_version(uid);
-        }
-
-        let mut report = BatchReport::default();
-        let mut updates = Vec::new();
-        let cached: Vec<(String, Arc<VersionedStatus>)> =
-            self.statuses.iter().map(|(uid, status)| (uid.clone(), Arc::clone(status))).collect();
-        for (uid, status) in cached {
-            let synced_uid = match pod_to_mirror.get(&uid) {
-                Some(mirror) if mirror.is_empty() => {
-                    self.log(Level::Debug, || format!("static pod {uid} has no mirror pod yet; skipping"));
-                    continue;
-                }
-                Some(mirror) => mirror.clone(),
-                None => uid.clone(),
-            };
-            let decision = self
-                .needs_update(&synced_uid, &status)
-                .and_then(|update| Ok((update, !update && self.needs_reconcile(&uid, &status.status)?)));
-            match decision {
-                Ok((true, _)) => updates.push((uid, status)),
-                Ok((false, true)) => {
-                    // Forget the written version to force the write; the sync below
-                    // records it again once the write succeeds.
-                    self.drop_api_version(&synced_uid);
-                    report.reconciled += 1;
-                    updates.push((uid, status));
-                }
-                Ok((false, false)) => {}
-                Err(e) => {
-                    report.failed += 1;
-                    self.log(Level::Error, || format!("batch sync skips pod {uid}: {e}"));
-                }
-            }
-        }
-
-        for (uid, status) in updates {
-            report.synced += 1;
-            if let Err(e) = self.sync_one(&uid, &status) {
-                report.failed += 1;
-                self.log(Level::Error, || format!("batch sync of pod {uid} failed: {e}"));
-            }
-        }
-        report
+        self.sync_batch_with(&Seed)
     }
 
     /// Caches a new status version unless nothing changed, and queues its write.
@@ -293,10 +239,8 @@ impl<I: Imports> Manager<I> {
                 fetched = match self.imports.get_mirror_pod_by_pod(pod_json) {
                     Some(mirror_json) => PodView::parse_with_uid(&mirror_json)
                         .and_then(|mirror| mirror.parse_status())
-                        .map_err(|e| ManagerError::InvalidPod(format!("mirror pod of {}: {e}", pod.full_name())))?,
-                    None => pod
-                        .parse_status()
-                        .map_err(|e| ManagerError::InvalidPod(format!("status of {}: {e}", pod.full_name())))?,
+                        .invalid_pod(|| format!("mirror pod of {}", pod.full_name()))?,
+                    None => pod.parse_status().invalid_pod(|| format!("status of {}", pod.full_name()))?,
                 };
                 &fetched
             }
@@ -332,9 +276,10 @@ impl<I: Imports> Manager<I> {
 
         let versioned = Arc::new(VersionedStatus {
             status,
-            version: cached.map_or(0, |c| c.version) + 1,
+            version: cached.as_ref().map_or(0, |c| c.version) + 1,
             pod_name: pod.metadata.name.clone(),
             pod_namespace: pod.metadata.namespace.clone(),
+            pod_is_finished: cached.is_some_and(|c| c.pod_is_finished),
         });
         self.put_status(uid, Arc::clone(&versioned));
         Ok(self.enqueue(uid, versioned))
@@ -356,142 +301,35 @@ impl<I: Imports> Manager<I> {
         }
     }
 
-    /// Writes `status` to the API server unless it is already there, then deletes the
-    /// pod if it is terminated and reclaimed.
-    fn sync_one(&mut self, uid: &str, status: &VersionedStatus) -> Result<SyncOutcome> {
-        if !self.needs_update(uid, status)? {
-            self.log(Level::Debug, || format!("status for pod {uid} is up-to-date; skipping"));
-            return Ok(SyncOutcome::UpToDate);
-        }
-
-        let pod_json = match self.imports.get_pod(&status.pod_namespace, &status.pod_name) {
-            Ok(json) => json,
-            Err(ApiError::NotFound(_)) => {
-                // A deleted pod's status is cleared by remove_orphaned_statuses.
-                self.log(Level::Debug, || {
-                    format!("pod {}/{} ({uid}) does not exist on the server", status.pod_namespace, status.pod_name)
-                });
-                return Ok(SyncOutcome::PodNotFound);
-            }
-            Err(e) => {
-                self.log(Level::Warn, || {
-                    format!("failed to get pod {}/{} ({uid}): {}", status.pod_namespace, status.pod_name, e.message())
-                });
-                return Ok(SyncOutcome::GetFailed);
-            }
-        };
-        let pod = PodView::parse_with_uid(&pod_json)
-            .map_err(|e| ManagerError::InvalidPod(format!("API server's pod: {e}")))?;
-
-        let translated = self.imports.translate_pod_uid(&pod.metadata.uid);
-        if !translated.is_empty() && translated != uid {
-            self.log(Level::Info, || {
-                format!("pod {} was deleted and then recreated, skipping status update; old UID {uid}, new UID {translated}", pod.full_name())
-            });
-            self.drop_status(uid);
-            return Ok(SyncOutcome::Recreated);
-        }
-
-        let update = StatusUpdate {
-            namespace: pod.metadata.namespace.clone(),
-            name: pod.metadata.name.clone(),
-            // The PUT carries the object as read, so its UID and resourceVersion hold
-            // the write to exactly that object.
-            uid_precondition: Some(pod.metadata.uid.clone()).filter(|u| !u.is_empty()),
-            resource_version_precondition: pod.metadata.resource_version.clone(),
-            status: status_to_json(&status.status).map_err(ManagerError::InvalidStatus)?,
-        };
-        let updated_json = match self.imports.update_pod_status(update) {
-            Ok(json) => json,
-            Err(e) => {
-                self.log(Level::Warn, || {
-                    format!("failed to update status for pod {}: {}", pod.full_name(), e.message())
-                });
-                return Ok(SyncOutcome::WriteFailed);
-            }
-        };
-        let updated = PodView::parse_with_uid(&updated_json)
-            .map_err(|e| ManagerError::InvalidPod(format!("API server's pod after the write: {e}")))?;
-        self.log(Level::Debug, || {
-            format!("status for pod {} updated to version {}", updated.full_name(), status.version)
-        });
-        self.set_api_version(&updated.metadata.uid, status.version);
-
-        if !self.can_be_deleted(&updated, &updated_json, &status.status)? {
-            return Ok(SyncOutcome::Written);
-        }
-        let options = DeleteOptions {
-            // A newly created pod of the same name must never be deleted.
-            uid_precondition: Some(updated.metadata.uid.clone()),
-            grace_period_seconds: Some(0),
-        };
-        match self.imports.delete_pod(&updated.metadata.namespace, &updated.metadata.name, options) {
-            Ok(()) => {
-                self.log(Level::Info, || {
-                    format!("pod {} fully terminated and removed from the API server", updated.full_name())
-                });
-                self.drop_status(uid);
-                Ok(SyncOutcome::Deleted)
-            }
-            Err(e) => {
-                self.log(Level::Warn, || format!("failed to delete pod {}: {}", updated.full_name(), e.message()));
-                Ok(SyncOutcome::DeleteFailed)
-            }
-        }
+    /// The cached status of `uid` (a static pod's own UID), if any.
+    pub fn cached(&self, uid: &str) -> Option<Arc<VersionedStatus>> {
+        self.statuses.get(uid).cloned()
     }
 
-    /// Whether `status` still has to reach the API server for `uid` (a mirror pod's UID
-    /// in the batch sync): its version was not written yet, or the pod awaits deletion.
-    fn needs_update(&mut self, uid: &str, status: &VersionedStatus) -> Result<bool> {
-        match self.api_versions.get(uid) {
-            Some(&written) if written >= status.version => {}
-            _ => return Ok(true),
-        }
-        // Mirror pods are not found by UID, so a static pod's sync never deletes.
-        let Some(pod_json) = self.imports.get_pod_by_uid(uid) else {
-            return Ok(false);
-        };
-        let pod = PodView::parse_with_uid(&pod_json)
-            .map_err(|e| ManagerError::InvalidPod(format!("pod manager's pod {uid}: {e}")))?;
-        self.can_be_deleted(&pod, &pod_json, &status.status)
+    /// The UIDs of every cached status, in order.
+    pub fn cached_uids(&self) -> Vec<String> {
+        self.statuses.keys().cloned().collect()
     }
 
-    /// Whether the API server's status of `uid` differs from the cache: the kubelet is
-    /// the source of truth, so drift is written over.
-    fn needs_reconcile(&mut self, uid: &str, status: &PodStatus) -> Result<bool> {
-        let Some(pod_json) = self.imports.get_pod_by_uid(uid) else {
-            return Ok(false);
-        };
-        let mut pod = PodView::parse_with_uid(&pod_json)
-            .map_err(|e| ManagerError::InvalidPod(format!("pod manager's pod {uid}: {e}")))?;
-        // Only a static pod's mirror pod carries its status in the API server.
-        if pod.is_static() {
-            let Some(mirror_json) = self.imports.get_mirror_pod_by_pod(&pod_json) else {
-                return Ok(false);
-            };
-            pod = PodView::parse_with_uid(&mirror_json)
-                .map_err(|e| ManagerError::InvalidPod(format!("mirror pod of {uid}: {e}")))?;
-        }
-        let mut api_status =
-            pod.parse_status().map_err(|e| ManagerError::InvalidPod(format!("status of {}: {e}", pod.full_name())))?;
-        normalize_status(&pod.spec, &mut api_status);
-        if status_equal(&api_status, status) {
-            return Ok(false);
-        }
-        self.log(Level::Info, || {
-            format!("pod status of {} is inconsistent with the cached status; reconciling", pod.full_name())
-        });
-        Ok(true)
+    /// Whether `version` (or a later one) was written to the API server for `uid` (a
+    /// mirror pod's UID for a static pod).
+    pub fn is_written(&self, uid: &str, version: u64) -> bool {
+        self.api_versions.get(uid).is_some_and(|&written| written >= version)
     }
 
-    /// A pod may be deleted once it is being deleted, is not a mirror pod (mirror pods'
-    /// graceful deletion is not ours to handle) and its resources are reclaimed.
-    fn can_be_deleted(&mut self, pod: &PodView, pod_json: &str, status: &PodStatus) -> Result<bool> {
-        if !pod.is_being_deleted() || pod.is_mirror() {
-            return Ok(false);
+    /// The pods that sync requests queued in the host refer to, in request order.
+    pub fn queued_pods(&self) -> Vec<String> {
+        self.pending.values().map(|p| p.pod_uid.clone()).collect()
+    }
+
+    /// The snapshot `request` refers to, taken out of the state (a request is handled
+    /// once): an error unless this manager queued exactly that request.
+    pub fn take_request(&mut self, request: &SyncRequest) -> Result<PendingSync> {
+        match self.pending.get(&request.id) {
+            Some(p) if p.pod_uid == request.pod_uid && p.status.version == request.version => {}
+            _ => return Err(ManagerError::UnknownRequest(request.id)),
         }
-        let status_json = status_to_json(status).map_err(ManagerError::InvalidStatus)?;
-        Ok(self.imports.pod_resources_are_reclaimed(pod_json, &status_json))
+        self.drop_pending(request.id).ok_or(ManagerError::UnknownRequest(request.id))
     }
 
     /// Caches `status` for `uid`, noting the change.
@@ -501,7 +339,7 @@ impl<I: Imports> Manager<I> {
     }
 
     /// Drops the cached status of `uid`, noting the change.
-    pub fn drop_status(&mut self, uid: &str) {
+    pub(crate) fn drop_status(&mut self, uid: &str) {
         if self.statuses.remove(uid).is_some() {
             self.note_status_change(uid);
         }
@@ -516,20 +354,20 @@ impl<I: Imports> Manager<I> {
     }
 
     /// Records `version` as written to the API server for `uid`, noting the change.
-    pub fn set_api_version(&mut self, uid: &str, version: u64) {
+    pub(crate) fn set_api_version(&mut self, uid: &str, version: u64) {
         self.api_versions.insert(uid.to_string(), version);
         self.changes.api_versions.insert(uid.to_string());
     }
 
     /// Forgets the version written for `uid`, noting the change.
-    pub fn drop_api_version(&mut self, uid: &str) {
+    pub(crate) fn drop_api_version(&mut self, uid: &str) {
         if self.api_versions.remove(uid).is_some() {
             self.changes.api_versions.insert(uid.to_string());
         }
     }
 
     /// Drops the snapshot of request `id`, noting the change.
-    pub fn drop_pending(&mut self, id: u64) -> Option<PendingSync> {
+    pub(crate) fn drop_pending(&mut self, id: u64) -> Option<PendingSync> {
         let pending = self.pending.remove(&id)?;
         self.changes.pending.insert(id);
         Some(pending)
@@ -582,4 +420,53 @@ pub fn find_container_status_mut<'a>(status: &'a mut PodStatus, container_id: &s
         return Some(found);
     }
     status.init_container_statuses.iter_mut().flatten().find(matches)
+}
+
+/// The 2017 status manager's decisions in a sync.
+struct Seed;
+
+impl<I: Imports> SyncPolicy<I> for Seed {
+    const CHECKS_NEEDS_UPDATE: bool = true;
+
+    /// A PUT of the whole status, guarded by the object as read.
+    fn write(&self, manager: &mut Manager<I>, pod: ApiPod, status: &VersionedStatus) -> Result<Write> {
+        let pod = pod.view;
+        let update = StatusUpdate {
+            namespace: pod.metadata.namespace.clone(),
+            name: pod.metadata.name.clone(),
+            // The PUT carries the object as read, so its UID and resourceVersion hold
+            // the write to exactly that object.
+            uid_precondition: Some(pod.metadata.uid.clone()).filter(|u| !u.is_empty()),
+            resource_version_precondition: pod.metadata.resource_version.clone(),
+            status: status_to_json(&status.status).map_err(ManagerError::InvalidStatus)?,
+        };
+        let updated_json = match manager.imports.update_pod_status(update) {
+            Ok(json) => json,
+            Err(e) => {
+                manager.log(Level::Warn, || {
+                    format!("failed to update status for pod {}: {}", pod.full_name(), e.message())
+                });
+                return Ok(Write::Failed);
+            }
+        };
+        let updated = ApiPod::parse(updated_json, || "API server's pod after the write".into())?;
+        manager.log(Level::Debug, || {
+            format!("status for pod {} updated to version {}", updated.view.full_name(), status.version)
+        });
+        Ok(Write::Written(updated))
+    }
+
+    /// Being deleted, not a mirror pod (mirror pods' graceful deletion is not ours to
+    /// handle), and its resources reclaimed.
+    fn can_be_deleted(&self, manager: &mut Manager<I>, pod: &ApiPod, status: &VersionedStatus) -> Result<bool> {
+        if !pod.view.is_being_deleted() || pod.view.is_mirror() {
+            return Ok(false);
+        }
+        let status_json = status_to_json(&status.status).map_err(ManagerError::InvalidStatus)?;
+        Ok(manager.imports.pod_resources_are_reclaimed(&pod.json, &status_json))
+    }
+
+    fn status_equal(&self, api: &PodStatus, cached: &PodStatus) -> bool {
+        status_equal(api, cached)
+    }
 }

@@ -11,9 +11,13 @@ use std::collections::BTreeMap;
 use std::marker::PhantomData;
 
 use k8s_openapi::api::core::v1::PodStatus;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
 use serde::de::{MapAccess, Visitor, value::MapAccessDeserializer};
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
+
+use crate::manager::is_zero;
 
 /// Annotation naming where the kubelet got a pod (`api`, `file`, `http`).
 pub const CONFIG_SOURCE_ANNOTATION: &str = "kubernetes.io/config.source";
@@ -45,7 +49,10 @@ pub struct MetaView {
     #[serde(deserialize_with = "null_as_default")]
     pub uid: String,
     pub resource_version: Option<String>,
-    /// Only whether it is set matters: a pod being deleted forces status updates.
+    /// Only whether it is set matters: a pod being deleted forces status updates. Go's
+    /// zero time counts as unset: Go marshals a zero `metav1.Time` as null, so a copy
+    /// that kept `0001-01-01T00:00:00Z` is of a pod nobody is deleting.
+    #[serde(deserialize_with = "set_time")]
     pub deletion_timestamp: Option<serde::de::IgnoredAny>,
     #[serde(deserialize_with = "null_as_default")]
     pub annotations: BTreeMap<String, String>,
@@ -77,6 +84,18 @@ where
     T: Default + Deserialize<'de>,
 {
     Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
+}
+
+/// A time that is set: not null and not Go's zero time. Anything but a string (or a
+/// string that is not a time) counts as set, as before: only the zero time is special.
+fn set_time<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<serde::de::IgnoredAny>, D::Error> {
+    let value: Option<serde_json::Value> = Option::deserialize(deserializer)?;
+    let zero = |text: &str| text.parse::<Timestamp>().is_ok_and(|t| is_zero(&Time(t)));
+    Ok(match value {
+        None => None,
+        Some(serde_json::Value::String(text)) if zero(&text) => None,
+        Some(_) => Some(serde::de::IgnoredAny),
+    })
 }
 
 /// Only a JSON object (or null) makes a struct. serde's derive would also take a list
@@ -210,6 +229,18 @@ mod tests {
         assert!(!pod.is_static());
         assert!(pod.is_mirror());
         assert!(!pod.is_being_deleted());
+    }
+
+    #[test]
+    fn the_zero_deletion_timestamp_is_unset() {
+        for zero in ["0001-01-01T00:00:00Z", "0001-01-01T00:00:00.000Z", "0001-01-01T01:00:00+01:00"] {
+            let pod = PodView::parse(&format!(r#"{{"metadata":{{"uid":"u","deletionTimestamp":"{zero}"}}}}"#)).unwrap();
+            assert!(!pod.is_being_deleted(), "{zero}");
+        }
+        for set in [r#""0001-01-01T00:00:01Z""#, r#""2026-01-01T00:00:00Z""#, r#""soon""#, "5"] {
+            let pod = PodView::parse(&format!(r#"{{"metadata":{{"uid":"u","deletionTimestamp":{set}}}}}"#)).unwrap();
+            assert!(pod.is_being_deleted(), "{set}");
+        }
     }
 
     #[test]

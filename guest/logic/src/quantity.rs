@@ -34,6 +34,60 @@ pub fn quantities_equal(a: &Quantity, b: &Quantity) -> bool {
     }
 }
 
+/// The canonical form Go marshals a quantity in (`Quantity.String`, so its JSON): the
+/// value with the largest suffix of its format that keeps the number whole, where the
+/// format is the parsed string's (binary for `Ki` .. `Ei`, a decimal exponent for
+/// `e`/`E`, decimal SI otherwise) and a binary quantity below 1024 in magnitude or not
+/// a whole number is written in decimal SI: `"1000m"` is `"1"`, `"1024"` stays `"1024"`,
+/// `"1Ki"` stays `"1Ki"`, `"2048Ki"` is `"2Mi"`, `"0.5Ki"` is `"512"`, `"1500m"` is
+/// `"1500m"`, `"2e3"` stays `"2e3"`.
+///
+/// `None` when the string cannot be parsed exactly, or the form needs more than 128 bits
+/// of nanos or a decimal SI suffix beyond `E`: such a quantity is compared as written.
+pub fn go_canonical(quantity: &Quantity) -> Option<String> {
+    let text = quantity.0.trim();
+    let unsigned = text.strip_prefix(['-', '+']).unwrap_or(text);
+    let (_, rest) = split_digits(unsigned);
+    let (_, suffix) = split_digits(rest.strip_prefix('.').unwrap_or(rest));
+    let Value::NonZero { negative, magnitude } = parse(text)? else {
+        return Some("0".into());
+    };
+    let sign = if negative { "-" } else { "" };
+    let nanos = magnitude
+        .odd
+        .checked_mul(pow(2, magnitude.twos.checked_add(9)?)?)?
+        .checked_mul(pow(5, magnitude.fives.checked_add(9)?)?)?;
+    const NANOS: u128 = 1_000_000_000;
+
+    let binary = interpret_suffix(suffix)?.twos > 0;
+    if binary && nanos >= 1024 * NANOS && nanos % NANOS == 0 {
+        let (mut number, mut power) = (nanos / NANOS, 0);
+        while number % 1024 == 0 && power < 6 {
+            number /= 1024;
+            power += 1;
+        }
+        let suffix = ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"][power];
+        return Some(format!("{sign}{number}{suffix}"));
+    }
+    let (mut number, mut exponent) = (nanos, -9i64);
+    while number % 10 == 0 {
+        number /= 10;
+        exponent += 1;
+    }
+    match exponent.rem_euclid(3) {
+        1 => (number, exponent) = (number.checked_mul(10)?, exponent - 1),
+        2 => (number, exponent) = (number.checked_mul(100)?, exponent - 2),
+        _ => {}
+    }
+    let suffix = if suffix.len() > 1 && suffix.starts_with(['e', 'E']) {
+        if exponent == 0 { String::new() } else { format!("e{exponent}") }
+    } else {
+        let index = usize::try_from(exponent / 3 + 3).ok()?;
+        (*["n", "u", "m", "", "k", "M", "G", "T", "P", "E"].get(index)?).to_string()
+    };
+    Some(format!("{sign}{number}{suffix}"))
+}
+
 /// The exact value of a quantity, in a form where equal values are equal structs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Value {
@@ -194,6 +248,54 @@ impl Magnitude {
 /// `base^exponent`, or `None` when the exponent is negative or the result overflows.
 fn pow(base: u128, exponent: i64) -> Option<u128> {
     base.checked_pow(u32::try_from(exponent).ok()?)
+}
+
+#[cfg(test)]
+mod canonical_tests {
+    use super::*;
+
+    fn canonical(text: &str) -> Option<String> {
+        go_canonical(&Quantity(text.to_string()))
+    }
+
+    #[test]
+    fn canonical_forms_are_gos() {
+        for (given, go) in [
+            ("1000m", "1"),
+            ("1", "1"),
+            ("1024", "1024"),
+            ("1Ki", "1Ki"),
+            ("2048Ki", "2Mi"),
+            ("1536", "1536"),
+            ("1.5Ki", "1536"),
+            ("0.5Ki", "512"),
+            ("1023Ki", "1023Ki"),
+            ("1500m", "1500m"),
+            ("1.5", "1500m"),
+            ("2000", "2k"),
+            ("0.1", "100m"),
+            ("10", "10"),
+            ("100", "100"),
+            ("12e3", "12e3"),
+            ("1e3", "1e3"),
+            ("1E3", "1e3"),
+            ("1000e0", "1e3"),
+            ("100e-2", "1"),
+            ("0.1n", "1n"),
+            ("-1Ki", "-1Ki"),
+            ("-0.5", "-500m"),
+            ("0", "0"),
+            ("0Gi", "0"),
+            (" 1G ", "1G"),
+            ("1000M", "1G"),
+            ("2E", "2E"),
+            ("8Ei", "9223372036854775807"),
+        ] {
+            assert_eq!(canonical(given).as_deref(), Some(go), "{given}");
+        }
+        assert_eq!(canonical("1 Ki"), None);
+        assert_eq!(canonical("1000E"), None, "beyond the largest decimal SI suffix");
+    }
 }
 
 #[cfg(test)]

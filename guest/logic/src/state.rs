@@ -19,8 +19,10 @@ use crate::manager::{Changes, Manager, PendingSync, VersionedStatus};
 pub const STATE_FORMAT: &str = "podstatus.kubelet.io/state";
 /// Names the format of a change set (what changed since the last save).
 pub const STATE_CHANGES_FORMAT: &str = "podstatus.kubelet.io/state-changes";
-/// The newest format version this code writes and reads.
-pub const STATE_VERSION: u32 = 1;
+/// The newest format version this code writes and reads. Version 2 added the optional
+/// `podIsFinished` of a status (and of a snapshot); a version 1 document is version 2
+/// without it, so it loads as it is.
+pub const STATE_VERSION: u32 = 2;
 
 #[derive(Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -42,6 +44,10 @@ struct StatusEntry {
     version: u64,
     pod_name: String,
     pod_namespace: String,
+    /// Since version 2: the status came from TerminatePod or followed one (upstream's
+    /// `podIsFinished`). Written only when true.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pod_is_finished: bool,
     status: PodStatus,
 }
 
@@ -52,6 +58,9 @@ struct PendingEntry {
     version: u64,
     pod_name: String,
     pod_namespace: String,
+    /// Since version 2, as a status entry's; only with a snapshot of its own.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pod_is_finished: bool,
     /// Absent when the snapshot is the pod's cached status of the same version, which
     /// is the common case and keeps the document small.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -199,6 +208,7 @@ impl<I: Imports> Manager<I> {
             version: p.status.version,
             pod_name: p.status.pod_name.clone(),
             pod_namespace: p.status.pod_namespace.clone(),
+            pod_is_finished: !shared && p.status.pod_is_finished,
             status: (!shared).then(|| p.status.status.clone()),
         }
     }
@@ -234,12 +244,23 @@ fn status_entry(s: &VersionedStatus) -> StatusEntry {
         version: s.version,
         pod_name: s.pod_name.clone(),
         pod_namespace: s.pod_namespace.clone(),
+        pod_is_finished: s.pod_is_finished,
         status: s.status.clone(),
     }
 }
 
 fn versioned(e: StatusEntry) -> VersionedStatus {
-    VersionedStatus { status: e.status, version: e.version, pod_name: e.pod_name, pod_namespace: e.pod_namespace }
+    VersionedStatus {
+        status: e.status,
+        version: e.version,
+        pod_name: e.pod_name,
+        pod_namespace: e.pod_namespace,
+        pod_is_finished: e.pod_is_finished,
+    }
+}
+
+fn is_false(flag: &bool) -> bool {
+    !flag
 }
 
 fn dangling(id: u64, entry: &PendingEntry) -> ManagerError {
@@ -275,6 +296,7 @@ fn resolve_pending(
             version: entry.version,
             pod_name: entry.pod_name,
             pod_namespace: entry.pod_namespace,
+            pod_is_finished: entry.pod_is_finished,
         }),
         None => match statuses.get(&entry.pod_uid) {
             Some(cached) if cached.version == entry.version => Arc::clone(cached),

@@ -1,10 +1,8 @@
 //! The status manager's behaviours at its API, natively over a fake world.
 
-mod support;
-
 use podstatus_logic::{ApiError, BatchReport, Manager, ManagerError, SyncOutcome, SyncRequest, UpdateOutcome};
+use podstatus_logic_testing::*;
 use serde_json::{Value, json};
-use support::*;
 
 // ---- helpers ----
 

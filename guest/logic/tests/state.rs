@@ -1,11 +1,9 @@
 //! Saving and loading the manager's state, natively over a fake world.
 
-mod support;
-
 use podstatus_logic::state::{STATE_FORMAT, STATE_VERSION};
 use podstatus_logic::{BatchReport, Manager, ManagerError, SyncOutcome, SyncRequest, UpdateOutcome};
+use podstatus_logic_testing::*;
 use serde_json::{Value, json};
-use support::*;
 
 type M = Manager<FakeWorld>;
 
@@ -261,7 +259,7 @@ fn load_state_refuses_what_it_cannot_read_and_changes_nothing() {
     // (case, document, text the error must name)
     let cases: Vec<(&str, String, &str)> = vec![
         ("another format", edit(|d| d["format"] = json!("example.com/other")), "example.com/other"),
-        ("a newer version", edit(|d| d["version"] = json!(STATE_VERSION + 6)), "version 7"),
+        ("a newer version", edit(|d| d["version"] = json!(STATE_VERSION + 6)), "is newer than this plugin reads"),
         ("a huge version", edit(|d| d["version"] = json!(u64::MAX)), ""),
         ("not JSON", "{\"format\": ".to_string(), ""),
         ("empty", String::new(), ""),
@@ -451,3 +449,49 @@ fn a_change_set_is_refused_whole_when_it_does_not_fit() {
 
 /// Steps run for their effect on the state; what they return does not matter here.
 fn ignore<T>(_: T) {}
+
+/// Version 2 of the document adds a status's optional `podIsFinished` (newer logic's
+/// mark of a status from terminate-pod). v1 reads version 1 documents (no mark) and
+/// version 2 ones, never sets the mark, and keeps it untouched: through save and load,
+/// change sets, and its own new versions of that pod's status.
+#[test]
+fn the_finished_mark_of_newer_logic_is_carried_untouched() {
+    let mut m = busy_manager();
+    let mut document: Value = serde_json::from_str(&m.save_state().unwrap()).unwrap();
+    assert_eq!(document["version"], STATE_VERSION);
+    assert_eq!(STATE_VERSION, 2);
+    assert!(document["statuses"].as_object().unwrap().values().all(|s| s.get("podIsFinished").is_none()));
+
+    // A version 1 document is a version 2 document without the mark.
+    document["version"] = json!(1);
+    let mut old = Manager::new(m.imports_mut().clone());
+    old.load_state(&document.to_string()).unwrap();
+    document["version"] = json!(2);
+    assert_eq!(serde_json::from_str::<Value>(&old.save_state().unwrap()).unwrap(), document);
+
+    // Newer logic marked uid-a's status (and its stale snapshot's) finished.
+    document["statuses"]["uid-a"]["podIsFinished"] = json!(true);
+    let snapshot = document["pending"].as_object_mut().unwrap().values_mut().find(|p| p["podUid"] == "uid-a").unwrap();
+    assert!(snapshot.get("status").is_some(), "the stale snapshot has a status of its own");
+    snapshot["podIsFinished"] = json!(true);
+    let mut m = Manager::new(m.imports_mut().clone());
+    m.load_state(&document.to_string()).unwrap();
+    assert_eq!(serde_json::from_str::<Value>(&m.save_state().unwrap()).unwrap(), document, "kept as loaded");
+
+    // A new version of uid-a's status keeps the mark, and so does its change set.
+    let a = m.imports_mut().pods["uid-a"].clone();
+    assert_eq!(set(&mut m, &a, json!({"phase": "Failed"})), UpdateOutcome::Queued);
+    let changes: Value = serde_json::from_str(&m.save_state_changes().unwrap()).unwrap();
+    assert_eq!(changes["version"], STATE_VERSION);
+    assert_eq!(changes["patch"]["statuses"]["uid-a"]["podIsFinished"], true);
+    let saved: Value = serde_json::from_str(&m.save_state().unwrap()).unwrap();
+    assert_eq!(saved["statuses"]["uid-a"]["version"], 3);
+    assert_eq!(saved["statuses"]["uid-a"]["podIsFinished"], true);
+    assert!(saved["statuses"]["uid-b"].get("podIsFinished").is_none());
+
+    // Another instance following by change sets has it too.
+    let mut follower = Manager::new(m.imports_mut().clone());
+    follower.load_state(&document.to_string()).unwrap();
+    follower.apply_state_changes(&changes.to_string()).unwrap();
+    assert_eq!(serde_json::from_str::<Value>(&follower.save_state().unwrap()).unwrap(), saved);
+}

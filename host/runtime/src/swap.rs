@@ -59,8 +59,9 @@ pub fn move_bulk(old: &mut dyn Plugin, new: &mut dyn Plugin) -> Result<usize, Sw
 }
 
 /// Loads `state` into `new` and checks, from `new`'s own saved state, that it took
-/// every status (with its version), every written version and every pending request:
-/// a plugin that answers "ok" and drops the state must not take over.
+/// every status (with its version and whether it is finished, `podIsFinished`), every
+/// written version and every pending request: a plugin that answers "ok" and drops the
+/// state must not take over.
 pub fn load_checked(new: &mut dyn Plugin, state: &str) -> Result<(), SwapError> {
     new.load_state(state).map_err(SwapError::Refused)?;
     let held = new.save_state().map_err(SwapError::Refused)?;
@@ -71,7 +72,12 @@ pub fn load_checked(new: &mut dyn Plugin, state: &str) -> Result<(), SwapError> 
             .get("statuses")?
             .as_object()?
             .iter()
-            .map(|(uid, entry)| (uid.clone(), entry.get("version").and_then(serde_json::Value::as_u64)))
+            .map(|(uid, entry)| {
+                let version = entry.get("version").and_then(serde_json::Value::as_u64);
+                // Since state version 2; absent is false.
+                let finished = entry.get("podIsFinished").and_then(serde_json::Value::as_bool).unwrap_or(false);
+                (uid.clone(), version, finished)
+            })
             .collect();
         Some(StateSummary { versions, written: doc.get("apiStatusVersions").cloned(), pending: keys("pending")? })
     };
@@ -95,7 +101,8 @@ pub fn load_checked(new: &mut dyn Plugin, state: &str) -> Result<(), SwapError> 
 /// What must survive a hand-over, compared after loading.
 #[derive(PartialEq)]
 struct StateSummary {
-    versions: Vec<(String, Option<u64>)>,
+    /// Per status: UID, version, finished.
+    versions: Vec<(String, Option<u64>, bool)>,
     written: Option<serde_json::Value>,
     pending: Vec<String>,
 }

@@ -1,13 +1,9 @@
-//! A fake world for logic v2's native integration tests: an in-memory API server (whose
-//! status writes are strategic merge patches), pod manager, clock, deletion-safety
-//! answers and bounded sync queue behind [`Imports`], deterministic (ordered maps only,
-//! time only from a settable clock) and recording every API call for assertions.
-//!
-//! Copied from `guest/logic/tests/support` and extended: patches instead of updates,
-//! "could a container still run", and a pod recreated between a read and a write.
-
-// Each test binary uses only part of the fake world.
-#![allow(dead_code)]
+//! Test fakes shared by both logic crates' native tests (as the kubelet's
+//! `status/testing/`): a fake world behind the imports of logic v1 and v2 (an in-memory
+//! API server whose status writes are PUTs or strategic merge patches, pod manager,
+//! clock, deletion-safety answers and bounded sync queue), deterministic (ordered maps
+//! only, time only from a settable clock) and recording every API call for assertions;
+//! pod builders; and, in [`v2`], helpers that drive logic v2 over it.
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -30,8 +26,9 @@ pub const T0: i64 = 1_700_000_000;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Verb {
     GetPod,
+    /// v2's strategic merge patch of the status.
     PatchPodStatus,
-    /// v1's PUT, allowed only where a test runs v1 on the same world.
+    /// v1's PUT of the status (a test failure in a world made with [`FakeWorld::v2`]).
     UpdatePodStatus,
     DeletePod,
     GetPodByUid,
@@ -45,6 +42,7 @@ pub struct Call {
     pub namespace: String,
     pub name: String,
     pub uid_precondition: Option<String>,
+    pub resource_version_precondition: Option<String>,
     pub grace_period_seconds: Option<i64>,
     /// A patch's JSON.
     pub patch: Option<Value>,
@@ -57,8 +55,18 @@ impl Call {
             namespace: namespace.into(),
             name: name.into(),
             uid_precondition: None,
+            resource_version_precondition: None,
             grace_period_seconds: None,
             patch: None,
+        }
+    }
+
+    pub fn update(namespace: &str, name: &str, uid: Option<&str>, resource_version: Option<&str>) -> Call {
+        Call {
+            verb: Verb::UpdatePodStatus,
+            uid_precondition: uid.map(str::to_string),
+            resource_version_precondition: resource_version.map(str::to_string),
+            ..Call::get(namespace, name)
         }
     }
 
@@ -108,8 +116,8 @@ pub struct FakeWorld {
     /// When set, the next successful `get_pod` is followed at once by this pod replacing
     /// the one read (same name, another UID): a pod deleted and recreated in between.
     pub recreate_after_get: Option<Value>,
-    /// Whether a PUT of the status is served (v1 on this world) or is a test failure
-    /// (v2 never puts).
+    /// Whether a PUT of the status is served (logic v1) or is a test failure (logic v2
+    /// never puts; see [`FakeWorld::v2`]).
     pub allow_puts: bool,
     pub queue: VecDeque<SyncRequest>,
     pub queue_capacity: usize,
@@ -125,6 +133,12 @@ impl Default for FakeWorld {
 }
 
 impl FakeWorld {
+    /// A world for logic v2: a PUT of a status fails the test.
+    pub fn v2() -> FakeWorld {
+        FakeWorld { allow_puts: false, ..FakeWorld::new() }
+    }
+
+    /// A world serving both PUTs (logic v1) and patches.
     pub fn new() -> FakeWorld {
         FakeWorld {
             api: BTreeMap::new(),
@@ -139,7 +153,7 @@ impl FakeWorld {
             running: false,
             running_queries: 0,
             recreate_after_get: None,
-            allow_puts: false,
+            allow_puts: true,
             queue: VecDeque::new(),
             queue_capacity: 1000,
             pushed: Vec::new(),
@@ -298,30 +312,45 @@ impl V1Imports for FakeWorld {
     }
 
     fn update_pod_status(&mut self, update: StatusUpdate) -> Result<String, ApiError> {
-        assert!(self.allow_puts, "logic v2 patches; it sent a PUT of {}/{}", update.namespace, update.name);
-        self.record(Call {
-            verb: Verb::UpdatePodStatus,
-            uid_precondition: update.uid_precondition.clone(),
-            ..Call::get(&update.namespace, &update.name)
-        });
+        assert!(self.allow_puts, "this world serves patches only; a PUT of {}/{} came", update.namespace, update.name);
+        self.record(Call::update(
+            &update.namespace,
+            &update.name,
+            update.uid_precondition.as_deref(),
+            update.resource_version_precondition.as_deref(),
+        ));
+        // The manager must always send a well-formed core/v1 PodStatus.
+        let status: Value = serde_json::from_str(&update.status).expect("the manager sent JSON");
+        serde_json::from_value::<PodStatus>(status.clone()).expect("the manager sent a core/v1 PodStatus");
+        if let Some(error) = self.injected_failure(Verb::UpdatePodStatus) {
+            return Err(error);
+        }
         let key = (update.namespace.clone(), update.name.clone());
         let Some(stored) = self.api.get(&key) else {
             return Err(ApiError::NotFound(format!("pods \"{}\" not found", update.name)));
         };
-        if update.uid_precondition.as_deref().is_some_and(|uid| uid != uid_of(stored))
-            || update
-                .resource_version_precondition
-                .as_deref()
-                .is_some_and(|rv| Some(rv) != stored["metadata"]["resourceVersion"].as_str())
+        if let Some(uid) = &update.uid_precondition
+            && uid != uid_of(stored)
         {
-            return Err(ApiError::Conflict("precondition failed".into()));
+            return Err(ApiError::Conflict(format!(
+                "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                uid_of(stored)
+            )));
+        }
+        if let Some(rv) = &update.resource_version_precondition
+            && Some(rv.as_str()) != stored["metadata"]["resourceVersion"].as_str()
+        {
+            return Err(ApiError::Conflict(format!("the object has been modified; resourceVersion {rv} is stale")));
         }
         let rv = self.next_resource_version();
         let stored = self.api.get_mut(&key).expect("checked above");
-        stored["status"] = serde_json::from_str(&update.status).expect("the manager sent JSON");
+        stored["status"] = status;
         stored["metadata"]["resourceVersion"] = json!(rv);
         let stored = stored.clone();
         self.follow(&stored);
+        if let Some(text) = self.garbage.get(&Verb::UpdatePodStatus) {
+            return Ok(text.clone());
+        }
         Ok(stored.to_string())
     }
 
@@ -633,99 +662,104 @@ pub fn is_mirror(pod: &Value) -> bool {
     pod["metadata"]["annotations"].get(CONFIG_MIRROR).is_some()
 }
 
-// ---- driving the manager ----
+/// Driving logic v2 over the fake world.
+pub mod v2 {
+    use serde_json::{Value, json};
 
-/// Logic v2 over the fake world.
-pub type M = podstatus_logic_v2::Manager<FakeWorld>;
+    use super::{FakeWorld, T0, Verb, rfc3339};
 
-/// Logic v1 over the same kind of world (PUTs must be allowed).
-pub type V1 = podstatus_logic::Manager<FakeWorld>;
+    /// Logic v2 over the fake world.
+    pub type M = podstatus_logic_v2::Manager<FakeWorld>;
 
-pub fn set(m: &mut M, pod: &Value, status: &Value) -> podstatus_logic_v2::UpdateOutcome {
-    m.set_pod_status(&pod.to_string(), &status.to_string()).unwrap_or_else(|e| panic!("set_pod_status: {e}"))
-}
+    /// Logic v1 over the same kind of world (PUTs must be allowed).
+    pub type V1 = podstatus_logic::Manager<FakeWorld>;
 
-pub fn terminate(m: &mut M, pod: &Value) -> podstatus_logic_v2::UpdateOutcome {
-    m.terminate_pod(&pod.to_string()).unwrap_or_else(|e| panic!("terminate_pod: {e}"))
-}
-
-/// The cached version and status of `uid`.
-pub fn cached(m: &mut M, uid: &str) -> Option<(u64, Value)> {
-    m.get_pod_status(uid)
-        .expect("get_pod_status")
-        .map(|c| (c.version, serde_json::from_str(&c.status).expect("status JSON")))
-}
-
-pub fn status_of(m: &mut M, uid: &str) -> Value {
-    cached(m, uid).unwrap_or_else(|| panic!("no cached status for {uid}")).1
-}
-
-/// The first condition of `type_` in a status, if any.
-pub fn find_condition<'a>(status: &'a Value, type_: &str) -> Option<&'a Value> {
-    status["conditions"].as_array().and_then(|cs| cs.iter().find(|c| c["type"] == type_))
-}
-
-pub fn condition<'a>(status: &'a Value, type_: &str) -> &'a Value {
-    find_condition(status, type_).unwrap_or_else(|| panic!("no {type_} condition in {status}"))
-}
-
-/// The condition types of a status, in order.
-pub fn condition_types(status: &Value) -> Vec<String> {
-    status["conditions"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|c| c["type"].as_str().unwrap_or("").to_string())
-        .collect()
-}
-
-/// What the scheduler does: every queued request to `sync_pod`, until the queue is
-/// empty. Returns the outcomes.
-pub fn drain(m: &mut M) -> Vec<podstatus_logic_v2::SyncOutcome> {
-    let mut outcomes = Vec::new();
-    while let Some(request) = m.imports_mut().pop_request() {
-        outcomes.push(m.sync_pod(&request).unwrap_or_else(|e| panic!("sync_pod: {e}")));
+    pub fn set(m: &mut M, pod: &Value, status: &Value) -> podstatus_logic_v2::UpdateOutcome {
+        m.set_pod_status(&pod.to_string(), &status.to_string()).unwrap_or_else(|e| panic!("set_pod_status: {e}"))
     }
-    outcomes
-}
 
-/// Drains the queue and says how many pods it synced, as 1.27's `verifyUpdates` counts
-/// them: every sync starts with a read of the pod.
-pub fn drain_count(m: &mut M) -> usize {
-    let before = m.imports_mut().calls_of(Verb::GetPod).len();
-    drain(m);
-    m.imports_mut().calls_of(Verb::GetPod).len() - before
-}
+    pub fn terminate(m: &mut M, pod: &Value) -> podstatus_logic_v2::UpdateOutcome {
+        m.terminate_pod(&pod.to_string()).unwrap_or_else(|e| panic!("terminate_pod: {e}"))
+    }
 
-/// Drains the queue and takes the verbs of every call made so far.
-pub fn drain_verbs(m: &mut M) -> Vec<Verb> {
-    drain(m);
-    m.imports_mut().take_verbs()
-}
+    /// The cached version and status of `uid`.
+    pub fn cached(m: &mut M, uid: &str) -> Option<(u64, Value)> {
+        m.get_pod_status(uid)
+            .expect("get_pod_status")
+            .map(|c| (c.version, serde_json::from_str(&c.status).expect("status JSON")))
+    }
 
-/// A container status, running since `T0 + 3`, with the ID `containerd://NAME`.
-pub fn container(name: &str, ready: bool) -> Value {
-    json!({
-        "name": name,
-        "containerID": format!("containerd://{name}"),
-        "image": "busybox",
-        "imageID": "",
-        "ready": ready,
-        "restartCount": 0,
-        "state": {"running": {"startedAt": rfc3339(T0 + 3, 0)}},
-    })
-}
+    pub fn status_of(m: &mut M, uid: &str) -> Value {
+        cached(m, uid).unwrap_or_else(|| panic!("no cached status for {uid}")).1
+    }
 
-/// A container status of this state (`{"running": {}}`, `{"terminated": {...}}`, ...).
-pub fn container_in(name: &str, state: Value) -> Value {
-    json!({"name": name, "containerID": format!("containerd://{name}"), "image": "busybox", "imageID": "",
+    /// The first condition of `type_` in a status, if any.
+    pub fn find_condition<'a>(status: &'a Value, type_: &str) -> Option<&'a Value> {
+        status["conditions"].as_array().and_then(|cs| cs.iter().find(|c| c["type"] == type_))
+    }
+
+    pub fn condition<'a>(status: &'a Value, type_: &str) -> &'a Value {
+        find_condition(status, type_).unwrap_or_else(|| panic!("no {type_} condition in {status}"))
+    }
+
+    /// The condition types of a status, in order.
+    pub fn condition_types(status: &Value) -> Vec<String> {
+        status["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|c| c["type"].as_str().unwrap_or("").to_string())
+            .collect()
+    }
+
+    /// What the scheduler does: every queued request to `sync_pod`, until the queue is
+    /// empty. Returns the outcomes.
+    pub fn drain(m: &mut M) -> Vec<podstatus_logic_v2::SyncOutcome> {
+        let mut outcomes = Vec::new();
+        while let Some(request) = m.imports_mut().pop_request() {
+            outcomes.push(m.sync_pod(&request).unwrap_or_else(|e| panic!("sync_pod: {e}")));
+        }
+        outcomes
+    }
+
+    /// Drains the queue and says how many pods it synced, as 1.27's `verifyUpdates` counts
+    /// them: every sync starts with a read of the pod.
+    pub fn drain_count(m: &mut M) -> usize {
+        let before = m.imports_mut().calls_of(Verb::GetPod).len();
+        drain(m);
+        m.imports_mut().calls_of(Verb::GetPod).len() - before
+    }
+
+    /// Drains the queue and takes the verbs of every call made so far.
+    pub fn drain_verbs(m: &mut M) -> Vec<Verb> {
+        drain(m);
+        m.imports_mut().take_verbs()
+    }
+
+    /// A container status, running since `T0 + 3`, with the ID `containerd://NAME`.
+    pub fn container(name: &str, ready: bool) -> Value {
+        json!({
+            "name": name,
+            "containerID": format!("containerd://{name}"),
+            "image": "busybox",
+            "imageID": "",
+            "ready": ready,
+            "restartCount": 0,
+            "state": {"running": {"startedAt": rfc3339(T0 + 3, 0)}},
+        })
+    }
+
+    /// A container status of this state (`{"running": {}}`, `{"terminated": {...}}`, ...).
+    pub fn container_in(name: &str, state: Value) -> Value {
+        json!({"name": name, "containerID": format!("containerd://{name}"), "image": "busybox", "imageID": "",
            "ready": false, "restartCount": 0, "state": state})
-}
+    }
 
-/// Runs the state of `m` through a document with `edit` applied (tests reach the
-/// written versions this way, as a host moving state would).
-pub fn edit_state(m: &mut M, edit: impl FnOnce(&mut Value)) {
-    let mut document: Value = serde_json::from_str(&m.save_state().expect("save_state")).expect("state JSON");
-    edit(&mut document);
-    m.load_state(&document.to_string()).expect("load_state");
+    /// Runs the state of `m` through a document with `edit` applied (tests reach the
+    /// written versions this way, as a host moving state would).
+    pub fn edit_state(m: &mut M, edit: impl FnOnce(&mut Value)) {
+        let mut document: Value = serde_json::from_str(&m.save_state().expect("save_state")).expect("state JSON");
+        edit(&mut document);
+        m.load_state(&document.to_string()).expect("load_state");
+    }
 }
