@@ -10,10 +10,20 @@ use kube::config::{InferConfigError, KubeConfigOptions, Kubeconfig, KubeconfigEr
 /// Where to find the API server and the credentials for it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ClientSource {
-    /// This kubeconfig file, its current context (`--kubeconfig PATH`).
-    Kubeconfig(PathBuf),
-    /// `KUBECONFIG`, else `~/.kube/config`, else the in-cluster service account.
-    Infer,
+    /// This kubeconfig file (`--kubeconfig PATH`), at `context` or its current context
+    /// (`--context NAME`).
+    Kubeconfig {
+        /// The file.
+        path: PathBuf,
+        /// The context to use instead of the file's current one.
+        context: Option<String>,
+    },
+    /// `KUBECONFIG`, else `~/.kube/config`, else the in-cluster service account; with a
+    /// context, that context of the kubeconfig (in-cluster has none).
+    Infer {
+        /// The context to use instead of the current one.
+        context: Option<String>,
+    },
     /// A server URL, `http://` or `https://`, without credentials (`--server URL`).
     Url(String),
 }
@@ -30,6 +40,9 @@ pub enum ConnectError {
         #[source]
         source: KubeconfigError,
     },
+    /// The default kubeconfig has no usable context of the name given.
+    #[error("kubeconfig (KUBECONFIG or ~/.kube/config): {0}")]
+    Context(#[source] KubeconfigError),
     /// Neither a kubeconfig nor an in-cluster configuration was found.
     #[error("no Kubernetes configuration found (KUBECONFIG, ~/.kube/config, in-cluster): {0}")]
     Infer(#[source] InferConfigError),
@@ -60,14 +73,19 @@ pub enum ConnectError {
 /// loaders are.
 pub async fn load_config(source: &ClientSource) -> Result<kube::Config, ConnectError> {
     let mut config = match source {
-        ClientSource::Kubeconfig(path) => {
+        ClientSource::Kubeconfig { path, context } => {
             let kubeconfig = Kubeconfig::read_from(path)
                 .map_err(|source| ConnectError::Kubeconfig { path: path.clone(), source })?;
-            kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+            let options = KubeConfigOptions { context: context.clone(), ..KubeConfigOptions::default() };
+            kube::Config::from_custom_kubeconfig(kubeconfig, &options)
                 .await
                 .map_err(|source| ConnectError::Kubeconfig { path: path.clone(), source })?
         }
-        ClientSource::Infer => kube::Config::infer().await.map_err(ConnectError::Infer)?,
+        ClientSource::Infer { context: None } => kube::Config::infer().await.map_err(ConnectError::Infer)?,
+        ClientSource::Infer { context: Some(context) } => {
+            let options = KubeConfigOptions { context: Some(context.clone()), ..KubeConfigOptions::default() };
+            kube::Config::from_kubeconfig(&options).await.map_err(ConnectError::Context)?
+        }
         ClientSource::Url(url) => {
             let uri: http::Uri = url.parse().map_err(|source| ConnectError::Url { url: url.clone(), source })?;
             let scheme_ok = matches!(uri.scheme_str(), Some("http" | "https"));
@@ -126,21 +144,29 @@ mod tests {
             &path,
             "apiVersion: v1\nkind: Config\ncurrent-context: dev\n\
              clusters:\n- name: c\n  cluster:\n    server: http://127.0.0.1:6443\n\
+             - name: p\n  cluster:\n    server: http://127.0.0.2:6443\n\
              contexts:\n- name: dev\n  context:\n    cluster: c\n    user: u\n    namespace: team\n\
+             - name: prod\n  context:\n    cluster: p\n    user: u\n\
              users:\n- name: u\n  user:\n    token: secret\n",
         )
         .unwrap();
         let runtime = runtime();
-        let config = runtime.block_on(load_config(&ClientSource::Kubeconfig(path.clone()))).unwrap();
+        let file = |context: Option<&str>| ClientSource::Kubeconfig { path: path.clone(), context: context.map(Into::into) };
+        let config = runtime.block_on(load_config(&file(None))).unwrap();
         assert_eq!(config.cluster_url.to_string(), "http://127.0.0.1:6443/");
         assert_eq!(config.default_namespace, "team");
         assert!(!config.default_retry);
+        let other = runtime.block_on(load_config(&file(Some("prod")))).unwrap();
+        assert_eq!(other.cluster_url.to_string(), "http://127.0.0.2:6443/", "--context picks its cluster");
+        let error = runtime.block_on(load_config(&file(Some("nope")))).unwrap_err();
+        assert!(matches!(error, ConnectError::Kubeconfig { .. }), "{error}");
 
         let missing = dir.join("missing");
-        let error = runtime.block_on(load_config(&ClientSource::Kubeconfig(missing.clone()))).unwrap_err();
+        let error =
+            runtime.block_on(load_config(&ClientSource::Kubeconfig { path: missing.clone(), context: None })).unwrap_err();
         assert!(matches!(&error, ConnectError::Kubeconfig { path, .. } if *path == missing), "{error}");
         std::fs::write(&path, "not: [a kubeconfig").unwrap();
-        let error = runtime.block_on(load_config(&ClientSource::Kubeconfig(path.clone()))).unwrap_err();
+        let error = runtime.block_on(load_config(&file(None))).unwrap_err();
         assert!(matches!(error, ConnectError::Kubeconfig { .. }), "{error}");
         std::fs::remove_dir_all(&dir).unwrap();
     }

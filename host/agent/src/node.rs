@@ -39,8 +39,14 @@ pub enum Target {
     /// A server at this URL, without credentials (another embedded server, a proxy).
     Url(String),
     /// A cluster, from this kubeconfig, else `KUBECONFIG`, `~/.kube/config` or the
-    /// in-cluster service account, as every Kubernetes tool finds it.
-    Kubeconfig(Option<PathBuf>),
+    /// in-cluster service account, as every Kubernetes tool finds it; at `context`, or
+    /// the kubeconfig's current context.
+    Kubeconfig {
+        /// The kubeconfig file, if one is named.
+        path: Option<PathBuf>,
+        /// The context to use instead of the current one.
+        context: Option<String>,
+    },
 }
 
 /// How the agent runs.
@@ -136,8 +142,10 @@ impl NodeAgent {
                 (Some(server), ClientSource::Url(url))
             }
             Target::Url(url) => (None, ClientSource::Url(url.clone())),
-            Target::Kubeconfig(Some(path)) => (None, ClientSource::Kubeconfig(path.clone())),
-            Target::Kubeconfig(None) => (None, ClientSource::Infer),
+            Target::Kubeconfig { path: Some(path), context } => {
+                (None, ClientSource::Kubeconfig { path: path.clone(), context: context.clone() })
+            }
+            Target::Kubeconfig { path: None, context } => (None, ClientSource::Infer { context: context.clone() }),
         };
         let kube_config = runtime.block_on(kubeconfig::load_config(&source))?;
         let api_url = kube_config.cluster_url.to_string();

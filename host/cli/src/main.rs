@@ -89,6 +89,9 @@ struct SimulateArgs {
     /// no FILE, KUBECONFIG, ~/.kube/config or the in-cluster service account.
     #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "", conflicts_with = "server")]
     kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context to use (with --kubeconfig) instead of its current one.
+    #[arg(long, value_name = "NAME", requires = "kubeconfig")]
+    context: Option<String>,
     /// Use the API server at this URL (no credentials) instead of the embedded one.
     #[arg(long, value_name = "URL")]
     server: Option<String>,
