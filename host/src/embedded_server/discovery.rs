@@ -4,6 +4,10 @@
 //! The server says it is Kubernetes 1.33: the `kubectl` on these machines picks the
 //! bundled kubectl whose minor version matches the server's.
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
+    APIGroupList, APIResource, APIResourceList, APIVersions, ServerAddressByClientCIDR,
+};
+use k8s_openapi::apimachinery::pkg::version::Info;
 use serde_json::{Value, json};
 
 /// The Kubernetes minor version announced: the API served is 1.33's (k8s-openapi's
@@ -18,59 +22,68 @@ const POD_VERBS: [&str; 7] = ["create", "delete", "get", "list", "patch", "updat
 
 /// `/version`: all nine fields, since strict clients (the Python one) need each.
 pub(crate) fn version() -> Value {
-    json!({
-        "major": "1",
-        "minor": MINOR,
-        "gitVersion": format!("v1.{MINOR}.0-podstatus"),
-        "gitCommit": "0000000000000000000000000000000000000000",
-        "gitTreeState": "clean",
-        "buildDate": "1970-01-01T00:00:00Z",
-        "goVersion": "n/a (podstatus embedded API server, Rust)",
-        "compiler": "rustc",
-        "platform": format!("{}/{}", std::env::consts::OS, std::env::consts::ARCH),
+    typed(&Info {
+        major: "1".into(),
+        minor: MINOR.into(),
+        git_version: format!("v1.{MINOR}.0-podstatus"),
+        git_commit: "0000000000000000000000000000000000000000".into(),
+        git_tree_state: "clean".into(),
+        build_date: "1970-01-01T00:00:00Z".into(),
+        go_version: "n/a (podstatus embedded API server, Rust)".into(),
+        compiler: "rustc".into(),
+        platform: format!("{}/{}", std::env::consts::OS, std::env::consts::ARCH),
+        ..Info::default()
     })
 }
 
 /// `/api`: the core group's versions (`APIVersions`), with the address clients reach
 /// this server at.
 pub(crate) fn core_versions(server_address: &str) -> Value {
-    json!({
-        "kind": "APIVersions",
-        "versions": ["v1"],
-        "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": server_address}],
+    typed(&APIVersions {
+        server_address_by_client_cidrs: vec![ServerAddressByClientCIDR {
+            client_cidr: "0.0.0.0/0".into(),
+            server_address: server_address.into(),
+        }],
+        versions: vec!["v1".into()],
     })
 }
 
 /// `/apis`: no named groups are served, but the answer must exist: a 404 here breaks
 /// every kubectl command.
 pub(crate) fn groups() -> Value {
-    json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": []})
+    typed(&APIGroupList { groups: Vec::new() })
 }
 
 /// `/api/v1`: pods and their status subresource.
 pub(crate) fn core_v1_resources() -> Value {
-    json!({
-        "kind": "APIResourceList",
-        "groupVersion": "v1",
-        "resources": [
-            {
-                "name": "pods",
-                "singularName": "pod",
-                "namespaced": true,
-                "kind": "Pod",
-                "verbs": POD_VERBS,
-                "shortNames": ["po"],
-                "categories": ["all"],
+    typed(&APIResourceList {
+        group_version: "v1".into(),
+        resources: vec![
+            APIResource {
+                name: "pods".into(),
+                singular_name: "pod".into(),
+                namespaced: true,
+                kind: "Pod".into(),
+                verbs: POD_VERBS.map(String::from).to_vec(),
+                short_names: Some(vec!["po".into()]),
+                categories: Some(vec!["all".into()]),
+                ..APIResource::default()
             },
-            {
-                "name": "pods/status",
-                "singularName": "",
-                "namespaced": true,
-                "kind": "Pod",
-                "verbs": ["get", "patch", "update"],
+            APIResource {
+                name: "pods/status".into(),
+                singular_name: String::new(),
+                namespaced: true,
+                kind: "Pod".into(),
+                verbs: ["get", "patch", "update"].map(String::from).to_vec(),
+                ..APIResource::default()
             },
         ],
     })
+}
+
+/// A typed discovery document as JSON (these types always serialize).
+fn typed(document: &impl serde::Serialize) -> Value {
+    serde_json::to_value(document).unwrap_or(Value::Null)
 }
 
 /// `/api` as aggregated discovery (`APIGroupDiscoveryList` v2): the core group with
