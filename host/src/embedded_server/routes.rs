@@ -414,7 +414,8 @@ async fn handle(request: Request<Incoming>, context: &Context) -> Response<Body>
         }
         Err(failure) => failure_response(&failure),
     };
-    tracing::debug!(method = %parts.method, path = parts.uri.path(), status = response.status().as_u16(), "embedded API server");
+    let path = excerpt(parts.uri.path());
+    tracing::debug!(method = %parts.method, path, status = response.status().as_u16(), "embedded API server");
     response
 }
 
