@@ -223,6 +223,7 @@ fn when_every_connection_is_busy_a_new_one_gets_429() {
     assert!(eventually(|| server.stats().open_watches == 2));
     let reply = http(addr, "GET", "/version", &[], b"");
     let status = reply.status(429, "TooManyRequests");
+    assert_eq!(status["message"], "Too many requests, please try again later.");
     assert_eq!(reply.header("retry-after"), Some("1"));
     assert_eq!(status["details"]["retryAfterSeconds"], 1);
     drop(watches);
@@ -297,13 +298,16 @@ fn stalled_bodies_are_bounded_and_time_out() {
         code == 429
     }));
     let refused = refused.expect("a reply");
-    refused.status(429, "TooManyRequests");
+    let status = refused.status(429, "TooManyRequests");
+    assert_eq!(status["message"], "Too many requests, please try again later.");
+    assert!(server.stats().bodies_refused >= 1, "{:?}", server.stats());
     assert_eq!(refused.header("retry-after"), Some("1"));
     // Requests without a body are answered meanwhile.
     assert_eq!(http(addr, "GET", "/api/v1/pods", &[], b"").code, 200);
     // The stalled bodies time out: 504, and their room is free again.
     for stream in &mut stalled {
-        read_reply(stream).status(504, "Timeout");
+        let status = read_reply(stream).status(504, "Timeout");
+        assert_eq!(status["message"], "Timeout: request did not complete within the allotted timeout");
     }
     assert!(eventually(
         || http(addr, "POST", "/api/v1/namespaces/ns/pods", &[], &json_body(&pod("late", "n"))).code == 201

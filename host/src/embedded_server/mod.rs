@@ -9,6 +9,13 @@
 //! patch), delete with grace period and preconditions, and Kubernetes `Status` bodies for
 //! every error. See `routes` for the paths.
 //!
+//! Against hostile or careless clients it holds within [`ServeOptions`]' limits
+//! (connections, header and body timeouts, body sizes and bytes in flight, per-watch
+//! buffers and slow watchers, object size): past a limit a client gets the status code
+//! kube-apiserver would give (413, 429, 504) or a closed connection, and the others
+//! are still answered. What clients write is validated as kube-apiserver validates it
+//! (`validation`): 422 `Invalid` with `details.causes`.
+//!
 //! Give it a store made with [`MemoryApiServer::with_graceful_deletion`]: a status
 //! manager deletes a pod only once it has a `deletionTimestamp`, which a store that
 //! deletes at once never gives (the server works with either).
