@@ -2,7 +2,8 @@
 //! how long a plain GET of one pod takes meanwhile: 1,100 idle half-sent requests, 24
 //! bodies declared at the limit and stalled one byte short, 24 watches of an 8 MiB list
 //! that never read. Server and clients share this process; memory is its RSS
-//! (`/proc/self/status`). Default limits throughout (`ServeOptions::default()`).
+//! (`/proc/self/status`), each attack in a process of its own. Default limits
+//! throughout (`ServeOptions::default()`).
 //!
 //! `cargo run --release -p podstatus --example hostile_clients`
 
@@ -16,7 +17,31 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use podstatus::backends::api_server::MemoryApiServer;
 use podstatus::embedded_server::{EmbeddedApiServer, ServeOptions};
 
+const ATTACKS: [&str; 4] = ["none", "half-sent", "stalled-bodies", "silent-watches"];
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
+    match std::env::args().nth(1) {
+        // One attack in this process.
+        Some(attack) => run(&attack),
+        // Each attack in a process of its own, so that each RSS is its own.
+        None => {
+            println!(
+                "| attack | held by the server | RSS before → during | GET of one pod meanwhile (median / max of 20) |"
+            );
+            println!("|---|---|---:|---:|");
+            for attack in ATTACKS {
+                let output = std::process::Command::new(std::env::current_exe()?).arg(attack).output()?;
+                if !output.status.success() {
+                    return Err(format!("{attack}: {}", String::from_utf8_lossy(&output.stderr)).into());
+                }
+                print!("{}", String::from_utf8_lossy(&output.stdout));
+            }
+            Ok(())
+        }
+    }
+}
+
+fn run(attack: &str) -> Result<(), Box<dyn std::error::Error>> {
     let store = Arc::new(MemoryApiServer::with_graceful_deletion());
     // 1,000 pods of 8 KiB: an 8 MiB list.
     let padding = "x".repeat(8 << 10);
@@ -40,83 +65,77 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let options = ServeOptions::default();
     let server = EmbeddedApiServer::start_with(store, "127.0.0.1:0".parse()?, options)?;
     let addr = server.local_addr();
-    let list = get(addr, "/api/v1/namespaces/ns/pods")?.1;
-    println!("list of {} pods: {:.1} MiB; limits: {options:?}", 1000, list as f64 / f64::from(1 << 20));
-    println!();
-    println!("| attack | held by the server | RSS | GET of one pod meanwhile (median / max of 20) |");
-    println!("|---|---|---:|---:|");
-    row("none", &server, "", addr)?;
-
-    // 1,100 connections that send half a request and wait.
-    let mut half_sent = Vec::new();
-    for _ in 0..1100 {
-        let mut stream = TcpStream::connect(addr)?;
-        stream.write_all(b"GET /api/v1/pods HTTP/1.1\r\nHost: x\r\n")?;
-        half_sent.push(stream);
+    let (_, list) = get(addr, "/api/v1/namespaces/ns/pods")?;
+    if list < 8 << 20 {
+        return Err(format!("the list is {list} bytes").into());
     }
-    std::thread::sleep(Duration::from_millis(500));
-    let stats = server.stats();
-    let held = format!(
-        "{} connections open, {} idle ones closed for newer",
-        stats.open_connections, stats.idle_connections_closed
-    );
-    row("1,100 idle half-sent requests", &server, &held, addr)?;
-    drop(half_sent);
-    std::thread::sleep(Duration::from_millis(500));
-
-    // 24 bodies declared at the limit, sent but for the last byte.
-    let mut stalled = Vec::new();
-    let body = vec![b' '; options.max_body_bytes - 1];
-    for _ in 0..24 {
-        let mut stream = TcpStream::connect(addr)?;
-        let head = format!(
-            "POST /api/v1/namespaces/ns/pods HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n",
-            options.max_body_bytes
-        );
-        stream.write_all(head.as_bytes())?;
-        stream.set_write_timeout(Some(Duration::from_secs(5)))?;
-        let _ = stream.write_all(&body);
-        stalled.push(stream);
+    let before = rss_mib()?;
+    match attack {
+        "none" => row("none", "", before, addr)?,
+        "half-sent" => {
+            // 1,100 connections that send half a request and wait.
+            let mut half_sent = Vec::new();
+            for _ in 0..1100 {
+                let mut stream = TcpStream::connect(addr)?;
+                stream.write_all(b"GET /api/v1/pods HTTP/1.1\r\nHost: x\r\n")?;
+                half_sent.push(stream);
+            }
+            std::thread::sleep(Duration::from_millis(500));
+            let stats = server.stats();
+            let held = format!(
+                "{} connections open, {} idle ones closed for newer",
+                stats.open_connections, stats.idle_connections_closed
+            );
+            row("1,100 idle half-sent requests", &held, before, addr)?;
+        }
+        "stalled-bodies" => {
+            // 24 bodies declared at the limit, sent but for the last byte.
+            let mut stalled = Vec::new();
+            let body = vec![b' '; options.max_body_bytes - 1];
+            for _ in 0..24 {
+                let mut stream = TcpStream::connect(addr)?;
+                let head = format!(
+                    "POST /api/v1/namespaces/ns/pods HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n",
+                    options.max_body_bytes
+                );
+                stream.write_all(head.as_bytes())?;
+                stream.set_write_timeout(Some(Duration::from_secs(5)))?;
+                let _ = stream.write_all(&body);
+                stalled.push(stream);
+            }
+            std::thread::sleep(Duration::from_millis(500));
+            let held = format!(
+                "{} bodies being read, {} refused with 429 (budget {} MiB)",
+                24 - server.stats().bodies_refused,
+                server.stats().bodies_refused,
+                options.body_bytes_in_flight >> 20
+            );
+            row("24 bodies of 3 MiB stalled one byte short", &held, before, addr)?;
+        }
+        "silent-watches" => {
+            // 24 watches of the whole list that never read.
+            let mut watchers = Vec::new();
+            for _ in 0..24 {
+                let mut stream = TcpStream::connect(addr)?;
+                stream.write_all(b"GET /api/v1/namespaces/ns/pods?watch=true HTTP/1.1\r\nHost: x\r\n\r\n")?;
+                watchers.push(stream);
+            }
+            std::thread::sleep(Duration::from_secs(1));
+            let held = format!("{} watches open", server.stats().open_watches);
+            row("24 watches of the 8 MiB list that never read (after 1 s)", &held, before, addr)?;
+            std::thread::sleep(options.slow_watcher_timeout + Duration::from_secs(1));
+            let stats = server.stats();
+            let held = format!("{} watches open, {} closed as too slow", stats.open_watches, stats.slow_watches_closed);
+            let label =
+                format!("the same, after the {} s slow-watcher timeout", options.slow_watcher_timeout.as_secs());
+            row(&label, &held, before, addr)?;
+        }
+        other => return Err(format!("no attack {other:?}; one of {ATTACKS:?}").into()),
     }
-    std::thread::sleep(Duration::from_millis(500));
-    let held = format!(
-        "{} bodies refused with 429 (budget {} MiB)",
-        server.stats().bodies_refused,
-        options.body_bytes_in_flight >> 20
-    );
-    row("24 bodies of 3 MiB stalled one byte short", &server, &held, addr)?;
-    drop(stalled);
-    std::thread::sleep(Duration::from_millis(500));
-
-    // 24 watches of the whole list that never read.
-    let mut watchers = Vec::new();
-    for _ in 0..24 {
-        let mut stream = TcpStream::connect(addr)?;
-        stream.write_all(b"GET /api/v1/namespaces/ns/pods?watch=true HTTP/1.1\r\nHost: x\r\n\r\n")?;
-        watchers.push(stream);
-    }
-    std::thread::sleep(Duration::from_secs(1));
-    let held = format!("{} watches open", server.stats().open_watches);
-    row("24 watches of the 8 MiB list that never read (after 1 s)", &server, &held, addr)?;
-    std::thread::sleep(options.slow_watcher_timeout + Duration::from_secs(1));
-    let stats = server.stats();
-    let held = format!("{} watches open, {} closed as too slow", stats.open_watches, stats.slow_watches_closed);
-    row(
-        &format!("the same, after the {} s slow-watcher timeout", options.slow_watcher_timeout.as_secs()),
-        &server,
-        &held,
-        addr,
-    )?;
-    drop(watchers);
     Ok(())
 }
 
-fn row(
-    attack: &str,
-    _server: &EmbeddedApiServer,
-    held: &str,
-    addr: SocketAddr,
-) -> Result<(), Box<dyn std::error::Error>> {
+fn row(attack: &str, held: &str, before: f64, addr: SocketAddr) -> Result<(), Box<dyn std::error::Error>> {
     let mut times = Vec::new();
     for _ in 0..20 {
         let started = Instant::now();
@@ -128,7 +147,7 @@ fn row(
     }
     times.sort();
     println!(
-        "| {attack} | {held} | {:.0} MiB | {:.2} ms / {:.2} ms |",
+        "| {attack} | {held} | {before:.0} → {:.0} MiB | {:.2} ms / {:.2} ms |",
         rss_mib()?,
         times[times.len() / 2].as_secs_f64() * 1e3,
         times[times.len() - 1].as_secs_f64() * 1e3
