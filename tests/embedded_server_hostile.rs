@@ -323,14 +323,7 @@ fn watchers_that_never_read_are_closed_and_others_are_answered() {
     };
     let server = serve_with(options);
     let addr = server.local_addr();
-    // 32 MiB of pods: more than the kernel's socket buffers on loopback hold.
-    let padding = "x".repeat(64 << 10);
-    for i in 0..512 {
-        let mut pod: Pod = serde_json::from_value(pod(&format!("p{i}"), "n")).expect("pod");
-        pod.metadata.uid = Some(format!("u{i}"));
-        pod.metadata.annotations = Some([("pad".to_owned(), padding.clone())].into());
-        server.store().create_pod(pod).expect("create");
-    }
+    fill(&server);
     let watchers: Vec<TcpStream> = (0..4)
         .map(|_| {
             let mut stream = connect(addr);
@@ -352,6 +345,51 @@ fn watchers_that_never_read_are_closed_and_others_are_answered() {
         events += chunk.iter().filter(|b| **b == b'\n').count();
     }
     assert!(events < 512, "the stream ended early: {events} events");
+}
+
+/// 512 pods of 64 KiB: 32 MiB, more than the kernel's socket buffers on loopback hold.
+fn fill(server: &EmbeddedApiServer) {
+    let padding = "x".repeat(64 << 10);
+    for i in 0..512 {
+        let mut pod: Pod = serde_json::from_value(pod(&format!("p{i}"), "n")).expect("pod");
+        pod.metadata.uid = Some(format!("u{i}"));
+        pod.metadata.annotations = Some([("pad".to_owned(), padding.clone())].into());
+        server.store().create_pod(pod).expect("create");
+    }
+}
+
+#[test]
+fn lists_that_are_never_read_are_cut_and_others_are_answered() {
+    let options = ServeOptions {
+        watcher_buffer_bytes: 64 << 10,
+        body_timeout: Duration::from_millis(300),
+        ..ServeOptions::default()
+    };
+    let server = serve_with(options);
+    let addr = server.local_addr();
+    fill(&server);
+    let silent: Vec<TcpStream> = (0..4)
+        .map(|_| {
+            let mut stream = connect(addr);
+            stream.write_all(b"GET /api/v1/pods HTTP/1.1\r\nHost: x\r\n\r\n").expect("list");
+            stream
+        })
+        .collect();
+    assert!(eventually(|| server.stats().slow_lists_closed == 4), "{:?}", server.stats());
+    assert_eq!(http(addr, "GET", "/api/v1/namespaces/ns/pods/p7", &[], b"").code, 200);
+    // What a cut list's client gets: a part of the list, not valid JSON.
+    let mut stream = silent.into_iter().next().expect("a client");
+    let cut = read_reply(&mut stream);
+    assert_eq!(cut.code, 200);
+    assert!(serde_json::from_slice::<Value>(&cut.body).is_err(), "cut short: {} bytes", cut.body.len());
+    // A client that reads gets all of it.
+    let whole = http(addr, "GET", "/api/v1/pods", &[], b"");
+    assert_eq!(whole.json()["items"].as_array().map(Vec::len), Some(512));
+    assert!(cut.body.len() < whole.body.len());
+    let table = [("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")];
+    let rows = http(addr, "GET", "/api/v1/namespaces/ns/pods?labelSelector=app%21%3Dx", &table, b"").json();
+    assert_eq!(rows["rows"].as_array().map(Vec::len), Some(512));
+    assert_eq!(rows["kind"], "Table");
 }
 
 #[test]

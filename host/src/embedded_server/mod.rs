@@ -51,8 +51,9 @@ pub struct ServeOptions {
     /// Changes queued per watcher; one that falls further behind is cut off with 410
     /// rather than slow down writers.
     pub watcher_buffer: usize,
-    /// Bytes of encoded events queued per watch stream before the stream waits for its
-    /// client (default 1 MiB). What a watcher holds is bounded by this, not by the list.
+    /// Bytes of encoded events queued per watch stream, or of a list's encoded items,
+    /// before the stream waits for its client (default 1 MiB). What a watch or a list
+    /// response holds is bounded by this, not by the number of pods.
     pub watcher_buffer_bytes: usize,
     /// How long a watch stream may wait for its client to take the next event before
     /// it is closed (default 5 s). kube-apiserver's watch cache does the same to a
@@ -78,7 +79,9 @@ pub struct ServeOptions {
     /// `ReadHeaderTimeout`); the connection is closed after it.
     pub header_timeout: Duration,
     /// How long a client has to send a request's body (default 60 s, kube-apiserver's
-    /// `--request-timeout`); then 504 `Timeout` and the connection is closed.
+    /// `--request-timeout`); then 504 `Timeout` and the connection is closed. Also how
+    /// long a list (streamed, see `watcher_buffer_bytes`) waits for a client that takes
+    /// nothing before it is cut short.
     pub body_timeout: Duration,
     /// Connections open at once (default 512). At the cap, the connection idle longest
     /// (between requests, or still sending its headers) is closed to admit the new
@@ -119,6 +122,8 @@ pub struct ServerStats {
     /// Watch streams closed because their client took nothing for the slow-watcher
     /// timeout.
     pub slow_watches_closed: usize,
+    /// Lists cut short because their client took nothing for the body timeout.
+    pub slow_lists_closed: usize,
     /// Requests answered 429 because the bodies being read used the whole budget.
     pub bodies_refused: usize,
 }

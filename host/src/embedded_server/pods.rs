@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use bytes::Bytes;
 use http::{Response, StatusCode};
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ListMeta, Time};
@@ -41,23 +42,84 @@ pub(crate) fn list_or_watch(
         return start_watch(call, context, namespace, selector, table);
     }
     let (resource_version, pods) = context.store.snapshot();
-    let selected: Vec<&Pod> = pods
-        .iter()
-        .map(|pod| &**pod)
-        .filter(|pod| namespace.is_none_or(|ns| pod.metadata.namespace.as_deref() == Some(ns)))
-        .filter(|pod| selector.matches(pod))
-        .collect();
-    if let Some(include) = table {
-        return Ok(json_response(StatusCode::OK, &table::table(selected, Some(resource_version), include, now())));
-    }
-    // Serialized straight from the stored pods: no copy of the list as a JSON tree.
-    let list = PodListBody {
-        kind: "PodList",
-        api_version: "v1",
-        metadata: ListMeta { resource_version: Some(resource_version.to_string()), ..ListMeta::default() },
-        items: selected,
+    let namespace = namespace.map(str::to_owned);
+    let keep = move |pod: &Pod| {
+        namespace.as_deref().is_none_or(|ns| pod.metadata.namespace.as_deref() == Some(ns)) && selector.matches(pod)
     };
-    Ok(json_response(StatusCode::OK, &list))
+    let (document, encode): (Vec<u8>, Encoder) = match table {
+        Some(include) => {
+            let now = now();
+            let empty = table::table(std::iter::empty(), Some(resource_version), include, now);
+            let encode: Encoder =
+                Box::new(move |pod, out| serde_json::to_writer(out, &table::row(pod, include, now)).is_ok());
+            (serde_json::to_vec(&empty).unwrap_or_default(), encode)
+        }
+        None => {
+            let empty = PodListBody {
+                kind: "PodList",
+                api_version: "v1",
+                metadata: ListMeta { resource_version: Some(resource_version.to_string()), ..ListMeta::default() },
+                items: Vec::new(),
+            };
+            let encode: Encoder = Box::new(|pod, out| serde_json::to_writer(out, pod).is_ok());
+            (serde_json::to_vec(&empty).unwrap_or_default(), encode)
+        }
+    };
+    // The document with no items ends in `[]}`: the items go in between.
+    let Some(head) = document.strip_suffix(b"]}").filter(|head| head.ends_with(b"[")) else {
+        return Err(ApiError::Internal { message: "a list document without its items at the end".into() }.into());
+    };
+    Ok(stream_list(context, pods, keep, head.to_vec(), encode))
+}
+
+/// Encodes one list item after `out`; false if it cannot be encoded.
+type Encoder = Box<dyn Fn(&Pod, &mut Vec<u8>) -> bool + Send + Sync>;
+
+/// Bytes of a list encoded before they are queued for the client.
+const LIST_CHUNK: usize = 64 << 10;
+
+/// A list (`PodList` or `Table`), streamed: items are encoded as the client takes them,
+/// at most `watcher_buffer_bytes` waiting, so a client that does not read holds about
+/// that much however long the list (the pods themselves are shared with the store). A
+/// client that takes nothing for `body_timeout` gets the list cut short: the JSON it
+/// has is incomplete, as when kube-apiserver's request timeout cuts a response.
+fn stream_list(
+    context: &Context,
+    pods: Vec<Arc<Pod>>,
+    keep: impl Fn(&Pod) -> bool + Send + Sync + 'static,
+    head: Vec<u8>,
+    encode: Encoder,
+) -> Response<Body> {
+    let (out, response) = streaming_response(context.options.watcher_buffer_bytes);
+    let patience = context.options.body_timeout;
+    let counters = Arc::clone(&context.counters);
+    tokio::spawn(async move {
+        let mut chunk = head;
+        let mut first = true;
+        for pod in pods.iter().filter(|pod| keep(pod)) {
+            if !first {
+                chunk.push(b',');
+            }
+            first = false;
+            if !encode(pod, &mut chunk) {
+                return;
+            }
+            if chunk.len() >= LIST_CHUNK {
+                let full = std::mem::replace(&mut chunk, Vec::with_capacity(LIST_CHUNK + 1024));
+                if let Err(failed) = out.send(Bytes::from(full), patience).await {
+                    if failed == SendFailed::Stalled {
+                        counters.slow_lists_closed.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    }
+                    return;
+                }
+            }
+        }
+        chunk.extend_from_slice(b"]}");
+        if out.send(Bytes::from(chunk), patience).await == Err(SendFailed::Stalled) {
+            counters.slow_lists_closed.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    });
+    response
 }
 
 /// A `PodList` of borrowed pods.

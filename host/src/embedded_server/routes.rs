@@ -63,6 +63,7 @@ pub(crate) struct Counters {
     pub idle_connections_closed: AtomicUsize,
     pub connections_refused: AtomicUsize,
     pub slow_watches_closed: AtomicUsize,
+    pub slow_lists_closed: AtomicUsize,
     pub bodies_refused: AtomicUsize,
 }
 
@@ -75,6 +76,7 @@ impl Counters {
             idle_connections_closed: get(&self.idle_connections_closed),
             connections_refused: get(&self.connections_refused),
             slow_watches_closed: get(&self.slow_watches_closed),
+            slow_lists_closed: get(&self.slow_lists_closed),
             bodies_refused: get(&self.bodies_refused),
         }
     }

@@ -84,7 +84,8 @@ fn column_definitions() -> Value {
     ])
 }
 
-fn row(pod: &Pod, include: IncludeObject, now: jiff::Timestamp) -> Value {
+/// One row of the table.
+pub(crate) fn row(pod: &Pod, include: IncludeObject, now: jiff::Timestamp) -> Value {
     let cells = cells(pod, now);
     let mut row = json!({"cells": cells});
     match include {
