@@ -1,7 +1,7 @@
 //! Measures what the embedded API server holds against hostile clients on loopback, and
 //! how long a plain GET of one pod takes meanwhile: 1,100 idle half-sent requests, 24
 //! bodies declared at the limit and stalled one byte short, 24 watches of an 8 MiB list
-//! that never read. Server and clients share this process; memory is its RSS
+//! that never read, 24 GETs of that list that never read. Server and clients share this process; memory is its RSS
 //! (`/proc/self/status`), each attack in a process of its own. Default limits
 //! throughout (`ServeOptions::default()`).
 //!
@@ -17,7 +17,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use podstatus::backends::api_server::MemoryApiServer;
 use podstatus::embedded_server::{EmbeddedApiServer, ServeOptions};
 
-const ATTACKS: [&str; 4] = ["none", "half-sent", "stalled-bodies", "silent-watches"];
+const ATTACKS: [&str; 5] = ["none", "half-sent", "stalled-bodies", "silent-watches", "silent-lists"];
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     match std::env::args().nth(1) {
@@ -129,6 +129,17 @@ fn run(attack: &str) -> Result<(), Box<dyn std::error::Error>> {
             let label =
                 format!("the same, after the {} s slow-watcher timeout", options.slow_watcher_timeout.as_secs());
             row(&label, &held, before, addr)?;
+        }
+        "silent-lists" => {
+            // 24 lists of the whole list that are never read.
+            let mut listers = Vec::new();
+            for _ in 0..24 {
+                let mut stream = TcpStream::connect(addr)?;
+                stream.write_all(b"GET /api/v1/namespaces/ns/pods HTTP/1.1\r\nHost: x\r\n\r\n")?;
+                listers.push(stream);
+            }
+            std::thread::sleep(Duration::from_secs(1));
+            row("24 lists of the 8 MiB list that are never read (after 1 s)", "", before, addr)?;
         }
         other => return Err(format!("no attack {other:?}; one of {ATTACKS:?}").into()),
     }
