@@ -171,6 +171,10 @@ fn half_sent_requests_are_shed_and_other_clients_are_answered() {
     let options = ServeOptions { max_connections: cap, ..ServeOptions::default() };
     let server = serve_with(options);
     let addr = server.local_addr();
+    // A keep-alive client that was answered before the flood keeps its connection.
+    let mut regular = connect(addr);
+    regular.write_all(b"GET /version HTTP/1.1\r\nHost: x\r\n\r\n").expect("request");
+    assert_eq!(read_reply(&mut regular).code, 200);
     let mut attackers: Vec<TcpStream> = (0..60)
         .map(|_| {
             let mut stream = connect(addr);
@@ -184,6 +188,8 @@ fn half_sent_requests_are_shed_and_other_clients_are_answered() {
     }
     assert!(eventually(|| server.stats().open_connections <= cap), "{:?}", server.stats());
     assert!(server.stats().idle_connections_closed >= 60 - cap, "{:?}", server.stats());
+    regular.write_all(b"GET /version HTTP/1.1\r\nHost: x\r\n\r\n").expect("second request");
+    assert_eq!(read_reply(&mut regular).code, 200, "the keep-alive client was not pushed out");
     // The oldest were closed (EOF, no answer): their file descriptors are back.
     for stream in attackers.iter_mut().take(60 - cap) {
         assert!(closed_by_server(stream), "an idle half-sent request was dropped");

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::convert::Infallible;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::task::{Context as TaskContext, Poll};
 use std::time::{Duration, Instant};
 
@@ -146,6 +146,9 @@ struct Connection {
     busy: AtomicUsize,
     /// When the connection last became idle, in milliseconds since the server started.
     idle_since: AtomicU64,
+    /// Whether a whole request ever arrived on it (a keep-alive client's connection,
+    /// rather than one still sending its first headers).
+    served: AtomicBool,
     /// Notified to close the connection (it is the idlest and the server is full).
     evict: Notify,
 }
@@ -160,6 +163,7 @@ struct Busy {
 impl Busy {
     fn enter(connection: &Arc<Connection>, epoch: Instant) -> Self {
         connection.busy.fetch_add(1, Ordering::SeqCst);
+        connection.served.store(true, Ordering::SeqCst);
         Self { connection: Arc::clone(connection), epoch }
     }
 }
@@ -256,6 +260,7 @@ pub(crate) async fn serve(
         let connection = Arc::new(Connection {
             busy: AtomicUsize::new(0),
             idle_since: AtomicU64::new(millis_since(epoch)),
+            served: AtomicBool::new(false),
             evict: Notify::new(),
         });
         open.insert(id, Arc::clone(&connection));
@@ -297,13 +302,17 @@ pub(crate) async fn serve(
     }
 }
 
-/// Closes the connection idle longest to make room; false when every one is busy.
+/// Closes an idle connection to make room: one that never finished a request first
+/// (a flood of half-sent requests does not push out keep-alive clients), the one idle
+/// longest among those; false when every one is busy.
 fn evict_idlest(open: &mut HashMap<u64, Arc<Connection>>) -> bool {
     let idlest = open
         .iter()
         .filter(|(_, connection)| connection.busy.load(Ordering::SeqCst) == 0)
         // Ties (the same millisecond) go to the older connection.
-        .min_by_key(|(id, connection)| (connection.idle_since.load(Ordering::SeqCst), **id))
+        .min_by_key(|(id, connection)| {
+            (connection.served.load(Ordering::SeqCst), connection.idle_since.load(Ordering::SeqCst), **id)
+        })
         .map(|(id, _)| *id);
     let Some(connection) = idlest.and_then(|id| open.remove(&id)) else { return false };
     tracing::debug!("embedded API server: at the connection cap; closing the idlest connection");
