@@ -83,9 +83,9 @@ pub struct ServeOptions {
     /// long a list (streamed, see `watcher_buffer_bytes`) waits for a client that takes
     /// nothing before it is cut short.
     pub body_timeout: Duration,
-    /// Connections open at once (default 512). At the cap, the connection idle longest
-    /// (between requests, or still sending its headers) is closed to admit the new
-    /// one; when every connection is busy in a request, the new one gets 429 with
+    /// Connections open at once (default 512). At the cap, an idle connection is closed
+    /// to admit the new one: one still sending its first headers before a keep-alive
+    /// client's between requests, the one idle longest first; when every connection is busy in a request, the new one gets 429 with
     /// `Retry-After` and is closed, as kube-apiserver answers past
     /// `--max-requests-inflight`. Either way the server keeps answering.
     pub max_connections: usize,
