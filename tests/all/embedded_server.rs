@@ -416,10 +416,11 @@ fn watches_stream_events_in_order_resume_and_expire() {
     let options = ServeOptions { watch_history: 4, ..ServeOptions::default() };
     let server = EmbeddedApiServer::start_with(store, "127.0.0.1:0".parse().expect("addr"), options).expect("start");
     let addr = server.local_addr();
-    let existing = create(addr, &pod("old", "node-1", json!({})));
+    let existing = create(addr, &pod("old", "node-1", json!({"tier": "front"})));
     let mut watch = Watch::open(addr, "/api/v1/namespaces/ns/pods?watch=true&resourceVersion=0");
     assert_eq!(watch.next_brief(), Some(("ADDED".into(), "old".into())), "the current pods first");
-    let mut on_node = Watch::open(addr, "/api/v1/pods?watch=1&fieldSelector=spec.nodeName%3Dnode-1");
+    let mut on_node =
+        Watch::open(addr, "/api/v1/pods?watch=1&fieldSelector=spec.nodeName%3Dnode-1&labelSelector=tier%3Dfront");
     assert_eq!(on_node.next_brief(), Some(("ADDED".into(), "old".into())));
 
     create(addr, &pod("a", "node-2", json!({})));
@@ -427,9 +428,10 @@ fn watches_stream_events_in_order_resume_and_expire() {
     write["status"] = json!({"phase": "Running"});
     http(addr, "PUT", "/api/v1/namespaces/ns/pods/old/status", &[], write.to_string().as_bytes());
     http(addr, "DELETE", "/api/v1/namespaces/ns/pods/a?gracePeriodSeconds=0", &[], b"");
-    // Unbinding takes "old" out of the node watch: DELETED there, MODIFIED for all.
+    // Relabelling takes "old" out of the selecting watch: DELETED there, MODIFIED for
+    // all. (Its node cannot change: kube-apiserver refuses that.)
     let mut moved = http(addr, "GET", "/api/v1/namespaces/ns/pods/old", &[], b"").json();
-    moved["spec"]["nodeName"] = json!("node-2");
+    moved["metadata"]["labels"] = json!({"tier": "back"});
     assert_eq!(http(addr, "PUT", "/api/v1/namespaces/ns/pods/old", &[], moved.to_string().as_bytes()).code, 200);
 
     let (kind, object) = watch.next().expect("event");

@@ -157,6 +157,29 @@ fn get_status_put_status_patch_and_delete_through_the_trait() {
 }
 
 #[test]
+fn names_that_cannot_name_a_pod_are_refused_before_a_url() {
+    // kube-rs puts the name into the path unescaped: `a?b` would GET pod `a`.
+    let store = Arc::new(MemoryApiServer::new());
+    store.put_pod(pod("a", "ua")).unwrap();
+    let server = serve(&store);
+    let runtime = runtime();
+    let api = client(&runtime, server.url(), KubeClientConfig::default());
+    for name in ["a?b", "a/status", "a#x", "..", "A", "a%3Fb"] {
+        let error = api.get_pod("default", name).expect_err(name);
+        assert_eq!((error.code(), error.reason()), (422, "Invalid"), "{name}: {error}");
+    }
+    let error = api.get_pod("a?b", "a").expect_err("namespace");
+    assert_eq!(error.code(), 422, "{error}");
+    let options = DeleteOptions { grace_period_seconds: Some(0), ..DeleteOptions::default() };
+    assert_eq!(api.delete_pod("default", "a?x", &options).map_err(|e| e.code()), Err(422));
+    assert!(store.get_pod("default", "a").is_ok(), "pod a was not deleted through a?x");
+    assert_eq!(api.call_count(Verb::Get, Outcome::Invalid), 7);
+    assert_eq!(api.call_count(Verb::Get, Outcome::Ok), 0, "no request left");
+    assert_eq!(api.get_pod("default", "a").unwrap().metadata.uid.as_deref(), Some("ua"));
+    server.shutdown();
+}
+
+#[test]
 fn failed_preconditions_are_conflicts_and_absent_pods_not_found() {
     let store = Arc::new(MemoryApiServer::new());
     store.put_pod(pod("web", "u1")).unwrap();

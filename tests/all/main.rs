@@ -5,6 +5,7 @@ mod agent_pods;
 mod artifact_cache;
 mod bad_input;
 mod embedded_server;
+mod embedded_server_hostile;
 mod handle;
 mod kube_client;
 mod kubectl;

@@ -109,7 +109,8 @@ fn on_node(pod: &Pod) -> bool {
 fn a_run_through_a_kubeconfig_leaves_every_status_in_the_api_server() {
     let server = server();
     let kubeconfig = Kubeconfig::for_server(&server.url());
-    let summary = run(simulation(Target::Kubeconfig { path: Some(kubeconfig.0.clone()), context: None }, 10, 30.0, 2.0));
+    let summary =
+        run(simulation(Target::Kubeconfig { path: Some(kubeconfig.0.clone()), context: None }, 10, 30.0, 2.0));
 
     assert!(summary.passed(), "{summary}");
     assert!(summary.check.compared > 0, "{summary}");

@@ -167,6 +167,19 @@ impl KubeApiServer {
         Api::namespaced(self.client.clone(), namespace)
     }
 
+    /// Refuses a namespace or name that could not name a pod before it goes into a URL:
+    /// kube-rs puts them in the path unescaped, so `a?b` would read pod `a` and `a/b`
+    /// another resource. Counted as an invalid call.
+    fn check_names(&self, verb: Verb, namespace: &str, name: &str) -> Result<()> {
+        match invalid_names(namespace, name) {
+            None => Ok(()),
+            Some(error) => {
+                self.counters.record(verb, Outcome::Invalid);
+                Err(error)
+            }
+        }
+    }
+
     /// Runs one request under the breaker, the rate limit and the call timeout, and
     /// counts it.
     fn call<T, F>(&self, verb: Verb, namespace: &str, name: &str, request: F) -> Result<T>
@@ -259,6 +272,7 @@ impl std::fmt::Debug for KubeApiServer {
 
 impl ApiServer for KubeApiServer {
     fn get_pod(&self, namespace: &str, name: &str) -> Result<Arc<Pod>> {
+        self.check_names(Verb::Get, namespace, name)?;
         let pods = self.pods(namespace);
         let owned = name.to_owned();
         self.call(Verb::Get, namespace, name, async move { pods.get(&owned).await.map(Arc::new) })
@@ -266,6 +280,7 @@ impl ApiServer for KubeApiServer {
 
     fn update_pod_status(&self, update: StatusUpdate) -> Result<Arc<Pod>> {
         let StatusUpdate { namespace, name, uid_precondition, resource_version_precondition, status } = update;
+        self.check_names(Verb::UpdateStatus, &namespace, &name)?;
         // The preconditions travel in the body, as the kubelet sends them: the server
         // refuses the write (409) when the stored object's UID or version differs.
         let body = Pod {
@@ -289,6 +304,7 @@ impl ApiServer for KubeApiServer {
 
     fn patch_pod_status(&self, patch: StatusPatch) -> Result<Arc<Pod>> {
         let StatusPatch { namespace, name, uid_precondition, patch } = patch;
+        self.check_names(Verb::PatchStatus, &namespace, &name)?;
         let body = match with_uid(patch, uid_precondition.as_deref().filter(|uid| !uid.is_empty()), &name) {
             Ok(body) => body,
             Err(error) => {
@@ -305,6 +321,7 @@ impl ApiServer for KubeApiServer {
     }
 
     fn delete_pod(&self, namespace: &str, name: &str, options: &DeleteOptions) -> Result<Arc<Pod>> {
+        self.check_names(Verb::Delete, namespace, name)?;
         let grace_period_seconds = match options.grace_period_seconds.map(u32::try_from).transpose() {
             Ok(grace) => grace,
             Err(_) => {
@@ -331,6 +348,33 @@ impl ApiServer for KubeApiServer {
             Ok(Arc::new(deleted.either(|pod| pod, |status| pod_of_status(&status, &ns, &owned))))
         })
     }
+}
+
+/// Why `namespace`/`name` cannot name a pod, as the API server would say it: the
+/// namespace must be a DNS-1123 label, the name a DNS-1123 subdomain.
+fn invalid_names(namespace: &str, name: &str) -> Option<ApiError> {
+    fn is_label(text: &str) -> bool {
+        let bytes = text.as_bytes();
+        let alphanumeric = |b: &u8| b.is_ascii_lowercase() || b.is_ascii_digit();
+        matches!((bytes.first(), bytes.last()), (Some(first), Some(last)) if alphanumeric(first) && alphanumeric(last))
+            && bytes.iter().all(|b| alphanumeric(b) || *b == b'-')
+    }
+    let shown = |text: &str| text.chars().take(64).collect::<String>().escape_debug().to_string();
+    if namespace.len() > 63 || !is_label(namespace) {
+        let message = format!(
+            "namespace \"{}\" is invalid: must be a lowercase RFC 1123 label of at most 63 characters",
+            shown(namespace)
+        );
+        return Some(ApiError::Invalid { message });
+    }
+    if name.len() > 253 || !name.split('.').all(is_label) {
+        let message = format!(
+            "pods \"{}\" is invalid: the name must be a lowercase RFC 1123 subdomain of at most 253 characters",
+            shown(name)
+        );
+        return Some(ApiError::Invalid { message });
+    }
+    None
 }
 
 /// How a kube-rs error maps, and what it says about the server's reachability
@@ -574,6 +618,17 @@ mod tests {
         );
         runtime.shutdown_background();
         assert_eq!(run_bounded(&handle, Duration::from_secs(30), async { 7 }), Err(Bounded::Lost));
+    }
+
+    #[test]
+    fn names_that_cannot_name_a_pod_never_reach_a_url() {
+        for (namespace, name) in [("ns", "a?b"), ("ns", "a/b"), ("ns", ".."), ("ns", "UPPER"), ("a/b", "x"), ("ns", "")]
+        {
+            let error = invalid_names(namespace, name).unwrap_or_else(|| panic!("{namespace}/{name} refused"));
+            assert_eq!(error.code(), 422, "{error}");
+        }
+        assert!(invalid_names("ns", &"a".repeat(254)).is_some());
+        assert!(invalid_names("kube-system", "web-1.example").is_none());
     }
 
     #[test]

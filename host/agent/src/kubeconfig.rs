@@ -151,7 +151,8 @@ mod tests {
         )
         .unwrap();
         let runtime = runtime();
-        let file = |context: Option<&str>| ClientSource::Kubeconfig { path: path.clone(), context: context.map(Into::into) };
+        let file =
+            |context: Option<&str>| ClientSource::Kubeconfig { path: path.clone(), context: context.map(Into::into) };
         let config = runtime.block_on(load_config(&file(None))).unwrap();
         assert_eq!(config.cluster_url.to_string(), "http://127.0.0.1:6443/");
         assert_eq!(config.default_namespace, "team");
@@ -162,8 +163,9 @@ mod tests {
         assert!(matches!(error, ConnectError::Kubeconfig { .. }), "{error}");
 
         let missing = dir.join("missing");
-        let error =
-            runtime.block_on(load_config(&ClientSource::Kubeconfig { path: missing.clone(), context: None })).unwrap_err();
+        let error = runtime
+            .block_on(load_config(&ClientSource::Kubeconfig { path: missing.clone(), context: None }))
+            .unwrap_err();
         assert!(matches!(&error, ConnectError::Kubeconfig { path, .. } if *path == missing), "{error}");
         std::fs::write(&path, "not: [a kubeconfig").unwrap();
         let error = runtime.block_on(load_config(&file(None))).unwrap_err();

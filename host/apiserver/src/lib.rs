@@ -9,6 +9,13 @@
 //! patch), delete with grace period and preconditions, and Kubernetes `Status` bodies for
 //! every error. See `routes` for the paths.
 //!
+//! Against hostile or careless clients it holds within [`ServeOptions`]' limits
+//! (connections, header and body timeouts, body sizes and bytes in flight, per-watch
+//! buffers and slow watchers, object size): past a limit a client gets the status code
+//! kube-apiserver would give (413, 429, 504) or a closed connection, and the others
+//! are still answered. What clients write is validated as kube-apiserver validates it
+//! (`validation`): 422 `Invalid` with `details.causes`.
+//!
 //! Give it a store made with [`MemoryApiServer::with_graceful_deletion`]: a status
 //! manager deletes a pod only once it has a `deletionTimestamp`, which a store that
 //! deletes at once never gives (the server works with either).
@@ -20,6 +27,7 @@ mod routes;
 mod selectors;
 mod status_body;
 mod table;
+mod validation;
 mod watch;
 
 use std::net::SocketAddr;
@@ -33,23 +41,91 @@ use podstatus_backends::MemoryApiServer;
 /// it drops them.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 
-/// Limits of a server; [`ServeOptions::default`] suits a node's worth of pods.
+/// Limits of a server; [`ServeOptions::default`] suits a node's worth of pods. Where
+/// kube-apiserver has the same limit, the default is its default (said at each field).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ServeOptions {
     /// Changes kept for watches that resume from a resourceVersion; a resume from
     /// further back gets 410 Expired (the client lists again).
     pub watch_history: usize,
-    /// Changes buffered per watcher; one that falls further behind is cut off with 410
+    /// Changes queued per watcher; one that falls further behind is cut off with 410
     /// rather than slow down writers.
     pub watcher_buffer: usize,
-    /// Largest request body accepted (a larger one gets 413).
+    /// Bytes of encoded events queued per watch stream, or of a list's encoded items,
+    /// before the stream waits for its client (default 1 MiB). What a watch or a list
+    /// response holds is bounded by this, not by the number of pods.
+    pub watcher_buffer_bytes: usize,
+    /// How long a watch stream may wait for its client to take the next event before
+    /// it is closed (default 5 s). kube-apiserver's watch cache does the same to a
+    /// watcher it cannot hand events to ("Forcing watcher close due to
+    /// unresponsiveness"): the stream ends, the client watches again from its last
+    /// resourceVersion, or lists again on the 410 a resume from too far back gets.
+    pub slow_watcher_timeout: Duration,
+    /// Largest request body accepted (default 3 MiB, kube-apiserver's
+    /// `MaxRequestBodyBytes`); a larger declared `Content-Length` gets 413 before
+    /// anything is read, a larger chunked body 413 once the limit is reached.
     pub max_body_bytes: usize,
+    /// Bytes of request bodies being read at once, all requests together (default
+    /// 32 MiB): a body is reserved its declared length (the maximum when chunked)
+    /// before it is read; one that does not fit gets 429 with `Retry-After`, as
+    /// kube-apiserver answers past its in-flight limits. Memory spent on bodies is
+    /// thus bounded whatever clients send.
+    pub body_bytes_in_flight: usize,
+    /// Largest object stored (default 1.5 MiB, etcd's `--max-request-bytes`, the
+    /// limit behind kube-apiserver): a write that would make a larger pod gets 413.
+    pub max_object_bytes: usize,
+    /// How long a client has to send a request's headers, and how long a keep-alive
+    /// connection may sit idle between requests (default 32 s, kube-apiserver's
+    /// `ReadHeaderTimeout`); the connection is closed after it.
+    pub header_timeout: Duration,
+    /// How long a client has to send a request's body (default 60 s, kube-apiserver's
+    /// `--request-timeout`); then 504 `Timeout` and the connection is closed. Also how
+    /// long a list (streamed, see `watcher_buffer_bytes`) waits for a client that takes
+    /// nothing before it is cut short.
+    pub body_timeout: Duration,
+    /// Connections open at once (default 512). At the cap, an idle connection is closed
+    /// to admit the new one: one still sending its first headers before a keep-alive
+    /// client's between requests, the one idle longest first; when every connection is busy in a request, the new one gets 429 with
+    /// `Retry-After` and is closed, as kube-apiserver answers past
+    /// `--max-requests-inflight`. Either way the server keeps answering.
+    pub max_connections: usize,
 }
 
 impl Default for ServeOptions {
     fn default() -> Self {
-        Self { watch_history: 10_000, watcher_buffer: 10_000, max_body_bytes: 8 << 20 }
+        Self {
+            watch_history: 10_000,
+            watcher_buffer: 10_000,
+            watcher_buffer_bytes: 1 << 20,
+            slow_watcher_timeout: Duration::from_secs(5),
+            max_body_bytes: 3 << 20,
+            body_bytes_in_flight: 32 << 20,
+            max_object_bytes: 3 << 19,
+            header_timeout: Duration::from_secs(32),
+            body_timeout: Duration::from_secs(60),
+            max_connections: 512,
+        }
     }
+}
+
+/// What a server holds and has shed (see [`EmbeddedApiServer::stats`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ServerStats {
+    /// Connections open now.
+    pub open_connections: usize,
+    /// Watch streams open now.
+    pub open_watches: usize,
+    /// Idle connections closed to admit new ones at the connection cap.
+    pub idle_connections_closed: usize,
+    /// Connections answered 429 and closed because every connection was busy.
+    pub connections_refused: usize,
+    /// Watch streams closed because their client took nothing for the slow-watcher
+    /// timeout.
+    pub slow_watches_closed: usize,
+    /// Lists cut short because their client took nothing for the body timeout.
+    pub slow_lists_closed: usize,
+    /// Requests answered 429 because the bodies being read used the whole budget.
+    pub bodies_refused: usize,
 }
 
 /// A running embedded API server. It serves from its own tokio runtime on its own
@@ -57,6 +133,7 @@ impl Default for ServeOptions {
 pub struct EmbeddedApiServer {
     local_addr: SocketAddr,
     store: Arc<MemoryApiServer>,
+    counters: Arc<routes::Counters>,
     /// Set to true to stop: the accept loop ends, watches end, connections close.
     stop: tokio::sync::watch::Sender<bool>,
     /// The serving thread; taken by the first stop.
@@ -110,12 +187,15 @@ impl EmbeddedApiServer {
         };
         let hub = watch::WatchHub::attach(&store, options.watch_history, options.watcher_buffer);
         let (stop, stopping) = tokio::sync::watch::channel(false);
+        let counters = Arc::new(routes::Counters::default());
         let context = Arc::new(routes::Context {
             store: Arc::clone(&store),
             hub,
             server_address: local_addr.to_string(),
-            max_body_bytes: options.max_body_bytes,
+            body_budget: Arc::new(tokio::sync::Semaphore::new(routes::budget_units(options.body_bytes_in_flight))),
+            options,
             stopping: stopping.clone(),
+            counters: Arc::clone(&counters),
         });
         let thread = std::thread::Builder::new()
             .name("podstatus-api-server".into())
@@ -125,7 +205,7 @@ impl EmbeddedApiServer {
             })
             .map_err(ServeError::Runtime)?;
         tracing::info!(address = %local_addr, "embedded API server listening");
-        Ok(Self { local_addr, store, stop, thread: Some(thread) })
+        Ok(Self { local_addr, store, counters, stop, thread: Some(thread) })
     }
 
     /// The address served (with the port chosen when asked for port 0).
@@ -141,6 +221,11 @@ impl EmbeddedApiServer {
     /// The store served.
     pub fn store(&self) -> &Arc<MemoryApiServer> {
         &self.store
+    }
+
+    /// What the server holds now and what it has shed so far.
+    pub fn stats(&self) -> ServerStats {
+        self.counters.snapshot()
     }
 
     /// Stops serving (open watches end); also done on Drop.

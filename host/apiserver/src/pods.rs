@@ -6,16 +6,19 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use bytes::Bytes;
 use http::{Response, StatusCode};
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ListMeta, Time};
+use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::merge_patch;
-use super::routes::{Body, Call, Context, json_response, streaming_response};
+use super::routes::{Body, Call, Context, Held, SendFailed, excerpt, json_response, streaming_response};
 use super::selectors::Selector;
 use super::status_body::Failure;
 use super::table::{self, IncludeObject};
+use super::validation;
 use super::watch::{self, Start, WatchFormat};
 use podstatus_backends::{ApiError, ApiServer, DeleteOptions, StatusPatch, StatusUpdate};
 
@@ -39,23 +42,94 @@ pub(crate) fn list_or_watch(
         return start_watch(call, context, namespace, selector, table);
     }
     let (resource_version, pods) = context.store.snapshot();
-    let selected: Vec<&Pod> = pods
-        .iter()
-        .map(|pod| &**pod)
-        .filter(|pod| namespace.is_none_or(|ns| pod.metadata.namespace.as_deref() == Some(ns)))
-        .filter(|pod| selector.matches(pod))
-        .collect();
-    if let Some(include) = table {
-        return Ok(json_response(StatusCode::OK, &table::table(selected, Some(resource_version), include, now())));
-    }
-    let items: Vec<Value> = selected.into_iter().map(to_json).collect();
-    let list = json!({
-        "kind": "PodList",
-        "apiVersion": "v1",
-        "metadata": {"resourceVersion": resource_version.to_string()},
-        "items": items,
+    let namespace = namespace.map(str::to_owned);
+    let keep = move |pod: &Pod| {
+        namespace.as_deref().is_none_or(|ns| pod.metadata.namespace.as_deref() == Some(ns)) && selector.matches(pod)
+    };
+    let (document, encode): (Vec<u8>, Encoder) = match table {
+        Some(include) => {
+            let now = now();
+            let empty = table::table(std::iter::empty(), Some(resource_version), include, now);
+            let encode: Encoder =
+                Box::new(move |pod, out| serde_json::to_writer(out, &table::row(pod, include, now)).is_ok());
+            (serde_json::to_vec(&empty).unwrap_or_default(), encode)
+        }
+        None => {
+            let empty = PodListBody {
+                kind: "PodList",
+                api_version: "v1",
+                metadata: ListMeta { resource_version: Some(resource_version.to_string()), ..ListMeta::default() },
+                items: Vec::new(),
+            };
+            let encode: Encoder = Box::new(|pod, out| serde_json::to_writer(out, pod).is_ok());
+            (serde_json::to_vec(&empty).unwrap_or_default(), encode)
+        }
+    };
+    // The document with no items ends in `[]}`: the items go in between.
+    let Some(head) = document.strip_suffix(b"]}").filter(|head| head.ends_with(b"[")) else {
+        return Err(ApiError::Internal { message: "a list document without its items at the end".into() }.into());
+    };
+    Ok(stream_list(context, pods, keep, head.to_vec(), encode))
+}
+
+/// Encodes one list item after `out`; false if it cannot be encoded.
+type Encoder = Box<dyn Fn(&Pod, &mut Vec<u8>) -> bool + Send + Sync>;
+
+/// Bytes of a list encoded before they are queued for the client.
+const LIST_CHUNK: usize = 64 << 10;
+
+/// A list (`PodList` or `Table`), streamed: items are encoded as the client takes them,
+/// at most `watcher_buffer_bytes` waiting, so a client that does not read holds about
+/// that much however long the list (the pods themselves are shared with the store). A
+/// client that takes nothing for `body_timeout` gets the list cut short: the JSON it
+/// has is incomplete, as when kube-apiserver's request timeout cuts a response.
+fn stream_list(
+    context: &Context,
+    pods: Vec<Arc<Pod>>,
+    keep: impl Fn(&Pod) -> bool + Send + Sync + 'static,
+    head: Vec<u8>,
+    encode: Encoder,
+) -> Response<Body> {
+    let (out, response) = streaming_response(context.options.watcher_buffer_bytes);
+    let patience = context.options.body_timeout;
+    let counters = Arc::clone(&context.counters);
+    tokio::spawn(async move {
+        let mut chunk = head;
+        let mut first = true;
+        for pod in pods.iter().filter(|pod| keep(pod)) {
+            if !first {
+                chunk.push(b',');
+            }
+            first = false;
+            if !encode(pod, &mut chunk) {
+                return;
+            }
+            if chunk.len() >= LIST_CHUNK {
+                let full = std::mem::replace(&mut chunk, Vec::with_capacity(LIST_CHUNK + 1024));
+                if let Err(failed) = out.send(Bytes::from(full), patience).await {
+                    if failed == SendFailed::Stalled {
+                        counters.slow_lists_closed.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    }
+                    return;
+                }
+            }
+        }
+        chunk.extend_from_slice(b"]}");
+        if out.send(Bytes::from(chunk), patience).await == Err(SendFailed::Stalled) {
+            counters.slow_lists_closed.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
     });
-    Ok(json_response(StatusCode::OK, &list))
+    response
+}
+
+/// A `PodList` of borrowed pods.
+#[derive(Serialize)]
+struct PodListBody<'a> {
+    kind: &'static str,
+    #[serde(rename = "apiVersion")]
+    api_version: &'static str,
+    metadata: ListMeta,
+    items: Vec<&'a Pod>,
 }
 
 fn start_watch(
@@ -86,10 +160,18 @@ fn start_watch(
         timeout,
         initial_events_bookmark: send_initial_events,
     };
-    let (out, response) = streaming_response();
+    let (out, response) = streaming_response(context.options.watcher_buffer_bytes);
     match context.hub.subscribe(start) {
         Ok(subscription) => {
-            tokio::spawn(watch::stream(subscription, format, out, context.stopping.clone()));
+            let patience = context.options.slow_watcher_timeout;
+            let counters = Arc::clone(&context.counters);
+            let stopping = context.stopping.clone();
+            tokio::spawn(async move {
+                let _open = Held::new(&counters, |counters| &counters.watches);
+                if watch::stream(subscription, format, out, patience, stopping).await == Err(SendFailed::Stalled) {
+                    counters.slow_watches_closed.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                }
+            });
         }
         // Kubernetes reports a resume from too far back inside the watch: a 200 stream
         // whose only event is the 410 ERROR (clients relist on it).
@@ -109,8 +191,12 @@ pub(crate) fn get(call: &Call, context: &Context, namespace: &str, name: &str) -
     }
 }
 
-/// POST: creates a pod. Like Kubernetes, the server gives it a UID, a creation time
-/// (when absent) and a name from `generateName`; a pod without status starts Pending.
+/// POST: creates a pod. Like kube-apiserver (its `BeforeCreate`), the server owns the
+/// UID, the creation time, the resourceVersion and the deletion fields: whatever the
+/// client sent there is replaced or dropped (a client could otherwise take another
+/// pod's UID, by which the pod manager keys). A name from `generateName`; name and
+/// namespace must be DNS-1123 (422); a pod without status starts Pending; a pod over
+/// the object size limit is refused (413).
 pub(crate) fn create(call: &Call, context: &Context, namespace: &str) -> Result<Response<Body>, Failure> {
     let mut pod = pod_body(call)?;
     check_namespace(&pod, namespace)?;
@@ -118,14 +204,17 @@ pub(crate) fn create(call: &Call, context: &Context, namespace: &str) -> Result<
     if pod.metadata.name.as_deref().is_none_or(str::is_empty)
         && let Some(prefix) = pod.metadata.generate_name.as_deref().filter(|p| !p.is_empty())
     {
+        let prefix: String = prefix.chars().take(validation::GENERATE_NAME_PREFIX_MAX).collect();
         pod.metadata.name = Some(format!("{prefix}{}", random_suffix()));
     }
-    if pod.metadata.uid.as_deref().is_none_or(str::is_empty) {
-        pod.metadata.uid = Some(new_uid());
-    }
-    pod.metadata.creation_timestamp.get_or_insert_with(|| Time(now()));
+    validation::check_new(&pod)?;
+    pod.metadata.uid = Some(new_uid());
+    pod.metadata.creation_timestamp = Some(Time(now()));
+    pod.metadata.deletion_timestamp = None;
+    pod.metadata.deletion_grace_period_seconds = None;
     pod.metadata.resource_version = None;
     pod.status.get_or_insert_with(|| PodStatus { phase: Some("Pending".into()), ..Default::default() });
+    validation::check_size(&pod.metadata, pod.spec.as_ref(), pod.status.as_ref(), context.options.max_object_bytes)?;
     let created = context.store.create_pod(pod)?;
     Ok(json_response(StatusCode::CREATED, &to_json(&created)))
 }
@@ -136,8 +225,23 @@ pub(crate) fn replace(call: &Call, context: &Context, namespace: &str, name: &st
     check_identity(&pod, namespace, name)?;
     pod.metadata.namespace = Some(namespace.to_owned());
     pod.metadata.name = Some(name.to_owned());
-    let updated = context.store.update_pod(pod)?;
+    let updated = update_checked(context, pod)?;
     Ok(json_response(StatusCode::OK, &to_json(&updated)))
+}
+
+/// Writes an update of the pod (PUT, PATCH) with kube-apiserver's update validation
+/// and the size limit, checked against the stored pod under the store's lock.
+fn update_checked(context: &Context, pod: Pod) -> Result<Arc<Pod>, Failure> {
+    let limit = context.options.max_object_bytes;
+    context.store.update_pod_checked(pod, |stored, updated| {
+        // Server-owned, kept from the stored pod as kube-apiserver's `BeforeUpdate` does.
+        let (old, new) = (&stored.metadata, &mut updated.metadata);
+        new.creation_timestamp.clone_from(&old.creation_timestamp);
+        new.deletion_timestamp.clone_from(&old.deletion_timestamp);
+        new.deletion_grace_period_seconds = old.deletion_grace_period_seconds;
+        validation::check_update(stored, updated)?;
+        validation::check_size(&updated.metadata, updated.spec.as_ref(), updated.status.as_ref(), limit)
+    })
 }
 
 /// PUT of `/status`: only the status is written; the body's UID and resourceVersion are
@@ -157,8 +261,16 @@ pub(crate) fn replace_status(
         resource_version_precondition: pod.metadata.resource_version,
         status: pod.status.unwrap_or_default(),
     };
-    let updated = context.store.update_pod_status(update)?;
+    let updated = update_status_checked(context, update)?;
     Ok(json_response(StatusCode::OK, &to_json(&updated)))
+}
+
+/// Writes a status with the size limit, checked under the store's lock.
+fn update_status_checked(context: &Context, update: StatusUpdate) -> Result<Arc<Pod>, Failure> {
+    let limit = context.options.max_object_bytes;
+    context.store.update_pod_status_checked(update, |stored, status| {
+        validation::check_size(&stored.metadata, stored.spec.as_ref(), Some(status), limit)
+    })
 }
 
 /// PATCH of `/status`: a JSON merge patch or a strategic merge patch (conditions merge by
@@ -170,12 +282,16 @@ pub(crate) fn patch_status(
     name: &str,
 ) -> Result<Response<Body>, Failure> {
     let patch = patch_body(call)?;
+    patch_uid(&patch)?;
+    let limit = context.options.max_object_bytes;
     let patched = match call.content_type.as_str() {
         STRATEGIC_MERGE_PATCH => {
             check_patch_resource_version(context, namespace, name, &patch)?;
             let patch =
                 StatusPatch { namespace: namespace.to_owned(), name: name.to_owned(), uid_precondition: None, patch };
-            context.store.patch_pod_status(patch)?
+            context.store.patch_pod_status_checked(patch, |stored, status| {
+                validation::check_size(&stored.metadata, stored.spec.as_ref(), Some(status), limit)
+            })?
         }
         MERGE_PATCH => merge_patch_retrying(context, namespace, name, &patch, |context, stored, patched| {
             let update = StatusUpdate {
@@ -185,7 +301,7 @@ pub(crate) fn patch_status(
                 resource_version_precondition: stored.metadata.resource_version.clone(),
                 status: patched.status.unwrap_or_default(),
             };
-            context.store.update_pod_status(update)
+            update_status_checked(context, update)
         })?,
         other => return Err(Failure::unsupported_media_type(other)),
     };
@@ -197,6 +313,7 @@ pub(crate) fn patch_status(
 /// maps such as labels and annotations, but lists are replaced whole, not merged by key.
 pub(crate) fn patch(call: &Call, context: &Context, namespace: &str, name: &str) -> Result<Response<Body>, Failure> {
     let mut patch = patch_body(call)?;
+    patch_uid(&patch)?;
     match call.content_type.as_str() {
         MERGE_PATCH => {}
         STRATEGIC_MERGE_PATCH => drop_directives(&mut patch),
@@ -204,7 +321,7 @@ pub(crate) fn patch(call: &Call, context: &Context, namespace: &str, name: &str)
     }
     let patched = merge_patch_retrying(context, namespace, name, &patch, |context, stored, mut patched| {
         patched.metadata.resource_version = stored.metadata.resource_version.clone();
-        context.store.update_pod(patched)
+        update_checked(context, patched)
     })?;
     Ok(json_response(StatusCode::OK, &to_json(&patched)))
 }
@@ -212,26 +329,33 @@ pub(crate) fn patch(call: &Call, context: &Context, namespace: &str, name: &str)
 /// DELETE with `DeleteOptions` (body, or `?gracePeriodSeconds=`); answers with the pod as
 /// it was deleted, or marked for deletion (graceful).
 pub(crate) fn delete(call: &Call, context: &Context, namespace: &str, name: &str) -> Result<Response<Body>, Failure> {
-    let body = if call.body.iter().all(u8::is_ascii_whitespace) { json!({}) } else { call.json_body()? };
-    if !body.is_object() {
+    let mut body = if call.body.iter().all(u8::is_ascii_whitespace) { json!({}) } else { call.json_body()? };
+    let Some(fields) = body.as_object_mut() else {
         return Err(Failure::bad_request("the body of a DELETE must be a DeleteOptions object"));
-    }
-    let text = |pointer: &str| body.pointer(pointer).and_then(Value::as_str).map(str::to_owned);
-    let grace = match body.get("gracePeriodSeconds") {
-        None | Some(Value::Null) => match call.param("gracePeriodSeconds") {
+    };
+    // Typed: a precondition or grace period of the wrong type is a 400, never ignored.
+    // (apiVersion and kind vary by client: v1, meta.k8s.io/v1.)
+    fields.remove("apiVersion");
+    fields.remove("kind");
+    let typed: k8s_openapi::apimachinery::pkg::apis::meta::v1::DeleteOptions = serde_json::from_value(body)
+        .map_err(|e| Failure::bad_request(format!("the body is not valid DeleteOptions: {e}")))?;
+    let grace = match typed.grace_period_seconds {
+        Some(seconds) => Some(seconds),
+        None => match call.param("gracePeriodSeconds") {
             Some(seconds) => Some(seconds.parse::<i64>().map_err(|_| {
-                Failure::bad_request(format!("gracePeriodSeconds: Invalid value: \"{seconds}\": must be an integer"))
+                Failure::bad_request(format!(
+                    "gracePeriodSeconds: Invalid value: \"{}\": must be an integer",
+                    excerpt(seconds)
+                ))
             })?),
             None => None,
         },
-        Some(value) => {
-            Some(value.as_i64().ok_or_else(|| Failure::bad_request("gracePeriodSeconds: must be an integer"))?)
-        }
     };
+    let preconditions = typed.preconditions.unwrap_or_default();
     let options = DeleteOptions {
-        uid_precondition: text("/preconditions/uid"),
+        uid_precondition: preconditions.uid,
         grace_period_seconds: grace,
-        resource_version_precondition: text("/preconditions/resourceVersion"),
+        resource_version_precondition: preconditions.resource_version,
     };
     let pod = context.store.delete_pod(namespace, name, &options)?;
     Ok(json_response(StatusCode::OK, &to_json(&pod)))
@@ -244,7 +368,7 @@ fn merge_patch_retrying(
     namespace: &str,
     name: &str,
     patch: &Value,
-    write: impl Fn(&Context, &Pod, Pod) -> Result<Arc<Pod>, ApiError>,
+    write: impl Fn(&Context, &Pod, Pod) -> Result<Arc<Pod>, Failure>,
 ) -> Result<Arc<Pod>, Failure> {
     let explicit_version = patch.pointer("/metadata/resourceVersion").is_some();
     let mut attempt = 0;
@@ -253,20 +377,27 @@ fn merge_patch_retrying(
         let stored = context.store.get_pod(namespace, name)?;
         let mut document = to_json(&stored);
         merge_patch::apply(&mut document, patch);
-        let patched: Pod = serde_json::from_value(document)
+        let mut patched: Pod = serde_json::from_value(document)
             .map_err(|e| Failure::bad_request(format!("the patched pod is not a valid Pod: {e}")))?;
+        // The URL names the pod: a patch cannot move it to another name or namespace.
+        check_identity(&patched, namespace, name)?;
+        patched.metadata.namespace = Some(namespace.to_owned());
+        patched.metadata.name = Some(name.to_owned());
         if let Some(version) = patch.pointer("/metadata/resourceVersion").and_then(Value::as_str)
             && Some(version) != stored.metadata.resource_version.as_deref()
         {
             return Err(ApiError::modified(name).into());
         }
         match write(context, &stored, patched) {
-            Err(ApiError::Conflict { .. })
-                if !explicit_version && attempt < PATCH_ATTEMPTS && uid_holds(patch, &stored) =>
+            Err(failure)
+                if failure.reason == "Conflict"
+                    && !explicit_version
+                    && attempt < PATCH_ATTEMPTS
+                    && uid_holds(patch, &stored) =>
             {
                 continue;
             }
-            result => return Ok(result?),
+            result => return result,
         }
     }
 }
@@ -286,6 +417,24 @@ fn check_patch_resource_version(context: &Context, namespace: &str, name: &str, 
         }
     }
     Ok(())
+}
+
+/// The patch's `metadata.uid` (a precondition): a string or absent; anything else is a
+/// 400, never ignored (ignoring it would drop the precondition).
+fn patch_uid(patch: &Value) -> Result<Option<&str>, Failure> {
+    match patch.get("metadata") {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Object(_)) => {}
+        Some(_) => return Err(Failure::bad_request("metadata in the patch must be an object")),
+    }
+    match patch.pointer("/metadata/uid") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(uid)) => Ok(Some(uid)),
+        Some(other) => Err(Failure::bad_request(format!(
+            "metadata.uid in the patch must be a string, not {}",
+            excerpt(&other.to_string())
+        ))),
+    }
 }
 
 fn drop_directives(value: &mut Value) {
@@ -319,7 +468,7 @@ fn patch_body(call: &Call) -> Result<Value, Failure> {
 fn pod_body(call: &Call) -> Result<Pod, Failure> {
     let value = call.json_body()?;
     if let Some(kind) = value.get("kind").and_then(Value::as_str).filter(|kind| *kind != "Pod") {
-        return Err(Failure::bad_request(format!("the body is a {kind}, not a Pod")));
+        return Err(Failure::bad_request(format!("the body is a {}, not a Pod", excerpt(kind))));
     }
     serde_json::from_value(value).map_err(|e| Failure::bad_request(format!("the body is not a valid Pod: {e}")))
 }
@@ -327,7 +476,9 @@ fn pod_body(call: &Call) -> Result<Pod, Failure> {
 fn check_namespace(pod: &Pod, namespace: &str) -> Result<(), Failure> {
     match pod.metadata.namespace.as_deref() {
         Some(given) if !given.is_empty() && given != namespace => Err(Failure::bad_request(format!(
-            "the namespace of the provided object does not match the namespace sent on the request ({given} != {namespace})"
+            "the namespace of the provided object does not match the namespace sent on the request ({} != {})",
+            excerpt(given),
+            excerpt(namespace)
         ))),
         _ => Ok(()),
     }
@@ -337,7 +488,9 @@ fn check_identity(pod: &Pod, namespace: &str, name: &str) -> Result<(), Failure>
     check_namespace(pod, namespace)?;
     match pod.metadata.name.as_deref() {
         Some(given) if !given.is_empty() && given != name => Err(Failure::bad_request(format!(
-            "the name of the object ({given}) does not match the name on the URL ({name})"
+            "the name of the object ({}) does not match the name on the URL ({})",
+            excerpt(given),
+            excerpt(name)
         ))),
         _ => Ok(()),
     }

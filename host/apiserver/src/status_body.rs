@@ -1,10 +1,39 @@
 //! Kubernetes `Status` bodies: the shape every client expects an error in. kube-rs, for
 //! one, cannot read an error that is not a `Status` with `status: "Failure"`, `reason`,
-//! `code` and `message`.
+//! `code` and `message`. Built as k8s-openapi's [`Status`], so the shape is the
+//! compiler's to check.
 
-use serde_json::{Value, json};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ListMeta, Status, StatusCause, StatusDetails};
 
 use podstatus_backends::ApiError;
+
+/// One field-level reason of a 422 (`details.causes[]`), as kube-apiserver's field
+/// validation gives it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Cause {
+    /// `FieldValueInvalid`, `FieldValueRequired`, `FieldValueForbidden`, ...
+    pub reason: &'static str,
+    /// The field's path, e.g. `metadata.name`.
+    pub field: String,
+    /// The message, as in Kubernetes: `Invalid value: "x": ...`.
+    pub message: String,
+}
+
+impl Cause {
+    /// `field: Invalid value: "value": detail`.
+    pub fn invalid(field: &str, value: &str, detail: &str) -> Self {
+        Self {
+            reason: "FieldValueInvalid",
+            field: field.to_owned(),
+            message: format!("Invalid value: \"{}\": {detail}", super::routes::excerpt(value)),
+        }
+    }
+
+    /// `field: Required value`.
+    pub fn required(field: &str) -> Self {
+        Self { reason: "FieldValueRequired", field: field.to_owned(), message: "Required value".into() }
+    }
+}
 
 /// A failed request, as the HTTP status code and the `Status` body to answer with.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -17,81 +46,125 @@ pub(crate) struct Failure {
     pub message: String,
     /// The pod the failure is about, for `details.name`.
     pub name: Option<String>,
+    /// Field-level causes (`details.causes`), for 422 Invalid.
+    pub causes: Vec<Cause>,
+    /// `details.retryAfterSeconds` and the `Retry-After` header (429).
+    pub retry_after_seconds: Option<u16>,
 }
 
 impl Failure {
+    fn new(code: u16, reason: &'static str, message: impl Into<String>) -> Self {
+        Self { code, reason, message: message.into(), name: None, causes: Vec::new(), retry_after_seconds: None }
+    }
+
     /// 400: the request cannot be understood (unparsable body, bad selector, ...).
     pub fn bad_request(message: impl Into<String>) -> Self {
-        Self { code: 400, reason: "BadRequest", message: message.into(), name: None }
+        Self::new(400, "BadRequest", message)
     }
 
     /// 404 for a path this server does not serve, worded as Kubernetes words it.
     pub fn no_such_path() -> Self {
-        Self {
-            code: 404,
-            reason: "NotFound",
-            message: "the server could not find the requested resource".into(),
-            name: None,
-        }
+        Self::new(404, "NotFound", "the server could not find the requested resource")
     }
 
     /// 405: the path exists but not with this method.
     pub fn method_not_allowed(method: &http::Method) -> Self {
-        Self {
-            code: 405,
-            reason: "MethodNotAllowed",
-            message: format!("the server does not allow this method on the requested resource ({method})"),
-            name: None,
-        }
+        Self::new(
+            405,
+            "MethodNotAllowed",
+            format!("the server does not allow this method on the requested resource ({method})"),
+        )
     }
 
     /// 415: a PATCH of a kind this server does not apply.
     pub fn unsupported_media_type(content_type: &str) -> Self {
-        Self {
-            code: 415,
-            reason: "UnsupportedMediaType",
-            message: format!("the body of the request was in an unknown format: {content_type}"),
-            name: None,
-        }
+        Self::new(
+            415,
+            "UnsupportedMediaType",
+            format!("the body of the request was in an unknown format: {}", super::routes::excerpt(content_type)),
+        )
     }
 
     /// 410: a watch asked to resume from a resourceVersion whose events are gone; the
     /// client must list again.
     pub fn expired(requested: u64, oldest: u64) -> Self {
-        Self {
-            code: 410,
-            reason: "Expired",
-            message: format!("too old resource version: {requested} ({oldest})"),
-            name: None,
-        }
+        Self::new(410, "Expired", format!("too old resource version: {requested} ({oldest})"))
     }
 
     /// 410 for a watcher cut off because it fell behind: it must list again.
     pub fn fell_behind() -> Self {
-        Self {
-            code: 410,
-            reason: "Expired",
-            message: "the watch fell behind the writes and was closed; list again".into(),
-            name: None,
-        }
+        Self::new(410, "Expired", "the watch fell behind the writes and was closed; list again")
+    }
+
+    /// 413: a request body over the limit (kube-apiserver's words).
+    pub fn too_large(limit: usize) -> Self {
+        Self::new(413, "RequestEntityTooLarge", format!("Request entity too large: limit is {limit}"))
+    }
+
+    /// 413: a write that would store an object over the size etcd accepts.
+    pub fn object_too_large(name: &str, size: usize, limit: usize) -> Self {
+        let mut failure = Self::new(
+            413,
+            "RequestEntityTooLarge",
+            format!("Request entity too large: pods \"{name}\" would be {size} bytes, over the limit of {limit}"),
+        );
+        failure.name = Some(name.to_owned());
+        failure
+    }
+
+    /// 429: no room now (connections, request bodies); try again in a second.
+    pub fn too_many_requests() -> Self {
+        let mut failure = Self::new(429, "TooManyRequests", "Too many requests, please try again later.");
+        failure.retry_after_seconds = Some(1);
+        failure
+    }
+
+    /// 504: the request did not arrive in time (kube-apiserver's request timeout).
+    pub fn timeout() -> Self {
+        Self::new(504, "Timeout", "Timeout: request did not complete within the allotted timeout")
+    }
+
+    /// 422 `Invalid` with its causes: `Pod "name" is invalid: cause, cause`, as
+    /// kube-apiserver words it.
+    pub fn invalid(name: &str, causes: Vec<Cause>) -> Self {
+        let listed: Vec<String> = causes.iter().map(|cause| format!("{}: {}", cause.field, cause.message)).collect();
+        let listed = match listed.as_slice() {
+            [one] => one.clone(),
+            many => format!("[{}]", many.join(", ")),
+        };
+        let mut failure =
+            Self::new(422, "Invalid", format!("Pod \"{}\" is invalid: {listed}", super::routes::excerpt(name)));
+        failure.name = Some(super::routes::excerpt(name));
+        failure.causes = causes;
+        failure
     }
 
     /// The `Status` object.
-    pub fn to_status(&self) -> Value {
-        let mut details = json!({ "kind": "pods" });
-        if let Some(name) = &self.name {
-            details["name"] = json!(name);
+    pub fn to_status(&self) -> Status {
+        let causes = (!self.causes.is_empty()).then(|| {
+            self.causes
+                .iter()
+                .map(|cause| StatusCause {
+                    reason: Some(cause.reason.to_owned()),
+                    field: Some(cause.field.clone()),
+                    message: Some(cause.message.clone()),
+                })
+                .collect()
+        });
+        Status {
+            code: Some(i32::from(self.code)),
+            details: Some(StatusDetails {
+                kind: Some("pods".into()),
+                name: self.name.clone(),
+                causes,
+                retry_after_seconds: self.retry_after_seconds.map(i32::from),
+                ..StatusDetails::default()
+            }),
+            message: Some(self.message.clone()),
+            metadata: ListMeta::default(),
+            reason: Some(self.reason.to_owned()),
+            status: Some("Failure".into()),
         }
-        json!({
-            "kind": "Status",
-            "apiVersion": "v1",
-            "metadata": {},
-            "status": "Failure",
-            "message": self.message,
-            "reason": self.reason,
-            "details": details,
-            "code": self.code,
-        })
     }
 }
 
@@ -101,24 +174,44 @@ impl From<ApiError> for Failure {
             ApiError::NotFound { name, .. } | ApiError::AlreadyExists { name, .. } => Some(name.clone()),
             _ => None,
         };
-        Self { code: error.code(), reason: error.reason(), message: error.to_string(), name }
+        let mut failure = Self::new(error.code(), error.reason(), error.to_string());
+        failure.name = name;
+        failure
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     #[test]
     fn api_errors_become_kubernetes_statuses() {
         let status = Failure::from(ApiError::NotFound { namespace: "ns".into(), name: "a".into() }).to_status();
         assert_eq!(
-            status,
+            serde_json::to_value(status).expect("JSON"),
             json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
                    "message": "pods \"a\" not found", "reason": "NotFound",
                    "details": {"kind": "pods", "name": "a"}, "code": 404})
         );
         let conflict = Failure::from(ApiError::modified("a"));
         assert_eq!((conflict.code, conflict.reason), (409, "Conflict"));
+    }
+
+    #[test]
+    fn invalid_lists_its_causes() {
+        let failure = Failure::invalid(
+            "A",
+            vec![Cause::invalid("metadata.name", "A", "must be lowercase"), Cause::required("spec.containers")],
+        );
+        assert_eq!(
+            failure.message,
+            "Pod \"A\" is invalid: [metadata.name: Invalid value: \"A\": must be lowercase, spec.containers: Required value]"
+        );
+        let status = serde_json::to_value(failure.to_status()).expect("JSON");
+        assert_eq!(status["details"]["causes"][0]["reason"], "FieldValueInvalid");
+        assert_eq!(status["details"]["causes"][1]["field"], "spec.containers");
+        assert_eq!(status["code"], 422);
     }
 }

@@ -84,7 +84,8 @@ fn column_definitions() -> Value {
     ])
 }
 
-fn row(pod: &Pod, include: IncludeObject, now: jiff::Timestamp) -> Value {
+/// One row of the table.
+pub(crate) fn row(pod: &Pod, include: IncludeObject, now: jiff::Timestamp) -> Value {
     let cells = cells(pod, now);
     let mut row = json!({"cells": cells});
     match include {
@@ -107,7 +108,9 @@ fn cells(pod: &Pod, now: jiff::Timestamp) -> Value {
     let statuses = status.and_then(|s| s.container_statuses.as_deref()).unwrap_or_default();
     let total = spec.map_or(0, |s| s.containers.len());
     let ready = statuses.iter().filter(|c| c.ready && c.state.as_ref().is_some_and(|s| s.running.is_some())).count();
-    let restarts: i32 = statuses.iter().map(|c| c.restart_count).sum();
+    // kubectl adds restart counts in Go's 64-bit int; a sum in i32 would overflow (and
+    // panic in a debug build) on counts a client can write. Saturating, never wrapping.
+    let restarts: i64 = statuses.iter().fold(0i64, |sum, c| sum.saturating_add(i64::from(c.restart_count)));
     let last_restart = statuses
         .iter()
         .filter_map(|c| c.last_state.as_ref()?.terminated.as_ref()?.finished_at.as_ref())
@@ -145,10 +148,11 @@ fn cells(pod: &Pod, now: jiff::Timestamp) -> Value {
 fn readiness_gates(pod: &Pod) -> Option<String> {
     let gates = pod.spec.as_ref()?.readiness_gates.as_deref().filter(|gates| !gates.is_empty())?;
     let conditions = pod.status.as_ref().and_then(|s| s.conditions.as_deref()).unwrap_or_default();
-    let passed = gates
-        .iter()
-        .filter(|gate| conditions.iter().any(|c| c.type_ == gate.condition_type && c.status == "True"))
-        .count();
+    // A set of the true conditions: gates x conditions would be quadratic in what a
+    // client writes.
+    let true_conditions: std::collections::HashSet<&str> =
+        conditions.iter().filter(|c| c.status == "True").map(|c| c.type_.as_str()).collect();
+    let passed = gates.iter().filter(|gate| true_conditions.contains(gate.condition_type.as_str())).count();
     Some(format!("{passed}/{}", gates.len()))
 }
 

@@ -4,6 +4,12 @@
 //! Writers never wait for a watcher: each watcher has a bounded buffer, and one that
 //! falls behind is cut off with a 410 `Expired` error event, after which the client
 //! lists again (kube-rs' watcher and kubectl both do).
+//!
+//! What one watch costs is bounded whatever its client does: events are encoded one
+//! at a time as the client takes them (a watch from "now" holds the list as shared
+//! `Arc`s, never encoded whole), at most `watcher_buffer_bytes` of encoded events wait
+//! for the client, and a client that takes nothing for `slow_watcher_timeout` has its
+//! stream closed, as kube-apiserver closes an unresponsive watcher.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -12,10 +18,11 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use k8s_openapi::api::core::v1::Pod;
-use serde_json::{Value, json};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use serde::Serialize;
 use tokio::sync::mpsc;
 
-use super::routes::stopped;
+use super::routes::{SendFailed, StreamSender, stopped};
 use super::selectors::Selector;
 use super::status_body::Failure;
 use super::table::{self, IncludeObject};
@@ -221,80 +228,104 @@ impl WatchFormat {
     }
 
     fn line(&self, kind: &str, pod: &Pod) -> Bytes {
-        let object = match self.table {
-            Some(include) => table::table([pod], None, include, jiff::Timestamp::now()),
-            None => serde_json::to_value(pod).unwrap_or(Value::Null),
-        };
-        event_line(kind, &object)
+        match self.table {
+            Some(include) => event_line(kind, &table::table([pod], None, include, jiff::Timestamp::now())),
+            None => event_line(kind, pod),
+        }
     }
 }
 
 /// One newline-delimited watch event.
-fn event_line(kind: &str, object: &Value) -> Bytes {
-    let mut line = serde_json::to_vec(&json!({"type": kind, "object": object})).unwrap_or_default();
+fn event_line(kind: &str, object: &impl Serialize) -> Bytes {
+    #[derive(Serialize)]
+    struct Event<'a, T> {
+        #[serde(rename = "type")]
+        kind: &'a str,
+        object: &'a T,
+    }
+    let mut line = serde_json::to_vec(&Event { kind, object }).unwrap_or_default();
     line.push(b'\n');
     Bytes::from(line)
 }
 
 /// Runs one watch: writes its events to `out` (the response body) until the client
-/// goes, the timeout passes, the server stops (`stopping`), or the watcher falls behind
+/// goes, the timeout passes, the server stops (`stopping`), the client takes nothing
+/// for `patience` (the stream is closed), or the watcher falls behind the writes
 /// (then a 410 ERROR event ends it).
 pub(crate) async fn stream(
     subscription: Subscription,
     format: WatchFormat,
-    out: mpsc::Sender<Bytes>,
+    out: StreamSender,
+    patience: Duration,
     mut stopping: tokio::sync::watch::Receiver<bool>,
-) {
-    let Subscription { initial, replay, covered, mut receiver, lagged } = subscription;
+) -> Result<(), SendFailed> {
     // A timeout past what the clock can hold (a client may ask for u64::MAX seconds) is
     // no deadline: `Instant + Duration` would panic on it.
     let deadline = format.timeout.and_then(|timeout| tokio::time::Instant::now().checked_add(timeout));
-    let mut first = Vec::new();
-    first.extend(initial.iter().filter(|pod| format.selects(pod)).map(|pod| format.line("ADDED", pod)));
-    first.extend(replay.iter().filter_map(|change| format.event_of(change)));
-    if format.initial_events_bookmark {
-        let bookmark = json!({
-            "kind": "Pod",
-            "apiVersion": "v1",
-            "metadata": {
-                "resourceVersion": covered.to_string(),
-                "annotations": {"k8s.io/initial-events-end": "true"},
-            },
-        });
-        first.push(event_line("BOOKMARK", &bookmark));
+    let sleep = async {
+        match deadline {
+            Some(deadline) => tokio::time::sleep_until(deadline).await,
+            None => std::future::pending().await,
+        }
+    };
+    let ended = tokio::select! {
+        ended = events(subscription, &format, &out, patience) => ended,
+        () = sleep => Ok(()),
+        () = stopped(&mut stopping) => Ok(()),
+        () = out.closed() => Ok(()),
+    };
+    if ended == Err(SendFailed::Stalled) {
+        tracing::debug!(
+            patience_ms = patience.as_millis(),
+            "embedded API server: closing a watch whose client does not read"
+        );
     }
-    for line in first {
-        if out.send(line).await.is_err() {
-            return;
+    ended
+}
+
+/// The events of one watch, sent as the client takes them; returns how it ended.
+async fn events(
+    subscription: Subscription,
+    format: &WatchFormat,
+    out: &StreamSender,
+    patience: Duration,
+) -> Result<(), SendFailed> {
+    let Subscription { initial, replay, covered, mut receiver, lagged } = subscription;
+    // One event at a time: encoded only when there is room for it.
+    for pod in initial.iter().filter(|pod| format.selects(pod)) {
+        out.send(format.line("ADDED", pod), patience).await?;
+    }
+    drop(initial);
+    for change in &replay {
+        if let Some(line) = format.event_of(change) {
+            out.send(line, patience).await?;
         }
     }
+    drop(replay);
+    if format.initial_events_bookmark {
+        let bookmark = Pod {
+            metadata: ObjectMeta {
+                resource_version: Some(covered.to_string()),
+                annotations: Some([("k8s.io/initial-events-end".to_owned(), "true".to_owned())].into()),
+                ..ObjectMeta::default()
+            },
+            ..Pod::default()
+        };
+        out.send(event_line("BOOKMARK", &bookmark), patience).await?;
+    }
     loop {
-        let sleep = async {
-            match deadline {
-                Some(deadline) => tokio::time::sleep_until(deadline).await,
-                None => std::future::pending().await,
-            }
-        };
-        let change = tokio::select! {
-            change = receiver.recv() => change,
-            () = sleep => return,
-            () = stopped(&mut stopping) => return,
-            () = out.closed() => return,
-        };
-        let Some(change) = change else {
+        let Some(change) = receiver.recv().await else {
             if lagged.load(Ordering::SeqCst) {
                 let status = Failure::fell_behind().to_status();
-                let _ = out.send(event_line("ERROR", &status)).await;
+                out.send(event_line("ERROR", &status), patience).await?;
             }
-            return;
+            return Ok(());
         };
         if change.resource_version <= covered {
             continue;
         }
-        if let Some(line) = format.event_of(&change)
-            && out.send(line).await.is_err()
-        {
-            return;
+        if let Some(line) = format.event_of(&change) {
+            out.send(line, patience).await?;
         }
     }
 }
@@ -355,15 +386,17 @@ mod tests {
             timeout: Some(Duration::from_secs(u64::MAX)),
             initial_events_bookmark: false,
         };
-        let (out, mut lines) = mpsc::channel(4);
+        let (out, response) = super::super::routes::streaming_response(1024);
         let (_stop, stopping) = tokio::sync::watch::channel(false);
         let first = runtime.block_on(async move {
-            let watch = tokio::spawn(stream(subscription, format, out, stopping));
-            let first = lines.recv().await;
+            let watch = tokio::spawn(stream(subscription, format, out, Duration::from_secs(5), stopping));
+            let mut body = response.into_body();
+            let first = http_body_util::BodyExt::frame(&mut body).await;
             watch.abort();
-            first
+            first.and_then(Result::ok).and_then(|frame| frame.into_data().ok())
         });
-        let first: Value = serde_json::from_slice(&first.expect("the watch runs and sends the pod")).expect("JSON");
+        let first: serde_json::Value =
+            serde_json::from_slice(&first.expect("the watch runs and sends the pod")).expect("JSON");
         assert_eq!(first["type"], "ADDED");
     }
 }

@@ -43,7 +43,9 @@ pub fn run(args: &SimulateArgs) -> ExitCode {
 
 fn simulate(args: &SimulateArgs) -> anyhow::Result<bool> {
     let target = match (&args.kubeconfig, &args.server) {
-        (Some(path), _) if path.as_os_str().is_empty() => Target::Kubeconfig { path: None, context: args.context.clone() },
+        (Some(path), _) if path.as_os_str().is_empty() => {
+            Target::Kubeconfig { path: None, context: args.context.clone() }
+        }
         (Some(path), _) => Target::Kubeconfig { path: Some(path.clone()), context: args.context.clone() },
         (None, Some(url)) => Target::Url(url.clone()),
         (None, None) => Target::Embedded(args.listen),

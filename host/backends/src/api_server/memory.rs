@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
 use super::{ApiError, ApiServer, DeleteOptions, Result, StatusPatch, StatusUpdate};
@@ -181,6 +181,19 @@ impl MemoryApiServer {
     /// preconditions. As in Kubernetes, the main resource does not carry status: the
     /// stored status is kept (status is written through [`ApiServer::update_pod_status`]).
     pub fn update_pod(&self, pod: Pod) -> Result<Arc<Pod>> {
+        self.update_pod_checked(pod, |_, _| Ok::<(), ApiError>(()))
+    }
+
+    /// [`MemoryApiServer::update_pod`] that first hands `check` the stored pod and the
+    /// pod as it would be stored, under the store's lock, so that nothing changes
+    /// between the check and the write: `check` may still adjust the new pod (fields
+    /// the server keeps from the stored one) or refuse the write. It must be cheap
+    /// (linear at most): every other write waits for it.
+    pub fn update_pod_checked<E: From<ApiError>>(
+        &self,
+        pod: Pod,
+        check: impl FnOnce(&Pod, &mut Pod) -> Result<(), E>,
+    ) -> Result<Arc<Pod>, E> {
         let (key, mut pod) = normalise(pod)?;
         self.write(|store| {
             let stored = store.get(&key.0, &key.1)?;
@@ -188,9 +201,52 @@ impl MemoryApiServer {
             check_resource_version(stored, &key.1, pod.metadata.resource_version.as_deref())?;
             pod.metadata.uid = stored.metadata.uid.clone();
             pod.status = stored.status.clone();
+            check(stored, &mut pod)?;
             let pod = store.stamp(pod);
             store.pods.insert(key, Arc::clone(&pod));
             Ok((Arc::clone(&pod), PodEvent::Modified(pod)))
+        })
+    }
+
+    /// [`ApiServer::update_pod_status`] that first asks `check` (the stored pod, the new
+    /// status) under the store's lock; see [`MemoryApiServer::update_pod_checked`].
+    pub fn update_pod_status_checked<E: From<ApiError>>(
+        &self,
+        update: StatusUpdate,
+        check: impl FnOnce(&Pod, &PodStatus) -> Result<(), E>,
+    ) -> Result<Arc<Pod>, E> {
+        let StatusUpdate { namespace, name, uid_precondition, resource_version_precondition, status } = update;
+        let key = (namespace, name);
+        self.write(|store| {
+            let Store { pods, resource_version } = store;
+            let stored = pods.get_mut(&key).ok_or_else(|| not_found(&key.0, &key.1))?;
+            check_uid(stored, &key.1, uid_precondition.as_deref())?;
+            check_resource_version(stored, &key.1, resource_version_precondition.as_deref())?;
+            check(stored, &status)?;
+            replace_status(stored, next_resource_version(resource_version), status);
+            Ok((Arc::clone(stored), PodEvent::Modified(Arc::clone(stored))))
+        })
+    }
+
+    /// [`ApiServer::patch_pod_status`] that first asks `check` (the stored pod, the
+    /// patched status) under the store's lock; see [`MemoryApiServer::update_pod_checked`].
+    pub fn patch_pod_status_checked<E: From<ApiError>>(
+        &self,
+        patch: StatusPatch,
+        check: impl FnOnce(&Pod, &PodStatus) -> Result<(), E>,
+    ) -> Result<Arc<Pod>, E> {
+        let StatusPatch { namespace, name, uid_precondition, patch } = patch;
+        let key = (namespace, name);
+        self.write(|store| {
+            let Store { pods, resource_version } = store;
+            let stored = pods.get_mut(&key).ok_or_else(|| not_found(&key.0, &key.1))?;
+            check_uid(stored, &key.1, uid_precondition.as_deref())?;
+            // The kubelet's patch carries the UID inside too: Kubernetes checks it.
+            check_uid(stored, &key.1, patch.pointer("/metadata/uid").and_then(serde_json::Value::as_str))?;
+            let status = super::status_patch::apply(stored.status.as_ref(), &patch).map_err(|e| invalid(&key.1, &e))?;
+            check(stored, &status)?;
+            replace_status(stored, next_resource_version(resource_version), status);
+            Ok((Arc::clone(stored), PodEvent::Modified(Arc::clone(stored))))
         })
     }
 
@@ -213,13 +269,16 @@ impl MemoryApiServer {
 
     /// Runs one write: `change` edits the store and says what happened; on success the
     /// listeners hear of it after the store lock is released.
-    fn write<T>(&self, change: impl FnOnce(&mut Store) -> Result<(T, PodEvent)>) -> Result<T> {
+    fn write<T, E: From<ApiError>>(&self, change: impl FnOnce(&mut Store) -> Result<(T, PodEvent), E>) -> Result<T, E> {
         self.write_if(|store| change(store).map(|(value, event)| (value, Some(event))))
     }
 
     /// Like [`MemoryApiServer::write`], for a change that may turn out to change nothing
     /// (no event, no new resourceVersion).
-    fn write_if<T>(&self, change: impl FnOnce(&mut Store) -> Result<(T, Option<PodEvent>)>) -> Result<T> {
+    fn write_if<T, E: From<ApiError>>(
+        &self,
+        change: impl FnOnce(&mut Store) -> Result<(T, Option<PodEvent>), E>,
+    ) -> Result<T, E> {
         let listeners = lock(&self.listeners);
         let (value, event) = {
             let mut store = lock(&self.store);
@@ -240,31 +299,11 @@ impl ApiServer for MemoryApiServer {
     }
 
     fn update_pod_status(&self, update: StatusUpdate) -> Result<Arc<Pod>> {
-        let StatusUpdate { namespace, name, uid_precondition, resource_version_precondition, status } = update;
-        let key = (namespace, name);
-        self.write(|store| {
-            let Store { pods, resource_version } = store;
-            let stored = pods.get_mut(&key).ok_or_else(|| not_found(&key.0, &key.1))?;
-            check_uid(stored, &key.1, uid_precondition.as_deref())?;
-            check_resource_version(stored, &key.1, resource_version_precondition.as_deref())?;
-            replace_status(stored, next_resource_version(resource_version), status);
-            Ok((Arc::clone(stored), PodEvent::Modified(Arc::clone(stored))))
-        })
+        self.update_pod_status_checked(update, |_, _| Ok::<(), ApiError>(()))
     }
 
     fn patch_pod_status(&self, patch: StatusPatch) -> Result<Arc<Pod>> {
-        let StatusPatch { namespace, name, uid_precondition, patch } = patch;
-        let key = (namespace, name);
-        self.write(|store| {
-            let Store { pods, resource_version } = store;
-            let stored = pods.get_mut(&key).ok_or_else(|| not_found(&key.0, &key.1))?;
-            check_uid(stored, &key.1, uid_precondition.as_deref())?;
-            // The kubelet's patch carries the UID inside too: Kubernetes checks it.
-            check_uid(stored, &key.1, patch.pointer("/metadata/uid").and_then(serde_json::Value::as_str))?;
-            let status = super::status_patch::apply(stored.status.as_ref(), &patch).map_err(|e| invalid(&key.1, &e))?;
-            replace_status(stored, next_resource_version(resource_version), status);
-            Ok((Arc::clone(stored), PodEvent::Modified(Arc::clone(stored))))
-        })
+        self.patch_pod_status_checked(patch, |_, _| Ok::<(), ApiError>(()))
     }
 
     fn delete_pod(&self, namespace: &str, name: &str, options: &DeleteOptions) -> Result<Arc<Pod>> {
@@ -332,15 +371,21 @@ fn graceful_mark(stored: &Pod, requested: Option<i64>, now: jiff::Timestamp) -> 
         (None, _) => deadline(now, grace),
         (Some(_), Some(current)) if grace >= current => return GracefulStep::Unchanged,
         (Some(_), None) => return GracefulStep::Unchanged,
-        // Shortened: the deadline moves by the difference, as in Kubernetes.
-        (Some(at), Some(current)) => deadline(at.0, grace - current),
+        // Shortened: the deadline moves back by the difference, as in Kubernetes, and
+        // is never later than now + grace: a deadline that saturated (grace i64::MAX
+        // reaches year 9999) would otherwise never come forward.
+        (Some(at), Some(current)) => {
+            let earlier = at.0.checked_sub(jiff::SignedDuration::from_secs(current - grace)).ok();
+            let latest = deadline(now, grace);
+            earlier.map_or(latest, |earlier| earlier.min(latest))
+        }
     };
     GracefulStep::Mark { at: deletion_timestamp, grace }
 }
 
 /// Gives the stored pod a new status and resourceVersion, copying at most its metadata
 /// and spec.
-fn replace_status(stored: &mut Arc<Pod>, version: String, status: k8s_openapi::api::core::v1::PodStatus) {
+fn replace_status(stored: &mut Arc<Pod>, version: String, status: PodStatus) {
     match Arc::get_mut(stored) {
         // No one else holds the stored object: edit it in place.
         Some(pod) => {
@@ -663,6 +708,22 @@ mod tests {
         api.create_pod(finished).expect("create");
         api.delete_pod("ns", "f", &DeleteOptions::default()).expect("delete");
         assert!(api.list_pods().is_empty());
+    }
+
+    #[test]
+    fn a_shorter_grace_period_after_a_saturated_deadline_comes_forward() {
+        let api = MemoryApiServer::with_graceful_deletion();
+        api.create_pod(pod("ns", "a", "uid-a")).expect("create");
+        let forever = DeleteOptions { grace_period_seconds: Some(i64::MAX), ..Default::default() };
+        let marked = api.delete_pod("ns", "a", &forever).expect("marked");
+        assert_eq!(marked.metadata.deletion_timestamp.as_ref().map(|t| t.0), Some(jiff::Timestamp::MAX));
+        let before = jiff::Timestamp::now();
+        let short = DeleteOptions { grace_period_seconds: Some(5), ..Default::default() };
+        let shortened = api.delete_pod("ns", "a", &short).expect("shortened");
+        let at = shortened.metadata.deletion_timestamp.as_ref().expect("deletionTimestamp").0;
+        let latest = jiff::Timestamp::now().checked_add(jiff::SignedDuration::from_secs(5)).expect("time");
+        assert!(at >= before && at <= latest, "{at}");
+        assert_eq!(shortened.metadata.deletion_grace_period_seconds, Some(5));
     }
 
     #[test]

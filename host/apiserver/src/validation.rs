@@ -1,0 +1,197 @@
+//! What kube-apiserver refuses and this server refuses with it, as `422 Invalid` with
+//! `details.causes` (or `413` for size): names and namespaces that are not DNS-1123,
+//! a `spec.nodeName` changed once set, an update without a spec, an object larger
+//! than etcd stores.
+//!
+//! Applied to what clients send over HTTP only: the store itself (replay, the agent's
+//! own store) keeps objects as it is given them.
+
+use std::io;
+
+use k8s_openapi::api::core::v1::{Pod, PodSpec, PodStatus};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use serde::Serialize;
+
+use super::status_body::{Cause, Failure};
+
+/// Kubernetes' `DNS1123SubdomainMaxLength`.
+const SUBDOMAIN_MAX: usize = 253;
+/// Kubernetes' `DNS1123LabelMaxLength`.
+const LABEL_MAX: usize = 63;
+/// Kubernetes' generated names: the prefix is cut to leave room for the 5 random
+/// characters within a label's 63.
+pub(crate) const GENERATE_NAME_PREFIX_MAX: usize = LABEL_MAX - 5;
+
+const SUBDOMAIN_MESSAGE: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, \
+     '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for \
+     validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+const LABEL_MESSAGE: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', \
+     and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for \
+     validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
+
+/// Why `name` is not a DNS-1123 subdomain (a pod's name), if it is not.
+pub(crate) fn subdomain_problems(name: &str) -> Vec<String> {
+    let mut problems = Vec::new();
+    if name.len() > SUBDOMAIN_MAX {
+        problems.push(format!("must be no more than {SUBDOMAIN_MAX} characters"));
+    }
+    if !name.split('.').all(is_label) {
+        problems.push(SUBDOMAIN_MESSAGE.to_owned());
+    }
+    problems
+}
+
+/// Why `namespace` is not a DNS-1123 label, if it is not.
+pub(crate) fn label_problems(namespace: &str) -> Vec<String> {
+    let mut problems = Vec::new();
+    if namespace.len() > LABEL_MAX {
+        problems.push(format!("must be no more than {LABEL_MAX} characters"));
+    }
+    if !is_label(namespace) {
+        problems.push(LABEL_MESSAGE.to_owned());
+    }
+    problems
+}
+
+/// `[a-z0-9]([-a-z0-9]*[a-z0-9])?`
+fn is_label(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    let alphanumeric = |b: &u8| b.is_ascii_lowercase() || b.is_ascii_digit();
+    match (bytes.first(), bytes.last()) {
+        (Some(first), Some(last)) => {
+            alphanumeric(first) && alphanumeric(last) && bytes.iter().all(|b| alphanumeric(b) || *b == b'-')
+        }
+        _ => false,
+    }
+}
+
+/// The causes of a new pod's name and namespace (empty: valid).
+pub(crate) fn metadata_causes(metadata: &ObjectMeta) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    match metadata.name.as_deref() {
+        None | Some("") => causes.push(Cause::required("metadata.name")),
+        Some(name) => {
+            causes.extend(subdomain_problems(name).iter().map(|p| Cause::invalid("metadata.name", name, p)));
+        }
+    }
+    match metadata.namespace.as_deref() {
+        None | Some("") => causes.push(Cause::required("metadata.namespace")),
+        Some(namespace) => {
+            causes.extend(label_problems(namespace).iter().map(|p| Cause::invalid("metadata.namespace", namespace, p)))
+        }
+    }
+    causes
+}
+
+/// A new pod (POST) as kube-apiserver validates its metadata.
+pub(crate) fn check_new(pod: &Pod) -> Result<(), Failure> {
+    let causes = metadata_causes(&pod.metadata);
+    if causes.is_empty() { Ok(()) } else { Err(Failure::invalid(pod.metadata.name.as_deref().unwrap_or(""), causes)) }
+}
+
+/// An update of the pod (PUT or PATCH of the main resource): the spec must stay, and
+/// `spec.nodeName` cannot change once set (kube-apiserver's `ValidatePodUpdate`
+/// allows only a few spec fields to change; binding is a one-way step).
+pub(crate) fn check_update(stored: &Pod, updated: &Pod) -> Result<(), Failure> {
+    let name = stored.metadata.name.as_deref().unwrap_or_default();
+    let mut causes = Vec::new();
+    let stored_node = node_name(stored.spec.as_ref());
+    match &updated.spec {
+        None if stored.spec.is_some() => causes.push(Cause::required("spec")),
+        _ => {}
+    }
+    if let Some(node) = stored_node
+        && updated.spec.is_some()
+        && node_name(updated.spec.as_ref()) != Some(node)
+    {
+        let new = node_name(updated.spec.as_ref()).unwrap_or_default();
+        causes.push(Cause::invalid("spec.nodeName", new, "field is immutable"));
+    }
+    if causes.is_empty() { Ok(()) } else { Err(Failure::invalid(name, causes)) }
+}
+
+fn node_name(spec: Option<&PodSpec>) -> Option<&str> {
+    spec.and_then(|spec| spec.node_name.as_deref()).filter(|node| !node.is_empty())
+}
+
+/// The pod as serialized, borrowed: its size without building it.
+#[derive(Serialize)]
+struct PodParts<'a> {
+    #[serde(rename = "apiVersion")]
+    api_version: &'static str,
+    kind: &'static str,
+    metadata: &'a ObjectMeta,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    spec: Option<&'a PodSpec>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    status: Option<&'a PodStatus>,
+}
+
+/// Counts bytes written, keeps none.
+struct Counter(usize);
+
+impl io::Write for Counter {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0 = self.0.saturating_add(buf.len());
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The JSON size of a pod made of these parts (linear, allocates nothing).
+pub(crate) fn encoded_size(metadata: &ObjectMeta, spec: Option<&PodSpec>, status: Option<&PodStatus>) -> usize {
+    let mut counter = Counter(0);
+    let parts = PodParts { api_version: "v1", kind: "Pod", metadata, spec, status };
+    match serde_json::to_writer(&mut counter, &parts) {
+        Ok(()) => counter.0,
+        Err(_) => usize::MAX,
+    }
+}
+
+/// 413 when a pod of these parts is over `limit` bytes.
+pub(crate) fn check_size(
+    metadata: &ObjectMeta,
+    spec: Option<&PodSpec>,
+    status: Option<&PodStatus>,
+    limit: usize,
+) -> Result<(), Failure> {
+    let size = encoded_size(metadata, spec, status);
+    if size > limit {
+        let name = metadata.name.as_deref().unwrap_or_default();
+        return Err(Failure::object_too_large(&super::routes::excerpt(name), size, limit));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_dns_1123() {
+        for good in ["a", "web-1", "a.b", "0", &"a".repeat(253)] {
+            assert!(subdomain_problems(good).is_empty(), "{good}");
+        }
+        for bad in ["", "a/b", "..", ".", "x?y", "UPPER", &"a".repeat(254), "a\nb", "é", "-a", "a-", "a..b", "a%2Fb"] {
+            assert!(!subdomain_problems(bad).is_empty(), "{bad:?}");
+        }
+        assert!(label_problems("kube-system").is_empty());
+        for bad in ["a.b", "", "A", &"n".repeat(64)] {
+            assert!(!label_problems(bad).is_empty(), "{bad}");
+        }
+        assert_eq!(subdomain_problems(&"a".repeat(300)), ["must be no more than 253 characters"]);
+    }
+
+    #[test]
+    fn size_is_the_serialized_length() {
+        let metadata = ObjectMeta { name: Some("a".into()), ..ObjectMeta::default() };
+        let pod = Pod { metadata: metadata.clone(), ..Pod::default() };
+        let text = serde_json::to_vec(&pod).expect("JSON");
+        assert_eq!(encoded_size(&metadata, None, None), text.len());
+        assert!(check_size(&metadata, None, None, text.len()).is_ok());
+        assert_eq!(check_size(&metadata, None, None, text.len() - 1).map_err(|f| f.code), Err(413));
+    }
+}
