@@ -35,9 +35,10 @@ pub struct FuzzArgs {
     /// How many traces to run [default: 500].
     #[arg(long, conflicts_with = "duration")]
     pub traces: Option<u64>,
-    /// Run for this many seconds instead of a number of traces.
-    #[arg(long, value_name = "SECS")]
-    pub duration: Option<f64>,
+    /// Run this long instead of a number of traces (`90s`, `5m`; a bare number is
+    /// seconds).
+    #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse)]
+    pub duration: Option<Duration>,
     /// Steps per trace (two quiescence steps are added to each).
     #[arg(long, default_value_t = 40)]
     pub steps: usize,
@@ -64,9 +65,9 @@ pub struct FuzzArgs {
     /// tests/fixtures/fuzz-findings/, which are otherwise counted and reported).
     #[arg(long)]
     pub strict: bool,
-    /// The longest shrinking may take, in seconds.
-    #[arg(long, value_name = "SECS", default_value_t = 120.0)]
-    pub shrink_time: f64,
+    /// The longest shrinking may take (`2m`; a bare number is seconds).
+    #[arg(long, value_name = "DURATION", default_value = "120", value_parser = crate::duration::parse)]
+    pub shrink_time: Duration,
 }
 
 /// Runs `podstatus fuzz`.
@@ -85,14 +86,10 @@ fn run_inner(args: &FuzzArgs) -> anyhow::Result<ExitCode> {
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
     });
     let limit = match (args.traces, args.duration) {
-        (_, Some(secs)) if secs.is_finite() && secs >= 0.0 => Limit::Duration(Duration::from_secs_f64(secs)),
-        (_, Some(secs)) => anyhow::bail!("--duration {secs} is not a number of seconds"),
+        (_, Some(duration)) => Limit::Duration(duration),
         (Some(n), None) => Limit::Traces(n),
         (None, None) => Limit::Traces(DEFAULT_TRACES),
     };
-    if !(args.shrink_time.is_finite() && args.shrink_time >= 0.0) {
-        anyhow::bail!("--shrink-time must be a number of seconds");
-    }
 
     let mut config = match (&args.cache_dir, args.no_cache) {
         (_, true) => RuntimeConfig::default(),
@@ -132,7 +129,7 @@ fn run_inner(args: &FuzzArgs) -> anyhow::Result<ExitCode> {
         target,
         against: against.as_ref().map(|(t, _)| t.clone()),
         strict: args.strict,
-        shrink: ShrinkBudget { max_time: Duration::from_secs_f64(args.shrink_time), ..ShrinkBudget::default() },
+        shrink: ShrinkBudget { max_time: args.shrink_time, ..ShrinkBudget::default() },
     };
     match &against {
         Some((_, other)) => {

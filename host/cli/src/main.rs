@@ -3,6 +3,7 @@
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Duration;
 
 use crate::inspect::inspect;
 use anyhow::Context;
@@ -18,6 +19,8 @@ use podstatus_runtime::{PODSTATUS_V1, PODSTATUS_V2};
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    #[command(flatten)]
+    logging: logging::LoggingArgs,
 }
 
 #[derive(Subcommand)]
@@ -72,9 +75,10 @@ struct SimulateArgs {
     /// Lifecycle events per second over all pods.
     #[arg(long, default_value_t = 20.0)]
     churn: f64,
-    /// Seconds of churn; 0 runs until SIGINT or SIGTERM.
-    #[arg(long, default_value_t = 15.0)]
-    duration: f64,
+    /// How long the churn lasts (`15s`, `1m30s`; a bare number is seconds); 0 runs until
+    /// SIGINT or SIGTERM.
+    #[arg(long, value_name = "DURATION", default_value = "15s", value_parser = duration::parse)]
+    duration: Duration,
     /// Stop once this many pods have lived whole lives (created, run, terminated and
     /// deleted by the status manager), if that comes before --duration.
     #[arg(long, value_name = "N")]
@@ -82,8 +86,8 @@ struct SimulateArgs {
     /// The generator's seed: the same seed gives the same pod lives.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// The node the pods are bound to.
-    #[arg(long, default_value = "sim-node")]
+    /// The node the pods are bound to (the kubelet's --hostname-override).
+    #[arg(long, visible_alias = "hostname-override", default_value = "sim-node")]
     node_name: String,
     /// Use a cluster instead of the embedded API server: this kubeconfig file, or with
     /// no FILE, KUBECONFIG, ~/.kube/config or the in-cluster service account.
@@ -110,30 +114,49 @@ struct SimulateArgs {
     /// Burst of API requests above the QPS (the kubelet's --kube-api-burst).
     #[arg(long, default_value_t = 100)]
     kube_api_burst: u32,
-    /// Seconds between batch syncs.
-    #[arg(long, default_value_t = 10.0)]
-    sync_period: f64,
+    /// Time between batch syncs (`10s`; a bare number is seconds).
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = duration::parse)]
+    sync_period: Duration,
     /// Hot-swap to this plugin during the run (with --swap-at), and on SIGHUP.
     #[arg(long, value_name = "FILE.wasm")]
     swap_to: Option<PathBuf>,
-    /// Seconds into the run at which to swap to --swap-to.
-    #[arg(long, value_name = "SECONDS", requires = "swap_to")]
-    swap_at: Option<f64>,
-    /// Seconds the final flush and quiet sync may take.
-    #[arg(long, default_value_t = 30.0)]
-    flush_timeout: f64,
+    /// How far into the run to swap to --swap-to (`40s`; a bare number is seconds).
+    #[arg(long, value_name = "DURATION", requires = "swap_to", value_parser = duration::parse)]
+    swap_at: Option<Duration>,
+    /// How long the final flush and quiet sync may take.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = duration::parse)]
+    flush_timeout: Duration,
     /// Fail this fraction of the plugin's API calls on purpose (half refused before
     /// sending, half sent with the answer lost): the final check shows nothing is lost.
     #[arg(long, value_name = "FRACTION", default_value_t = 0.0)]
     api_fault_rate: f64,
-    /// Print the summary as JSON instead of a table.
+    /// Print the summary as JSON instead of a table (as `-o json`).
     #[arg(long)]
     json: bool,
+    /// The summary's format, as kubectl's `-o`: `json`, or `text` (the table).
+    #[arg(short = 'o', long, value_enum, value_name = "FORMAT")]
+    output: Option<OutputFormat>,
     /// No progress bar.
     #[arg(long)]
     quiet: bool,
     #[command(flatten)]
     plugin: PluginArgs,
+}
+
+/// How `simulate` prints its summary.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum OutputFormat {
+    /// The summary table.
+    Text,
+    /// One JSON document.
+    Json,
+}
+
+impl SimulateArgs {
+    /// Whether the summary is printed as JSON (`--json` or `-o json`).
+    fn json(&self) -> bool {
+        self.json || self.output == Some(OutputFormat::Json)
+    }
 }
 
 #[derive(clap::Args)]
@@ -181,8 +204,10 @@ impl PluginArgs {
     }
 }
 
+mod duration;
 mod fuzz_args;
 mod inspect;
+mod logging;
 mod simulate_command;
 
 fn main() -> ExitCode {
@@ -196,13 +221,10 @@ fn main() -> ExitCode {
         Command::Simulate(_) => "error",
         _ => "warn",
     };
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_filter)),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    if let Err(e) = cli.logging.init(default_filter) {
+        eprintln!("podstatus: {e:#}");
+        return ExitCode::from(2);
+    }
     match cli.command {
         Command::Fuzz(args) => crate::fuzz_args::run(&args),
         Command::Replay { trace, plugin, native } => replay_command(&trace, &plugin, native),

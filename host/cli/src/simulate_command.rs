@@ -50,23 +50,20 @@ fn simulate(args: &SimulateArgs) -> anyhow::Result<bool> {
         (None, Some(url)) => Target::Url(url.clone()),
         (None, None) => Target::Embedded(args.listen),
     };
-    let seconds = |s: f64, what: &str| {
-        Duration::try_from_secs_f64(s).with_context(|| format!("{what}: {s} is not a number of seconds"))
-    };
-    let duration = seconds(args.duration, "--duration")?;
+    let duration = args.duration;
     let agent = AgentConfig {
         node: args.node_name.clone(),
         target,
         client: KubeClientConfig { qps: args.kube_api_qps, burst: args.kube_api_burst, ..KubeClientConfig::default() },
         manifest_dir: args.pod_manifest_path.clone(),
         metrics_addr: args.metrics_addr,
-        sync_period: seconds(args.sync_period, "--sync-period")?,
+        sync_period: args.sync_period,
         queue_capacity: DEFAULT_CAPACITY,
         injected_faults: (args.api_fault_rate > 0.0)
             .then_some(InjectedFaults { rate: args.api_fault_rate, seed: args.seed }),
     };
     let swap_at = match (&args.swap_to, args.swap_at) {
-        (Some(path), Some(at)) => Some((path.clone(), seconds(at, "--swap-at")?)),
+        (Some(path), Some(at)) => Some((path.clone(), at)),
         _ => None,
     };
     let config = SimulateConfig {
@@ -79,20 +76,20 @@ fn simulate(args: &SimulateArgs) -> anyhow::Result<bool> {
         cycles: args.cycles,
         swap_at,
         swap_on_signal: args.swap_to.clone().or_else(|| args.plugin.plugin.clone()),
-        flush_timeout: seconds(args.flush_timeout, "--flush-timeout")?,
+        flush_timeout: args.flush_timeout,
     };
     let plugins = PluginRuntime::new(&args.plugin.runtime_config()).context("plugin runtime")?;
     let image = plugins.load(&args.plugin.bytes()?).context("loading the plugin")?;
     let signals = Signals::default();
     install_signal_handlers(&signals, "stopping; flushing pending statuses")?;
     let duration = config.duration;
-    let bar = progress_bar(!args.quiet && !args.json, duration);
+    let bar = progress_bar(!args.quiet && !args.json(), duration);
     let summary = simulate::run_with_progress(config, plugins, image, &signals, &mut |progress| {
         bar.set_position(progress.elapsed.as_millis() as u64);
         bar.set_message(progress.message.clone());
     })?;
     bar.finish_and_clear();
-    if args.json {
+    if args.json() {
         println!("{}", serde_json::to_string_pretty(&summary)?);
     } else {
         print!("{summary}");

@@ -427,3 +427,32 @@ fn a_second_sigint_cuts_the_flush_short_with_exit_130() {
     assert!(stderr.contains("second signal, exiting without flushing"), "{stderr}");
     assert!(stdout.is_empty(), "no summary after an interrupted flush: {}", String::from_utf8_lossy(&stdout));
 }
+
+#[test]
+fn flags_as_the_kubelets_writes_them() {
+    // --hostname-override names the node, durations as Go writes them, -o json.
+    let args =
+        ["--hostname-override", "node-7", "--pods", "4", "--duration", "1s500ms", "--sync-period", "2s", "-o", "json"];
+    let out = simulate(&args);
+    exited_0(&out);
+    let s = summary(&out);
+    assert_eq!(s["node"], "node-7", "{s:#}");
+    assert!((1.5..10.0).contains(&s["seconds"].as_f64().unwrap()), "{s:#}");
+    check_passed(&s);
+}
+
+#[test]
+fn bad_flags_are_refused_with_what_was_expected() {
+    let out = simulate(&["--duration", "1m3x"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("\"1m3x\" is not a duration"), "{stderr}");
+    // --context only makes sense with a kubeconfig.
+    let out = simulate(&["--context", "prod"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--kubeconfig"));
+    // A malformed RUST_LOG is an error, not silently the default filter.
+    let out = command(&["--duration", "1"]).env("RUST_LOG", "podstatus=loud").output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("RUST_LOG=\"podstatus=loud\" is not a log filter"));
+}
