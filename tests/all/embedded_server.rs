@@ -4,19 +4,16 @@
 //! bodies for bad requests. Raw HTTP/1.1 where the wire matters (codes, bodies, chunked
 //! watches), kube-rs where a real client should simply work.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use crate::raw_http::{PATIENCE, Reply, create, http, open, read_chunk, read_head};
+use std::io::BufReader;
 use std::net::{SocketAddr, TcpStream};
 use std::sync::Arc;
-use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, Preconditions};
 use podstatus_apiserver::{EmbeddedApiServer, ServeOptions};
 use podstatus_backends::{ApiServer, MemoryApiServer};
 use serde_json::{Value, json};
-
-/// Generous: bounds reads that should take milliseconds.
-const PATIENCE: Duration = Duration::from_secs(30);
 
 fn serve() -> EmbeddedApiServer {
     let store = Arc::new(MemoryApiServer::with_graceful_deletion());
@@ -29,82 +26,6 @@ fn pod(name: &str, node: &str, labels: Value) -> Value {
         "metadata": {"name": name, "namespace": "ns", "labels": labels},
         "spec": {"nodeName": node, "containers": [{"name": "app", "image": "app:1"}]},
     })
-}
-
-/// One HTTP/1.1 exchange: status, headers (lowercased names), body (de-chunked).
-struct Reply {
-    code: u16,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
-}
-
-impl Reply {
-    fn json(&self) -> Value {
-        serde_json::from_slice(&self.body)
-            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&self.body)))
-    }
-
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
-    }
-}
-
-/// Sends a request and reads the whole answer (the connection is closed after it).
-fn http(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Reply {
-    let mut stream = open(addr, method, path, headers, body);
-    let mut reader = BufReader::new(&mut stream);
-    let (code, headers) = read_head(&mut reader);
-    let chunked = headers.iter().any(|(n, v)| n == "transfer-encoding" && v.contains("chunked"));
-    let mut body = Vec::new();
-    if chunked {
-        while let Some(chunk) = read_chunk(&mut reader) {
-            body.extend(chunk);
-        }
-    } else {
-        reader.read_to_end(&mut body).expect("read body");
-    }
-    Reply { code, headers, body }
-}
-
-fn open(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> TcpStream {
-    let mut stream = TcpStream::connect(addr).expect("connect");
-    stream.set_read_timeout(Some(PATIENCE)).expect("timeout");
-    let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
-    for (name, value) in headers {
-        head.push_str(&format!("{name}: {value}\r\n"));
-    }
-    head.push_str(&format!("Content-Length: {}\r\n\r\n", body.len()));
-    stream.write_all(head.as_bytes()).expect("send head");
-    stream.write_all(body).expect("send body");
-    stream
-}
-
-fn read_head(reader: &mut impl BufRead) -> (u16, Vec<(String, String)>) {
-    let mut line = String::new();
-    reader.read_line(&mut line).expect("status line");
-    let code = line.split_whitespace().nth(1).and_then(|c| c.parse().ok()).expect("status code");
-    let mut headers = Vec::new();
-    loop {
-        line.clear();
-        reader.read_line(&mut line).expect("header");
-        let Some((name, value)) = line.trim_end().split_once(':') else { break };
-        headers.push((name.to_ascii_lowercase(), value.trim().to_owned()));
-    }
-    (code, headers)
-}
-
-/// One chunk of a chunked body; None at the end.
-fn read_chunk(reader: &mut impl BufRead) -> Option<Vec<u8>> {
-    let mut line = String::new();
-    reader.read_line(&mut line).expect("chunk size");
-    let size = usize::from_str_radix(line.trim(), 16).expect("hex size");
-    if size == 0 {
-        return None;
-    }
-    let mut chunk = vec![0; size + 2];
-    reader.read_exact(&mut chunk).expect("chunk");
-    chunk.truncate(size);
-    Some(chunk)
 }
 
 /// A watch response read event by event.
@@ -141,12 +62,6 @@ impl Watch {
         let what = object["metadata"]["name"].as_str().or(object["reason"].as_str()).unwrap_or_default().to_owned();
         Some((kind, what))
     }
-}
-
-fn create(addr: SocketAddr, pod: &Value) -> Value {
-    let reply = http(addr, "POST", "/api/v1/namespaces/ns/pods", &[], pod.to_string().as_bytes());
-    assert_eq!(reply.code, 201, "{}", String::from_utf8_lossy(&reply.body));
-    reply.json()
 }
 
 fn names(list: &Value) -> Vec<&str> {

@@ -12,6 +12,7 @@ mod kubectl;
 mod metrics;
 mod plugin_faults;
 mod python_client;
+mod raw_http;
 mod reach;
 mod recovery;
 mod replay_fixtures;
