@@ -38,18 +38,6 @@ fn time(seconds: i64) -> String {
     rfc3339(seconds, 0)
 }
 
-fn container(name: &str, ready: bool) -> Value {
-    json!({
-        "name": name,
-        "containerID": format!("containerd://{name}"),
-        "image": "busybox",
-        "imageID": "",
-        "ready": ready,
-        "restartCount": 0,
-        "state": {"running": {"startedAt": time(T0 + 3)}},
-    })
-}
-
 /// The seconds of the world's clock, as a cached time shows them.
 fn now_seconds(m: &mut M) -> i64 {
     m.imports_mut().now.seconds

@@ -269,6 +269,22 @@ impl FakeWorld {
         self.calls.push(call);
     }
 
+    /// The API server's object at `key`, if the write's UID precondition holds for it.
+    fn stored(&self, key: &(String, String), uid_precondition: Option<&str>) -> Result<&Value, ApiError> {
+        let Some(stored) = self.api.get(key) else {
+            return Err(ApiError::NotFound(format!("pods \"{}\" not found", key.1)));
+        };
+        if let Some(uid) = uid_precondition
+            && uid != uid_of(stored)
+        {
+            return Err(ApiError::Conflict(format!(
+                "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                uid_of(stored)
+            )));
+        }
+        Ok(stored)
+    }
+
     fn injected_failure(&self, verb: Verb) -> Option<ApiError> {
         self.failures.get(&verb).cloned()
     }
@@ -326,17 +342,7 @@ impl V1Imports for FakeWorld {
             return Err(error);
         }
         let key = (update.namespace.clone(), update.name.clone());
-        let Some(stored) = self.api.get(&key) else {
-            return Err(ApiError::NotFound(format!("pods \"{}\" not found", update.name)));
-        };
-        if let Some(uid) = &update.uid_precondition
-            && uid != uid_of(stored)
-        {
-            return Err(ApiError::Conflict(format!(
-                "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
-                uid_of(stored)
-            )));
-        }
+        let stored = self.stored(&key, update.uid_precondition.as_deref())?;
         if let Some(rv) = &update.resource_version_precondition
             && Some(rv.as_str()) != stored["metadata"]["resourceVersion"].as_str()
         {
@@ -456,17 +462,7 @@ impl Imports for FakeWorld {
             return Err(error);
         }
         let key = (patch.namespace.clone(), patch.name.clone());
-        let Some(stored) = self.api.get(&key) else {
-            return Err(ApiError::NotFound(format!("pods \"{}\" not found", patch.name)));
-        };
-        if let Some(uid) = &patch.uid_precondition
-            && uid != uid_of(stored)
-        {
-            return Err(ApiError::Conflict(format!(
-                "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
-                uid_of(stored)
-            )));
-        }
+        let stored = self.stored(&key, patch.uid_precondition.as_deref())?;
         let status = apply_status_patch(&stored["status"], &body["status"]);
         // The result must be a core/v1 PodStatus.
         serde_json::from_value::<PodStatus>(status.clone()).expect("the patched status is a core/v1 PodStatus");
@@ -663,6 +659,19 @@ pub fn is_mirror(pod: &Value) -> bool {
 }
 
 /// Driving logic v2 over the fake world.
+/// A container status, running since `T0 + 3`, with the ID `containerd://NAME`.
+pub fn container(name: &str, ready: bool) -> Value {
+    json!({
+        "name": name,
+        "containerID": format!("containerd://{name}"),
+        "image": "busybox",
+        "imageID": "",
+        "ready": ready,
+        "restartCount": 0,
+        "state": {"running": {"startedAt": rfc3339(T0 + 3, 0)}},
+    })
+}
+
 pub mod v2 {
     use serde_json::{Value, json};
 
@@ -736,18 +745,7 @@ pub mod v2 {
         m.imports_mut().take_verbs()
     }
 
-    /// A container status, running since `T0 + 3`, with the ID `containerd://NAME`.
-    pub fn container(name: &str, ready: bool) -> Value {
-        json!({
-            "name": name,
-            "containerID": format!("containerd://{name}"),
-            "image": "busybox",
-            "imageID": "",
-            "ready": ready,
-            "restartCount": 0,
-            "state": {"running": {"startedAt": rfc3339(T0 + 3, 0)}},
-        })
-    }
+    pub use super::container;
 
     /// A container status of this state (`{"running": {}}`, `{"terminated": {...}}`, ...).
     pub fn container_in(name: &str, state: Value) -> Value {
