@@ -675,7 +675,7 @@ pub fn container(name: &str, ready: bool) -> Value {
 pub mod v2 {
     use serde_json::{Value, json};
 
-    use super::{FakeWorld, T0, Verb, rfc3339};
+    use super::{FakeWorld, Verb};
 
     /// Logic v2 over the fake world.
     pub type M = podstatus_logic_v2::Manager<FakeWorld>;
