@@ -101,19 +101,20 @@ impl HostView {
         entry.pod = Some(Arc::new(pod.clone()));
     }
 
-    /// [`HostView::report_status`] for the JSON a manager call carries; JSON that does
-    /// not parse is not recorded (the plugin refuses it too).
-    pub fn report_status_json(&self, pod: &str, status: &str) {
-        if let (Ok(pod), Ok(status)) = (serde_json::from_str::<Pod>(pod), serde_json::from_str::<PodStatus>(status)) {
-            self.report_status(&pod, &status);
-        }
+    /// [`HostView::report_status`] for the JSON a manager call carries; returns the
+    /// pod's UID. JSON that does not parse is not recorded (the plugin refuses it too).
+    pub fn report_status_json(&self, pod: &str, status: &str) -> Option<String> {
+        let (pod, status) = (serde_json::from_str::<Pod>(pod).ok()?, serde_json::from_str::<PodStatus>(status).ok()?);
+        self.report_status(&pod, &status);
+        pod.metadata.uid
     }
 
-    /// [`HostView::report_termination`] for the JSON a manager call carries.
-    pub fn report_termination_json(&self, pod: &str) {
-        if let Ok(pod) = serde_json::from_str::<Pod>(pod) {
-            self.report_termination(&pod);
-        }
+    /// [`HostView::report_termination`] for the JSON a manager call carries; returns
+    /// the pod's UID.
+    pub fn report_termination_json(&self, pod: &str) -> Option<String> {
+        let pod = serde_json::from_str::<Pod>(pod).ok()?;
+        self.report_termination(&pod);
+        pod.metadata.uid
     }
 
     /// The plugin accepted a change of the status of `uid` and now holds `accepted`.
