@@ -14,6 +14,7 @@ mod python_client;
 mod reach;
 mod recovery;
 mod replay_fixtures;
+mod replay_guarded;
 mod sandbox;
 mod simulate;
 mod swap;

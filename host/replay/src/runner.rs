@@ -12,11 +12,11 @@ use crate::recorder::RecordingApiServer;
 use crate::report::{Call, Fault, Report};
 use crate::trace::{PodRef, Problem, Step, Trace, TraceError};
 use podstatus_backends::FixedDeletionSafety;
-use podstatus_backends::{ApiServer, GuardedApiServer, HostView};
 use podstatus_backends::MemoryApiServer;
 use podstatus_backends::PodManager;
 use podstatus_backends::SyncQueue;
 use podstatus_backends::VirtualClock;
+use podstatus_backends::{ApiServer, GuardedApiServer, HostView};
 use podstatus_runtime::World;
 use podstatus_runtime::{CallError, LoadError, Plugin};
 

@@ -99,7 +99,9 @@ pub fn check(handle: &ManagerHandle, pods: &PodManager, read: &ReadPod<'_>) -> C
         let actual = stored.status.unwrap_or_default();
         if let Some(detail) = difference(&wanted_status, &actual) {
             let whose = if wanted.forgotten { "accepted (and since forgotten) " } else { "" };
-            check.differing.push(Difference { pod: name, detail: format!("{whose}version {}: {detail}", wanted.version) });
+            check
+                .differing
+                .push(Difference { pod: name, detail: format!("{whose}version {}: {detail}", wanted.version) });
         }
     }
     check
