@@ -287,3 +287,42 @@ fn terminated_pods_are_deleted_by_the_status_manager_and_gone_from_the_store() {
         summary.pods_deleted
     );
 }
+
+#[test]
+fn a_plugin_that_forgets_what_it_accepted_fails_the_check() {
+    // The prober, told to forget (`podstatus.test/probe: forget`), accepts every status,
+    // writes nothing, and then holds nothing: comparing the API server with what the
+    // plugin claims to hold would find nothing to compare. The host's record of what it
+    // accepted does.
+    let server = server();
+    let store = Arc::clone(server.store());
+    let config = AgentConfig { sync_period: Duration::from_secs(3600), ..agent_config(Target::Url(server.url())) };
+    let plugins = runtime();
+    let image = plugins.load(podstatus_test_programs::PROBER).expect("the prober loads");
+    let agent = NodeAgent::start(&config, plugins, image).expect("the agent starts");
+
+    let mut forgetful = pod("web-f", "uid-f");
+    forgetful.metadata.annotations = Some([("podstatus.test/probe".to_owned(), "forget".to_owned())].into());
+    store.create_pod(forgetful).unwrap();
+    wait_until("the watch brings the pod", || agent.pod_manager().pods().len() == 1);
+    let held = agent.pod_manager().pods().remove(0);
+    let outcome = agent
+        .handle()
+        .set_pod_status(&serde_json::to_string(&*held).unwrap(), &serde_json::to_string(&running()).unwrap())
+        .unwrap();
+    assert!(matches!(outcome, UpdateOutcome::Queued), "{outcome:?}");
+    assert_eq!(agent.handle().get_pod_status("uid-f").unwrap(), None, "forgotten");
+
+    let read = |namespace: &str, name: &str| -> Result<Option<Pod>, OwnerError> {
+        Ok(store
+            .list_pods()
+            .into_iter()
+            .find(|p| p.metadata.namespace.as_deref() == Some(namespace) && p.metadata.name.as_deref() == Some(name)))
+    };
+    let checked = check::check(agent.handle(), agent.pod_manager(), &read);
+    assert_eq!(checked.compared, 1, "{checked:?}");
+    assert_eq!(checked.differing.len(), 1, "{checked:?}");
+    assert_eq!(checked.differing[0].pod, "sim/web-f");
+    assert!(checked.differing[0].detail.starts_with("accepted (and since forgotten)"), "{checked:?}");
+    agent.shutdown(Duration::from_secs(10));
+}

@@ -260,8 +260,15 @@ impl ManagerHandle {
     }
 
     /// Records, when observing, what the plugin now holds for `uid` after it accepted
-    /// a change (`outcome`).
-    fn note_accepted(&self, plugin: &mut dyn Plugin, uid: Option<&str>, outcome: &Result<UpdateOutcome>) {
+    /// a change (`outcome`). A plugin that accepted a status and holds none is held to
+    /// `reported` (the status the node handed it, as version 0) when there is one.
+    fn note_accepted(
+        &self,
+        plugin: &mut dyn Plugin,
+        uid: Option<&str>,
+        reported: Option<&str>,
+        outcome: &Result<UpdateOutcome>,
+    ) {
         let (Some(view), Some(uid)) = (self.shared.host_view.get(), uid) else { return };
         if !matches!(outcome, Ok(UpdateOutcome::Queued | UpdateOutcome::QueueFull)) {
             return;
@@ -269,7 +276,12 @@ impl ManagerHandle {
         match plugin.get_pod_status(uid) {
             Ok(Some(cached)) => view.accept(uid, Accepted { version: cached.version, status: cached.status }),
             // The plugin accepted a status it does not hold: the final check will show it.
-            Ok(None) => tracing::warn!(pod = %uid, "the plugin accepted a status and does not hold it"),
+            Ok(None) => {
+                tracing::warn!(pod = %uid, "the plugin accepted a status and does not hold it");
+                if let Some(status) = reported {
+                    view.accept(uid, Accepted { version: 0, status: status.to_owned() });
+                }
+            }
             Err(e) => tracing::warn!(pod = %uid, "reading back an accepted status: {e}"),
         }
     }
@@ -284,7 +296,7 @@ impl ManagerHandle {
         let mut plugin = self.shared.plugin();
         let uid = self.host_view().and_then(|view| view.report_status_json(pod, status));
         let outcome = plugin.set_pod_status(pod, status);
-        self.note_accepted(plugin.as_mut(), uid.as_deref(), &outcome);
+        self.note_accepted(plugin.as_mut(), uid.as_deref(), Some(status), &outcome);
         outcome
     }
 
@@ -292,7 +304,7 @@ impl ManagerHandle {
     pub fn set_container_readiness(&self, pod_uid: &str, container_id: &str, ready: bool) -> Result<UpdateOutcome> {
         let mut plugin = self.shared.plugin();
         let outcome = plugin.set_container_readiness(pod_uid, container_id, ready);
-        self.note_accepted(plugin.as_mut(), Some(pod_uid), &outcome);
+        self.note_accepted(plugin.as_mut(), Some(pod_uid), None, &outcome);
         outcome
     }
 
@@ -301,7 +313,7 @@ impl ManagerHandle {
         let mut plugin = self.shared.plugin();
         let uid = self.host_view().and_then(|view| view.report_termination_json(pod));
         let outcome = plugin.terminate_pod(pod);
-        self.note_accepted(plugin.as_mut(), uid.as_deref(), &outcome);
+        self.note_accepted(plugin.as_mut(), uid.as_deref(), None, &outcome);
         outcome
     }
 

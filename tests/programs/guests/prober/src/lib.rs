@@ -11,6 +11,8 @@
 //!   `podstatus.test/ip` (default `10.66.6.6`), with the pod's UID as precondition;
 //! - `stale-name`: writes the status by name alone, without a UID precondition;
 //! - `revive`: writes the status with phase `Running`, with the pod's UID;
+//! - `forget`: accepts the status and forgets it: `get-pod-status` finds nothing and
+//!   `sync-pod` writes nothing (a plugin that drops its cache);
 //! - anything else (or no annotation): writes the status as given, with the pod's UID,
 //!   as an honest plugin would.
 //!
@@ -111,7 +113,7 @@ impl Guest for Prober {
     fn get_pod_status(uid: String) -> Option<CachedStatus> {
         PODS.with(|pods| {
             let pods = pods.borrow();
-            let held = pods.get(&uid)?;
+            let held = pods.get(&uid).filter(|held| held.probe != "forget")?;
             let message = held.result.clone().unwrap_or_else(|| "not probed yet".into());
             Some(CachedStatus { version: held.version, status: json!({ "message": message }).to_string() })
         })
@@ -166,6 +168,9 @@ impl Guest for Prober {
             let Some(held) = pods.get_mut(&request.pod_uid) else {
                 return Err(ManagerError::UnknownRequest(request.id));
             };
+            if held.probe == "forget" {
+                return Ok(SyncOutcome::UpToDate);
+            }
             let result = Prober::probe(&request.pod_uid, held);
             let outcome = match (&result, held.probe.as_str()) {
                 (Ok(()), "delete") => SyncOutcome::Deleted,
@@ -182,8 +187,10 @@ impl Guest for Prober {
         BatchReport { synced: 0, reconciled: 0, failed: 0 }
     }
 
+    /// An empty document of the documented format (the agent's supervisor follows it):
+    /// the prober carries nothing across a restart or swap.
     fn save_state() -> String {
-        "{}".to_string()
+        r#"{"statuses": {}, "apiStatusVersions": {}, "pending": {}}"#.to_string()
     }
 
     fn load_state(_state: String) -> Result<(), ManagerError> {
@@ -191,7 +198,7 @@ impl Guest for Prober {
     }
 
     fn save_state_changes() -> String {
-        "{}".to_string()
+        r#"{"format": "podstatus.kubelet.io/state-changes", "patch": {}}"#.to_string()
     }
 
     fn apply_state_changes(_changes: String) -> Result<(), ManagerError> {
