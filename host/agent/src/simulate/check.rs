@@ -46,7 +46,7 @@ pub fn check(handle: &ManagerHandle, pods: &PodManager, read: &ReadPod<'_>) -> C
             (Some(cached), None) => Wanted { version: cached.version, status: cached.status, forgotten: false },
             (None, Some(accepted)) => Wanted { version: accepted.version, status: accepted.status, forgotten: true },
             (Some(cached), Some(accepted)) => {
-                if cached.version != accepted.version || cached.status != accepted.status {
+                if cached.version != accepted.version || !same_status(&cached.status, &accepted.status) {
                     let detail = format!(
                         "the plugin holds version {} but accepted version {} (as it reported then)",
                         cached.version, accepted.version
@@ -105,6 +105,19 @@ pub fn check(handle: &ManagerHandle, pods: &PodManager, read: &ReadPod<'_>) -> C
         }
     }
     check
+}
+
+/// Whether two statuses as JSON text are the same status (the same text, or equal as
+/// Kubernetes compares them: a swap may carry a status to a plugin that writes it
+/// differently).
+fn same_status(a: &str, b: &str) -> bool {
+    if a == b {
+        return true;
+    }
+    match (serde_json::from_str::<PodStatus>(a), serde_json::from_str::<PodStatus>(b)) {
+        (Ok(a), Ok(b)) => podstatus_logic::semantic_eq::status_equal(&a, &b),
+        _ => false,
+    }
 }
 
 /// The first top-level field of the status that differs, with both values; `None`
