@@ -78,7 +78,7 @@ use serde_json::Value;
 
 use super::{ApiError, ApiServer, DeleteOptions, Result, StatusPatch, StatusUpdate};
 use crate::host_view::{HostView, ips_of};
-use crate::pod_identity::{identity, is_mirror_pod};
+use crate::pod_identity::{identity, is_mirror_pod, is_static_pod};
 use crate::pod_manager::PodManager;
 
 /// The `tracing` target of refusals, so they can be filtered apart.
@@ -334,7 +334,14 @@ impl GuardedApiServer {
         }
         let chosen = match owner {
             Owner::Bound(pod) => pod.metadata.uid.clone(),
-            Owner::PodManager => match self.held(namespace, name).as_slice() {
+            // A static pod is never in the API server: its name's object is its mirror pod.
+            Owner::PodManager => match self
+                .held(namespace, name)
+                .into_iter()
+                .filter(|pod| is_mirror_pod(pod) || !is_static_pod(pod))
+                .collect::<Vec<_>>()
+                .as_slice()
+            {
                 [only] => only.metadata.uid.clone(),
                 _ => self.bound_pod(namespace, name)?.and_then(|pod| pod.metadata.uid.clone()),
             },
@@ -953,6 +960,15 @@ mod tests {
         let inside = json!({"metadata": {"uid": "ua2"}, "status": {"phase": "Failed"}});
         forbidden(guard.patch_pod_status(patch("ns", "a", None, inside)));
         assert_eq!(node.store.get_pod("ns", "a").expect("get"), before, "untouched");
+    }
+
+    #[test]
+    fn a_write_to_a_static_pods_name_is_pinned_to_its_mirror_pod() {
+        let node = Node::new();
+        let before = node.store.get_pod("ns", "web").expect("get");
+        let written = node.guard(None).update_pod_status(update("ns", "web", None)).expect("pinned to m1");
+        assert_eq!(written.metadata.uid.as_deref(), Some("m1"));
+        assert_ne!(written.metadata.resource_version, before.metadata.resource_version);
     }
 
     #[test]
