@@ -16,6 +16,7 @@ mod raw_http;
 mod reach;
 mod recovery;
 mod replay_fixtures;
+mod replay_guarded;
 mod sandbox;
 mod simulate;
 mod swap;

@@ -8,22 +8,27 @@
 //! only what it read, so through it only a read can be aimed at another node's pod. The
 //! other malicious patterns are made on purpose by calling the server the plugin's
 //! imports forward to (the world's `api_server`), exactly as a hostile plugin's import
-//! calls would reach it.
+//! calls would reach it, and by the prober (`tests/programs/guests/prober`), a hostile
+//! component whose probe each test picks by an annotation of the pod it hands it:
+//! force-deleting a running pod, deleting a mirror pod or a pod whose containers may
+//! still run, forging IPs, writing by a stale name. Each asserts that nothing forbidden
+//! reaches the API server.
 
 use std::sync::{Arc, Mutex, PoisonError};
 
 use k8s_openapi::api::core::v1::Pod;
-use podstatus_backends::FixedDeletionSafety;
 use podstatus_backends::PodManager;
 use podstatus_backends::SyncQueue;
 use podstatus_backends::SystemClock;
 use podstatus_backends::{
     ApiError, ApiServer, DeleteOptions, GuardedApiServer, MemoryApiServer, Refusals, StatusPatch, StatusUpdate,
 };
+use podstatus_backends::{ContainersStopped, HostView};
 use podstatus_runtime::Plugin;
 use podstatus_runtime::World;
 use podstatus_runtime::bindings::{SyncOutcome, UpdateOutcome};
-use podstatus_tests::v1_image;
+use podstatus_test_programs::PROBER;
+use podstatus_tests::{load, v1_image};
 use serde_json::{Value, json};
 
 const NODE: &str = "node-1";
@@ -106,6 +111,7 @@ impl ApiServer for PluginSide {
 struct Node {
     store: Arc<MemoryApiServer>,
     pod_manager: Arc<PodManager>,
+    host_view: Arc<HostView>,
     guard: Arc<GuardedApiServer>,
     plugin_side: Arc<PluginSide>,
     world: World,
@@ -116,16 +122,24 @@ impl Node {
         let store = Arc::new(MemoryApiServer::new());
         let pod_manager = Arc::new(PodManager::new());
         pod_manager.follow_api_server(&store);
-        let guard = Arc::new(GuardedApiServer::new(store.clone(), Arc::clone(&pod_manager), node_name.map(Into::into)));
+        // The kubelet's own rule, asked by the plugin with its status and by the guard
+        // with the node's.
+        let host_view = Arc::new(HostView::new(Arc::new(ContainersStopped)));
+        let guard = Arc::new(GuardedApiServer::new(
+            store.clone(),
+            Arc::clone(&pod_manager),
+            node_name.map(Into::into),
+            Arc::clone(&host_view),
+        ));
         let plugin_side = Arc::new(PluginSide { guard: Arc::clone(&guard), errors: Mutex::default() });
         let world = World {
             api_server: plugin_side.clone(),
             pod_manager: Arc::clone(&pod_manager),
-            deletion_safety: Arc::new(FixedDeletionSafety::new(true)),
+            deletion_safety: Arc::new(ContainersStopped),
             clock: Arc::new(SystemClock),
             queue: Arc::new(SyncQueue::default()),
         };
-        Node { store, pod_manager, guard, plugin_side, world }
+        Node { store, pod_manager, host_view, guard, plugin_side, world }
     }
 
     /// The pod is the node's: in its pod manager and in the API server.
@@ -143,8 +157,10 @@ impl Node {
         self.store.get_pod(namespace, name).expect("stored")
     }
 
-    /// The plugin caches `status` for `pod` and syncs the request it queued.
+    /// The node reports `status` for `pod` (the host's view first, as the agent's
+    /// handle does), the plugin caches it and syncs the request it queued.
     fn sync(&self, plugin: &mut dyn Plugin, pod: &Value, status: &str) -> SyncOutcome {
+        self.host_view.report_status_json(&pod.to_string(), status);
         assert_eq!(plugin.set_pod_status(&pod.to_string(), status).expect("set"), UpdateOutcome::Queued);
         let request = self.world.queue.pop().expect("a queued sync");
         plugin.sync_pod(&request).expect("sync")
@@ -152,6 +168,18 @@ impl Node {
 
     fn plugin(&self) -> Box<dyn Plugin> {
         Box::new(v1_image().instantiate(self.world.clone()).expect("instantiate"))
+    }
+
+    fn prober(&self) -> Box<dyn Plugin> {
+        static IMAGE: std::sync::OnceLock<podstatus_runtime::PluginImage> = std::sync::OnceLock::new();
+        Box::new(IMAGE.get_or_init(|| load(PROBER)).instantiate(self.world.clone()).expect("instantiate"))
+    }
+
+    /// What the prober's last probe of `uid` got back (`ok`, `forbidden: ...`, ...).
+    fn probed(plugin: &mut dyn Plugin, uid: &str) -> String {
+        let cached = plugin.get_pod_status(uid).expect("get").expect("held");
+        let status: Value = serde_json::from_str(&cached.status).expect("json");
+        status["message"].as_str().expect("message").to_owned()
     }
 }
 
@@ -384,4 +412,135 @@ fn still_serves(node: &Node) {
     assert_eq!(node.sync(&mut *plugin, &own, RUNNING), SyncOutcome::Written);
     assert_eq!(phase(&node.stored("ns", "own")), Some("Running"));
     assert_eq!(node.guard.refusals(), refusals, "no new refusal");
+}
+
+// ---- The prober: a hostile component, probing what the guard decides. ----
+
+fn probing(pod: Value, probe: &str) -> Value {
+    let mut pod = pod;
+    pod["metadata"]["annotations"] = json!({"podstatus.test/probe": probe});
+    pod
+}
+
+/// A status the node reports for a running pod: its IPs and a running container.
+const RUNNING_WITH_IPS: &str = r#"{"phase": "Running", "podIP": "10.0.0.5", "podIPs": [{"ip": "10.0.0.5"}],
+    "hostIP": "192.168.1.10", "containerStatuses": [{"name": "c", "image": "registry.example/c:1", "imageID": "",
+    "ready": true, "restartCount": 0, "state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}}}]}"#;
+
+#[test]
+fn a_running_pod_cannot_be_force_deleted() {
+    // A StatefulSet pod whose container runs: deleting it would let its replacement run
+    // beside it. No deletionTimestamp, a grace period of the plugin's choosing.
+    let node = Node::new(Some(NODE));
+    let mut prober = node.prober();
+    let db = probing(pod("ns", "db-0", "u-db", NODE), "delete");
+    node.own(&db);
+    assert_eq!(node.sync(&mut *prober, &db, RUNNING_WITH_IPS), SyncOutcome::DeleteFailed);
+    let message = Node::probed(&mut *prober, "u-db");
+    assert_eq!(
+        message,
+        "forbidden: delete of pod ns/db-0 refused: the pod is not being deleted (no deletionTimestamp)"
+    );
+    assert!(node.store.get_pod("ns", "db-0").is_ok(), "still there");
+
+    // Being deleted, but by the node's own report its container still runs: the status
+    // the plugin supplies (all stopped) does not count.
+    let deleting = being_deleted(db);
+    node.own(&deleting);
+    node.host_view.report_status_json(&deleting.to_string(), RUNNING_WITH_IPS);
+    assert_eq!(prober.set_pod_status(&deleting.to_string(), SUCCEEDED).expect("set"), UpdateOutcome::Queued);
+    let request = node.world.queue.pop().expect("queued");
+    assert_eq!(prober.sync_pod(&request).expect("sync"), SyncOutcome::DeleteFailed);
+    let message = Node::probed(&mut *prober, "u-db");
+    assert!(message.ends_with("by the node's own report a container of the pod may still run"), "{message}");
+    assert!(node.store.get_pod("ns", "db-0").is_ok(), "still there");
+
+    // Once the node has terminated it, the delete goes, with the host's grace period.
+    node.host_view.report_termination(&object(&deleting));
+    assert_eq!(prober.set_pod_status(&deleting.to_string(), SUCCEEDED).expect("set"), UpdateOutcome::Queued);
+    let request = node.world.queue.pop().expect("queued");
+    assert_eq!(prober.sync_pod(&request).expect("sync"), SyncOutcome::Deleted);
+    assert_eq!(node.store.get_pod("ns", "db-0").map_err(|e| e.reason()), Err("NotFound"));
+    assert_eq!(node.guard.refusals().delete, 2);
+}
+
+#[test]
+fn a_mirror_pod_cannot_be_deleted() {
+    let node = Node::new(Some(NODE));
+    let mut prober = node.prober();
+    let static_pod = with_annotations(pod("kube-system", "etcd-node-1", "s1", NODE), json!({CONFIG_SOURCE: "file"}));
+    let mirror_pod = being_deleted(with_annotations(
+        pod("kube-system", "etcd-node-1", "m1", NODE),
+        json!({CONFIG_SOURCE: "file", CONFIG_MIRROR: "hash", "podstatus.test/probe": "delete"}),
+    ));
+    node.pod_manager.add_pod(object(&static_pod));
+    node.own(&mirror_pod);
+    node.host_view.report_termination(&object(&mirror_pod));
+    node.host_view.report_termination(&object(&static_pod));
+    assert_eq!(node.sync(&mut *prober, &mirror_pod, SUCCEEDED), SyncOutcome::DeleteFailed);
+    let message = Node::probed(&mut *prober, "m1");
+    assert!(message.ends_with("a mirror pod is its static pod's to remove, not the status manager's"), "{message}");
+    assert!(node.store.get_pod("kube-system", "etcd-node-1").is_ok(), "still there");
+}
+
+#[test]
+fn a_forged_ip_is_refused() {
+    let node = Node::new(Some(NODE));
+    let mut prober = node.prober();
+    let mut web = probing(pod("ns", "web", "u-web", NODE), "forge-ip");
+    web["metadata"]["annotations"]["podstatus.test/ip"] = json!("10.66.6.6");
+    node.own(&web);
+    let before = node.stored("ns", "web");
+    assert_eq!(node.sync(&mut *prober, &web, RUNNING_WITH_IPS), SyncOutcome::WriteFailed);
+    let message = Node::probed(&mut *prober, "u-web");
+    assert_eq!(
+        message,
+        "forbidden: status update of pod ns/web refused: IP 10.66.6.6 was not reported by the node for this pod"
+    );
+    assert_eq!(node.stored("ns", "web"), before, "untouched");
+
+    // Another pod's IP is forged too: the node reported 10.0.0.5 for u-web, not u-api.
+    let mut api = probing(pod("ns", "api", "u-api", NODE), "forge-ip");
+    api["metadata"]["annotations"]["podstatus.test/ip"] = json!("10.0.0.5");
+    node.own(&api);
+    assert_eq!(node.sync(&mut *prober, &api, RUNNING), SyncOutcome::WriteFailed);
+    assert!(Node::probed(&mut *prober, "u-api").starts_with("forbidden: "));
+
+    // The IP the node reported goes through.
+    web["metadata"]["annotations"]["podstatus.test/ip"] = json!("10.0.0.5");
+    assert_eq!(node.sync(&mut *prober, &web, RUNNING_WITH_IPS), SyncOutcome::Written);
+    let written = node.stored("ns", "web");
+    assert_eq!(written.status.as_ref().and_then(|s| s.pod_ip.as_deref()), Some("10.0.0.5"));
+    assert_eq!(node.guard.refusals().update_status, 2);
+}
+
+#[test]
+fn a_terminal_phase_cannot_be_revived() {
+    let node = Node::new(Some(NODE));
+    let mut prober = node.prober();
+    let mut job = probing(pod("ns", "job", "u-job", NODE), "revive");
+    job["status"] = json!({"phase": "Succeeded"});
+    node.own(&job);
+    let before = node.stored("ns", "job");
+    assert_eq!(node.sync(&mut *prober, &job, SUCCEEDED), SyncOutcome::WriteFailed);
+    let message = Node::probed(&mut *prober, "u-job");
+    assert!(message.contains("phase Succeeded is terminal, it does not go back to \"Running\""), "{message}");
+    assert_eq!(node.stored("ns", "job"), before, "untouched");
+}
+
+#[test]
+fn a_stale_name_does_not_reach_a_pod_recreated_on_another_node() {
+    let node = Node::new(Some(NODE));
+    let mut prober = node.prober();
+    let cache = probing(pod("ns", "cache-0", "u-old", NODE), "stale-name");
+    node.own(&cache);
+    // Recreated under the same name on another node; the pod manager still holds the
+    // old one.
+    node.store.remove_pod("ns", "cache-0").expect("remove");
+    node.in_api_server(&pod("ns", "cache-0", "u-new", OTHER_NODE));
+    let before = node.stored("ns", "cache-0");
+    assert_eq!(node.sync(&mut *prober, &cache, r#"{"phase": "Failed"}"#), SyncOutcome::WriteFailed);
+    let message = Node::probed(&mut *prober, "u-old");
+    assert!(message.starts_with("conflict: "), "pinned to the UID the host knows: {message}");
+    assert_eq!(node.stored("ns", "cache-0"), before, "the other node's pod is untouched");
 }

@@ -288,3 +288,98 @@ fn terminated_pods_are_deleted_by_the_status_manager_and_gone_from_the_store() {
         summary.pods_deleted
     );
 }
+
+#[test]
+fn a_plugin_that_forgets_what_it_accepted_fails_the_check() {
+    // The prober, told to forget (`podstatus.test/probe: forget`), accepts every status,
+    // writes nothing, and then holds nothing: comparing the API server with what the
+    // plugin claims to hold would find nothing to compare. The host's record of what it
+    // accepted does.
+    let server = server();
+    let store = Arc::clone(server.store());
+    let config = AgentConfig { sync_period: Duration::from_secs(3600), ..agent_config(Target::Url(server.url())) };
+    let plugins = runtime();
+    let image = plugins.load(podstatus_test_programs::PROBER).expect("the prober loads");
+    let agent = NodeAgent::start(&config, plugins, image).expect("the agent starts");
+
+    let mut forgetful = pod("web-f", "uid-f");
+    forgetful.metadata.annotations = Some([("podstatus.test/probe".to_owned(), "forget".to_owned())].into());
+    store.create_pod(forgetful).unwrap();
+    wait_until("the watch brings the pod", || agent.pod_manager().pods().len() == 1);
+    let held = agent.pod_manager().pods().remove(0);
+    let outcome = agent
+        .handle()
+        .set_pod_status(&serde_json::to_string(&*held).unwrap(), &serde_json::to_string(&running()).unwrap())
+        .unwrap();
+    assert!(matches!(outcome, UpdateOutcome::Queued), "{outcome:?}");
+    assert_eq!(agent.handle().get_pod_status("uid-f").unwrap(), None, "forgotten");
+
+    let read = |namespace: &str, name: &str| -> Result<Option<Pod>, OwnerError> {
+        Ok(store
+            .list_pods()
+            .into_iter()
+            .find(|p| p.metadata.namespace.as_deref() == Some(namespace) && p.metadata.name.as_deref() == Some(name)))
+    };
+    let checked = check::check(agent.handle(), agent.pod_manager(), &read);
+    assert_eq!(checked.compared, 1, "{checked:?}");
+    assert_eq!(checked.differing.len(), 1, "{checked:?}");
+    assert_eq!(checked.differing[0].pod, "sim/web-f");
+    assert!(checked.differing[0].detail.starts_with("accepted (and since forgotten)"), "{checked:?}");
+    agent.shutdown(Duration::from_secs(10));
+}
+
+#[test]
+fn the_agents_guard_decides_by_what_the_node_reported() {
+    // The whole agent (kube-rs client, HTTP, watch, handle feeding the host's view) with
+    // the prober: a forged IP and a force-delete of a running pod never reach the store;
+    // the IP the node reported does.
+    let server = server();
+    let store = Arc::clone(server.store());
+    let config = AgentConfig { sync_period: Duration::from_secs(3600), ..agent_config(Target::Url(server.url())) };
+    let plugins = runtime();
+    let image = plugins.load(podstatus_test_programs::PROBER).expect("the prober loads");
+    let agent = NodeAgent::start(&config, plugins, image).expect("the agent starts");
+
+    let probing = |name: &str, uid: &str, probe: &str, ip: &str| {
+        let mut pod = pod(name, uid);
+        pod.metadata.annotations = Some(
+            [("podstatus.test/probe".to_owned(), probe.to_owned()), ("podstatus.test/ip".to_owned(), ip.to_owned())]
+                .into(),
+        );
+        pod
+    };
+    for pod in [
+        probing("web-forged", "uid-forged", "forge-ip", "10.66.6.6"),
+        probing("web-honest", "uid-honest", "forge-ip", "10.244.0.9"),
+        probing("db-0", "uid-db", "delete", ""),
+    ] {
+        store.create_pod(pod).unwrap();
+    }
+    wait_until("the watch brings the pods", || agent.pod_manager().pods().len() == 3);
+    for held in agent.pod_manager().pods() {
+        let outcome = agent
+            .handle()
+            .set_pod_status(&serde_json::to_string(&*held).unwrap(), &serde_json::to_string(&running()).unwrap())
+            .unwrap();
+        assert!(matches!(outcome, UpdateOutcome::Queued), "{outcome:?}");
+    }
+    let probed = |uid: &str| {
+        let cached = agent.handle().get_pod_status(uid).unwrap().expect("held");
+        let status: serde_json::Value = serde_json::from_str(&cached.status).unwrap();
+        status["message"].as_str().unwrap_or_default().to_owned()
+    };
+    wait_until("every probe ran", || {
+        ["uid-forged", "uid-honest", "uid-db"].iter().all(|uid| probed(uid) != "not probed yet")
+    });
+    assert!(probed("uid-forged").starts_with("forbidden: "), "{}", probed("uid-forged"));
+    assert!(probed("uid-db").contains("not being deleted"), "{}", probed("uid-db"));
+    assert_eq!(probed("uid-honest"), "ok");
+    let stored = |name: &str| {
+        store.list_pods().into_iter().find(|p| p.metadata.name.as_deref() == Some(name)).expect("still there")
+    };
+    assert_eq!(stored("web-forged").status, None, "untouched");
+    assert!(stored("db-0").metadata.deletion_timestamp.is_none(), "not deleted");
+    let ip = stored("web-honest").status.and_then(|s| s.pod_ip);
+    assert_eq!(ip.as_deref(), Some("10.244.0.9"));
+    agent.shutdown(Duration::from_secs(10));
+}

@@ -1,6 +1,7 @@
 //! Builds the test programs into components and generates one constant per component:
 //! every feature of `guests/adversary` is one adversary (`ADVERSARY_INFINITE_LOOP` for
-//! feature `infinite-loop`), and `guest/component` with its `failpoints` feature is the
+//! feature `infinite-loop`), `guests/prober` is one component whose probe each test
+//! picks at run time (`PROBER`), and `guest/component` with its `failpoints` feature is the
 //! real plugin with faults on demand (`FAILPOINTS`). The build fails when a component is
 //! used by no test under `tests/all/` or `host/cli/tests/`, so none is built for nothing.
 
@@ -42,6 +43,12 @@ fn main() {
         );
     }
     add("WRONG_CONTRACT".into(), "podstatus-test-wrong-contract", &[], "A plugin of contract kubelet:status@9.0.0.");
+    add(
+        "PROBER".into(),
+        "podstatus-test-prober",
+        &[],
+        "A hostile plugin probing the reach guard, its probe chosen by an annotation of the pod it is handed.",
+    );
     add(
         "FAILPOINTS".into(),
         "podstatus-guest",

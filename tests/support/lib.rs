@@ -31,7 +31,7 @@ pub fn v1_image() -> &'static PluginImage {
 }
 
 /// A plugin compiled with the shared cache and default limits.
-fn load(bytes: &[u8]) -> PluginImage {
+pub fn load(bytes: &[u8]) -> PluginImage {
     test_runtime().load(bytes).expect("the plugin loads")
 }
 
@@ -66,6 +66,18 @@ pub fn replay_component_with(
         image.instantiate(world).map(|p| Box::new(p) as Box<dyn Plugin>)
     };
     replay::run_with_swaps(&trace, &|world| image.instantiate(world).map(|p| Box::new(p) as Box<dyn Plugin>), &loader)
+}
+
+/// Replays `trace_text` through the component `image` with the agent's reach guard for
+/// node `node` (`podstatus replay --node NODE`).
+pub fn replay_component_guarded(
+    image: &PluginImage,
+    trace_text: &str,
+    base_dir: &Path,
+    node: &str,
+) -> Result<ReplayOutcome, TraceError> {
+    let trace = Trace { guard_node: Some(node.to_owned()), ..Trace::parse(trace_text, base_dir.to_path_buf())? };
+    replay::run(&trace, &|world| image.instantiate(world).map(|p| Box::new(p) as Box<dyn Plugin>))
 }
 
 /// Replays `trace_text` through the v2 component; `swap` steps load their plugin files.

@@ -161,14 +161,17 @@ impl NodeAgent {
         let pod_manager = Arc::new(PodManager::new());
         let queue = Arc::new(SyncQueue::new(config.queue_capacity));
         metrics.set_queue(Arc::clone(&queue));
+        let deletion_safety: Arc<dyn podstatus_backends::DeletionSafety> = Arc::new(ContainersStopped);
+        // What the node reports, kept apart from the plugin: the guard decides by it.
+        let host_view = Arc::new(podstatus_backends::HostView::new(Arc::clone(&deletion_safety)));
         let world = World {
             api_server: Arc::clone(&kube) as Arc<dyn ApiServer>,
             pod_manager: Arc::clone(&pod_manager),
-            deletion_safety: Arc::new(ContainersStopped),
+            deletion_safety,
             clock: Arc::new(SystemClock),
             queue: Arc::clone(&queue),
         }
-        .guarded(Some(config.node.clone()));
+        .guarded(Some(config.node.clone()), Arc::clone(&host_view));
         let behind_metering = match config.injected_faults {
             Some(faults) => Arc::new(FaultyApiServer::new(Arc::clone(&world.api_server), faults)),
             None => Arc::clone(&world.api_server),
@@ -196,6 +199,7 @@ impl NodeAgent {
         let plugin = supervised(&image, &world, &metrics)?;
         let scheduler_config = SchedulerConfig { sync_period: config.sync_period, admission: Some(limiter) };
         let (handle, scheduler) = podstatus_runtime::ManagerHandle::start(plugin, queue, scheduler_config);
+        handle.observe(host_view);
         Ok(NodeAgent {
             handle,
             scheduler: Some(scheduler),

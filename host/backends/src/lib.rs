@@ -1,7 +1,8 @@
 //! What the status-manager plugin's imports reach, as plain Rust behind traits: the API
 //! server ([`ApiServer`], with the in-memory store [`MemoryApiServer`] that replay, tests
 //! and the embedded API server use), the node's [`PodManager`], [`DeletionSafety`], the
-//! [`Clock`] and the [`SyncQueue`].
+//! [`Clock`] and the [`SyncQueue`], and the host's own view of the node's pods
+//! ([`HostView`]) that the plugin's reach guard consults.
 //!
 //! Nothing here knows wasmtime or the plugin's bindings: the runtime's import impls are
 //! thin adapters over these types, so the same backends serve the sandboxed plugin, the
@@ -10,6 +11,7 @@
 mod api_server;
 mod clock;
 mod deletion_safety;
+pub mod host_view;
 pub mod pod_identity;
 mod pod_manager;
 pub mod rng;
@@ -24,6 +26,7 @@ pub use api_server::{
 };
 pub use clock::{Clock, SystemClock, Timestamp, VirtualClock};
 pub use deletion_safety::{ContainersStopped, DeletionSafety, FixedDeletionSafety};
+pub use host_view::HostView;
 pub use pod_identity::{full_name, is_mirror_pod, is_static_pod};
 pub use pod_manager::PodManager;
 pub use sync_queue::{DEFAULT_CAPACITY, SyncQueue, SyncRequest, Wait};

@@ -19,7 +19,7 @@ use podstatus_backends::FixedDeletionSafety;
 use podstatus_backends::PodManager;
 use podstatus_backends::SyncQueue;
 use podstatus_backends::SystemClock;
-use podstatus_backends::{ApiServer, MemoryApiServer};
+use podstatus_backends::{ApiServer, HostView, MemoryApiServer};
 use podstatus_runtime::PODSTATUS_V1;
 use podstatus_runtime::World;
 use podstatus_runtime::{Plugin, PluginRuntime, RuntimeConfig};
@@ -62,7 +62,11 @@ fn worlds() -> Worlds {
     let kube: Arc<dyn ApiServer> = Arc::new(KubeApiServer::new(runtime.handle().clone(), client, config).unwrap());
 
     let http = world(Arc::clone(&kube));
-    let guarded = world(kube).guarded(Some("node-17".into()));
+    let guarded = world(kube);
+    // The node reported the status the bench syncs, so the guard lets its IPs through.
+    let host_view = Arc::new(HostView::new(Arc::clone(&guarded.deletion_safety)));
+    host_view.report_status_json(&fixture::pod_json(), &fixture::status_json(0));
+    let guarded = guarded.guarded(Some("node-17".into()), host_view);
     let metered = Arc::new(MeteredApiServer::new(Arc::clone(&guarded.api_server), Arc::new(Metrics::new())));
     let agent = World { api_server: metered, ..guarded };
     Worlds { in_process: world(memory), http, agent, _server: server, _runtime: runtime }

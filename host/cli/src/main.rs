@@ -37,6 +37,11 @@ enum Command {
         /// Run the logic natively instead of in the sandbox (same code, no boundary).
         #[arg(long, conflicts_with = "plugin")]
         native: bool,
+        /// Replay with the agent's reach guard for node NAME in front of the API server
+        /// and the pod manager: refused calls are reported with `outcome: "error"` and
+        /// the reason in `refused`. Without it, the seed's unguarded world.
+        #[arg(long, value_name = "NAME")]
+        node: Option<String>,
     },
     /// Print a plugin's WIT world and the version of the contract it implements.
     Inspect {
@@ -227,7 +232,7 @@ fn main() -> ExitCode {
     }
     match cli.command {
         Command::Fuzz(args) => crate::fuzz_args::run(&args),
-        Command::Replay { trace, plugin, native } => replay_command(&trace, &plugin, native),
+        Command::Replay { trace, plugin, native, node } => replay_command(&trace, &plugin, native, node),
         Command::Simulate(args) => simulate_command::run(&args),
         Command::Serve { listen } => simulate_command::serve(listen),
         Command::Inspect { plugin } => match inspect_command(&plugin) {
@@ -244,7 +249,7 @@ fn main() -> ExitCode {
 const REPLAY_FAULT: u8 = 1;
 const REPLAY_UNUSABLE: u8 = 2;
 
-fn replay_command(trace_path: &Path, plugin: &PluginArgs, native: bool) -> ExitCode {
+fn replay_command(trace_path: &Path, plugin: &PluginArgs, native: bool, node: Option<String>) -> ExitCode {
     let unusable = |message: String| {
         eprintln!("{message}");
         ExitCode::from(REPLAY_UNUSABLE)
@@ -254,7 +259,7 @@ fn replay_command(trace_path: &Path, plugin: &PluginArgs, native: bool) -> ExitC
         Err(e) => return unusable(format!("{e:#}")),
     };
     let trace = match Trace::parse(&text, base_dir) {
-        Ok(trace) => trace,
+        Ok(trace) => Trace { guard_node: node, ..trace },
         Err(e) => return unusable(e.to_string()),
     };
 

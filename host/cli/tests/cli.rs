@@ -102,3 +102,20 @@ fn help_is_there_for_every_command() {
         assert!(String::from_utf8_lossy(&out.stdout).contains("Usage: podstatus"));
     }
 }
+
+#[test]
+fn replay_with_node_runs_the_reach_guard_and_reports_refusals() {
+    let dir = workspace().join("tests").join("fixtures").join("replay-guarded");
+    for name in ["v1-terminal-phase-does-not-go-back", "v1-pod-of-another-node"] {
+        let trace = dir.join(format!("{name}.trace.json")).display().to_string();
+        let guarded = podstatus(&["replay", "--node", "node-1", &trace], None);
+        assert_eq!(guarded.status.code(), Some(0), "{}", String::from_utf8_lossy(&guarded.stderr));
+        let expected = std::fs::read_to_string(dir.join(format!("{name}.report.json"))).unwrap();
+        assert_eq!(String::from_utf8_lossy(&guarded.stdout), expected, "{name}");
+        assert!(expected.contains("\"refused\": "), "{name}");
+        // Without --node: the seed's unguarded world, no refusal.
+        let open = podstatus(&["replay", &trace], None);
+        assert_eq!(open.status.code(), Some(0));
+        assert!(!String::from_utf8_lossy(&open.stdout).contains("\"refused\""), "{name}");
+    }
+}

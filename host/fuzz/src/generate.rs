@@ -131,6 +131,7 @@ impl<'e> Generator<'e> {
             deletion_safe,
             steps: self.steps,
             base_dir: std::path::PathBuf::from("."),
+            guard_node: None,
         }
     }
 

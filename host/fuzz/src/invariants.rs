@@ -611,6 +611,7 @@ mod tests {
             precondition_uid: None,
             grace_period_seconds: None,
             outcome: "ok",
+            refused: None,
         }
     }
 

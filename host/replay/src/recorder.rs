@@ -1,5 +1,7 @@
 //! An [`ApiServer`] that records every call and fails calls on command (the trace's
-//! `fail` steps), in front of the in-memory store.
+//! `fail` steps), in front of the in-memory store (or, in a replay with `--node`, in
+//! front of the reach guard in front of it: the calls recorded are the plugin's as it
+//! made them, refusals included).
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -9,12 +11,11 @@ use k8s_openapi::api::core::v1::Pod;
 
 use crate::report::Call;
 use crate::trace::{FailError, FailVerb};
-use podstatus_backends::MemoryApiServer;
 use podstatus_backends::{ApiError, ApiServer, DeleteOptions, Result, StatusPatch, StatusUpdate};
 
 /// Records calls and injects failures.
 pub struct RecordingApiServer {
-    inner: Arc<MemoryApiServer>,
+    inner: Arc<dyn ApiServer>,
     step: AtomicUsize,
     state: Mutex<RecorderState>,
 }
@@ -34,7 +35,7 @@ struct Rule {
 
 impl RecordingApiServer {
     /// A recorder in front of `inner`.
-    pub fn new(inner: Arc<MemoryApiServer>) -> Self {
+    pub fn new(inner: Arc<dyn ApiServer>) -> Self {
         RecordingApiServer { inner, step: AtomicUsize::new(0), state: Mutex::new(RecorderState::default()) }
     }
 
@@ -77,7 +78,10 @@ impl RecordingApiServer {
         })
     }
 
-    fn record(&self, call: Call) {
+    fn record<T>(&self, mut call: Call, result: &Result<T>) {
+        if let Err(ApiError::Forbidden { message }) = result {
+            call.refused = Some(message.clone());
+        }
         self.state().calls.push(call);
     }
 
@@ -92,6 +96,7 @@ impl RecordingApiServer {
             precondition_uid: None,
             grace_period_seconds: None,
             outcome,
+            refused: None,
         }
     }
 }
@@ -113,7 +118,7 @@ impl ApiServer for RecordingApiServer {
             Some(e) => Err(e),
             None => self.inner.get_pod(namespace, name),
         };
-        self.record(self.call("get", namespace, name, outcome(&result)));
+        self.record(self.call("get", namespace, name, outcome(&result)), &result);
         result
     }
 
@@ -127,7 +132,7 @@ impl ApiServer for RecordingApiServer {
         call.outcome = outcome(&result);
         call.subresource = Some("status");
         call.target_uid = Some(result.as_ref().ok().and_then(|pod| pod.metadata.uid.clone()));
-        self.record(call);
+        self.record(call, &result);
         result
     }
 
@@ -143,7 +148,7 @@ impl ApiServer for RecordingApiServer {
         call.outcome = outcome(&result);
         call.subresource = Some("status");
         call.target_uid = Some(result.as_ref().ok().and_then(|pod| pod.metadata.uid.clone()));
-        self.record(call);
+        self.record(call, &result);
         result
     }
 
@@ -155,7 +160,7 @@ impl ApiServer for RecordingApiServer {
         let mut call = self.call("delete", namespace, name, outcome(&result));
         call.precondition_uid = Some(options.uid_precondition.clone());
         call.grace_period_seconds = Some(options.grace_period_seconds);
-        self.record(call);
+        self.record(call, &result);
         result
     }
 }

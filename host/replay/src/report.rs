@@ -42,6 +42,10 @@ pub struct Call {
     pub grace_period_seconds: Option<Option<i64>>,
     /// `ok`, `not-found`, `conflict` or `error`.
     pub outcome: &'static str,
+    /// Why the host's reach guard refused the call before it reached the API server
+    /// (only in a replay with `--node`); the outcome is then `error`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refused: Option<String>,
 }
 
 /// The plugin's fault.

@@ -16,6 +16,7 @@ use podstatus_backends::MemoryApiServer;
 use podstatus_backends::PodManager;
 use podstatus_backends::SyncQueue;
 use podstatus_backends::VirtualClock;
+use podstatus_backends::{ApiServer, GuardedApiServer, HostView};
 use podstatus_runtime::World;
 use podstatus_runtime::{CallError, LoadError, Plugin};
 
@@ -47,6 +48,10 @@ struct Scene {
     pod_manager: Arc<PodManager>,
     clock: Arc<VirtualClock>,
     deletion_safety: Arc<FixedDeletionSafety>,
+    /// What the host knows in a replay with `--node`: the statuses the trace's
+    /// `set-pod-status` and `terminate-pod` steps gave (their IPs), and `deletion_safe`
+    /// as "no container can run". `None` without `--node`.
+    host_view: Option<Arc<HostView>>,
     queue: Arc<SyncQueue>,
     /// The last full object the trace gave for each UID, for a step that names a pod
     /// by a UID that neither the pod manager nor the API server holds any more.
@@ -79,13 +84,31 @@ impl Scene {
                 last_seen.entry(uid.clone()).or_insert_with(|| Arc::new(pod.clone()));
             }
         }
+        let deletion_safety = Arc::new(FixedDeletionSafety::new(trace.deletion_safe));
+        // With --node the plugin's calls go through the agent's reach guard: the
+        // recorder in front of it records them as the plugin made them (refusals
+        // included), and the guard reads the store directly.
+        let (behind_recorder, host_view): (Arc<dyn ApiServer>, _) = match &trace.guard_node {
+            None => (store.clone(), None),
+            Some(node) => {
+                let host_view = Arc::new(HostView::new(deletion_safety.clone()));
+                let guard = GuardedApiServer::new(
+                    store.clone(),
+                    Arc::clone(&pod_manager),
+                    Some(node.clone()),
+                    Arc::clone(&host_view),
+                );
+                (Arc::new(guard), Some(host_view))
+            }
+        };
         Ok(Scene {
             last_seen,
-            recorder: Arc::new(RecordingApiServer::new(Arc::clone(&store))),
+            recorder: Arc::new(RecordingApiServer::new(behind_recorder)),
             store,
             pod_manager,
             clock: Arc::new(VirtualClock::new(trace.clock)),
-            deletion_safety: Arc::new(FixedDeletionSafety::new(trace.deletion_safe)),
+            deletion_safety,
+            host_view,
             queue: Arc::new(SyncQueue::default()),
         })
     }
@@ -296,12 +319,29 @@ fn null<T>(result: Result<T, CallError>) -> StepResult {
 
 fn run_step(scene: &Scene, plugin: &mut dyn Plugin, step: &Step, index: usize) -> Result<StepResult, TraceError> {
     Ok(match step {
-        Step::SetPodStatus { pod, status } => null(plugin.set_pod_status(&scene.pod_json(pod, index)?, status)),
+        Step::SetPodStatus { pod, status } => {
+            let pod = scene.pod_json(pod, index)?;
+            if let Some(view) = &scene.host_view {
+                view.report_status_json(&pod, status);
+            }
+            null(plugin.set_pod_status(&pod, status))
+        }
         Step::SetContainerReadiness { uid, container_id, ready } => {
             null(plugin.set_container_readiness(uid, container_id, *ready))
         }
-        Step::TerminatePod { pod } => null(plugin.terminate_pod(&scene.pod_json(pod, index)?)),
-        Step::RemoveOrphanedStatuses { keep } => null(plugin.remove_orphaned_statuses(keep)),
+        Step::TerminatePod { pod } => {
+            let pod = scene.pod_json(pod, index)?;
+            if let Some(view) = &scene.host_view {
+                view.report_termination_json(&pod);
+            }
+            null(plugin.terminate_pod(&pod))
+        }
+        Step::RemoveOrphanedStatuses { keep } => {
+            if let Some(view) = &scene.host_view {
+                view.retain(keep);
+            }
+            null(plugin.remove_orphaned_statuses(keep))
+        }
         Step::GetPodStatus { uid } => plugin.get_pod_status(uid).and_then(|found| get_result(found.as_ref())),
         Step::Sync => sync_queued(scene, plugin),
         Step::SyncBatch => null(plugin.sync_batch()),

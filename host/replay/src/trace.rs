@@ -119,6 +119,12 @@ pub struct Trace {
     /// The directory paths in steps are relative to (not part of the document).
     #[serde(skip, default = "here")]
     pub base_dir: PathBuf,
+    /// Replays with the agent's reach guard for this node in front of the API server
+    /// and the pod manager (`podstatus replay --node NAME`; not part of the document).
+    /// `None`: the unguarded world of the seed, so conformance traces keep their
+    /// meaning.
+    #[serde(skip)]
+    pub guard_node: Option<String>,
 }
 
 /// A pod named by a step: a full object (passed to the plugin as given), or a UID

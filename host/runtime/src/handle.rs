@@ -12,14 +12,15 @@
 //! [`podstatus_agent::kube_client`]).
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::bindings::{BatchReport, CachedStatus, Contract, SyncOutcome, SyncRequest, UpdateOutcome};
 use crate::plugin::{Plugin, Result};
 use crate::swap::{SwapError, SwapReport, load_checked, move_changes};
-use podstatus_backends::{SyncQueue, Wait};
+use podstatus_backends::host_view::Accepted;
+use podstatus_backends::{HostView, SyncQueue, Wait};
 
 /// Change sets moved before the pause at most, during a swap.
 const PRECOPY_ROUNDS: usize = 4;
@@ -87,6 +88,9 @@ struct Shared {
     stopping: AtomicBool,
     /// See [`SchedulerConfig::admission`]; shared with `Scheduler::shutdown`.
     admission: Option<Arc<dyn Admission>>,
+    /// Fed with what the node reports and what the plugin accepts (see
+    /// [`ManagerHandle::observe`]).
+    host_view: OnceLock<Arc<HostView>>,
 }
 
 impl Shared {
@@ -166,6 +170,7 @@ impl ManagerHandle {
             queue,
             stopping: AtomicBool::new(false),
             admission: config.admission.clone(),
+            host_view: OnceLock::new(),
         });
         let worker = Arc::clone(&shared);
         let thread = std::thread::Builder::new()
@@ -240,6 +245,47 @@ impl Drop for Scheduler {
 }
 
 impl ManagerHandle {
+    /// Feeds `view` from now on, for the reach guard and the final check: every status
+    /// and termination the node reports, before the plugin sees it, and every status
+    /// the plugin accepts (as its `get-pod-status` gives it right after accepting,
+    /// while no other call can come in between). A handle observes one view: later
+    /// calls are ignored (returns whether this one took).
+    pub fn observe(&self, view: Arc<HostView>) -> bool {
+        self.shared.host_view.set(view).is_ok()
+    }
+
+    /// The view this handle feeds, if any.
+    pub fn host_view(&self) -> Option<&Arc<HostView>> {
+        self.shared.host_view.get()
+    }
+
+    /// Records, when observing, what the plugin now holds for `uid` after it accepted
+    /// a change (`outcome`). A plugin that accepted a status and holds none is held to
+    /// `reported` (the status the node handed it, as version 0) when there is one.
+    fn note_accepted(
+        &self,
+        plugin: &mut dyn Plugin,
+        uid: Option<&str>,
+        reported: Option<&str>,
+        outcome: &Result<UpdateOutcome>,
+    ) {
+        let (Some(view), Some(uid)) = (self.shared.host_view.get(), uid) else { return };
+        if !matches!(outcome, Ok(UpdateOutcome::Queued | UpdateOutcome::QueueFull)) {
+            return;
+        }
+        match plugin.get_pod_status(uid) {
+            Ok(Some(cached)) => view.accept(uid, Accepted { version: cached.version, status: cached.status }),
+            // The plugin accepted a status it does not hold: the final check will show it.
+            Ok(None) => {
+                tracing::warn!(pod = %uid, "the plugin accepted a status and does not hold it");
+                if let Some(status) = reported {
+                    view.accept(uid, Accepted { version: 0, status: status.to_owned() });
+                }
+            }
+            Err(e) => tracing::warn!(pod = %uid, "reading back an accepted status: {e}"),
+        }
+    }
+
     /// The cached status of a pod.
     pub fn get_pod_status(&self, uid: &str) -> Result<Option<CachedStatus>> {
         self.shared.plugin().get_pod_status(uid)
@@ -247,22 +293,38 @@ impl ManagerHandle {
 
     /// Caches a pod's status and queues its write when it changed.
     pub fn set_pod_status(&self, pod: &str, status: &str) -> Result<UpdateOutcome> {
-        self.shared.plugin().set_pod_status(pod, status)
+        let mut plugin = self.shared.plugin();
+        let uid = self.host_view().and_then(|view| view.report_status_json(pod, status));
+        let outcome = plugin.set_pod_status(pod, status);
+        self.note_accepted(plugin.as_mut(), uid.as_deref(), Some(status), &outcome);
+        outcome
     }
 
     /// Sets a container's readiness.
     pub fn set_container_readiness(&self, pod_uid: &str, container_id: &str, ready: bool) -> Result<UpdateOutcome> {
-        self.shared.plugin().set_container_readiness(pod_uid, container_id, ready)
+        let mut plugin = self.shared.plugin();
+        let outcome = plugin.set_container_readiness(pod_uid, container_id, ready);
+        self.note_accepted(plugin.as_mut(), Some(pod_uid), None, &outcome);
+        outcome
     }
 
     /// Marks every container of the pod terminated.
     pub fn terminate_pod(&self, pod: &str) -> Result<UpdateOutcome> {
-        self.shared.plugin().terminate_pod(pod)
+        let mut plugin = self.shared.plugin();
+        let uid = self.host_view().and_then(|view| view.report_termination_json(pod));
+        let outcome = plugin.terminate_pod(pod);
+        self.note_accepted(plugin.as_mut(), uid.as_deref(), None, &outcome);
+        outcome
     }
 
-    /// Drops the statuses of pods not in `keep`.
+    /// Drops the statuses of pods not in `keep` (and, when observing, the view's
+    /// records of them).
     pub fn remove_orphaned_statuses(&self, keep: &[String]) -> Result<u32> {
-        self.shared.plugin().remove_orphaned_statuses(keep)
+        let mut plugin = self.shared.plugin();
+        if let Some(view) = self.host_view() {
+            view.retain(keep);
+        }
+        plugin.remove_orphaned_statuses(keep)
     }
 
     /// Runs a batch sync now, outside the schedule.

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use podstatus_backends::ApiServer;
 use podstatus_backends::Clock;
 use podstatus_backends::DeletionSafety;
+use podstatus_backends::HostView;
 use podstatus_backends::PodManager;
 use podstatus_backends::SyncQueue;
 
@@ -27,13 +28,18 @@ pub struct World {
 impl World {
     /// This world with the plugin's reach enforced by the host: the plugin may read and
     /// write only the pods of this node (its pod manager's, or bound to `node_name`),
-    /// write only their status, and delete only with such a pod's UID precondition.
-    /// What an agent running an untrusted plugin should use.
-    pub fn guarded(mut self, node_name: Option<String>) -> World {
+    /// write only their status, pinned to a UID the node owns and with only the IPs the
+    /// node reported (`host_view`), and delete only a pod being deleted, never a mirror
+    /// pod, once `host_view` says none of its containers can run (see
+    /// [`podstatus_backends::GuardedApiServer`]). Whoever hands the plugin its statuses
+    /// must feed `host_view` (the agent: [`crate::ManagerHandle::observe`]). What an
+    /// agent running an untrusted plugin should use.
+    pub fn guarded(mut self, node_name: Option<String>, host_view: Arc<HostView>) -> World {
         let guard = podstatus_backends::GuardedApiServer::new(
             Arc::clone(&self.api_server),
             Arc::clone(&self.pod_manager),
             node_name,
+            host_view,
         );
         self.api_server = Arc::new(guard);
         self

@@ -1,5 +1,9 @@
 //! The promise a simulation checks at the end: after a final quiet sync, every pod's
-//! status in the API server is the status the plugin has cached for it.
+//! status in the API server is the status the plugin accepted for it. What the plugin
+//! accepted is the host's record ([`podstatus_backends::HostView::accepted`], kept by
+//! the manager handle as each change was accepted), not only what the plugin claims to
+//! hold now: a plugin that forgets what it accepted (or holds something else than it
+//! accepted) fails the check.
 
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
 
@@ -11,27 +15,54 @@ use podstatus_runtime::ManagerHandle;
 /// Reads a pod from the API server: `Ok(None)` when it is not there.
 pub type ReadPod<'a> = dyn Fn(&str, &str) -> Result<Option<Pod>, super::owners::OwnerError> + 'a;
 
-/// Compares, for every pod the node holds and the plugin has a status for, the cached
-/// status with the API server's (a static pod's status lives on its mirror pod).
+/// What a pod's status must be, and whose word that is.
+struct Wanted {
+    version: u64,
+    status: String,
+    /// The plugin no longer holds it (it may have let go of a pod that is gone).
+    forgotten: bool,
+}
+
+/// Compares, for every pod the node holds and the plugin accepted or holds a status
+/// for, that status with the API server's (a static pod's status lives on its mirror
+/// pod). The host's record of what the plugin accepted comes first; without one (a
+/// handle that observes nothing) the plugin's cache is the reference.
 pub fn check(handle: &ManagerHandle, pods: &PodManager, read: &ReadPod<'_>) -> Check {
     let mut check = Check::default();
     for pod in pods.pods().iter().filter(|p| !is_mirror_pod(p)) {
         let Some(uid) = pod.metadata.uid.as_deref() else { continue };
         let name = full_name(pod);
         let cached = match handle.get_pod_status(uid) {
-            Ok(Some(cached)) => cached,
-            // Never reported by the node: nothing was promised.
-            Ok(None) => continue,
+            Ok(cached) => cached,
             Err(e) => {
                 check.differing.push(Difference { pod: name, detail: format!("reading the cache failed: {e}") });
                 continue;
             }
         };
-        check.compared += 1;
+        let accepted = handle.host_view().and_then(|view| view.accepted(uid));
+        let wanted = match (cached, accepted) {
+            // Never reported by the node, or never accepted: nothing was promised.
+            (None, None) => continue,
+            (Some(cached), None) => Wanted { version: cached.version, status: cached.status, forgotten: false },
+            (None, Some(accepted)) => Wanted { version: accepted.version, status: accepted.status, forgotten: true },
+            (Some(cached), Some(accepted)) => {
+                if cached.version != accepted.version || !same_status(&cached.status, &accepted.status) {
+                    let detail = format!(
+                        "the plugin holds version {} but accepted version {} (as it reported then)",
+                        cached.version, accepted.version
+                    );
+                    check.compared += 1;
+                    check.differing.push(Difference { pod: name, detail });
+                    continue;
+                }
+                Wanted { version: accepted.version, status: accepted.status, forgotten: false }
+            }
+        };
         let target = if is_static_pod(pod) {
             match pods.get_mirror_pod_by_pod(pod) {
                 Some(mirror) => mirror,
                 None => {
+                    check.compared += 1;
                     check.differing.push(Difference { pod: name, detail: "static pod without a mirror pod".into() });
                     continue;
                 }
@@ -43,28 +74,50 @@ pub fn check(handle: &ManagerHandle, pods: &PodManager, read: &ReadPod<'_>) -> C
             (target.metadata.namespace.clone().unwrap_or_default(), target.metadata.name.clone().unwrap_or_default());
         let stored = match read(&namespace, &pod_name) {
             Ok(Some(stored)) if stored.metadata.uid == target.metadata.uid => stored,
+            // Gone (deleted, or recreated under a new UID): a plugin may let go of its
+            // status, so there is nothing left to compare.
+            Ok(_) if wanted.forgotten => continue,
             Ok(_) => {
+                check.compared += 1;
                 check.differing.push(Difference { pod: name, detail: "not in the API server".into() });
                 continue;
             }
             Err(e) => {
+                check.compared += 1;
                 check.differing.push(Difference { pod: name, detail: format!("reading the API server failed: {e}") });
                 continue;
             }
         };
-        let wanted: PodStatus = match serde_json::from_str(&cached.status) {
+        check.compared += 1;
+        let wanted_status: PodStatus = match serde_json::from_str(&wanted.status) {
             Ok(status) => status,
             Err(e) => {
-                check.differing.push(Difference { pod: name, detail: format!("cached status unreadable: {e}") });
+                check.differing.push(Difference { pod: name, detail: format!("accepted status unreadable: {e}") });
                 continue;
             }
         };
         let actual = stored.status.unwrap_or_default();
-        if let Some(detail) = difference(&wanted, &actual) {
-            check.differing.push(Difference { pod: name, detail: format!("version {}: {detail}", cached.version) });
+        if let Some(detail) = difference(&wanted_status, &actual) {
+            let whose = if wanted.forgotten { "accepted (and since forgotten) " } else { "" };
+            check
+                .differing
+                .push(Difference { pod: name, detail: format!("{whose}version {}: {detail}", wanted.version) });
         }
     }
     check
+}
+
+/// Whether two statuses as JSON text are the same status (the same text, or equal as
+/// Kubernetes compares them: a swap may carry a status to a plugin that writes it
+/// differently).
+fn same_status(a: &str, b: &str) -> bool {
+    if a == b {
+        return true;
+    }
+    match (serde_json::from_str::<PodStatus>(a), serde_json::from_str::<PodStatus>(b)) {
+        (Ok(a), Ok(b)) => podstatus_logic::semantic_eq::status_equal(&a, &b),
+        _ => false,
+    }
 }
 
 /// The first top-level field of the status that differs, with both values; `None`

@@ -1,9 +1,12 @@
 //! The plugin's reach, enforced by the host: a [`GuardedApiServer`] stands between the
 //! plugin's `api-server` imports and the real server and refuses, with
-//! [`ApiError::Forbidden`], every call that would touch a pod that is not this node's.
-//! The plugin is untrusted: what it may do must not depend on it behaving.
+//! [`ApiError::Forbidden`], every call that would touch a pod that is not this node's,
+//! delete a pod the kubelet may not delete yet, or write into a status what only the
+//! node may say. The plugin is untrusted: what it may do must not depend on it behaving,
+//! so every decision below rests on what the host knows (its [`PodManager`], the API
+//! server as the guard reads it, and its [`HostView`]), never on what the plugin says.
 //!
-//! The rules (issue "What a plugin may touch"):
+//! The rules (issue "What a plugin may touch", and issue 11 points 4 to 6):
 //!
 //! - A pod is **the node's** when the node's [`PodManager`] holds a pod of that
 //!   namespace and name (static, mirror or regular), or, when a node name is configured,
@@ -15,50 +18,74 @@
 //!   whole pod, and a real API server's `pods/status` endpoint does take label and
 //!   annotation changes, so the guard forwards only a patch that holds nothing but
 //!   `status` and `metadata.uid` (the UID precondition, as the kubelet sends it).
-//! - A `delete` reaches only the node's pods and must carry a UID precondition naming a
-//!   pod the node owns: the UID of a pod in the pod manager, or the UID of the pod being
-//!   deleted when the API server has it bound to the node. A delete without one (an
-//!   empty precondition is none, as in Kubernetes) is refused.
+//! - **Every write is pinned to a UID the node owns.** A UID precondition (a status
+//!   write's, beside a patch or as its `metadata.uid`, or a delete's) must name a pod
+//!   the node owns: the UID of a pod in the pod manager, or of the pod being written
+//!   when the API server has it bound to the node. A status write without one is
+//!   pinned by the guard: to the UID of the pod manager's only pod of that name, or
+//!   else to the API server's pod of that name when it is bound to the node; when
+//!   neither names one pod, the write is refused. So a pod recreated under the same
+//!   name on another node is never written by a stale name: the write fails its
+//!   precondition at the API server.
+//! - **What carries identity is the node's to say.** A status write may carry only pod
+//!   and host IPs (`podIP`, `podIPs`, `hostIP`, `hostIPs`) that the node reported for
+//!   that pod (a static pod's for its mirror pod; see [`HostView`]): Endpoints are built
+//!   from pod IPs, and a forged one would redirect a Service's traffic. Clearing an IP
+//!   is allowed. A write may not take a pod out of a terminal phase (`Succeeded`,
+//!   `Failed`, as the pod manager's or the checked copy has it), as upstream's status
+//!   manager and API server refuse too.
+//! - **Deletion is the host's decision.** A `delete` must carry a UID precondition
+//!   naming a pod the node owns (above), and is forwarded only when the pod is being
+//!   deleted (the pod manager's copy or the API server's has a `deletionTimestamp`), is
+//!   not a mirror pod (the kubelet never deletes those: their lifecycle is the static
+//!   pod's), and the host's own view says no container of it can run
+//!   ([`HostView::no_container_can_run`]: the deletion-safety backend asked with the
+//!   node's reported status, not the plugin's). The grace period is the host's: the
+//!   guard sends `0` whatever the plugin asked for, as the kubelet's status manager
+//!   does once a pod may go (a longer one would only delay what the host has already
+//!   judged safe; a refusal would fail an honest plugin that sends none).
 //!
 //! Every refusal is logged (a `tracing` warning with target [`TARGET`]) and counted per
-//! verb ([`GuardedApiServer::refusals`]), for metrics.
+//! verb ([`GuardedApiServer::refusals`]), for metrics. Names, UIDs and IPs the plugin
+//! chose are cut to [`MAX_SHOWN`] characters in messages and logs.
 //!
 //! # The guard's own reads
 //!
-//! Whether a pod is bound to the node is a question for the API server. The guard asks
-//! it through its *lookup*, an [`ApiServer`] whose [`ApiServer::get_pod`] it calls:
-//! by default the inner server itself. These reads are the guard's, not the plugin's:
-//! they are never refused nor counted as refusals. When the inner server records the
-//! plugin's calls or injects failures into them (the replay's `RecordingApiServer`),
-//! give the guard the store behind it with [`GuardedApiServer::with_lookup`], so that
-//! its reads are neither recorded nor failed on the plugin's behalf. A lookup that
-//! fails for a reason other than "not found" is returned as is (the call is neither
-//! forwarded nor counted as a refusal): the guard cannot tell whether the pod is the
-//! node's, and the plugin sees the server's trouble, which it retries, not a refusal.
+//! Whether a pod is bound to the node, and whether the API server's copy of a pod is
+//! being deleted, are questions for the API server. The guard asks it through its
+//! *lookup*, an [`ApiServer`] whose [`ApiServer::get_pod`] it calls: by default the
+//! inner server itself. These reads are the guard's, not the plugin's: they are never
+//! refused nor counted as refusals. When the inner server records the plugin's calls or
+//! injects failures into them, give the guard the store behind it with
+//! [`GuardedApiServer::with_lookup`], so that its reads are neither recorded nor failed
+//! on the plugin's behalf. A lookup that fails for a reason other than "not found" is
+//! returned as is (the call is neither forwarded nor counted as a refusal): the guard
+//! cannot tell whether the call may go, and the plugin sees the server's trouble, which
+//! it retries, not a refusal.
 //!
-//! Only the pod manager's pods are known without asking the API server, so with no
-//! node name configured no lookup is ever made.
-//!
-//! A status write allowed because the pod is bound to the node is pinned to the pod
-//! that was checked: when it carries no UID precondition (for a patch: neither beside
-//! it nor as its `metadata.uid`), the guard adds the checked pod's UID, so a pod of
-//! another node recreated under the same name between the check and the write fails
-//! the precondition instead of being written.
+//! The pod manager's pods are known without asking the API server, so an honest
+//! plugin's writes (which carry their pod's UID) cost no lookup; a delete costs one
+//! only when the pod manager's copy is not yet marked for deletion.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Pod, PodStatus};
 
 use serde_json::Value;
 
 use super::{ApiError, ApiServer, DeleteOptions, Result, StatusPatch, StatusUpdate};
-use crate::pod_identity::identity;
+use crate::host_view::{HostView, ips_of};
+use crate::pod_identity::{identity, is_mirror_pod, is_static_pod};
 use crate::pod_manager::PodManager;
 
 /// The `tracing` target of refusals, so they can be filtered apart.
 pub const TARGET: &str = "podstatus::reach";
+
+/// Characters of a plugin-chosen name, UID or IP shown in a refusal at most.
+pub const MAX_SHOWN: usize = 64;
 
 /// Why a pod is the node's.
 enum Owner {
@@ -67,6 +94,16 @@ enum Owner {
     /// The API server's pod of this namespace and name is bound to the node; this is
     /// the pod as the lookup read it.
     Bound(Arc<Pod>),
+}
+
+impl Owner {
+    /// The checked API server copy, if the pod is the node's by its binding.
+    fn bound(&self) -> Option<&Arc<Pod>> {
+        match self {
+            Owner::Bound(pod) => Some(pod),
+            Owner::PodManager => None,
+        }
+    }
 }
 
 /// The calls the guard checks.
@@ -120,6 +157,40 @@ impl Refusals {
     }
 }
 
+/// What a status write sets, as far as the guard checks it.
+struct Written<'a> {
+    /// The new phase: `None` leaves it as it is (a patch without `phase`), `Some("")`
+    /// clears it.
+    phase: Option<&'a str>,
+    /// The pod and host IPs the write sets.
+    ips: Vec<&'a str>,
+}
+
+impl<'a> Written<'a> {
+    fn of_status(status: &'a PodStatus) -> Self {
+        Written { phase: Some(status.phase.as_deref().unwrap_or("")), ips: ips_of(status).collect() }
+    }
+
+    fn of_patch(patch: &'a Value) -> Self {
+        let Some(status) = patch.get("status").and_then(Value::as_object) else {
+            return Written { phase: None, ips: Vec::new() };
+        };
+        let phase = status.get("phase").map(|phase| phase.as_str().unwrap_or(""));
+        let mut ips = Vec::new();
+        for key in ["podIP", "hostIP"] {
+            ips.extend(status.get(key).and_then(Value::as_str));
+        }
+        for key in ["podIPs", "hostIPs", "$setElementOrder/podIPs", "$setElementOrder/hostIPs"] {
+            let items = status.get(key).and_then(Value::as_array).into_iter().flatten();
+            // An item `{"ip": X, "$patch": "delete"}` removes X: no IP is written.
+            let set = items.filter(|item| item.get("$patch").is_none());
+            ips.extend(set.filter_map(|item| item.get("ip").and_then(Value::as_str)));
+        }
+        ips.retain(|ip| !ip.is_empty());
+        Written { phase, ips }
+    }
+}
+
 /// An [`ApiServer`] that forwards only the calls the plugin may make (see the module
 /// documentation) and refuses the others with [`ApiError::Forbidden`]. Thread-safe;
 /// every method takes `&self`.
@@ -130,29 +201,37 @@ pub struct GuardedApiServer {
     pod_manager: Arc<PodManager>,
     /// The node's name; `None`: only the pod manager's pods are the node's.
     node_name: Option<String>,
-    /// Where the guard reads pods to check their binding (the inner server unless
-    /// [`GuardedApiServer::with_lookup`] says otherwise).
+    /// Where the guard reads pods to check their binding and deletion (the inner server
+    /// unless [`GuardedApiServer::with_lookup`] says otherwise).
     lookup: Arc<dyn ApiServer>,
+    /// What the node reported: the IPs a status may carry, whether a pod may go.
+    host_view: Arc<HostView>,
     /// Refusals, indexed by [`Verb::index`].
     refusals: [AtomicU64; 4],
 }
 
 impl GuardedApiServer {
-    /// A guard in front of `inner` for the node whose pods `pod_manager` holds. With a
-    /// `node_name`, pods the API server has bound to that node are the node's too; the
-    /// guard then reads them through `inner`'s [`ApiServer::get_pod`] (see
-    /// [`GuardedApiServer::with_lookup`]).
-    pub fn new(inner: Arc<dyn ApiServer>, pod_manager: Arc<PodManager>, node_name: Option<String>) -> Self {
+    /// A guard in front of `inner` for the node whose pods `pod_manager` holds and whose
+    /// reports `host_view` keeps. With a `node_name`, pods the API server has bound to
+    /// that node are the node's too; the guard then reads them through `inner`'s
+    /// [`ApiServer::get_pod`] (see [`GuardedApiServer::with_lookup`]).
+    pub fn new(
+        inner: Arc<dyn ApiServer>,
+        pod_manager: Arc<PodManager>,
+        node_name: Option<String>,
+        host_view: Arc<HostView>,
+    ) -> Self {
         GuardedApiServer {
             lookup: Arc::clone(&inner),
             inner,
             pod_manager,
             node_name: node_name.filter(|name| !name.is_empty()),
+            host_view,
             refusals: Default::default(),
         }
     }
 
-    /// Reads pods for the binding check through `lookup` instead of the inner server:
+    /// Reads pods for the guard's checks through `lookup` instead of the inner server:
     /// for an inner server whose `get_pod` must see only the plugin's calls (one that
     /// records them or injects failures), pass the store behind it.
     #[must_use]
@@ -166,6 +245,11 @@ impl GuardedApiServer {
         self.node_name.as_deref()
     }
 
+    /// The host's view the guard consults.
+    pub fn host_view(&self) -> &Arc<HostView> {
+        &self.host_view
+    }
+
     /// How many calls were refused so far, per verb.
     pub fn refusals(&self) -> Refusals {
         let count = |verb: Verb| self.refusals[verb.index()].load(Ordering::Relaxed);
@@ -177,6 +261,17 @@ impl GuardedApiServer {
         }
     }
 
+    /// The pod manager's pods of `namespace/name` (several while a recreated pod's old
+    /// copy is still held).
+    fn held(&self, namespace: &str, name: &str) -> Vec<Arc<Pod>> {
+        self.pod_manager.pods().into_iter().filter(|pod| identity(pod) == (namespace, name)).collect()
+    }
+
+    /// The pod manager's pod with `uid`, if it is `namespace/name`.
+    fn held_by_uid(&self, namespace: &str, name: &str, uid: &str) -> Option<Arc<Pod>> {
+        self.pod_manager.get_any(uid).filter(|pod| identity(pod) == (namespace, name))
+    }
+
     /// Why the pod `namespace/name` is the node's, or `None` when it is not. `Err` only
     /// when the lookup failed for another reason than the pod being absent.
     fn owner(&self, namespace: &str, name: &str) -> Result<Option<Owner>> {
@@ -186,25 +281,29 @@ impl GuardedApiServer {
         Ok(self.bound_pod(namespace, name)?.map(Owner::Bound))
     }
 
+    /// The API server's pod `namespace/name`, as the guard's lookup reads it; `None`
+    /// when it is absent.
+    fn api_copy(&self, namespace: &str, name: &str) -> Result<Option<Arc<Pod>>> {
+        match self.lookup.get_pod(namespace, name) {
+            Ok(pod) => Ok(Some(pod)),
+            Err(ApiError::NotFound { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
     /// The API server's pod `namespace/name` if it is bound to the node (never asked
     /// when no node name is configured).
     fn bound_pod(&self, namespace: &str, name: &str) -> Result<Option<Arc<Pod>>> {
         let Some(node_name) = self.node_name.as_deref() else {
             return Ok(None);
         };
-        match self.lookup.get_pod(namespace, name) {
-            Ok(pod) => {
-                let bound = pod.spec.as_ref().and_then(|spec| spec.node_name.as_deref()) == Some(node_name);
-                Ok(bound.then_some(pod))
-            }
-            Err(ApiError::NotFound { .. }) => Ok(None),
-            Err(e) => Err(e),
-        }
+        let pod = self.api_copy(namespace, name)?;
+        Ok(pod.filter(|pod| pod.spec.as_ref().and_then(|spec| spec.node_name.as_deref()) == Some(node_name)))
     }
 
-    /// Whether `uid`, the UID precondition of a delete of `namespace/name`, names a pod
-    /// the node owns: a pod-manager pod, or the pod being deleted when it is bound to
-    /// the node. (Only the named pod is asked about: a precondition naming another pod
+    /// Whether `uid`, a UID precondition of a call on `namespace/name`, names a pod the
+    /// node owns: a pod-manager pod, or the pod being written when it is bound to the
+    /// node. (Only the named pod is asked about: a precondition naming another pod
     /// could only fail.)
     fn owns_uid(&self, namespace: &str, name: &str, uid: &str, owner: &Owner) -> Result<bool> {
         if self.pod_manager.get_any(uid).is_some() {
@@ -219,11 +318,79 @@ impl GuardedApiServer {
         Ok(bound.is_some_and(|pod| pod.metadata.uid.as_deref() == Some(uid)))
     }
 
+    /// The UID a status write of `namespace/name` is pinned to: its own preconditions
+    /// when they name pods the node owns, else the one the guard chooses (see the
+    /// module documentation). `Err` is the refusal, or a failed lookup.
+    fn pin(&self, verb: Verb, namespace: &str, name: &str, given: &[Option<&str>], owner: &Owner) -> Result<Pinned> {
+        let given: Vec<&str> = given.iter().flatten().copied().filter(|uid| !uid.is_empty()).collect();
+        for uid in &given {
+            if !self.owns_uid(namespace, name, uid, owner)? {
+                let why = format_args!("UID precondition {} is not a pod of this node", shown(uid));
+                return Err(self.refuse(verb, namespace, name, why));
+            }
+        }
+        if let Some(uid) = given.first() {
+            return Ok(Pinned { uid: (*uid).to_owned(), added: false });
+        }
+        let chosen = match owner {
+            Owner::Bound(pod) => pod.metadata.uid.clone(),
+            // A static pod is never in the API server: its name's object is its mirror pod.
+            Owner::PodManager => match self
+                .held(namespace, name)
+                .into_iter()
+                .filter(|pod| is_mirror_pod(pod) || !is_static_pod(pod))
+                .collect::<Vec<_>>()
+                .as_slice()
+            {
+                [only] => only.metadata.uid.clone(),
+                _ => self.bound_pod(namespace, name)?.and_then(|pod| pod.metadata.uid.clone()),
+            },
+        };
+        match chosen.filter(|uid| !uid.is_empty()) {
+            Some(uid) => Ok(Pinned { uid, added: true }),
+            None => {
+                let why = format_args!("no UID precondition, and no one pod of this node has that name");
+                Err(self.refuse(verb, namespace, name, why))
+            }
+        }
+    }
+
+    /// Checks what a status write of the pod `uid` (`namespace/name`) sets against what
+    /// the host knows: IPs the node reported, no terminal phase left.
+    fn check_written(
+        &self,
+        verb: Verb,
+        namespace: &str,
+        name: &str,
+        uid: &str,
+        owner: &Owner,
+        written: &Written<'_>,
+    ) -> Result<()> {
+        // A mirror pod carries its static pod's status: the node reported that one.
+        let reported_as = self.pod_manager.translate_pod_uid(uid);
+        if let Some(ip) = written.ips.iter().find(|ip| !self.host_view.reported_ip(&reported_as, ip)) {
+            let why = format_args!("IP {} was not reported by the node for this pod", shown(ip));
+            return Err(self.refuse(verb, namespace, name, why));
+        }
+        if let Some(new) = written.phase {
+            let stored = self
+                .held_by_uid(namespace, name, uid)
+                .or_else(|| owner.bound().filter(|pod| pod.metadata.uid.as_deref() == Some(uid)).cloned());
+            let old = stored.as_ref().and_then(|pod| pod.status.as_ref()).and_then(|s| s.phase.as_deref());
+            if let Some(old) = old.filter(|old| is_terminal(old) && *old != new) {
+                let why = format_args!("phase {old} is terminal, it does not go back to {:?}", shown(new));
+                return Err(self.refuse(verb, namespace, name, why));
+            }
+        }
+        Ok(())
+    }
+
     /// Logs and counts a refusal; the error to return.
     fn refuse(&self, verb: Verb, namespace: &str, name: &str, why: fmt::Arguments<'_>) -> ApiError {
         self.refusals[verb.index()].fetch_add(1, Ordering::Relaxed);
+        let (namespace, name) = (shown(namespace), shown(name));
         let message = format!("{} of pod {namespace}/{name} refused: {why}", verb.as_str());
-        tracing::warn!(target: TARGET, verb = verb.as_str(), namespace, name, "{message}");
+        tracing::warn!(target: TARGET, verb = verb.as_str(), %namespace, %name, "{message}");
         ApiError::Forbidden { message }
     }
 
@@ -231,6 +398,25 @@ impl GuardedApiServer {
     fn not_ours(&self, verb: Verb, namespace: &str, name: &str) -> ApiError {
         self.refuse(verb, namespace, name, format_args!("not a pod of this node"))
     }
+}
+
+/// A status write's UID.
+struct Pinned {
+    uid: String,
+    /// Whether the guard chose it (the write carried none).
+    added: bool,
+}
+
+/// A plugin-chosen string as messages show it: at most [`MAX_SHOWN`] characters.
+fn shown(text: &str) -> Cow<'_, str> {
+    match text.char_indices().nth(MAX_SHOWN) {
+        Some((at, _)) => Cow::Owned(format!("{}...", &text[..at])),
+        None => Cow::Borrowed(text),
+    }
+}
+
+fn is_terminal(phase: &str) -> bool {
+    matches!(phase, "Succeeded" | "Failed")
 }
 
 impl ApiServer for GuardedApiServer {
@@ -242,49 +428,76 @@ impl ApiServer for GuardedApiServer {
     }
 
     fn update_pod_status(&self, mut update: StatusUpdate) -> Result<Arc<Pod>> {
-        match self.owner(&update.namespace, &update.name)? {
-            None => return Err(self.not_ours(Verb::UpdateStatus, &update.namespace, &update.name)),
-            Some(Owner::PodManager) => {}
-            Some(Owner::Bound(pod)) => {
-                // Pinned to the pod checked (see the module documentation).
-                if update.uid_precondition.as_deref().is_none_or(str::is_empty) {
-                    update.uid_precondition.clone_from(&pod.metadata.uid);
-                }
-            }
+        let verb = Verb::UpdateStatus;
+        let Some(owner) = self.owner(&update.namespace, &update.name)? else {
+            return Err(self.not_ours(verb, &update.namespace, &update.name));
+        };
+        let pinned = self.pin(verb, &update.namespace, &update.name, &[update.uid_precondition.as_deref()], &owner)?;
+        let written = Written::of_status(&update.status);
+        self.check_written(verb, &update.namespace, &update.name, &pinned.uid, &owner, &written)?;
+        if pinned.added {
+            update.uid_precondition = Some(pinned.uid);
         }
         self.inner.update_pod_status(update)
     }
 
     fn patch_pod_status(&self, mut patch: StatusPatch) -> Result<Arc<Pod>> {
+        let verb = Verb::PatchStatus;
         let Some(owner) = self.owner(&patch.namespace, &patch.name)? else {
-            return Err(self.not_ours(Verb::PatchStatus, &patch.namespace, &patch.name));
+            return Err(self.not_ours(verb, &patch.namespace, &patch.name));
         };
         if let Some(field) = beyond_status(&patch.patch) {
-            let why = format_args!("the patch changes {field}, not only status");
-            return Err(self.refuse(Verb::PatchStatus, &patch.namespace, &patch.name, why));
+            let why = format_args!("the patch changes {}, not only status", shown(&field));
+            return Err(self.refuse(verb, &patch.namespace, &patch.name, why));
         }
-        if let Owner::Bound(pod) = owner {
-            // Pinned to the pod checked (see the module documentation).
-            let inside = patch.patch.pointer("/metadata/uid").and_then(Value::as_str).filter(|uid| !uid.is_empty());
-            if patch.uid_precondition.as_deref().is_none_or(str::is_empty) && inside.is_none() {
-                patch.uid_precondition.clone_from(&pod.metadata.uid);
-            }
+        let inside = patch.patch.pointer("/metadata/uid").and_then(Value::as_str);
+        let given = [patch.uid_precondition.as_deref(), inside];
+        let pinned = self.pin(verb, &patch.namespace, &patch.name, &given, &owner)?;
+        let written = Written::of_patch(&patch.patch);
+        self.check_written(verb, &patch.namespace, &patch.name, &pinned.uid, &owner, &written)?;
+        if pinned.added {
+            patch.uid_precondition = Some(pinned.uid);
         }
         self.inner.patch_pod_status(patch)
     }
 
     fn delete_pod(&self, namespace: &str, name: &str, options: &DeleteOptions) -> Result<Arc<Pod>> {
+        let verb = Verb::Delete;
         let Some(owner) = self.owner(namespace, name)? else {
-            return Err(self.not_ours(Verb::Delete, namespace, name));
+            return Err(self.not_ours(verb, namespace, name));
         };
         let Some(uid) = options.uid_precondition.as_deref().filter(|uid| !uid.is_empty()) else {
-            return Err(self.refuse(Verb::Delete, namespace, name, format_args!("no UID precondition")));
+            return Err(self.refuse(verb, namespace, name, format_args!("no UID precondition")));
         };
         if !self.owns_uid(namespace, name, uid, &owner)? {
-            let why = format_args!("UID precondition {uid} is not a pod of this node");
-            return Err(self.refuse(Verb::Delete, namespace, name, why));
+            let why = format_args!("UID precondition {} is not a pod of this node", shown(uid));
+            return Err(self.refuse(verb, namespace, name, why));
         }
-        self.inner.delete_pod(namespace, name, options)
+        // The host's copies of the pod the precondition names: the pod manager's, and
+        // the API server's unless the pod manager's already settles it.
+        let held = self.held_by_uid(namespace, name, uid);
+        let being_deleted = |pod: &Pod| pod.metadata.deletion_timestamp.is_some();
+        let api = match (&held, owner.bound()) {
+            (Some(pod), _) if being_deleted(pod) => None,
+            (_, Some(pod)) => Some(Arc::clone(pod)),
+            _ => self.api_copy(namespace, name)?,
+        };
+        let api = api.filter(|pod| pod.metadata.uid.as_deref() == Some(uid));
+        let copies: Vec<&Arc<Pod>> = held.iter().chain(api.iter()).collect();
+        if copies.iter().any(|pod| is_mirror_pod(pod)) {
+            let why = format_args!("a mirror pod is its static pod's to remove, not the status manager's");
+            return Err(self.refuse(verb, namespace, name, why));
+        }
+        let Some(pod) = copies.iter().find(|pod| being_deleted(pod)) else {
+            let why = format_args!("the pod is not being deleted (no deletionTimestamp)");
+            return Err(self.refuse(verb, namespace, name, why));
+        };
+        if let Err(not_safe) = self.host_view.no_container_can_run(&self.pod_manager.translate_pod_uid(uid), pod) {
+            return Err(self.refuse(verb, namespace, name, format_args!("{}", not_safe.as_str())));
+        }
+        // The grace period is the host's (see the module documentation).
+        let options = DeleteOptions { grace_period_seconds: Some(0), ..options.clone() };
+        self.inner.delete_pod(namespace, name, &options)
     }
 }
 
@@ -312,6 +525,7 @@ impl fmt::Debug for GuardedApiServer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("GuardedApiServer")
             .field("node_name", &self.node_name)
+            .field("host_view", &self.host_view)
             .field("refusals", &self.refusals())
             .finish_non_exhaustive()
     }
@@ -321,6 +535,7 @@ impl fmt::Debug for GuardedApiServer {
 mod tests {
     use super::*;
     use crate::api_server::MemoryApiServer;
+    use crate::deletion_safety::FixedDeletionSafety;
     use crate::pod_identity::{CONFIG_MIRROR_ANNOTATION, CONFIG_SOURCE_ANNOTATION};
     use crate::testing;
     use k8s_openapi::api::core::v1::PodStatus;
@@ -379,6 +594,8 @@ mod tests {
     struct Node {
         store: Arc<MemoryApiServer>,
         pod_manager: Arc<PodManager>,
+        safety: Arc<FixedDeletionSafety>,
+        host_view: Arc<HostView>,
     }
 
     impl Node {
@@ -397,11 +614,27 @@ mod tests {
                 store.create_pod(pod).expect("create");
             }
             store.create_pod(pod("kube-system", "etcd", "ue", "node-2")).expect("create");
-            Node { store, pod_manager }
+            let safety = Arc::new(FixedDeletionSafety::new(true));
+            let host_view = Arc::new(HostView::new(safety.clone()));
+            Node { store, pod_manager, safety, host_view }
         }
 
         fn guard(&self, node_name: Option<&str>) -> GuardedApiServer {
-            GuardedApiServer::new(self.store.clone(), Arc::clone(&self.pod_manager), node_name.map(Into::into))
+            GuardedApiServer::new(
+                self.store.clone(),
+                Arc::clone(&self.pod_manager),
+                node_name.map(Into::into),
+                Arc::clone(&self.host_view),
+            )
+        }
+
+        /// The API server's `namespace/name` is being deleted, and the node has
+        /// terminated it.
+        fn deleting(&self, namespace: &str, name: &str) {
+            let mut pod = (*self.store.get_pod(namespace, name).expect("stored")).clone();
+            pod.metadata.deletion_timestamp = Some(deletion_timestamp());
+            self.host_view.report_termination(&pod);
+            self.store.put_pod(pod).expect("put");
         }
     }
 
@@ -545,20 +778,207 @@ mod tests {
         assert!(node.store.get_pod("ns", "a").is_ok(), "still there");
     }
 
+    fn deletion_timestamp() -> k8s_openapi::apimachinery::pkg::apis::meta::v1::Time {
+        serde_json::from_value(json!("2026-01-01T00:00:00Z")).expect("a time")
+    }
+
     #[test]
     fn deletes_of_the_nodes_pods_with_their_uid_are_forwarded() {
         let node = Node::new();
         let guard = node.guard(Some(NODE));
-        // A pod-manager UID naming another pod passes the guard; the API server judges it.
-        let error = guard.delete_pod("ns", "a", &precondition(Some("s1"))).expect_err("other pod's UID");
-        assert_eq!(error.reason(), "Conflict");
+        node.deleting("ns", "a");
+        node.deleting("ns", "b");
+        // A pod-manager UID naming another pod is no copy of this one being deleted.
+        forbidden(guard.delete_pod("ns", "a", &precondition(Some("s1"))));
         guard.delete_pod("ns", "a", &precondition(Some("ua"))).expect("pod manager's pod");
         guard.delete_pod("ns", "b", &precondition(Some("ub"))).expect("bound to the node");
         // A pod recreated under a pod-manager name and bound to the node: its new UID is
         // the node's although the pod manager does not hold it yet.
         node.store.create_pod(pod("ns", "a", "ua2", NODE)).expect("recreate");
+        node.deleting("ns", "a");
         guard.delete_pod("ns", "a", &precondition(Some("ua2"))).expect("recreated, bound to the node");
-        assert_eq!(guard.refusals(), Refusals::default());
+        assert_eq!(guard.refusals(), Refusals { delete: 1, ..Refusals::default() });
+    }
+
+    #[test]
+    fn deleting_a_pod_that_is_not_being_deleted_is_refused() {
+        let node = Node::new();
+        let guard = node.guard(Some(NODE));
+        // Terminated by the node, but nobody asked for its deletion: a force-delete.
+        node.host_view.report_termination(&node.store.get_pod("ns", "a").expect("get"));
+        let message = forbidden(guard.delete_pod("ns", "a", &precondition(Some("ua"))));
+        assert_eq!(message, "delete of pod ns/a refused: the pod is not being deleted (no deletionTimestamp)");
+        // The pod manager's copy marked is enough (the API server's may lag behind a watch).
+        let mut held = (*node.pod_manager.get_any("ua").expect("held")).clone();
+        held.metadata.deletion_timestamp = Some(deletion_timestamp());
+        node.pod_manager.add_pod(held);
+        guard.delete_pod("ns", "a", &precondition(Some("ua"))).expect("being deleted");
+    }
+
+    #[test]
+    fn deleting_a_mirror_pod_is_refused() {
+        let node = Node::new();
+        let guard = node.guard(Some(NODE));
+        node.deleting("ns", "web");
+        let message = forbidden(guard.delete_pod("ns", "web", &precondition(Some("m1"))));
+        assert_eq!(
+            message,
+            "delete of pod ns/web refused: a mirror pod is its static pod's to remove, not the status manager's"
+        );
+        assert!(node.store.get_pod("ns", "web").is_ok(), "still there");
+    }
+
+    #[test]
+    fn deleting_is_refused_until_the_hosts_view_says_no_container_can_run() {
+        let node = Node::new();
+        let guard = node.guard(Some(NODE));
+        let mut pod = (*node.store.get_pod("ns", "a").expect("stored")).clone();
+        pod.metadata.deletion_timestamp = Some(deletion_timestamp());
+        node.store.put_pod(pod.clone()).expect("put");
+        let message = forbidden(guard.delete_pod("ns", "a", &precondition(Some("ua"))));
+        assert_eq!(message, "delete of pod ns/a refused: the node never reported this pod's status");
+        node.host_view.report_status(&pod, &phase("Running"));
+        node.safety.set(false);
+        let message = forbidden(guard.delete_pod("ns", "a", &precondition(Some("ua"))));
+        assert_eq!(
+            message,
+            "delete of pod ns/a refused: by the node's own report a container of the pod may still run"
+        );
+        node.safety.set(true);
+        guard.delete_pod("ns", "a", &precondition(Some("ua"))).expect("safe by the host's view");
+        assert_eq!(guard.refusals().delete, 2);
+    }
+
+    #[test]
+    fn the_grace_period_is_the_hosts() {
+        let node = Node::new();
+        let inner = Spy::new(Arc::clone(&node.store), None);
+        let guard = GuardedApiServer::new(
+            inner.clone(),
+            Arc::clone(&node.pod_manager),
+            Some(NODE.into()),
+            Arc::clone(&node.host_view),
+        );
+        node.deleting("ns", "a");
+        let options = DeleteOptions { grace_period_seconds: Some(3600), ..precondition(Some("ua")) };
+        guard.delete_pod("ns", "a", &options).expect("deleted");
+        assert_eq!(inner.calls(), ["get ns/a", "delete ns/a grace Some(0)"]);
+    }
+
+    /// `ns/a` as the node reported it: pod IP `10.0.0.1` (and `fd00::1`), host IP
+    /// `192.168.0.1`; the static pod `s1` with pod IP `192.168.0.1`.
+    fn reported(node: &Node) {
+        let status: PodStatus = serde_json::from_value(json!({
+            "phase": "Running", "podIP": "10.0.0.1", "podIPs": [{"ip": "10.0.0.1"}, {"ip": "fd00::1"}],
+            "hostIP": "192.168.0.1", "hostIPs": [{"ip": "192.168.0.1"}],
+        }))
+        .expect("status");
+        node.host_view.report_status(&node.pod_manager.get_any("ua").expect("held"), &status);
+        let status = PodStatus { pod_ip: Some("192.168.0.1".into()), ..phase("Running") };
+        node.host_view.report_status(&node.pod_manager.get_any("s1").expect("held"), &status);
+    }
+
+    #[test]
+    fn a_status_may_carry_only_the_ips_the_node_reported() {
+        let node = Node::new();
+        reported(&node);
+        let guard = node.guard(Some(NODE));
+        let with_ip = |ip: &str| StatusUpdate {
+            status: PodStatus { pod_ip: Some(ip.into()), host_ip: Some("192.168.0.1".into()), ..phase("Running") },
+            ..update("ns", "a", Some("ua"))
+        };
+        guard.update_pod_status(with_ip("10.0.0.1")).expect("reported");
+        guard.update_pod_status(with_ip("")).expect("cleared");
+        let message = forbidden(guard.update_pod_status(with_ip("10.9.9.9")));
+        assert_eq!(message, "status update of pod ns/a refused: IP 10.9.9.9 was not reported by the node for this pod");
+        // Another pod's IP is as forged as an invented one.
+        let message = forbidden(guard.update_pod_status(update_ips("ns", "b", "ub", "10.0.0.1")));
+        assert!(message.ends_with("IP 10.0.0.1 was not reported by the node for this pod"), "{message}");
+        // The mirror pod carries its static pod's reported IP.
+        guard.update_pod_status(update_ips("ns", "web", "m1", "192.168.0.1")).expect("the static pod's IP");
+        forbidden(guard.update_pod_status(update_ips("ns", "web", "m1", "10.0.0.1")));
+        let stored = node.store.get_pod("ns", "a").expect("get");
+        assert_eq!(stored.status.as_ref().and_then(|s| s.pod_ip.as_deref()), Some(""), "the last allowed write");
+
+        let patches = [
+            (json!({"status": {"podIP": "10.9.9.9"}}), false),
+            (json!({"status": {"podIPs": [{"ip": "10.9.9.9"}]}}), false),
+            (json!({"status": {"hostIPs": [{"ip": "10.9.9.9"}]}}), false),
+            (json!({"status": {"$setElementOrder/podIPs": [{"ip": "10.9.9.9"}], "podIPs": []}}), false),
+            (json!({"status": {"podIP": "10.0.0.1", "podIPs": [{"ip": "fd00::1"}]}}), true),
+            (json!({"status": {"podIPs": [{"ip": "10.9.9.9", "$patch": "delete"}], "podIP": null}}), true),
+        ];
+        for (body, allowed) in patches {
+            let result = guard.patch_pod_status(patch("ns", "a", Some("ua"), body.clone()));
+            assert_eq!(result.is_ok(), allowed, "{body}: {result:?}");
+        }
+        assert_eq!(guard.refusals(), Refusals { update_status: 3, patch_status: 4, ..Refusals::default() });
+    }
+
+    fn update_ips(namespace: &str, name: &str, uid: &str, ip: &str) -> StatusUpdate {
+        let status =
+            PodStatus { pod_ips: Some(vec![k8s_openapi::api::core::v1::PodIP { ip: ip.into() }]), ..phase("Running") };
+        StatusUpdate { status, ..update(namespace, name, Some(uid)) }
+    }
+
+    #[test]
+    fn a_terminal_phase_does_not_go_back() {
+        let node = Node::new();
+        let mut done = (*node.pod_manager.get_any("ua").expect("held")).clone();
+        done.status = Some(phase("Succeeded"));
+        node.pod_manager.add_pod(done);
+        let guard = node.guard(Some(NODE));
+        let message = forbidden(guard.update_pod_status(update("ns", "a", Some("ua"))));
+        assert_eq!(
+            message,
+            r#"status update of pod ns/a refused: phase Succeeded is terminal, it does not go back to "Running""#
+        );
+        let back = json!({"status": {"phase": "Pending"}});
+        forbidden(guard.patch_pod_status(patch("ns", "a", Some("ua"), back)));
+        let cleared = json!({"status": {"phase": null}});
+        forbidden(guard.patch_pod_status(patch("ns", "a", Some("ua"), cleared)));
+        // The same terminal phase, or a patch that leaves the phase alone, goes through.
+        let same = StatusUpdate { status: phase("Succeeded"), ..update("ns", "a", Some("ua")) };
+        guard.update_pod_status(same).expect("same phase");
+        guard.patch_pod_status(patch("ns", "a", Some("ua"), json!({"status": {"message": "m"}}))).expect("no phase");
+    }
+
+    #[test]
+    fn a_write_by_a_stale_name_is_pinned_to_the_uid_the_host_knows() {
+        let node = Node::new();
+        let guard = node.guard(Some(NODE));
+        // `ns/a` recreated on another node: the pod manager still holds the old `ua`.
+        node.store.remove_pod("ns", "a").expect("remove");
+        node.store.create_pod(pod("ns", "a", "ua2", "node-2")).expect("recreate");
+        let before = node.store.get_pod("ns", "a").expect("get");
+        assert_eq!(guard.update_pod_status(update("ns", "a", None)).map_err(|e| e.reason()), Err("Conflict"));
+        let body = json!({"status": {"phase": "Failed"}});
+        assert_eq!(guard.patch_pod_status(patch("ns", "a", None, body)).map_err(|e| e.reason()), Err("Conflict"));
+        // Naming the new pod's UID is naming a pod of another node.
+        let message = forbidden(guard.update_pod_status(update("ns", "a", Some("ua2"))));
+        assert_eq!(message, "status update of pod ns/a refused: UID precondition ua2 is not a pod of this node");
+        let inside = json!({"metadata": {"uid": "ua2"}, "status": {"phase": "Failed"}});
+        forbidden(guard.patch_pod_status(patch("ns", "a", None, inside)));
+        assert_eq!(node.store.get_pod("ns", "a").expect("get"), before, "untouched");
+    }
+
+    #[test]
+    fn a_write_to_a_static_pods_name_is_pinned_to_its_mirror_pod() {
+        let node = Node::new();
+        let before = node.store.get_pod("ns", "web").expect("get");
+        let written = node.guard(None).update_pod_status(update("ns", "web", None)).expect("pinned to m1");
+        assert_eq!(written.metadata.uid.as_deref(), Some("m1"));
+        assert_ne!(written.metadata.resource_version, before.metadata.resource_version);
+    }
+
+    #[test]
+    fn plugin_chosen_names_are_cut_in_refusals() {
+        let node = Node::new();
+        let guard = node.guard(Some(NODE));
+        let long = "n".repeat(10_000);
+        let message = forbidden(guard.get_pod(&long, &long));
+        assert!(message.len() < 3 * MAX_SHOWN + 64, "{} bytes", message.len());
+        assert!(message.contains(&format!("{}.../{}...", "n".repeat(MAX_SHOWN), "n".repeat(MAX_SHOWN))), "{message}");
     }
 
     #[test]
@@ -619,7 +1039,8 @@ mod tests {
         }
 
         fn delete_pod(&self, namespace: &str, name: &str, options: &DeleteOptions) -> Result<Arc<Pod>> {
-            self.call(format!("delete {namespace}/{name}"), || self.store.delete_pod(namespace, name, options))
+            let call = format!("delete {namespace}/{name} grace {:?}", options.grace_period_seconds);
+            self.call(call, || self.store.delete_pod(namespace, name, options))
         }
     }
 
@@ -627,13 +1048,19 @@ mod tests {
     fn the_guards_lookups_are_not_the_plugins_calls() {
         let node = Node::new();
         let inner = Spy::new(Arc::clone(&node.store), None);
-        let guard = GuardedApiServer::new(inner.clone(), Arc::clone(&node.pod_manager), Some(NODE.into()))
-            .with_lookup(node.store.clone());
+        let guard = GuardedApiServer::new(
+            inner.clone(),
+            Arc::clone(&node.pod_manager),
+            Some(NODE.into()),
+            Arc::clone(&node.host_view),
+        )
+        .with_lookup(node.store.clone());
+        node.deleting("ns", "b");
         guard.get_pod("ns", "b").expect("bound");
         forbidden(guard.get_pod("kube-system", "etcd"));
         guard.delete_pod("ns", "b", &precondition(Some("ub"))).expect("bound");
         // Only the calls forwarded reach the inner server: no lookups, no refusals.
-        assert_eq!(inner.calls(), ["get ns/b", "delete ns/b"]);
+        assert_eq!(inner.calls(), ["get ns/b", "delete ns/b grace Some(0)"]);
         assert_eq!(guard.node_name(), Some(NODE));
     }
 
@@ -657,8 +1084,13 @@ mod tests {
         let node = Node::new();
         let inner = Spy::new(Arc::new(MemoryApiServer::new()), None);
         inner.store.create_pod(pod("ns", "b", "other", "node-2")).expect("create");
-        let guard = GuardedApiServer::new(inner.clone(), Arc::clone(&node.pod_manager), Some(NODE.into()))
-            .with_lookup(node.store.clone());
+        let guard = GuardedApiServer::new(
+            inner.clone(),
+            Arc::clone(&node.pod_manager),
+            Some(NODE.into()),
+            Arc::clone(&node.host_view),
+        )
+        .with_lookup(node.store.clone());
         let error = guard.update_pod_status(update("ns", "b", None)).expect_err("pinned");
         assert_eq!(error.reason(), "Conflict");
         let error = guard.patch_pod_status(patch("ns", "b", None, json!({"status": {}}))).expect_err("pinned");

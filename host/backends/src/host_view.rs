@@ -1,0 +1,284 @@
+//! What the host itself knows about the node's pods, apart from anything the plugin
+//! says: the statuses the node reported (the pod and host IPs in them, whether the
+//! pod's containers were terminated), and which statuses the plugin accepted.
+//!
+//! The reach guard ([`crate::GuardedApiServer`]) consults it for the decisions that must
+//! not rest on the plugin's word: which IPs a status may carry, and whether a pod's
+//! containers can still run when the plugin asks to delete it. Whoever hands the plugin
+//! its statuses feeds it *before* the plugin sees them: the agent's manager handle (for
+//! every `set-pod-status` and `terminate-pod`), replay (for those steps).
+//!
+//! Entries are keyed by the UID of the pod the node reported (a static pod's, not its
+//! mirror pod's); [`HostView::retain`] forgets the pods the node no longer has, as
+//! `remove-orphaned-statuses` does for the plugin's cache.
+
+use std::collections::HashMap;
+use std::sync::{Arc, PoisonError, RwLock};
+
+use k8s_openapi::api::core::v1::{ContainerState, ContainerStateTerminated, ContainerStatus, Pod, PodStatus};
+
+use crate::deletion_safety::DeletionSafety;
+
+/// Distinct pod and host IPs remembered per pod at most (the oldest go first): a pod
+/// has one or two of each in its life; the bound keeps a flood of reports small.
+pub const MAX_IPS_PER_POD: usize = 16;
+
+/// A status the plugin accepted, as it reported it right after accepting it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Accepted {
+    /// The plugin's version of the status.
+    pub version: u64,
+    /// The status, as JSON.
+    pub status: String,
+}
+
+/// Why the host's view does not let a pod go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NotSafe {
+    /// The node never reported a status for the pod.
+    Unreported,
+    /// By the node's own report, a container of the pod may still run.
+    ContainersMayRun,
+}
+
+impl NotSafe {
+    /// The reason, as refusals word it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NotSafe::Unreported => "the node never reported this pod's status",
+            NotSafe::ContainersMayRun => "by the node's own report a container of the pod may still run",
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct Reported {
+    /// The pod as the node last handed it over.
+    pod: Option<Arc<Pod>>,
+    /// The status the node last reported (with every container terminated once the
+    /// node terminated the pod).
+    status: Option<PodStatus>,
+    /// Every pod and host IP the node reported for the pod, oldest first.
+    ips: Vec<String>,
+    /// The last status the plugin accepted.
+    accepted: Option<Accepted>,
+}
+
+/// The host's own view of the node's pods. Thread-safe; every method takes `&self`.
+pub struct HostView {
+    /// Asked with the host's copy of a pod and status, never the plugin's.
+    deletion_safety: Arc<dyn DeletionSafety>,
+    /// UID -> what the node reported.
+    pods: RwLock<HashMap<String, Reported>>,
+}
+
+impl HostView {
+    /// An empty view whose "can a container of this pod still run" is `deletion_safety`'s
+    /// answer for the node's own copy of the pod and status.
+    pub fn new(deletion_safety: Arc<dyn DeletionSafety>) -> Self {
+        HostView { deletion_safety, pods: RwLock::default() }
+    }
+
+    /// The node reported `status` for `pod` (SetPodStatus), before the plugin sees it.
+    pub fn report_status(&self, pod: &Pod, status: &PodStatus) {
+        let Some(uid) = pod.metadata.uid.as_deref() else { return };
+        let mut pods = self.pods.write().unwrap_or_else(PoisonError::into_inner);
+        let entry = pods.entry(uid.to_owned()).or_default();
+        for ip in ips_of(status) {
+            remember(&mut entry.ips, ip);
+        }
+        entry.pod = Some(Arc::new(pod.clone()));
+        entry.status = Some(status.clone());
+    }
+
+    /// The node terminated `pod` (TerminatePod): every container of it is stopped.
+    pub fn report_termination(&self, pod: &Pod) {
+        let Some(uid) = pod.metadata.uid.as_deref() else { return };
+        let mut pods = self.pods.write().unwrap_or_else(PoisonError::into_inner);
+        let entry = pods.entry(uid.to_owned()).or_default();
+        let base = entry.status.clone().or_else(|| pod.status.clone()).unwrap_or_default();
+        entry.status = Some(terminated(base));
+        entry.pod = Some(Arc::new(pod.clone()));
+    }
+
+    /// [`HostView::report_status`] for the JSON a manager call carries; returns the
+    /// pod's UID. JSON that does not parse is not recorded (the plugin refuses it too).
+    pub fn report_status_json(&self, pod: &str, status: &str) -> Option<String> {
+        let (pod, status) = (serde_json::from_str::<Pod>(pod).ok()?, serde_json::from_str::<PodStatus>(status).ok()?);
+        self.report_status(&pod, &status);
+        pod.metadata.uid
+    }
+
+    /// [`HostView::report_termination`] for the JSON a manager call carries; returns
+    /// the pod's UID.
+    pub fn report_termination_json(&self, pod: &str) -> Option<String> {
+        let pod = serde_json::from_str::<Pod>(pod).ok()?;
+        self.report_termination(&pod);
+        pod.metadata.uid
+    }
+
+    /// The plugin accepted a change of the status of `uid` and now holds `accepted`.
+    pub fn accept(&self, uid: &str, accepted: Accepted) {
+        let mut pods = self.pods.write().unwrap_or_else(PoisonError::into_inner);
+        pods.entry(uid.to_owned()).or_default().accepted = Some(accepted);
+    }
+
+    /// The last status the plugin accepted for `uid`.
+    pub fn accepted(&self, uid: &str) -> Option<Accepted> {
+        self.read(uid, |reported| reported.accepted.clone())
+    }
+
+    /// Forgets every pod whose UID is not in `keep`.
+    pub fn retain(&self, keep: &[String]) {
+        let keep: std::collections::HashSet<&str> = keep.iter().map(String::as_str).collect();
+        self.pods.write().unwrap_or_else(PoisonError::into_inner).retain(|uid, _| keep.contains(uid.as_str()));
+    }
+
+    /// Whether the node reported `ip` as a pod or host IP of `uid`.
+    pub fn reported_ip(&self, uid: &str, ip: &str) -> bool {
+        self.read(uid, |reported| reported.ips.iter().any(|known| known == ip))
+    }
+
+    /// `Ok` when, by the node's own report, no container of `uid` can run any more:
+    /// the deletion-safety backend asked with the node's last status for it (all
+    /// containers terminated once the node terminated it) and the node's copy of the
+    /// pod (`pod` when the node handed over none).
+    pub fn no_container_can_run(&self, uid: &str, pod: &Pod) -> Result<(), NotSafe> {
+        let pods = self.pods.read().unwrap_or_else(PoisonError::into_inner);
+        let Some(Reported { pod: reported_pod, status: Some(status), .. }) = pods.get(uid) else {
+            return Err(NotSafe::Unreported);
+        };
+        let pod = reported_pod.as_deref().unwrap_or(pod);
+        if self.deletion_safety.pod_resources_are_reclaimed(pod, status) {
+            Ok(())
+        } else {
+            Err(NotSafe::ContainersMayRun)
+        }
+    }
+
+    /// How many pods the view holds.
+    pub fn len(&self) -> usize {
+        self.pods.read().unwrap_or_else(PoisonError::into_inner).len()
+    }
+
+    /// Whether the view holds no pod.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn read<T: Default>(&self, uid: &str, f: impl FnOnce(&Reported) -> T) -> T {
+        self.pods.read().unwrap_or_else(PoisonError::into_inner).get(uid).map(f).unwrap_or_default()
+    }
+}
+
+impl std::fmt::Debug for HostView {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HostView").field("pods", &self.len()).finish_non_exhaustive()
+    }
+}
+
+/// The pod and host IPs a status carries (empty ones left out).
+pub fn ips_of(status: &PodStatus) -> impl Iterator<Item = &str> {
+    let singles = [status.pod_ip.as_deref(), status.host_ip.as_deref()].into_iter().flatten();
+    let pod_ips = status.pod_ips.iter().flatten().map(|ip| ip.ip.as_str());
+    let host_ips = status.host_ips.iter().flatten().map(|ip| ip.ip.as_str());
+    singles.chain(pod_ips).chain(host_ips).filter(|ip| !ip.is_empty())
+}
+
+fn remember(ips: &mut Vec<String>, ip: &str) {
+    if ips.iter().any(|known| known == ip) {
+        return;
+    }
+    if ips.len() == MAX_IPS_PER_POD {
+        ips.remove(0);
+    }
+    ips.push(ip.to_owned());
+}
+
+/// `status` with every container that is not terminated marked terminated, as
+/// TerminatePod does.
+fn terminated(mut status: PodStatus) -> PodStatus {
+    let stop = |c: &mut ContainerStatus| {
+        if c.state.as_ref().is_none_or(|s| s.terminated.is_none()) {
+            c.state = Some(ContainerState {
+                terminated: Some(ContainerStateTerminated {
+                    exit_code: 137,
+                    reason: Some("ContainerStatusUnknown".into()),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            });
+        }
+    };
+    status.container_statuses.iter_mut().flatten().for_each(stop);
+    status.init_container_statuses.iter_mut().flatten().for_each(stop);
+    status.ephemeral_container_statuses.iter_mut().flatten().for_each(stop);
+    status
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::deletion_safety::{ContainersStopped, FixedDeletionSafety};
+    use crate::testing;
+    use serde_json::json;
+
+    fn status(value: serde_json::Value) -> PodStatus {
+        serde_json::from_value(value).expect("a status")
+    }
+
+    #[test]
+    fn remembers_the_ips_the_node_reported() {
+        let view = HostView::new(Arc::new(ContainersStopped));
+        let pod = testing::pod("a", "ua").build();
+        view.report_status(
+            &pod,
+            &status(json!({"podIP": "10.0.0.1", "podIPs": [{"ip": "10.0.0.1"}, {"ip": "fd00::1"}], "hostIP": "192.168.0.1"})),
+        );
+        view.report_status(&pod, &status(json!({"podIP": "10.0.0.2"})));
+        for ip in ["10.0.0.1", "fd00::1", "192.168.0.1", "10.0.0.2"] {
+            assert!(view.reported_ip("ua", ip), "{ip}");
+        }
+        assert!(!view.reported_ip("ua", "10.9.9.9"));
+        assert!(!view.reported_ip("ub", "10.0.0.1"), "another pod's IP");
+        for i in 0..100 {
+            view.report_status(&pod, &status(json!({"podIP": format!("10.1.0.{i}")})));
+        }
+        assert!(view.reported_ip("ua", "10.1.0.99"));
+        assert!(!view.reported_ip("ua", "10.0.0.1"), "bounded: the oldest went");
+    }
+
+    #[test]
+    fn no_container_can_run_by_the_nodes_report_only() {
+        let view = HostView::new(Arc::new(ContainersStopped));
+        let pod = testing::pod("a", "ua").build();
+        assert_eq!(view.no_container_can_run("ua", &pod), Err(NotSafe::Unreported));
+        view.report_status(&pod, &status(json!({"containerStatuses": [{"name": "c", "state": {"running": {}}}]})));
+        assert_eq!(view.no_container_can_run("ua", &pod), Err(NotSafe::ContainersMayRun));
+        // The pod the plugin would show (all stopped) changes nothing.
+        let mut claimed = pod.clone();
+        claimed.status = Some(status(json!({"containerStatuses": []})));
+        assert_eq!(view.no_container_can_run("ua", &claimed), Err(NotSafe::ContainersMayRun));
+        view.report_termination(&pod);
+        assert_eq!(view.no_container_can_run("ua", &pod), Ok(()));
+        let fixed = Arc::new(FixedDeletionSafety::new(false));
+        let view = HostView::new(fixed.clone());
+        view.report_termination(&pod);
+        assert_eq!(view.no_container_can_run("ua", &pod), Err(NotSafe::ContainersMayRun));
+        fixed.set(true);
+        assert_eq!(view.no_container_can_run("ua", &pod), Ok(()));
+    }
+
+    #[test]
+    fn accepted_statuses_are_kept_until_the_pod_is_forgotten() {
+        let view = HostView::new(Arc::new(ContainersStopped));
+        view.accept("ua", Accepted { version: 1, status: "{}".into() });
+        view.accept("ua", Accepted { version: 2, status: "{\"phase\":\"Running\"}".into() });
+        view.accept("ub", Accepted { version: 1, status: "{}".into() });
+        assert_eq!(view.accepted("ua").map(|a| a.version), Some(2));
+        view.retain(&["ub".to_string()]);
+        assert_eq!(view.accepted("ua"), None);
+        assert_eq!(view.len(), 1);
+        assert!(format!("{view:?}").contains("pods: 1"));
+    }
+}

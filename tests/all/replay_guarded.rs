@@ -1,0 +1,109 @@
+//! Every trace under `fixtures/replay-guarded/` replayed with the agent's reach guard
+//! for node `node-1` (`podstatus replay --node node-1`): its report must equal the stored
+//! `.report.json` byte for byte (`PODSTATUS_BLESS=1` rewrites them) and satisfy the
+//! trace's `expect` block. Traces named `prober-*` run the prober (its probe chosen by
+//! the pods' `podstatus.test/probe` annotation), the others the real v1 component.
+//!
+//! Each refusal is recorded with `outcome: "error"` and the guard's reason in
+//! `refused`; and since the same trace without the guard lets the prober's forbidden
+//! call through, the guard is what stopped it.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use podstatus_runtime::PluginImage;
+use podstatus_test_programs::PROBER;
+use podstatus_tests::{fixtures_dir, load, partial_match, replay_component_guarded, replay_component_with, v1_image};
+
+/// The node the fixtures' pods are bound to.
+const NODE: &str = "node-1";
+
+fn prober() -> &'static PluginImage {
+    static IMAGE: OnceLock<PluginImage> = OnceLock::new();
+    IMAGE.get_or_init(|| load(PROBER))
+}
+
+fn traces() -> Vec<PathBuf> {
+    let mut traces: Vec<PathBuf> = fs::read_dir(fixtures_dir().join("replay-guarded"))
+        .expect("fixtures/replay-guarded exists")
+        .map(|e| e.expect("readable dir entry").path())
+        .filter(|p| p.to_string_lossy().ends_with(".trace.json"))
+        .collect();
+    traces.sort();
+    traces
+}
+
+fn image_for(trace: &Path) -> &'static PluginImage {
+    if trace.file_name().is_some_and(|name| name.to_string_lossy().starts_with("prober-")) {
+        prober()
+    } else {
+        v1_image()
+    }
+}
+
+fn render(outcome: &podstatus_replay::ReplayOutcome) -> String {
+    serde_json::to_string_pretty(&outcome.report).expect("report serialises") + "\n"
+}
+
+#[test]
+fn every_guarded_fixture_matches_its_report_and_expectations() {
+    let bless = std::env::var_os("PODSTATUS_BLESS").is_some();
+    let traces = traces();
+    assert!(traces.len() >= 5, "fixtures missing");
+    let mut failures = Vec::new();
+    for trace in &traces {
+        let name = trace.file_name().unwrap().to_string_lossy().into_owned();
+        let text = fs::read_to_string(trace).unwrap();
+        let outcome = match replay_component_guarded(image_for(trace), &text, trace.parent().unwrap(), NODE) {
+            Ok(outcome) => outcome,
+            Err(e) => {
+                failures.push(format!("{name}: unusable trace: {e}"));
+                continue;
+            }
+        };
+        let rendered = render(&outcome);
+        let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let report: serde_json::Value = serde_json::from_str(&rendered).unwrap();
+        match doc.get("expect") {
+            Some(expect) => {
+                if let Err(e) = partial_match(expect, &report, "report") {
+                    failures.push(format!("{name}: expectation failed at {e}"));
+                }
+            }
+            None => failures.push(format!("{name}: has no \"expect\" block")),
+        }
+        let golden = PathBuf::from(trace.to_string_lossy().replace(".trace.json", ".report.json"));
+        if bless {
+            fs::write(&golden, &rendered).unwrap();
+        } else {
+            match fs::read_to_string(&golden) {
+                Ok(stored) if stored == rendered => {}
+                Ok(_) => failures
+                    .push(format!("{name}: report differs from {} (PODSTATUS_BLESS=1 rewrites it)", golden.display())),
+                Err(_) => failures.push(format!("{name}: no stored report {}", golden.display())),
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} of {} fixtures failed:\n{}", failures.len(), traces.len(), failures.join("\n"));
+}
+
+#[test]
+fn without_the_guard_the_probers_forbidden_calls_reach_the_api_server() {
+    for trace in traces().iter().filter(|t| t.is_file()) {
+        let name = trace.file_name().unwrap().to_string_lossy().into_owned();
+        if !name.starts_with("prober-") {
+            continue;
+        }
+        let text = fs::read_to_string(trace).unwrap();
+        let guarded = replay_component_guarded(prober(), &text, trace.parent().unwrap(), NODE).unwrap();
+        let open = replay_component_with(prober(), &text, trace.parent().unwrap()).unwrap();
+        assert!(open.report.calls.iter().all(|call| call.refused.is_none()), "{name}: no guard, no refusal");
+        // A call the guard stopped (refused, or pinned so that it failed) went through
+        // without it.
+        let stopped = guarded.report.calls.iter().zip(&open.report.calls).any(|(guarded, open)| {
+            (guarded.step, guarded.verb) == (open.step, open.verb) && guarded.outcome != "ok" && open.outcome == "ok"
+        });
+        assert!(stopped, "{name}: the guard stopped nothing\n{:?}\n{:?}", guarded.report.calls, open.report.calls);
+    }
+}
