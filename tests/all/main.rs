@@ -6,6 +6,7 @@ mod artifact_cache;
 mod bad_input;
 mod embedded_server;
 mod handle;
+mod hostile;
 mod kube_client;
 mod kubectl;
 mod metrics;

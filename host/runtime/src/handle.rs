@@ -297,7 +297,7 @@ impl ManagerHandle {
         // long enough for much to change again, move the next one without pausing.
         for _ in 0..PRECOPY_ROUNDS {
             let changes = self.shared.plugin().save_state_changes().map_err(SwapError::Source)?;
-            new.apply_state_changes(&changes).map_err(SwapError::Refused)?;
+            crate::swap::apply_checked(new.as_mut(), &changes)?;
             if changes.len() <= PRECOPY_DONE_BYTES {
                 break;
             }
