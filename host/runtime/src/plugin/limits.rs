@@ -46,11 +46,12 @@ pub struct Limits {
     pub max_state_bytes: usize,
     /// Native stack the plugin may use.
     pub max_wasm_stack: usize,
-    /// Import calls one export call may make. An honest v2 `sync-batch` over 10,000
-    /// pods makes about 40,000 (`tests/all/hostile.rs` measures it).
+    /// Import calls one export call may make. An honest v2 `sync-batch` writing
+    /// 10,000 statuses makes 50,001, five a pod (`tests/all/hostile.rs` measures it).
     pub call_imports: u64,
     /// Bytes one export call may move through its imports, arguments and results
-    /// together. An honest v2 `sync-batch` over 10,000 pods moves about 70 MB.
+    /// together. An honest v2 `sync-batch` writing 10,000 small statuses moves 9 MB;
+    /// with 2.5 KB statuses and pods, about 10 KB a pod (100 MB).
     pub call_import_bytes: u64,
     /// Plugin log lines: the burst a plugin may log at once (lines at an enabled
     /// level; a line costs one token per started KiB).
