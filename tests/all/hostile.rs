@@ -192,6 +192,16 @@ fn the_supervisor_keeps_no_change_log_nobody_follows() {
         plugin.set_pod_status(&pod("u1", "none"), "{}").unwrap();
     }
     assert_eq!(plugin.held_bytes(), held, "flat: only the state itself is held");
+    // Followed (a swap's save-state), then no more: flat again.
+    let _ = plugin.save_state().unwrap();
+    plugin.set_pod_status(&pod("u2", "none"), "{}").unwrap();
+    assert!(plugin.held_bytes() > held);
+    plugin.stop_following();
+    let held = plugin.held_bytes();
+    for _ in 0..100 {
+        plugin.set_pod_status(&pod("u2", "none"), "{}").unwrap();
+    }
+    assert_eq!(plugin.held_bytes(), held);
 }
 
 fn running(uid: &str, message: &str) -> (String, String) {

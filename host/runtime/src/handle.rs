@@ -307,6 +307,8 @@ impl ManagerHandle {
         let mut running = self.shared.plugin();
         let paused = Instant::now();
         let changes_bytes = move_changes(running.as_mut(), new.as_mut())?;
+        // The swap's checks made the new plugin keep its changes for a follower: none.
+        new.stop_following();
         let from = running.contract();
         let to = new.contract();
         let old = std::mem::replace(&mut *running, new);

@@ -123,6 +123,9 @@ pub trait Plugin: Send {
     fn save_state_changes(&mut self) -> Result<String>;
     /// Applies another instance's change set.
     fn apply_state_changes(&mut self, changes: &str) -> Result<()>;
+    /// Nobody follows this plugin's changes any more (a swap into it is done): a
+    /// plugin that keeps them for a follower (the supervisor) drops them.
+    fn stop_following(&mut self) {}
     /// The WIT package the plugin implements (`kubelet:status@0.1.0`, ...).
     fn contract(&self) -> Contract;
 }

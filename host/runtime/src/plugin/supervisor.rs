@@ -194,7 +194,9 @@ impl SupervisedPlugin {
                 self.shadow.apply(&changes);
                 if self.following == Following::Yes {
                     self.unsaved.merge(changes);
-                    if self.unsaved.bytes > max_state {
+                    // A follower that never comes back (a swap that failed) costs at
+                    // most an eighth of the state limit.
+                    if self.unsaved.bytes > max_state / 8 {
                         tracing::warn!(
                             bytes = self.unsaved.bytes,
                             "changes kept for a follower (a swap) outgrew the state limit: dropped, the follower \
@@ -359,6 +361,11 @@ impl Plugin for SupervisedPlugin {
 
     fn apply_state_changes(&mut self, changes: &str) -> Result<()> {
         self.run("apply-state-changes", true, |p| p.apply_state_changes(changes))
+    }
+
+    fn stop_following(&mut self) {
+        self.unsaved = ChangeSet::default();
+        self.following = Following::No;
     }
 }
 
