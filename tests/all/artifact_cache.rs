@@ -80,3 +80,48 @@ fn the_cache_directory_is_private_and_a_shared_one_is_refused() {
     assert_eq!(image.cache_outcome(), CacheOutcome::Compiled { stored: false }, "nothing stored in a shared directory");
     assert_eq!(std::fs::read_dir(&shared).unwrap().count(), 0);
 }
+
+#[cfg(unix)]
+#[test]
+fn a_cache_under_a_directory_others_may_write_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+
+    // The cache itself is private, but whoever writes its parent could swap it.
+    let parent = fresh_dir("cache-open-parent");
+    std::fs::create_dir_all(&parent).unwrap();
+    std::fs::set_permissions(&parent, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let dir = parent.join("cache");
+    let config = RuntimeConfig { cache_dir: Some(dir.clone()), ..RuntimeConfig::default() };
+    let image = PluginRuntime::new(&config).unwrap().load(PODSTATUS_V1).unwrap();
+    assert_eq!(image.cache_outcome(), CacheOutcome::Compiled { stored: false });
+    assert!(std::fs::read_dir(&dir).map(|d| d.count()).unwrap_or(0) <= 1, "no artifact stored");
+
+    // Sticky (as /tmp): others cannot rename what is ours, so it is used.
+    std::fs::set_permissions(&parent, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let image = PluginRuntime::new(&config).unwrap().load(PODSTATUS_V1).unwrap();
+    assert_eq!(image.cache_outcome(), CacheOutcome::Compiled { stored: true });
+}
+
+#[cfg(unix)]
+#[test]
+fn digests_live_apart_and_an_artifact_of_another_user_is_not_loaded() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+
+    let dir = fresh_dir("cache-digests");
+    let config = RuntimeConfig { cache_dir: Some(dir.clone()), ..RuntimeConfig::default() };
+    let runtime = PluginRuntime::new(&config).unwrap();
+    runtime.load(PODSTATUS_V1).unwrap();
+    let name = format!("{}.cwasm", cache_key(runtime.engine(), PODSTATUS_V1));
+    let digest = dir.join("digests").join(format!("{name}.sha256"));
+    assert!(digest.exists(), "the digest is in the private digests directory");
+    assert!(!dir.join(format!("{name}.sha256")).exists(), "not beside the artifact");
+    assert_eq!(std::fs::metadata(dir.join("digests")).unwrap().permissions().mode() & 0o777, 0o700);
+    let artifact = dir.join(&name);
+    assert_eq!(std::fs::metadata(&artifact).unwrap().mode() & 0o777, 0o600);
+
+    // An artifact others may write is not mapped (even with the right digest).
+    std::fs::set_permissions(&artifact, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let reloaded = PluginRuntime::new(&config).unwrap().load(PODSTATUS_V1).unwrap();
+    assert_eq!(reloaded.cache_outcome(), CacheOutcome::Compiled { stored: true });
+    assert_eq!(PluginRuntime::new(&config).unwrap().load(PODSTATUS_V1).unwrap().cache_outcome(), CacheOutcome::Hit);
+}

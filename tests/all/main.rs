@@ -7,6 +7,7 @@ mod bad_input;
 mod embedded_server;
 mod embedded_server_hostile;
 mod handle;
+mod hostile;
 mod kube_client;
 mod kubectl;
 mod metrics;

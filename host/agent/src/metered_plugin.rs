@@ -128,6 +128,10 @@ impl Plugin for MeteredPlugin {
         self.timed("apply_state_changes", |p| p.apply_state_changes(changes)).0
     }
 
+    fn stop_following(&mut self) {
+        self.inner.stop_following();
+    }
+
     fn contract(&self) -> Contract {
         self.inner.contract()
     }

@@ -20,10 +20,16 @@ pub struct SyncRequest {
 /// The seed's channel buffers 1000 statuses; beyond that the batch sync catches up.
 pub const DEFAULT_CAPACITY: usize = 1000;
 
+/// The queue's byte bound per request of its capacity: a Kubernetes UID is 36 bytes,
+/// so an honest queue fills by count first; UIDs of hundreds of bytes fill it by bytes.
+pub const BYTES_PER_REQUEST: usize = 128;
+
 /// A bounded FIFO the plugin pushes into without blocking and the scheduler waits on.
 #[derive(Debug)]
 pub struct SyncQueue {
     capacity: usize,
+    /// What the waiting requests may take together (see [`SyncQueue::request_bytes`]).
+    max_bytes: usize,
     state: Mutex<QueueState>,
     /// Signalled on every push and on close, so the scheduler sleeps until there is work.
     ready: Condvar,
@@ -32,6 +38,8 @@ pub struct SyncQueue {
 #[derive(Debug, Default)]
 struct QueueState {
     requests: VecDeque<SyncRequest>,
+    /// What the waiting requests take, by [`SyncQueue::request_bytes`].
+    bytes: usize,
     closed: bool,
     /// Pushes refused because the queue was full, for metrics.
     dropped: u64,
@@ -50,8 +58,41 @@ pub enum Wait {
 
 impl SyncQueue {
     /// An empty queue holding at most `capacity` requests.
+    /// Its bytes are bounded too, at [`BYTES_PER_REQUEST`] a request on average.
     pub fn new(capacity: usize) -> Self {
-        SyncQueue { capacity, state: Mutex::new(QueueState::default()), ready: Condvar::new() }
+        SyncQueue {
+            capacity,
+            max_bytes: capacity.saturating_mul(BYTES_PER_REQUEST),
+            state: Mutex::new(QueueState::default()),
+            ready: Condvar::new(),
+        }
+    }
+
+    /// The same queue holding at most `max_bytes` of requests.
+    pub fn with_max_bytes(mut self, max_bytes: usize) -> Self {
+        self.max_bytes = max_bytes;
+        self
+    }
+
+    /// What a request counts against the byte bound: its UID and fixed fields.
+    pub fn request_bytes(request: &SyncRequest) -> usize {
+        request.pod_uid.len() + 24
+    }
+
+    /// The byte bound.
+    pub fn max_bytes(&self) -> usize {
+        self.max_bytes
+    }
+
+    /// What the waiting requests take now.
+    pub fn bytes(&self) -> usize {
+        self.lock().bytes
+    }
+
+    fn take_front(state: &mut QueueState) -> Option<SyncRequest> {
+        let request = state.requests.pop_front()?;
+        state.bytes -= Self::request_bytes(&request);
+        Some(request)
     }
 
     fn lock(&self) -> MutexGuard<'_, QueueState> {
@@ -63,10 +104,12 @@ impl SyncQueue {
     /// Queues `request`; false (and nothing queued) when full.
     pub fn push(&self, request: SyncRequest) -> bool {
         let mut state = self.lock();
-        if state.requests.len() >= self.capacity {
+        let bytes = Self::request_bytes(&request);
+        if state.requests.len() >= self.capacity || state.bytes + bytes > self.max_bytes {
             state.dropped += 1;
             return false;
         }
+        state.bytes += bytes;
         state.requests.push_back(request);
         drop(state);
         self.ready.notify_one();
@@ -75,14 +118,14 @@ impl SyncQueue {
 
     /// The oldest request, if any, without waiting.
     pub fn pop(&self) -> Option<SyncRequest> {
-        self.lock().requests.pop_front()
+        Self::take_front(&mut self.lock())
     }
 
     /// Waits until a request arrives, `deadline` passes or the queue is closed.
     pub fn pop_until(&self, deadline: Instant) -> Wait {
         let mut state = self.lock();
         loop {
-            if let Some(request) = state.requests.pop_front() {
+            if let Some(request) = Self::take_front(&mut state) {
                 return Wait::Request(request);
             }
             if state.closed {
@@ -122,12 +165,16 @@ impl SyncQueue {
 
     /// Drops the waiting requests `keep` refuses, keeping the others in order.
     pub fn retain(&self, keep: impl FnMut(&SyncRequest) -> bool) {
-        self.lock().requests.retain(keep);
+        let mut state = self.lock();
+        state.requests.retain(keep);
+        state.bytes = state.requests.iter().map(Self::request_bytes).sum();
     }
 
     /// Every waiting request, oldest first, removed from the queue (a state hand-over).
     pub fn drain(&self) -> Vec<SyncRequest> {
-        self.lock().requests.drain(..).collect()
+        let mut state = self.lock();
+        state.bytes = 0;
+        state.requests.drain(..).collect()
     }
 }
 
@@ -145,6 +192,22 @@ mod tests {
 
     fn req(id: u64) -> SyncRequest {
         SyncRequest { id, pod_uid: format!("uid-{id}"), version: 1 }
+    }
+
+    #[test]
+    fn refuses_beyond_its_bytes() {
+        let queue = SyncQueue::new(10).with_max_bytes(1000);
+        let big = |id| SyncRequest { id, pod_uid: "u".repeat(300), version: 1 };
+        assert!(queue.push(big(1)) && queue.push(big(2)) && queue.push(big(3)));
+        assert!(!queue.push(big(4)), "the fourth would hold 972 + 324 bytes");
+        assert_eq!(queue.bytes(), 3 * 324);
+        queue.pop();
+        assert_eq!(queue.bytes(), 2 * 324);
+        assert!(queue.push(big(4)));
+        queue.retain(|r| r.id == 4);
+        assert_eq!(queue.bytes(), 324);
+        queue.drain();
+        assert_eq!(queue.bytes(), 0);
     }
 
     #[test]

@@ -359,7 +359,7 @@ impl ManagerHandle {
         // long enough for much to change again, move the next one without pausing.
         for _ in 0..PRECOPY_ROUNDS {
             let changes = self.shared.plugin().save_state_changes().map_err(SwapError::Source)?;
-            new.apply_state_changes(&changes).map_err(SwapError::Refused)?;
+            crate::swap::apply_checked(new.as_mut(), &changes)?;
             if changes.len() <= PRECOPY_DONE_BYTES {
                 break;
             }
@@ -369,6 +369,8 @@ impl ManagerHandle {
         let mut running = self.shared.plugin();
         let paused = Instant::now();
         let changes_bytes = move_changes(running.as_mut(), new.as_mut())?;
+        // The swap's checks made the new plugin keep its changes for a follower: none.
+        new.stop_following();
         let from = running.contract();
         let to = new.contract();
         let old = std::mem::replace(&mut *running, new);

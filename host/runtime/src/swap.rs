@@ -6,7 +6,10 @@
 //! (`save-state-changes`, `apply-state-changes`) moves while calls are held, so the
 //! pause follows the traffic during the swap, not the size of the state.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
+
+use serde_json::value::RawValue;
 
 use crate::bindings::Contract;
 use crate::plugin::{CallError, Plugin};
@@ -59,58 +62,159 @@ pub fn move_bulk(old: &mut dyn Plugin, new: &mut dyn Plugin) -> Result<usize, Sw
 }
 
 /// Loads `state` into `new` and checks, from `new`'s own saved state, that it took
-/// every status (with its version and whether it is finished, `podIsFinished`), every
-/// written version and every pending request: a plugin that answers "ok" and drops the
-/// state must not take over.
+/// every status (its body, its version and whether it is finished, `podIsFinished`),
+/// every written version and every pending request: a plugin that answers "ok" and
+/// drops or alters the state must not take over. The documents are compared entry by
+/// entry, each entry kept as a slice of its document (no tree of the whole state is
+/// built; only a status whose text differs is parsed, alone, to compare it as JSON).
 pub fn load_checked(new: &mut dyn Plugin, state: &str) -> Result<(), SwapError> {
     new.load_state(state).map_err(SwapError::Refused)?;
     let held = new.save_state().map_err(SwapError::Refused)?;
-    let summary = |doc: &str| -> Option<StateSummary> {
-        let doc: serde_json::Value = serde_json::from_str(doc).ok()?;
-        let keys = |map: &str| -> Option<Vec<String>> { Some(doc.get(map)?.as_object()?.keys().cloned().collect()) };
-        let versions = doc
-            .get("statuses")?
-            .as_object()?
-            .iter()
-            .map(|(uid, entry)| {
-                let version = entry.get("version").and_then(serde_json::Value::as_u64);
-                // Since state version 2; absent is false.
-                let finished = entry.get("podIsFinished").and_then(serde_json::Value::as_bool).unwrap_or(false);
-                (uid.clone(), version, finished)
-            })
-            .collect();
-        Some(StateSummary { versions, written: doc.get("apiStatusVersions").cloned(), pending: keys("pending")? })
-    };
-    let (Some(expected), Some(actual)) = (summary(state), summary(&held)) else {
-        return Err(SwapError::Refused(CallError::Rejected {
+    let unreadable = |what: &str| {
+        SwapError::Refused(CallError::Rejected {
             call: "save-state",
-            error: crate::bindings::ManagerError::InvalidState("the new plugin's state cannot be read back".into()),
-        }));
+            error: crate::bindings::ManagerError::InvalidState(format!("{what} cannot be read back")),
+        })
     };
-    if expected != actual {
+    let expected: Entries<'_> = serde_json::from_str(state).map_err(|_| unreadable("the state"))?;
+    let actual: Entries<'_> = serde_json::from_str(&held).map_err(|_| unreadable("the new plugin's state"))?;
+    if let Some(difference) = expected.difference(&actual) {
         return Err(SwapError::Refused(CallError::Rejected {
             call: "load-state",
-            error: crate::bindings::ManagerError::InvalidState(
-                "the new plugin answered ok but does not hold the state it was given".into(),
-            ),
+            error: crate::bindings::ManagerError::InvalidState(format!(
+                "the new plugin answered ok but does not hold the state it was given: {difference}"
+            )),
         }));
     }
     Ok(())
 }
 
-/// What must survive a hand-over, compared after loading.
-#[derive(PartialEq)]
-struct StateSummary {
-    /// Per status: UID, version, finished.
-    versions: Vec<(String, Option<u64>, bool)>,
-    written: Option<serde_json::Value>,
-    pending: Vec<String>,
+/// Applies `changes` to `new` and checks, from `new`'s own change set, that it holds
+/// each changed entry as given (and removed each removed one).
+pub fn apply_checked(new: &mut dyn Plugin, changes: &str) -> Result<(), SwapError> {
+    new.apply_state_changes(changes).map_err(SwapError::Refused)?;
+    let held = new.save_state_changes().map_err(SwapError::Refused)?;
+    let unreadable = |what: &str| {
+        SwapError::Refused(CallError::Rejected {
+            call: "save-state-changes",
+            error: crate::bindings::ManagerError::InvalidState(format!("{what} cannot be read back")),
+        })
+    };
+    let expected: ChangesEntries<'_> = serde_json::from_str(changes).map_err(|_| unreadable("the change set"))?;
+    let actual: ChangesEntries<'_> = serde_json::from_str(&held).map_err(|_| unreadable("the new plugin's changes"))?;
+    if let Some(difference) = expected.patch.difference(&actual.patch) {
+        return Err(SwapError::Refused(CallError::Rejected {
+            call: "apply-state-changes",
+            error: crate::bindings::ManagerError::InvalidState(format!(
+                "the new plugin answered ok but does not hold the changes it was given: {difference}"
+            )),
+        }));
+    }
+    Ok(())
+}
+
+/// A status entry of the state format, its body left as text.
+#[derive(serde::Deserialize)]
+struct StatusEntry<'a> {
+    #[serde(default)]
+    version: Option<u64>,
+    /// Since state version 2; absent is false.
+    #[serde(default, rename = "podIsFinished")]
+    finished: Option<bool>,
+    #[serde(default, borrow)]
+    status: Option<&'a RawValue>,
+}
+
+impl StatusEntry<'_> {
+    fn same(&self, other: &StatusEntry<'_>) -> bool {
+        self.version == other.version
+            && self.finished.unwrap_or(false) == other.finished.unwrap_or(false)
+            && same_json(self.status, other.status)
+    }
+}
+
+/// Equal as JSON: the same text, or (rarely: another plugin's formatting) the same
+/// value once this one entry is parsed.
+fn same_json(a: Option<&RawValue>, b: Option<&RawValue>) -> bool {
+    match (a, b) {
+        (None, None) => true,
+        (Some(a), Some(b)) => {
+            a.get() == b.get()
+                || matches!(
+                    (serde_json::from_str::<serde_json::Value>(a.get()), serde_json::from_str::<serde_json::Value>(b.get())),
+                    (Ok(a), Ok(b)) if a == b
+                )
+        }
+        _ => false,
+    }
+}
+
+/// The entries of a state document (or of a change set's patch: `None` removes).
+#[derive(serde::Deserialize)]
+struct Entries<'a> {
+    #[serde(default, borrow)]
+    statuses: BTreeMap<String, Option<StatusEntry<'a>>>,
+    #[serde(default, borrow, rename = "apiStatusVersions")]
+    written: BTreeMap<String, Option<&'a RawValue>>,
+    #[serde(default, borrow)]
+    pending: BTreeMap<String, Option<&'a RawValue>>,
+}
+
+#[derive(serde::Deserialize)]
+struct ChangesEntries<'a> {
+    #[serde(borrow)]
+    patch: Entries<'a>,
+}
+
+impl Entries<'_> {
+    /// The first entry `actual` does not hold as `self` has it, if any.
+    fn difference(&self, actual: &Entries<'_>) -> Option<String> {
+        fn shown(key: &str) -> &str {
+            let mut cut = key.len().min(64);
+            while !key.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            &key[..cut]
+        }
+        for (uid, entry) in &self.statuses {
+            let same = match (entry, actual.statuses.get(uid)) {
+                (Some(a), Some(Some(b))) => a.same(b),
+                (None, None | Some(None)) => true,
+                _ => false,
+            };
+            if !same {
+                return Some(format!("the status of pod {:?}", shown(uid)));
+            }
+        }
+        if let Some(uid) = actual.statuses.keys().find(|uid| !self.statuses.contains_key(*uid)) {
+            return Some(format!("a status of pod {:?} it was not given", shown(uid)));
+        }
+        for (uid, version) in &self.written {
+            let same = match (version, actual.written.get(uid)) {
+                (Some(a), Some(Some(b))) => same_json(Some(a), Some(b)),
+                (None, None | Some(None)) => true,
+                _ => false,
+            };
+            if !same {
+                return Some(format!("the written version of pod {:?}", shown(uid)));
+            }
+        }
+        for (id, entry) in &self.pending {
+            if entry.is_some() != actual.pending.get(id).is_some_and(Option::is_some) {
+                return Some(format!("pending request {:?}", shown(id)));
+            }
+        }
+        if actual.written.len() != self.written.len() || actual.pending.len() != self.pending.len() {
+            return Some("entries it was not given".into());
+        }
+        None
+    }
 }
 
 /// Moves what changed in `old` since its last save into `new`; returns the change
 /// set's size.
 pub fn move_changes(old: &mut dyn Plugin, new: &mut dyn Plugin) -> Result<usize, SwapError> {
     let changes = old.save_state_changes().map_err(SwapError::Source)?;
-    new.apply_state_changes(&changes).map_err(SwapError::Refused)?;
+    apply_checked(new, &changes)?;
     Ok(changes.len())
 }

@@ -6,6 +6,7 @@ use crate::imports::HostState;
 
 impl wit::Host for HostState {
     fn now(&mut self) -> wasmtime::Result<Timestamp> {
+        self.charge("now", 0)?;
         Ok(self.world.clock.now().into())
     }
 }

@@ -7,17 +7,24 @@ use crate::imports::HostState;
 /// from the host's own messages (`RUST_LOG=crate::plugin=debug`).
 pub const TARGET: &str = "podstatus::plugin";
 
-/// A plugin may not flood the log: longer messages are cut (at a character boundary).
+/// A plugin may not flood the log: longer messages are cut (at a character boundary),
+/// and lines beyond the plugin's rate (`Limits::log_burst`, `Limits::log_per_second`)
+/// are dropped and counted.
 pub const MAX_MESSAGE_BYTES: usize = 16 * 1024;
 
 impl wit::Host for HostState {
     fn log(&mut self, level: Level, message: String) -> wasmtime::Result<()> {
+        self.charge("log", message.len())?;
         self.check_arg("log", "message", message.len())?;
-        log(level, &message);
+        // Only lines that would be written spend the plugin's log budget.
+        if enabled(level) && self.log.take(message.len().min(MAX_MESSAGE_BYTES)) {
+            log(level, &message);
+        }
         Ok(())
     }
 
     fn enabled(&mut self, level: Level) -> wasmtime::Result<bool> {
+        self.charge("enabled", 0)?;
         Ok(enabled(level))
     }
 }

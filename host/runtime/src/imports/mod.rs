@@ -5,6 +5,8 @@
 //! with the native plugin, so the component and the native build see the same host.
 
 use std::cell::Cell;
+use std::collections::HashSet;
+use std::time::Instant;
 
 use wasmtime::component::{HasSelf, Linker};
 
@@ -24,18 +26,114 @@ pub mod sync_queue;
 pub struct HostState {
     pub(crate) world: World,
     pub(crate) sandbox: Sandbox,
+    /// The UIDs of the pods the host handed this instance (in calls, in loaded state):
+    /// the only ones it may push sync requests for, besides the pod manager's pods.
+    pub(crate) handed: HashSet<Box<str>>,
+    /// The plugin's log budget.
+    pub(crate) log: LogBucket,
 }
+
+/// The longest pod UID the host accepts from the plugin (Kubernetes' are 36-byte UUIDs;
+/// a name is at most 253 bytes).
+pub const MAX_UID_BYTES: usize = 253;
 
 impl HostState {
     /// The state of an instance that will reach `world` within `sandbox`'s limits.
     pub fn new(world: World, sandbox: Sandbox) -> Self {
-        HostState { world, sandbox }
+        let log = LogBucket::new(sandbox.limits.log_burst, sandbox.limits.log_per_second);
+        HostState { world, sandbox, handed: HashSet::new(), log }
     }
 
     /// Traps when a string or list the plugin passed to `import` is over the limit.
     pub(crate) fn check_arg(&mut self, import: &str, what: &str, len: usize) -> wasmtime::Result<()> {
         self.sandbox.check_arg(import, what, len)
     }
+
+    /// Counts one import call and the bytes of its arguments against the export call's
+    /// budget; traps past it.
+    pub(crate) fn charge(&mut self, import: &str, bytes: usize) -> wasmtime::Result<()> {
+        self.sandbox.charge_import(import, bytes)
+    }
+
+    /// Counts the bytes of an import's result.
+    pub(crate) fn charge_result(&mut self, import: &str, bytes: usize) -> wasmtime::Result<()> {
+        self.sandbox.charge_bytes(import, bytes)
+    }
+
+    /// Notes a UID the host handed the plugin.
+    pub(crate) fn hand(&mut self, uid: &str) {
+        if !uid.is_empty() && uid.len() <= MAX_UID_BYTES && !self.handed.contains(uid) {
+            self.handed.insert(uid.into());
+        }
+    }
+}
+
+/// A token bucket: how many lines the plugin may still log, refilled with time; what
+/// it drops is counted, and said at most once a second (so the host's own warnings
+/// about the flood are bounded too).
+#[derive(Debug)]
+pub(crate) struct LogBucket {
+    tokens: f64,
+    burst: f64,
+    per_second: f64,
+    refilled: Instant,
+    /// Lines dropped since the instance started.
+    pub(crate) dropped: u64,
+    /// When the host last said it drops lines.
+    warned: Option<Instant>,
+}
+
+impl LogBucket {
+    fn new(burst: u32, per_second: u32) -> Self {
+        LogBucket {
+            tokens: f64::from(burst),
+            burst: f64::from(burst),
+            per_second: f64::from(per_second),
+            refilled: Instant::now(),
+            dropped: 0,
+            warned: None,
+        }
+    }
+
+    /// Whether a line of `len` bytes may be logged now (one token per started KiB).
+    pub(crate) fn take(&mut self, len: usize) -> bool {
+        let now = Instant::now();
+        let elapsed = now.duration_since(self.refilled).as_secs_f64();
+        self.refilled = now;
+        self.tokens = (self.tokens + elapsed * self.per_second).min(self.burst);
+        let cost = (len / 1024 + 1) as f64;
+        if self.tokens >= cost {
+            self.tokens -= cost;
+            return true;
+        }
+        self.dropped += 1;
+        if self.warned.is_none_or(|at| now.duration_since(at).as_secs() >= 1) {
+            self.warned = Some(now);
+            tracing::warn!(
+                target: logging::TARGET,
+                dropped = self.dropped,
+                burst = self.burst,
+                per_second = self.per_second,
+                "the plugin logs faster than its rate limit: its lines are dropped (counted)"
+            );
+        }
+        false
+    }
+}
+
+/// The UID in a pod's JSON, without parsing the rest of it into a tree.
+pub(crate) fn pod_uid(pod_json: &str) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Pod {
+        #[serde(default)]
+        metadata: Meta,
+    }
+    #[derive(serde::Deserialize, Default)]
+    struct Meta {
+        #[serde(default)]
+        uid: Option<String>,
+    }
+    serde_json::from_str::<Pod>(pod_json).ok()?.metadata.uid
 }
 
 impl crate::bindings::kubelet::status::types::Host for HostState {}

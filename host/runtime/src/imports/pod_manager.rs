@@ -6,22 +6,40 @@ use crate::world::World;
 
 impl wit::Host for HostState {
     fn get_pod_by_uid(&mut self, uid: String) -> wasmtime::Result<Option<String>> {
+        self.charge("get-pod-by-uid", uid.len())?;
         self.check_arg("get-pod-by-uid", "uid", uid.len())?;
-        get_pod_by_uid(&self.world, &uid)
+        let pod = get_pod_by_uid(&self.world, &uid)?;
+        self.charge_result("get-pod-by-uid", pod.as_ref().map_or(0, String::len))?;
+        Ok(pod)
     }
 
     fn get_mirror_pod_by_pod(&mut self, pod: String) -> wasmtime::Result<Option<String>> {
+        self.charge("get-mirror-pod-by-pod", pod.len())?;
         self.check_arg("get-mirror-pod-by-pod", "pod", pod.len())?;
-        get_mirror_pod_by_pod(&self.world, &pod)
+        let mirror = get_mirror_pod_by_pod(&self.world, &pod)?;
+        self.charge_result("get-mirror-pod-by-pod", mirror.as_ref().map_or(0, String::len))?;
+        Ok(mirror)
     }
 
     fn translate_pod_uid(&mut self, uid: String) -> wasmtime::Result<String> {
+        self.charge("translate-pod-uid", uid.len())?;
         self.check_arg("translate-pod-uid", "uid", uid.len())?;
-        Ok(self.world.pod_manager.translate_pod_uid(&uid))
+        let translated = self.world.pod_manager.translate_pod_uid(&uid);
+        self.charge_result("translate-pod-uid", translated.len())?;
+        Ok(translated)
     }
 
     fn get_uid_translations(&mut self) -> wasmtime::Result<UidTranslations> {
-        Ok(get_uid_translations(&self.world))
+        self.charge("get-uid-translations", 0)?;
+        let translations = get_uid_translations(&self.world);
+        let bytes = translations
+            .pod_to_mirror
+            .iter()
+            .chain(&translations.mirror_to_pod)
+            .map(|(a, b)| a.len() + b.len() + 16)
+            .sum();
+        self.charge_result("get-uid-translations", bytes)?;
+        Ok(translations)
     }
 }
 

@@ -2,11 +2,31 @@
 
 use crate::bindings::kubelet::status::sync_queue as wit;
 use crate::bindings::kubelet::status::types::SyncRequest;
-use crate::imports::HostState;
+use crate::imports::{HostState, MAX_UID_BYTES};
+use crate::plugin::limits::FaultKind;
 
 impl wit::Host for HostState {
     fn push(&mut self, request: SyncRequest) -> wasmtime::Result<bool> {
+        self.charge("push", request.pod_uid.len() + 16)?;
         self.check_arg("push", "pod-uid", request.pod_uid.len())?;
+        // Only a pod the host handed the plugin (in a call, in loaded state, or one of
+        // the pod manager's) may be queued: the queue holds the host's names, never
+        // the plugin's inventions.
+        let known = request.pod_uid.len() <= MAX_UID_BYTES
+            && (self.handed.contains(request.pod_uid.as_str())
+                || self.world.pod_manager.get_any(&request.pod_uid).is_some());
+        if !known {
+            self.sandbox.breach = Some(FaultKind::ForeignUid);
+            let mut cut = request.pod_uid.len().min(64);
+            while !request.pod_uid.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            wasmtime::bail!(
+                "push: pod UID {:?} ({} bytes) was never handed to the plugin",
+                &request.pod_uid[..cut],
+                request.pod_uid.len()
+            );
+        }
         Ok(self.world.queue.push(request.into()))
     }
 }

@@ -52,7 +52,8 @@ impl ArtifactCache {
                 // SAFETY: `Component::deserialize` trusts its input to be an artifact this
                 // engine produced. This one is named by the SHA-256 of the component and
                 // the engine's compatibility hash, sits in a directory only this user can
-                // write, and matches the digest `store` recorded when it compiled it;
+                // write (nor any directory above it), and matches the digest `store`
+                // recorded, in a private directory of its own, when it compiled it;
                 // wasmtime also checks the engine configuration recorded inside.
                 match unsafe { Component::deserialize(engine, &artifact) } {
                     Ok(component) => return Ok((component, CacheOutcome::Hit)),
@@ -63,7 +64,7 @@ impl ArtifactCache {
             Err(why) => tracing::warn!("discarding compiled artifact {}: {why}", path.display()),
         }
         let component = Component::new(engine, bytes)?;
-        match component.serialize().map_err(std::io::Error::other).and_then(|artifact| store(&path, &artifact)) {
+        match component.serialize().map_err(std::io::Error::other).and_then(|artifact| self.store(&path, &artifact)) {
             Ok(()) => Ok((component, CacheOutcome::Compiled { stored: true })),
             Err(e) => {
                 tracing::warn!("cannot store compiled artifact in {}: {e}", self.dir.display());
@@ -73,42 +74,120 @@ impl ArtifactCache {
     }
 
     /// Creates the directory (owner-only) if needed and checks that nobody else can
-    /// write to it: an artifact is native code the agent will run.
+    /// write to it, nor to any directory above it (a writer of a parent could swap the
+    /// whole directory): an artifact is native code the agent will run. A parent owned
+    /// by root and sticky (`/tmp`) is fine: others cannot rename what is ours in it.
     fn ensure_private_dir(&self) -> Result<(), CacheProblem> {
         #[cfg(unix)]
         {
-            use std::os::unix::fs::{DirBuilderExt, MetadataExt};
-            if !self.dir.exists() {
-                fs::DirBuilder::new().recursive(true).mode(0o700).create(&self.dir).map_err(CacheProblem::Create)?;
-            }
-            let meta = fs::metadata(&self.dir).map_err(CacheProblem::Read)?;
+            use std::os::unix::fs::DirBuilderExt;
+            let create = |dir: &Path| {
+                if !dir.exists() {
+                    fs::DirBuilder::new().recursive(true).mode(0o700).create(dir).map_err(CacheProblem::Create)?;
+                }
+                Ok(())
+            };
             // SAFETY: geteuid has no preconditions and cannot fail.
             let me = unsafe { libc::geteuid() };
-            if meta.uid() != me {
-                return Err(CacheProblem::NotOwned { owner: meta.uid(), me });
+            create(&self.dir)?;
+            let dir = fs::canonicalize(&self.dir).map_err(CacheProblem::Read)?;
+            for parent in dir.ancestors().skip(1) {
+                safe_parent(parent, me)?;
             }
-            if meta.mode() & 0o022 != 0 {
-                return Err(CacheProblem::Writable(meta.mode() & 0o777));
-            }
+            private(&dir, me)?;
+            create(&dir.join(DIGESTS))?;
+            private(&dir.join(DIGESTS), me)?;
         }
         #[cfg(not(unix))]
-        fs::create_dir_all(&self.dir).map_err(CacheProblem::Create)?;
+        fs::create_dir_all(self.digest_dir()).map_err(CacheProblem::Create)?;
         Ok(())
     }
 
-    /// The artifact at `path` if it is there and matches the digest stored beside it.
+    /// Where digests are kept: a private directory of their own, which the writer of
+    /// an artifact file cannot reach unless it is this user.
+    fn digest_dir(&self) -> PathBuf {
+        self.dir.join(DIGESTS)
+    }
+
+    /// Where an artifact's digest is kept.
+    fn digest_path(&self, artifact: &Path) -> PathBuf {
+        let name = artifact.file_name().and_then(|n| n.to_str()).unwrap_or("artifact");
+        self.digest_dir().join(format!("{name}.sha256"))
+    }
+
+    /// The artifact at `path` if it is there, a regular file of this user that
+    /// nobody else may write, and matches the digest recorded when it was compiled.
     fn read_verified(&self, path: &Path) -> Result<Option<Vec<u8>>, CacheProblem> {
-        let artifact = match fs::read(path) {
-            Ok(artifact) => artifact,
+        match fs::symlink_metadata(path) {
+            Ok(meta) => {
+                #[cfg(unix)]
+                {
+                    use std::os::unix::fs::MetadataExt;
+                    // SAFETY: geteuid has no preconditions and cannot fail.
+                    let me = unsafe { libc::geteuid() };
+                    if !meta.file_type().is_file() || meta.uid() != me || meta.mode() & 0o022 != 0 {
+                        return Err(CacheProblem::Untrusted);
+                    }
+                }
+                #[cfg(not(unix))]
+                if !meta.file_type().is_file() {
+                    return Err(CacheProblem::Untrusted);
+                }
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(CacheProblem::Read(e)),
-        };
-        let recorded = fs::read_to_string(digest_path(path)).map_err(CacheProblem::Digest)?;
+        }
+        let artifact = fs::read(path).map_err(CacheProblem::Read)?;
+        let recorded = fs::read_to_string(self.digest_path(path)).map_err(CacheProblem::Digest)?;
         if recorded.trim() != hex(&Sha256::digest(&artifact)) {
             return Err(CacheProblem::Mismatch);
         }
         Ok(Some(artifact))
     }
+
+    /// Writes the artifact and then its digest, each atomically (temporary file, then
+    /// rename), so a reader never sees a half-written file and an artifact without its
+    /// digest is never used.
+    fn store(&self, path: &Path, artifact: &[u8]) -> std::io::Result<()> {
+        write_atomically(path, artifact)?;
+        write_atomically(&self.digest_path(path), hex(&Sha256::digest(artifact)).as_bytes())
+    }
+}
+
+/// The subdirectory of the cache that holds the digests.
+const DIGESTS: &str = "digests";
+
+/// A directory this user owns and nobody else may write.
+#[cfg(unix)]
+fn private(dir: &Path, me: u32) -> Result<(), CacheProblem> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = fs::symlink_metadata(dir).map_err(CacheProblem::Read)?;
+    if !meta.file_type().is_dir() {
+        return Err(CacheProblem::Untrusted);
+    }
+    if meta.uid() != me {
+        return Err(CacheProblem::NotOwned { path: dir.to_path_buf(), owner: meta.uid(), me });
+    }
+    if meta.mode() & 0o022 != 0 {
+        return Err(CacheProblem::Writable { path: dir.to_path_buf(), mode: meta.mode() & 0o7777 });
+    }
+    Ok(())
+}
+
+/// A directory above the cache: owned by this user or root, and writable by nobody
+/// else unless sticky.
+#[cfg(unix)]
+fn safe_parent(dir: &Path, me: u32) -> Result<(), CacheProblem> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = fs::metadata(dir).map_err(CacheProblem::Read)?;
+    if meta.uid() != me && meta.uid() != 0 {
+        return Err(CacheProblem::NotOwned { path: dir.to_path_buf(), owner: meta.uid(), me });
+    }
+    let sticky = meta.mode() & 0o1000 != 0;
+    if meta.mode() & 0o022 != 0 && !sticky {
+        return Err(CacheProblem::Writable { path: dir.to_path_buf(), mode: meta.mode() & 0o7777 });
+    }
+    Ok(())
 }
 
 /// Why the cache (or one artifact in it) is not used; logged, never fatal: it only
@@ -121,17 +200,28 @@ enum CacheProblem {
     /// The directory or the artifact could not be read.
     #[error("reading it: {0}")]
     Read(#[source] std::io::Error),
-    /// Another user owns the directory.
-    #[error("owned by uid {owner}, not by this user ({me})")]
+    /// Another user owns the directory or one above it.
+    #[error("{} is owned by uid {owner}, not by this user ({me})", .path.display())]
     NotOwned {
+        /// Which directory.
+        path: PathBuf,
         /// The directory's owner.
         owner: u32,
         /// This process's effective user.
         me: u32,
     },
-    /// Others may write into the directory.
-    #[error("writable by others (mode {0:o})")]
-    Writable(u32),
+    /// Others may write into the directory or one above it.
+    #[error("{} is writable by others (mode {mode:o})", .path.display())]
+    Writable {
+        /// Which directory.
+        path: PathBuf,
+        /// Its mode.
+        mode: u32,
+    },
+    /// The artifact (or the directory) is not a plain file (directory) of this user
+    /// that only it may write.
+    #[error("not a file of this user that only it may write")]
+    Untrusted,
     /// The digest recorded beside the artifact could not be read.
     #[error("reading its digest: {0}")]
     Digest(#[source] std::io::Error),
@@ -175,24 +265,15 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Where an artifact's digest is kept.
-fn digest_path(artifact: &Path) -> PathBuf {
-    artifact.with_extension("cwasm.sha256")
-}
-
-/// Writes the artifact and then its digest, each atomically (temporary file, then
-/// rename), so a reader never sees a half-written file and an artifact without its
-/// digest is never used.
-fn store(path: &Path, artifact: &[u8]) -> std::io::Result<()> {
-    write_atomically(path, artifact)?;
-    write_atomically(&digest_path(path), hex(&Sha256::digest(artifact)).as_bytes())
-}
-
 fn write_atomically(path: &Path, content: &[u8]) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("artifact");
     let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    let mut file = fs::File::create(&tmp)?;
+    let mut options = fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut file = options.open(&tmp)?;
     file.write_all(content)?;
     file.sync_all()?;
     fs::rename(&tmp, path)

@@ -6,7 +6,7 @@ use crate::bindings::{
     BatchReport, CachedStatus, Contract, PerContract, StatusManager, SyncOutcome, SyncRequest, UpdateOutcome, v0_1_0,
 };
 use crate::imports::HostState;
-use crate::plugin::limits::FaultKind;
+use crate::plugin::limits::{CallUsage, FaultKind};
 use crate::plugin::{CallError, Plugin, Result};
 
 /// The exports of a plugin, by the contract version it implements.
@@ -51,6 +51,36 @@ impl ComponentPlugin {
     /// The fault that poisoned this instance, if any.
     pub fn fault(&self) -> Option<&str> {
         self.fault.as_deref()
+    }
+
+    /// What the last call used (guest time, host CPU time in imports, import calls
+    /// and bytes).
+    pub fn last_call_usage(&self) -> CallUsage {
+        self.store.data().sandbox.usage()
+    }
+
+    /// Log lines the plugin's rate limit dropped so far.
+    pub fn dropped_log_lines(&self) -> u64 {
+        self.store.data().log.dropped
+    }
+
+    /// Linear memory the instance holds, across its memories.
+    pub fn memory_bytes(&self) -> usize {
+        self.store.data().sandbox.memory_bytes()
+    }
+
+    /// Notes the UID of a pod handed to the plugin (what it may push requests for).
+    fn hand_pod(&mut self, pod: &str) {
+        if let Some(uid) = crate::imports::pod_uid(pod) {
+            self.store.data_mut().hand(&uid);
+        }
+    }
+
+    /// Notes the UIDs of a state document or change set handed to the plugin.
+    fn hand_state(&mut self, document: &str) {
+        for uid in state_uids(document) {
+            self.store.data_mut().hand(&uid);
+        }
     }
 
     /// Refuses an argument over the boundary limit before the plugin sees it.
@@ -162,6 +192,7 @@ impl Plugin for ComponentPlugin {
     fn set_pod_status(&mut self, pod: &str, status: &str) -> Result<UpdateOutcome> {
         self.check_input("set-pod-status", "pod", pod.len())?;
         self.check_input("set-pod-status", "status", status.len())?;
+        self.hand_pod(pod);
         let (pod, status) = (pod.to_string(), status.to_string());
         self.call(
             "set-pod-status",
@@ -173,6 +204,7 @@ impl Plugin for ComponentPlugin {
     fn set_container_readiness(&mut self, pod_uid: &str, container_id: &str, ready: bool) -> Result<UpdateOutcome> {
         self.check_input("set-container-readiness", "pod-uid", pod_uid.len())?;
         self.check_input("set-container-readiness", "container-id", container_id.len())?;
+        self.store.data_mut().hand(pod_uid);
         let pod_uid = pod_uid.to_string();
         self.call(
             "set-container-readiness",
@@ -187,6 +219,7 @@ impl Plugin for ComponentPlugin {
         }
         self.check_input("set-container-startup", "pod-uid", pod_uid.len())?;
         self.check_input("set-container-startup", "container-id", container_id.len())?;
+        self.store.data_mut().hand(pod_uid);
         let pod_uid = pod_uid.to_string();
         self.call(
             "set-container-startup",
@@ -202,6 +235,7 @@ impl Plugin for ComponentPlugin {
 
     fn terminate_pod(&mut self, pod: &str) -> Result<UpdateOutcome> {
         self.check_input("terminate-pod", "pod", pod.len())?;
+        self.hand_pod(pod);
         let pod = pod.to_string();
         self.call(
             "terminate-pod",
@@ -212,6 +246,12 @@ impl Plugin for ComponentPlugin {
 
     fn remove_orphaned_statuses(&mut self, keep: &[String]) -> Result<u32> {
         self.check_input("remove-orphaned-statuses", "keep", keep.iter().map(|uid| uid.len() + 8).sum())?;
+        // The plugin drops the others' statuses: it has no business queuing them.
+        let kept: std::collections::HashSet<&str> = keep.iter().map(String::as_str).collect();
+        self.store.data_mut().handed.retain(|uid| kept.contains(&**uid));
+        for uid in keep {
+            self.store.data_mut().hand(uid);
+        }
         self.call_infallible("remove-orphaned-statuses", |x, s| match x {
             Exports::V0_1_1(b) => b.kubelet_status_manager().call_remove_orphaned_statuses(s, keep),
             Exports::V0_1_0(b) => b.kubelet_status_manager().call_remove_orphaned_statuses(s, keep),
@@ -219,6 +259,7 @@ impl Plugin for ComponentPlugin {
     }
 
     fn sync_pod(&mut self, request: &SyncRequest) -> Result<SyncOutcome> {
+        self.store.data_mut().hand(&request.pod_uid);
         let old = v0_1_0::kubelet::status::types::SyncRequest::from(request);
         let new = crate::bindings::kubelet::status::types::SyncRequest::from(request);
         self.call(
@@ -250,6 +291,7 @@ impl Plugin for ComponentPlugin {
 
     fn load_state(&mut self, state: &str) -> Result<()> {
         self.check_state_input("load-state", state)?;
+        self.hand_state(state);
         self.call(
             "load-state",
             |x, s| dispatch!(x, s, |g| |s| g.call_load_state(s, state)),
@@ -267,6 +309,7 @@ impl Plugin for ComponentPlugin {
 
     fn apply_state_changes(&mut self, changes: &str) -> Result<()> {
         self.check_state_input("apply-state-changes", changes)?;
+        self.hand_state(changes);
         self.call(
             "apply-state-changes",
             |x, s| dispatch!(x, s, |g| |s| g.call_apply_state_changes(s, changes)),
@@ -295,4 +338,33 @@ impl ComponentPlugin {
         }
         Ok(state)
     }
+}
+
+/// The pod UIDs a state document or change set names (its statuses' and written
+/// versions' keys), read without building a tree of the entries.
+fn state_uids(document: &str) -> Vec<String> {
+    use serde::de::IgnoredAny;
+    use std::collections::BTreeMap;
+    #[derive(serde::Deserialize, Default)]
+    struct Maps {
+        #[serde(default)]
+        statuses: BTreeMap<String, IgnoredAny>,
+        #[serde(default, rename = "apiStatusVersions")]
+        api_status_versions: BTreeMap<String, IgnoredAny>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Document {
+        #[serde(default)]
+        statuses: BTreeMap<String, IgnoredAny>,
+        #[serde(default, rename = "apiStatusVersions")]
+        api_status_versions: BTreeMap<String, IgnoredAny>,
+        #[serde(default)]
+        patch: Option<Maps>,
+    }
+    let Ok(doc) = serde_json::from_str::<Document>(document) else { return Vec::new() };
+    let top = Maps { statuses: doc.statuses, api_status_versions: doc.api_status_versions };
+    [top, doc.patch.unwrap_or_default()]
+        .into_iter()
+        .flat_map(|m| m.statuses.into_keys().chain(m.api_status_versions.into_keys()))
+        .collect()
 }

@@ -46,6 +46,18 @@ pub struct Limits {
     pub max_state_bytes: usize,
     /// Native stack the plugin may use.
     pub max_wasm_stack: usize,
+    /// Import calls one export call may make. An honest v2 `sync-batch` writing
+    /// 10,000 statuses makes 50,001, five a pod (`tests/all/hostile.rs` measures it).
+    pub call_imports: u64,
+    /// Bytes one export call may move through its imports, arguments and results
+    /// together. An honest v2 `sync-batch` writing 10,000 small statuses moves 9 MB;
+    /// with 2.5 KB statuses and pods, about 10 KB a pod (100 MB).
+    pub call_import_bytes: u64,
+    /// Plugin log lines: the burst a plugin may log at once (lines at an enabled
+    /// level; a line costs one token per started KiB).
+    pub log_burst: u32,
+    /// Plugin log lines: tokens refilled per second.
+    pub log_per_second: u32,
 }
 
 impl Default for Limits {
@@ -61,6 +73,10 @@ impl Default for Limits {
             max_boundary_bytes: 4 << 20,
             max_state_bytes: 512 << 20,
             max_wasm_stack: 1 << 20,
+            call_imports: 1_000_000,
+            call_import_bytes: 1 << 30,
+            log_burst: 1_000,
+            log_per_second: 100,
         }
     }
 }
@@ -118,6 +134,13 @@ pub enum FaultKind {
     Oversized,
     /// It created more tables, instances or table elements than allowed.
     Resources,
+    /// It made more import calls in one export call, or moved more bytes through its
+    /// imports, than allowed.
+    Imports,
+    /// It pushed a sync request for a pod the host never handed it.
+    ForeignUid,
+    /// Its state (the supervisor's copy) would grow past the state limit.
+    StateSize,
 }
 
 impl FaultKind {
@@ -131,6 +154,9 @@ impl FaultKind {
             FaultKind::StackOverflow => "stack-overflow",
             FaultKind::Oversized => "oversized",
             FaultKind::Resources => "resources",
+            FaultKind::Imports => "imports",
+            FaultKind::ForeignUid => "foreign-uid",
+            FaultKind::StateSize => "state-size",
         }
     }
 }
@@ -146,12 +172,63 @@ pub struct Sandbox {
     pub(crate) guest_time: Duration,
     /// When the guest last got control.
     pub(crate) guest_since: Option<Instant>,
+    /// Host CPU time spent serving the current call's imports so far.
+    pub(crate) host_time: Duration,
+    /// The thread's CPU clock when the current import started.
+    host_since: Option<Duration>,
+    /// Import calls of the current export call.
+    pub(crate) imports: u64,
+    /// Bytes moved through imports by the current export call.
+    pub(crate) import_bytes: u64,
+    /// Linear memory across the instance's memories.
+    memory_total: usize,
+    /// Table elements across the instance's tables.
+    table_total: usize,
+}
+
+/// What one export call used, for tests and tuning.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CallUsage {
+    /// Guest (wall) time.
+    pub guest_time: Duration,
+    /// Host CPU time serving its imports.
+    pub host_time: Duration,
+    /// Import calls.
+    pub imports: u64,
+    /// Bytes through imports, both ways.
+    pub import_bytes: u64,
 }
 
 impl Sandbox {
     /// Accounting under `limits`.
     pub fn new(limits: Limits) -> Self {
-        Sandbox { limits, breach: None, guest_time: Duration::ZERO, guest_since: None }
+        Sandbox {
+            limits,
+            breach: None,
+            guest_time: Duration::ZERO,
+            guest_since: None,
+            host_time: Duration::ZERO,
+            host_since: None,
+            imports: 0,
+            import_bytes: 0,
+            memory_total: 0,
+            table_total: 0,
+        }
+    }
+
+    /// What the current (or last) call used.
+    pub fn usage(&self) -> CallUsage {
+        CallUsage {
+            guest_time: self.guest_time,
+            host_time: self.host_time,
+            imports: self.imports,
+            import_bytes: self.import_bytes,
+        }
+    }
+
+    /// Linear memory across the instance's memories now.
+    pub fn memory_bytes(&self) -> usize {
+        self.memory_total
     }
 
     /// The limits.
@@ -164,13 +241,65 @@ impl Sandbox {
         self.breach = None;
         self.guest_time = Duration::ZERO;
         self.guest_since = None;
+        self.host_time = Duration::ZERO;
+        self.host_since = None;
+        self.imports = 0;
+        self.import_bytes = 0;
+    }
+
+    /// Counts one import call moving `bytes` in; traps past the call's import budget.
+    pub(crate) fn charge_import(&mut self, import: &str, bytes: usize) -> wasmtime::Result<()> {
+        self.imports += 1;
+        if self.imports > self.limits.call_imports {
+            self.breach = Some(FaultKind::Imports);
+            wasmtime::bail!(
+                "{import}: the plugin made more than {} import calls in one call",
+                self.limits.call_imports
+            );
+        }
+        self.charge_bytes(import, bytes)
+    }
+
+    /// Counts bytes an import moves (its arguments or its result).
+    pub(crate) fn charge_bytes(&mut self, import: &str, bytes: usize) -> wasmtime::Result<()> {
+        self.import_bytes = self.import_bytes.saturating_add(bytes as u64);
+        if self.import_bytes > self.limits.call_import_bytes {
+            self.breach = Some(FaultKind::Imports);
+            wasmtime::bail!(
+                "{import}: the plugin moved more than {} bytes through its imports in one call",
+                self.limits.call_import_bytes
+            );
+        }
+        Ok(())
+    }
+
+    /// An import starts: the host's CPU clock for the call runs.
+    pub(crate) fn host_enters(&mut self) {
+        self.host_since = thread_cpu_time();
+    }
+
+    /// An import returns: its CPU time counts against the call's budget.
+    pub(crate) fn host_leaves(&mut self) -> wasmtime::Result<()> {
+        if let (Some(since), Some(now)) = (self.host_since.take(), thread_cpu_time()) {
+            self.host_time += now.saturating_sub(since);
+        }
+        if let Some(budget) = self.limits.call_cpu_time
+            && self.guest_time + self.host_time > budget
+        {
+            self.breach = Some(FaultKind::CpuTime);
+            wasmtime::bail!(
+                "the plugin used more than its CPU time of {budget:?} for one call ({:?} of it in host imports)",
+                self.host_time
+            );
+        }
+        Ok(())
     }
 
     /// The guest gets control; returns the epoch ticks it may run for.
     pub(crate) fn guest_enters(&mut self) -> u64 {
         self.guest_since = Some(Instant::now());
         let budget = self.limits.call_cpu_time.unwrap_or(Duration::MAX);
-        let left = budget.saturating_sub(self.guest_time);
+        let left = budget.saturating_sub(self.guest_time + self.host_time);
         // At least one tick: the check below catches an exhausted budget.
         u64::try_from(left.as_nanos() / EPOCH_TICK.as_nanos()).unwrap_or(u64::MAX).max(1)
     }
@@ -181,10 +310,13 @@ impl Sandbox {
             self.guest_time += since.elapsed();
         }
         if let Some(budget) = self.limits.call_cpu_time
-            && self.guest_time > budget
+            && self.guest_time + self.host_time > budget
         {
             self.breach = Some(FaultKind::CpuTime);
-            wasmtime::bail!("the plugin used more than its CPU time of {budget:?} for one call");
+            wasmtime::bail!(
+                "the plugin used more than its CPU time of {budget:?} for one call ({:?} of it in host imports)",
+                self.host_time
+            );
         }
         Ok(())
     }
@@ -204,24 +336,30 @@ impl Sandbox {
 
 impl ResourceLimiter for Sandbox {
     fn memory_growing(&mut self, current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
-        if desired > self.limits.memory_bytes {
+        // Per instance, not per memory: with several memories the sum is what the host holds.
+        let total = self.memory_total.saturating_sub(current).saturating_add(desired);
+        if total > self.limits.memory_bytes {
             self.breach = Some(FaultKind::Memory);
             wasmtime::bail!(
-                "the plugin asked to grow its memory from {current} to {desired} bytes, over its limit of {} bytes",
+                "the plugin asked to grow its memory from {current} to {desired} bytes ({total} bytes across its \
+                 memories), over its limit of {} bytes",
                 self.limits.memory_bytes
             );
         }
+        self.memory_total = total;
         Ok(true)
     }
 
-    fn table_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
-        if desired > self.limits.table_elements {
+    fn table_growing(&mut self, current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+        let total = self.table_total.saturating_sub(current).saturating_add(desired);
+        if total > self.limits.table_elements {
             self.breach = Some(FaultKind::Resources);
             wasmtime::bail!(
-                "the plugin asked for a table of {desired} elements, over its limit of {}",
+                "the plugin asked for a table of {desired} elements ({total} across its tables), over its limit of {}",
                 self.limits.table_elements
             );
         }
+        self.table_total = total;
         Ok(true)
     }
 
@@ -235,5 +373,61 @@ impl ResourceLimiter for Sandbox {
 
     fn memories(&self) -> usize {
         self.limits.memories
+    }
+}
+
+/// The calling thread's CPU time (not wall time: an import waiting on the network
+/// does not use the plugin's budget).
+#[cfg(unix)]
+fn thread_cpu_time() -> Option<Duration> {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid, writable timespec; the clock id is a constant.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    (rc == 0).then(|| Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32))
+}
+
+/// Elsewhere no thread clock: host time is not counted (imports are still bounded in
+/// count and bytes).
+#[cfg(not(unix))]
+fn thread_cpu_time() -> Option<Duration> {
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memory_is_limited_across_memories_not_per_memory() {
+        let mut sandbox = Sandbox::new(Limits { memory_bytes: 100 << 20, ..Limits::default() });
+        // Four memories of 30 MiB each: each under the limit, the sum over it.
+        for _ in 0..3 {
+            assert!(sandbox.memory_growing(0, 30 << 20, None).unwrap());
+        }
+        let err = sandbox.memory_growing(0, 30 << 20, None).unwrap_err().to_string();
+        assert!(err.contains("across its memories"), "{err}");
+        assert_eq!(sandbox.breach, Some(FaultKind::Memory));
+        // Growing one of them counts only the growth.
+        assert!(sandbox.memory_growing(30 << 20, 40 << 20, None).unwrap());
+        assert_eq!(sandbox.memory_bytes(), 100 << 20);
+    }
+
+    #[test]
+    fn tables_are_limited_across_tables() {
+        let mut sandbox = Sandbox::new(Limits { table_elements: 100, ..Limits::default() });
+        assert!(sandbox.table_growing(0, 60, None).unwrap());
+        assert!(sandbox.table_growing(0, 60, None).is_err());
+    }
+
+    #[test]
+    fn imports_are_counted_per_call() {
+        let mut sandbox = Sandbox::new(Limits { call_imports: 3, call_import_bytes: 100, ..Limits::default() });
+        for _ in 0..3 {
+            sandbox.charge_import("get-pod", 10).unwrap();
+        }
+        assert!(sandbox.charge_import("get-pod", 10).is_err());
+        assert_eq!(sandbox.breach, Some(FaultKind::Imports));
+        sandbox.begin_call();
+        assert!(sandbox.charge_import("get-pod", 101).is_err(), "bytes count too");
     }
 }

@@ -13,7 +13,7 @@ mod supervisor;
 
 pub use cache::{ArtifactCache, CacheOutcome, cache_key};
 pub use component::ComponentPlugin;
-pub use limits::{FaultKind, Limits};
+pub use limits::{CallUsage, FaultKind, Limits};
 pub use native::NativePlugin;
 pub use runtime::{LoadError, PluginImage, PluginRuntime, RuntimeConfig};
 pub use supervisor::{Backoff, RecoveryStats, SupervisedPlugin};
@@ -67,13 +67,32 @@ pub enum CallError {
 pub type Result<T, E = CallError> = std::result::Result<T, E>;
 
 /// A human-readable form of the contract's error.
+/// The plugin's message is its own text (up to the boundary limit): at most
+/// [`MAX_ERROR_MESSAGE_BYTES`] of it are shown, so no log line carries megabytes the
+/// plugin chose.
 pub fn describe(error: &ManagerError) -> String {
     match error {
-        ManagerError::InvalidPod(m) => format!("invalid pod: {m}"),
-        ManagerError::InvalidStatus(m) => format!("invalid status: {m}"),
+        ManagerError::InvalidPod(m) => format!("invalid pod: {}", bounded(m)),
+        ManagerError::InvalidStatus(m) => format!("invalid status: {}", bounded(m)),
         ManagerError::UnknownRequest(id) => format!("unknown sync request {id}"),
-        ManagerError::InvalidState(m) => format!("invalid state: {m}"),
+        ManagerError::InvalidState(m) => format!("invalid state: {}", bounded(m)),
     }
+}
+
+/// The most of a plugin's error message the host repeats (in errors and logs).
+pub const MAX_ERROR_MESSAGE_BYTES: usize = 1024;
+
+/// `text` cut at [`MAX_ERROR_MESSAGE_BYTES`] (at a character boundary), saying how much
+/// was left out.
+pub(crate) fn bounded(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.len() <= MAX_ERROR_MESSAGE_BYTES {
+        return text.into();
+    }
+    let mut cut = MAX_ERROR_MESSAGE_BYTES;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}… (+{} bytes)", &text[..cut], text.len() - cut).into()
 }
 
 /// The status manager's operations, whatever runs them. Each is one export of the
@@ -104,6 +123,9 @@ pub trait Plugin: Send {
     fn save_state_changes(&mut self) -> Result<String>;
     /// Applies another instance's change set.
     fn apply_state_changes(&mut self, changes: &str) -> Result<()>;
+    /// Nobody follows this plugin's changes any more (a swap into it is done): a
+    /// plugin that keeps them for a follower (the supervisor) drops them.
+    fn stop_following(&mut self) {}
     /// The WIT package the plugin implements (`kubelet:status@0.1.0`, ...).
     fn contract(&self) -> Contract;
 }

@@ -168,15 +168,29 @@ impl PluginImage {
         store.limiter(|state| &mut state.sandbox);
         if let Some(budget) = self.limits.call_cpu_time {
             store.epoch_deadline_trap();
-            // Only guest time counts against the CPU budget: the clock stops while an
-            // import runs (a slow API server is not the plugin's fault).
+            // One budget per export call: the guest's time plus the host CPU time its
+            // imports cost (thread CPU time: an import waiting on a slow API server
+            // does not count, the work of parsing what the plugin passed does).
             store.call_hook(|mut ctx, hook| match hook {
-                CallHook::CallingWasm | CallHook::ReturningFromHost => {
+                CallHook::CallingWasm => {
                     let ticks = ctx.data_mut().sandbox.guest_enters();
                     ctx.set_epoch_deadline(ticks);
                     Ok(())
                 }
-                CallHook::CallingHost | CallHook::ReturningFromWasm => ctx.data_mut().sandbox.guest_leaves(),
+                CallHook::ReturningFromHost => {
+                    let sandbox = &mut ctx.data_mut().sandbox;
+                    sandbox.host_leaves()?;
+                    let ticks = sandbox.guest_enters();
+                    ctx.set_epoch_deadline(ticks);
+                    Ok(())
+                }
+                CallHook::CallingHost => {
+                    let sandbox = &mut ctx.data_mut().sandbox;
+                    sandbox.guest_leaves()?;
+                    sandbox.host_enters();
+                    Ok(())
+                }
+                CallHook::ReturningFromWasm => ctx.data_mut().sandbox.guest_leaves(),
             });
             store.set_epoch_deadline(u64::try_from(budget.as_millis()).unwrap_or(u64::MAX).max(1));
         }

@@ -69,8 +69,13 @@ pub struct SupervisedPlugin {
     shadow: StateShadow,
     /// Changes since the caller last saved the state or took its changes: the plugin's
     /// own change sets go to the shadow, so the supervisor answers
-    /// `save-state-changes` itself (a hot swap follows the state that way).
+    /// `save-state-changes` itself (a hot swap follows the state that way). Kept only
+    /// while someone follows (from a `save-state` on), and only up to the state cap:
+    /// an agent that never swaps keeps nothing here, however long it runs.
     unsaved: ChangeSet,
+    /// Whether `unsaved` is being kept: set by `save-state`; cleared when the changes
+    /// outgrew the cap (the follower must save the whole state again).
+    following: Following,
     backoff: Backoff,
     stats: RecoveryStats,
 }
@@ -89,6 +94,7 @@ impl SupervisedPlugin {
             instance: Some(instance),
             shadow,
             unsaved: ChangeSet::default(),
+            following: Following::No,
             backoff: Backoff::default(),
             stats: RecoveryStats::default(),
         })
@@ -110,12 +116,35 @@ impl SupervisedPlugin {
         self.shadow.document()
     }
 
+    /// Bytes the supervisor holds for the plugin: its copy of the state and the
+    /// changes kept for a follower.
+    pub fn held_bytes(&self) -> usize {
+        self.shadow.bytes + self.unsaved.bytes
+    }
+
+    /// The instance serving now, if a healthy one exists.
+    pub fn instance(&self) -> Option<&ComponentPlugin> {
+        self.instance.as_ref()
+    }
+
     /// Runs a call; `mutating` calls bring the state copy up to date afterwards.
     fn run<T>(
         &mut self,
         call: &'static str,
         mutating: bool,
         f: impl FnOnce(&mut ComponentPlugin) -> Result<T>,
+    ) -> Result<T> {
+        self.run_checked(call, mutating, f, |_, _| Ok(()))
+    }
+
+    /// [`Self::run`], checking the change set against what the call reported: a plugin
+    /// whose change set does not hold what it answered is faulted, not believed.
+    fn run_checked<T>(
+        &mut self,
+        call: &'static str,
+        mutating: bool,
+        f: impl FnOnce(&mut ComponentPlugin) -> Result<T>,
+        check: impl FnOnce(&T, &ChangeSet) -> std::result::Result<(), String>,
     ) -> Result<T> {
         let instance = match self.instance.as_mut() {
             Some(instance) => instance,
@@ -133,16 +162,50 @@ impl SupervisedPlugin {
         }
         if mutating {
             let instance = self.instance.as_mut().expect("healthy after the call");
+            let max_state = self.image.limits().max_state_bytes;
+            let shadow = &self.shadow;
             let taken = instance.save_state_changes().and_then(|changes| {
-                ChangeSet::parse(&changes).map_err(|message| CallError::Fault {
+                let changes = ChangeSet::parse(&changes).map_err(|message| CallError::Fault {
                     call: "save-state-changes",
                     kind: FaultKind::Trap,
                     message: message.to_string(),
-                })
+                })?;
+                if let Ok(value) = &result {
+                    check(value, &changes).map_err(|message| CallError::Fault {
+                        call: "save-state-changes",
+                        kind: FaultKind::Trap,
+                        message: format!("the change set contradicts the call's answer: {message}"),
+                    })?;
+                }
+                let after = shadow.bytes_after(&changes);
+                if after > max_state {
+                    return Err(CallError::Fault {
+                        call: "save-state-changes",
+                        kind: FaultKind::StateSize,
+                        message: format!(
+                            "the state would grow to {after} bytes, over the limit of {max_state} bytes: the call is \
+                             not accepted"
+                        ),
+                    });
+                }
+                Ok(changes)
             });
             match taken.map(|changes| {
                 self.shadow.apply(&changes);
-                self.unsaved.merge(changes);
+                if self.following == Following::Yes {
+                    self.unsaved.merge(changes);
+                    // A follower that never comes back (a swap that failed) costs at
+                    // most an eighth of the state limit.
+                    if self.unsaved.bytes > max_state / 8 {
+                        tracing::warn!(
+                            bytes = self.unsaved.bytes,
+                            "changes kept for a follower (a swap) outgrew the state limit: dropped, the follower \
+                             must save the state again"
+                        );
+                        self.unsaved = ChangeSet::default();
+                        self.following = Following::Lost;
+                    }
+                }
             }) {
                 Ok(()) => {}
                 Err(e) => {
@@ -221,15 +284,17 @@ impl Plugin for SupervisedPlugin {
     }
 
     fn set_pod_status(&mut self, pod: &str, status: &str) -> Result<UpdateOutcome> {
-        self.run("set-pod-status", true, |p| p.set_pod_status(pod, status))
+        self.run_checked("set-pod-status", true, |p| p.set_pod_status(pod, status), claims_a_status)
     }
 
     fn set_container_readiness(&mut self, pod_uid: &str, container_id: &str, ready: bool) -> Result<UpdateOutcome> {
-        self.run("set-container-readiness", true, |p| p.set_container_readiness(pod_uid, container_id, ready))
+        let call = |p: &mut ComponentPlugin| p.set_container_readiness(pod_uid, container_id, ready);
+        self.run_checked("set-container-readiness", true, call, claims_a_status)
     }
 
     fn set_container_startup(&mut self, pod_uid: &str, container_id: &str, started: bool) -> Result<UpdateOutcome> {
-        self.run("set-container-startup", true, |p| p.set_container_startup(pod_uid, container_id, started))
+        let call = |p: &mut ComponentPlugin| p.set_container_startup(pod_uid, container_id, started);
+        self.run_checked("set-container-startup", true, call, claims_a_status)
     }
 
     fn contract(&self) -> Contract {
@@ -237,7 +302,7 @@ impl Plugin for SupervisedPlugin {
     }
 
     fn terminate_pod(&mut self, pod: &str) -> Result<UpdateOutcome> {
-        self.run("terminate-pod", true, |p| p.terminate_pod(pod))
+        self.run_checked("terminate-pod", true, |p| p.terminate_pod(pod), claims_a_status)
     }
 
     fn remove_orphaned_statuses(&mut self, keep: &[String]) -> Result<u32> {
@@ -256,6 +321,7 @@ impl Plugin for SupervisedPlugin {
         // The copy is the accepted state: no need to ask the plugin (a hot swap moves
         // the bulk this way without holding calls for the plugin to serialise it).
         self.unsaved = ChangeSet::default();
+        self.following = Following::Yes;
         Ok(self.shadow.document())
     }
 
@@ -272,6 +338,20 @@ impl Plugin for SupervisedPlugin {
     fn save_state_changes(&mut self) -> Result<String> {
         // The plugin's change sets all went to the shadow; the caller gets what
         // accumulated since it last saved.
+        match self.following {
+            Following::Yes => {}
+            Following::No | Following::Lost => {
+                let why = if self.following == Following::No {
+                    "no saved state to follow: save-state first"
+                } else {
+                    "the changes since the last save outgrew the state limit and were not kept: save-state again"
+                };
+                return Err(CallError::Rejected {
+                    call: "save-state-changes",
+                    error: crate::bindings::ManagerError::InvalidState(why.into()),
+                });
+            }
+        }
         let mut changes = std::mem::take(&mut self.unsaved);
         if changes.next_request_id.is_none() {
             changes.next_request_id = self.shadow.header.get("nextRequestId").cloned();
@@ -282,6 +362,31 @@ impl Plugin for SupervisedPlugin {
     fn apply_state_changes(&mut self, changes: &str) -> Result<()> {
         self.run("apply-state-changes", true, |p| p.apply_state_changes(changes))
     }
+
+    fn stop_following(&mut self) {
+        self.unsaved = ChangeSet::default();
+        self.following = Following::No;
+    }
+}
+
+/// Whether the supervisor keeps the changes since a `save-state` for a follower.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Following {
+    /// Nobody saved the state: nothing is kept.
+    No,
+    /// Kept since the last `save-state`.
+    Yes,
+    /// They outgrew the cap and were dropped: the follower must save again.
+    Lost,
+}
+
+/// A call that answered "a new status version was cached" must hand over a status.
+fn claims_a_status(outcome: &UpdateOutcome, changes: &ChangeSet) -> std::result::Result<(), String> {
+    let claims = matches!(outcome, UpdateOutcome::Queued | UpdateOutcome::QueueFull);
+    if claims && !changes.maps[0].values().any(Option::is_some) {
+        return Err(format!("it answered {outcome:?} but its change set holds no status"));
+    }
+    Ok(())
 }
 
 /// A JSON value kept as text: the supervisor moves entries around, it never looks
@@ -297,6 +402,12 @@ struct StateShadow {
     header: BTreeMap<String, Raw>,
     /// statuses, apiStatusVersions, pending.
     maps: [BTreeMap<String, Raw>; 3],
+    /// The maps' keys and entries, in bytes (about the document's size).
+    bytes: usize,
+}
+
+fn entry_bytes(key: &str, value: &Raw) -> usize {
+    key.len() + value.get().len() + 4
 }
 
 const MAPS: [&str; 3] = ["statuses", "apiStatusVersions", "pending"];
@@ -334,17 +445,40 @@ impl StateShadow {
             *slot =
                 serde_json::from_str(raw.get()).map_err(|source| ShadowError::Json { what, key: Some(key), source })?;
         }
-        Ok(StateShadow { header, maps })
+        let bytes = maps.iter().flatten().map(|(k, v)| entry_bytes(k, v)).sum();
+        Ok(StateShadow { header, maps, bytes })
+    }
+
+    /// The size after `changes`.
+    fn bytes_after(&self, changes: &ChangeSet) -> usize {
+        let mut bytes = self.bytes as isize;
+        for (target, entries) in self.maps.iter().zip(&changes.maps) {
+            for (key, value) in entries {
+                if let Some(old) = target.get(key) {
+                    bytes -= entry_bytes(key, old) as isize;
+                }
+                if let Some(value) = value {
+                    bytes += entry_bytes(key, value) as isize;
+                }
+            }
+        }
+        bytes.max(0) as usize
     }
 
     /// Applies a change set: each entry replaces the copy's entry whole, null removes it.
     fn apply(&mut self, changes: &ChangeSet) {
         for (target, entries) in self.maps.iter_mut().zip(&changes.maps) {
             for (key, value) in entries {
-                match value {
-                    Some(value) => target.insert(key.clone(), value.clone()),
+                let old = match value {
+                    Some(value) => {
+                        self.bytes += entry_bytes(key, value);
+                        target.insert(key.clone(), value.clone())
+                    }
                     None => target.remove(key),
                 };
+                if let Some(old) = old {
+                    self.bytes -= entry_bytes(key, &old);
+                }
             }
         }
         if let Some(next) = &changes.next_request_id {
@@ -386,6 +520,8 @@ struct ChangeSet {
     next_request_id: Option<Raw>,
     /// The format version of the change sets seen, to write them back.
     version: Option<Raw>,
+    /// Keys and entries, in bytes.
+    bytes: usize,
 }
 
 #[derive(serde::Deserialize)]
@@ -414,11 +550,14 @@ impl ChangeSet {
             }
         }
         set.next_request_id = doc.patch.get("nextRequestId").cloned();
+        set.bytes = set.maps.iter().flatten().map(|(k, v)| k.len() + v.as_ref().map_or(4, |v| v.get().len()) + 4).sum();
         Ok(set)
     }
 
     /// Adds later changes on top of these.
     fn merge(&mut self, later: ChangeSet) {
+        // Approximate (a replaced entry is counted twice): a bound, not a measure.
+        self.bytes += later.bytes;
         for (slot, entries) in self.maps.iter_mut().zip(later.maps) {
             slot.extend(entries);
         }

@@ -12,12 +12,21 @@
 //! - `absurd-import`: `set-pod-status` calls `get-pod` with a 8 MiB namespace;
 //! - `refuse-state`: `load-state` refuses every document;
 //! - `trap-on-load`: `load-state` panics.
+//! - `hostile`: chooses its attack at run time (one build for all of them): from the
+//!   pod handed to `set-pod-status` (an annotation value `attack=NAME`: `amplify` calls
+//!   `get-mirror-pod-by-pod` with a 3 MiB pod until stopped, `chatter` calls `now`
+//!   until stopped, `log-flood` logs 5,000 lines of 1,000 bytes, `push-foreign` and
+//!   `push-huge` push UIDs it was never handed, `lie-changes` answers `queued` but
+//!   reports no status in its change set); otherwise it keeps what it is given, and
+//!   lies about it when told by the data: a state document containing `lie-in-load`
+//!   is held with every `Running` turned `Pending`, a change set containing
+//!   `lie-in-apply` likewise.
 //!
 //! Every adversary answers `load-state` with "ok" and keeps nothing, unless one of the
 //! last two features says otherwise: a host must check that a new plugin took the
 //! state before it takes over.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 
 wit_bindgen::generate!({
     world: "status-manager",
@@ -29,6 +38,85 @@ use kubelet::status::types::SyncRequest;
 
 thread_local! {
     static NEXT_ID: Cell<u64> = const { Cell::new(1) };
+    /// `hostile`: statuses set (UID, status JSON) since the last change set.
+    static SET: RefCell<Vec<(String, String)>> = const { RefCell::new(Vec::new()) };
+    /// `hostile`: the state document loaded, as held (and returned by save-state).
+    static HELD: RefCell<Option<String>> = const { RefCell::new(None) };
+    /// `hostile`: the change set applied since the last save-state-changes, as held.
+    static APPLIED: RefCell<Option<String>> = const { RefCell::new(None) };
+    /// `hostile`: the last set-pod-status lied.
+    static LIED: Cell<bool> = const { Cell::new(false) };
+}
+
+const EMPTY_STATE: &str = r#"{"format":"podstatus.kubelet.io/state","version":2,"statuses":{},"apiStatusVersions":{},"pending":{},"nextRequestId":1}"#;
+
+/// The text after `key` up to the next quote.
+fn field<'a>(text: &'a str, key: &str) -> Option<&'a str> {
+    let start = text.find(key)? + key.len();
+    let end = text[start..].find('"')? + start;
+    Some(&text[start..end])
+}
+
+/// The pod's UID, found in its JSON text (whatever the spacing).
+fn uid_of(pod: &str) -> String {
+    let Some(at) = pod.find("\"uid\"") else { return String::new() };
+    let rest = &pod[at + 5..];
+    let Some(open) = rest.find('"') else { return String::new() };
+    field(&rest[open..], "\"").unwrap_or("").to_string()
+}
+
+/// `hostile`: the attack of `pod`, and its UID.
+fn hostile_set(pod: &str, status: &str) -> Result<UpdateOutcome, ManagerError> {
+    let uid = uid_of(pod);
+    match field(pod, "attack=") {
+        Some("amplify") => {
+            let big = format!(r#"{{"metadata":{{"name":"x","annotations":{{"pad":"{}"}}}}}}"#, "x".repeat(3 << 20));
+            loop {
+                std::hint::black_box(kubelet::status::pod_manager::get_mirror_pod_by_pod(&big));
+            }
+        }
+        Some("chatter") => loop {
+            std::hint::black_box(kubelet::status::clock::now());
+        },
+        Some("log-flood") => {
+            let line = "l".repeat(1000);
+            for _ in 0..5_000 {
+                kubelet::status::logging::log(kubelet::status::logging::Level::Error, &line);
+            }
+        }
+        Some("push-foreign") => {
+            kubelet::status::sync_queue::push(&SyncRequest { id: 1, pod_uid: "never-handed".into(), version: 1 });
+        }
+        Some("push-huge") => {
+            kubelet::status::sync_queue::push(&SyncRequest { id: 1, pod_uid: "u".repeat(1 << 20), version: 1 });
+        }
+        Some("lie-changes") => {
+            LIED.set(true);
+            return Ok(UpdateOutcome::Queued);
+        }
+        _ => {}
+    }
+    SET.with(|s| s.borrow_mut().push((uid.clone(), status.to_string())));
+    let id = NEXT_ID.with(|n| n.replace(n.get() + 1));
+    let pushed = kubelet::status::sync_queue::push(&SyncRequest { id, pod_uid: uid, version: 1 });
+    Ok(if pushed { UpdateOutcome::Queued } else { UpdateOutcome::QueueFull })
+}
+
+/// `hostile`: the change set of what was set or applied since the last one.
+fn hostile_changes() -> String {
+    if let Some(applied) = APPLIED.take() {
+        return applied;
+    }
+    let set = SET.take();
+    let statuses: Vec<String> = if LIED.replace(false) {
+        Vec::new()
+    } else {
+        set.iter().map(|(uid, status)| format!(r#""{uid}":{{"version":1,"status":{status}}}"#)).collect()
+    };
+    format!(
+        r#"{{"format":"podstatus.kubelet.io/state-changes","version":2,"patch":{{"statuses":{{{}}},"apiStatusVersions":{{}},"pending":{{}}}}}}"#,
+        statuses.join(",")
+    )
 }
 
 /// Enough to be absurd for any boundary limit a host would set.
@@ -48,6 +136,9 @@ impl Guest for Adversary {
     }
 
     fn set_pod_status(_pod: String, _status: String) -> Result<UpdateOutcome, ManagerError> {
+        if cfg!(feature = "hostile") {
+            return hostile_set(&_pod, &_status);
+        }
         if cfg!(feature = "infinite-loop") {
             let mut spins: u64 = 0;
             loop {
@@ -68,7 +159,8 @@ impl Guest for Adversary {
             let _ = kubelet::status::api_server::get_pod(&"n".repeat(HUGE), "pod");
         }
         let id = NEXT_ID.with(|n| n.replace(n.get() + 1));
-        let request = SyncRequest { id, pod_uid: format!("pod-{id}"), version: 1 };
+        // The host queues only pods it handed over: the pod's own UID.
+        let request = SyncRequest { id, pod_uid: uid_of(&_pod), version: 1 };
         Ok(if kubelet::status::sync_queue::push(&request) { UpdateOutcome::Queued } else { UpdateOutcome::QueueFull })
     }
 
@@ -104,6 +196,10 @@ impl Guest for Adversary {
     }
 
     fn save_state() -> String {
+        if cfg!(feature = "hostile") {
+            SET.take();
+            return HELD.with(|h| h.borrow().clone()).unwrap_or_else(|| EMPTY_STATE.to_string());
+        }
         "{}".to_string()
     }
 
@@ -114,14 +210,26 @@ impl Guest for Adversary {
         if cfg!(feature = "refuse-state") {
             return Err(ManagerError::InvalidState("adversary: no state accepted here".into()));
         }
+        if cfg!(feature = "hostile") {
+            let held = if _state.contains("lie-in-load") { _state.replace("Running", "Pending") } else { _state };
+            HELD.set(Some(held));
+        }
         Ok(())
     }
 
     fn save_state_changes() -> String {
+        if cfg!(feature = "hostile") {
+            return hostile_changes();
+        }
         "{}".to_string()
     }
 
     fn apply_state_changes(_changes: String) -> Result<(), ManagerError> {
+        if cfg!(feature = "hostile") {
+            let held =
+                if _changes.contains("lie-in-apply") { _changes.replace("Running", "Pending") } else { _changes };
+            APPLIED.set(Some(held));
+        }
         Ok(())
     }
 }
