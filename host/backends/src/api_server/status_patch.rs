@@ -85,6 +85,8 @@ fn merge_list(current: Option<Value>, patch: &Value, merge_key: &str, order: Opt
     };
     let Value::Array(patch_items) = patch else { return Err("a merged list in the patch is not a list".into()) };
     let key_of = |item: &Value| item.get(merge_key).cloned();
+    // The live order, for placing the items the patch's order does not name.
+    let server_order: Vec<Option<Value>> = items.iter().map(key_of).collect();
     for patch_item in patch_items {
         let key = key_of(patch_item).ok_or_else(|| format!("a list item in the patch has no {merge_key:?}"))?;
         let position = items.iter().position(|item| key_of(item).as_ref() == Some(&key));
@@ -108,12 +110,43 @@ fn merge_list(current: Option<Value>, patch: &Value, merge_key: &str, order: Opt
     if let Some(Value::Array(order)) = order {
         let rank = |item: &Value| {
             let key = key_of(item);
-            order.iter().position(|o| o.get(merge_key).cloned() == key).unwrap_or(usize::MAX)
+            order.iter().position(|o| o.get(merge_key).cloned() == key)
         };
-        // Stable: items the order does not name keep their place after the named ones.
-        items.sort_by_key(|item| rank(item));
+        let (mut named, server_only): (Vec<Value>, Vec<Value>) = items.into_iter().partition(|i| rank(i).is_some());
+        named.sort_by_key(|item| rank(item));
+        items = merge_sorted(server_only, named, &server_order, &key_of);
     }
     Ok(Value::Array(items))
+}
+
+/// apimachinery's `mergeSortedSlice`: the items the patch's order does not name
+/// (`server_only`, in their live order) go in among the ordered ones (`named`), each
+/// before the first named item that comes after it in the live list (`server_order`);
+/// a named item the live list lacks is never overtaken. So a condition another writer
+/// set keeps its place among the kubelet's conditions, as in Kubernetes.
+fn merge_sorted(
+    server_only: Vec<Value>,
+    named: Vec<Value>,
+    server_order: &[Option<Value>],
+    key_of: &dyn Fn(&Value) -> Option<Value>,
+) -> Vec<Value> {
+    let index = |item: &Value| {
+        let key = key_of(item);
+        server_order.iter().position(|k| *k == key)
+    };
+    let mut merged = Vec::with_capacity(server_only.len() + named.len());
+    let (mut left, mut right) = (server_only.into_iter().peekable(), named.into_iter().peekable());
+    loop {
+        let take_left = match (left.peek(), right.peek()) {
+            (None, None) => break,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (Some(l), Some(r)) => matches!((index(l), index(r)), (Some(li), Some(ri)) if li < ri),
+        };
+        let next = if take_left { left.next() } else { right.next() };
+        merged.extend(next);
+    }
+    merged
 }
 
 #[cfg(test)]
@@ -147,6 +180,24 @@ mod tests {
         assert_eq!(types, ["Initialized", "Ready", "example.com/gate"], "order from $setElementOrder; the gate kept");
         assert_eq!(patched["conditions"][1]["status"], "True");
         assert_eq!(patched["containerStatuses"].as_array().unwrap().len(), 1, "other lists are replaced whole");
+    }
+
+    #[test]
+    fn items_the_order_does_not_name_keep_their_live_place() {
+        // A controller's gate before Ready in the live list; a patch that names only
+        // the kubelet's conditions leaves the gate where it was (apimachinery's
+        // mergeSortedSlice), not after them.
+        let current = status(json!({"conditions": [
+            {"type": "example.com/gate", "status": "True"}, {"type": "Ready", "status": "False"},
+            {"type": "other.io/x", "status": "True"}
+        ]}));
+        let patch = json!({"status": {
+            "$setElementOrder/conditions": [{"type": "Ready"}, {"type": "ContainersReady"}],
+            "conditions": [{"type": "Ready", "status": "True"}, {"type": "ContainersReady", "status": "True"}]
+        }});
+        let types: Vec<String> =
+            apply(Some(&current), &patch).unwrap().conditions.unwrap().into_iter().map(|c| c.type_).collect();
+        assert_eq!(types, ["example.com/gate", "Ready", "ContainersReady", "other.io/x"]);
     }
 
     #[test]
