@@ -124,10 +124,7 @@ fn the_table_lists_exactly_the_traces_whose_statuses_differ() {
     let all: BTreeSet<String> = runs().iter().map(|r| r.fixture.key.clone()).collect();
     let unknown: Vec<&String> = listed.difference(&all).collect();
     assert!(unknown.is_empty(), "fixtures/{TABLE} names traces that do not exist: {unknown:?}");
-    assert_eq!(
-        listed, differing,
-        "fixtures/{TABLE} is stale: the traces whose statuses differ are {differing:?}"
-    );
+    assert_eq!(listed, differing, "fixtures/{TABLE} is stale: the traces whose statuses differ are {differing:?}");
 }
 
 #[test]
@@ -144,9 +141,11 @@ fn without_faults_v3_reads_only_after_a_refused_patch_and_writes_at_most_once_pe
         let v3_calls = calls(v3);
         for (i, call) in v3_calls.iter().enumerate() {
             if call["verb"] == "get" {
-                let refused = v3_calls[..i].iter().rev().take_while(|c| c["step"] == call["step"]).any(|c| {
-                    c["verb"] == "patch" && c["outcome"] == "conflict" && c["name"] == call["name"]
-                });
+                let refused = v3_calls[..i]
+                    .iter()
+                    .rev()
+                    .take_while(|c| c["step"] == call["step"])
+                    .any(|c| c["verb"] == "patch" && c["outcome"] == "conflict" && c["name"] == call["name"]);
                 assert!(refused, "{key}: v3 read {} without a refused patch first", call["name"]);
             }
         }

@@ -57,7 +57,8 @@ pub struct FuzzArgs {
     /// Differential mode: compare with this component (`v1`, `v2` or `v3` for a built-in
     /// plugin, `native` for the native logic) instead of checking invariants. `--logic v3
     /// --against v2` accepts exactly the GETs v3 does not make (and v3's patches the API
-    /// server refused, which v3 follows with v2's GET).
+    /// server refused, which v3 follows with v2's GET), and leaves out the injected
+    /// faults the two cannot meet alike (on GETs, on any call, conflicts on writes).
     #[arg(long, value_name = "FILE.wasm")]
     pub against: Option<PathBuf>,
     /// Where shrunk failing traces are written.

@@ -14,7 +14,7 @@ use crate::invariants::{
     first_difference,
 };
 use podstatus_backends::{ApiServer, DeleteOptions, PodEvent, StatusUpdate};
-use podstatus_replay::{Call, FailVerb, PodRef, Report, Step, Stepper, Trace, TraceError};
+use podstatus_replay::{Call, FailError, FailVerb, PodRef, Report, Step, Stepper, Trace, TraceError};
 use podstatus_runtime::World;
 use podstatus_runtime::{CallError, LoadError, NativePlugin, Plugin, PluginImage};
 
@@ -123,11 +123,32 @@ pub fn compare_targets_with(
     b: &Target,
     mode: Differential,
 ) -> Result<CheckOutcome, TraceError> {
+    let trace = &comparable(trace, mode);
     let full = with_quiescence(trace);
     let first = guarded(&full, trace.steps.len(), a, None)?;
     let second = guarded(&full, trace.steps.len(), b, None)?;
     let violation = report_difference_with(&first.parsed, &second.parsed, mode);
     Ok(CheckOutcome { violation, steps: first.steps + second.steps, known: BTreeMap::new() })
+}
+
+/// `trace` as `mode` can compare it. For [`Differential::UnreadWrites`], the injected
+/// faults the two plugins cannot meet alike become no-ops (a clock step of 0 ms, so the
+/// step indices stay): a fault on GETs (or on any call) is used up by a GET the first
+/// plugin does not make, so the calls after it would fail on one side only; and a
+/// conflict on a write sends the first plugin to read and write again, where the second
+/// gives up until its next sync. Faults of writes and deletes with other errors stay.
+fn comparable(trace: &Trace, mode: Differential) -> Trace {
+    let mut trace = trace.clone();
+    if mode == Differential::UnreadWrites {
+        for step in &mut trace.steps {
+            if let Step::Fail { verb, error, .. } = step
+                && (matches!(verb, FailVerb::Get | FailVerb::Any) || *error == FailError::Conflict)
+            {
+                *step = Step::AdvanceClock { ms: 0 };
+            }
+        }
+    }
+    trace
 }
 
 /// The first step where two reports differ (its result, its calls, or a fault there),
