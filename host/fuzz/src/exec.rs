@@ -105,7 +105,8 @@ pub enum Differential {
     /// The first plugin writes without reading first (logic v3) and the second reads
     /// before each write (logic v2): the second's GETs that the first does not make are
     /// accepted, and so is a patch of the first that the API server refused with a
-    /// conflict (the shortcut not holding: the GET that follows is the second's).
+    /// conflict (the shortcut not holding: the GET that follows is the second's); a
+    /// patch answered 404 stands for the second's GET answered 404.
     /// Everything else (results, the other calls, the final API server) must match.
     UnreadWrites,
 }
@@ -182,6 +183,18 @@ fn aligned(
                 j += 1;
             }
             (Some(x), _) if is_refused_patch(x) => i += 1,
+            // A pod missing from the API server: v2's GET and v3's patch both meet the
+            // 404 that ends the sync.
+            (Some(x), Some(y))
+                if is_get(y)
+                    && x["verb"] == "patch"
+                    && x["outcome"] == "not-found"
+                    && y["outcome"] == "not-found"
+                    && (&x["namespace"], &x["name"]) == (&y["namespace"], &y["name"]) =>
+            {
+                i += 1;
+                j += 1;
+            }
             (_, Some(y)) if is_get(y) => j += 1,
             (x, y) => {
                 kept_a.extend(x.cloned());
