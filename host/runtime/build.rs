@@ -13,4 +13,6 @@ fn main() {
     println!("cargo:rustc-env=PODSTATUS_V1_COMPONENT={}", v1.display());
     let v2 = build_component_file(&workspace, &target_dir, "podstatus-guest-v2", &[], "podstatus-guest-v2");
     println!("cargo:rustc-env=PODSTATUS_V2_COMPONENT={}", v2.display());
+    let v3 = build_component_file(&workspace, &target_dir, "podstatus-guest-v3", &[], "podstatus-guest-v3");
+    println!("cargo:rustc-env=PODSTATUS_V3_COMPONENT={}", v3.display());
 }

@@ -22,3 +22,4 @@ mod sandbox;
 mod simulate;
 mod swap;
 mod v1_vs_v2;
+mod v2_vs_v3;

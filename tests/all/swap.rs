@@ -343,3 +343,72 @@ fn supervised_swaps_and_the_recovery_copy_carry_the_finished_mark() {
     assert!(api.get_pod("default", "pod-7").is_err(), "deleted");
     assert_eq!(last.get_pod_status("uid-0007").unwrap(), None);
 }
+
+/// Logic v3 keeps what it last wrote for each pod (its next patch's base) in the state
+/// document: v1 and v2 carry it untouched through swaps and their own writes, and once
+/// either has written a newer version v3 no longer trusts it (it patches from the pod
+/// manager's copy), so v3 -> v1 -> v2 -> v3 with writes in between leaves every pod's
+/// latest status in the API server; the swaps go through the handle (and its check that
+/// the new plugin holds the whole state, `lastWritten` included).
+#[test]
+fn logic_v3_swaps_both_ways_with_v1_and_v2_and_its_last_written_statuses_survive() {
+    use podstatus_runtime::{Plugin, SupervisedPlugin, move_bulk, move_changes};
+    let runtime = runtime();
+    let v1 = runtime.load(podstatus_runtime::PODSTATUS_V1).unwrap();
+    let v2 = runtime.load(podstatus_runtime::PODSTATUS_V2).unwrap();
+    let v3 = runtime.load(podstatus_runtime::PODSTATUS_V3).unwrap();
+    assert_eq!(v3.contract(), Contract::V0_1_1);
+    let restarts = |api: &MemoryApiServer, i: usize| {
+        api.get_pod("default", &format!("pod-{i}")).unwrap().status.clone().unwrap().container_statuses.unwrap()[0]
+            .restart_count
+    };
+    let last_written = |document: &str, i: usize| -> serde_json::Value {
+        let document: serde_json::Value = serde_json::from_str(document).unwrap();
+        document["statuses"][format!("uid-{i:04}")]["lastWritten"].clone()
+    };
+
+    // Directly: the supervisor's copy has v3's record, v1 and v2 hand it back as it is.
+    let (api, small) = world(2);
+    let mut first = SupervisedPlugin::new(v3.clone(), small.clone()).unwrap();
+    first.set_pod_status(&serde_json::to_string(&pod(0)).unwrap(), &status(1)).unwrap();
+    first.sync_batch().unwrap();
+    let written = last_written(&first.accepted_state(), 0);
+    assert_eq!((written["uid"].as_str(), written["version"].as_u64()), (Some("uid-0000"), Some(1)), "{written}");
+    assert_eq!(restarts(&api, 0), 1);
+    for older in [v1.clone(), v2.clone()] {
+        let mut other = SupervisedPlugin::new(older, small.clone()).unwrap();
+        move_bulk(&mut first, &mut other).unwrap();
+        move_changes(&mut first, &mut other).unwrap();
+        assert_eq!(last_written(&other.accepted_state(), 0), written, "carried untouched");
+        assert_eq!(last_written(&other.save_state().unwrap(), 0), written, "and saved again");
+        let mut back = SupervisedPlugin::new(v3.clone(), small.clone()).unwrap();
+        move_bulk(&mut other, &mut back).unwrap();
+        move_changes(&mut other, &mut back).unwrap();
+        assert_eq!(last_written(&back.accepted_state(), 0), written);
+        first = back;
+    }
+
+    // Through the handle, with writes by every version in between.
+    let (api, world) = world(4);
+    let (manager, scheduler) = ManagerHandle::start(
+        Box::new(SupervisedPlugin::new(v3.clone(), world.clone()).unwrap()),
+        world.queue.clone(),
+        SchedulerConfig::default(),
+    );
+    let set = |pods: std::ops::Range<usize>, restarts: u64| {
+        for i in pods {
+            manager.set_pod_status(&serde_json::to_string(&pod(i)).unwrap(), &status(restarts)).unwrap();
+        }
+        manager.sync_batch().unwrap();
+    };
+    set(0..4, 1);
+    for (plugin, pods, n) in [(v1, 0..2, 2), (v2, 1..3, 3), (v3, 0..1, 4)] {
+        manager.swap(Box::new(SupervisedPlugin::new(plugin, world.clone()).unwrap())).unwrap();
+        set(pods, n);
+    }
+    assert_eq!(scheduler.shutdown(Duration::from_secs(10)), 0);
+    // pod 0: v1 wrote 2 over v3's record, then v3 wrote 4 (from the pod manager's copy).
+    for (i, expected) in [(0, 4), (1, 3), (2, 3), (3, 1)] {
+        assert_eq!(restarts(&api, i), expected, "pod {i}");
+    }
+}

@@ -5,7 +5,7 @@ use std::sync::OnceLock;
 
 use podstatus_replay as replay;
 use podstatus_replay::{ReplayOutcome, Trace, TraceError};
-use podstatus_runtime::{PODSTATUS_V1, PODSTATUS_V2};
+use podstatus_runtime::{PODSTATUS_V1, PODSTATUS_V2, PODSTATUS_V3};
 use podstatus_runtime::{Plugin, PluginImage, PluginRuntime, RuntimeConfig};
 
 /// The workspace's root directory.
@@ -50,6 +50,13 @@ pub fn replay_component(trace_text: &str, base_dir: &Path) -> Result<ReplayOutco
 pub fn v2_image() -> &'static PluginImage {
     static IMAGE: OnceLock<PluginImage> = OnceLock::new();
     IMAGE.get_or_init(|| load(PODSTATUS_V2))
+}
+
+/// The v3 plugin (logic v3: v2 writing each version with one PATCH, no GET; contract
+/// `kubelet:status@0.1.1`), compiled once per test binary.
+pub fn v3_image() -> &'static PluginImage {
+    static IMAGE: OnceLock<PluginImage> = OnceLock::new();
+    IMAGE.get_or_init(|| load(PODSTATUS_V3))
 }
 
 /// Replays `trace_text` through the component `image` ([`v1_image`], [`v2_image`], or

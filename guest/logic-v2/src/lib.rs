@@ -38,7 +38,7 @@ pub mod manager;
 pub mod patch;
 
 pub use imports::{Imports, StatusPatch, V1Imports};
-pub use manager::Manager;
+pub use manager::{Manager, V2Sync};
 pub use podstatus_logic::{
     ApiError, BatchReport, CachedStatus, DeleteOptions, Level, ManagerError, Result, StatusUpdate, SyncOutcome,
     SyncRequest, Timestamp, UidTranslations, UpdateOutcome,

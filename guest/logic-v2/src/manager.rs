@@ -171,14 +171,20 @@ impl<I: Imports> Manager<I> {
     /// pod first, then the others in UID order. A write that fails waits for the next
     /// signal or batch sync, as upstream. The outcome is the request's pod's.
     pub fn sync_pod(&mut self, request: &SyncRequest) -> Result<SyncOutcome> {
+        self.sync_pod_with(&V2Sync, request)
+    }
+
+    /// [`Manager::sync_pod`] with another version's decisions in each pod's sync (logic
+    /// v3 writes without reading first).
+    pub fn sync_pod_with<P: SyncPolicy<I>>(&mut self, policy: &P, request: &SyncRequest) -> Result<SyncOutcome> {
         self.core.take_request(request)?;
         let pod_to_mirror = self.core.pod_to_mirror();
-        let outcome = self.sync_if_unwritten(&request.pod_uid, &pod_to_mirror);
+        let outcome = self.sync_if_unwritten(policy, &request.pod_uid, &pod_to_mirror);
         for uid in self.core.cached_uids() {
             if uid == request.pod_uid {
                 continue;
             }
-            if let Err(e) = self.sync_if_unwritten(&uid, &pod_to_mirror) {
+            if let Err(e) = self.sync_if_unwritten(policy, &uid, &pod_to_mirror) {
                 self.core.log(Level::Error, || format!("sync of pod {uid} failed: {e}"));
             }
         }
@@ -190,6 +196,11 @@ impl<I: Imports> Manager<I> {
     /// pod's deletion, or has drifted from the API server's.
     pub fn sync_batch(&mut self) -> BatchReport {
         self.core.sync_batch_with(&V2Sync)
+    }
+
+    /// [`Manager::sync_batch`] with another version's decisions in each pod's sync.
+    pub fn sync_batch_with<P: SyncPolicy<I>>(&mut self, policy: &P) -> BatchReport {
+        self.core.sync_batch_with(policy)
     }
 
     /// The whole state, in v1's document format.
@@ -376,7 +387,12 @@ impl<I: Imports> Manager<I> {
     }
 
     /// Syncs `uid`'s latest status unless that version is written already.
-    fn sync_if_unwritten(&mut self, uid: &str, pod_to_mirror: &BTreeMap<String, String>) -> Result<SyncOutcome> {
+    fn sync_if_unwritten<P: SyncPolicy<I>>(
+        &mut self,
+        policy: &P,
+        uid: &str,
+        pod_to_mirror: &BTreeMap<String, String>,
+    ) -> Result<SyncOutcome> {
         let Some(status) = self.core.cached(uid) else {
             // Dropped since: nothing is left to write.
             return Ok(SyncOutcome::UpToDate);
@@ -387,12 +403,13 @@ impl<I: Imports> Manager<I> {
         if self.core.is_written(&status_uid, status.version) {
             return Ok(SyncOutcome::UpToDate);
         }
-        self.core.sync_status(&V2Sync, uid, &status)
+        self.core.sync_status(policy, uid, &status)
     }
 }
 
-/// The 1.27 status manager's decisions in a sync.
-struct V2Sync;
+/// The 1.27 status manager's decisions in a sync (public so that a later version can
+/// keep them and change only how it writes).
+pub struct V2Sync;
 
 impl<I: Imports> SyncPolicy<I> for V2Sync {
     const CHECKS_NEEDS_UPDATE: bool = false;
@@ -474,7 +491,7 @@ impl<I: Imports> SyncPolicy<I> for V2Sync {
 }
 
 /// The host's time at the API server's precision.
-fn now<I: Imports>(manager: &mut podstatus_logic::Manager<I>) -> Time {
+pub fn now<I: Imports>(manager: &mut podstatus_logic::Manager<I>) -> Time {
     let mut now = manager.now_cached(&mut None);
     truncate_time(&mut now);
     now

@@ -18,4 +18,4 @@ pub mod sync;
 
 pub use error::{InvalidPod, ManagerError, Result};
 pub use imports::{ApiError, DeleteOptions, Imports, Level, StatusUpdate, SyncRequest, Timestamp, UidTranslations};
-pub use manager::{BatchReport, CachedStatus, Manager, SyncOutcome, UpdateOutcome};
+pub use manager::{BatchReport, CachedStatus, LastWritten, Manager, SyncOutcome, UpdateOutcome};

@@ -30,6 +30,23 @@ pub struct VersionedStatus {
     pub pod_is_finished: bool,
 }
 
+/// What a logic version that patches without reading first (v3) last wrote for a pod:
+/// the API server's status of `uid` as its answer to the write of `version`. Kept in the
+/// state document (an optional field of the status entry) and carried untouched by the
+/// versions that do not use it; it is a valid base for the next patch only while the
+/// version recorded as written for `uid` is still `version` (see
+/// [`Manager::written_base`]), so a write by another version, a forgotten written
+/// version (a reconciliation) or another object under the same name makes it void.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LastWritten {
+    /// The object written: the pod's UID, a static pod's mirror pod's.
+    pub uid: String,
+    /// The status version written.
+    pub version: u64,
+    /// The API server's status after the write.
+    pub status: PodStatus,
+}
+
 /// What `get_pod_status` returns.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CachedStatus {
@@ -90,6 +107,9 @@ pub struct Manager<I: Imports> {
     /// Snapshots referred to by requests in the host's queue, by request ID.
     pub(crate) pending: BTreeMap<u64, PendingSync>,
     pub(crate) next_request_id: u64,
+    /// Pod UID (as `statuses`) to what was last written for it, for logic that patches
+    /// without reading first. Dropped with the pod's status.
+    pub(crate) last_written: BTreeMap<String, Arc<LastWritten>>,
     /// What changed since the state was last saved, for `save_state_changes`.
     pub(crate) changes: Changes,
 }
@@ -112,6 +132,7 @@ impl<I: Imports> Manager<I> {
             api_versions: BTreeMap::new(),
             pending: BTreeMap::new(),
             next_request_id: 1,
+            last_written: BTreeMap::new(),
             changes: Changes::default(),
         }
     }
@@ -338,11 +359,31 @@ impl<I: Imports> Manager<I> {
         self.note_status_change(uid);
     }
 
-    /// Drops the cached status of `uid`, noting the change.
+    /// Drops the cached status of `uid` (and what was last written for it), noting the
+    /// change.
     pub(crate) fn drop_status(&mut self, uid: &str) {
-        if self.statuses.remove(uid).is_some() {
+        let written = self.last_written.remove(uid).is_some();
+        if self.statuses.remove(uid).is_some() || written {
             self.note_status_change(uid);
         }
+    }
+
+    /// Records what was written for `uid` (a cached pod's own UID), noting the change;
+    /// ignored when nothing is cached for it.
+    pub fn set_last_written(&mut self, uid: &str, written: LastWritten) {
+        if self.statuses.contains_key(uid) {
+            self.last_written.insert(uid.to_string(), Arc::new(written));
+            self.note_status_change(uid);
+        }
+    }
+
+    /// What was last written for `uid` (a cached pod's own UID), if it is still the
+    /// API server's status as far as this manager knows: written to `status_uid` (the
+    /// pod's, or its mirror pod's, UID) at the version still recorded as written there.
+    pub fn written_base(&self, uid: &str, status_uid: &str) -> Option<Arc<LastWritten>> {
+        let written = self.last_written.get(uid)?;
+        (written.uid == status_uid && self.api_versions.get(status_uid) == Some(&written.version))
+            .then(|| Arc::clone(written))
     }
 
     /// A queued snapshot of `uid` that shared the cached status no longer does, so a

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{ManagerError, Result};
 use crate::imports::Imports;
-use crate::manager::{Changes, Manager, PendingSync, VersionedStatus};
+use crate::manager::{Changes, LastWritten, Manager, PendingSync, VersionedStatus};
 
 /// Names the document format.
 pub const STATE_FORMAT: &str = "podstatus.kubelet.io/state";
@@ -21,7 +21,10 @@ pub const STATE_FORMAT: &str = "podstatus.kubelet.io/state";
 pub const STATE_CHANGES_FORMAT: &str = "podstatus.kubelet.io/state-changes";
 /// The newest format version this code writes and reads. Version 2 added the optional
 /// `podIsFinished` of a status (and of a snapshot); a version 1 document is version 2
-/// without it, so it loads as it is.
+/// without it, so it loads as it is. The optional `lastWritten` of a status (logic v3's
+/// base for its next patch) came later without a new version: a reader that drops it
+/// loses only that shortcut (v3 then patches from the pod manager's copy), where one that
+/// dropped `podIsFinished` would never delete the pod.
 pub const STATE_VERSION: u32 = 2;
 
 #[derive(Serialize, Deserialize)]
@@ -48,6 +51,18 @@ struct StatusEntry {
     /// `podIsFinished`). Written only when true.
     #[serde(default, skip_serializing_if = "is_false")]
     pod_is_finished: bool,
+    status: PodStatus,
+    /// Logic v3's record of what it last wrote for the pod; every version keeps it as
+    /// it is (it is void once another version writes, see `Manager::written_base`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    last_written: Option<LastWrittenEntry>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct LastWrittenEntry {
+    uid: String,
+    version: u64,
     status: PodStatus,
 }
 
@@ -97,7 +112,8 @@ impl<I: Imports> Manager<I> {
     /// The whole state as a JSON document `load_state` accepts. Saving also starts a
     /// new change set: `save_state_changes` then reports what changed after this.
     pub fn save_state(&mut self) -> Result<String> {
-        let statuses = self.statuses.iter().map(|(uid, s)| (uid.clone(), status_entry(s))).collect();
+        let statuses =
+            self.statuses.iter().map(|(uid, s)| (uid.clone(), status_entry(s, self.last_written.get(uid)))).collect();
         let pending = self.pending.iter().map(|(id, p)| (*id, self.pending_entry(p))).collect();
         let document = StateDocument {
             format: STATE_FORMAT.to_string(),
@@ -123,7 +139,7 @@ impl<I: Imports> Manager<I> {
                 .statuses
                 .into_iter()
                 .map(|uid| {
-                    let entry = self.statuses.get(&uid).map(|s| status_entry(s));
+                    let entry = self.statuses.get(&uid).map(|s| status_entry(s, self.last_written.get(&uid)));
                     (uid, entry)
                 })
                 .collect(),
@@ -175,8 +191,17 @@ impl<I: Imports> Manager<I> {
 
         for (uid, entry) in patch.statuses {
             match entry {
-                Some(entry) => self.statuses.insert(uid.clone(), Arc::new(versioned(entry))),
-                None => self.statuses.remove(&uid),
+                Some(mut entry) => {
+                    match entry.last_written.take() {
+                        Some(written) => self.last_written.insert(uid.clone(), Arc::new(last_written(written))),
+                        None => self.last_written.remove(&uid),
+                    };
+                    self.statuses.insert(uid.clone(), Arc::new(versioned(entry)))
+                }
+                None => {
+                    self.last_written.remove(&uid);
+                    self.statuses.remove(&uid)
+                }
             };
             self.changes.statuses.insert(uid);
         }
@@ -221,14 +246,24 @@ impl<I: Imports> Manager<I> {
         let doc: StateDocument =
             serde_json::from_str(document).map_err(|e| ManagerError::InvalidState(format!("malformed state: {e}")))?;
 
-        let statuses: BTreeMap<String, Arc<VersionedStatus>> =
-            doc.statuses.into_iter().map(|(uid, e)| (uid, Arc::new(versioned(e)))).collect();
+        let mut written = BTreeMap::new();
+        let statuses: BTreeMap<String, Arc<VersionedStatus>> = doc
+            .statuses
+            .into_iter()
+            .map(|(uid, mut e)| {
+                if let Some(w) = e.last_written.take() {
+                    written.insert(uid.clone(), Arc::new(last_written(w)));
+                }
+                (uid, Arc::new(versioned(e)))
+            })
+            .collect();
         let mut pending = BTreeMap::new();
         for (id, entry) in doc.pending {
             pending.insert(id, resolve_pending(id, entry, &statuses)?);
         }
         let floor = pending.keys().next_back().map_or(1, |id| id + 1);
         self.statuses = statuses;
+        self.last_written = written;
         self.api_versions = doc.api_status_versions;
         self.pending = pending;
         // IDs must stay unique for this instance's lifetime, including IDs it handed out
@@ -239,14 +274,23 @@ impl<I: Imports> Manager<I> {
     }
 }
 
-fn status_entry(s: &VersionedStatus) -> StatusEntry {
+fn status_entry(s: &VersionedStatus, written: Option<&Arc<LastWritten>>) -> StatusEntry {
     StatusEntry {
         version: s.version,
         pod_name: s.pod_name.clone(),
         pod_namespace: s.pod_namespace.clone(),
         pod_is_finished: s.pod_is_finished,
         status: s.status.clone(),
+        last_written: written.map(|w| LastWrittenEntry {
+            uid: w.uid.clone(),
+            version: w.version,
+            status: w.status.clone(),
+        }),
     }
+}
+
+fn last_written(e: LastWrittenEntry) -> LastWritten {
+    LastWritten { uid: e.uid, version: e.version, status: e.status }
 }
 
 fn versioned(e: StatusEntry) -> VersionedStatus {

@@ -3,7 +3,8 @@
 //!
 //! The skeleton reads the pod from the API server, drops the status of a pod that was
 //! deleted and recreated, has the status written, records the written version and
-//! deletes the pod once it may be. The batch forgets the written versions of pods that
+//! deletes the pod once it may be; a version may write without reading first
+//! ([`SyncPolicy::write_unread`]) and fall back to reading when that does not hold. The batch forgets the written versions of pods that
 //! are gone and picks the pods to sync. What a logic version decides itself (how the
 //! status is written, when a pod may be deleted, what counts as drift) is its
 //! [`SyncPolicy`].
@@ -44,11 +45,35 @@ pub enum Write {
     Failed,
 }
 
+/// What writing a status without reading the pod first did (a logic version that
+/// can, see [`SyncPolicy::write_unread`]).
+pub enum UnreadWrite {
+    /// The status was written; the pod as stored after the write.
+    Written(ApiPod),
+    /// There was nothing to send; the pod as the pod manager has it (deletion is
+    /// decided from it).
+    Unchanged(ApiPod),
+    /// The pod does not exist on the server.
+    NotFound,
+    /// The write failed (logged): the pod waits for a later sync.
+    Failed,
+    /// The shortcut does not hold (the precondition failed: the pod was recreated, or
+    /// what the write was computed against was stale), or cannot be taken: read the
+    /// pod first, as the other versions do.
+    ReadFirst,
+}
+
 /// What a logic version decides in a sync; everything else is the skeleton's.
 pub trait SyncPolicy<I: Imports> {
     /// Whether a sync first checks that the status still needs writing under the pod's
     /// own UID (the 2017 `syncPod` did; in 1.27 its callers decide).
     const CHECKS_NEEDS_UPDATE: bool;
+
+    /// Writes `status`, the cached status of `uid`, without reading the pod first, when
+    /// the version can. The default reads first, always.
+    fn write_unread(&self, _manager: &mut Manager<I>, _uid: &str, _status: &VersionedStatus) -> Result<UnreadWrite> {
+        Ok(UnreadWrite::ReadFirst)
+    }
 
     /// Writes `status` over `pod`, the API server's pod as just read.
     fn write(&self, manager: &mut Manager<I>, pod: ApiPod, status: &VersionedStatus) -> Result<Write>;
@@ -76,17 +101,40 @@ impl<I: Imports> Manager<I> {
             return Ok(SyncOutcome::UpToDate);
         }
 
+        let (pod, outcome) = match policy.write_unread(self, uid, status)? {
+            UnreadWrite::Written(pod) => (pod, SyncOutcome::Written),
+            UnreadWrite::Unchanged(pod) => (pod, SyncOutcome::UpToDate),
+            UnreadWrite::NotFound => return Ok(SyncOutcome::PodNotFound),
+            UnreadWrite::Failed => return Ok(SyncOutcome::WriteFailed),
+            UnreadWrite::ReadFirst => match self.read_and_write(policy, uid, status)? {
+                Ok(written) => written,
+                Err(outcome) => return Ok(outcome),
+            },
+        };
+        self.set_api_version(&pod.view.metadata.uid, status.version);
+        self.delete_if_may(policy, uid, pod, status, outcome)
+    }
+
+    /// The sync's read and write: GETs the pod, drops the status of a pod that was
+    /// deleted and recreated, and has `policy` write over the pod as read. The pod after
+    /// the write and what the write did, or the outcome that ends the sync.
+    fn read_and_write<P: SyncPolicy<I>>(
+        &mut self,
+        policy: &P,
+        uid: &str,
+        status: &VersionedStatus,
+    ) -> Result<std::result::Result<(ApiPod, SyncOutcome), SyncOutcome>> {
         let (namespace, name) = (&status.pod_namespace, &status.pod_name);
         let pod_json = match self.imports.get_pod(namespace, name) {
             Ok(json) => json,
             Err(ApiError::NotFound(_)) => {
                 // A deleted pod's status is cleared by remove-orphaned-statuses.
                 self.log(Level::Debug, || format!("pod {namespace}/{name} ({uid}) does not exist on the server"));
-                return Ok(SyncOutcome::PodNotFound);
+                return Ok(Err(SyncOutcome::PodNotFound));
             }
             Err(e) => {
                 self.log(Level::Warn, || format!("failed to get pod {namespace}/{name} ({uid}): {}", e.message()));
-                return Ok(SyncOutcome::GetFailed);
+                return Ok(Err(SyncOutcome::GetFailed));
             }
         };
         let pod = ApiPod::parse(pod_json, || "API server's pod".into())?;
@@ -100,16 +148,26 @@ impl<I: Imports> Manager<I> {
                 )
             });
             self.drop_status(uid);
-            return Ok(SyncOutcome::Recreated);
+            return Ok(Err(SyncOutcome::Recreated));
         }
 
-        let (pod, outcome) = match policy.write(self, pod, status)? {
-            Write::Written(pod) => (pod, SyncOutcome::Written),
-            Write::Unchanged(pod) => (pod, SyncOutcome::UpToDate),
-            Write::Failed => return Ok(SyncOutcome::WriteFailed),
-        };
-        self.set_api_version(&pod.view.metadata.uid, status.version);
+        Ok(match policy.write(self, pod, status)? {
+            Write::Written(pod) => Ok((pod, SyncOutcome::Written)),
+            Write::Unchanged(pod) => Ok((pod, SyncOutcome::UpToDate)),
+            Write::Failed => Err(SyncOutcome::WriteFailed),
+        })
+    }
 
+    /// Deletes `pod` (the API server's after the write, or the pod manager's when
+    /// nothing was sent) if `policy` says it may be; else the sync ends with `outcome`.
+    fn delete_if_may<P: SyncPolicy<I>>(
+        &mut self,
+        policy: &P,
+        uid: &str,
+        pod: ApiPod,
+        status: &VersionedStatus,
+        outcome: SyncOutcome,
+    ) -> Result<SyncOutcome> {
         if !policy.can_be_deleted(self, &pod, status)? {
             return Ok(outcome);
         }

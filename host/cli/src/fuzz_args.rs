@@ -7,9 +7,12 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use podstatus_fuzz::{CALL_FUEL, Campaign, Limit, ShrinkBudget, Summary, Target, run_campaign, write_finding};
-use podstatus_runtime::PODSTATUS_V1;
+use podstatus_fuzz::{
+    CALL_FUEL, Campaign, Differential, Limit, ShrinkBudget, Summary, Target, run_campaign, write_finding,
+};
 use podstatus_runtime::{PluginRuntime, RuntimeConfig};
+
+use crate::Logic;
 
 /// Traces per run when neither `--traces` nor `--duration` is given.
 pub const DEFAULT_TRACES: u64 = 500;
@@ -42,14 +45,21 @@ pub struct FuzzArgs {
     /// Steps per trace (two quiescence steps are added to each).
     #[arg(long, default_value_t = 40)]
     pub steps: usize,
-    /// Run the logic natively instead of in the sandbox (same code, no boundary).
+    /// Run the logic natively instead of in the sandbox (same code, no boundary; logic
+    /// v1 only).
     #[arg(long, conflicts_with = "plugin")]
     pub native: bool,
     /// The plugin component to fuzz; defaults to the one built from this checkout.
     #[arg(long, value_name = "FILE.wasm")]
     pub plugin: Option<PathBuf>,
-    /// Differential mode: compare with this component (or `native` for the native
-    /// logic) instead of checking invariants.
+    /// Which built-in plugin to fuzz: v1, v2 or v3 (see `replay --help`).
+    #[arg(long, value_enum, default_value_t = Logic::V1, conflicts_with = "plugin")]
+    pub logic: Logic,
+    /// Differential mode: compare with this component (`v1`, `v2` or `v3` for a built-in
+    /// plugin, `native` for the native logic) instead of checking invariants. `--logic v3
+    /// --against v2` accepts exactly the GETs v3 does not make (and v3's patches the API
+    /// server refused, which v3 follows with v2's GET), and leaves out the injected
+    /// faults the two cannot meet alike (on GETs, on any call, conflicts on writes).
     #[arg(long, value_name = "FILE.wasm")]
     pub against: Option<PathBuf>,
     /// Where shrunk failing traces are written.
@@ -98,10 +108,13 @@ fn run_inner(args: &FuzzArgs) -> anyhow::Result<ExitCode> {
     };
     config.limits.call_fuel = Some(CALL_FUEL);
     let mut runtime = None;
-    let mut component = |path: Option<&PathBuf>| -> anyhow::Result<Target> {
+    if args.native && args.logic != Logic::V1 {
+        anyhow::bail!("--native runs logic v1 only, not --logic {}", logic_name(args.logic));
+    }
+    let mut component = |path: Option<&PathBuf>, logic: Logic| -> anyhow::Result<Target> {
         let bytes = match path {
             Some(path) => std::fs::read(path).with_context(|| format!("reading plugin {}", path.display()))?,
-            None => PODSTATUS_V1.to_vec(),
+            None => logic.component().to_vec(),
         };
         if runtime.is_none() {
             runtime = Some(PluginRuntime::new(&config)?);
@@ -113,13 +126,31 @@ fn run_inner(args: &FuzzArgs) -> anyhow::Result<ExitCode> {
     let (target, target_name) = if args.native {
         (Target::Native, "native logic".to_string())
     } else {
-        let name = args.plugin.as_ref().map_or("the built-in plugin".to_string(), |p| p.display().to_string());
-        (component(args.plugin.as_ref())?, format!("{name} in the sandbox (fuel {CALL_FUEL} per call)"))
+        let name = args.plugin.as_ref().map_or_else(
+            || format!("the built-in plugin (logic {})", logic_name(args.logic)),
+            |p| p.display().to_string(),
+        );
+        (component(args.plugin.as_ref(), args.logic)?, format!("{name} in the sandbox (fuel {CALL_FUEL} per call)"))
     };
+    let builtin = |path: &PathBuf| match path.to_str() {
+        Some("v1") => Some(Logic::V1),
+        Some("v2") => Some(Logic::V2),
+        Some("v3") => Some(Logic::V3),
+        _ => None,
+    };
+    let mut differential = Differential::Exact;
     let against = match &args.against {
         None => None,
         Some(path) if path.as_os_str() == "native" => Some((Target::Native, "native logic".to_string())),
-        Some(path) => Some((component(Some(path))?, path.display().to_string())),
+        Some(path) => match builtin(path) {
+            Some(logic) => {
+                if args.plugin.is_none() && !args.native && args.logic == Logic::V3 && logic == Logic::V2 {
+                    differential = Differential::UnreadWrites;
+                }
+                Some((component(None, logic)?, format!("the built-in plugin (logic {})", logic_name(logic))))
+            }
+            None => Some((component(Some(path), Logic::V1)?, path.display().to_string())),
+        },
     };
 
     let campaign = Campaign {
@@ -128,6 +159,7 @@ fn run_inner(args: &FuzzArgs) -> anyhow::Result<ExitCode> {
         steps: args.steps,
         target,
         against: against.as_ref().map(|(t, _)| t.clone()),
+        differential,
         strict: args.strict,
         shrink: ShrinkBudget { max_time: args.shrink_time, ..ShrinkBudget::default() },
     };
@@ -189,4 +221,12 @@ fn run_inner(args: &FuzzArgs) -> anyhow::Result<ExitCode> {
     let path = write_finding(finding, &plugins, &args.out).context("writing the finding")?;
     print(&mut out, format!("wrote {}", path.display()))?;
     Ok(ExitCode::from(1))
+}
+
+pub(crate) fn logic_name(logic: Logic) -> &'static str {
+    match logic {
+        Logic::V1 => "v1",
+        Logic::V2 => "v2",
+        Logic::V3 => "v3",
+    }
 }

@@ -11,7 +11,7 @@ use clap::{Parser, Subcommand};
 use podstatus_replay as replay;
 use podstatus_replay::Trace;
 use podstatus_runtime::{NativePlugin, Plugin, PluginRuntime, RuntimeConfig};
-use podstatus_runtime::{PODSTATUS_V1, PODSTATUS_V2};
+use podstatus_runtime::{PODSTATUS_V1, PODSTATUS_V2, PODSTATUS_V3};
 
 /// The kubelet's pod status manager as a sandboxed WebAssembly plugin.
 #[derive(Parser)]
@@ -34,7 +34,8 @@ enum Command {
         trace: PathBuf,
         #[command(flatten)]
         plugin: PluginArgs,
-        /// Run the logic natively instead of in the sandbox (same code, no boundary).
+        /// Run the logic natively instead of in the sandbox (same code, no boundary;
+        /// logic v1 only).
         #[arg(long, conflicts_with = "plugin")]
         native: bool,
         /// Replay with the agent's reach guard for node NAME in front of the API server
@@ -169,8 +170,9 @@ struct PluginArgs {
     /// The plugin component; defaults to the one built from this checkout's guest/.
     #[arg(long, value_name = "FILE.wasm")]
     plugin: Option<PathBuf>,
-    /// Which built-in plugin to run: v1 (the 2017 kubelet, contract 0.1.0) or v2
-    /// (Kubernetes 1.27, contract 0.1.1).
+    /// Which built-in plugin to run: v1 (the 2017 kubelet, contract 0.1.0), v2
+    /// (Kubernetes 1.27, contract 0.1.1) or v3 (v2 writing each status version with one
+    /// PATCH and no GET, contract 0.1.1).
     #[arg(long, value_enum, default_value_t = Logic::V1, conflicts_with = "plugin")]
     logic: Logic,
     /// Where compiled plugins are cached [default: $PODSTATUS_CACHE_DIR, else
@@ -184,17 +186,31 @@ struct PluginArgs {
 
 /// The plugins built from this checkout.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-enum Logic {
+pub enum Logic {
+    /// The 2017 kubelet (contract 0.1.0).
     V1,
+    /// Kubernetes 1.27 (contract 0.1.1).
     V2,
+    /// v2 writing each status version with one PATCH, no GET (contract 0.1.1).
+    V3,
+}
+
+impl Logic {
+    /// The built-in plugin of this logic version.
+    pub fn component(self) -> &'static [u8] {
+        match self {
+            Logic::V1 => PODSTATUS_V1,
+            Logic::V2 => PODSTATUS_V2,
+            Logic::V3 => PODSTATUS_V3,
+        }
+    }
 }
 
 impl PluginArgs {
     fn bytes(&self) -> anyhow::Result<Vec<u8>> {
         match (&self.plugin, self.logic) {
             (Some(path), _) => std::fs::read(path).with_context(|| format!("reading plugin {}", path.display())),
-            (None, Logic::V1) => Ok(PODSTATUS_V1.to_vec()),
-            (None, Logic::V2) => Ok(PODSTATUS_V2.to_vec()),
+            (None, logic) => Ok(logic.component().to_vec()),
         }
     }
 
@@ -263,6 +279,14 @@ fn replay_command(trace_path: &Path, plugin: &PluginArgs, native: bool, node: Op
         Err(e) => return unusable(e.to_string()),
     };
 
+    // The native plugin links logic v1 only: --native --logic v2 (or v3) used to run v1
+    // without a word.
+    if native && plugin.logic != Logic::V1 {
+        return unusable(format!(
+            "--native runs logic v1 only, not --logic {}",
+            crate::fuzz_args::logic_name(plugin.logic)
+        ));
+    }
     let runtime = match PluginRuntime::new(&plugin.runtime_config()) {
         Ok(runtime) => runtime,
         Err(e) => return unusable(format!("plugin runtime: {e}")),

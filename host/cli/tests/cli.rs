@@ -119,3 +119,18 @@ fn replay_with_node_runs_the_reach_guard_and_reports_refusals() {
         assert!(!String::from_utf8_lossy(&open.stdout).contains("\"refused\""), "{name}");
     }
 }
+
+#[test]
+fn native_runs_logic_v1_only_and_says_so() {
+    for logic in ["v2", "v3"] {
+        let out = podstatus(&["replay", "--native", "--logic", logic, &example()], None);
+        assert_eq!(out.status.code(), Some(2), "--native --logic {logic}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("--native runs logic v1 only"), "{stderr}");
+        assert!(out.stdout.is_empty());
+    }
+    let out = podstatus(&["replay", "--logic", "v3", &example()], None);
+    assert_eq!(out.status.code(), Some(0));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(report["calls"].as_array().unwrap().iter().all(|c| c["verb"] == "patch"), "{report}");
+}

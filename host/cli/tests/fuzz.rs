@@ -45,6 +45,7 @@ fn temp_dir(name: &str) -> PathBuf {
 
 fn campaign(target: Target, seed: u64, traces: u64, steps: usize) -> Campaign {
     Campaign {
+        differential: podstatus_fuzz::Differential::Exact,
         seed,
         limit: Limit::Traces(traces),
         steps,

@@ -14,7 +14,7 @@ use crate::invariants::{
     first_difference,
 };
 use podstatus_backends::{ApiServer, DeleteOptions, PodEvent, StatusUpdate};
-use podstatus_replay::{Call, FailVerb, PodRef, Report, Step, Stepper, Trace, TraceError};
+use podstatus_replay::{Call, FailError, FailVerb, PodRef, Report, Step, Stepper, Trace, TraceError};
 use podstatus_runtime::World;
 use podstatus_runtime::{CallError, LoadError, NativePlugin, Plugin, PluginImage};
 
@@ -96,19 +96,119 @@ pub struct CheckOutcome {
     pub known: BTreeMap<KnownIssue, usize>,
 }
 
+/// How a differential run compares the two plugins' calls.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Differential {
+    /// The same calls, step by step.
+    #[default]
+    Exact,
+    /// The first plugin writes without reading first (logic v3) and the second reads
+    /// before each write (logic v2): the second's GETs that the first does not make are
+    /// accepted, and so is a patch of the first that the API server refused with a
+    /// conflict (the shortcut not holding: the GET that follows is the second's); a
+    /// patch answered 404 stands for the second's GET answered 404.
+    /// Everything else (results, the other calls, the final API server) must match.
+    UnreadWrites,
+}
+
 /// Runs `trace` (quiescence appended) through two plugins and returns the first step
 /// whose results or calls differ, as a [`Invariant::SameReport`] violation.
 pub fn compare_targets(trace: &Trace, a: &Target, b: &Target) -> Result<CheckOutcome, TraceError> {
+    compare_targets_with(trace, a, b, Differential::Exact)
+}
+
+/// [`compare_targets`], comparing calls as `mode` says.
+pub fn compare_targets_with(
+    trace: &Trace,
+    a: &Target,
+    b: &Target,
+    mode: Differential,
+) -> Result<CheckOutcome, TraceError> {
+    let trace = &comparable(trace, mode);
     let full = with_quiescence(trace);
     let first = guarded(&full, trace.steps.len(), a, None)?;
     let second = guarded(&full, trace.steps.len(), b, None)?;
-    let violation = report_difference(&first.parsed, &second.parsed);
+    let violation = report_difference_with(&first.parsed, &second.parsed, mode);
     Ok(CheckOutcome { violation, steps: first.steps + second.steps, known: BTreeMap::new() })
+}
+
+/// `trace` as `mode` can compare it. For [`Differential::UnreadWrites`], the injected
+/// faults the two plugins cannot meet alike become no-ops (a clock step of 0 ms, so the
+/// step indices stay): a fault on GETs (or on any call) is used up by a GET the first
+/// plugin does not make, so the calls after it would fail on one side only; and a
+/// conflict on a write sends the first plugin to read and write again, where the second
+/// gives up until its next sync. Faults of writes and deletes with other errors stay.
+fn comparable(trace: &Trace, mode: Differential) -> Trace {
+    let mut trace = trace.clone();
+    if mode == Differential::UnreadWrites {
+        for step in &mut trace.steps {
+            if let Step::Fail { verb, error, .. } = step
+                && (matches!(verb, FailVerb::Get | FailVerb::Any) || *error == FailError::Conflict)
+            {
+                *step = Step::AdvanceClock { ms: 0 };
+            }
+        }
+    }
+    trace
 }
 
 /// The first step where two reports differ (its result, its calls, or a fault there),
 /// else a difference in the final API server.
 pub fn report_difference(a: &Report, b: &Report) -> Option<Violation> {
+    report_difference_with(a, b, Differential::Exact)
+}
+
+/// `b`'s calls of one step as `a`'s should be under `mode`: for
+/// [`Differential::UnreadWrites`], without the GETs `a` does not make, and `a`'s
+/// without the patches the API server refused with a conflict. Aligned greedily: equal
+/// calls pair up; an unpaired GET of `b` or conflict patch of `a` is dropped.
+fn aligned(
+    a: Vec<serde_json::Value>,
+    b: Vec<serde_json::Value>,
+    mode: Differential,
+) -> (Vec<serde_json::Value>, Vec<serde_json::Value>) {
+    if mode == Differential::Exact {
+        return (a, b);
+    }
+    let is_get = |c: &serde_json::Value| c["verb"] == "get";
+    let is_refused_patch = |c: &serde_json::Value| c["verb"] == "patch" && c["outcome"] == "conflict";
+    let (mut kept_a, mut kept_b) = (Vec::new(), Vec::new());
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() || j < b.len() {
+        match (a.get(i), b.get(j)) {
+            (Some(x), Some(y)) if x == y => {
+                kept_a.push(x.clone());
+                kept_b.push(y.clone());
+                i += 1;
+                j += 1;
+            }
+            (Some(x), _) if is_refused_patch(x) => i += 1,
+            // A pod missing from the API server: v2's GET and v3's patch both meet the
+            // 404 that ends the sync.
+            (Some(x), Some(y))
+                if is_get(y)
+                    && x["verb"] == "patch"
+                    && x["outcome"] == "not-found"
+                    && y["outcome"] == "not-found"
+                    && (&x["namespace"], &x["name"]) == (&y["namespace"], &y["name"]) =>
+            {
+                i += 1;
+                j += 1;
+            }
+            (_, Some(y)) if is_get(y) => j += 1,
+            (x, y) => {
+                kept_a.extend(x.cloned());
+                kept_b.extend(y.cloned());
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    (kept_a, kept_b)
+}
+
+/// [`report_difference`], comparing calls as `mode` says.
+pub fn report_difference_with(a: &Report, b: &Report, mode: Differential) -> Option<Violation> {
     let differ = |step: usize, message: String| Some(Violation::new(Invariant::SameReport, step, message));
     let steps = a.results.len().max(b.results.len());
     let calls_of = |r: &Report, step: usize| -> Vec<serde_json::Value> {
@@ -121,7 +221,7 @@ pub fn report_difference(a: &Report, b: &Report) -> Option<Violation> {
             let at = first_difference(&ra, &rb, "result").unwrap_or_default();
             return differ(step, format!("the results differ: {at}"));
         }
-        let (ca, cb) = (calls_of(a, step), calls_of(b, step));
+        let (ca, cb) = aligned(calls_of(a, step), calls_of(b, step), mode);
         if ca != cb {
             let at = first_difference(&ca.into(), &cb.into(), "calls").unwrap_or_else(|| "calls".into());
             return differ(step, format!("the calls differ: {at}"));

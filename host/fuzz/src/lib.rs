@@ -32,7 +32,10 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value, json};
 
 pub use byte_entropy::ByteEntropy;
-pub use exec::{CheckOutcome, PluginMaker, Target, check_trace, compare_targets};
+pub use exec::{
+    CheckOutcome, Differential, PluginMaker, Target, check_trace, compare_targets, compare_targets_with,
+    report_difference, report_difference_with,
+};
 pub use generate::{GenConfig, generate, generate_with};
 pub use invariants::{Invariant, KnownIssue, Violation};
 pub use shrink::{ShrinkBudget, Shrunk, shrink};
@@ -72,6 +75,8 @@ pub struct Campaign {
     pub target: Target,
     /// Differential mode: the plugin to compare with (instead of the invariants).
     pub against: Option<Target>,
+    /// How the differential compares calls.
+    pub differential: Differential,
     /// Fail on [`KnownIssue`]s too.
     pub strict: bool,
     /// How much shrinking a violation may cost.
@@ -146,11 +151,11 @@ pub enum FindingError {
 pub fn check(
     trace: &Trace,
     target: &Target,
-    against: Option<&Target>,
+    against: Option<(&Target, Differential)>,
     strict: bool,
 ) -> Result<CheckOutcome, TraceError> {
     match against {
-        Some(other) => compare_targets(trace, target, other),
+        Some((other, mode)) => compare_targets_with(trace, target, other, mode),
         None => check_trace(trace, target, strict),
     }
 }
@@ -171,7 +176,8 @@ pub fn run_campaign(campaign: &Campaign, progress: &mut dyn FnMut(&Summary)) -> 
         }
         let seed = campaign.seed.wrapping_add(summary.traces);
         let trace = generate(seed, &config);
-        let outcome = check(&trace, &campaign.target, campaign.against.as_ref(), campaign.strict)
+        let against = campaign.against.as_ref().map(|t| (t, campaign.differential));
+        let outcome = check(&trace, &campaign.target, against, campaign.strict)
             .map_err(|source| GeneratorBug { seed, source })?;
         summary.traces += 1;
         summary.steps += outcome.steps as u64;
@@ -184,7 +190,7 @@ pub fn run_campaign(campaign: &Campaign, progress: &mut dyn FnMut(&Summary)) -> 
                 &trace,
                 violation.clone(),
                 &campaign.target,
-                campaign.against.as_ref(),
+                against,
                 campaign.strict,
                 campaign.shrink,
             );
@@ -212,7 +218,7 @@ pub fn shrink_violation(
     trace: &Trace,
     violation: Violation,
     target: &Target,
-    against: Option<&Target>,
+    against: Option<(&Target, Differential)>,
     strict: bool,
     budget: ShrinkBudget,
 ) -> Shrunk {

@@ -20,7 +20,7 @@ mod swap;
 mod world;
 
 pub use bindings::Contract;
-pub use components::{PODSTATUS_V1, PODSTATUS_V2};
+pub use components::{PODSTATUS_V1, PODSTATUS_V2, PODSTATUS_V3};
 pub use handle::{
     ADMISSION_WAIT_MAX, Admission, DEFAULT_SYNC_PERIOD, ManagerHandle, SYNC_BATCH_CALLS, SYNC_POD_CALLS, Scheduler,
     SchedulerConfig,

@@ -97,6 +97,8 @@ fn merge_list(current: Option<Value>, patch: &Value, merge_key: &str, order: Opt
             index.entry(key).or_insert(position);
         }
     }
+    // The live order, for placing the items the patch's order does not name.
+    let live = index.clone();
     for patch_item in patch_items {
         let key =
             Key::of(patch_item, merge_key).ok_or_else(|| format!("a list item in the patch has no {merge_key:?}"))?;
@@ -131,12 +133,36 @@ fn merge_list(current: Option<Value>, patch: &Value, merge_key: &str, order: Opt
                 rank.entry(key).or_insert(position);
             }
         }
-        // Stable: items the order does not name keep their place after the named ones.
-        items.sort_by_cached_key(|item| {
-            Key::of(item, merge_key).and_then(|key| rank.get(&key).copied()).unwrap_or(usize::MAX)
-        });
+        let rank_of = |item: &Value| Key::of(item, merge_key).and_then(|key| rank.get(&key).copied());
+        let (mut named, server_only): (Vec<Value>, Vec<Value>) =
+            items.into_iter().partition(|item| rank_of(item).is_some());
+        named.sort_by_cached_key(|item| rank_of(item));
+        let live_of = |item: &Value| Key::of(item, merge_key).and_then(|key| live.get(&key).copied());
+        items = merge_sorted(server_only, named, &live_of);
     }
     Ok(Value::Array(items))
+}
+
+/// apimachinery's `mergeSortedSlice`: the items the patch's order does not name
+/// (`server_only`, in their live order) go in among the ordered ones (`named`), each
+/// before the first named item that comes after it in the live list (`live_of` gives an
+/// item's place there); a named item the live list lacks is never overtaken. So a
+/// condition another writer set keeps its place among the kubelet's conditions, as in
+/// Kubernetes. Linear: one pass over both.
+fn merge_sorted(server_only: Vec<Value>, named: Vec<Value>, live_of: &dyn Fn(&Value) -> Option<usize>) -> Vec<Value> {
+    let mut merged = Vec::with_capacity(server_only.len() + named.len());
+    let (mut left, mut right) = (server_only.into_iter().peekable(), named.into_iter().peekable());
+    loop {
+        let take_left = match (left.peek(), right.peek()) {
+            (None, None) => break,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (Some(l), Some(r)) => matches!((live_of(l), live_of(r)), (Some(li), Some(ri)) if li < ri),
+        };
+        let next = if take_left { left.next() } else { right.next() };
+        merged.extend(next);
+    }
+    merged
 }
 
 /// A merge key's value, hashable: its JSON text (merge keys are strings in practice).
@@ -183,6 +209,24 @@ mod tests {
         assert_eq!(types, ["Initialized", "Ready", "example.com/gate"], "order from $setElementOrder; the gate kept");
         assert_eq!(patched["conditions"][1]["status"], "True");
         assert_eq!(patched["containerStatuses"].as_array().unwrap().len(), 1, "other lists are replaced whole");
+    }
+
+    #[test]
+    fn items_the_order_does_not_name_keep_their_live_place() {
+        // A controller's gate before Ready in the live list; a patch that names only
+        // the kubelet's conditions leaves the gate where it was (apimachinery's
+        // mergeSortedSlice), not after them.
+        let current = status(json!({"conditions": [
+            {"type": "example.com/gate", "status": "True"}, {"type": "Ready", "status": "False"},
+            {"type": "other.io/x", "status": "True"}
+        ]}));
+        let patch = json!({"status": {
+            "$setElementOrder/conditions": [{"type": "Ready"}, {"type": "ContainersReady"}],
+            "conditions": [{"type": "Ready", "status": "True"}, {"type": "ContainersReady", "status": "True"}]
+        }});
+        let types: Vec<String> =
+            apply(Some(&current), &patch).unwrap().conditions.unwrap().into_iter().map(|c| c.type_).collect();
+        assert_eq!(types, ["example.com/gate", "Ready", "ContainersReady", "other.io/x"]);
     }
 
     #[test]

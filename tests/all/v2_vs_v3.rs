@@ -1,0 +1,217 @@
+//! Logic v2 (Kubernetes 1.27) and logic v3 (v2 writing each version with one PATCH, no
+//! GET) replay the same traces.
+//!
+//! `fixtures/v2-vs-v3.md` lists the traces whose statuses differ (in the API server or
+//! the cache), with the reason; these tests replay every fixture through both components
+//! and hold the table to what the replays say, check that v3 reads only after a refused
+//! patch and writes no more often than v2 reads where no fault is injected, and check
+//! the `replay-v3/` traces' expectations.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use podstatus_tests::{fixtures_dir, partial_match, replay_component_with, v2_image, v3_image};
+use serde_json::{Value, json};
+
+const TABLE: &str = "v2-vs-v3.md";
+
+struct Fixture {
+    key: String,
+    path: PathBuf,
+    text: String,
+}
+
+type Outcome = Result<Value, String>;
+
+struct Run {
+    fixture: Fixture,
+    v2: Outcome,
+    v3: Outcome,
+}
+
+fn fixtures() -> Vec<Fixture> {
+    let mut fixtures = Vec::new();
+    for (folder, prefix) in [("replay", ""), ("replay-v2", "replay-v2/"), ("replay-v3", "replay-v3/")] {
+        let dir = fixtures_dir().join(folder);
+        for entry in fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+            let path = entry.expect("readable dir entry").path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            if name.ends_with(".trace.json") {
+                let text = fs::read_to_string(&path).unwrap();
+                fixtures.push(Fixture { key: format!("{prefix}{name}"), path, text });
+            }
+        }
+    }
+    fixtures.sort_by(|a, b| a.key.cmp(&b.key));
+    fixtures
+}
+
+fn replay(image: &podstatus_runtime::PluginImage, fixture: &Fixture) -> Outcome {
+    replay_component_with(image, &fixture.text, fixture.path.parent().unwrap())
+        .map(|outcome| serde_json::to_value(&outcome.report).expect("the report serialises"))
+        .map_err(|e| e.to_string())
+}
+
+fn runs() -> &'static [Run] {
+    static RUNS: OnceLock<Vec<Run>> = OnceLock::new();
+    RUNS.get_or_init(|| {
+        let runs: Vec<Run> = fixtures()
+            .into_iter()
+            .map(|fixture| Run { v2: replay(v2_image(), &fixture), v3: replay(v3_image(), &fixture), fixture })
+            .collect();
+        assert!(runs.len() > 60, "found only {} fixtures", runs.len());
+        runs
+    })
+}
+
+/// What a replay leaves behind: each API server pod's UID and status, and the results.
+fn left_behind(report: &Value) -> Value {
+    let pods: Vec<Value> = report["apiserver"]
+        .as_array()
+        .expect("apiserver is a list")
+        .iter()
+        .map(|pod| {
+            json!({"namespace": pod["metadata"]["namespace"], "name": pod["metadata"]["name"],
+                   "uid": pod["metadata"]["uid"], "status": pod["status"]})
+        })
+        .collect();
+    json!({"apiserver": pods, "results": report["results"], "fault": report["fault"]})
+}
+
+fn calls(report: &Value) -> &[Value] {
+    report["calls"].as_array().expect("calls is a list")
+}
+
+fn table_traces() -> BTreeSet<String> {
+    let text = fs::read_to_string(fixtures_dir().join(TABLE)).expect("fixtures/v2-vs-v3.md exists");
+    let mut traces = BTreeSet::new();
+    let mut in_table = false;
+    for line in text.lines().map(str::trim) {
+        if line == "| behaviour | v2 | v3 | traces |" {
+            in_table = true;
+            continue;
+        }
+        if !in_table || line.starts_with("|---") {
+            continue;
+        }
+        if !line.starts_with('|') {
+            break;
+        }
+        let cells: Vec<&str> = line.trim_matches('|').split('|').map(str::trim).collect();
+        assert_eq!(cells.len(), 4, "a table row has four cells: {line}");
+        assert!(cells[..3].iter().all(|c| !c.is_empty()), "a row names its behaviour and both sides: {line}");
+        for trace in cells[3].split('`').skip(1).step_by(2).filter(|t| t.ends_with(".trace.json")) {
+            assert!(traces.insert(trace.to_owned()), "{trace} is listed twice");
+        }
+    }
+    traces
+}
+
+#[test]
+fn the_table_lists_exactly_the_traces_whose_statuses_differ() {
+    let mut differing = BTreeSet::new();
+    for run in runs() {
+        let key = &run.fixture.key;
+        let v2 = run.v2.as_ref().unwrap_or_else(|e| panic!("{key}: v2 cannot run it: {e}"));
+        let v3 = run.v3.as_ref().unwrap_or_else(|e| panic!("{key}: v3 cannot run it: {e}"));
+        if left_behind(v2) != left_behind(v3) {
+            differing.insert(key.clone());
+        }
+    }
+    let listed = table_traces();
+    let all: BTreeSet<String> = runs().iter().map(|r| r.fixture.key.clone()).collect();
+    let unknown: Vec<&String> = listed.difference(&all).collect();
+    assert!(unknown.is_empty(), "fixtures/{TABLE} names traces that do not exist: {unknown:?}");
+    assert_eq!(listed, differing, "fixtures/{TABLE} is stale: the traces whose statuses differ are {differing:?}");
+}
+
+#[test]
+fn without_faults_v3_reads_only_after_a_refused_patch_and_writes_at_most_once_per_version() {
+    let mut checked = 0;
+    for run in runs().iter().filter(|r| !r.fixture.key.starts_with("replay-v3/")) {
+        let key = &run.fixture.key;
+        let trace: Value = serde_json::from_str(&run.fixture.text).unwrap();
+        if trace["steps"].as_array().unwrap().iter().any(|s| s["op"] == "fail") {
+            continue;
+        }
+        checked += 1;
+        let (v2, v3) = (run.v2.as_ref().unwrap(), run.v3.as_ref().unwrap());
+        let v3_calls = calls(v3);
+        for (i, call) in v3_calls.iter().enumerate() {
+            if call["verb"] == "get" {
+                let refused = v3_calls[..i]
+                    .iter()
+                    .rev()
+                    .take_while(|c| c["step"] == call["step"])
+                    .any(|c| c["verb"] == "patch" && c["outcome"] == "conflict" && c["name"] == call["name"]);
+                assert!(refused, "{key}: v3 read {} without a refused patch first", call["name"]);
+            }
+        }
+        // v2 reads once per version it syncs; v3 writes instead.
+        let count = |report: &Value, verb: &str| -> BTreeMap<String, usize> {
+            let mut counts = BTreeMap::new();
+            for c in calls(report).iter().filter(|c| c["verb"] == verb) {
+                *counts.entry(format!("{}/{}", c["namespace"], c["name"])).or_default() += 1;
+            }
+            counts
+        };
+        let (patches, reads) = (count(v3, "patch"), count(v2, "get"));
+        for (pod, n) in &patches {
+            let read = reads.get(pod).copied().unwrap_or(0);
+            assert!(*n <= read, "{key}: v3 patched {pod} {n} times, v2 synced it {read} times");
+        }
+    }
+    assert!(checked > 50, "only {checked} fixtures without faults");
+}
+
+#[test]
+fn v3_never_faults_and_every_write_is_a_patch_guarded_by_the_pods_uid() {
+    for run in runs() {
+        let key = &run.fixture.key;
+        let report = run.v3.as_ref().unwrap_or_else(|e| panic!("{key}: v3 cannot run the trace: {e}"));
+        assert_eq!(report["fault"], Value::Null, "{key}: v3 faulted");
+        for call in calls(report) {
+            match call["verb"].as_str() {
+                Some("get" | "delete") => {}
+                Some("patch") => {
+                    assert_eq!(call["subresource"], "status", "{key}: {call}");
+                    assert!(call["precondition_uid"].is_string(), "{key}: a patch without UID precondition: {call}");
+                    if call["outcome"] == "ok" {
+                        assert_eq!(call["precondition_uid"], call["target_uid"], "{key}: patched another pod: {call}");
+                    }
+                }
+                _ => panic!("{key}: v3 made a call other than get, patch or delete: {call}"),
+            }
+        }
+    }
+}
+
+#[test]
+fn every_v3_trace_shows_what_it_claims_under_both_versions() {
+    let mut failures = Vec::new();
+    let mut added = 0;
+    for run in runs().iter().filter(|r| r.fixture.key.starts_with("replay-v3/")) {
+        added += 1;
+        let key = &run.fixture.key;
+        let doc: Value = serde_json::from_str(&run.fixture.text).unwrap();
+        assert!(doc["description"].is_string(), "{key}: no description");
+        for (side, outcome) in [("v2", &run.v2), ("v3", &run.v3)] {
+            let Some(expected) = doc.get(format!("expect_{side}")) else {
+                failures.push(format!("{key}: no expect_{side} block"));
+                continue;
+            };
+            match outcome {
+                Ok(report) => {
+                    if let Err(e) = partial_match(expected, report, "report") {
+                        failures.push(format!("{key}: {side}: expectation failed at {e}"));
+                    }
+                }
+                Err(e) => failures.push(format!("{key}: {side} cannot run the trace: {e}")),
+            }
+        }
+    }
+    assert!(added >= 4, "too few traces in fixtures/replay-v3");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
