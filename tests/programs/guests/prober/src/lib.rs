@@ -53,6 +53,11 @@ struct Held {
 thread_local! {
     static PODS: RefCell<BTreeMap<String, Held>> = const { RefCell::new(BTreeMap::new()) };
     static NEXT_ID: RefCell<u64> = const { RefCell::new(1) };
+    /// Versions accepted since the last change set: the supervisor checks that a call
+    /// answering `queued` hands over a status, so the prober's change sets say what it
+    /// accepted (also under `forget`, which claims to hold what it drops: a lie the
+    /// supervisor cannot see and the final check must).
+    static CHANGED: RefCell<BTreeMap<String, u64>> = const { RefCell::new(BTreeMap::new()) };
 }
 
 fn field<'a>(pod: &'a Value, path: &str) -> &'a str {
@@ -141,6 +146,7 @@ impl Guest for Prober {
             );
             version
         });
+        CHANGED.with(|changed| changed.borrow_mut().insert(uid.clone(), version));
         let id = NEXT_ID.with(|n| n.replace_with(|n| *n + 1));
         let request = SyncRequest { id, pod_uid: uid, version };
         Ok(if kubelet::status::sync_queue::push(&request) { UpdateOutcome::Queued } else { UpdateOutcome::QueueFull })
@@ -198,7 +204,13 @@ impl Guest for Prober {
     }
 
     fn save_state_changes() -> String {
-        r#"{"format": "podstatus.kubelet.io/state-changes", "patch": {}}"#.to_string()
+        let statuses: serde_json::Map<String, Value> = CHANGED.with(|changed| {
+            std::mem::take(&mut *changed.borrow_mut())
+                .into_iter()
+                .map(|(uid, version)| (uid, json!({ "version": version })))
+                .collect()
+        });
+        json!({"format": "podstatus.kubelet.io/state-changes", "patch": {"statuses": statuses}}).to_string()
     }
 
     fn apply_state_changes(_changes: String) -> Result<(), ManagerError> {
