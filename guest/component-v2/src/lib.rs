@@ -1,5 +1,6 @@
 //! Logic v2 as a WebAssembly component: glue between the `kubelet:status@0.1.1`
-//! contract and `podstatus-logic-v2`, and nothing else.
+//! contract and `podstatus-logic-v2`, and nothing else. `guest/component-v3` builds this
+//! same source against logic v3, which has the same surface.
 
 use std::cell::RefCell;
 
