@@ -6,7 +6,7 @@
 use std::fs;
 use std::path::PathBuf;
 
-use podstatus_tests::{fixtures_dir, partial_match, replay_component, replay_native};
+use podstatus_tests::{check_fixture_report, fixtures_dir, render, replay_component, replay_native};
 
 fn traces() -> Vec<PathBuf> {
     let mut traces: Vec<PathBuf> = fs::read_dir(fixtures_dir().join("replay"))
@@ -18,17 +18,8 @@ fn traces() -> Vec<PathBuf> {
     traces
 }
 
-fn report_path(trace: &std::path::Path) -> PathBuf {
-    PathBuf::from(trace.to_string_lossy().replace(".trace.json", ".report.json"))
-}
-
-fn render(outcome: &podstatus_replay::ReplayOutcome) -> String {
-    serde_json::to_string_pretty(&outcome.report).expect("report serialises") + "\n"
-}
-
 #[test]
 fn every_fixture_matches_its_report_and_expectations() {
-    let bless = std::env::var_os("PODSTATUS_BLESS").is_some();
     let traces = traces();
     assert!(!traces.is_empty(), "no fixtures found");
     let mut failures = Vec::new();
@@ -43,29 +34,7 @@ fn every_fixture_matches_its_report_and_expectations() {
             }
         };
         let rendered = render(&outcome);
-
-        let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
-        let report: serde_json::Value = serde_json::from_str(&rendered).unwrap();
-        match doc.get("expect") {
-            Some(expect) => {
-                if let Err(e) = partial_match(expect, &report, "report") {
-                    failures.push(format!("{name}: expectation failed at {e}"));
-                }
-            }
-            None => failures.push(format!("{name}: has no \"expect\" block")),
-        }
-
-        let golden = report_path(trace);
-        if bless {
-            fs::write(&golden, &rendered).unwrap();
-        } else {
-            match fs::read_to_string(&golden) {
-                Ok(stored) if stored == rendered => {}
-                Ok(_) => failures
-                    .push(format!("{name}: report differs from {} (PODSTATUS_BLESS=1 rewrites it)", golden.display())),
-                Err(_) => failures.push(format!("{name}: no stored report {}", golden.display())),
-            }
-        }
+        failures.extend(check_fixture_report(trace, &text, &rendered));
     }
     assert!(failures.is_empty(), "{} of {} fixtures failed:\n{}", failures.len(), traces.len(), failures.join("\n"));
 }

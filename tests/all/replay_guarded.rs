@@ -14,7 +14,9 @@ use std::sync::OnceLock;
 
 use podstatus_runtime::PluginImage;
 use podstatus_test_programs::PROBER;
-use podstatus_tests::{fixtures_dir, load, partial_match, replay_component_guarded, replay_component_with, v1_image};
+use podstatus_tests::{
+    check_fixture_report, fixtures_dir, load, render, replay_component_guarded, replay_component_with, v1_image,
+};
 
 /// The node the fixtures' pods are bound to.
 const NODE: &str = "node-1";
@@ -42,13 +44,8 @@ fn image_for(trace: &Path) -> &'static PluginImage {
     }
 }
 
-fn render(outcome: &podstatus_replay::ReplayOutcome) -> String {
-    serde_json::to_string_pretty(&outcome.report).expect("report serialises") + "\n"
-}
-
 #[test]
 fn every_guarded_fixture_matches_its_report_and_expectations() {
-    let bless = std::env::var_os("PODSTATUS_BLESS").is_some();
     let traces = traces();
     assert!(traces.len() >= 5, "fixtures missing");
     let mut failures = Vec::new();
@@ -63,27 +60,7 @@ fn every_guarded_fixture_matches_its_report_and_expectations() {
             }
         };
         let rendered = render(&outcome);
-        let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
-        let report: serde_json::Value = serde_json::from_str(&rendered).unwrap();
-        match doc.get("expect") {
-            Some(expect) => {
-                if let Err(e) = partial_match(expect, &report, "report") {
-                    failures.push(format!("{name}: expectation failed at {e}"));
-                }
-            }
-            None => failures.push(format!("{name}: has no \"expect\" block")),
-        }
-        let golden = PathBuf::from(trace.to_string_lossy().replace(".trace.json", ".report.json"));
-        if bless {
-            fs::write(&golden, &rendered).unwrap();
-        } else {
-            match fs::read_to_string(&golden) {
-                Ok(stored) if stored == rendered => {}
-                Ok(_) => failures
-                    .push(format!("{name}: report differs from {} (PODSTATUS_BLESS=1 rewrites it)", golden.display())),
-                Err(_) => failures.push(format!("{name}: no stored report {}", golden.display())),
-            }
-        }
+        failures.extend(check_fixture_report(trace, &text, &rendered));
     }
     assert!(failures.is_empty(), "{} of {} fixtures failed:\n{}", failures.len(), traces.len(), failures.join("\n"));
 }

@@ -217,3 +217,38 @@ impl TestPod {
         self.0.spec.get_or_insert_with(Default::default)
     }
 }
+
+/// A replay report as the fixtures store it: pretty JSON and a newline.
+pub fn render(outcome: &ReplayOutcome) -> String {
+    serde_json::to_string_pretty(&outcome.report).expect("report serialises") + "\n"
+}
+
+/// Checks a fixture's report against the trace's hand-written `expect` block and its
+/// stored `.report.json` (rewritten instead when `PODSTATUS_BLESS` is set); returns what
+/// failed, each line naming the fixture.
+pub fn check_fixture_report(trace: &Path, text: &str, rendered: &str) -> Vec<String> {
+    let name = trace.file_name().unwrap_or_default().to_string_lossy().into_owned();
+    let mut failures = Vec::new();
+    let doc: serde_json::Value = serde_json::from_str(text).expect("the trace is JSON");
+    let report: serde_json::Value = serde_json::from_str(rendered).expect("the report is JSON");
+    match doc.get("expect") {
+        Some(expect) => {
+            if let Err(e) = partial_match(expect, &report, "report") {
+                failures.push(format!("{name}: expectation failed at {e}"));
+            }
+        }
+        None => failures.push(format!("{name}: has no \"expect\" block")),
+    }
+    let golden = PathBuf::from(trace.to_string_lossy().replace(".trace.json", ".report.json"));
+    if std::env::var_os("PODSTATUS_BLESS").is_some() {
+        std::fs::write(&golden, rendered).expect("writing the report");
+    } else {
+        match std::fs::read_to_string(&golden) {
+            Ok(stored) if stored == rendered => {}
+            Ok(_) => failures
+                .push(format!("{name}: report differs from {} (PODSTATUS_BLESS=1 rewrites it)", golden.display())),
+            Err(_) => failures.push(format!("{name}: no stored report {}", golden.display())),
+        }
+    }
+    failures
+}
