@@ -32,7 +32,19 @@ pub fn guest_target_dir(workspace: &Path) -> PathBuf {
 /// given cargo features, and returns its component. Panics with a clear message on
 /// failure: this runs in build scripts, where a panic is how a build fails.
 pub fn build_component(workspace: &Path, target_dir: &Path, package: &str, features: &[&str]) -> Vec<u8> {
-    let core = build_core_module(workspace, target_dir, package, features);
+    build_component_with(workspace, target_dir, package, features, |core| core)
+}
+
+/// [`build_component`], with `transform` applied to the core module before it is made a
+/// component (a test program that needs what Rust cannot emit, such as a second memory).
+pub fn build_component_with(
+    workspace: &Path,
+    target_dir: &Path,
+    package: &str,
+    features: &[&str],
+    transform: impl FnOnce(Vec<u8>) -> Vec<u8>,
+) -> Vec<u8> {
+    let core = transform(build_core_module(workspace, target_dir, package, features));
     wit_component::ComponentEncoder::default()
         .module(&core)
         .and_then(|encoder| encoder.validate(true).encode())
@@ -50,7 +62,20 @@ pub fn build_component_file(
     features: &[&str],
     name: &str,
 ) -> PathBuf {
-    let component = build_component(workspace, target_dir, package, features);
+    build_component_file_with(workspace, target_dir, package, features, name, |core| core)
+}
+
+/// [`build_component_file`], with `transform` applied to the core module first (see
+/// [`build_component_with`]).
+pub fn build_component_file_with(
+    workspace: &Path,
+    target_dir: &Path,
+    package: &str,
+    features: &[&str],
+    name: &str,
+    transform: impl FnOnce(Vec<u8>) -> Vec<u8>,
+) -> PathBuf {
+    let component = build_component_with(workspace, target_dir, package, features, transform);
     let out_dir = PathBuf::from(env::var("OUT_DIR").expect("run from a build script"));
     let out = out_dir.join(format!("{name}.wasm"));
     std::fs::write(&out, &component).unwrap_or_else(|e| panic!("writing {}: {e}", out.display()));

@@ -75,6 +75,23 @@ fn import_amplification_is_stopped_by_host_cpu_time() {
 }
 
 #[test]
+fn memories_beside_the_main_one_share_its_limit() {
+    // The adversary grows three extra memories (added to its core module by
+    // tests/programs/build.rs) by 24 MiB in turn: no memory alone comes near the limit.
+    let limit = 128 << 20;
+    let mut plugin = hostile(Limits { memory_bytes: limit, ..limits() }, world());
+    let (kind, message) = fault(plugin.set_pod_status(&pod("u1", "multi-memory"), "{}"));
+    assert_eq!(kind, FaultKind::Memory, "{message}");
+    let numbers: Vec<usize> =
+        message.split(|c: char| !c.is_ascii_digit()).filter(|s| !s.is_empty()).map(|s| s.parse().unwrap()).collect();
+    let [_from, to, across, ..] = numbers[..] else { panic!("no sizes in {message:?}") };
+    assert!(to <= limit / 2, "one memory alone stays far from the limit: {message}");
+    assert!(across > limit, "{message}");
+    assert!(plugin.memory_bytes() <= limit, "the host granted {} bytes", plugin.memory_bytes());
+    assert!(plugin.memory_bytes() > limit / 2 + to, "several memories grew: {}", plugin.memory_bytes());
+}
+
+#[test]
 fn cheap_imports_in_a_loop_are_stopped_by_the_count() {
     let limits = Limits { call_imports: 100_000, ..limits() };
     let mut plugin = hostile(limits, world());

@@ -1,14 +1,17 @@
 //! Builds the test programs into components and generates one constant per component:
 //! every feature of `guests/adversary` is one adversary (`ADVERSARY_INFINITE_LOOP` for
 //! feature `infinite-loop`), `guests/prober` is one component whose probe each test
-//! picks at run time (`PROBER`), and `guest/component` with its `failpoints` feature is the
+//! picks at run time (`PROBER`), the `hostile` adversary gets three extra memories (see
+//! `extra_memories.rs`), and `guest/component` with its `failpoints` feature is the
 //! real plugin with faults on demand (`FAILPOINTS`). The build fails when a component is
 //! used by no test under `tests/all/` or `host/cli/tests/`, so none is built for nothing.
 
 use std::fmt::Write;
 use std::path::Path;
 
-use podstatus_build_support::{build_component_file, workspace_dir};
+use podstatus_build_support::{build_component_file_with, workspace_dir};
+
+mod extra_memories;
 
 fn main() {
     let workspace = workspace_dir(2);
@@ -26,7 +29,11 @@ fn main() {
             "test program {constant} is used by no test: use it in a test or remove it"
         );
         let name = constant.to_lowercase().replace('_', "-");
-        let file = build_component_file(&workspace, &target_dir, package, features, &name);
+        // The runtime-chosen adversary also attacks with memories beside the main one.
+        let transform = |core: Vec<u8>| {
+            if features == ["hostile"] { extra_memories::add_extra_memories(&core, 3) } else { core }
+        };
+        let file = build_component_file_with(&workspace, &target_dir, package, features, &name, transform);
         writeln!(generated, "/// {what}").unwrap();
         writeln!(generated, "pub const {constant}: &[u8] = include_bytes!({:?});", file.display().to_string()).unwrap();
     };

@@ -17,7 +17,8 @@
 //!   `get-mirror-pod-by-pod` with a 3 MiB pod until stopped, `chatter` calls `now`
 //!   until stopped, `log-flood` logs 5,000 lines of 1,000 bytes, `push-foreign` and
 //!   `push-huge` push UIDs it was never handed, `lie-changes` answers `queued` but
-//!   reports no status in its change set); otherwise it keeps what it is given, and
+//!   reports no status in its change set, `multi-memory` grows three extra memories
+//!   by 24 MiB at a time, none of them alone near the limit); otherwise it keeps what it is given, and
 //!   lies about it when told by the data: a state document containing `lie-in-load`
 //!   is held with every `Running` turned `Pending`, a change set containing
 //!   `lie-in-apply` likewise.
@@ -90,6 +91,11 @@ fn hostile_set(pod: &str, status: &str) -> Result<UpdateOutcome, ManagerError> {
         Some("push-huge") => {
             kubelet::status::sync_queue::push(&SyncRequest { id: 1, pod_uid: "u".repeat(1 << 20), version: 1 });
         }
+        Some("multi-memory") => loop {
+            for memory in 1..=EXTRA_MEMORIES {
+                std::hint::black_box(extra_memory_grow(memory, 384));
+            }
+        },
         Some("lie-changes") => {
             LIED.set(true);
             return Ok(UpdateOutcome::Queued);
@@ -117,6 +123,27 @@ fn hostile_changes() -> String {
         r#"{{"format":"podstatus.kubelet.io/state-changes","version":2,"patch":{{"statuses":{{{}}},"apiStatusVersions":{{}},"pending":{{}}}}}}"#,
         statuses.join(",")
     )
+}
+
+/// `hostile`: memories beside the main one, which `tests/programs/build.rs` adds to the
+/// core module (no Rust code can declare or grow a second memory).
+const EXTRA_MEMORIES: u32 = 3;
+
+/// `hostile`: grows extra memory `memory` (1 to [`EXTRA_MEMORIES`]) by `pages` of 64 KiB.
+///
+/// A stand-in: `tests/programs/build.rs` replaces its body with `memory.grow` of that
+/// memory and drops the export, which is there only so the build can find it. The
+/// volatile write keeps the call from being folded away.
+#[unsafe(no_mangle)]
+#[inline(never)]
+pub extern "C" fn podstatus_test_extra_memory_grow(memory: u32, pages: u32) -> i32 {
+    static CALLS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    CALLS.fetch_add(memory.wrapping_add(pages), std::sync::atomic::Ordering::SeqCst);
+    -1
+}
+
+fn extra_memory_grow(memory: u32, pages: u32) -> i32 {
+    podstatus_test_extra_memory_grow(std::hint::black_box(memory), std::hint::black_box(pages))
 }
 
 /// Enough to be absurd for any boundary limit a host would set.
