@@ -90,21 +90,25 @@ fn main() {
 
     // Each attack, default limits.
     let hostile = runtime.load(ADVERSARY_HOSTILE).unwrap();
-    println!("| attack | stopped by | host time | through imports | log lines written / dropped | RSS after |");
-    println!("|---|---|---:|---:|---:|---:|");
-    for attack in ["amplify", "chatter", "log-flood", "push-foreign", "push-huge", "lie-changes"] {
+    println!(
+        "| attack | stopped by | host time | through imports | log lines written / dropped | memory granted | RSS after |"
+    );
+    println!("|---|---|---:|---:|---:|---:|---:|");
+    let attacks = ["amplify", "chatter", "log-flood", "push-foreign", "push-huge", "lie-changes", "multi-memory"];
+    for attack in attacks {
         let w = world(&[], 1000);
         let pod = json!({"metadata": {"uid": "u1", "name": "p", "namespace": "ns", "annotations": {"a": format!("attack={attack}")}}});
-        let (outcome, usage, dropped) = if attack == "lie-changes" {
+        let (outcome, usage, dropped, granted) = if attack == "lie-changes" {
             let mut p = SupervisedPlugin::new(hostile.clone(), w).unwrap();
             let start = Instant::now();
             let outcome = p.set_pod_status(&pod.to_string(), "{}");
             let usage = podstatus_runtime::CallUsage { guest_time: start.elapsed(), ..Default::default() };
-            (outcome, usage, 0)
+            (outcome, usage, 0, "—".to_string())
         } else {
             let mut p = hostile.instantiate(w).unwrap();
             let outcome = p.set_pod_status(&pod.to_string(), "{}");
-            (outcome, p.last_call_usage(), p.dropped_log_lines())
+            let granted = format!("{:.0} MB", p.memory_bytes() as f64 / 1e6);
+            (outcome, p.last_call_usage(), p.dropped_log_lines(), granted)
         };
         let stopped = match &outcome {
             Err(CallError::Fault { kind, .. }) => format!("`{}`", kind.as_str()),
@@ -113,7 +117,7 @@ fn main() {
         };
         let lines = if attack == "log-flood" { format!("{} / {dropped}", 5_000 - dropped) } else { "0".into() };
         println!(
-            "| {attack} | {stopped} | {:.0} ms | {:.1} MB in {} calls | {lines} | {:.0} MB |",
+            "| {attack} | {stopped} | {:.0} ms | {:.1} MB in {} calls | {lines} | {granted} | {:.0} MB |",
             (usage.guest_time + usage.host_time).as_secs_f64() * 1e3,
             usage.import_bytes as f64 / 1e6,
             usage.imports,
