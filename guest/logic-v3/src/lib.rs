@@ -29,6 +29,7 @@
 //! untouched, so a running agent swaps among the three both ways).
 
 pub mod manager;
+mod whole_conditions;
 
 pub use manager::{Manager, V3Sync};
 pub use podstatus_logic_v2::{

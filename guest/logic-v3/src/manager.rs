@@ -133,6 +133,7 @@ impl<I: Imports> SyncPolicy<I> for V3Sync {
             merge_pod_status(&base, &status.status, || imports.pod_could_have_running_containers(&pod.json), &now)
         };
         let patch = status_patch(&status_uid, &base, &merged).map_err(ManagerError::InvalidStatus)?;
+        let patch = patch.map(|patch| crate::whole_conditions::whole_conditions(patch, &merged));
         let Some(patch) = patch else {
             manager.log(Level::Debug, || {
                 format!("status of pod {} is up-to-date at version {}", view.full_name(), status.version)

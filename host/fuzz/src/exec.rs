@@ -10,8 +10,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
 
 use crate::invariants::{
-    CacheView, Cached, Checker, Invariant, KnownIssue, Violation, Write, check_deterministic, check_quiescence,
-    first_difference,
+    CacheView, Cached, Checker, Invariant, KnownIssue, Violation, Write, WriteSemantics, check_deterministic,
+    check_quiescence, first_difference,
 };
 use podstatus_backends::{ApiServer, DeleteOptions, PodEvent, StatusUpdate};
 use podstatus_replay::{Call, FailError, FailVerb, PodRef, Report, Step, Stepper, Trace, TraceError};
@@ -282,8 +282,15 @@ pub fn execute(full: &Trace, quiet_from: usize, target: &Target, checks: Option<
         }));
     }
     let uids = known_uids(full);
-    let mut checker = if checks == Some(true) { Checker::strict() } else { Checker::new() };
+    let semantics = WriteSemantics::of(stepper.plugin().contract());
+    let checker = if checks == Some(true) { Checker::strict() } else { Checker::new() };
+    let mut checker = checker.with_semantics(semantics);
     let mut observer = CacheObserver::default();
+    let mut api_statuses: BTreeMap<String, PodStatus> = full
+        .apiserver
+        .iter()
+        .map(|pod| (pod.metadata.uid.clone().unwrap_or_default(), Write::of(pod).status))
+        .collect();
     let mut violation = None;
     let mut cache = CacheView::new();
     let mut steps = 0;
@@ -306,7 +313,7 @@ pub fn execute(full: &Trace, quiet_from: usize, target: &Target, checks: Option<
         let calls: Vec<Call> = stepper.calls()[before..].to_vec();
         let events = std::mem::take(&mut *events.lock().unwrap_or_else(PoisonError::into_inner));
         let from_queue = matches!(full.steps[step], Step::Sync);
-        let writes = match writes_of(step, &calls, &events, from_queue) {
+        let writes = match writes_of(step, &calls, &events, from_queue, &mut api_statuses) {
             Ok(writes) => writes,
             Err(v) => {
                 violation = Some(v);
@@ -328,7 +335,8 @@ pub fn execute(full: &Trace, quiet_from: usize, target: &Target, checks: Option<
         }
     }
     if observe && violation.is_none() && steps == full.steps.len() && quiet_from < full.steps.len() {
-        violation = check_quiescence(full.steps.len() - 1, &cache, stepper.pod_manager(), stepper.store()).err();
+        violation =
+            check_quiescence(full.steps.len() - 1, &cache, stepper.pod_manager(), stepper.store(), semantics).err();
     }
     let outcome = stepper.finish();
     let report = serde_json::to_vec(&outcome.report).unwrap_or_default();
@@ -337,21 +345,37 @@ pub fn execute(full: &Trace, quiet_from: usize, target: &Target, checks: Option<
 
 /// The statuses a step wrote, from the store's change events: each successful write
 /// call of the step made one `Modified` event, in order.
-fn writes_of(step: usize, calls: &[Call], events: &[PodEvent], from_queue: bool) -> Result<Vec<Write>, Violation> {
-    let mut modified = events.iter().filter_map(|e| match e {
-        PodEvent::Modified(pod) => Some(pod),
-        _ => None,
-    });
+/// `api_statuses` (UID -> the status the API server holds) follows every event, so that
+/// each write carries the status it was written over.
+fn writes_of(
+    step: usize,
+    calls: &[Call],
+    events: &[PodEvent],
+    from_queue: bool,
+    api_statuses: &mut BTreeMap<String, PodStatus>,
+) -> Result<Vec<Write>, Violation> {
+    let mut modified = Vec::new();
+    for event in events {
+        let write = Write::of(event.pod());
+        let before = match event {
+            PodEvent::Deleted(_) => api_statuses.remove(&write.target_uid),
+            _ => api_statuses.insert(write.target_uid.clone(), write.status.clone()),
+        };
+        if matches!(event, PodEvent::Modified(_)) {
+            modified.push(Write { from_queue, before, ..write });
+        }
+    }
+    let mut modified = modified.into_iter();
     let mut writes = Vec::new();
     for call in calls.iter().filter(|c| matches!(c.verb, "update" | "patch") && c.outcome == "ok") {
-        let Some(pod) = modified.next() else {
+        let Some(write) = modified.next() else {
             return Err(Violation::new(
                 Invariant::WriteOwnPod,
                 step,
                 format!("a write to {}/{} succeeded but the API server saw no change", call.namespace, call.name),
             ));
         };
-        writes.push(Write { from_queue, ..Write::of(pod) });
+        writes.push(write);
     }
     Ok(writes)
 }

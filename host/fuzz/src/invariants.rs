@@ -11,6 +11,7 @@ use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use podstatus_logic::normalize::normalize_status;
 use podstatus_logic::pod::PodView;
 use podstatus_logic::semantic_eq::status_equal;
+use serde_json::Value;
 
 use podstatus_backends::MemoryApiServer;
 use podstatus_backends::PodManager;
@@ -199,6 +200,8 @@ pub struct Write {
     /// of a queued snapshot, rather than by a batch sync of the latest status.
     pub from_queue: bool,
     pub status: PodStatus,
+    /// The status the object had just before (normalised likewise), if it was known.
+    pub before: Option<PodStatus>,
 }
 
 impl Write {
@@ -218,6 +221,7 @@ impl Write {
             target_deleting: pod.metadata.deletion_timestamp.is_some(),
             from_queue: false,
             status,
+            before: None,
         }
     }
 }
@@ -233,11 +237,158 @@ pub struct Cached {
 /// under: a mirror pod's UID is translated to its static pod's), its status or None.
 pub type CacheView = BTreeMap<String, Option<Cached>>;
 
+/// How a logic version turns its cached status into what the API server stores, which
+/// is what its writes and the API server are compared with.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum WriteSemantics {
+    /// The cached status replaces the API server's (logic v1, the 2017 Go code).
+    #[default]
+    Replace,
+    /// Merged as upstream 1.27 merges (logic v2 and v3, contract 0.1.1): conditions the
+    /// kubelet does not own stay as the API server has them, a terminal phase (with its
+    /// reason and message) waits while the pod's containers could still run, and a
+    /// terminal phase turns Ready and ContainersReady false. v3 patches against what it
+    /// last wrote (or the pod manager's copy), so fields its status leaves out keep what
+    /// other writers put there: the stored status holds the cached one, not only it.
+    Merge,
+}
+
+impl WriteSemantics {
+    /// The semantics of a plugin of `contract`.
+    pub fn of(contract: podstatus_runtime::Contract) -> Self {
+        if contract >= podstatus_runtime::Contract::V0_1_1 { WriteSemantics::Merge } else { WriteSemantics::Replace }
+    }
+
+    /// Whether `stored` (in the API server) is what writing `cached` leaves there once
+    /// the writes have settled (after quiescence).
+    pub fn stores(self, cached: &PodStatus, stored: &PodStatus) -> bool {
+        match self {
+            WriteSemantics::Replace => status_equal(cached, stored),
+            WriteSemantics::Merge => {
+                let (cached, stored) = merge_projection(cached, stored);
+                status_equal(&cached, &only_fields_of(&stored, &cached))
+            }
+        }
+    }
+
+    /// Whether one write that left `written` in the API server, over `before`, can have
+    /// been of `cached`. Under [`WriteSemantics::Merge`], every value written must be
+    /// `cached`'s or `before`'s (lists merged by their keys, as strategic merge does):
+    /// v3 patches only what changed since its last write, so a value another writer
+    /// put there meanwhile stays until the batch repairs it.
+    pub fn wrote(self, cached: &PodStatus, written: &PodStatus, before: Option<&PodStatus>) -> bool {
+        match self {
+            WriteSemantics::Replace => status_equal(cached, written),
+            WriteSemantics::Merge => {
+                if self.stores(cached, written) {
+                    return true;
+                }
+                let (cached, written) = merge_projection(cached, written);
+                let value = |s: &PodStatus| serde_json::to_value(s).unwrap_or_default();
+                let before = before.map(|b| merge_projection(b, &written).0).map(|b| value(&b)).unwrap_or_default();
+                merged_from(&value(&written), &value(&cached), &before)
+            }
+        }
+    }
+}
+
+/// `cached` and `stored` as a merging write relates them: what upstream's merge keeps
+/// from the API server (conditions the kubelet does not own, a terminal phase held
+/// back, Ready and ContainersReady forced false in a terminal phase) left out of both,
+/// and condition times left out (upstream's isPodStatusByKubeletEqual compares a
+/// condition by status, reason and message: a changed time alone is not drift).
+fn merge_projection(cached: &PodStatus, stored: &PodStatus) -> (PodStatus, PodStatus) {
+    let terminal = |phase: &Option<String>| matches!(phase.as_deref(), Some("Succeeded" | "Failed"));
+    let (mut cached, mut stored) = (cached.clone(), stored.clone());
+    if terminal(&cached.phase) && !terminal(&stored.phase) {
+        cached.phase = stored.phase.clone();
+        cached.reason = stored.reason.clone();
+        cached.message = stored.message.clone();
+    }
+    // Ready and ContainersReady come first in the list: a terminal phase forces them.
+    let compared = if terminal(&stored.phase) { &KUBELET_CONDITIONS[2..] } else { &KUBELET_CONDITIONS[..] };
+    for status in [&mut cached, &mut stored] {
+        if let Some(conditions) = &mut status.conditions {
+            conditions.retain(|c| compared.contains(&c.type_.as_str()));
+            for condition in conditions.iter_mut() {
+                condition.last_transition_time = None;
+                condition.last_probe_time = None;
+            }
+        }
+    }
+    (cached, stored)
+}
+
+/// Whether every value in `written` is `cached`'s or `before`'s, objects compared key by
+/// key and lists of named items (conditions by type, container statuses by name) item
+/// by item, as a strategic merge patch of part of `cached` onto `before` leaves them.
+fn merged_from(written: &Value, cached: &Value, before: &Value) -> bool {
+    if written == cached || written == before {
+        return true;
+    }
+    let field = |v: &'_ Value, key: &str| v.get(key).cloned().unwrap_or(Value::Null);
+    match written {
+        Value::Object(fields) => {
+            fields.iter().all(|(key, value)| merged_from(value, &field(cached, key), &field(before, key)))
+        }
+        Value::Array(items) => {
+            let key_of = |item: &Value| ["type", "name"].into_iter().find_map(|k| item.get(k).cloned());
+            let find = |list: &Value, key: &Value| {
+                list.as_array()
+                    .and_then(|l| l.iter().find(|i| key_of(i).as_ref() == Some(key)).cloned())
+                    .unwrap_or(Value::Null)
+            };
+            items.iter().all(|item| match key_of(item) {
+                Some(key) => merged_from(item, &find(cached, &key), &find(before, &key)),
+                None => false,
+            })
+        }
+        _ => false,
+    }
+}
+
+/// `stored` with only the fields `cached` sets, only the conditions of the types
+/// `cached` has, and only the fields of each that `cached`'s sets (a reason another
+/// writer added to the kubelet's condition stays: v3 does not read it back).
+fn only_fields_of(stored: &PodStatus, cached: &PodStatus) -> PodStatus {
+    // (`stored` and `cached` are any two statuses: the first is cut to the second's.)
+    let (Ok(Value::Object(mut stored_fields)), Ok(Value::Object(cached_fields))) =
+        (serde_json::to_value(stored), serde_json::to_value(cached))
+    else {
+        return stored.clone();
+    };
+    stored_fields.retain(|key, _| cached_fields.contains_key(key));
+    // Conditions: only the types `cached` has, each with only the fields it sets there.
+    let cached_conditions = cached_fields.get("conditions").and_then(Value::as_array);
+    if let (Some(Value::Array(conditions)), Some(cached_conditions)) =
+        (stored_fields.get_mut("conditions"), cached_conditions)
+    {
+        conditions.retain_mut(|condition| {
+            let same_type = cached_conditions.iter().find(|c| c.get("type") == condition.get("type"));
+            match (same_type.and_then(Value::as_object), condition.as_object_mut()) {
+                (Some(cached_condition), Some(fields)) => {
+                    fields.retain(|key, _| cached_condition.contains_key(key));
+                    true
+                }
+                _ => false,
+            }
+        });
+    }
+    serde_json::from_value(Value::Object(stored_fields)).unwrap_or_default()
+}
+
+/// The condition types the kubelet owns (upstream's `PodConditionByKubelet`), Ready and
+/// ContainersReady first.
+const KUBELET_CONDITIONS: [&str; 5] =
+    ["Ready", "ContainersReady", "Initialized", "PodReadyToStartContainers", "PodHasNetwork"];
+
 /// The history the per-step invariants need.
 #[derive(Debug, Default)]
 pub struct Checker {
     /// Whether known issues are violations too.
     strict: bool,
+    /// How the plugin's writes relate to its cached statuses.
+    semantics: WriteSemantics,
     /// Known issues seen (not failed on when not strict), with how often.
     known: BTreeMap<KnownIssue, usize>,
     /// Cache key -> the current incarnation of its cache entry. An entry that
@@ -267,6 +418,11 @@ impl Checker {
         Checker { strict: true, ..Self::default() }
     }
 
+    /// This checker, for a plugin whose writes have `semantics`.
+    pub fn with_semantics(self, semantics: WriteSemantics) -> Self {
+        Checker { semantics, ..self }
+    }
+
     /// The known issues seen so far, with how often.
     pub fn known_issues(&self) -> &BTreeMap<KnownIssue, usize> {
         &self.known
@@ -283,7 +439,7 @@ impl Checker {
         cached: &CacheView,
         translate: &dyn Fn(&str) -> String,
     ) -> Result<(), Violation> {
-        check_deletes(step, calls)?;
+        check_deletes(step, calls, self.semantics)?;
         for write in writes {
             self.check_write(step, write, translate)?;
         }
@@ -331,7 +487,7 @@ impl Checker {
         let mut sources: BTreeMap<&str, Vec<(u32, u64)>> = BTreeMap::new();
         for (key, seen) in &self.history {
             for (incarnation, version, status) in seen {
-                if status_equal(status, &write.status) {
+                if self.semantics.wrote(status, &write.status, write.before.as_ref()) {
                     sources.entry(key.as_str()).or_default().push((*incarnation, *version));
                 }
             }
@@ -421,7 +577,7 @@ fn describe_version((incarnation, version): (u32, u64)) -> String {
 
 /// (c): every delete of `calls` carries a UID precondition, the UID of the object the
 /// same sync just wrote the status of, and grace period 0.
-pub fn check_deletes(step: usize, calls: &[Call]) -> Result<(), Violation> {
+pub fn check_deletes(step: usize, calls: &[Call], semantics: WriteSemantics) -> Result<(), Violation> {
     for (i, call) in calls.iter().enumerate() {
         if call.verb != "delete" {
             continue;
@@ -445,6 +601,17 @@ pub fn check_deletes(step: usize, calls: &[Call]) -> Result<(), Violation> {
                 && c.name == call.name
         });
         match written.and_then(|c| c.target_uid.clone().flatten()) {
+            // Upstream 1.27 sends no patch when the status is unchanged, so a pod whose
+            // terminal status is already written is deleted straight away: the
+            // precondition must then name the pod the delete found.
+            None if semantics == WriteSemantics::Merge => match call.target_uid.clone().flatten() {
+                Some(target) if &target != precondition => {
+                    return fail(format!(
+                        "the delete of {object} has precondition UID {precondition}, but the pod there was {target}"
+                    ));
+                }
+                _ => {}
+            },
             None => return fail(format!("{object} was deleted without its status being written first")),
             Some(target) if &target != precondition => {
                 return fail(format!(
@@ -465,6 +632,7 @@ pub fn check_quiescence(
     cached: &CacheView,
     pod_manager: &PodManager,
     store: &MemoryApiServer,
+    semantics: WriteSemantics,
 ) -> Result<(), Violation> {
     for (key, found) in cached {
         let Some(cached) = found else { continue };
@@ -482,7 +650,7 @@ pub fn check_quiescence(
             key.clone()
         };
         let Some(api_pod) = store.get_pod_by_uid(&target_uid) else { continue };
-        if let Some(difference) = status_difference(&api_pod, &cached.status) {
+        if let Some(difference) = status_difference(&api_pod, &cached.status, semantics) {
             return Err(Violation::new(
                 Invariant::Quiescence,
                 step,
@@ -500,7 +668,7 @@ pub fn check_quiescence(
 
 /// None when `api_pod`'s status equals `cached` after normalisation (with the plugin's
 /// own normalisation and Go-semantic equality), else where they first differ.
-pub fn status_difference(api_pod: &Pod, cached: &PodStatus) -> Option<String> {
+pub fn status_difference(api_pod: &Pod, cached: &PodStatus, semantics: WriteSemantics) -> Option<String> {
     let json = serde_json::to_string(api_pod).unwrap_or_default();
     let view = match PodView::parse_with_uid(&json) {
         Ok(view) => view,
@@ -510,7 +678,7 @@ pub fn status_difference(api_pod: &Pod, cached: &PodStatus) -> Option<String> {
     normalize_status(&view.spec, &mut api_status);
     let mut cached = cached.clone();
     normalize_status(&view.spec, &mut cached);
-    if status_equal(&api_status, &cached) {
+    if semantics.stores(&cached, &api_status) {
         return None;
     }
     let api = without_empty(serde_json::to_value(&api_status).unwrap_or_default());
@@ -631,6 +799,38 @@ mod tests {
         PodStatus { phase: Some(phase.into()), ..Default::default() }
     }
 
+    fn json_status(value: serde_json::Value) -> PodStatus {
+        serde_json::from_value(value).unwrap()
+    }
+
+    #[test]
+    fn a_merging_write_may_keep_what_another_writer_put_there() {
+        let cached = json_status(serde_json::json!({"phase": "Running", "startTime": "2026-01-01T00:00:00Z",
+            "conditions": [{"type": "Ready", "status": "False"}]}));
+        let before = json_status(serde_json::json!({"startTime": "2026-01-01T00:00:09Z",
+            "conditions": [{"type": "Ready", "status": "True", "reason": "Foreign"}]}));
+        // v3 patched the phase and Ready's status; the start time and Ready's reason
+        // stayed as the other writer left them.
+        let written = json_status(serde_json::json!({"phase": "Running", "startTime": "2026-01-01T00:00:09Z",
+            "conditions": [{"type": "Ready", "status": "False", "reason": "Foreign"}]}));
+        assert!(WriteSemantics::Merge.wrote(&cached, &written, Some(&before)));
+        assert!(!WriteSemantics::Replace.wrote(&cached, &written, Some(&before)));
+        // A value neither had is no merge of them.
+        let forged = json_status(serde_json::json!({"phase": "Failed", "startTime": "2026-01-01T00:00:09Z"}));
+        assert!(!WriteSemantics::Merge.wrote(&cached, &forged, Some(&before)));
+    }
+
+    #[test]
+    fn a_merging_write_holds_a_terminal_phase_back_and_keeps_foreign_conditions() {
+        let cached = json_status(
+            serde_json::json!({"phase": "Succeeded", "conditions": [{"type": "Initialized", "status": "True"}]}),
+        );
+        let stored = json_status(serde_json::json!({"phase": "Running", "conditions": [
+            {"type": "example.com/gate", "status": "True"}, {"type": "Initialized", "status": "True"}]}));
+        assert!(WriteSemantics::Merge.stores(&cached, &stored));
+        assert!(!WriteSemantics::Replace.stores(&cached, &stored));
+    }
+
     fn cached(entries: &[(&str, Option<(u64, &str)>)]) -> CacheView {
         entries
             .iter()
@@ -646,6 +846,7 @@ mod tests {
             target_deleting: false,
             from_queue: false,
             status: status(phase),
+            before: None,
         }
     }
 
@@ -697,7 +898,7 @@ mod tests {
     #[test]
     fn deletes_need_the_written_uid_and_grace_zero() {
         let ok = [update("a", "u1"), delete("a", Some("u1"), Some(0))];
-        check_deletes(0, &ok).unwrap();
+        check_deletes(0, &ok, WriteSemantics::Replace).unwrap();
         for calls in [
             vec![update("a", "u1"), delete("a", None, Some(0))],
             vec![update("a", "u1"), delete("a", Some(""), Some(0))],
@@ -706,7 +907,7 @@ mod tests {
             vec![update("a", "u1"), delete("a", Some("u2"), Some(0))],
             vec![delete("a", Some("u1"), Some(0))],
         ] {
-            let v = check_deletes(4, &calls).unwrap_err();
+            let v = check_deletes(4, &calls, WriteSemantics::Replace).unwrap_err();
             assert_eq!((v.invariant, v.step), (Invariant::DeletePrecondition, 4), "{calls:?}");
         }
     }
@@ -757,14 +958,14 @@ mod tests {
         let mut equal = status("Running");
         equal.start_time = Some(serde_json::from_value(serde_json::json!("2026-01-01T00:00:00Z")).unwrap());
         let view: CacheView = [("u1".to_string(), Some(Cached { version: 1, status: equal }))].into();
-        check_quiescence(9, &view, &pm, &store).unwrap();
+        check_quiescence(9, &view, &pm, &store, WriteSemantics::Replace).unwrap();
         let view = cached(&[("u1", Some((1, "Failed")))]);
-        let v = check_quiescence(9, &view, &pm, &store).unwrap_err();
+        let v = check_quiescence(9, &view, &pm, &store, WriteSemantics::Replace).unwrap_err();
         assert_eq!(v.invariant, Invariant::Quiescence);
         assert!(v.message.contains("status.phase"), "{}", v.message);
         // A pod the pod manager no longer holds is not checked.
         pm.remove_pod("u1");
-        check_quiescence(9, &view, &pm, &store).unwrap();
+        check_quiescence(9, &view, &pm, &store, WriteSemantics::Replace).unwrap();
     }
 
     #[test]

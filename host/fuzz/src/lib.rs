@@ -37,7 +37,7 @@ pub use exec::{
     report_difference, report_difference_with,
 };
 pub use generate::{GenConfig, generate, generate_with};
-pub use invariants::{Invariant, KnownIssue, Violation};
+pub use invariants::{Invariant, KnownIssue, Violation, WriteSemantics};
 pub use shrink::{ShrinkBudget, Shrunk, shrink};
 
 use podstatus_replay::{Trace, TraceError};
