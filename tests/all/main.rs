@@ -1,6 +1,7 @@
 //! Integration tests: the real component through the real host, in one test binary
 //! (one link instead of one per file, as wasmtime's `tests/all`).
 
+mod agent;
 mod agent_pods;
 mod artifact_cache;
 mod bad_input;

@@ -48,6 +48,7 @@ fn agent_config(target: Target) -> AgentConfig {
         sync_period: Duration::from_secs(1),
         queue_capacity: DEFAULT_CAPACITY,
         injected_faults: None,
+        register_node: None,
     }
 }
 

@@ -227,22 +227,8 @@ pub fn run_with_progress(
 /// left to write (the rate limit may refuse some writes of a batch: the next one
 /// takes them), all within `timeout`.
 fn quiet_sync(agent: &NodeAgent, driver: &mut Driver, timeout: Duration) {
-    let deadline = Instant::now() + timeout;
     driver.housekeeping(agent.handle(), agent.pod_manager());
-    while agent.handle().queue_len() > 0 && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    while Instant::now() < deadline {
-        match agent.handle().sync_batch() {
-            Ok(report) if report.synced == 0 => return,
-            Ok(_) => std::thread::sleep(Duration::from_millis(100)),
-            Err(e) => {
-                tracing::error!("final batch sync: {e}");
-                std::thread::sleep(Duration::from_millis(100));
-            }
-        }
-    }
-    tracing::warn!("the final quiet sync did not settle within {timeout:?}");
+    agent.flush(timeout);
 }
 
 fn do_swap(agent: &NodeAgent, path: &std::path::Path, at: Duration) -> SwapSummary {
