@@ -2,7 +2,7 @@
 //! HTTP: the agent registers its Node and renews its Lease on schedule (a short one
 //! here), runs a pod another client creates through Running and Ready, and has it
 //! deleted by the status manager after a graceful delete; `kubectl get nodes` shows
-//! the node Ready. (SIGTERM's shutdown runs the real binary: `host/cli/tests/agent.rs`.)
+//! the node Ready; a Node deleted under it is registered again. (SIGTERM's shutdown runs the real binary: `host/cli/tests/agent.rs`.)
 //!
 //! Every wait is bounded and generous, and nothing asserts how long anything took.
 
@@ -122,6 +122,12 @@ fn the_agent_registers_its_node_renews_its_lease_and_runs_a_pod_to_ready_then_de
         wait_until("the lease is owned by the node", || other.lease()?.metadata.owner_references?.into_iter().next());
     assert_eq!((owner.kind.as_str(), owner.name.as_str()), ("Node", NODE));
     assert_eq!(Some(owner.uid), registered.metadata.uid);
+
+    // A Node deleted under the agent is registered again (a new object, a new UID).
+    let nodes: Api<Node> = Api::all(other.client.clone());
+    other.runtime.block_on(nodes.delete(NODE, &DeleteParams::default())).expect("delete the node");
+    let again = wait_until("the node is registered again", || other.node());
+    assert_ne!(again.metadata.uid, registered.metadata.uid);
 
     // kubectl sees it Ready.
     let out = kubectl(agent.api_url(), &["get", "nodes"]);

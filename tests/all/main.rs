@@ -7,6 +7,7 @@ mod artifact_cache;
 mod bad_input;
 mod embedded_server;
 mod embedded_server_hostile;
+mod embedded_server_nodes;
 mod handle;
 mod hostile;
 mod kube_client;

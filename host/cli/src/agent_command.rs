@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use podstatus_agent::simulate::Signals;
-use podstatus_agent::{AgentConfig, KubeClientConfig, NodeAgent, PodRunner};
+use podstatus_agent::{AgentConfig, KubeClientConfig, NodeAgent, PodRunner, Target};
 use podstatus_backends::DEFAULT_CAPACITY;
 use podstatus_runtime::PluginRuntime;
 
@@ -32,7 +32,9 @@ pub struct AgentArgs {
     #[arg(long, visible_alias = "hostname-override", value_name = "NAME")]
     node_name: String,
     /// Use a cluster instead of the embedded API server: this kubeconfig file, or with
-    /// no FILE, KUBECONFIG, ~/.kube/config or the in-cluster service account.
+    /// no FILE, KUBECONFIG, ~/.kube/config or the in-cluster service account. In a pod
+    /// (KUBERNETES_SERVICE_HOST set) without --kubeconfig or --server, the in-cluster
+    /// service account is used, as if --kubeconfig were given without a FILE.
     #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "", conflicts_with = "server")]
     kubeconfig: Option<std::path::PathBuf>,
     /// The kubeconfig context to use (with --kubeconfig) instead of its current one.
@@ -80,9 +82,16 @@ pub fn run(args: &AgentArgs) -> ExitCode {
 }
 
 fn agent(args: &AgentArgs) -> anyhow::Result<bool> {
+    // In a pod, the cluster it runs in is the one to join: a virtual node that started
+    // an API server of its own there would register nowhere anyone looks.
+    let in_cluster = std::env::var_os("KUBERNETES_SERVICE_HOST").is_some_and(|host| !host.is_empty());
+    let target = match (&args.kubeconfig, &args.server) {
+        (None, None) if in_cluster => Target::Kubeconfig { path: None, context: args.context.clone() },
+        _ => simulate_command::target(&args.kubeconfig, &args.context, &args.server, args.listen),
+    };
     let config = AgentConfig {
         node: args.node_name.clone(),
-        target: simulate_command::target(&args.kubeconfig, &args.context, &args.server, args.listen),
+        target,
         client: KubeClientConfig { qps: args.kube_api_qps, burst: args.kube_api_burst, ..KubeClientConfig::default() },
         manifest_dir: args.pod_manifest_path.clone(),
         metrics_addr: args.metrics_addr,
