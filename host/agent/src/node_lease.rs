@@ -11,6 +11,9 @@
 //! - a renewal updates the Lease last read (or created), and only after a failure reads
 //!   it again; a failed renewal is retried with exponential backoff (200 ms doubling
 //!   up to 7 s) rather than waiting a whole interval.
+//!
+//! Hand-written: kube-runtime has no node-lease helper (its Lease support is for
+//! leader election), and the kubelet's loop is a few lines.
 
 use std::time::Duration;
 

@@ -194,6 +194,8 @@ fn merge_key(field: &str) -> Option<&'static str> {
 /// A strategic merge patch, as far as nodes and leases need: objects merge key by key,
 /// `null` removes, lists with a merge key merge by it (an item `{"$patch": "delete"}`
 /// removes its match), other lists are replaced; `$` directives are dropped.
+/// Hand-written: no Rust crate applies strategic merge patches (they need Kubernetes'
+/// schema), and these two kinds need only the three merge keys above.
 fn strategic_merge(target: &mut Value, patch: &Value) {
     let (Value::Object(target_map), Value::Object(patch_map)) = (&mut *target, patch) else {
         *target = without_directives(patch);

@@ -214,6 +214,12 @@ pub fn run_with_progress(
         check,
         peak_rss_mib: summary::peak_rss_mib(),
     };
+    // As `podstatus agent` at its end: the node reported as shutting down.
+    if let Some(registration) = agent.registration()
+        && let Err(e) = registration.mark_shutting_down(Duration::from_secs(10))
+    {
+        tracing::warn!("reporting the node as shutting down: {e}");
+    }
     let left = agent.shutdown(config.flush_timeout);
     tracing::info!("agent stopped");
     if left > 0 {
