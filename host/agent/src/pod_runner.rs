@@ -231,3 +231,73 @@ fn annotation<'a>(pod: &'a Pod, key: &str) -> Option<&'a str> {
 fn uid_of(pod: &Pod) -> &str {
     pod.metadata.uid.as_deref().unwrap_or_default()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::PodStatus;
+
+    fn pod(restart_policy: &str, annotations: serde_json::Value) -> Pod {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "p", "namespace": "ns", "uid": "u1", "annotations": annotations},
+            "spec": {"restartPolicy": restart_policy, "containers": [{"name": "app", "image": "app:1"}]}
+        }))
+        .expect("a pod")
+    }
+
+    /// Steps the pod through `seconds` of its life, one step a second; the last status.
+    fn live(pod: &Pod, seconds: u64) -> PodStatus {
+        let life = PodLife::of_pod(pod, 0);
+        let start = Instant::now();
+        let mut running = Running { life, next: start, ready: false, exits_at: None };
+        let mut last = None;
+        for second in 0..seconds {
+            let now = start + Duration::from_secs(second);
+            if running.next > now {
+                continue;
+            }
+            if let Some(Event::SetStatus(status) | Event::Kill(status)) = step(&mut running, pod, now) {
+                last = Some(status);
+            }
+        }
+        last.expect("a status")
+    }
+
+    fn phase(status: &PodStatus) -> &str {
+        status.phase.as_deref().unwrap_or_default()
+    }
+
+    #[test]
+    fn jobs_end_as_their_restart_policy_and_annotations_say() {
+        let exits = |code: &str| serde_json::json!({RUN_FOR_ANNOTATION: "5s", EXIT_CODE_ANNOTATION: code});
+        assert_eq!(phase(&live(&pod("Never", exits("0")), 30)), "Succeeded");
+        assert_eq!(phase(&live(&pod("Never", exits("3")), 30)), "Failed");
+        assert_eq!(phase(&live(&pod("OnFailure", serde_json::json!({})), 30)), "Succeeded", "10 s by default");
+        let restarted = live(&pod("OnFailure", exits("1")), 30);
+        assert_eq!(phase(&restarted), "Running", "OnFailure restarts a failed job");
+        assert!(restarted.container_statuses.unwrap()[0].restart_count >= 2);
+    }
+
+    #[test]
+    fn an_always_pod_runs_on_restarts_if_told_to_exit_and_stops_when_deleted() {
+        let forever = live(&pod("Always", serde_json::json!({})), 60);
+        let restarts = forever.container_statuses.as_ref().map(|c| c[0].restart_count);
+        assert_eq!((phase(&forever), restarts), ("Running", Some(0)));
+        let crashing =
+            live(&pod("Always", serde_json::json!({RUN_FOR_ANNOTATION: "5s", EXIT_CODE_ANNOTATION: "1"})), 30);
+        let container = &crashing.container_statuses.unwrap()[0];
+        assert!(container.restart_count >= 2, "{container:?}");
+        let exit = container.last_state.as_ref().and_then(|s| s.terminated.as_ref()).map(|t| t.exit_code);
+        assert_eq!(exit, Some(1));
+
+        let mut deleted = pod("Always", serde_json::json!({}));
+        deleted.metadata.deletion_timestamp =
+            Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(jiff::Timestamp::now()));
+        // Deleted before it started (the first step sees the deletion) or while running.
+        for seconds in [1, 5] {
+            let killed = live(&deleted, seconds);
+            let state = killed.container_statuses.unwrap()[0].state.clone().unwrap();
+            assert_eq!(state.terminated.map(|t| t.exit_code), Some(143), "stopped by SIGTERM");
+        }
+    }
+}

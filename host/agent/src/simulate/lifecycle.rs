@@ -404,6 +404,16 @@ impl PodLife {
 
     /// The node kills what still runs (exit 143 after SIGTERM) and reports it.
     pub fn kill(&mut self, now: &str) -> Event {
+        // A pod deleted before it started (`podstatus agent` sees such pods) has no
+        // start times yet: its containers stop as they start.
+        if self.start_time.is_empty() {
+            self.start_time = now.to_owned();
+        }
+        for c in &mut self.containers {
+            if c.started_at.is_empty() {
+                c.started_at = now.to_owned();
+            }
+        }
         for c in &mut self.containers {
             if c.exited.is_none() {
                 c.exited = Some(143);
