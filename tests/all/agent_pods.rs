@@ -1,9 +1,12 @@
 //! Where a node agent's pods come from, for real: a kube-rs list + watch of the pods
 //! bound to the node, and static pods from a manifest folder with their mirror pods in
-//! the API server, both against the embedded API server over HTTP.
+//! the API server, both against the embedded API server over HTTP. A dropped watch
+//! connection is resumed without a list; only an expired one (410) lists again.
 
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
@@ -295,4 +298,98 @@ fn a_watch_cut_off_lists_again_and_drops_what_vanished_but_not_static_pods() {
     eventually("every pod of the burst is held", || burst.iter().all(|uid| pod_manager.get_any(uid).is_some()));
     eventually("the deleted pod is gone", || pod_manager.get_any("u0").is_none());
     assert!(pod_manager.get_any("static-1").is_some(), "a static pod is never the watch's to remove");
+}
+
+/// A TCP proxy in front of the server that can cut every connection through it (a
+/// dropped connection, as the client sees it) and refuse new ones for a while.
+struct Proxy {
+    addr: SocketAddr,
+    open: Arc<Mutex<Vec<TcpStream>>>,
+    refusing: Arc<AtomicBool>,
+}
+
+impl Proxy {
+    fn start(upstream: SocketAddr) -> Proxy {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = listener.local_addr().expect("an address");
+        let open = Arc::new(Mutex::new(Vec::new()));
+        let refusing = Arc::new(AtomicBool::new(false));
+        let (held, refused) = (Arc::clone(&open), Arc::clone(&refusing));
+        std::thread::spawn(move || {
+            for client in listener.incoming() {
+                let Ok(client) = client else { continue };
+                let server = match TcpStream::connect(upstream) {
+                    Ok(server) if !refused.load(Ordering::SeqCst) => server,
+                    _ => {
+                        let _ = client.shutdown(std::net::Shutdown::Both);
+                        continue;
+                    }
+                };
+                for (from, to) in [(&client, &server), (&server, &client)] {
+                    let (mut from, mut to) = (from.try_clone().expect("clone"), to.try_clone().expect("clone"));
+                    std::thread::spawn(move || {
+                        let _ = std::io::copy(&mut from, &mut to);
+                        let _ = to.shutdown(std::net::Shutdown::Both);
+                    });
+                }
+                held.lock().expect("lock").extend([client, server]);
+            }
+        });
+        Proxy { addr, open, refusing }
+    }
+
+    fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Cuts every open connection.
+    fn cut(&self) {
+        for stream in self.open.lock().expect("lock").drain(..) {
+            let _ = stream.shutdown(std::net::Shutdown::Both);
+        }
+    }
+
+    fn refuse(&self, refusing: bool) {
+        self.refusing.store(refusing, Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn a_dropped_watch_resumes_without_listing_and_only_an_expired_one_lists_again() {
+    // Three changes kept for resumes: more while the watcher is away expire its version.
+    let cluster = Cluster::start_with(ServeOptions { watch_history: 3, ..ServeOptions::default() });
+    let proxy = Proxy::start(cluster.server.local_addr());
+    let client = {
+        let _entered = cluster.runtime.enter();
+        kube::Client::try_from(kube::Config::new(proxy.url().parse().expect("url"))).expect("client")
+    };
+    let pod_manager = Arc::new(PodManager::new());
+    let watch = PodWatch::start(client, NODE, Arc::clone(&pod_manager), cluster.runtime.handle());
+    assert!(watch.wait_synced(DEADLINE), "the first list arrives");
+    let stats = || cluster.server.stats();
+    eventually("the watch is open", || stats().open_watches == 1);
+    let (lists, watches) = (stats().pod_lists, stats().pod_watches);
+    assert_eq!(lists, 1);
+
+    proxy.cut();
+    cluster.store().create_pod(pod("after-cut", "u1", NODE)).expect("create");
+    eventually("the pod created after the cut arrives", || pod_manager.get_any("u1").is_some());
+    assert!(stats().pod_watches > watches, "watched again: {:?}", stats());
+    assert_eq!(stats().pod_lists, lists, "resumed from its resourceVersion, not listed: {:?}", stats());
+    assert_eq!(watch.lists(), 1);
+
+    // Away for longer than the server's history: the resume gets 410, and only that lists.
+    proxy.refuse(true);
+    proxy.cut();
+    let burst: Vec<String> = (0..8).map(|i| format!("e{i}")).collect();
+    for uid in &burst {
+        cluster.store().create_pod(pod(uid, uid, NODE)).expect("create");
+    }
+    cluster.store().remove_pod("ns", "after-cut").expect("delete");
+    std::thread::sleep(Duration::from_millis(200));
+    proxy.refuse(false);
+    eventually("the expired watch lists again", || watch.lists() >= 2);
+    eventually("every pod of the burst is held", || burst.iter().all(|uid| pod_manager.get_any(uid).is_some()));
+    eventually("the pod deleted while away is gone", || pod_manager.get_any("u1").is_none());
+    assert_eq!(stats().pod_lists, lists + 1, "one list after the 410: {:?}", stats());
 }

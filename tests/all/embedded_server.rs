@@ -98,9 +98,12 @@ fn discovery_answers_what_clients_ask() {
     let api = http(addr, "GET", "/api/", &[], b"").json();
     assert_eq!(api["versions"], json!(["v1"]));
     assert_eq!(api["serverAddressByClientCIDRs"][0]["serverAddress"], json!(addr.to_string()));
+    let apis = http(addr, "GET", "/apis", &[], b"").json();
+    assert_eq!((&apis["kind"], &apis["groups"][0]["name"]), (&json!("APIGroupList"), &json!("coordination.k8s.io")));
+    let leases = http(addr, "GET", "/apis/coordination.k8s.io/v1", &[], b"").json();
     assert_eq!(
-        http(addr, "GET", "/apis", &[], b"").json(),
-        json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": []})
+        (&leases["resources"][0]["name"], &leases["resources"][0]["namespaced"]),
+        (&json!("leases"), &json!(true))
     );
     let resources = http(addr, "GET", "/api/v1/", &[], b"").json();
     assert_eq!(resources["resources"][0]["name"], "pods");
@@ -108,6 +111,10 @@ fn discovery_answers_what_clients_ask() {
     assert_eq!(resources["resources"][0]["shortNames"], json!(["po"]));
     assert_eq!(resources["resources"][1]["name"], "pods/status");
     assert_eq!(resources["resources"][1]["singularName"], "");
+    assert_eq!(
+        (&resources["resources"][2]["name"], &resources["resources"][2]["namespaced"]),
+        (&json!("nodes"), &json!(false))
+    );
 
     let aggregated =
         [("Accept", "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json")];
@@ -116,7 +123,7 @@ fn discovery_answers_what_clients_ask() {
         groups.header("content-type"),
         Some("application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList")
     );
-    assert_eq!(groups.json()["items"], json!([]));
+    assert_eq!(groups.json()["items"][0]["versions"][0]["resources"][0]["resource"], "leases");
     let core = http(addr, "GET", "/api", &aggregated, b"").json();
     assert_eq!(core["kind"], "APIGroupDiscoveryList");
     let pods = &core["items"][0]["versions"][0]["resources"][0];

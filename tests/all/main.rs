@@ -1,11 +1,13 @@
 //! Integration tests: the real component through the real host, in one test binary
 //! (one link instead of one per file, as wasmtime's `tests/all`).
 
+mod agent;
 mod agent_pods;
 mod artifact_cache;
 mod bad_input;
 mod embedded_server;
 mod embedded_server_hostile;
+mod embedded_server_nodes;
 mod handle;
 mod hostile;
 mod kube_client;

@@ -14,7 +14,7 @@ use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use podstatus_agent::KubeClientConfig;
 use podstatus_agent::simulate::owners::OwnerError;
 use podstatus_agent::simulate::{self, Signals, SimulateConfig, check};
-use podstatus_agent::{AgentConfig, NodeAgent, Target};
+use podstatus_agent::{AgentConfig, NodeAgent, NodeConfig, Target};
 use podstatus_apiserver::EmbeddedApiServer;
 use podstatus_backends::DEFAULT_CAPACITY;
 use podstatus_backends::pod_identity::is_mirror_pod;
@@ -48,6 +48,7 @@ fn agent_config(target: Target) -> AgentConfig {
         sync_period: Duration::from_secs(1),
         queue_capacity: DEFAULT_CAPACITY,
         injected_faults: None,
+        register_node: None,
     }
 }
 
@@ -109,8 +110,9 @@ fn on_node(pod: &Pod) -> bool {
 fn a_run_through_a_kubeconfig_leaves_every_status_in_the_api_server() {
     let server = server();
     let kubeconfig = Kubeconfig::for_server(&server.url());
-    let summary =
-        run(simulation(Target::Kubeconfig { path: Some(kubeconfig.0.clone()), context: None }, 10, 30.0, 2.0));
+    let mut config = simulation(Target::Kubeconfig { path: Some(kubeconfig.0.clone()), context: None }, 10, 30.0, 2.0);
+    config.agent.register_node = Some(NodeConfig::new(NODE));
+    let summary = run(config);
 
     assert!(summary.passed(), "{summary}");
     assert!(summary.check.compared > 0, "{summary}");
@@ -135,6 +137,16 @@ fn a_run_through_a_kubeconfig_leaves_every_status_in_the_api_server() {
     }
     let by_phase: u64 = summary.pods_by_phase.values().sum();
     assert!(by_phase > 0, "{summary}");
+
+    // The node registered as `podstatus agent` registers it, reported shutting down at
+    // the end of the run.
+    let node = crate::raw_http::http(server.local_addr(), "GET", &format!("/api/v1/nodes/{NODE}"), &[], b"").json();
+    let ready = node["status"]["conditions"].as_array().and_then(|c| c.iter().find(|c| c["type"] == "Ready")).cloned();
+    let ready = ready.unwrap_or_else(|| panic!("no Ready condition: {node}"));
+    assert_eq!(
+        (&ready["status"], &ready["message"]),
+        (&serde_json::json!("False"), &serde_json::json!("node is shutting down"))
+    );
 }
 
 /// A pod bound to the node, as its owner creates it.

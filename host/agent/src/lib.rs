@@ -6,17 +6,24 @@
 //! mirror pods); the plugin runs supervised and metered behind the reach guard; its API
 //! server client is kube-rs ([`KubeApiServer`]: rate limit, call timeouts, circuit
 //! breaker), against a cluster or the embedded API server; [`metrics`] serves
-//! Prometheus metrics. [`simulate`] plays realistic pod lives through an agent (the
-//! `podstatus simulate` command).
+//! Prometheus metrics. [`NodeRegistration`] keeps the node's Node object and Lease as
+//! the kubelet keeps them. [`simulate`] plays realistic pod lives through an agent (the
+//! `podstatus simulate` command); [`PodRunner`] runs the pods someone else gives the
+//! node through the same lives (`podstatus agent`).
 
 mod call_counts;
 mod circuit_breaker;
+mod go_duration;
 mod kube_client;
 mod kubeconfig;
 mod metered_api_server;
 mod metered_plugin;
 pub mod metrics;
 mod node;
+mod node_lease;
+mod node_object;
+mod node_registration;
+mod pod_runner;
 mod pod_watch;
 mod rate_limit;
 pub mod simulate;
@@ -24,11 +31,16 @@ mod static_pods;
 
 pub use call_counts::{CallCount, CallCounters, Outcome, Verb};
 pub use circuit_breaker::CircuitBreaker;
+pub use go_duration::parse as parse_go_duration;
 pub use kube_client::{FIELD_MANAGER, KubeApiServer, KubeClientConfig, KubeClientError};
 pub use kubeconfig::{ClientSource, ConnectError, connect};
 pub use metered_api_server::{MeteredApiServer, VERB_DELETE, VERB_GET, VERB_PATCH_STATUS, VERB_UPDATE_STATUS};
 pub use metered_plugin::MeteredPlugin;
 pub use node::{AgentConfig, AgentError, NodeAgent, Target};
+pub use node_lease::NODE_LEASE_NAMESPACE;
+pub use node_object::{KUBELET_VERSION, NodeConfig, Readiness, VIRTUAL_NODE_TAINT};
+pub use node_registration::{NodeError, NodeRegistration};
+pub use pod_runner::{EXIT_CODE_ANNOTATION, PodRunner, RUN_FOR_ANNOTATION};
 pub use pod_watch::PodWatch;
 pub use rate_limit::{RateLimitError, RateLimiter};
 pub use static_pods::{

@@ -16,6 +16,8 @@ use crate::kubeconfig::{self, ClientSource, ConnectError};
 use crate::metered_api_server::MeteredApiServer;
 use crate::metered_plugin::MeteredPlugin;
 use crate::metrics::{Metrics, MetricsServer};
+use crate::node_object::NodeConfig;
+use crate::node_registration::NodeRegistration;
 use crate::pod_watch::PodWatch;
 use crate::static_pods::StaticPods;
 use podstatus_apiserver::EmbeddedApiServer;
@@ -69,6 +71,9 @@ pub struct AgentConfig {
     /// Fail some of the plugin's API calls on purpose (simulations, tests): the proof
     /// that a misbehaving API server loses no status.
     pub injected_faults: Option<InjectedFaults>,
+    /// Register the node (its Node object and Lease, kept as the kubelet keeps them),
+    /// described so; `None` leaves the API server's nodes alone (a test's agent).
+    pub register_node: Option<NodeConfig>,
 }
 
 /// What can stop an agent from starting or swapping.
@@ -116,6 +121,7 @@ pub struct NodeAgent {
     api_url: String,
     // Dropped in this order after the fields above: sources first, then the server and
     // the runtime their tasks run on.
+    registration: Option<NodeRegistration>,
     _static_pods: Option<StaticPods>,
     _pod_watch: PodWatch,
     _metrics_server: Option<MetricsServer>,
@@ -181,6 +187,8 @@ impl NodeAgent {
         );
         let world = World { api_server: metered, ..world };
 
+        let registration =
+            config.register_node.clone().map(|node| NodeRegistration::start(client.clone(), node, runtime.handle()));
         let pod_watch = PodWatch::start(client.clone(), &config.node, Arc::clone(&pod_manager), runtime.handle());
         if !pod_watch.wait_synced(SYNC_TIMEOUT) {
             return Err(AgentError::NotSynced(SYNC_TIMEOUT));
@@ -209,6 +217,7 @@ impl NodeAgent {
             plugins,
             client,
             api_url,
+            registration,
             _static_pods: static_pods,
             _pod_watch: pod_watch,
             _metrics_server: metrics_server,
@@ -225,6 +234,16 @@ impl NodeAgent {
     /// The node's pods.
     pub fn pod_manager(&self) -> &Arc<PodManager> {
         &self.world.pod_manager
+    }
+
+    /// The node's registration (Node and Lease), when the agent registers it.
+    pub fn registration(&self) -> Option<&NodeRegistration> {
+        self.registration.as_ref()
+    }
+
+    /// The node's pod watch (how many times it listed, for logs and tests).
+    pub fn pod_watch(&self) -> &PodWatch {
+        &self._pod_watch
     }
 
     /// The agent's metrics.
@@ -272,6 +291,28 @@ impl NodeAgent {
         let image = self.plugins.load_file(path)?;
         let plugin = supervised(&image, &self.world, &self.metrics)?;
         Ok(self.handle.swap(plugin)?)
+    }
+
+    /// Writes every pending status: waits for the sync queue to drain, then runs batch
+    /// syncs until one finds nothing to write (the rate limit may refuse some writes of
+    /// a batch: the next takes them), all within `timeout`. True when nothing is left.
+    pub fn flush(&self, timeout: Duration) -> bool {
+        let deadline = std::time::Instant::now() + timeout;
+        while self.handle.queue_len() > 0 && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        while std::time::Instant::now() < deadline {
+            match self.handle.sync_batch() {
+                Ok(report) if report.synced == 0 => return true,
+                Ok(_) => std::thread::sleep(Duration::from_millis(100)),
+                Err(e) => {
+                    tracing::error!("flushing: batch sync: {e}");
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+            }
+        }
+        tracing::warn!("the flush did not settle within {timeout:?}");
+        false
     }
 
     /// Stops taking work, writes every pending status (within `timeout`) and stops.

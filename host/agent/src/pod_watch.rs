@@ -1,12 +1,13 @@
-//! The node's pods from the API server: a list of the pods bound to the node, then a
-//! watch from the list's resourceVersion, feeding the [`PodManager`] as the kubelet's
-//! API source feeds its pod manager.
+//! The node's pods from the API server: kube-runtime's [`watcher`] of the pods bound to
+//! the node (`spec.nodeName`), feeding the [`PodManager`] as the kubelet's API source
+//! feeds its pod manager.
 //!
-//! Hand-rolled list + watch on `kube::Api` rather than kube-runtime's watcher: the loop
-//! is short, and kube-runtime would add build time for little else. On any watch error,
-//! a `410 Gone` included, it lists again and reconciles: pods it added that the new list
-//! lacks are removed. Pods it did not add (static pods from the manifest folder, which
-//! the API server never has) are never touched.
+//! The watcher lists once, then watches from the list's resourceVersion; a watch that
+//! ends or breaks is resumed from the last resourceVersion seen, and only a `410 Gone`
+//! (the version is too old) makes it list again. Errors are retried with its default
+//! backoff (exponential from 0.8 s to 30 s, with jitter). After each (re)list, pods it
+//! added that the list lacks are removed; pods it did not add (static pods from the
+//! manifest folder, which the API server never has) are never touched.
 
 use std::collections::HashSet;
 use std::pin::pin;
@@ -16,18 +17,15 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, ListParams, WatchEvent, WatchParams};
+use kube::api::Api;
+use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher::{self, Event, watcher};
 
 use podstatus_backends::PodManager;
 
 /// How long one watch request may stay open before it is renewed from the last
 /// resourceVersion seen (the API server caps it too).
 const WATCH_TIMEOUT_SECONDS: u32 = 290;
-/// The first pause after a failed list or watch; doubled per failure up to
-/// [`MAX_BACKOFF`], reset by a successful list.
-const FIRST_BACKOFF: Duration = Duration::from_millis(100);
-/// The longest pause between retries.
-const MAX_BACKOFF: Duration = Duration::from_secs(5);
 
 /// A running watch of the node's pods. Stops when [`PodWatch::stop`] is called or it is
 /// dropped; the pods it added stay in the pod manager.
@@ -42,7 +40,7 @@ pub struct PodWatch {
 struct Synced {
     done: Mutex<bool>,
     changed: Condvar,
-    /// Successful lists so far: the first, then one per relist after a watch error.
+    /// Complete lists so far: the first, then one per relist after a 410.
     lists: AtomicU64,
 }
 
@@ -84,7 +82,8 @@ impl PodWatch {
     }
 
     /// How many times the node's pods were listed: 1 for the first list, plus one per
-    /// relist after a broken or expired watch (for logs and tests).
+    /// relist after an expired watch (410); a broken watch is resumed, not relisted
+    /// (for logs and tests).
     pub fn lists(&self) -> u64 {
         self.synced.lists.load(Ordering::Relaxed)
     }
@@ -111,56 +110,40 @@ struct Follower {
     synced: Arc<Synced>,
 }
 
-/// Why a watch session ended.
-enum Ended {
-    /// The request timed out or the stream closed: watch again from this version.
-    Renew(String),
-    /// The version is gone or the stream failed: list again.
-    Relist,
-}
-
 impl Follower {
     async fn run(mut self) {
-        let mut backoff = FIRST_BACKOFF;
-        loop {
-            let version = match self.list().await {
-                Ok(version) => {
-                    backoff = FIRST_BACKOFF;
-                    version
-                }
-                Err(error) => {
-                    tracing::warn!(node = %self.node, %error, "listing the node's pods failed; retrying");
-                    tokio::time::sleep(backoff).await;
-                    backoff = (backoff * 2).min(MAX_BACKOFF);
-                    continue;
-                }
-            };
-            let mut version = version;
-            while let Ended::Renew(latest) = self.watch(&version).await {
-                version = latest;
-            }
-            // A watch that fails at once would otherwise relist in a tight loop.
-            tokio::time::sleep(backoff).await;
-            backoff = (backoff * 2).min(MAX_BACKOFF);
-        }
-    }
-
-    fn selector(&self) -> String {
-        format!("spec.nodeName={}", self.node)
-    }
-
-    /// Lists the node's pods into the pod manager, removing the ones of ours that are
-    /// gone; returns the list's resourceVersion.
-    async fn list(&mut self) -> Result<String, kube::Error> {
-        let list = self.api.list(&ListParams::default().fields(&self.selector())).await?;
+        let config =
+            watcher::Config::default().fields(&format!("spec.nodeName={}", self.node)).timeout(WATCH_TIMEOUT_SECONDS);
+        let mut events = pin!(watcher(self.api.clone(), config).default_backoff());
+        // UIDs listed since the (re)list began.
         let mut listed = HashSet::new();
-        for pod in list.items {
-            if !self.on_node(&pod) {
-                continue;
+        while let Some(event) = events.next().await {
+            match event {
+                Ok(Event::Init) => listed.clear(),
+                Ok(Event::InitApply(pod)) => {
+                    if self.on_node(&pod) {
+                        listed.insert(uid_of(&pod).to_owned());
+                        self.add(pod);
+                    }
+                }
+                Ok(Event::InitDone) => self.listed(std::mem::take(&mut listed)),
+                Ok(Event::Apply(pod)) => {
+                    if self.on_node(&pod) {
+                        self.add(pod);
+                    } else {
+                        self.remove(&pod);
+                    }
+                }
+                Ok(Event::Delete(pod)) => self.remove(&pod),
+                // The watcher retries by itself (resume, or relist after a 410) once its
+                // backoff has passed.
+                Err(error) => tracing::warn!(node = %self.node, %error, "the pod watch failed; retrying"),
             }
-            listed.insert(uid_of(&pod).to_owned());
-            self.add(pod);
         }
+    }
+
+    /// A (re)list is complete: pods of ours it lacks are gone.
+    fn listed(&mut self, listed: HashSet<String>) {
         for vanished in self.ours.iter().filter(|uid| !listed.contains(*uid)) {
             self.pod_manager.remove_pod(vanished);
         }
@@ -171,49 +154,6 @@ impl Follower {
             *done = true;
             self.synced.changed.notify_all();
         }
-        Ok(list.metadata.resource_version.unwrap_or_default())
-    }
-
-    /// One watch request from `version`, applied event by event.
-    async fn watch(&mut self, version: &str) -> Ended {
-        let params = WatchParams::default().fields(&self.selector()).timeout(WATCH_TIMEOUT_SECONDS);
-        let stream = match self.api.watch(&params, version).await {
-            Ok(stream) => stream,
-            Err(error) => {
-                tracing::warn!(node = %self.node, %error, "watching the node's pods failed; listing again");
-                return Ended::Relist;
-            }
-        };
-        let mut stream = pin!(stream);
-        let mut latest = version.to_owned();
-        while let Some(event) = stream.next().await {
-            match event {
-                Ok(WatchEvent::Added(pod) | WatchEvent::Modified(pod)) => {
-                    latest = version_of(&pod).unwrap_or(latest);
-                    if self.on_node(&pod) {
-                        self.add(pod);
-                    } else {
-                        self.remove(&pod);
-                    }
-                }
-                Ok(WatchEvent::Deleted(pod)) => {
-                    latest = version_of(&pod).unwrap_or(latest);
-                    self.remove(&pod);
-                }
-                Ok(WatchEvent::Bookmark(bookmark)) => latest = bookmark.metadata.resource_version,
-                Ok(WatchEvent::Error(status)) => {
-                    // 410 Gone: the version is too old to watch from; anything else is
-                    // as bad. Either way the list is the truth.
-                    tracing::debug!(node = %self.node, code = status.code, message = %status.message, "watch error event; listing again");
-                    return Ended::Relist;
-                }
-                Err(error) => {
-                    tracing::warn!(node = %self.node, %error, "the pod watch broke; listing again");
-                    return Ended::Relist;
-                }
-            }
-        }
-        Ended::Renew(latest)
     }
 
     /// The field selector should ensure it; a server that ignores it must not fill the
@@ -242,8 +182,4 @@ impl Follower {
 
 fn uid_of(pod: &Pod) -> &str {
     pod.metadata.uid.as_deref().unwrap_or_default()
-}
-
-fn version_of(pod: &Pod) -> Option<String> {
-    pod.metadata.resource_version.clone().filter(|version| !version.is_empty())
 }

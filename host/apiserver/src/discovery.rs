@@ -1,12 +1,16 @@
 //! Discovery: what a client asks before anything else (`/version`, `/api`, `/apis`,
-//! `/api/v1`), answered for the one resource served, pods.
+//! `/api/v1`, `/apis/coordination.k8s.io/v1`), answered for the resources served: pods,
+//! nodes and leases.
 //!
 //! The server says it is Kubernetes 1.33: the `kubectl` on these machines picks the
 //! bundled kubectl whose minor version matches the server's.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
-    APIGroupList, APIResource, APIResourceList, APIVersions, ListMeta, ServerAddressByClientCIDR, Time,
+    APIGroup, APIGroupList, APIResource, APIResourceList, APIVersions, GroupVersionForDiscovery, ListMeta,
+    ServerAddressByClientCIDR, Time,
 };
+
+use super::objects::{LEASES, NODES, Resource};
 use k8s_openapi::apimachinery::pkg::version::Info;
 use serde::Serialize;
 use serde_json::Value;
@@ -49,10 +53,47 @@ pub(crate) fn core_versions(server_address: &str) -> Value {
     })
 }
 
-/// `/apis`: no named groups are served, but the answer must exist: a 404 here breaks
-/// every kubectl command.
+/// The verbs served on nodes and leases (no watch, no deletecollection).
+const OBJECT_VERBS: [&str; 6] = ["create", "delete", "get", "list", "patch", "update"];
+
+/// `/apis`: the one named group served, `coordination.k8s.io` (leases). A 404 here
+/// would break every kubectl command.
 pub(crate) fn groups() -> Value {
-    typed(&APIGroupList { groups: Vec::new() })
+    typed(&APIGroupList { groups: vec![coordination_group_typed()] })
+}
+
+/// `/apis/coordination.k8s.io`.
+pub(crate) fn coordination_group() -> Value {
+    typed(&coordination_group_typed())
+}
+
+fn coordination_group_typed() -> APIGroup {
+    let version = GroupVersionForDiscovery { group_version: LEASES.api_version(), version: LEASES.version.into() };
+    APIGroup {
+        name: LEASES.group.into(),
+        preferred_version: Some(version.clone()),
+        server_address_by_client_cidrs: None,
+        versions: vec![version],
+    }
+}
+
+/// `/apis/coordination.k8s.io/v1`: leases.
+pub(crate) fn coordination_v1_resources() -> Value {
+    typed(&APIResourceList { group_version: LEASES.api_version(), resources: vec![object_resource(&LEASES)] })
+}
+
+/// A node's or a lease's `APIResource`.
+fn object_resource(resource: &Resource) -> APIResource {
+    APIResource {
+        name: resource.plural.into(),
+        singular_name: resource.singular.into(),
+        namespaced: resource.namespaced,
+        kind: resource.kind.into(),
+        verbs: OBJECT_VERBS.map(String::from).to_vec(),
+        short_names: (!resource.short_names.is_empty())
+            .then(|| resource.short_names.iter().map(|name| (*name).to_owned()).collect()),
+        ..APIResource::default()
+    }
 }
 
 /// `/api/v1`: pods and their status subresource.
@@ -78,6 +119,15 @@ pub(crate) fn core_v1_resources() -> Value {
                 verbs: ["get", "patch", "update"].map(String::from).to_vec(),
                 ..APIResource::default()
             },
+            object_resource(&NODES),
+            APIResource {
+                name: "nodes/status".into(),
+                singular_name: String::new(),
+                namespaced: false,
+                kind: "Node".into(),
+                verbs: ["get", "patch", "update"].map(String::from).to_vec(),
+                ..APIResource::default()
+            },
         ],
     })
 }
@@ -92,31 +142,64 @@ fn typed(document: &impl serde::Serialize) -> Value {
 pub(crate) fn aggregated_core() -> Value {
     let pod_kind = || GroupVersionKind { group: "", version: "", kind: "Pod" };
     aggregated_list(vec![APIGroupDiscovery {
-        metadata: GroupMetadata { creation_timestamp: None },
+        metadata: GroupMetadata { name: None, creation_timestamp: None },
         versions: vec![APIVersionDiscovery {
             version: "v1",
-            resources: vec![APIResourceDiscovery {
-                resource: "pods",
-                response_kind: pod_kind(),
-                scope: "Namespaced",
-                singular_resource: "pod",
-                verbs: POD_VERBS.to_vec(),
-                short_names: vec!["po"],
-                categories: vec!["all"],
-                subresources: vec![APISubresourceDiscovery {
-                    subresource: "status",
+            resources: vec![
+                APIResourceDiscovery {
+                    resource: "pods",
                     response_kind: pod_kind(),
-                    verbs: vec!["get", "patch", "update"],
-                }],
-            }],
+                    scope: "Namespaced",
+                    singular_resource: "pod",
+                    verbs: POD_VERBS.to_vec(),
+                    short_names: vec!["po"],
+                    categories: vec!["all"],
+                    subresources: vec![APISubresourceDiscovery {
+                        subresource: "status",
+                        response_kind: pod_kind(),
+                        verbs: vec!["get", "patch", "update"],
+                    }],
+                },
+                aggregated_resource(&NODES),
+            ],
             freshness: "Current",
         }],
     }])
 }
 
-/// `/apis` as aggregated discovery: no groups.
+/// `/apis` as aggregated discovery: `coordination.k8s.io` with leases.
 pub(crate) fn aggregated_groups() -> Value {
-    aggregated_list(Vec::new())
+    aggregated_list(vec![APIGroupDiscovery {
+        metadata: GroupMetadata { name: Some(LEASES.group), creation_timestamp: None },
+        versions: vec![APIVersionDiscovery {
+            version: LEASES.version,
+            resources: vec![aggregated_resource(&LEASES)],
+            freshness: "Current",
+        }],
+    }])
+}
+
+/// A node's or a lease's aggregated discovery entry (a node's with its status).
+fn aggregated_resource(resource: &'static Resource) -> APIResourceDiscovery {
+    let kind = || GroupVersionKind { group: resource.group, version: resource.version, kind: resource.kind };
+    APIResourceDiscovery {
+        resource: resource.plural,
+        response_kind: kind(),
+        scope: if resource.namespaced { "Namespaced" } else { "Cluster" },
+        singular_resource: resource.singular,
+        verbs: OBJECT_VERBS.to_vec(),
+        short_names: resource.short_names.to_vec(),
+        categories: Vec::new(),
+        subresources: if resource.has_status {
+            vec![APISubresourceDiscovery {
+                subresource: "status",
+                response_kind: kind(),
+                verbs: vec!["get", "patch", "update"],
+            }]
+        } else {
+            Vec::new()
+        },
+    }
 }
 
 fn aggregated_list(items: Vec<APIGroupDiscovery>) -> Value {
@@ -147,11 +230,14 @@ struct APIGroupDiscovery {
     versions: Vec<APIVersionDiscovery>,
 }
 
-/// The core group's metadata: no name; `creationTimestamp: null` as kube-apiserver
+/// A group's metadata: the core group has no name; `creationTimestamp: null` as kube-apiserver
 /// sends it.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct GroupMetadata {
+    /// The group's name; the core group has none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name: Option<&'static str>,
     creation_timestamp: Option<Time>,
 }
 
@@ -214,22 +300,20 @@ mod tests {
     #[test]
     fn aggregated_discovery_keeps_its_shape() {
         let pod_kind = json!({"group": "", "version": "", "kind": "Pod"});
-        let expected = json!({"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {},
-        "items": [{
-            "metadata": {"creationTimestamp": null},
-            "versions": [{
-                "version": "v1",
-                "resources": [{
-                    "resource": "pods", "responseKind": pod_kind, "scope": "Namespaced",
-                    "singularResource": "pod", "verbs": POD_VERBS, "shortNames": ["po"], "categories": ["all"],
-                    "subresources": [{"subresource": "status", "responseKind": pod_kind,
-                                      "verbs": ["get", "patch", "update"]}],
-                }],
-                "freshness": "Current",
-            }],
-        }]});
-        assert_eq!(aggregated_core(), expected);
-        assert_eq!(aggregated_groups()["items"], json!([]));
+        let pods = json!({
+            "resource": "pods", "responseKind": pod_kind, "scope": "Namespaced",
+            "singularResource": "pod", "verbs": POD_VERBS, "shortNames": ["po"], "categories": ["all"],
+            "subresources": [{"subresource": "status", "responseKind": pod_kind,
+                              "verbs": ["get", "patch", "update"]}],
+        });
+        let core = aggregated_core();
+        assert_eq!(core["kind"], "APIGroupDiscoveryList");
+        assert_eq!(core["items"][0]["metadata"], json!({"creationTimestamp": null}));
+        assert_eq!(core["items"][0]["versions"][0]["resources"][0], pods);
+        assert_eq!(core["items"][0]["versions"][0]["resources"][1]["scope"], "Cluster", "nodes have no namespace");
+        let groups = aggregated_groups();
+        assert_eq!(groups["items"][0]["metadata"]["name"], "coordination.k8s.io");
+        assert_eq!(groups["items"][0]["versions"][0]["resources"][0]["resource"], "leases");
     }
 
     #[test]

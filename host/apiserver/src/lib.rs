@@ -22,6 +22,9 @@
 
 mod discovery;
 mod merge_patch;
+mod object_handlers;
+mod object_tables;
+mod objects;
 mod pods;
 mod routes;
 mod selectors;
@@ -89,6 +92,10 @@ pub struct ServeOptions {
     /// `Retry-After` and is closed, as kube-apiserver answers past
     /// `--max-requests-inflight`. Either way the server keeps answering.
     pub max_connections: usize,
+    /// Nodes and leases held at most, together (default 10,000): past it a create gets
+    /// 403 "exceeded quota", so clients cannot grow the server's memory by creating
+    /// small objects. Pods are bounded by the store the server is given.
+    pub max_objects: usize,
 }
 
 impl Default for ServeOptions {
@@ -104,6 +111,7 @@ impl Default for ServeOptions {
             header_timeout: Duration::from_secs(32),
             body_timeout: Duration::from_secs(60),
             max_connections: 512,
+            max_objects: 10_000,
         }
     }
 }
@@ -126,6 +134,10 @@ pub struct ServerStats {
     pub slow_lists_closed: usize,
     /// Requests answered 429 because the bodies being read used the whole budget.
     pub bodies_refused: usize,
+    /// Pod list requests answered so far (a client that relists shows here).
+    pub pod_lists: usize,
+    /// Pod watch requests answered so far.
+    pub pod_watches: usize,
 }
 
 /// A running embedded API server. It serves from its own tokio runtime on its own
@@ -190,6 +202,7 @@ impl EmbeddedApiServer {
         let counters = Arc::new(routes::Counters::default());
         let context = Arc::new(routes::Context {
             store: Arc::clone(&store),
+            objects: Arc::new(objects::ObjectStore::new(options.max_objects, options.max_object_bytes)),
             hub,
             server_address: local_addr.to_string(),
             body_budget: Arc::new(tokio::sync::Semaphore::new(routes::budget_units(options.body_bytes_in_flight))),

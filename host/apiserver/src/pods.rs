@@ -38,6 +38,8 @@ pub(crate) fn list_or_watch(
     let selector =
         Selector::parse(call.param("fieldSelector"), call.param("labelSelector")).map_err(Failure::bad_request)?;
     let table = table_request(call)?;
+    let counter = if call.flag("watch") { &context.counters.pod_watches } else { &context.counters.pod_lists };
+    counter.fetch_add(1, Ordering::SeqCst);
     if call.flag("watch") {
         return start_watch(call, context, namespace, selector, table);
     }
@@ -73,7 +75,7 @@ pub(crate) fn list_or_watch(
 }
 
 /// Encodes one list item after `out`; false if it cannot be encoded.
-type Encoder = Box<dyn Fn(&Pod, &mut Vec<u8>) -> bool + Send + Sync>;
+pub(crate) type Encoder<T = Pod> = Box<dyn Fn(&T, &mut Vec<u8>) -> bool + Send + Sync>;
 
 /// Bytes of a list encoded before they are queued for the client.
 const LIST_CHUNK: usize = 64 << 10;
@@ -83,12 +85,12 @@ const LIST_CHUNK: usize = 64 << 10;
 /// that much however long the list (the pods themselves are shared with the store). A
 /// client that takes nothing for `body_timeout` gets the list cut short: the JSON it
 /// has is incomplete, as when kube-apiserver's request timeout cuts a response.
-fn stream_list(
+pub(crate) fn stream_list<T: Send + Sync + 'static>(
     context: &Context,
-    pods: Vec<Arc<Pod>>,
-    keep: impl Fn(&Pod) -> bool + Send + Sync + 'static,
+    pods: Vec<Arc<T>>,
+    keep: impl Fn(&T) -> bool + Send + Sync + 'static,
     head: Vec<u8>,
-    encode: Encoder,
+    encode: Encoder<T>,
 ) -> Response<Body> {
     let (out, response) = streaming_response(context.options.watcher_buffer_bytes);
     let patience = context.options.body_timeout;
@@ -497,7 +499,7 @@ fn check_identity(pod: &Pod, namespace: &str, name: &str) -> Result<(), Failure>
 }
 
 /// Whether the client asked for a `Table`, and with which row objects.
-fn table_request(call: &Call) -> Result<Option<IncludeObject>, Failure> {
+pub(crate) fn table_request(call: &Call) -> Result<Option<IncludeObject>, Failure> {
     if !table::wants_table(&call.accept) {
         return Ok(None);
     }
@@ -514,7 +516,7 @@ fn now() -> jiff::Timestamp {
 
 /// A random (version 4 shaped) UUID for a pod created without one: splitmix64 over the
 /// time and a counter is plenty for names that must only not collide on one server.
-fn new_uid() -> String {
+pub(crate) fn new_uid() -> String {
     let [a, b] = random_words();
     let a = (a & 0xffff_ffff_ffff_0fff) | 0x0000_0000_0000_4000;
     let b = (b & 0x3fff_ffff_ffff_ffff) | 0x8000_0000_0000_0000;

@@ -7,6 +7,13 @@
 //! | `/api/v1/namespaces/{ns}/pods` | GET (list, watch), POST |
 //! | `/api/v1/namespaces/{ns}/pods/{name}` | GET, PUT, PATCH, DELETE |
 //! | `/api/v1/namespaces/{ns}/pods/{name}/status` | GET, PUT, PATCH |
+//! | `/api/v1/nodes` | GET (list), POST |
+//! | `/api/v1/nodes/{name}` | GET, PUT, PATCH, DELETE |
+//! | `/api/v1/nodes/{name}/status` | GET, PUT, PATCH |
+//! | `/apis/coordination.k8s.io`, `/apis/coordination.k8s.io/v1` | GET |
+//! | `/apis/coordination.k8s.io/v1/leases` | GET (list) |
+//! | `/apis/coordination.k8s.io/v1/namespaces/{ns}/leases` | GET (list), POST |
+//! | `/apis/coordination.k8s.io/v1/namespaces/{ns}/leases/{name}` | GET, PUT, PATCH, DELETE |
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -26,8 +33,9 @@ use serde_json::Value;
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc, watch as signal};
 
 use super::ServeOptions;
+use super::objects::{LEASES, NODES, ObjectStore, Part};
 use super::status_body::Failure;
-use super::{discovery, pods};
+use super::{discovery, object_handlers as objects, pods};
 use podstatus_backends::MemoryApiServer;
 
 /// A response body: whole, or streamed (watches).
@@ -41,6 +49,8 @@ const BUDGET_UNIT: usize = 1024;
 pub(crate) struct Context {
     /// The store served.
     pub store: Arc<MemoryApiServer>,
+    /// Nodes and leases.
+    pub objects: Arc<ObjectStore>,
     /// The watch hub, fed by the store.
     pub hub: Arc<super::watch::WatchHub>,
     /// host:port, for `/api`'s `serverAddressByClientCIDRs`.
@@ -65,6 +75,8 @@ pub(crate) struct Counters {
     pub slow_watches_closed: AtomicUsize,
     pub slow_lists_closed: AtomicUsize,
     pub bodies_refused: AtomicUsize,
+    pub pod_lists: AtomicUsize,
+    pub pod_watches: AtomicUsize,
 }
 
 impl Counters {
@@ -78,6 +90,8 @@ impl Counters {
             slow_watches_closed: get(&self.slow_watches_closed),
             slow_lists_closed: get(&self.slow_lists_closed),
             bodies_refused: get(&self.bodies_refused),
+            pod_lists: get(&self.pod_lists),
+            pod_watches: get(&self.pod_watches),
         }
     }
 }
@@ -453,6 +467,42 @@ fn route(path: &str, call: &Call, context: &Context) -> Result<Response<Body>, F
         ["api"] => get_only(discovery::core_versions(&context.server_address)),
         ["apis"] => get_only(discovery::groups()),
         ["api", "v1"] => get_only(discovery::core_v1_resources()),
+        ["apis", "coordination.k8s.io"] => get_only(discovery::coordination_group()),
+        ["apis", "coordination.k8s.io", "v1"] => get_only(discovery::coordination_v1_resources()),
+        ["api", "v1", "nodes"] => match call.method {
+            Method::GET => objects::list(call, context, &NODES, None),
+            Method::POST => objects::create(call, context, &NODES, ""),
+            _ => Err(Failure::method_not_allowed(&call.method)),
+        },
+        ["api", "v1", "nodes", name] => match call.method {
+            Method::GET => objects::get(call, context, &NODES, "", name),
+            Method::PUT => objects::replace(call, context, &NODES, "", name, Part::Main),
+            Method::PATCH => objects::patch(call, context, &NODES, "", name, Part::Main),
+            Method::DELETE => objects::delete(call, context, &NODES, "", name),
+            _ => Err(Failure::method_not_allowed(&call.method)),
+        },
+        ["api", "v1", "nodes", name, "status"] => match call.method {
+            Method::GET => objects::get(call, context, &NODES, "", name),
+            Method::PUT => objects::replace(call, context, &NODES, "", name, Part::Status),
+            Method::PATCH => objects::patch(call, context, &NODES, "", name, Part::Status),
+            _ => Err(Failure::method_not_allowed(&call.method)),
+        },
+        ["apis", "coordination.k8s.io", "v1", "leases"] => match call.method {
+            Method::GET => objects::list(call, context, &LEASES, None),
+            _ => Err(Failure::method_not_allowed(&call.method)),
+        },
+        ["apis", "coordination.k8s.io", "v1", "namespaces", namespace, "leases"] => match call.method {
+            Method::GET => objects::list(call, context, &LEASES, Some(namespace)),
+            Method::POST => objects::create(call, context, &LEASES, namespace),
+            _ => Err(Failure::method_not_allowed(&call.method)),
+        },
+        ["apis", "coordination.k8s.io", "v1", "namespaces", namespace, "leases", name] => match call.method {
+            Method::GET => objects::get(call, context, &LEASES, namespace, name),
+            Method::PUT => objects::replace(call, context, &LEASES, namespace, name, Part::Main),
+            Method::PATCH => objects::patch(call, context, &LEASES, namespace, name, Part::Main),
+            Method::DELETE => objects::delete(call, context, &LEASES, namespace, name),
+            _ => Err(Failure::method_not_allowed(&call.method)),
+        },
         ["api", "v1", "pods"] => match call.method {
             Method::GET => pods::list_or_watch(call, context, None),
             _ => Err(Failure::method_not_allowed(&call.method)),

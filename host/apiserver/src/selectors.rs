@@ -66,6 +66,35 @@ impl Selector {
     }
 }
 
+impl Selector {
+    /// Selectors for a kind other than pods: only `metadata.name` and
+    /// `metadata.namespace` may be named by a field selector (what kube-apiserver
+    /// allows for every kind).
+    pub fn parse_metadata(field_selector: Option<&str>, label_selector: Option<&str>) -> Result<Self, String> {
+        let selector = Self::parse(field_selector, label_selector)?;
+        match selector
+            .fields
+            .iter()
+            .find(|requirement| !matches!(requirement.field, PodField::Name | PodField::Namespace))
+        {
+            Some(requirement) => Err(format!("field label not supported: {:?}", requirement.field)),
+            None => Ok(selector),
+        }
+    }
+
+    /// Whether a JSON object (a node, a lease) is selected, by its name, namespace and
+    /// labels.
+    pub fn matches_object(&self, object: &serde_json::Value) -> bool {
+        let text = |field: &str| object["metadata"][field].as_str().unwrap_or_default();
+        let labels: Option<BTreeMap<String, String>> =
+            object["metadata"].get("labels").and_then(|labels| serde_json::from_value(labels.clone()).ok());
+        self.fields.iter().all(|requirement| {
+            let value = if requirement.field == PodField::Name { text("name") } else { text("namespace") };
+            (value == requirement.value) == requirement.equal
+        }) && self.labels.iter().all(|requirement| requirement.matches(labels.as_ref()))
+    }
+}
+
 fn parse_fields(text: &str) -> Result<Vec<FieldRequirement>, String> {
     let mut requirements = Vec::new();
     for term in text.split(',').map(str::trim).filter(|term| !term.is_empty()) {

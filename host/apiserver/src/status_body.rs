@@ -50,11 +50,21 @@ pub(crate) struct Failure {
     pub causes: Vec<Cause>,
     /// `details.retryAfterSeconds` and the `Retry-After` header (429).
     pub retry_after_seconds: Option<u16>,
+    /// The resource the failure is about, for `details.kind` (`pods` unless said).
+    pub resource: &'static str,
 }
 
 impl Failure {
     fn new(code: u16, reason: &'static str, message: impl Into<String>) -> Self {
-        Self { code, reason, message: message.into(), name: None, causes: Vec::new(), retry_after_seconds: None }
+        Self {
+            code,
+            reason,
+            message: message.into(),
+            name: None,
+            causes: Vec::new(),
+            retry_after_seconds: None,
+            resource: "pods",
+        }
     }
 
     /// 400: the request cannot be understood (unparsable body, bad selector, ...).
@@ -112,6 +122,50 @@ impl Failure {
         failure
     }
 
+    /// 404 for an object of `resource` (a plural: `nodes`) that does not exist.
+    pub fn not_found(resource: &'static str, name: &str) -> Self {
+        Self::about(
+            404,
+            "NotFound",
+            format!("{resource} \"{}\" not found", super::routes::excerpt(name)),
+            resource,
+            name,
+        )
+    }
+
+    /// 409 `AlreadyExists`: a create of a name taken.
+    pub fn already_exists(resource: &'static str, name: &str) -> Self {
+        let message = format!("{resource} \"{}\" already exists", super::routes::excerpt(name));
+        Self::about(409, "AlreadyExists", message, resource, name)
+    }
+
+    /// 409 `Conflict`: a resourceVersion or UID precondition that does not hold.
+    pub fn conflict(resource: &'static str, name: &str) -> Self {
+        let message = format!(
+            "Operation cannot be fulfilled on {resource} \"{}\": the object has been modified; please apply your changes to the latest version and try again",
+            super::routes::excerpt(name)
+        );
+        Self::about(409, "Conflict", message, resource, name)
+    }
+
+    /// 403 `Forbidden` past the server's object cap, worded as a ResourceQuota refusal.
+    pub fn quota_exceeded(resource: &'static str, limit: usize) -> Self {
+        let mut failure = Self::new(
+            403,
+            "Forbidden",
+            format!("{resource} is forbidden: exceeded quota: the server holds at most {limit} objects"),
+        );
+        failure.resource = resource;
+        failure
+    }
+
+    fn about(code: u16, reason: &'static str, message: String, resource: &'static str, name: &str) -> Self {
+        let mut failure = Self::new(code, reason, message);
+        failure.resource = resource;
+        failure.name = Some(super::routes::excerpt(name));
+        failure
+    }
+
     /// 429: no room now (connections, request bodies); try again in a second.
     pub fn too_many_requests() -> Self {
         let mut failure = Self::new(429, "TooManyRequests", "Too many requests, please try again later.");
@@ -127,13 +181,18 @@ impl Failure {
     /// 422 `Invalid` with its causes: `Pod "name" is invalid: cause, cause`, as
     /// kube-apiserver words it.
     pub fn invalid(name: &str, causes: Vec<Cause>) -> Self {
+        Self::invalid_kind("Pod", name, causes)
+    }
+
+    /// [`Failure::invalid`] for an object of another kind (`Node "x" is invalid: ...`).
+    pub fn invalid_kind(kind: &str, name: &str, causes: Vec<Cause>) -> Self {
         let listed: Vec<String> = causes.iter().map(|cause| format!("{}: {}", cause.field, cause.message)).collect();
         let listed = match listed.as_slice() {
             [one] => one.clone(),
             many => format!("[{}]", many.join(", ")),
         };
         let mut failure =
-            Self::new(422, "Invalid", format!("Pod \"{}\" is invalid: {listed}", super::routes::excerpt(name)));
+            Self::new(422, "Invalid", format!("{kind} \"{}\" is invalid: {listed}", super::routes::excerpt(name)));
         failure.name = Some(super::routes::excerpt(name));
         failure.causes = causes;
         failure
@@ -154,7 +213,7 @@ impl Failure {
         Status {
             code: Some(i32::from(self.code)),
             details: Some(StatusDetails {
-                kind: Some("pods".into()),
+                kind: Some(self.resource.into()),
                 name: self.name.clone(),
                 causes,
                 retry_after_seconds: self.retry_after_seconds.map(i32::from),

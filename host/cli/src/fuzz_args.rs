@@ -40,7 +40,7 @@ pub struct FuzzArgs {
     pub traces: Option<u64>,
     /// Run this long instead of a number of traces (`90s`, `5m`; a bare number is
     /// seconds).
-    #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse)]
+    #[arg(long, value_name = "DURATION", value_parser = podstatus_agent::parse_go_duration)]
     pub duration: Option<Duration>,
     /// Steps per trace (two quiescence steps are added to each).
     #[arg(long, default_value_t = 40)]
@@ -76,7 +76,7 @@ pub struct FuzzArgs {
     #[arg(long)]
     pub strict: bool,
     /// The longest shrinking may take (`2m`; a bare number is seconds).
-    #[arg(long, value_name = "DURATION", default_value = "120", value_parser = crate::duration::parse)]
+    #[arg(long, value_name = "DURATION", default_value = "120", value_parser = podstatus_agent::parse_go_duration)]
     pub shrink_time: Duration,
 }
 

@@ -59,6 +59,14 @@ enum Command {
     /// plugin's cached one after the final quiet sync. SIGINT/SIGTERM stop the churn and
     /// flush (a second one exits at once); SIGHUP hot-swaps to --swap-to (or --plugin).
     Simulate(Box<SimulateArgs>),
+    /// A long-running virtual node with the kubelet's status logic (as KWOK or
+    /// virtual-kubelet provide): registers its Node and renews its Lease, runs the pods
+    /// scheduled to it through the simulated runtime, every status through the plugin.
+    ///
+    /// Against the embedded API server by default, or a cluster (--kubeconfig,
+    /// in-cluster). SIGINT/SIGTERM: stop taking work, flush, report the node as
+    /// shutting down (a second one exits at once); SIGHUP re-reads --plugin.
+    Agent(Box<agent_command::AgentArgs>),
     /// Serve the embedded API server (an empty in-memory store) until SIGINT, for
     /// kubectl and other clients.
     Serve {
@@ -83,7 +91,7 @@ struct SimulateArgs {
     churn: f64,
     /// How long the churn lasts (`15s`, `1m30s`; a bare number is seconds); 0 runs until
     /// SIGINT or SIGTERM.
-    #[arg(long, value_name = "DURATION", default_value = "15s", value_parser = duration::parse)]
+    #[arg(long, value_name = "DURATION", default_value = "15s", value_parser = podstatus_agent::parse_go_duration)]
     duration: Duration,
     /// Stop once this many pods have lived whole lives (created, run, terminated and
     /// deleted by the status manager), if that comes before --duration.
@@ -121,16 +129,16 @@ struct SimulateArgs {
     #[arg(long, default_value_t = 100)]
     kube_api_burst: u32,
     /// Time between batch syncs (`10s`; a bare number is seconds).
-    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = duration::parse)]
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = podstatus_agent::parse_go_duration)]
     sync_period: Duration,
     /// Hot-swap to this plugin during the run (with --swap-at), and on SIGHUP.
     #[arg(long, value_name = "FILE.wasm")]
     swap_to: Option<PathBuf>,
     /// How far into the run to swap to --swap-to (`40s`; a bare number is seconds).
-    #[arg(long, value_name = "DURATION", requires = "swap_to", value_parser = duration::parse)]
+    #[arg(long, value_name = "DURATION", requires = "swap_to", value_parser = podstatus_agent::parse_go_duration)]
     swap_at: Option<Duration>,
     /// How long the final flush and quiet sync may take.
-    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = duration::parse)]
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = podstatus_agent::parse_go_duration)]
     flush_timeout: Duration,
     /// Fail this fraction of the plugin's API calls on purpose (half refused before
     /// sending, half sent with the answer lost): the final check shows nothing is lost.
@@ -145,6 +153,8 @@ struct SimulateArgs {
     /// No progress bar.
     #[arg(long)]
     quiet: bool,
+    #[command(flatten)]
+    node: node_args::NodeArgs,
     #[command(flatten)]
     plugin: PluginArgs,
 }
@@ -225,10 +235,11 @@ impl PluginArgs {
     }
 }
 
-mod duration;
+mod agent_command;
 mod fuzz_args;
 mod inspect;
 mod logging;
+mod node_args;
 mod simulate_command;
 
 fn main() -> ExitCode {
@@ -250,6 +261,7 @@ fn main() -> ExitCode {
         Command::Fuzz(args) => crate::fuzz_args::run(&args),
         Command::Replay { trace, plugin, native, node } => replay_command(&trace, &plugin, native, node),
         Command::Simulate(args) => simulate_command::run(&args),
+        Command::Agent(args) => agent_command::run(&args),
         Command::Serve { listen } => simulate_command::serve(listen),
         Command::Inspect { plugin } => match inspect_command(&plugin) {
             Ok(()) => ExitCode::SUCCESS,

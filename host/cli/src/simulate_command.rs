@@ -1,4 +1,5 @@
-//! The binary's edge of `podstatus simulate` and `podstatus serve`: options to
+//! The binary's edge of `podstatus simulate` and `podstatus serve` (and the option
+//! and signal handling `podstatus agent` shares with them): options to
 //! configuration, signals to flags, the summary to stdout, and exit codes.
 
 use std::process::ExitCode;
@@ -41,15 +42,24 @@ pub fn run(args: &SimulateArgs) -> ExitCode {
     }
 }
 
-fn simulate(args: &SimulateArgs) -> anyhow::Result<bool> {
-    let target = match (&args.kubeconfig, &args.server) {
-        (Some(path), _) if path.as_os_str().is_empty() => {
-            Target::Kubeconfig { path: None, context: args.context.clone() }
-        }
-        (Some(path), _) => Target::Kubeconfig { path: Some(path.clone()), context: args.context.clone() },
+/// Where the API server is, from `--kubeconfig [FILE]`, `--context`, `--server` and
+/// `--listen` (the embedded server's address when neither of the first is given).
+pub(crate) fn target(
+    kubeconfig: &Option<std::path::PathBuf>,
+    context: &Option<String>,
+    server: &Option<String>,
+    listen: std::net::SocketAddr,
+) -> Target {
+    match (kubeconfig, server) {
+        (Some(path), _) if path.as_os_str().is_empty() => Target::Kubeconfig { path: None, context: context.clone() },
+        (Some(path), _) => Target::Kubeconfig { path: Some(path.clone()), context: context.clone() },
         (None, Some(url)) => Target::Url(url.clone()),
-        (None, None) => Target::Embedded(args.listen),
-    };
+        (None, None) => Target::Embedded(listen),
+    }
+}
+
+fn simulate(args: &SimulateArgs) -> anyhow::Result<bool> {
+    let target = target(&args.kubeconfig, &args.context, &args.server, args.listen);
     let duration = args.duration;
     let agent = AgentConfig {
         node: args.node_name.clone(),
@@ -61,6 +71,7 @@ fn simulate(args: &SimulateArgs) -> anyhow::Result<bool> {
         queue_capacity: DEFAULT_CAPACITY,
         injected_faults: (args.api_fault_rate > 0.0)
             .then_some(InjectedFaults { rate: args.api_fault_rate, seed: args.seed }),
+        register_node: Some(args.node.config(&args.node_name)),
     };
     let swap_at = match (&args.swap_to, args.swap_at) {
         (Some(path), Some(at)) => Some((path.clone(), at)),
@@ -135,7 +146,7 @@ pub fn serve(listen: std::net::SocketAddr) -> ExitCode {
 
 /// SIGINT or SIGTERM: stop taking work and flush; a second one exits at once. SIGHUP:
 /// swap the plugin. The handlers run on a thread of their own.
-fn install_signal_handlers(signals: &Signals, stopping: &'static str) -> anyhow::Result<()> {
+pub(crate) fn install_signal_handlers(signals: &Signals, stopping: &'static str) -> anyhow::Result<()> {
     use tokio::signal::unix::{SignalKind, signal};
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let (mut interrupt, mut terminate, mut hangup) = {

@@ -96,10 +96,20 @@ fn inspect_prints_the_world_and_contract_version() {
 
 #[test]
 fn help_is_there_for_every_command() {
-    for args in [&["--help"][..], &["replay", "--help"], &["inspect", "--help"]] {
+    for args in [&["--help"][..], &["replay", "--help"], &["inspect", "--help"], &["agent", "--help"]] {
         let out = podstatus(args, None);
         assert_eq!(out.status.code(), Some(0));
         assert!(String::from_utf8_lossy(&out.stdout).contains("Usage: podstatus"));
+    }
+    let agent = String::from_utf8_lossy(&podstatus(&["agent", "--help"], None).stdout).into_owned();
+    for flag in [
+        "--node-name",
+        "--hostname-override",
+        "--node-lease-duration",
+        "--node-status-update-frequency",
+        "--kubeconfig",
+    ] {
+        assert!(agent.contains(flag), "agent --help lacks {flag}:\n{agent}");
     }
 }
 

@@ -205,26 +205,15 @@ impl Driver {
                     self.counts.owner_errors += 1;
                 }
             }
-            (Event::SetStatus(status), Some(pod)) => self.set_status(handle, &pod, &status),
-            (Event::Readiness { container_id, ready }, Some(_)) => {
-                let outcome = handle.set_container_readiness(&uid, &container_id, ready);
-                self.count("set-container-readiness", outcome);
-            }
-            (Event::Kill(status), Some(pod)) => {
-                self.set_status(handle, &pod, &status);
-                let outcome = handle.terminate_pod(&pod_json(&pod));
-                self.count("terminate-pod", outcome);
+            (event, Some(pod)) => {
+                for (op, outcome) in report(handle, &pod, &event) {
+                    self.count(op, outcome);
+                }
             }
             // The pod left the node under our feet (deleted elsewhere): nothing to report.
             (_, None) => return POLL,
         }
         self.interval()
-    }
-
-    fn set_status(&mut self, handle: &ManagerHandle, pod: &Pod, status: &k8s_openapi::api::core::v1::PodStatus) {
-        let status = serde_json::to_string(status).unwrap_or_default();
-        let outcome = handle.set_pod_status(&pod_json(pod), &status);
-        self.count("set-pod-status", outcome);
     }
 
     fn create(&mut self, slot: usize, owners: &dyn Owners) -> Duration {
@@ -286,6 +275,34 @@ impl Driver {
             *out.entry(stage_name(life.stage)).or_default() += 1;
         }
         out
+    }
+}
+
+/// Tells the status manager what `event` says of `pod`, as the kubelet's pod workers do:
+/// a status (`set-pod-status`), a probe's verdict (`set-container-readiness`), or the
+/// stopped containers followed by `terminate-pod`. Returns each call made with its
+/// outcome (nothing for events that are not the node's to report). Shared by the
+/// simulation's driver and `podstatus agent`'s pod runner.
+pub fn report(
+    handle: &ManagerHandle,
+    pod: &Pod,
+    event: &Event,
+) -> Vec<(&'static str, Result<UpdateOutcome, CallError>)> {
+    let set_status = |status: &k8s_openapi::api::core::v1::PodStatus| {
+        let status = serde_json::to_string(status).unwrap_or_default();
+        ("set-pod-status", handle.set_pod_status(&pod_json(pod), &status))
+    };
+    match event {
+        Event::SetStatus(status) => vec![set_status(status)],
+        Event::Readiness { container_id, ready } => {
+            let uid = pod.metadata.uid.as_deref().unwrap_or_default();
+            vec![("set-container-readiness", handle.set_container_readiness(uid, container_id, *ready))]
+        }
+        Event::Kill(status) => {
+            let stopped = set_status(status);
+            vec![stopped, ("terminate-pod", handle.terminate_pod(&pod_json(pod)))]
+        }
+        Event::RequestDeletion | Event::Wait => Vec::new(),
     }
 }
 

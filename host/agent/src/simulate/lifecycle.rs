@@ -7,6 +7,12 @@
 //! succeeds or fails, and is cleaned up). Static pods are services that are never
 //! deleted. The model knows nothing of the plugin: it says what the kubelet would report,
 //! and the driver makes the calls.
+//!
+//! `podstatus agent` runs the same lives for pods someone else created
+//! ([`PodLife::of_pod`]: containers, init containers and restart policy from the pod's
+//! spec), stepping them on a schedule ([`crate::PodRunner`]) through the same
+//! transitions ([`PodLife::advance`], [`PodLife::set_ready`], [`PodLife::exit_all`],
+//! [`PodLife::kill`]) instead of the generator's draws.
 
 use k8s_openapi::api::core::v1::{Container, Pod, PodSpec, PodStatus, Probe};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -72,6 +78,7 @@ pub enum Event {
 #[derive(Clone, Debug)]
 struct ContainerRun {
     name: String,
+    image: String,
     /// Bumped on each restart so the runtime ID changes, as it does in a real runtime.
     instance: u32,
     restarts: i32,
@@ -96,12 +103,19 @@ pub struct PodLife {
     pub stage: Stage,
     /// The pod's UID once the API server (or the manifest source) gave it one.
     pub uid: Option<String>,
-    restart_policy: &'static str,
-    has_init: bool,
+    name: String,
+    restart_policy: String,
+    /// Init containers, (name, image); they run one stage together.
+    inits: Vec<(String, String)>,
     containers: Vec<ContainerRun>,
     pod_ip: String,
+    /// The node's IP, reported as `hostIP`.
+    host_ip: String,
     start_time: String,
 }
+
+/// The `hostIP` pods report unless told otherwise ([`PodLife::with_host_ip`]).
+pub const DEFAULT_HOST_IP: &str = "10.0.0.10";
 
 /// Namespace of the simulated pods.
 pub const NAMESPACE: &str = "sim";
@@ -115,38 +129,117 @@ impl PodLife {
         };
         let count = if kind != Kind::Static && rng.chance(30) { 2 } else { 1 };
         let containers = (0..count)
-            .map(|i| ContainerRun {
-                name: if i == 0 { "app".to_owned() } else { "sidecar".to_owned() },
-                instance: 0,
-                restarts: 0,
-                ready: false,
-                exited: None,
-                last_exit: None,
-                started_at: String::new(),
+            .map(|i| {
+                let name = if i == 0 { "app" } else { "sidecar" };
+                ContainerRun::new(name, &format!("registry.example/{name}:1.0"))
             })
             .collect();
+        let has_init = kind != Kind::Static && rng.chance(40);
+        let prefix = match kind {
+            Kind::Service => "web",
+            Kind::Job => "job",
+            Kind::Static => "static",
+        };
         PodLife {
             slot,
             generation,
             kind,
             stage: Stage::Created,
             uid: None,
-            restart_policy,
-            has_init: kind != Kind::Static && rng.chance(40),
+            name: format!("{prefix}-{slot:04}-{generation}"),
+            restart_policy: restart_policy.to_owned(),
+            inits: if has_init { vec![("init".into(), "registry.example/init:1.0".into())] } else { Vec::new() },
             containers,
-            pod_ip: format!("10.244.{}.{}", (slot / 250) % 256, slot % 250 + 2),
+            pod_ip: pod_ip(slot),
+            host_ip: DEFAULT_HOST_IP.to_owned(),
             start_time: String::new(),
         }
     }
 
+    /// The life of a pod someone else created, as `podstatus agent` runs it: its
+    /// containers, init containers and restart policy from its spec (`Always` when
+    /// unset, as the API server defaults it); a static pod (from a manifest folder) is
+    /// a [`Kind::Static`], other pods a service or a job by their restart policy. `slot`
+    /// numbers the pod on the node (its IP derives from it).
+    pub fn of_pod(pod: &Pod, slot: usize) -> Self {
+        let spec = pod.spec.clone().unwrap_or_default();
+        let restart_policy = spec.restart_policy.clone().filter(|p| !p.is_empty()).unwrap_or_else(|| "Always".into());
+        let is_static = pod
+            .metadata
+            .annotations
+            .as_ref()
+            .is_some_and(|a| a.get("kubernetes.io/config.source").is_some_and(|source| source != "api"));
+        let kind = match restart_policy.as_str() {
+            _ if is_static => Kind::Static,
+            "Always" => Kind::Service,
+            _ => Kind::Job,
+        };
+        let image = |c: &Container| c.image.clone().unwrap_or_default();
+        PodLife {
+            slot,
+            generation: 0,
+            kind,
+            stage: Stage::Created,
+            uid: pod.metadata.uid.clone(),
+            name: pod.metadata.name.clone().unwrap_or_default(),
+            restart_policy,
+            inits: spec.init_containers.iter().flatten().map(|c| (c.name.clone(), image(c))).collect(),
+            containers: spec.containers.iter().map(|c| ContainerRun::new(&c.name, &image(c))).collect(),
+            pod_ip: pod_ip(slot),
+            host_ip: DEFAULT_HOST_IP.to_owned(),
+            start_time: String::new(),
+        }
+    }
+
+    /// The same life on a node at `ip` (its pods' `hostIP`).
+    pub fn with_host_ip(self, ip: &str) -> Self {
+        PodLife { host_ip: ip.to_owned(), ..self }
+    }
+
+    /// The restart policy the life follows.
+    pub fn restart_policy(&self) -> &str {
+        &self.restart_policy
+    }
+
+    /// Whether container `i` is ready (passed its probe and runs).
+    pub fn is_ready(&self, i: usize) -> bool {
+        self.containers.get(i).is_some_and(|c| c.ready && c.exited.is_none())
+    }
+
+    /// How many regular containers the pod has.
+    pub fn container_count(&self) -> usize {
+        self.containers.len()
+    }
+
+    fn has_init(&self) -> bool {
+        !self.inits.is_empty()
+    }
+}
+
+impl ContainerRun {
+    fn new(name: &str, image: &str) -> Self {
+        ContainerRun {
+            name: name.to_owned(),
+            image: image.to_owned(),
+            instance: 0,
+            restarts: 0,
+            ready: false,
+            exited: None,
+            last_exit: None,
+            started_at: String::new(),
+        }
+    }
+}
+
+/// The pod IP of the pod in `slot`: 10.244.x.y, unique for 64,000 slots.
+fn pod_ip(slot: usize) -> String {
+    format!("10.244.{}.{}", (slot / 250) % 256, slot % 250 + 2)
+}
+
+impl PodLife {
     /// The pod's name in the API server.
     pub fn name(&self) -> String {
-        let kind = match self.kind {
-            Kind::Service => "web",
-            Kind::Job => "job",
-            Kind::Static => "static",
-        };
-        format!("{kind}-{:04}-{}", self.slot, self.generation)
+        self.name.clone()
     }
 
     /// The pod object its owner creates, bound to `node`.
@@ -156,17 +249,20 @@ impl PodLife {
             .iter()
             .map(|c| Container {
                 name: c.name.clone(),
-                image: Some(format!("registry.example/{}:1.0", c.name)),
+                image: Some(c.image.clone()),
                 readiness_probe: Some(Probe { period_seconds: Some(5), ..Probe::default() }),
                 ..Container::default()
             })
             .collect();
-        let init_containers = self.has_init.then(|| {
-            vec![Container {
-                name: "init".into(),
-                image: Some("registry.example/init:1.0".into()),
-                ..Container::default()
-            }]
+        let init_containers = self.has_init().then(|| {
+            self.inits
+                .iter()
+                .map(|(name, image)| Container {
+                    name: name.clone(),
+                    image: Some(image.clone()),
+                    ..Container::default()
+                })
+                .collect()
         });
         Pod {
             metadata: ObjectMeta {
@@ -177,7 +273,7 @@ impl PodLife {
             },
             spec: Some(PodSpec {
                 node_name: Some(node.into()),
-                restart_policy: Some(self.restart_policy.into()),
+                restart_policy: Some(self.restart_policy.clone()),
                 termination_grace_period_seconds: Some(30),
                 containers,
                 init_containers,
@@ -191,22 +287,7 @@ impl PodLife {
     /// node sees a deletion timestamp on it and whether it is still in the API server.
     pub fn next(&mut self, rng: &mut dyn Entropy, now: &str, deleting: bool, present: bool) -> Event {
         match self.stage {
-            Stage::Created => {
-                self.stage = Stage::Pending;
-                self.start_time = now.to_owned();
-                Event::SetStatus(self.status(now))
-            }
-            Stage::Pending if self.has_init => {
-                self.stage = Stage::Initializing;
-                Event::SetStatus(self.status(now))
-            }
-            Stage::Pending | Stage::Initializing => {
-                self.stage = Stage::Running;
-                for c in &mut self.containers {
-                    c.started_at = now.to_owned();
-                }
-                Event::SetStatus(self.status(now))
-            }
+            Stage::Created | Stage::Pending | Stage::Initializing => self.advance(now),
             _ if deleting && matches!(self.stage, Stage::Running | Stage::Finished | Stage::DeleteRequested) => {
                 self.kill(now)
             }
@@ -239,40 +320,18 @@ impl PodLife {
         };
         match rng.weighted(weights) {
             0 => {
-                let name = self.name();
                 let i = rng.index(self.containers.len());
-                let c = &mut self.containers[i];
-                c.ready = !c.ready;
-                Event::Readiness { container_id: container_id(&name, c), ready: c.ready }
+                let ready = !self.containers[i].ready;
+                self.set_ready(i, ready)
             }
             1 => {
                 let i = rng.index(self.containers.len());
-                let c = &mut self.containers[i];
-                c.last_exit = Some(*rng.pick(&[1, 137, 143]));
-                c.restarts += 1;
-                c.instance += 1;
-                c.ready = false;
-                c.started_at = now.to_owned();
-                Event::SetStatus(self.status(now))
+                let code = *rng.pick(&[1, 137, 143]);
+                self.restart(i, code, now)
             }
             2 | 3 => {
                 let code = if rng.chance(85) { 0 } else { 1 };
-                for c in &mut self.containers {
-                    c.exited = Some(code);
-                    c.ready = false;
-                }
-                if code != 0 && self.restart_policy == "OnFailure" {
-                    // OnFailure: the runtime restarts a failed container.
-                    for c in &mut self.containers {
-                        c.last_exit = c.exited.take();
-                        c.restarts += 1;
-                        c.instance += 1;
-                        c.started_at = now.to_owned();
-                    }
-                } else {
-                    self.stage = Stage::Finished;
-                }
-                Event::SetStatus(self.status(now))
+                self.exit_all(code, now)
             }
             _ => {
                 self.stage = Stage::DeleteRequested;
@@ -281,8 +340,80 @@ impl PodLife {
         }
     }
 
+    /// The next step of a pod's start: Created -> Pending (containers being created)
+    /// -> Initializing (when it has init containers) -> Running (containers started,
+    /// not ready yet). Elsewhere in its life, a report of the status as it is.
+    pub fn advance(&mut self, now: &str) -> Event {
+        match self.stage {
+            Stage::Created => {
+                self.stage = Stage::Pending;
+                self.start_time = now.to_owned();
+            }
+            Stage::Pending if self.has_init() => self.stage = Stage::Initializing,
+            Stage::Pending | Stage::Initializing => {
+                self.stage = Stage::Running;
+                for c in &mut self.containers {
+                    c.started_at = now.to_owned();
+                }
+            }
+            _ => {}
+        }
+        Event::SetStatus(self.status(now))
+    }
+
+    /// A readiness probe's verdict on container `i`.
+    pub fn set_ready(&mut self, i: usize, ready: bool) -> Event {
+        let name = self.name();
+        let c = &mut self.containers[i];
+        c.ready = ready;
+        Event::Readiness { container_id: container_id(&name, c), ready: c.ready }
+    }
+
+    /// Container `i` exited with `code` and the runtime started it again (a restart,
+    /// whatever the policy: the caller decides that the policy allows it).
+    pub fn restart(&mut self, i: usize, code: i32, now: &str) -> Event {
+        let c = &mut self.containers[i];
+        c.last_exit = Some(code);
+        c.restarts += 1;
+        c.instance += 1;
+        c.ready = false;
+        c.started_at = now.to_owned();
+        Event::SetStatus(self.status(now))
+    }
+
+    /// Every container exited with `code`: a job's end. `OnFailure` restarts them after
+    /// a failure; otherwise the pod is finished (Succeeded or Failed by the code).
+    pub fn exit_all(&mut self, code: i32, now: &str) -> Event {
+        for c in &mut self.containers {
+            c.exited = Some(code);
+            c.ready = false;
+        }
+        if code != 0 && self.restart_policy == "OnFailure" {
+            // OnFailure: the runtime restarts a failed container.
+            for c in &mut self.containers {
+                c.last_exit = c.exited.take();
+                c.restarts += 1;
+                c.instance += 1;
+                c.started_at = now.to_owned();
+            }
+        } else {
+            self.stage = Stage::Finished;
+        }
+        Event::SetStatus(self.status(now))
+    }
+
     /// The node kills what still runs (exit 143 after SIGTERM) and reports it.
-    fn kill(&mut self, now: &str) -> Event {
+    pub fn kill(&mut self, now: &str) -> Event {
+        // A pod deleted before it started (`podstatus agent` sees such pods) has no
+        // start times yet: its containers stop as they start.
+        if self.start_time.is_empty() {
+            self.start_time = now.to_owned();
+        }
+        for c in &mut self.containers {
+            if c.started_at.is_empty() {
+                c.started_at = now.to_owned();
+            }
+        }
         for c in &mut self.containers {
             if c.exited.is_none() {
                 c.exited = Some(143);
@@ -308,7 +439,7 @@ impl PodLife {
         };
         let ready = running && !all_stopped && self.containers.iter().all(|c| c.ready && c.exited.is_none());
         let initialized =
-            !matches!(self.stage, Stage::Created | Stage::Pending | Stage::Initializing) || !self.has_init;
+            !matches!(self.stage, Stage::Created | Stage::Pending | Stage::Initializing) || !self.has_init();
         let condition = |kind: &str, ok: bool| json!({"type": kind, "status": if ok { "True" } else { "False" }, "lastProbeTime": null, "lastTransitionTime": now});
         let containers: Vec<_> = self.containers.iter().map(|c| self.container_status(&name, c, now)).collect();
         let mut status = json!({
@@ -319,7 +450,7 @@ impl PodLife {
                 condition("ContainersReady", ready),
                 condition("PodScheduled", true),
             ],
-            "hostIP": "10.0.0.10",
+            "hostIP": self.host_ip,
             "startTime": self.start_time,
             "qosClass": "BestEffort",
             "containerStatuses": containers,
@@ -328,7 +459,7 @@ impl PodLife {
             status["podIP"] = json!(self.pod_ip);
             status["podIPs"] = json!([{"ip": self.pod_ip}]);
         }
-        if self.has_init {
+        if self.has_init() {
             let init_state = match self.stage {
                 Stage::Created | Stage::Pending => json!({"waiting": {"reason": "PodInitializing"}}),
                 Stage::Initializing => json!({"running": {"startedAt": now}}),
@@ -336,15 +467,23 @@ impl PodLife {
                     json!({"terminated": {"exitCode": 0, "reason": "Completed", "startedAt": self.start_time, "finishedAt": self.start_time}})
                 }
             };
-            status["initContainerStatuses"] = json!([{
-                "name": "init",
-                "image": "registry.example/init:1.0",
-                "imageID": "registry.example/init@sha256:0",
-                "containerID": format!("containerd://{name}-init"),
-                "ready": matches!(self.stage, Stage::Running | Stage::Finished | Stage::Terminated),
-                "restartCount": 0,
-                "state": init_state,
-            }]);
+            let ready = matches!(self.stage, Stage::Running | Stage::Finished | Stage::Terminated);
+            let inits: Vec<_> = self
+                .inits
+                .iter()
+                .map(|(init, image)| {
+                    json!({
+                        "name": init,
+                        "image": image,
+                        "imageID": format!("{}@sha256:0", image.split(':').next().unwrap_or_default()),
+                        "containerID": format!("containerd://{name}-{init}"),
+                        "ready": ready,
+                        "restartCount": 0,
+                        "state": init_state,
+                    })
+                })
+                .collect();
+            status["initContainerStatuses"] = json!(inits);
         }
         serde_json::from_value(status).expect("the simulated status is a valid PodStatus")
     }
@@ -352,7 +491,7 @@ impl PodLife {
     fn container_status(&self, pod: &str, c: &ContainerRun, now: &str) -> serde_json::Value {
         let (state, started) = match (self.stage, c.exited) {
             (Stage::Created | Stage::Pending | Stage::Initializing, _) => {
-                let reason = if self.has_init { "PodInitializing" } else { "ContainerCreating" };
+                let reason = if self.has_init() { "PodInitializing" } else { "ContainerCreating" };
                 (json!({"waiting": {"reason": reason}}), false)
             }
             (_, Some(code)) => {
@@ -364,8 +503,8 @@ impl PodLife {
         };
         let mut status = json!({
             "name": c.name,
-            "image": format!("registry.example/{}:1.0", c.name),
-            "imageID": format!("registry.example/{}@sha256:0", c.name),
+            "image": c.image,
+            "imageID": format!("{}@sha256:0", c.image.split(':').next().unwrap_or_default()),
             "ready": c.ready && c.exited.is_none(),
             "restartCount": c.restarts,
             "started": started,

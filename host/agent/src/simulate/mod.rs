@@ -214,6 +214,12 @@ pub fn run_with_progress(
         check,
         peak_rss_mib: summary::peak_rss_mib(),
     };
+    // As `podstatus agent` at its end: the node reported as shutting down.
+    if let Some(registration) = agent.registration()
+        && let Err(e) = registration.mark_shutting_down(Duration::from_secs(10))
+    {
+        tracing::warn!("reporting the node as shutting down: {e}");
+    }
     let left = agent.shutdown(config.flush_timeout);
     tracing::info!("agent stopped");
     if left > 0 {
@@ -227,22 +233,8 @@ pub fn run_with_progress(
 /// left to write (the rate limit may refuse some writes of a batch: the next one
 /// takes them), all within `timeout`.
 fn quiet_sync(agent: &NodeAgent, driver: &mut Driver, timeout: Duration) {
-    let deadline = Instant::now() + timeout;
     driver.housekeeping(agent.handle(), agent.pod_manager());
-    while agent.handle().queue_len() > 0 && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    while Instant::now() < deadline {
-        match agent.handle().sync_batch() {
-            Ok(report) if report.synced == 0 => return,
-            Ok(_) => std::thread::sleep(Duration::from_millis(100)),
-            Err(e) => {
-                tracing::error!("final batch sync: {e}");
-                std::thread::sleep(Duration::from_millis(100));
-            }
-        }
-    }
-    tracing::warn!("the final quiet sync did not settle within {timeout:?}");
+    agent.flush(timeout);
 }
 
 fn do_swap(agent: &NodeAgent, path: &std::path::Path, at: Duration) -> SwapSummary {

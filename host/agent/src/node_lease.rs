@@ -1,0 +1,109 @@
+//! The node's heartbeat: a `coordination.k8s.io/v1` Lease named after the node in
+//! `kube-node-lease`, renewed every quarter of its duration, as the kubelet's node
+//! lease controller (`pkg/kubelet/nodelease`, on
+//! `k8s.io/component-helpers/apimachinery/lease`) keeps it:
+//!
+//! - the holder is the node, `leaseDurationSeconds` the configured duration, and
+//!   `renewTime` is set at each renewal;
+//! - the Lease is owned by the Node (an ownerReference with the Node's UID), so that
+//!   deleting the Node deletes it; it is created without one while the Node does not
+//!   exist yet, and the reference is added at a later renewal;
+//! - a renewal updates the Lease last read (or created), and only after a failure reads
+//!   it again; a failed renewal is retried with exponential backoff (200 ms doubling
+//!   up to 7 s) rather than waiting a whole interval.
+//!
+//! Hand-written: kube-runtime has no node-lease helper (its Lease support is for
+//! leader election), and the kubelet's loop is a few lines.
+
+use std::time::Duration;
+
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta, OwnerReference};
+use kube::api::{Api, PostParams};
+
+/// The namespace of node leases.
+pub const NODE_LEASE_NAMESPACE: &str = "kube-node-lease";
+/// The first pause after a failed renewal (the kubelet's lease controller's).
+const FIRST_RETRY: Duration = Duration::from_millis(200);
+/// The longest pause between retries (the kubelet's `maxBackoff`).
+const MAX_RETRY: Duration = Duration::from_secs(7);
+
+/// Renews the node's Lease every `renew_interval` until the task is dropped, telling
+/// `renewed` the renew time of each successful renewal.
+pub(crate) async fn renew_forever(
+    client: kube::Client,
+    node: String,
+    duration: Duration,
+    renew_interval: Duration,
+    renewed: impl Fn(MicroTime) + Send + 'static,
+) {
+    let leases: Api<Lease> = Api::namespaced(client.clone(), NODE_LEASE_NAMESPACE);
+    let nodes: Api<Node> = Api::all(client);
+    let mut latest: Option<Lease> = None;
+    let mut retry = FIRST_RETRY;
+    loop {
+        match renew(&leases, &nodes, &node, duration, latest.take()).await {
+            Ok(lease) => {
+                if let Some(time) = lease.spec.as_ref().and_then(|spec| spec.renew_time.clone()) {
+                    renewed(time);
+                }
+                latest = Some(lease);
+                retry = FIRST_RETRY;
+                tokio::time::sleep(renew_interval).await;
+            }
+            Err(error) => {
+                tracing::warn!(node = %node, %error, "renewing the node lease failed; retrying in {retry:?}");
+                tokio::time::sleep(retry).await;
+                retry = (retry * 2).min(MAX_RETRY);
+            }
+        }
+    }
+}
+
+/// One renewal: updates `latest` (or the Lease as read, or a new one) with the renew
+/// time now and the Node as owner once it exists.
+async fn renew(
+    leases: &Api<Lease>,
+    nodes: &Api<Node>,
+    node: &str,
+    duration: Duration,
+    latest: Option<Lease>,
+) -> Result<Lease, kube::Error> {
+    let existing = match latest {
+        Some(lease) => Some(lease),
+        None => leases.get_opt(node).await?,
+    };
+    let mut lease = existing.clone().unwrap_or_else(|| Lease {
+        metadata: ObjectMeta {
+            name: Some(node.to_owned()),
+            namespace: Some(NODE_LEASE_NAMESPACE.into()),
+            ..ObjectMeta::default()
+        },
+        spec: None,
+    });
+    let spec = lease.spec.get_or_insert_with(LeaseSpec::default);
+    spec.holder_identity = Some(node.to_owned());
+    spec.lease_duration_seconds = Some(i32::try_from(duration.as_secs()).unwrap_or(i32::MAX));
+    spec.renew_time = Some(MicroTime(jiff::Timestamp::now()));
+    if lease.metadata.owner_references.as_ref().is_none_or(Vec::is_empty)
+        && let Some(owner) = nodes.get_opt(node).await?.and_then(|node| owner_reference(&node))
+    {
+        lease.metadata.owner_references = Some(vec![owner]);
+    }
+    match existing {
+        Some(_) => leases.replace(node, &PostParams::default(), &lease).await,
+        None => leases.create(&PostParams::default(), &lease).await,
+    }
+}
+
+/// The Node as a Lease's owner (no controller, as the kubelet sets it).
+fn owner_reference(node: &Node) -> Option<OwnerReference> {
+    Some(OwnerReference {
+        api_version: "v1".into(),
+        kind: "Node".into(),
+        name: node.metadata.name.clone()?,
+        uid: node.metadata.uid.clone()?,
+        ..OwnerReference::default()
+    })
+}

@@ -1,0 +1,214 @@
+//! A virtual node's presence in the API server, as the kubelet keeps its own: it
+//! registers its Node (retrying with backoff until it can; an existing Node of the
+//! same name gets its labels and taint reconciled), reports the node's status every
+//! `nodeStatusUpdateFrequency` when it changed and every `nodeStatusReportFrequency`
+//! regardless, registers again if the Node is deleted, and renews its Lease
+//! ([`crate::node_lease`]). On shutdown it reports Ready False, "node is shutting
+//! down", as the kubelet's graceful node shutdown does.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::Node;
+use kube::api::{Api, PostParams};
+
+use crate::node_lease;
+use crate::node_object::{self, NodeConfig, Readiness};
+
+/// The first pause after a failed registration; doubled up to [`MAX_RETRY`] (the
+/// kubelet's registration backoff: 100 ms to 7 s).
+const FIRST_RETRY: Duration = Duration::from_millis(100);
+const MAX_RETRY: Duration = Duration::from_secs(7);
+/// Attempts of one status write that meets conflicts (the kubelet's
+/// `nodeStatusUpdateRetry`).
+const STATUS_ATTEMPTS: usize = 5;
+
+/// What can go wrong reporting the node.
+#[derive(Debug, thiserror::Error)]
+pub enum NodeError {
+    /// The API server refused or failed a call.
+    #[error("node {node}: {source}")]
+    Api {
+        /// The node.
+        node: String,
+        /// What the client said.
+        #[source]
+        source: kube::Error,
+    },
+    /// The report did not finish in time.
+    #[error("node {0}: no answer from the API server in time")]
+    Timeout(String),
+}
+
+/// The running registration: status reports and Lease renewals, on the agent's runtime.
+/// Dropping it stops both (the Node stays as last reported, as a stopped kubelet's).
+pub struct NodeRegistration {
+    config: NodeConfig,
+    nodes: Api<Node>,
+    shutting_down: Arc<AtomicBool>,
+    renewals: Arc<AtomicU64>,
+    runtime: tokio::runtime::Handle,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl NodeRegistration {
+    /// Starts registering `config`'s node and renewing its Lease through `client` on
+    /// `runtime`. Returns at once: registration is retried in the background until it
+    /// succeeds, as the kubelet's is.
+    pub fn start(client: kube::Client, config: NodeConfig, runtime: &tokio::runtime::Handle) -> Self {
+        let nodes: Api<Node> = Api::all(client.clone());
+        let shutting_down = Arc::new(AtomicBool::new(false));
+        let renewals = Arc::new(AtomicU64::new(0));
+        let reporter =
+            Reporter { nodes: nodes.clone(), config: config.clone(), shutting_down: Arc::clone(&shutting_down) };
+        let counted = Arc::clone(&renewals);
+        let lease = node_lease::renew_forever(
+            client,
+            config.name.clone(),
+            config.lease_duration,
+            config.lease_renew_interval(),
+            move |_| {
+                counted.fetch_add(1, Ordering::Relaxed);
+            },
+        );
+        let tasks = vec![runtime.spawn(reporter.run()), runtime.spawn(lease)];
+        NodeRegistration { config, nodes, shutting_down, renewals, runtime: runtime.clone(), tasks }
+    }
+
+    /// Successful Lease renewals so far (the first is the Lease's creation).
+    pub fn lease_renewals(&self) -> u64 {
+        self.renewals.load(Ordering::Relaxed)
+    }
+
+    /// Reports the node as shutting down (Ready False, `KubeletNotReady`, "node is
+    /// shutting down") now, and keeps reporting it so; blocks the calling thread (not
+    /// a runtime worker) for at most `timeout`.
+    pub fn mark_shutting_down(&self, timeout: Duration) -> Result<(), NodeError> {
+        self.shutting_down.store(true, Ordering::SeqCst);
+        let reporter = Reporter {
+            nodes: self.nodes.clone(),
+            config: self.config.clone(),
+            shutting_down: Arc::clone(&self.shutting_down),
+        };
+        let name = self.config.name.clone();
+        match self.runtime.block_on(async { tokio::time::timeout(timeout, reporter.report(true)).await }) {
+            Ok(result) => result.map(|_| ()),
+            Err(_) => Err(NodeError::Timeout(name)),
+        }
+    }
+}
+
+impl Drop for NodeRegistration {
+    fn drop(&mut self) {
+        for task in &self.tasks {
+            task.abort();
+        }
+    }
+}
+
+impl std::fmt::Debug for NodeRegistration {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NodeRegistration").field("node", &self.config.name).finish_non_exhaustive()
+    }
+}
+
+/// The status reporting task.
+struct Reporter {
+    nodes: Api<Node>,
+    config: NodeConfig,
+    shutting_down: Arc<AtomicBool>,
+}
+
+impl Reporter {
+    async fn run(self) {
+        let mut registered = false;
+        let mut retry = FIRST_RETRY;
+        let mut last_report: Option<Instant> = None;
+        loop {
+            if !registered {
+                match self.register().await {
+                    Ok(()) => {
+                        tracing::info!(node = %self.config.name, "node registered");
+                        registered = true;
+                        retry = FIRST_RETRY;
+                        last_report = Some(Instant::now());
+                    }
+                    Err(error) => {
+                        tracing::warn!(%error, "registering the node failed; retrying in {retry:?}");
+                        tokio::time::sleep(retry).await;
+                        retry = (retry * 2).min(MAX_RETRY);
+                        continue;
+                    }
+                }
+            }
+            tokio::time::sleep(self.config.status_update_frequency).await;
+            let due = last_report.is_none_or(|at| at.elapsed() >= self.config.status_report_frequency);
+            match self.report(due).await {
+                Ok(true) => last_report = Some(Instant::now()),
+                Ok(false) => {}
+                Err(NodeError::Api { source: kube::Error::Api(status), .. }) if status.is_not_found() => {
+                    tracing::warn!(node = %self.config.name, "the node was deleted; registering it again");
+                    registered = false;
+                }
+                Err(error) => tracing::warn!(%error, "reporting the node's status failed"),
+            }
+        }
+    }
+
+    fn api_error(&self, source: kube::Error) -> NodeError {
+        NodeError::Api { node: self.config.name.clone(), source }
+    }
+
+    fn readiness(&self) -> Readiness {
+        if self.shutting_down.load(Ordering::SeqCst) { Readiness::ShuttingDown } else { Readiness::Ready }
+    }
+
+    /// Creates the Node; one that exists already (a restart, another registration)
+    /// gets the labels and taint this node needs, its other fields kept.
+    async fn register(&self) -> Result<(), NodeError> {
+        let mut node = node_object::node(&self.config, jiff::Timestamp::now());
+        if self.readiness() == Readiness::ShuttingDown {
+            node.status =
+                Some(node_object::status(&self.config, None, Readiness::ShuttingDown, jiff::Timestamp::now()));
+        }
+        match self.nodes.create(&PostParams::default(), &node).await {
+            Ok(_) => return Ok(()),
+            Err(kube::Error::Api(status)) if status.code == 409 => {}
+            Err(error) => return Err(self.api_error(error)),
+        }
+        let mut existing = self.nodes.get(&self.config.name).await.map_err(|e| self.api_error(e))?;
+        existing.metadata.labels.get_or_insert_with(Default::default).extend(node_object::labels(&self.config));
+        let taints = existing.spec.get_or_insert_with(Default::default).taints.get_or_insert_with(Vec::new);
+        if !taints.iter().any(|t| t.key == node_object::VIRTUAL_NODE_TAINT) {
+            taints.push(node_object::taint());
+        }
+        self.nodes
+            .replace(&self.config.name, &PostParams::default(), &existing)
+            .await
+            .map_err(|e| self.api_error(e))?;
+        self.report(true).await.map(|_| ())
+    }
+
+    /// Writes the status if it changed, or whatever it is when `force`; true when it
+    /// was written. A conflict (another writer between the read and the write) reads
+    /// again, up to [`STATUS_ATTEMPTS`] times.
+    async fn report(&self, force: bool) -> Result<bool, NodeError> {
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let mut node = self.nodes.get(&self.config.name).await.map_err(|e| self.api_error(e))?;
+            let status =
+                node_object::status(&self.config, node.status.as_ref(), self.readiness(), jiff::Timestamp::now());
+            if !force && !node_object::changed(node.status.as_ref(), &status) {
+                return Ok(false);
+            }
+            node.status = Some(status);
+            match self.nodes.replace_status(&self.config.name, &PostParams::default(), &node).await {
+                Ok(_) => return Ok(true),
+                Err(kube::Error::Api(status)) if status.code == 409 && attempt < STATUS_ATTEMPTS => continue,
+                Err(error) => return Err(self.api_error(error)),
+            }
+        }
+    }
+}

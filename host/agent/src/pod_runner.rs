@@ -1,0 +1,303 @@
+//! `podstatus agent`'s container runtime: it runs the pods the node is given (by the
+//! pod watch, or the manifest folder) through the lives `simulate` plays
+//! ([`PodLife`]), on a schedule instead of a generator's draws, and reports every
+//! status through the status manager as the kubelet's pod workers do
+//! ([`report`]).
+//!
+//! A pod goes Pending, through its init containers, to Running, then each container
+//! passes its readiness probe. Its containers run for as long as the annotation
+//! [`RUN_FOR_ANNOTATION`] says (a Go duration; by default for ever under restart
+//! policy `Always`, 10 s otherwise) and then exit with [`EXIT_CODE_ANNOTATION`] (0 by
+//! default): a job ends Succeeded or Failed (`OnFailure` restarts a failed one), an
+//! `Always` pod's containers restart. A pod with a `deletionTimestamp` has its
+//! containers stopped and is handed to `terminate-pod`; the status manager deletes it
+//! from the API server once it may.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::Pod;
+
+use crate::simulate::driver::report;
+use crate::simulate::lifecycle::{Event, PodLife, Stage};
+use podstatus_backends::PodManager;
+use podstatus_runtime::ManagerHandle;
+
+/// How long a container runs before it exits (a Go duration: `30s`, `1m`).
+pub const RUN_FOR_ANNOTATION: &str = "podstatus.io/run-for";
+/// The exit code of a container that exits (an integer).
+pub const EXIT_CODE_ANNOTATION: &str = "podstatus.io/exit-code";
+/// How long a job's containers run when [`RUN_FOR_ANNOTATION`] does not say.
+const JOB_RUN_FOR: Duration = Duration::from_secs(10);
+/// The pause between two steps of a pod's start (pulling, creating, probing).
+const STEP: Duration = Duration::from_millis(300);
+/// How often the runner looks at the node's pods.
+const TICK: Duration = Duration::from_millis(50);
+/// How often statuses of pods the node no longer has are dropped (the kubelet's
+/// housekeeping, every 2 s).
+const HOUSEKEEPING: Duration = Duration::from_secs(2);
+
+/// The running runtime: a thread. [`PodRunner::stop`] (or dropping it) stops it; the
+/// pods it ran keep their last status.
+pub struct PodRunner {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl PodRunner {
+    /// Runs the pods of `pods` through `handle`, reporting `host_ip` as their host.
+    pub fn start(handle: ManagerHandle, pods: Arc<PodManager>, host_ip: String) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopping = Arc::clone(&stop);
+        let thread = std::thread::Builder::new()
+            .name("podstatus-pods".into())
+            .spawn(move || Runtime { handle, pods, host_ip, running: BTreeMap::new(), slots: 0 }.run(&stopping))
+            .ok();
+        if thread.is_none() {
+            tracing::error!("could not start the pod runner's thread");
+        }
+        PodRunner { stop, thread }
+    }
+
+    /// Stops taking work: no pod is started or stepped once this returns.
+    pub fn stop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(thread) = self.thread.take()
+            && thread.join().is_err()
+        {
+            tracing::error!("the pod runner's thread panicked");
+        }
+    }
+}
+
+impl Drop for PodRunner {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// One pod being run.
+struct Running {
+    life: PodLife,
+    /// When its next step is due.
+    next: Instant,
+    /// Containers passed their readiness probe.
+    ready: bool,
+    /// When its containers exit, if they do.
+    exits_at: Option<Instant>,
+}
+
+struct Runtime {
+    handle: ManagerHandle,
+    pods: Arc<PodManager>,
+    host_ip: String,
+    running: BTreeMap<String, Running>,
+    /// Pods started so far: each its own slot (and pod IP).
+    slots: usize,
+}
+
+impl Runtime {
+    fn run(mut self, stop: &AtomicBool) {
+        let mut next_housekeeping = Instant::now() + HOUSEKEEPING;
+        while !stop.load(Ordering::SeqCst) {
+            let pods = self.pods.pods();
+            let held: Vec<Arc<Pod>> =
+                pods.into_iter().filter(|pod| self.pods.get_pod_by_uid(uid_of(pod)).is_some()).collect();
+            let now = Instant::now();
+            for pod in &held {
+                let uid = uid_of(pod);
+                if uid.is_empty() {
+                    continue;
+                }
+                if !self.running.contains_key(uid) {
+                    let life = PodLife::of_pod(pod, self.slots).with_host_ip(&self.host_ip);
+                    self.slots += 1;
+                    tracing::debug!(pod = %life.name(), "starting the pod");
+                    self.running.insert(uid.to_owned(), Running { life, next: now, ready: false, exits_at: None });
+                }
+                if let Some(running) = self.running.get_mut(uid)
+                    && running.next <= now
+                    && let Some(event) = step(running, pod, now)
+                {
+                    for (op, outcome) in report(&self.handle, pod, &event) {
+                        if let Err(error) = outcome {
+                            tracing::warn!(pod = %running.life.name(), "{op}: {error}");
+                        }
+                    }
+                }
+            }
+            // Pods the node no longer has: deleted by the status manager, or elsewhere.
+            self.running.retain(|uid, _| held.iter().any(|pod| uid_of(pod) == uid));
+            if now >= next_housekeeping {
+                let keep: Vec<String> = self.pods.pods().iter().filter_map(|p| p.metadata.uid.clone()).collect();
+                if let Err(error) = self.handle.remove_orphaned_statuses(&keep) {
+                    tracing::warn!("remove-orphaned-statuses: {error}");
+                }
+                next_housekeeping = now + HOUSEKEEPING;
+            }
+            std::thread::sleep(TICK);
+        }
+    }
+}
+
+/// The pod's next event, if one is due now; sets when the one after is due.
+fn step(running: &mut Running, pod: &Pod, now: Instant) -> Option<Event> {
+    let at = jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
+    let life = &mut running.life;
+    running.next = now + STEP;
+    if pod.metadata.deletion_timestamp.is_some() {
+        return match life.stage {
+            Stage::Terminated | Stage::Gone => {
+                running.next = now + Duration::from_secs(3600);
+                None
+            }
+            _ => Some(life.kill(&at)),
+        };
+    }
+    match life.stage {
+        Stage::Created | Stage::Pending | Stage::Initializing => {
+            let event = life.advance(&at);
+            if life.stage == Stage::Running {
+                running.exits_at = run_for(pod, life.restart_policy()).map(|d| now + d);
+            }
+            Some(event)
+        }
+        Stage::Running if !running.ready => {
+            // One container's probe passes per step; the pod is Ready after the last.
+            let next = (0..life.container_count()).find(|&i| !life.is_ready(i));
+            match next {
+                Some(i) => Some(life.set_ready(i, true)),
+                None => {
+                    running.ready = true;
+                    None
+                }
+            }
+        }
+        Stage::Running if running.exits_at.is_some_and(|at| at <= now) => {
+            let code = exit_code(pod);
+            let event = if life.restart_policy() == "Always" {
+                // The runtime restarts each container; the probes pass again.
+                let mut event = None;
+                for i in 0..life.container_count() {
+                    event = Some(life.restart(i, code, &at));
+                }
+                event
+            } else {
+                Some(life.exit_all(code, &at))
+            };
+            running.ready = false;
+            running.exits_at =
+                if life.stage == Stage::Running { run_for(pod, life.restart_policy()).map(|d| now + d) } else { None };
+            event
+        }
+        _ => {
+            running.next =
+                running.exits_at.unwrap_or(now + Duration::from_secs(3600)).min(now + Duration::from_secs(1));
+            None
+        }
+    }
+}
+
+/// How long the pod's containers run: the annotation, else 10 s for a job, for ever
+/// under `Always`. An annotation that does not parse is logged and ignored.
+fn run_for(pod: &Pod, restart_policy: &str) -> Option<Duration> {
+    match annotation(pod, RUN_FOR_ANNOTATION) {
+        Some(text) => match crate::go_duration::parse(text) {
+            Ok(duration) => Some(duration),
+            Err(error) => {
+                tracing::warn!(pod = ?pod.metadata.name, "{RUN_FOR_ANNOTATION}: {error}; ignored");
+                default_run_for(restart_policy)
+            }
+        },
+        None => default_run_for(restart_policy),
+    }
+}
+
+fn default_run_for(restart_policy: &str) -> Option<Duration> {
+    (restart_policy != "Always").then_some(JOB_RUN_FOR)
+}
+
+fn exit_code(pod: &Pod) -> i32 {
+    annotation(pod, EXIT_CODE_ANNOTATION).and_then(|code| code.trim().parse().ok()).unwrap_or(0)
+}
+
+fn annotation<'a>(pod: &'a Pod, key: &str) -> Option<&'a str> {
+    pod.metadata.annotations.as_ref()?.get(key).map(String::as_str)
+}
+
+fn uid_of(pod: &Pod) -> &str {
+    pod.metadata.uid.as_deref().unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::PodStatus;
+
+    fn pod(restart_policy: &str, annotations: serde_json::Value) -> Pod {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "p", "namespace": "ns", "uid": "u1", "annotations": annotations},
+            "spec": {"restartPolicy": restart_policy, "containers": [{"name": "app", "image": "app:1"}]}
+        }))
+        .expect("a pod")
+    }
+
+    /// Steps the pod through `seconds` of its life, one step a second; the last status.
+    fn live(pod: &Pod, seconds: u64) -> PodStatus {
+        let life = PodLife::of_pod(pod, 0);
+        let start = Instant::now();
+        let mut running = Running { life, next: start, ready: false, exits_at: None };
+        let mut last = None;
+        for second in 0..seconds {
+            let now = start + Duration::from_secs(second);
+            if running.next > now {
+                continue;
+            }
+            if let Some(Event::SetStatus(status) | Event::Kill(status)) = step(&mut running, pod, now) {
+                last = Some(status);
+            }
+        }
+        last.expect("a status")
+    }
+
+    fn phase(status: &PodStatus) -> &str {
+        status.phase.as_deref().unwrap_or_default()
+    }
+
+    #[test]
+    fn jobs_end_as_their_restart_policy_and_annotations_say() {
+        let exits = |code: &str| serde_json::json!({RUN_FOR_ANNOTATION: "5s", EXIT_CODE_ANNOTATION: code});
+        assert_eq!(phase(&live(&pod("Never", exits("0")), 30)), "Succeeded");
+        assert_eq!(phase(&live(&pod("Never", exits("3")), 30)), "Failed");
+        assert_eq!(phase(&live(&pod("OnFailure", serde_json::json!({})), 30)), "Succeeded", "10 s by default");
+        let restarted = live(&pod("OnFailure", exits("1")), 30);
+        assert_eq!(phase(&restarted), "Running", "OnFailure restarts a failed job");
+        assert!(restarted.container_statuses.unwrap()[0].restart_count >= 2);
+    }
+
+    #[test]
+    fn an_always_pod_runs_on_restarts_if_told_to_exit_and_stops_when_deleted() {
+        let forever = live(&pod("Always", serde_json::json!({})), 60);
+        let restarts = forever.container_statuses.as_ref().map(|c| c[0].restart_count);
+        assert_eq!((phase(&forever), restarts), ("Running", Some(0)));
+        let crashing =
+            live(&pod("Always", serde_json::json!({RUN_FOR_ANNOTATION: "5s", EXIT_CODE_ANNOTATION: "1"})), 30);
+        let container = &crashing.container_statuses.unwrap()[0];
+        assert!(container.restart_count >= 2, "{container:?}");
+        let exit = container.last_state.as_ref().and_then(|s| s.terminated.as_ref()).map(|t| t.exit_code);
+        assert_eq!(exit, Some(1));
+
+        let mut deleted = pod("Always", serde_json::json!({}));
+        deleted.metadata.deletion_timestamp =
+            Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(jiff::Timestamp::now()));
+        // Deleted before it started (the first step sees the deletion) or while running.
+        for seconds in [1, 5] {
+            let killed = live(&deleted, seconds);
+            let state = killed.container_statuses.unwrap()[0].state.clone().unwrap();
+            assert_eq!(state.terminated.map(|t| t.exit_code), Some(143), "stopped by SIGTERM");
+        }
+    }
+}

@@ -1,0 +1,273 @@
+//! The HTTP handlers of the kinds in [`ObjectStore`](super::objects::ObjectStore)
+//! (nodes, leases): list (with `Table`s and selectors), get, create, update, status
+//! update, patch (JSON merge, strategic merge), delete. Watch is not served for them:
+//! nothing here needs it, and discovery does not announce it.
+//!
+//! Every limit of the pod routes applies: bodies were read within the server's body
+//! limits before a handler runs, names and namespaces are validated (422), objects are
+//! checked against their type and size (400, 413), lists are streamed within the
+//! per-response buffer, and the store caps how many objects it holds.
+
+use http::{Response, StatusCode};
+use serde_json::{Value, json};
+
+use super::merge_patch;
+use super::object_tables;
+use super::objects::{self, Part, Resource};
+use super::pods::{Encoder, stream_list, table_request};
+use super::routes::{Body, Call, Context, json_response};
+use super::status_body::Failure;
+
+const MERGE_PATCH: &str = "application/merge-patch+json";
+const STRATEGIC_MERGE_PATCH: &str = "application/strategic-merge-patch+json";
+
+/// How often a patch is retried when a concurrent write got in between its read and
+/// its write (as for pods).
+const PATCH_ATTEMPTS: usize = 5;
+
+/// GET of a list (`namespace` None: every namespace, or a cluster-scoped kind). Label
+/// selectors, and field selectors on `metadata.name` and `metadata.namespace`, as
+/// kube-apiserver allows for every kind.
+pub(crate) fn list(
+    call: &Call,
+    context: &Context,
+    resource: &'static Resource,
+    namespace: Option<&str>,
+) -> Result<Response<Body>, Failure> {
+    if call.flag("watch") {
+        return Err(Failure::method_not_allowed(&call.method));
+    }
+    let selector = super::selectors::Selector::parse_metadata(call.param("fieldSelector"), call.param("labelSelector"))
+        .map_err(Failure::bad_request)?;
+    let table = table_request(call)?;
+    let (resource_version, objects) = context.objects.list(resource, namespace);
+    let keep = move |object: &Value| selector.matches_object(object);
+    let (document, encode): (Vec<u8>, Encoder<Value>) = match table {
+        Some(include) => {
+            let now = jiff::Timestamp::now();
+            let empty = object_tables::table(resource, std::iter::empty(), Some(resource_version), include, now);
+            let encode: Encoder<Value> = Box::new(move |object, out| {
+                serde_json::to_writer(out, &object_tables::row(resource, object, include, now)).is_ok()
+            });
+            (serde_json::to_vec(&empty).unwrap_or_default(), encode)
+        }
+        None => {
+            let empty = json!({
+                "kind": format!("{}List", resource.kind),
+                "apiVersion": resource.api_version(),
+                "metadata": {"resourceVersion": resource_version.to_string()},
+                "items": [],
+            });
+            let encode: Encoder<Value> = Box::new(|object, out| serde_json::to_writer(out, object).is_ok());
+            (serde_json::to_vec(&empty).unwrap_or_default(), encode)
+        }
+    };
+    // The document with no items ends in `[]}`: the items go in between.
+    let Some(head) = document.strip_suffix(b"]}").filter(|head| head.ends_with(b"[")) else {
+        return Err(Failure::bad_request("a list document without its items at the end"));
+    };
+    Ok(stream_list(context, objects, keep, head.to_vec(), encode))
+}
+
+/// GET of one object (also `/status`).
+pub(crate) fn get(
+    call: &Call,
+    context: &Context,
+    resource: &Resource,
+    namespace: &str,
+    name: &str,
+) -> Result<Response<Body>, Failure> {
+    let object = context.objects.get(resource, namespace, name)?;
+    match table_request(call)? {
+        Some(include) => {
+            let table = object_tables::table(resource, [&*object], None, include, jiff::Timestamp::now());
+            Ok(json_response(StatusCode::OK, &table))
+        }
+        None => Ok(json_response(StatusCode::OK, &*object)),
+    }
+}
+
+/// POST: creates an object; the server owns its UID, creation time and resourceVersion.
+pub(crate) fn create(
+    call: &Call,
+    context: &Context,
+    resource: &Resource,
+    namespace: &str,
+) -> Result<Response<Body>, Failure> {
+    let object = objects::checked_body(resource, call.json_body()?, namespace, None)?;
+    let created = context.objects.create(resource, namespace, object)?;
+    Ok(json_response(StatusCode::CREATED, &*created))
+}
+
+/// PUT of the object (`part` Main) or of `/status` (`part` Status); the body's
+/// resourceVersion and UID are preconditions.
+pub(crate) fn replace(
+    call: &Call,
+    context: &Context,
+    resource: &Resource,
+    namespace: &str,
+    name: &str,
+    part: Part,
+) -> Result<Response<Body>, Failure> {
+    let object = objects::checked_body(resource, call.json_body()?, namespace, Some(name))?;
+    let updated = context.objects.update(resource, namespace, name, object, part)?;
+    Ok(json_response(StatusCode::OK, &*updated))
+}
+
+/// PATCH of the object or of `/status`: a JSON merge patch, or a strategic merge patch
+/// (lists with a merge key in Kubernetes' schema for these kinds, `conditions` and
+/// `addresses` by `type` and `taints` by `key`, merge item by item; `$` directives are
+/// dropped). Read, patch, write with the read resourceVersion as precondition,
+/// retried when another write got in between.
+pub(crate) fn patch(
+    call: &Call,
+    context: &Context,
+    resource: &Resource,
+    namespace: &str,
+    name: &str,
+    part: Part,
+) -> Result<Response<Body>, Failure> {
+    let strategic = match call.content_type.as_str() {
+        MERGE_PATCH => false,
+        STRATEGIC_MERGE_PATCH => true,
+        other => return Err(Failure::unsupported_media_type(if other.is_empty() { "(none)" } else { other })),
+    };
+    let patch: Value = serde_json::from_slice(&call.body)
+        .map_err(|e| Failure::bad_request(format!("the patch is not valid JSON: {e}")))?;
+    if !patch.is_object() {
+        return Err(Failure::bad_request("the patch must be a JSON object"));
+    }
+    let explicit_version = patch.pointer("/metadata/resourceVersion").is_some();
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let stored = context.objects.get(resource, namespace, name)?;
+        let mut document = (*stored).clone();
+        if strategic {
+            strategic_merge(&mut document, &patch);
+        } else {
+            merge_patch::apply(&mut document, &patch);
+        }
+        if !explicit_version {
+            document["metadata"]["resourceVersion"] = stored["metadata"]["resourceVersion"].clone();
+        }
+        let document = objects::checked_body(resource, document, namespace, Some(name))?;
+        match context.objects.update(resource, namespace, name, document, part) {
+            Err(failure) if failure.reason == "Conflict" && !explicit_version && attempt < PATCH_ATTEMPTS => continue,
+            Ok(updated) => return Ok(json_response(StatusCode::OK, &*updated)),
+            Err(failure) => return Err(failure),
+        }
+    }
+}
+
+/// DELETE, with `DeleteOptions`' UID and resourceVersion preconditions; these kinds go
+/// at once (no grace period applies to them).
+pub(crate) fn delete(
+    call: &Call,
+    context: &Context,
+    resource: &Resource,
+    namespace: &str,
+    name: &str,
+) -> Result<Response<Body>, Failure> {
+    let options = if call.body.iter().all(u8::is_ascii_whitespace) { json!({}) } else { call.json_body()? };
+    let precondition = |field: &str| -> Result<Option<String>, Failure> {
+        match options.pointer(&format!("/preconditions/{field}")) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(value)) => Ok(Some(value.clone())),
+            Some(_) => Err(Failure::bad_request(format!("preconditions.{field} must be a string"))),
+        }
+    };
+    let (uid, version) = (precondition("uid")?, precondition("resourceVersion")?);
+    let deleted = context.objects.delete(resource, namespace, name, uid.as_deref(), version.as_deref())?;
+    Ok(json_response(StatusCode::OK, &*deleted))
+}
+
+/// The merge keys of the lists in these kinds' schema (`patchMergeKey`).
+fn merge_key(field: &str) -> Option<&'static str> {
+    match field {
+        "conditions" | "addresses" => Some("type"),
+        "taints" => Some("key"),
+        _ => None,
+    }
+}
+
+/// A strategic merge patch, as far as nodes and leases need: objects merge key by key,
+/// `null` removes, lists with a merge key merge by it (an item `{"$patch": "delete"}`
+/// removes its match), other lists are replaced; `$` directives are dropped.
+/// Hand-written: no Rust crate applies strategic merge patches (they need Kubernetes'
+/// schema), and these two kinds need only the three merge keys above.
+fn strategic_merge(target: &mut Value, patch: &Value) {
+    let (Value::Object(target_map), Value::Object(patch_map)) = (&mut *target, patch) else {
+        *target = without_directives(patch);
+        return;
+    };
+    for (key, value) in patch_map {
+        if key.starts_with('$') {
+            continue;
+        }
+        if value.is_null() {
+            target_map.remove(key);
+            continue;
+        }
+        match (merge_key(key), value, target_map.get_mut(key)) {
+            (Some(merge_key), Value::Array(items), Some(Value::Array(current))) => {
+                for item in items {
+                    let id = &item[merge_key];
+                    let existing = current.iter().position(|candidate| &candidate[merge_key] == id);
+                    match (existing, item.get("$patch").and_then(Value::as_str)) {
+                        (Some(at), Some("delete")) => {
+                            current.remove(at);
+                        }
+                        (None, Some("delete")) => {}
+                        (Some(at), _) => strategic_merge(&mut current[at], item),
+                        (None, _) => current.push(without_directives(item)),
+                    }
+                }
+            }
+            (_, Value::Object(_), Some(existing)) if existing.is_object() => strategic_merge(existing, value),
+            _ => {
+                target_map.insert(key.clone(), without_directives(value));
+            }
+        }
+    }
+}
+
+fn without_directives(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .filter(|(key, _)| !key.starts_with('$'))
+                .map(|(k, v)| (k.clone(), without_directives(v)))
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(without_directives).collect()),
+        other => other.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strategic_patches_merge_conditions_by_type_and_taints_by_key() {
+        let mut node = json!({"status": {"conditions": [
+            {"type": "Ready", "status": "True", "reason": "KubeletReady"},
+            {"type": "MemoryPressure", "status": "False"}
+        ]}, "spec": {"taints": [{"key": "a", "effect": "NoSchedule"}]}});
+        let patch = json!({
+            "status": {"$setElementOrder/conditions": [{"type": "Ready"}], "conditions": [
+                {"type": "Ready", "status": "False", "reason": "KubeletNotReady"},
+                {"type": "MemoryPressure", "$patch": "delete"}
+            ]},
+            "spec": {"taints": [{"key": "b", "effect": "NoExecute"}], "unschedulable": true}
+        });
+        strategic_merge(&mut node, &patch);
+        assert_eq!(
+            node["status"]["conditions"],
+            json!([{"type": "Ready", "status": "False", "reason": "KubeletNotReady"}])
+        );
+        assert_eq!(node["spec"]["taints"].as_array().map(Vec::len), Some(2));
+        assert_eq!(node["spec"]["unschedulable"], true);
+    }
+}

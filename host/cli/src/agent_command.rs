@@ -1,0 +1,136 @@
+//! `podstatus agent`: a long-running virtual node with the kubelet's status logic. It
+//! registers its Node and renews its Lease, runs the pods scheduled to it through the
+//! simulated runtime, reports every status through the plugin, and on SIGTERM stops
+//! taking work, flushes and reports the node as shutting down.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use anyhow::Context;
+use podstatus_agent::simulate::Signals;
+use podstatus_agent::{AgentConfig, KubeClientConfig, NodeAgent, PodRunner, Target};
+use podstatus_backends::DEFAULT_CAPACITY;
+use podstatus_runtime::PluginRuntime;
+
+use crate::node_args::NodeArgs;
+use crate::{PluginArgs, simulate_command};
+
+/// Exit code when the agent could not start.
+const UNUSABLE: u8 = 2;
+/// Exit code when statuses were left unwritten at shutdown.
+const UNFLUSHED: u8 = 1;
+/// How long reporting the node as shutting down may take.
+const MARK_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// `podstatus agent`'s options.
+#[derive(clap::Args)]
+pub struct AgentArgs {
+    /// The node's name (the kubelet's --hostname-override); in a pod, pass the pod's
+    /// name (`--node-name $(POD_NAME)`).
+    #[arg(long, visible_alias = "hostname-override", value_name = "NAME")]
+    node_name: String,
+    /// Use a cluster instead of the embedded API server: this kubeconfig file, or with
+    /// no FILE, KUBECONFIG, ~/.kube/config or the in-cluster service account. In a pod
+    /// (KUBERNETES_SERVICE_HOST set) without --kubeconfig or --server, the in-cluster
+    /// service account is used, as if --kubeconfig were given without a FILE.
+    #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "", conflicts_with = "server")]
+    kubeconfig: Option<std::path::PathBuf>,
+    /// The kubeconfig context to use (with --kubeconfig) instead of its current one.
+    #[arg(long, value_name = "NAME", requires = "kubeconfig")]
+    context: Option<String>,
+    /// Use the API server at this URL (no credentials) instead of the embedded one.
+    #[arg(long, value_name = "URL")]
+    server: Option<String>,
+    /// Where the embedded API server listens (without --kubeconfig or --server).
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    listen: std::net::SocketAddr,
+    /// Static pod manifests (the kubelet's --pod-manifest-path).
+    #[arg(long, value_name = "DIR")]
+    pod_manifest_path: Option<std::path::PathBuf>,
+    /// Serve Prometheus metrics here (e.g. 127.0.0.1:9090).
+    #[arg(long, value_name = "ADDR")]
+    metrics_addr: Option<std::net::SocketAddr>,
+    /// API requests per second the client may make (the kubelet's --kube-api-qps).
+    #[arg(long, default_value_t = 50.0)]
+    kube_api_qps: f32,
+    /// Burst of API requests above the QPS (the kubelet's --kube-api-burst).
+    #[arg(long, default_value_t = 100)]
+    kube_api_burst: u32,
+    /// Time between the status manager's batch syncs.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = podstatus_agent::parse_go_duration)]
+    sync_period: Duration,
+    /// How long the flush at shutdown may take.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = podstatus_agent::parse_go_duration)]
+    flush_timeout: Duration,
+    #[command(flatten)]
+    node: NodeArgs,
+    #[command(flatten)]
+    plugin: PluginArgs,
+}
+
+pub fn run(args: &AgentArgs) -> ExitCode {
+    match agent(args) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(UNFLUSHED),
+        Err(e) => {
+            eprintln!("podstatus agent: {e:#}");
+            ExitCode::from(UNUSABLE)
+        }
+    }
+}
+
+fn agent(args: &AgentArgs) -> anyhow::Result<bool> {
+    // In a pod, the cluster it runs in is the one to join: a virtual node that started
+    // an API server of its own there would register nowhere anyone looks.
+    let in_cluster = std::env::var_os("KUBERNETES_SERVICE_HOST").is_some_and(|host| !host.is_empty());
+    let target = match (&args.kubeconfig, &args.server) {
+        (None, None) if in_cluster => Target::Kubeconfig { path: None, context: args.context.clone() },
+        _ => simulate_command::target(&args.kubeconfig, &args.context, &args.server, args.listen),
+    };
+    let config = AgentConfig {
+        node: args.node_name.clone(),
+        target,
+        client: KubeClientConfig { qps: args.kube_api_qps, burst: args.kube_api_burst, ..KubeClientConfig::default() },
+        manifest_dir: args.pod_manifest_path.clone(),
+        metrics_addr: args.metrics_addr,
+        sync_period: args.sync_period,
+        queue_capacity: DEFAULT_CAPACITY,
+        injected_faults: None,
+        register_node: Some(args.node.config(&args.node_name)),
+    };
+    let plugins = PluginRuntime::new(&args.plugin.runtime_config()).context("plugin runtime")?;
+    let image = plugins.load(&args.plugin.bytes()?).context("loading the plugin")?;
+    let signals = Signals::default();
+    simulate_command::install_signal_handlers(&signals, "shutting down: flushing pending statuses")?;
+    let agent = NodeAgent::start(&config, plugins, image).context("starting the agent")?;
+    tracing::info!(node = %args.node_name, api_server = agent.api_url(), "agent running");
+    eprintln!("podstatus agent: node {} on {}", args.node_name, agent.api_url());
+    let mut runner =
+        PodRunner::start(agent.handle().clone(), Arc::clone(agent.pod_manager()), args.node.node_ip.clone());
+    while !signals.stop.load(Ordering::SeqCst) {
+        if signals.swap.swap(false, Ordering::SeqCst) {
+            match &args.plugin.plugin {
+                Some(path) => match agent.swap_to_file(path) {
+                    Ok(report) => tracing::info!(to = %report.to, pause = ?report.pause, "plugin swapped"),
+                    Err(e) => tracing::error!("swap to {} failed: {e}", path.display()),
+                },
+                None => tracing::warn!("swap signal ignored: no plugin file (--plugin) to re-read"),
+            }
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // As the kubelet's graceful shutdown: no new work, what is pending written, then
+    // the node reported as shutting down.
+    runner.stop();
+    let flushed = agent.flush(args.flush_timeout);
+    if let Some(registration) = agent.registration()
+        && let Err(e) = registration.mark_shutting_down(MARK_TIMEOUT)
+    {
+        tracing::error!("reporting the node as shutting down: {e}");
+    }
+    let left = agent.shutdown(args.flush_timeout);
+    eprintln!("podstatus agent: stopped ({left} sync requests left unwritten)");
+    Ok(flushed && left == 0)
+}

@@ -1,0 +1,51 @@
+//! The options that describe the node an agent registers (`podstatus agent`,
+//! `podstatus simulate`), named as the kubelet's flags where it has them.
+
+use std::time::Duration;
+
+use podstatus_agent::NodeConfig;
+
+/// The registered node's options.
+#[derive(clap::Args, Clone, Debug)]
+pub struct NodeArgs {
+    /// How long the node's Lease (in kube-node-lease) holds; it is renewed every quarter
+    /// of it, as the kubelet does (its --node-lease-duration-seconds; `40s`).
+    #[arg(long, value_name = "DURATION", default_value = "40s", value_parser = podstatus_agent::parse_go_duration)]
+    pub node_lease_duration: Duration,
+    /// How often the node's status is computed and written if it changed (the
+    /// kubelet's --node-status-update-frequency).
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = podstatus_agent::parse_go_duration)]
+    pub node_status_update_frequency: Duration,
+    /// How often the node's status is written even when nothing changed (the
+    /// kubelet's nodeStatusReportFrequency; the Lease is the heartbeat in between).
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = podstatus_agent::parse_go_duration)]
+    pub node_status_report_frequency: Duration,
+    /// The node's InternalIP, also its pods' hostIP (the kubelet's --node-ip).
+    #[arg(long, value_name = "IP", default_value = "10.0.0.10")]
+    pub node_ip: String,
+    /// Pods the node takes at most: its `pods` capacity (the kubelet's --max-pods).
+    #[arg(long, value_name = "N", default_value_t = 110)]
+    pub max_pods: u32,
+    /// The node's CPU capacity, a quantity (`8`, `500m`).
+    #[arg(long, value_name = "QUANTITY", default_value = "8")]
+    pub node_cpu: String,
+    /// The node's memory capacity, a quantity (`32Gi`).
+    #[arg(long, value_name = "QUANTITY", default_value = "32Gi")]
+    pub node_memory: String,
+}
+
+impl NodeArgs {
+    /// The node named `name`, as these options describe it.
+    pub fn config(&self, name: &str) -> NodeConfig {
+        NodeConfig {
+            internal_ip: self.node_ip.clone(),
+            cpu: self.node_cpu.clone(),
+            memory: self.node_memory.clone(),
+            max_pods: self.max_pods,
+            lease_duration: self.node_lease_duration,
+            status_update_frequency: self.node_status_update_frequency,
+            status_report_frequency: self.node_status_report_frequency,
+            ..NodeConfig::new(name)
+        }
+    }
+}
