@@ -130,3 +130,33 @@ fn the_image_and_the_statefulset_agree_on_the_user() {
     assert!(statefulset.contains("runAsUser: 65532"), "{statefulset}");
     assert!(dockerfile.contains(r#"ENTRYPOINT ["/podstatus"]"#), "{dockerfile}");
 }
+
+/// What `kubectl apply -k` would send: `kubectl kustomize` builds it offline (the
+/// `kubectl` on the PATH, as `tests/all/kubectl.rs` uses), one object per manifest,
+/// and the built set validates too.
+#[test]
+fn the_kustomization_builds_and_what_it_builds_validates() {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let kubectl = std::env::split_paths(&path)
+        .map(|dir| dir.join("kubectl"))
+        .find(|candidate| candidate.is_file())
+        .expect("kubectl is not on the PATH: install it (`apt-get install kubernetes-client`, as .ci/run does)");
+    let scratch = std::env::temp_dir().join(format!("podstatus-kustomize-{}", std::process::id()));
+    std::fs::create_dir_all(&scratch).expect("scratch dir");
+    let out = Command::new(kubectl)
+        .arg("kustomize")
+        .arg(manifests_dir())
+        .env("KUBECONFIG", "/dev/null")
+        .env("HOME", &scratch)
+        .output()
+        .expect("kubectl runs");
+    assert!(out.status.success(), "kubectl kustomize:\n{}", printed(&out));
+    let built = String::from_utf8(out.stdout).expect("UTF-8");
+    let objects = built.lines().filter(|line| line.starts_with("kind: ")).count();
+    assert_eq!(objects, manifests().len(), "one object per manifest:\n{built}");
+    let file = scratch.join("built.yaml");
+    std::fs::write(&file, &built).expect("write");
+    let out = validate(std::slice::from_ref(&file));
+    assert!(out.status.success(), "the built set does not validate:\n{}", printed(&out));
+    std::fs::remove_dir_all(&scratch).ok();
+}
