@@ -1,7 +1,9 @@
 //! The compiled-artifact cache: a second start maps the artifact instead of compiling,
-//! and a damaged artifact costs a compile, not a failure.
+//! a damaged artifact costs a compile, not a failure, and artifacts are evicted by age
+//! and size, least recently used first, never one this process uses.
 
 use podstatus_runtime::PODSTATUS_V1;
+use podstatus_runtime::{ArtifactCache, EvictionPolicy};
 use podstatus_runtime::{CacheOutcome, cache_key};
 use podstatus_runtime::{PluginRuntime, RuntimeConfig};
 
@@ -124,4 +126,98 @@ fn digests_live_apart_and_an_artifact_of_another_user_is_not_loaded() {
     let reloaded = PluginRuntime::new(&config).unwrap().load(PODSTATUS_V1).unwrap();
     assert_eq!(reloaded.cache_outcome(), CacheOutcome::Compiled { stored: true });
     assert_eq!(PluginRuntime::new(&config).unwrap().load(PODSTATUS_V1).unwrap().cache_outcome(), CacheOutcome::Hit);
+}
+
+const MIB: u64 = 1 << 20;
+const DAY: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
+
+/// A private cache directory (as the cache makes it) holding fake artifacts of 1 MiB,
+/// each with its digest last used `days` ago; returns their paths.
+#[cfg(unix)]
+fn cache_with_fakes(dir: &std::path::Path, days_unused: &[u64]) -> Vec<std::path::PathBuf> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir.join("digests")).unwrap();
+    std::fs::DirBuilder::new().mode(0o700).create(dir).ok();
+    days_unused
+        .iter()
+        .enumerate()
+        .map(|(i, days)| {
+            let artifact = dir.join(format!("{:064x}.cwasm", i + 1));
+            std::fs::write(&artifact, vec![0u8; MIB as usize]).unwrap();
+            let digest = digest_of(&artifact);
+            std::fs::write(&digest, "0".repeat(64)).unwrap();
+            set_last_use(&artifact, std::time::SystemTime::now() - DAY * *days as u32);
+            artifact
+        })
+        .collect()
+}
+
+fn digest_of(artifact: &std::path::Path) -> std::path::PathBuf {
+    let name = artifact.file_name().unwrap().to_str().unwrap();
+    artifact.parent().unwrap().join("digests").join(format!("{name}.sha256"))
+}
+
+fn set_last_use(artifact: &std::path::Path, when: std::time::SystemTime) {
+    std::fs::File::options().write(true).open(digest_of(artifact)).unwrap().set_modified(when).unwrap();
+}
+
+#[cfg(unix)]
+#[test]
+fn eviction_drops_the_unused_then_the_least_recently_used_down_to_the_cap() {
+    let dir = fresh_dir("cache-evict-lru");
+    let fakes = cache_with_fakes(&dir, &[40, 3, 2, 1]);
+    let orphan = dir.join("digests").join(format!("{:064x}.cwasm.sha256", 99));
+    std::fs::write(&orphan, "x").unwrap();
+    let unrelated = dir.join("notes.txt");
+    std::fs::write(&unrelated, "not an artifact").unwrap();
+
+    let policy = EvictionPolicy { max_age: 30 * DAY, max_bytes: 2 * MIB + MIB / 2 };
+    let evicted = ArtifactCache::new(&dir).with_policy(policy).evict().unwrap();
+    // The 40-day-old one by age, then the oldest use until 2 MiB are left.
+    assert_eq!(evicted.artifacts, [fakes[0].clone(), fakes[1].clone()]);
+    assert_eq!((evicted.bytes, evicted.kept_bytes), (2 * MIB, 2 * MIB));
+    for gone in &fakes[..2] {
+        assert!(!gone.exists() && !digest_of(gone).exists(), "{} and its digest are gone", gone.display());
+    }
+    for kept in &fakes[2..] {
+        assert!(kept.exists() && digest_of(kept).exists(), "{} is kept", kept.display());
+    }
+    assert!(!orphan.exists(), "a digest without its artifact goes");
+    assert!(unrelated.exists(), "only artifacts are evicted");
+
+    // Within the policy, nothing more goes.
+    let again = ArtifactCache::new(&dir).with_policy(policy).evict().unwrap();
+    assert!(again.artifacts.is_empty(), "{again:?}");
+}
+
+#[cfg(unix)]
+#[test]
+fn an_insert_evicts_but_never_what_this_process_uses() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+
+    let dir = fresh_dir("cache-evict-insert");
+    let fakes = cache_with_fakes(&dir, &[2, 1]);
+    let engine = PluginRuntime::new(&RuntimeConfig::default()).unwrap().engine().clone();
+    // A cap smaller than one artifact: everything goes but the one just compiled.
+    let cache = ArtifactCache::new(&dir).with_policy(EvictionPolicy { max_bytes: 1, ..EvictionPolicy::default() });
+    let (_, outcome) = cache.load_or_compile(&engine, PODSTATUS_V1).unwrap();
+    assert_eq!(outcome, CacheOutcome::Compiled { stored: true });
+    assert!(fakes.iter().all(|fake| !fake.exists()), "older artifacts evicted on insert");
+    let artifact = dir.join(format!("{}.cwasm", cache_key(&engine, PODSTATUS_V1)));
+    assert!(artifact.exists() && digest_of(&artifact).exists(), "the artifact in use is kept, past the cap");
+
+    // A hit marks the artifact used: its digest's time moves to now.
+    set_last_use(&artifact, std::time::SystemTime::now() - 40 * DAY);
+    let (_, outcome) = cache.load_or_compile(&engine, PODSTATUS_V1).unwrap();
+    assert_eq!(outcome, CacheOutcome::Hit);
+    let used = std::fs::metadata(digest_of(&artifact)).unwrap().modified().unwrap();
+    assert!(used.elapsed().unwrap_or_default() < DAY, "the hit was recorded");
+    assert!(cache.evict().unwrap().artifacts.is_empty(), "in use, so kept");
+
+    // The security checks still hold after evictions: owner-only directories, the
+    // artifact private, its digest apart.
+    assert_eq!(std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777, 0o700);
+    assert_eq!(std::fs::metadata(dir.join("digests")).unwrap().permissions().mode() & 0o777, 0o700);
+    assert_eq!(std::fs::metadata(&artifact).unwrap().mode() & 0o777, 0o600);
+    assert!(!dir.join(format!("{}.sha256", artifact.file_name().unwrap().to_str().unwrap())).exists());
 }

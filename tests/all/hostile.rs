@@ -19,7 +19,7 @@ fn world() -> World {
 }
 
 fn runtime(limits: Limits) -> PluginRuntime {
-    PluginRuntime::new(&RuntimeConfig { cache_dir: Some(cache_dir()), limits }).unwrap()
+    PluginRuntime::new(&RuntimeConfig { cache_dir: Some(cache_dir()), limits, ..RuntimeConfig::default() }).unwrap()
 }
 
 /// Generous CPU time, so that only the limit under test is reached.

@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use podstatus_apiserver::EmbeddedApiServer;
 use podstatus_backends::MemoryApiServer;
+use podstatus_tests::venv;
 
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("the workspace").to_path_buf()
@@ -23,41 +24,14 @@ fn has_client(python: &Path) -> bool {
     Command::new(python).args(["-c", "import kubernetes"]).output().is_ok_and(|out| out.status.success())
 }
 
-/// Runs a setup command; its failure fails the test with what it printed.
-fn setup(what: &str, command: &mut Command) {
-    let out = command.output().unwrap_or_else(|e| panic!("{what}: cannot run it: {e}"));
-    assert!(
-        out.status.success(),
-        "{what} failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 /// An interpreter that has the official client.
 fn python() -> PathBuf {
     if let Some(python) = std::env::var_os("PODSTATUS_PYTHON").map(PathBuf::from) {
         assert!(has_client(&python), "$PODSTATUS_PYTHON ({}) has no `kubernetes` module", python.display());
         return python;
     }
-    let venv = workspace().join("target/python");
-    let python = venv.join("bin/python");
-    if !has_client(&python) {
-        setup("making the venv target/python", Command::new("python3").arg("-m").arg("venv").arg(&venv));
-        setup(
-            "installing the Python client (pip install kubernetes)",
-            Command::new(&python).args([
-                "-m",
-                "pip",
-                "install",
-                "--quiet",
-                "--disable-pip-version-check",
-                "kubernetes",
-            ]),
-        );
-        assert!(has_client(&python), "pip installed the client, but `import kubernetes` still fails");
-    }
-    python
+    venv::ensure("the Python client", |venv| has_client(&venv.join("bin/python")), &["kubernetes"]);
+    venv::venv_python()
 }
 
 #[test]

@@ -26,7 +26,8 @@ fn limits() -> Limits {
 }
 
 fn runtime() -> PluginRuntime {
-    PluginRuntime::new(&RuntimeConfig { cache_dir: Some(cache_dir()), limits: limits() }).unwrap()
+    PluginRuntime::new(&RuntimeConfig { cache_dir: Some(cache_dir()), limits: limits(), ..RuntimeConfig::default() })
+        .unwrap()
 }
 
 fn fault<T: std::fmt::Debug>(result: Result<T, CallError>) -> (&'static str, FaultKind, String) {
@@ -48,7 +49,9 @@ fn host_still_serves(runtime: &PluginRuntime) {
 #[test]
 fn an_infinite_loop_is_stopped_by_the_cpu_budget() {
     let limits = Limits { call_cpu_time: Some(Duration::from_millis(200)), ..limits() };
-    let runtime = PluginRuntime::new(&RuntimeConfig { cache_dir: Some(cache_dir()), limits }).unwrap();
+    let runtime =
+        PluginRuntime::new(&RuntimeConfig { cache_dir: Some(cache_dir()), limits, ..RuntimeConfig::default() })
+            .unwrap();
     let mut plugin = runtime.load(ADVERSARY_INFINITE_LOOP).unwrap().instantiate(world()).unwrap();
     let start = Instant::now();
     let (call, kind, message) = fault(plugin.set_pod_status(POD, "{}"));
@@ -59,8 +62,11 @@ fn an_infinite_loop_is_stopped_by_the_cpu_budget() {
 
 #[test]
 fn fuel_stops_a_loop_deterministically() {
-    let config =
-        RuntimeConfig { cache_dir: Some(cache_dir()), limits: Limits { call_fuel: Some(50_000_000), ..limits() } };
+    let config = RuntimeConfig {
+        cache_dir: Some(cache_dir()),
+        limits: Limits { call_fuel: Some(50_000_000), ..limits() },
+        ..RuntimeConfig::default()
+    };
     let runtime = PluginRuntime::new(&config).unwrap();
     let mut plugin = runtime.load(ADVERSARY_INFINITE_LOOP).unwrap().instantiate(world()).unwrap();
     let (_, kind, message) = fault(plugin.set_pod_status(POD, "{}"));

@@ -203,6 +203,11 @@ fn the_check_names_a_pod_whose_api_server_status_is_not_the_cached_one() {
     wait_until("both statuses are written", || {
         phase("web-a").as_deref() == Some("Running") && phase("web-b").as_deref() == Some("Running")
     });
+    // Every request of the agent's client is in client-go's metrics: the watch's list
+    // and the plugin's GETs, its status PUTs.
+    let host = server.url().trim_start_matches("http://").to_owned();
+    assert!(agent.metrics().rest_client_requests("200", "GET", &host) >= 3, "{}", agent.metrics().render());
+    assert!(agent.metrics().rest_client_requests("200", "PUT", &host) >= 2, "{}", agent.metrics().render());
 
     let read = |namespace: &str, name: &str| -> Result<Option<Pod>, OwnerError> {
         Ok(store

@@ -8,6 +8,8 @@ use podstatus_replay::{ReplayOutcome, Trace, TraceError};
 use podstatus_runtime::{PODSTATUS_V1, PODSTATUS_V2, PODSTATUS_V3};
 use podstatus_runtime::{Plugin, PluginImage, PluginRuntime, RuntimeConfig};
 
+pub mod venv;
+
 /// The workspace's root directory.
 pub fn workspace_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ is in the workspace").to_path_buf()

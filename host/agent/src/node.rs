@@ -155,15 +155,15 @@ impl NodeAgent {
         };
         let kube_config = runtime.block_on(kubeconfig::load_config(&source))?;
         let api_url = kube_config.cluster_url.to_string();
+        let metrics = Arc::new(Metrics::new());
         let client = {
             // kube spawns its connection pool's tasks on the current runtime.
             let _entered = runtime.enter();
-            kube::Client::try_from(kube_config).map_err(ConnectError::Client)?
+            crate::metrics::metered_client(kube_config, &metrics).map_err(ConnectError::Client)?
         };
         let kube = Arc::new(KubeApiServer::new(runtime.handle().clone(), client.clone(), config.client.clone())?);
         let limiter = kube.rate_limiter();
 
-        let metrics = Arc::new(Metrics::new());
         let pod_manager = Arc::new(PodManager::new());
         let queue = Arc::new(SyncQueue::new(config.queue_capacity));
         metrics.set_queue(Arc::clone(&queue));

@@ -21,7 +21,6 @@
 //! deletes at once never gives (the server works with either).
 
 mod discovery;
-mod merge_patch;
 mod object_handlers;
 mod object_tables;
 mod objects;

@@ -11,7 +11,6 @@
 use http::{Response, StatusCode};
 use serde_json::{Value, json};
 
-use super::merge_patch;
 use super::object_tables;
 use super::objects::{self, Part, Resource};
 use super::pods::{Encoder, stream_list, table_request};
@@ -146,7 +145,7 @@ pub(crate) fn patch(
         if strategic {
             strategic_merge(&mut document, &patch);
         } else {
-            merge_patch::apply(&mut document, &patch);
+            json_patch::merge(&mut document, &patch);
         }
         if !explicit_version {
             document["metadata"]["resourceVersion"] = stored["metadata"]["resourceVersion"].clone();

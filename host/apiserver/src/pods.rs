@@ -3,7 +3,7 @@
 //! Kubernetes' response.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -13,7 +13,6 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ListMeta, Time};
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::merge_patch;
 use super::routes::{Body, Call, Context, Held, SendFailed, excerpt, json_response, streaming_response};
 use super::selectors::Selector;
 use super::status_body::Failure;
@@ -378,7 +377,8 @@ fn merge_patch_retrying(
         attempt += 1;
         let stored = context.store.get_pod(namespace, name)?;
         let mut document = to_json(&stored);
-        merge_patch::apply(&mut document, patch);
+        // RFC 7386, as `application/merge-patch+json` asks.
+        json_patch::merge(&mut document, patch);
         let mut patched: Pod = serde_json::from_value(document)
             .map_err(|e| Failure::bad_request(format!("the patched pod is not a valid Pod: {e}")))?;
         // The URL names the pod: a patch cannot move it to another name or namespace.
@@ -514,27 +514,17 @@ fn now() -> jiff::Timestamp {
     jiff::Timestamp::now()
 }
 
-/// A random (version 4 shaped) UUID for a pod created without one: splitmix64 over the
-/// time and a counter is plenty for names that must only not collide on one server.
+/// A random (version 4) UUID for a pod created without one, as kube-apiserver gives.
 pub(crate) fn new_uid() -> String {
-    let [a, b] = random_words();
-    let a = (a & 0xffff_ffff_ffff_0fff) | 0x0000_0000_0000_4000;
-    let b = (b & 0x3fff_ffff_ffff_ffff) | 0x8000_0000_0000_0000;
-    format!(
-        "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
-        a >> 32,
-        (a >> 16) & 0xffff,
-        a & 0xffff,
-        b >> 48,
-        b & 0xffff_ffff_ffff
-    )
+    uuid::Uuid::new_v4().to_string()
 }
 
 /// Five characters for `generateName`, from Kubernetes' alphabet (no vowels, no
 /// look-alikes).
 fn random_suffix() -> String {
     const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
-    let [mut word, _] = random_words();
+    // The UUID's low half: random but for its two variant bits, at the top.
+    let (_, mut word) = uuid::Uuid::new_v4().as_u64_pair();
     (0..5)
         .map(|_| {
             let index = (word % ALPHABET.len() as u64) as usize;
@@ -542,20 +532,6 @@ fn random_suffix() -> String {
             char::from(ALPHABET[index])
         })
         .collect()
-}
-
-fn random_words() -> [u64; 2] {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
-    let mut state = nanos ^ COUNTER.fetch_add(1, Ordering::Relaxed).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    let mut next = || {
-        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    };
-    [next(), next()]
 }
 
 #[cfg(test)]

@@ -43,7 +43,7 @@ type Make = fn(World) -> Box<dyn Plugin>;
 
 fn runtime(limits: Limits) -> PluginRuntime {
     let cache = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/podstatus-bench-cache");
-    PluginRuntime::new(&RuntimeConfig { cache_dir: Some(cache), limits }).unwrap()
+    PluginRuntime::new(&RuntimeConfig { cache_dir: Some(cache), limits, ..RuntimeConfig::default() }).unwrap()
 }
 
 /// The component in the sandbox as the host runs it by default: memory cap, boundary

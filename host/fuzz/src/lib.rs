@@ -50,7 +50,11 @@ pub const CALL_FUEL: u64 = 2_000_000_000;
 
 /// The runtime configuration the fuzzer runs components with: fuel per call.
 pub fn runtime_config(cache_dir: Option<PathBuf>) -> RuntimeConfig {
-    RuntimeConfig { cache_dir, limits: Limits { call_fuel: Some(CALL_FUEL), ..Limits::default() } }
+    RuntimeConfig {
+        cache_dir,
+        limits: Limits { call_fuel: Some(CALL_FUEL), ..Limits::default() },
+        ..RuntimeConfig::default()
+    }
 }
 
 /// When a campaign stops.

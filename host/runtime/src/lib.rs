@@ -26,9 +26,9 @@ pub use handle::{
     SchedulerConfig,
 };
 pub use plugin::{
-    ArtifactCache, Backoff, CacheOutcome, CallError, CallUsage, ComponentPlugin, FaultKind, Limits, LoadError,
-    NativePlugin, Plugin, PluginImage, PluginRuntime, RecoveryStats, Result, RuntimeConfig, SupervisedPlugin,
-    cache_key, describe,
+    ArtifactCache, Backoff, CacheOutcome, CallError, CallUsage, ComponentPlugin, Evicted, EvictionPolicy, FaultKind,
+    Limits, LoadError, NativePlugin, Plugin, PluginImage, PluginRuntime, RecoveryStats, Result, RuntimeConfig,
+    SupervisedPlugin, cache_key, describe,
 };
 pub use swap::{SwapError, SwapReport, apply_checked, load_checked, move_bulk, move_changes};
 pub use world::World;

@@ -1,5 +1,7 @@
-//! `GET /metrics` over HTTP/1 on the agent's `--metrics-addr`, for Prometheus to scrape.
-//! Anything else is 404 (or 405 for another method on `/metrics`).
+//! `GET /metrics` over HTTP/1 on the agent's `--metrics-addr`, for Prometheus to scrape,
+//! and `GET /healthz` (`ok`) for the kubelet's probes: an answer means the agent's I/O
+//! runtime, which also carries its API calls, is running. Anything else is 404 (or 405
+//! for another method on those paths).
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -115,7 +117,10 @@ async fn accept_loop(listener: tokio::net::TcpListener, metrics: Arc<Metrics>, m
 fn answer(request: &Request<Incoming>, metrics: &Metrics) -> Response<Full<Bytes>> {
     let (status, content_type, body) = match (request.method(), request.uri().path()) {
         (&Method::GET, "/metrics") => (StatusCode::OK, CONTENT_TYPE, metrics.render()),
-        (_, "/metrics") => (StatusCode::METHOD_NOT_ALLOWED, "text/plain", "only GET is served here\n".to_owned()),
+        (&Method::GET, "/healthz") => (StatusCode::OK, "text/plain; charset=utf-8", "ok".to_owned()),
+        (_, "/metrics" | "/healthz") => {
+            (StatusCode::METHOD_NOT_ALLOWED, "text/plain", "only GET is served here\n".to_owned())
+        }
         (_, path) => (StatusCode::NOT_FOUND, "text/plain", format!("{path}: not found; metrics are at /metrics\n")),
     };
     let mut response = Response::new(Full::new(Bytes::from(body)));

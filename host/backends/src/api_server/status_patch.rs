@@ -56,27 +56,14 @@ fn merge_status(current: Value, patch: &Map<String, Value>) -> Result<Value, Str
     Ok(Value::Object(status))
 }
 
-/// JSON merge patch semantics for one field: null removes, objects merge, anything
-/// else replaces.
+/// JSON merge patch (RFC 7386) semantics for one field: null removes, objects merge,
+/// anything else replaces. The json-patch crate does that; the strategic part (lists
+/// merged by key, `$patch`, `$setElementOrder`) it does not, hence this module.
 fn merge_field(target: &mut Map<String, Value>, key: &str, value: &Value) {
-    match value {
-        Value::Null => {
-            target.remove(key);
-        }
-        Value::Object(patch) => {
-            let entry = target.entry(key.to_string()).or_insert_with(|| Value::Object(Map::new()));
-            if !entry.is_object() {
-                *entry = Value::Object(Map::new());
-            }
-            if let Value::Object(existing) = entry {
-                for (k, v) in patch {
-                    merge_field(existing, k, v);
-                }
-            }
-        }
-        other => {
-            target.insert(key.to_string(), other.clone());
-        }
+    if value.is_null() {
+        target.remove(key);
+    } else {
+        json_patch::merge(target.entry(key.to_string()).or_insert(Value::Null), value);
     }
 }
 

@@ -1,9 +1,22 @@
 //! The compiled-artifact cache: Cranelift takes most of a second to compile the plugin,
 //! so a compiled component is kept on disk and a second start only maps it.
+//!
+//! # Eviction
+//! Every plugin version, wasmtime upgrade or engine setting leaves an artifact of a few
+//! MiB behind, so each insert also evicts ([`EvictionPolicy`]): artifacts not used for
+//! [`EvictionPolicy::max_age`] go, then the least recently used until the cache holds
+//! at most [`EvictionPolicy::max_bytes`]. Use is the modification time of an
+//! artifact's digest (set when it is stored, and again at each hit), which lives in the
+//! private `digests/` directory. An artifact this process stored or loaded is never
+//! evicted by it, even past the cap; another process that mapped one keeps its mapping
+//! (removing a file on Unix does not unmap it).
 
+use std::collections::BTreeSet;
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use sha2::{Digest, Sha256};
 use wasmtime::Engine;
@@ -13,12 +26,47 @@ use wasmtime::component::Component;
 #[derive(Clone, Debug)]
 pub struct ArtifactCache {
     dir: PathBuf,
+    policy: EvictionPolicy,
+}
+
+/// When the cache removes artifacts (see the module doc): on each insert.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EvictionPolicy {
+    /// Artifacts not used for this long are removed; default 30 days (a plugin or
+    /// wasmtime version unused for a month is not coming back often enough to matter).
+    pub max_age: Duration,
+    /// The most the artifacts may take together, removing the least recently used
+    /// first; default 256 MiB (an artifact is about 4 MiB: dozens of versions).
+    pub max_bytes: u64,
+}
+
+impl Default for EvictionPolicy {
+    fn default() -> Self {
+        EvictionPolicy { max_age: Duration::from_secs(30 * 24 * 3600), max_bytes: 256 << 20 }
+    }
+}
+
+/// What one eviction pass removed.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Evicted {
+    /// The artifacts removed (with their digests), oldest use first.
+    pub artifacts: Vec<PathBuf>,
+    /// Their size.
+    pub bytes: u64,
+    /// What the artifacts left take.
+    pub kept_bytes: u64,
 }
 
 impl ArtifactCache {
-    /// A cache in `dir` (created when first written).
+    /// A cache in `dir` (created when first written), evicting by the default policy.
     pub fn new(dir: impl Into<PathBuf>) -> Self {
-        ArtifactCache { dir: dir.into() }
+        ArtifactCache { dir: dir.into(), policy: EvictionPolicy::default() }
+    }
+
+    /// The same cache evicting by `policy`.
+    pub fn with_policy(mut self, policy: EvictionPolicy) -> Self {
+        self.policy = policy;
+        self
     }
 
     /// The default place: `$PODSTATUS_CACHE_DIR`, else `$XDG_CACHE_HOME/podstatus`, else
@@ -56,7 +104,10 @@ impl ArtifactCache {
                 // recorded, in a private directory of its own, when it compiled it;
                 // wasmtime also checks the engine configuration recorded inside.
                 match unsafe { Component::deserialize(engine, &artifact) } {
-                    Ok(component) => return Ok((component, CacheOutcome::Hit)),
+                    Ok(component) => {
+                        self.used(&path);
+                        return Ok((component, CacheOutcome::Hit));
+                    }
                     Err(e) => tracing::warn!("discarding unusable compiled artifact {}: {e:#}", path.display()),
                 }
             }
@@ -65,11 +116,85 @@ impl ArtifactCache {
         }
         let component = Component::new(engine, bytes)?;
         match component.serialize().map_err(std::io::Error::other).and_then(|artifact| self.store(&path, &artifact)) {
-            Ok(()) => Ok((component, CacheOutcome::Compiled { stored: true })),
+            Ok(()) => {
+                in_use().insert(path.clone());
+                if let Err(e) = self.evict() {
+                    tracing::warn!("evicting from the compiled-artifact cache {}: {e}", self.dir.display());
+                }
+                Ok((component, CacheOutcome::Compiled { stored: true }))
+            }
             Err(e) => {
                 tracing::warn!("cannot store compiled artifact in {}: {e}", self.dir.display());
                 Ok((component, CacheOutcome::Compiled { stored: false }))
             }
+        }
+    }
+
+    /// Removes what the policy says should go (see the module doc) and digests whose
+    /// artifact is gone. Only `<key>.cwasm` files of the cache directory and their
+    /// digests are touched; a symbolic link there is removed, never followed.
+    pub fn evict(&self) -> std::io::Result<Evicted> {
+        let now = SystemTime::now();
+        let mut artifacts = Vec::new();
+        for entry in fs::read_dir(&self.dir)? {
+            let entry = entry?;
+            let path = entry.path();
+            let is_artifact = path.extension().is_some_and(|ext| ext == "cwasm")
+                && path.file_stem().and_then(|stem| stem.to_str()).is_some_and(is_key);
+            if !is_artifact {
+                continue;
+            }
+            let meta = fs::symlink_metadata(&path)?;
+            // Last use: the digest's time; an artifact without one is never loaded.
+            let used = fs::metadata(self.digest_path(&path)).and_then(|digest| digest.modified()).unwrap_or(UNIX_EPOCH);
+            artifacts.push((used, meta.len(), path));
+        }
+        artifacts.sort();
+        let in_use = in_use().clone();
+        let mut total: u64 = artifacts.iter().map(|(_, size, _)| size).sum();
+        let mut evicted = Evicted::default();
+        for (used, size, path) in artifacts {
+            let unused_for = now.duration_since(used).unwrap_or_default();
+            let goes = unused_for > self.policy.max_age || total > self.policy.max_bytes;
+            if !goes || in_use.contains(&path) {
+                continue;
+            }
+            fs::remove_file(&path)?;
+            remove_if_there(&self.digest_path(&path))?;
+            total -= size;
+            evicted.bytes += size;
+            evicted.artifacts.push(path);
+        }
+        evicted.kept_bytes = total;
+        for entry in fs::read_dir(self.digest_dir())? {
+            let digest = entry?.path();
+            let artifact =
+                digest.file_name().and_then(|name| name.to_str()).and_then(|name| name.strip_suffix(".sha256"));
+            if let Some(artifact) = artifact.filter(|name| name.ends_with(".cwasm"))
+                && fs::symlink_metadata(self.dir.join(artifact)).is_err()
+            {
+                remove_if_there(&digest)?;
+            }
+        }
+        if !evicted.artifacts.is_empty() {
+            tracing::info!(
+                "compiled-artifact cache {}: evicted {} artifacts ({} bytes), {} bytes kept",
+                self.dir.display(),
+                evicted.artifacts.len(),
+                evicted.bytes,
+                evicted.kept_bytes
+            );
+        }
+        Ok(evicted)
+    }
+
+    /// Marks the artifact at `path` used now: this process keeps it, and its digest's
+    /// time says when it was last used. A read-only cache only loses the date.
+    fn used(&self, path: &Path) {
+        in_use().insert(path.to_path_buf());
+        let touched = fs::File::open(self.digest_path(path)).and_then(|digest| digest.set_modified(SystemTime::now()));
+        if let Err(e) = touched {
+            tracing::debug!("cannot record the use of {}: {e}", path.display());
         }
     }
 
@@ -156,6 +281,26 @@ impl ArtifactCache {
 
 /// The subdirectory of the cache that holds the digests.
 const DIGESTS: &str = "digests";
+
+/// The artifacts this process stored or loaded, which its evictions leave alone: a
+/// process-wide set, as several runtimes may share one cache directory.
+fn in_use() -> MutexGuard<'static, BTreeSet<PathBuf>> {
+    static IN_USE: Mutex<BTreeSet<PathBuf>> = Mutex::new(BTreeSet::new());
+    // Paths are only ever inserted whole: a panic elsewhere leaves the set usable.
+    IN_USE.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A cache key: the 64 hex digits of a SHA-256.
+fn is_key(name: &str) -> bool {
+    name.len() == 64 && name.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+fn remove_if_there(path: &Path) -> std::io::Result<()> {
+    match fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
+}
 
 /// A directory this user owns and nobody else may write.
 #[cfg(unix)]

@@ -11,7 +11,7 @@ mod native;
 mod runtime;
 mod supervisor;
 
-pub use cache::{ArtifactCache, CacheOutcome, cache_key};
+pub use cache::{ArtifactCache, CacheOutcome, Evicted, EvictionPolicy, cache_key};
 pub use component::ComponentPlugin;
 pub use limits::{CallUsage, FaultKind, Limits};
 pub use native::NativePlugin;

@@ -8,7 +8,7 @@ use wasmtime::{CallHook, Config, Engine, Store};
 
 use crate::bindings::{Contract, PerContract, StatusManagerPre, v0_1_0};
 use crate::imports::{self, HostState};
-use crate::plugin::cache::{ArtifactCache, CacheOutcome};
+use crate::plugin::cache::{ArtifactCache, CacheOutcome, EvictionPolicy};
 use crate::plugin::component::{ComponentPlugin, Exports};
 use crate::plugin::limits::{EpochTicker, Limits, Sandbox};
 use crate::world::World;
@@ -48,12 +48,14 @@ pub struct RuntimeConfig {
     pub cache_dir: Option<PathBuf>,
     /// What every instance may use.
     pub limits: Limits,
+    /// When the artifact cache removes artifacts.
+    pub cache_eviction: EvictionPolicy,
 }
 
 impl RuntimeConfig {
     /// The default: artifacts cached in [`ArtifactCache::default_dir`].
     pub fn with_default_cache() -> Self {
-        RuntimeConfig { cache_dir: ArtifactCache::default_dir(), limits: Limits::default() }
+        RuntimeConfig { cache_dir: ArtifactCache::default_dir(), ..RuntimeConfig::default() }
     }
 }
 
@@ -88,7 +90,13 @@ impl PluginRuntime {
             Some(_) => Some(Arc::new(EpochTicker::start(&engine).map_err(|e| LoadError::Engine(e.into()))?)),
             None => None,
         };
-        Ok(PluginRuntime { engine, linker, cache: config.cache_dir.clone().map(ArtifactCache::new), limits, ticker })
+        Ok(PluginRuntime {
+            engine,
+            linker,
+            cache: config.cache_dir.clone().map(|dir| ArtifactCache::new(dir).with_policy(config.cache_eviction)),
+            limits,
+            ticker,
+        })
     }
 
     /// The engine.
