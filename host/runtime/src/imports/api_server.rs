@@ -13,7 +13,8 @@ impl wit::Host for HostState {
         self.charge(IMPORT, namespace.len() + name.len())?;
         self.check_arg(IMPORT, "namespace", namespace.len())?;
         self.check_arg(IMPORT, "name", name.len())?;
-        let result = get_pod(&self.world, &namespace, &name)?;
+        let world = &self.world;
+        let result = self.sandbox.backend_call(|| get_pod(world, &namespace, &name))?;
         self.charge_result(IMPORT, result_len(&result))?;
         Ok(result)
     }
@@ -28,7 +29,8 @@ impl wit::Host for HostState {
         self.check_arg(IMPORT, "status", update.status.len())?;
         self.check_arg(IMPORT, "uid precondition", uid)?;
         self.check_arg(IMPORT, "resourceVersion precondition", rv)?;
-        let result = update_pod_status(&self.world, update)?;
+        let world = &self.world;
+        let result = self.sandbox.backend_call(|| update_pod_status(world, update))?;
         self.charge_result(IMPORT, result_len(&result))?;
         Ok(result)
     }
@@ -41,7 +43,8 @@ impl wit::Host for HostState {
         self.check_arg(IMPORT, "name", patch.name.len())?;
         self.check_arg(IMPORT, "patch", patch.patch.len())?;
         self.check_arg(IMPORT, "uid precondition", uid)?;
-        let result = patch_pod_status(&self.world, patch)?;
+        let world = &self.world;
+        let result = self.sandbox.backend_call(|| patch_pod_status(world, patch))?;
         self.charge_result(IMPORT, result_len(&result))?;
         Ok(result)
     }
@@ -58,7 +61,8 @@ impl wit::Host for HostState {
         self.check_arg(IMPORT, "namespace", namespace.len())?;
         self.check_arg(IMPORT, "name", name.len())?;
         self.check_arg(IMPORT, "uid precondition", uid)?;
-        let result = delete_pod(&self.world, &namespace, &name, options);
+        let world = &self.world;
+        let result = self.sandbox.backend_call(|| delete_pod(world, &namespace, &name, options));
         if let Err(e) = &result {
             self.charge_result(IMPORT, error_len(e))?;
         }

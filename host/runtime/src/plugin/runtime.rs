@@ -177,8 +177,10 @@ impl PluginImage {
         if let Some(budget) = self.limits.call_cpu_time {
             store.epoch_deadline_trap();
             // One budget per export call: the guest's time plus the host CPU time its
-            // imports cost (thread CPU time: an import waiting on a slow API server
-            // does not count, the work of parsing what the plugin passed does).
+            // imports cost (the API server backend's by thread CPU time: an import
+            // waiting on a slow API server does not count, the work of parsing what the
+            // plugin passed does; the other imports never wait, and their wall time is
+            // their CPU time).
             store.call_hook(|mut ctx, hook| match hook {
                 CallHook::CallingWasm => {
                     let ticks = ctx.data_mut().sandbox.guest_enters();
