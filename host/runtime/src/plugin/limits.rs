@@ -20,8 +20,10 @@ pub struct Limits {
     /// 3 KB statuses take about 60 MB inside the plugin; the default leaves room for
     /// ten times that.
     pub memory_bytes: usize,
-    /// Guest time one call may use (wall time while the plugin runs; time in host
-    /// imports does not count: a slow API server is not the plugin's fault). None
+    /// Time one export call may use: the guest's (wall time while the plugin runs)
+    /// plus what its imports cost the host (the API server backend by the thread's CPU
+    /// time, so a slow API server is not the plugin's fault; the imports that never
+    /// wait by wall time). None
     /// turns the budget off, and with it the epoch checks compiled into the plugin
     /// (they cost about a quarter of the plugin's speed on JSON-heavy calls): only for
     /// a plugin the agent trusts, or when fuel bounds it instead.
