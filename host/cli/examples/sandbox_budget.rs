@@ -7,6 +7,7 @@
 //! `cargo run --release -p podstatus --example sandbox_budget [calls]`
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use podstatus_backends::{FixedDeletionSafety, MemoryApiServer, PodManager, SyncQueue, SystemClock};
@@ -60,8 +61,26 @@ fn rss_mb() -> f64 {
     pages * 4096.0 / 1e6
 }
 
+/// Bytes the host's log lines took (what a flood costs the node's log pipeline).
+static LOG_BYTES: AtomicUsize = AtomicUsize::new(0);
+
+/// A log destination that counts what it is given and keeps nothing.
+struct CountingWriter;
+
+impl std::io::Write for CountingWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        LOG_BYTES.fetch_add(buf.len(), Ordering::Relaxed);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 fn main() {
     let calls: usize = std::env::args().nth(1).and_then(|n| n.parse().ok()).unwrap_or(1_000_000);
+    // Logs at the agent's default level (warnings and errors), counted, not printed.
+    tracing_subscriber::fmt().with_max_level(tracing::Level::WARN).with_writer(|| CountingWriter).init();
     let runtime = PluginRuntime::new(&RuntimeConfig::with_default_cache()).expect("runtime");
     let limits = Limits::default();
 
@@ -115,7 +134,12 @@ fn main() {
             Ok(o) => format!("not a fault ({o:?})"),
             Err(e) => e.to_string(),
         };
-        let lines = if attack == "log-flood" { format!("{} / {dropped}", 5_000 - dropped) } else { "0".into() };
+        let logged = LOG_BYTES.swap(0, Ordering::Relaxed);
+        let lines = if attack == "log-flood" {
+            format!("{} / {dropped} ({:.2} MB of log)", 5_000 - dropped, logged as f64 / 1e6)
+        } else {
+            format!("0 ({logged} bytes of log)")
+        };
         println!(
             "| {attack} | {stopped} | {:.0} ms | {:.1} MB in {} calls | {lines} | {granted} | {:.0} MB |",
             (usage.guest_time + usage.host_time).as_secs_f64() * 1e3,
