@@ -21,7 +21,7 @@ pub struct Limits {
     /// ten times that.
     pub memory_bytes: usize,
     /// Time one export call may use (default 5 s: an honest v2 `sync-batch` over 10,000
-    /// pods takes 1.7 s here in release, guest and imports together, and a loaded
+    /// pods takes 1.4–1.7 s here in release, guest and imports together, and a loaded
     /// node must not fault an honest plugin): the guest's (wall time while the plugin runs)
     /// plus what its imports cost the host (the API server backend by the thread's CPU
     /// time, so a slow API server is not the plugin's fault; the imports that never
