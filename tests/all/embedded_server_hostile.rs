@@ -174,13 +174,14 @@ fn a_body_declared_too_large_is_refused_before_it_is_read() {
 
 #[test]
 fn stalled_bodies_are_bounded_and_time_out() {
-    // Room for 4 bodies of 1 KiB at once; bodies must arrive within 3 s: long enough
+    // Room for 4 bodies of 1 KiB at once; bodies must arrive within 10 s: long enough
     // that the fifth request finds the room still taken on a loaded machine (this test
-    // shares its binary with every other integration test), short enough to wait for.
+    // shares its binary with every other integration test; at 3 s a full run on two
+    // busy cores once saw the room free again), short enough to wait for.
     let options = ServeOptions {
         max_body_bytes: 1024,
         body_bytes_in_flight: 4096,
-        body_timeout: Duration::from_secs(3),
+        body_timeout: Duration::from_secs(10),
         ..ServeOptions::default()
     };
     let server = serve_with(options);
@@ -194,6 +195,9 @@ fn stalled_bodies_are_bounded_and_time_out() {
             stream
         })
         .collect();
+    // The server reads the four heads before the fifth arrives: were the fifth first,
+    // it would take the room itself and wait for a body that never comes.
+    std::thread::sleep(Duration::from_millis(500));
     // A fifth body finds no room (429); the stalled ones may take a moment to start.
     // (Its head only: a body the server does not read would reset the connection.)
     let mut refused = None;
