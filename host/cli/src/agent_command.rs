@@ -3,6 +3,7 @@
 //! simulated runtime, reports every status through the plugin, and on SIGTERM stops
 //! taking work, flushes and reports the node as shutting down.
 
+use crate::client_args::ClientArgs;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -31,39 +32,14 @@ pub struct AgentArgs {
     /// name (`--node-name $(POD_NAME)`).
     #[arg(long, visible_alias = "hostname-override", value_name = "NAME")]
     node_name: String,
-    /// Use a cluster instead of the embedded API server: this kubeconfig file, or with
-    /// no FILE, KUBECONFIG, ~/.kube/config or the in-cluster service account. In a pod
-    /// (KUBERNETES_SERVICE_HOST set) without --kubeconfig or --server, the in-cluster
-    /// service account is used, as if --kubeconfig were given without a FILE.
-    #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "", conflicts_with = "server")]
-    kubeconfig: Option<std::path::PathBuf>,
-    /// The kubeconfig context to use (with --kubeconfig) instead of its current one.
-    #[arg(long, value_name = "NAME", requires = "kubeconfig")]
-    context: Option<String>,
-    /// Use the API server at this URL (no credentials) instead of the embedded one.
-    #[arg(long, value_name = "URL")]
-    server: Option<String>,
     /// Where the embedded API server listens (without --kubeconfig or --server).
     #[arg(long, default_value = "127.0.0.1:8080")]
     listen: std::net::SocketAddr,
-    /// Static pod manifests (the kubelet's --pod-manifest-path).
-    #[arg(long, value_name = "DIR")]
-    pod_manifest_path: Option<std::path::PathBuf>,
-    /// Serve Prometheus metrics here (e.g. 127.0.0.1:9090).
-    #[arg(long, value_name = "ADDR")]
-    metrics_addr: Option<std::net::SocketAddr>,
-    /// API requests per second the client may make (the kubelet's --kube-api-qps).
-    #[arg(long, default_value_t = 50.0)]
-    kube_api_qps: f32,
-    /// Burst of API requests above the QPS (the kubelet's --kube-api-burst).
-    #[arg(long, default_value_t = 100)]
-    kube_api_burst: u32,
-    /// Time between the status manager's batch syncs.
-    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = podstatus_agent::parse_go_duration)]
-    sync_period: Duration,
     /// How long the flush at shutdown may take.
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = podstatus_agent::parse_go_duration)]
     flush_timeout: Duration,
+    #[command(flatten)]
+    client: ClientArgs,
     #[command(flatten)]
     node: NodeArgs,
     #[command(flatten)]
@@ -85,17 +61,21 @@ fn agent(args: &AgentArgs) -> anyhow::Result<bool> {
     // In a pod, the cluster it runs in is the one to join: a virtual node that started
     // an API server of its own there would register nowhere anyone looks.
     let in_cluster = std::env::var_os("KUBERNETES_SERVICE_HOST").is_some_and(|host| !host.is_empty());
-    let target = match (&args.kubeconfig, &args.server) {
-        (None, None) if in_cluster => Target::Kubeconfig { path: None, context: args.context.clone() },
-        _ => simulate_command::target(&args.kubeconfig, &args.context, &args.server, args.listen),
+    let target = match (&args.client.kubeconfig, &args.client.server) {
+        (None, None) if in_cluster => Target::Kubeconfig { path: None, context: args.client.context.clone() },
+        _ => simulate_command::target(&args.client.kubeconfig, &args.client.context, &args.client.server, args.listen),
     };
     let config = AgentConfig {
         node: args.node_name.clone(),
         target,
-        client: KubeClientConfig { qps: args.kube_api_qps, burst: args.kube_api_burst, ..KubeClientConfig::default() },
-        manifest_dir: args.pod_manifest_path.clone(),
-        metrics_addr: args.metrics_addr,
-        sync_period: args.sync_period,
+        client: KubeClientConfig {
+            qps: args.client.kube_api_qps,
+            burst: args.client.kube_api_burst,
+            ..KubeClientConfig::default()
+        },
+        manifest_dir: args.client.pod_manifest_path.clone(),
+        metrics_addr: args.client.metrics_addr,
+        sync_period: args.client.sync_period,
         queue_capacity: DEFAULT_CAPACITY,
         injected_faults: None,
         register_node: Some(args.node.config(&args.node_name)),

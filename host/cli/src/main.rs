@@ -64,7 +64,8 @@ enum Command {
     /// scheduled to it through the simulated runtime, every status through the plugin.
     ///
     /// Against the embedded API server by default, or a cluster (--kubeconfig,
-    /// in-cluster). SIGINT/SIGTERM: stop taking work, flush, report the node as
+    /// in-cluster). In a pod (KUBERNETES_SERVICE_HOST set) without --kubeconfig or
+    /// --server, the in-cluster service account is used. SIGINT/SIGTERM: stop taking work, flush, report the node as
     /// shutting down (a second one exits at once); SIGHUP re-reads --plugin.
     Agent(Box<agent_command::AgentArgs>),
     /// Serve the embedded API server (an empty in-memory store) until SIGINT, for
@@ -103,34 +104,11 @@ struct SimulateArgs {
     /// The node the pods are bound to (the kubelet's --hostname-override).
     #[arg(long, visible_alias = "hostname-override", default_value = "sim-node")]
     node_name: String,
-    /// Use a cluster instead of the embedded API server: this kubeconfig file, or with
-    /// no FILE, KUBECONFIG, ~/.kube/config or the in-cluster service account.
-    #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "", conflicts_with = "server")]
-    kubeconfig: Option<PathBuf>,
-    /// The kubeconfig context to use (with --kubeconfig) instead of its current one.
-    #[arg(long, value_name = "NAME", requires = "kubeconfig")]
-    context: Option<String>,
-    /// Use the API server at this URL (no credentials) instead of the embedded one.
-    #[arg(long, value_name = "URL")]
-    server: Option<String>,
     /// Where the embedded API server listens.
     #[arg(long, default_value = "127.0.0.1:0")]
     listen: std::net::SocketAddr,
-    /// Static pod manifests (the kubelet's --pod-manifest-path).
-    #[arg(long, value_name = "DIR")]
-    pod_manifest_path: Option<PathBuf>,
-    /// Serve Prometheus metrics here (e.g. 127.0.0.1:9090).
-    #[arg(long, value_name = "ADDR")]
-    metrics_addr: Option<std::net::SocketAddr>,
-    /// API requests per second the client may make (the kubelet's --kube-api-qps).
-    #[arg(long, default_value_t = 50.0)]
-    kube_api_qps: f32,
-    /// Burst of API requests above the QPS (the kubelet's --kube-api-burst).
-    #[arg(long, default_value_t = 100)]
-    kube_api_burst: u32,
-    /// Time between batch syncs (`10s`; a bare number is seconds).
-    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = podstatus_agent::parse_go_duration)]
-    sync_period: Duration,
+    #[command(flatten)]
+    client: crate::client_args::ClientArgs,
     /// Hot-swap to this plugin during the run (with --swap-at), and on SIGHUP.
     #[arg(long, value_name = "FILE.wasm")]
     swap_to: Option<PathBuf>,
@@ -236,6 +214,7 @@ impl PluginArgs {
 }
 
 mod agent_command;
+mod client_args;
 mod fuzz_args;
 mod inspect;
 mod logging;

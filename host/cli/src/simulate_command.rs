@@ -59,15 +59,19 @@ pub(crate) fn target(
 }
 
 fn simulate(args: &SimulateArgs) -> anyhow::Result<bool> {
-    let target = target(&args.kubeconfig, &args.context, &args.server, args.listen);
+    let target = target(&args.client.kubeconfig, &args.client.context, &args.client.server, args.listen);
     let duration = args.duration;
     let agent = AgentConfig {
         node: args.node_name.clone(),
         target,
-        client: KubeClientConfig { qps: args.kube_api_qps, burst: args.kube_api_burst, ..KubeClientConfig::default() },
-        manifest_dir: args.pod_manifest_path.clone(),
-        metrics_addr: args.metrics_addr,
-        sync_period: args.sync_period,
+        client: KubeClientConfig {
+            qps: args.client.kube_api_qps,
+            burst: args.client.kube_api_burst,
+            ..KubeClientConfig::default()
+        },
+        manifest_dir: args.client.pod_manifest_path.clone(),
+        metrics_addr: args.client.metrics_addr,
+        sync_period: args.client.sync_period,
         queue_capacity: DEFAULT_CAPACITY,
         injected_faults: (args.api_fault_rate > 0.0)
             .then_some(InjectedFaults { rate: args.api_fault_rate, seed: args.seed }),

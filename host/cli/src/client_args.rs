@@ -1,0 +1,32 @@
+//! The client flags `podstatus agent` and `podstatus simulate` share.
+
+/// How the node agent reaches its API server and paces its client: what `agent` and
+/// `simulate` share.
+#[derive(clap::Args)]
+pub struct ClientArgs {
+    /// Use a cluster instead of the embedded API server: this kubeconfig file, or with
+    /// no FILE, KUBECONFIG, ~/.kube/config or the in-cluster service account.
+    #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "", conflicts_with = "server")]
+    pub kubeconfig: Option<std::path::PathBuf>,
+    /// The kubeconfig context to use (with --kubeconfig) instead of its current one.
+    #[arg(long, value_name = "NAME", requires = "kubeconfig")]
+    pub context: Option<String>,
+    /// Use the API server at this URL (no credentials) instead of the embedded one.
+    #[arg(long, value_name = "URL")]
+    pub server: Option<String>,
+    /// Static pod manifests (the kubelet's --pod-manifest-path).
+    #[arg(long, value_name = "DIR")]
+    pub pod_manifest_path: Option<std::path::PathBuf>,
+    /// Serve Prometheus metrics here (e.g. 127.0.0.1:9090).
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_addr: Option<std::net::SocketAddr>,
+    /// API requests per second the client may make (the kubelet's --kube-api-qps).
+    #[arg(long, default_value_t = 50.0)]
+    pub kube_api_qps: f32,
+    /// Burst of API requests above the QPS (the kubelet's --kube-api-burst).
+    #[arg(long, default_value_t = 100)]
+    pub kube_api_burst: u32,
+    /// Time between the status manager's batch syncs (`10s`; a bare number is seconds).
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = podstatus_agent::parse_go_duration)]
+    pub sync_period: std::time::Duration,
+}
