@@ -11,8 +11,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use podstatus_agent::simulate::Signals;
-use podstatus_agent::{AgentConfig, KubeClientConfig, NodeAgent, PodRunner, Target};
-use podstatus_backends::DEFAULT_CAPACITY;
+use podstatus_agent::{NodeAgent, PodRunner, Target};
 use podstatus_runtime::PluginRuntime;
 
 use crate::node_args::NodeArgs;
@@ -63,23 +62,9 @@ fn agent(args: &AgentArgs) -> anyhow::Result<bool> {
     let in_cluster = std::env::var_os("KUBERNETES_SERVICE_HOST").is_some_and(|host| !host.is_empty());
     let target = match (&args.client.kubeconfig, &args.client.server) {
         (None, None) if in_cluster => Target::Kubeconfig { path: None, context: args.client.context.clone() },
-        _ => simulate_command::target(&args.client.kubeconfig, &args.client.context, &args.client.server, args.listen),
+        _ => args.client.target(args.listen),
     };
-    let config = AgentConfig {
-        node: args.node_name.clone(),
-        target,
-        client: KubeClientConfig {
-            qps: args.client.kube_api_qps,
-            burst: args.client.kube_api_burst,
-            ..KubeClientConfig::default()
-        },
-        manifest_dir: args.client.pod_manifest_path.clone(),
-        metrics_addr: args.client.metrics_addr,
-        sync_period: args.client.sync_period,
-        queue_capacity: DEFAULT_CAPACITY,
-        injected_faults: None,
-        register_node: Some(args.node.config(&args.node_name)),
-    };
+    let config = args.client.agent_config(&args.node_name, target, args.node.config(&args.node_name));
     let plugins = PluginRuntime::new(&args.plugin.runtime_config()).context("plugin runtime")?;
     let image = plugins.load(&args.plugin.bytes()?).context("loading the plugin")?;
     let signals = Signals::default();

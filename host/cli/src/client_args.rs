@@ -1,5 +1,8 @@
 //! The client flags `podstatus agent` and `podstatus simulate` share.
 
+use podstatus_agent::{AgentConfig, KubeClientConfig, NodeConfig, Target};
+use podstatus_backends::DEFAULT_CAPACITY;
+
 /// How the node agent reaches its API server and paces its client: what `agent` and
 /// `simulate` share.
 #[derive(clap::Args)]
@@ -29,4 +32,39 @@ pub struct ClientArgs {
     /// Time between the status manager's batch syncs (`10s`; a bare number is seconds).
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = podstatus_agent::parse_go_duration)]
     pub sync_period: std::time::Duration,
+}
+
+impl ClientArgs {
+    /// Where the API server is, from `--kubeconfig [FILE]`, `--context` and `--server`,
+    /// else the embedded server on `listen`.
+    pub fn target(&self, listen: std::net::SocketAddr) -> Target {
+        match (&self.kubeconfig, &self.server) {
+            (Some(path), _) if path.as_os_str().is_empty() => {
+                Target::Kubeconfig { path: None, context: self.context.clone() }
+            }
+            (Some(path), _) => Target::Kubeconfig { path: Some(path.clone()), context: self.context.clone() },
+            (None, Some(url)) => Target::Url(url.clone()),
+            (None, None) => Target::Embedded(listen),
+        }
+    }
+
+    /// The agent for node `node` (registered as `registration` says) against `target`,
+    /// with these flags' client budget, manifests, metrics and sync period.
+    pub fn agent_config(&self, node: &str, target: Target, registration: NodeConfig) -> AgentConfig {
+        AgentConfig {
+            node: node.to_string(),
+            target,
+            client: KubeClientConfig {
+                qps: self.kube_api_qps,
+                burst: self.kube_api_burst,
+                ..KubeClientConfig::default()
+            },
+            manifest_dir: self.pod_manifest_path.clone(),
+            metrics_addr: self.metrics_addr,
+            sync_period: self.sync_period,
+            queue_capacity: DEFAULT_CAPACITY,
+            injected_faults: None,
+            register_node: Some(registration),
+        }
+    }
 }

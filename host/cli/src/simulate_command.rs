@@ -8,11 +8,9 @@ use std::time::Duration;
 
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use podstatus_agent::KubeClientConfig;
+use podstatus_agent::AgentConfig;
 use podstatus_agent::simulate::{self, Signals, SimulateConfig};
-use podstatus_agent::{AgentConfig, Target};
 use podstatus_apiserver::EmbeddedApiServer;
-use podstatus_backends::DEFAULT_CAPACITY;
 use podstatus_backends::InjectedFaults;
 use podstatus_backends::MemoryApiServer;
 use podstatus_runtime::PluginRuntime;
@@ -42,40 +40,12 @@ pub fn run(args: &SimulateArgs) -> ExitCode {
     }
 }
 
-/// Where the API server is, from `--kubeconfig [FILE]`, `--context`, `--server` and
-/// `--listen` (the embedded server's address when neither of the first is given).
-pub(crate) fn target(
-    kubeconfig: &Option<std::path::PathBuf>,
-    context: &Option<String>,
-    server: &Option<String>,
-    listen: std::net::SocketAddr,
-) -> Target {
-    match (kubeconfig, server) {
-        (Some(path), _) if path.as_os_str().is_empty() => Target::Kubeconfig { path: None, context: context.clone() },
-        (Some(path), _) => Target::Kubeconfig { path: Some(path.clone()), context: context.clone() },
-        (None, Some(url)) => Target::Url(url.clone()),
-        (None, None) => Target::Embedded(listen),
-    }
-}
-
 fn simulate(args: &SimulateArgs) -> anyhow::Result<bool> {
-    let target = target(&args.client.kubeconfig, &args.client.context, &args.client.server, args.listen);
     let duration = args.duration;
     let agent = AgentConfig {
-        node: args.node_name.clone(),
-        target,
-        client: KubeClientConfig {
-            qps: args.client.kube_api_qps,
-            burst: args.client.kube_api_burst,
-            ..KubeClientConfig::default()
-        },
-        manifest_dir: args.client.pod_manifest_path.clone(),
-        metrics_addr: args.client.metrics_addr,
-        sync_period: args.client.sync_period,
-        queue_capacity: DEFAULT_CAPACITY,
         injected_faults: (args.api_fault_rate > 0.0)
             .then_some(InjectedFaults { rate: args.api_fault_rate, seed: args.seed }),
-        register_node: Some(args.node.config(&args.node_name)),
+        ..args.client.agent_config(&args.node_name, args.client.target(args.listen), args.node.config(&args.node_name))
     };
     let swap_at = match (&args.swap_to, args.swap_at) {
         (Some(path), Some(at)) => Some((path.clone(), at)),
