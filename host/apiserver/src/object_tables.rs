@@ -5,7 +5,7 @@
 use serde_json::{Value, json};
 
 use super::objects::{LEASES, NODES, Resource};
-use super::table::{IncludeObject, human_duration};
+use super::table::{self, IncludeObject, human_duration};
 
 /// The `Table` of `objects` of `resource`, with the list's resourceVersion when it is one.
 pub(crate) fn table<'a>(
@@ -16,17 +16,7 @@ pub(crate) fn table<'a>(
     now: jiff::Timestamp,
 ) -> Value {
     let rows: Vec<Value> = objects.into_iter().map(|object| row(resource, object, include, now)).collect();
-    let mut metadata = json!({});
-    if let Some(version) = resource_version {
-        metadata["resourceVersion"] = json!(version.to_string());
-    }
-    json!({
-        "kind": "Table",
-        "apiVersion": "meta.k8s.io/v1",
-        "metadata": metadata,
-        "columnDefinitions": column_definitions(resource),
-        "rows": rows,
-    })
+    table::document(column_definitions(resource), rows, resource_version)
 }
 
 fn column_definitions(resource: &Resource) -> Value {

@@ -45,6 +45,12 @@ pub(crate) fn table<'a>(
     now: jiff::Timestamp,
 ) -> Value {
     let rows: Vec<Value> = pods.into_iter().map(|pod| row(pod, include, now)).collect();
+    document(column_definitions(), rows, resource_version)
+}
+
+/// A `meta.k8s.io/v1` `Table` of `columns` and `rows`, with the list's resourceVersion
+/// when it is one (every kind's table is this document).
+pub(crate) fn document(columns: Value, rows: Vec<Value>, resource_version: Option<u64>) -> Value {
     let mut metadata = json!({});
     if let Some(version) = resource_version {
         metadata["resourceVersion"] = json!(version.to_string());
@@ -53,7 +59,7 @@ pub(crate) fn table<'a>(
         "kind": "Table",
         "apiVersion": "meta.k8s.io/v1",
         "metadata": metadata,
-        "columnDefinitions": column_definitions(),
+        "columnDefinitions": columns,
         "rows": rows,
     })
 }
