@@ -366,8 +366,11 @@ fn a_stalled_api_server_does_not_hold_up_other_threads() {
     let api = Arc::new(client(&runtime, stalled.url(), config));
     world.api_server = api.clone();
     let plugin = v1_image().instantiate(world.clone()).unwrap();
-    let scheduler_config =
-        SchedulerConfig { sync_period: Duration::from_millis(200), admission: Some(api.rate_limiter()) };
+    let scheduler_config = SchedulerConfig {
+        sync_period: Duration::from_millis(200),
+        admission: Some(api.rate_limiter()),
+        ..SchedulerConfig::default()
+    };
     let (manager, scheduler) = ManagerHandle::start(Box::new(plugin), world.queue.clone(), scheduler_config);
 
     // The first status queues a sync; wait until the scheduler is stuck on the server.
@@ -435,7 +438,11 @@ fn the_scheduler_waits_for_admission_without_the_plugin_lock() {
     let admission =
         Arc::new(HeldAdmission { entered: std::sync::Mutex::new(entered), release: std::sync::Mutex::new(released) });
     let plugin = v1_image().instantiate(world.clone()).unwrap();
-    let config = SchedulerConfig { sync_period: Duration::from_secs(3600), admission: Some(admission) };
+    let config = SchedulerConfig {
+        sync_period: Duration::from_secs(3600),
+        admission: Some(admission),
+        ..SchedulerConfig::default()
+    };
     let (manager, scheduler) = ManagerHandle::start(Box::new(plugin), world.queue.clone(), config);
     let status = serde_json::to_string(&running()).unwrap();
 

@@ -13,8 +13,11 @@
 //! may call.
 //!
 //! # Never blocking other threads for long
-//! Plugin calls run under one mutex (see [`podstatus_runtime::ManagerHandle`]) and a sync calls the API
-//! server inside it, so every wait here is also every other thread's wait:
+//! A 0.2.0 plugin never calls the API server: the host's API-call workers make its
+//! syncs' calls holding no lock, and wait for their token like any client (bounded by
+//! the call timeout, see [`podstatus_backends::patience`]). A 0.1.x plugin's calls run
+//! under the plugin mutex (see [`podstatus_runtime::ManagerHandle`]), inside its
+//! `sync-pod`, so for them every wait here is also every other thread's wait:
 //! - **Rate limit outside the lock.** The [`RateLimiter`] (QPS and burst, the kubelet's
 //!   `--kube-api-qps` / `--kube-api-burst`) is also an [`Admission`]: the scheduler waits
 //!   for tokens with [`Admission::wait_ready`] *before* it takes the lock for a sync.
@@ -216,10 +219,13 @@ impl KubeApiServer {
                 return (Err(ApiError::Unavailable { message }), Outcome::CircuitOpen);
             }
         };
-        if !self.limiter.acquire_within(self.config.throttle_wait) {
+        // A thread that holds no lock waits like any client, bounded by the timeout.
+        let wait =
+            podstatus_backends::patience::current().unwrap_or(self.config.throttle_wait).min(self.config.call_timeout);
+        if !self.limiter.acquire_within(wait) {
             let message = format!(
                 "client-side throttling: no token within {} ms (qps {}, burst {}); the status stays cached",
-                self.config.throttle_wait.as_millis(),
+                wait.as_millis(),
                 self.config.qps,
                 self.config.burst
             );

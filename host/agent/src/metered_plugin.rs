@@ -12,8 +12,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::metrics::Metrics;
-use podstatus_runtime::bindings::{BatchReport, CachedStatus, Contract, SyncOutcome, SyncRequest, UpdateOutcome};
-use podstatus_runtime::{Plugin, Result};
+use podstatus_runtime::bindings::{
+    ApiReply, BatchPlan, BatchReport, CachedStatus, Contract, PodSync, SyncOutcome, SyncRequest, SyncStep,
+    UpdateOutcome,
+};
+use podstatus_runtime::{Plugin, Result, World};
 
 /// Times calls into `inner` and tells [`Metrics::propagation`] about new status versions.
 pub struct MeteredPlugin {
@@ -110,6 +113,30 @@ impl Plugin for MeteredPlugin {
 
     fn sync_batch(&mut self) -> Result<BatchReport> {
         self.timed("sync_batch", |p| p.sync_batch()).0
+    }
+
+    fn plan_sync_pod(&mut self, request: &SyncRequest) -> Result<Vec<PodSync>> {
+        self.timed("plan_sync_pod", |p| p.plan_sync_pod(request)).0
+    }
+
+    fn plan_sync_batch(&mut self) -> Result<BatchPlan> {
+        self.timed("plan_sync_batch", |p| p.plan_sync_batch()).0
+    }
+
+    fn start_sync(&mut self, id: u64) -> Result<SyncStep> {
+        self.timed("start_sync", |p| p.start_sync(id)).0
+    }
+
+    fn resume_sync(&mut self, id: u64, reply: ApiReply) -> Result<SyncStep> {
+        self.timed("resume_sync", |p| p.resume_sync(id, reply)).0
+    }
+
+    fn drop_sync(&mut self, id: u64) -> Result<bool> {
+        self.timed("drop_sync", |p| p.drop_sync(id)).0
+    }
+
+    fn world(&self) -> &World {
+        self.inner.world()
     }
 
     fn save_state(&mut self) -> Result<String> {

@@ -12,6 +12,7 @@ mod api_server;
 mod clock;
 mod deletion_safety;
 pub mod host_view;
+pub mod patience;
 pub mod pod_identity;
 mod pod_manager;
 pub mod rng;

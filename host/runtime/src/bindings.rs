@@ -4,11 +4,15 @@
 
 //! The only place that generates bindings for the WIT contract.
 //!
-//! The host implements the newest contract, `kubelet:status@0.1.1`: its imports serve
-//! every plugin (a 0.1.0 plugin's imports are a compatible subset, which wasmtime's
-//! linker matches by semver), and its types are the host's vocabulary. Plugins written
-//! against 0.1.0 export the older `manager` interface, so its exports get bindings too
-//! ([`v0_1_0`]), converted to the host's types at the call.
+//! The host's vocabulary is the newest contract, `kubelet:status@0.2.0`: its imports
+//! (pod manager, deletion safety, clock, logging, sync queue) are the host's, and its
+//! types are the host's types. Contract 0.1.1 imports one more interface, `api-server`
+//! (its plugins call the API server themselves), and names the same imports under its
+//! own version: [`v0_1_1`] generates them, and the host serves them by forwarding to
+//! the newest ones. Plugins written against 0.1.0 import a compatible subset of 0.1.1's
+//! imports (wasmtime's linker matches them by semver); their older `manager` export
+//! gets bindings too ([`v0_1_0`]). Every older export is converted to the host's types
+//! at the call.
 //!
 //! Every import may trap (`trappable`): the host traps when the plugin breaches a limit
 //! or hands it something no correct plugin would, and answers expected failures with
@@ -16,12 +20,17 @@
 
 wasmtime::component::bindgen!({
     world: "status-manager",
-    path: "../../wit/status@0.1.1",
+    path: "../../wit/status@0.2.0",
     imports: { default: trappable },
     additional_derives: [PartialEq, Eq],
 });
 
-pub use exports::kubelet::status::manager::{BatchReport, CachedStatus, ManagerError, SyncOutcome, UpdateOutcome};
+pub use exports::kubelet::status::manager::{
+    BatchPlan, BatchReport, CachedStatus, ManagerError, PodSync, SyncOrigin, SyncOutcome, SyncStep, UpdateOutcome,
+};
+pub use kubelet::status::api::{
+    ApiCall, ApiError, ApiReply, DeleteOptions, PodDeletion, PodName, StatusPatch, StatusUpdate,
+};
 /// The host's vocabulary for what crosses the boundary as plain records: the backends'
 /// own types, converted to and from the generated ones at the boundary.
 pub use podstatus_backends::{SyncRequest, Timestamp};
@@ -33,26 +42,37 @@ pub enum Contract {
     V0_1_0,
     /// `kubelet:status@0.1.1`: adds `set-container-startup` (logic v2).
     V0_1_1,
+    /// `kubelet:status@0.2.0`: the plugin no longer calls the API server; syncs are
+    /// state machines the host drives, so syncs of different pods overlap.
+    V0_2_0,
 }
 
 impl Contract {
     /// Every version this host runs, oldest first.
-    pub const ALL: [Contract; 2] = [Contract::V0_1_0, Contract::V0_1_1];
-    /// The version whose imports and types the host implements (older plugins import
-    /// a compatible subset, which wasmtime's linker matches by semver).
-    pub const NEWEST: Contract = Contract::V0_1_1;
+    pub const ALL: [Contract; 3] = [Contract::V0_1_0, Contract::V0_1_1, Contract::V0_2_0];
+    /// The version whose imports and types the host implements.
+    pub const NEWEST: Contract = Contract::V0_2_0;
 
     /// The WIT package, e.g. `kubelet:status@0.1.1`.
     pub fn package(self) -> &'static str {
         match self {
             Contract::V0_1_0 => "kubelet:status@0.1.0",
             Contract::V0_1_1 => "kubelet:status@0.1.1",
+            Contract::V0_2_0 => "kubelet:status@0.2.0",
         }
     }
 
-    /// Whether plugins of this version export `set-container-startup`.
+    /// Whether plugins of this version export `set-container-startup` (a 0.2.0
+    /// plugin whose logic has no startup probes answers it `unsupported`).
     pub fn has_container_startup(self) -> bool {
         self >= Contract::V0_1_1
+    }
+
+    /// Whether syncs are host-driven state machines (`start-sync`, `resume-sync`), so
+    /// that the plugin is never entered while an API call is out and syncs overlap.
+    /// Older plugins call the API server inside `sync-pod`, serially.
+    pub fn has_split_syncs(self) -> bool {
+        self >= Contract::V0_2_0
     }
 }
 
@@ -65,21 +85,38 @@ impl std::fmt::Display for Contract {
 /// One thing per contract version (a pre-instantiated component, an instance's
 /// exports), so that the version is said once, by the variant.
 #[derive(Clone)]
-pub(crate) enum PerContract<Newest, V010> {
+pub(crate) enum PerContract<V020, V011, V010> {
+    /// `kubelet:status@0.2.0`.
+    V0_2_0(V020),
     /// `kubelet:status@0.1.1`.
-    V0_1_1(Newest),
+    V0_1_1(V011),
     /// `kubelet:status@0.1.0`.
     V0_1_0(V010),
 }
 
-impl<Newest, V010> PerContract<Newest, V010> {
+impl<V020, V011, V010> PerContract<V020, V011, V010> {
     /// The version this is for.
     pub(crate) fn contract(&self) -> Contract {
         match self {
+            PerContract::V0_2_0(_) => Contract::V0_2_0,
             PerContract::V0_1_1(_) => Contract::V0_1_1,
             PerContract::V0_1_0(_) => Contract::V0_1_0,
         }
     }
+}
+
+/// Plugins written against `kubelet:status@0.1.1` (logic v2 and v3 before 0.2.0): their
+/// imports, which the host serves by forwarding to the newest ones (and `api-server`,
+/// which only they import), and their exports.
+pub mod v0_1_1 {
+    wasmtime::component::bindgen!({
+        world: "status-manager",
+        path: "../../wit/status@0.1.1",
+        imports: { default: trappable },
+        additional_derives: [PartialEq, Eq],
+    });
+
+    pub use exports::kubelet::status::manager;
 }
 
 /// The exports of plugins written against `kubelet:status@0.1.0` (logic v1).
@@ -93,51 +130,79 @@ pub mod v0_1_0 {
     pub use exports::kubelet::status::manager;
 }
 
-/// Converts an enum of the 0.1.0 bindings into the same enum of the host's.
-macro_rules! convert_enum {
-    ($from:ty => $to:ident { $($case:ident),* $(,)? }) => {
-        impl From<$from> for $to {
-            fn from(value: $from) -> Self {
-                match value { $(<$from>::$case => $to::$case),* }
+/// Converts what an older contract's `manager` export returns (`$old` is its generated
+/// module) into the host's types: the same shapes, minus what 0.2.0 added.
+macro_rules! convert_manager_types {
+    ($old:path) => {
+        const _: () = {
+            use $old as old;
+
+            impl From<old::UpdateOutcome> for UpdateOutcome {
+                fn from(value: old::UpdateOutcome) -> Self {
+                    match value {
+                        old::UpdateOutcome::Queued => UpdateOutcome::Queued,
+                        old::UpdateOutcome::QueueFull => UpdateOutcome::QueueFull,
+                        old::UpdateOutcome::Unchanged => UpdateOutcome::Unchanged,
+                        old::UpdateOutcome::PodNotFound => UpdateOutcome::PodNotFound,
+                        old::UpdateOutcome::NotCached => UpdateOutcome::NotCached,
+                        old::UpdateOutcome::UnknownContainer => UpdateOutcome::UnknownContainer,
+                    }
+                }
             }
-        }
+
+            impl From<old::SyncOutcome> for SyncOutcome {
+                fn from(value: old::SyncOutcome) -> Self {
+                    match value {
+                        old::SyncOutcome::UpToDate => SyncOutcome::UpToDate,
+                        old::SyncOutcome::PodNotFound => SyncOutcome::PodNotFound,
+                        old::SyncOutcome::GetFailed => SyncOutcome::GetFailed,
+                        old::SyncOutcome::Recreated => SyncOutcome::Recreated,
+                        old::SyncOutcome::WriteFailed => SyncOutcome::WriteFailed,
+                        old::SyncOutcome::Written => SyncOutcome::Written,
+                        old::SyncOutcome::Deleted => SyncOutcome::Deleted,
+                        old::SyncOutcome::DeleteFailed => SyncOutcome::DeleteFailed,
+                    }
+                }
+            }
+
+            impl From<old::ManagerError> for ManagerError {
+                fn from(value: old::ManagerError) -> Self {
+                    match value {
+                        old::ManagerError::InvalidPod(m) => ManagerError::InvalidPod(m),
+                        old::ManagerError::InvalidStatus(m) => ManagerError::InvalidStatus(m),
+                        old::ManagerError::UnknownRequest(id) => ManagerError::UnknownRequest(id),
+                        old::ManagerError::InvalidState(m) => ManagerError::InvalidState(m),
+                    }
+                }
+            }
+
+            impl From<old::BatchReport> for BatchReport {
+                fn from(r: old::BatchReport) -> Self {
+                    BatchReport { synced: r.synced, reconciled: r.reconciled, failed: r.failed }
+                }
+            }
+
+            impl From<old::CachedStatus> for CachedStatus {
+                fn from(c: old::CachedStatus) -> Self {
+                    CachedStatus { version: c.version, status: c.status }
+                }
+            }
+        };
     };
 }
 
-convert_enum!(v0_1_0::manager::UpdateOutcome => UpdateOutcome {
-    Queued, QueueFull, Unchanged, PodNotFound, NotCached, UnknownContainer,
-});
-convert_enum!(v0_1_0::manager::SyncOutcome => SyncOutcome {
-    UpToDate, PodNotFound, GetFailed, Recreated, WriteFailed, Written, Deleted, DeleteFailed,
-});
-
-impl From<v0_1_0::manager::ManagerError> for ManagerError {
-    fn from(value: v0_1_0::manager::ManagerError) -> Self {
-        use v0_1_0::manager::ManagerError as Old;
-        match value {
-            Old::InvalidPod(m) => ManagerError::InvalidPod(m),
-            Old::InvalidStatus(m) => ManagerError::InvalidStatus(m),
-            Old::UnknownRequest(id) => ManagerError::UnknownRequest(id),
-            Old::InvalidState(m) => ManagerError::InvalidState(m),
-        }
-    }
-}
-
-impl From<v0_1_0::manager::BatchReport> for BatchReport {
-    fn from(r: v0_1_0::manager::BatchReport) -> Self {
-        BatchReport { synced: r.synced, reconciled: r.reconciled, failed: r.failed }
-    }
-}
-
-impl From<v0_1_0::manager::CachedStatus> for CachedStatus {
-    fn from(c: v0_1_0::manager::CachedStatus) -> Self {
-        CachedStatus { version: c.version, status: c.status }
-    }
-}
+convert_manager_types!(v0_1_0::manager);
+convert_manager_types!(v0_1_1::manager);
 
 impl From<&SyncRequest> for v0_1_0::kubelet::status::types::SyncRequest {
     fn from(r: &SyncRequest) -> Self {
         v0_1_0::kubelet::status::types::SyncRequest { id: r.id, pod_uid: r.pod_uid.clone(), version: r.version }
+    }
+}
+
+impl From<&SyncRequest> for v0_1_1::kubelet::status::types::SyncRequest {
+    fn from(r: &SyncRequest) -> Self {
+        v0_1_1::kubelet::status::types::SyncRequest { id: r.id, pod_uid: r.pod_uid.clone(), version: r.version }
     }
 }
 

@@ -5,11 +5,14 @@
 //! waits on the queue without holding it, so callers and the scheduler interleave call
 //! by call, as the seed's lock and sync goroutine do.
 //!
-//! A sync calls the API server while it holds that mutex, so anything a call waits for
-//! is waited for by every other thread too. The scheduler therefore waits for the API
+//! A 0.2.0 plugin is entered only to compute: the scheduler plans a request's or a
+//! batch's syncs, and API-call workers make each sync's calls holding nothing and
+//! resume it under the lock for a moment ([`crate::sync_runner`]), so many pods' syncs
+//! overlap and no caller waits for the network. A 0.1.x plugin calls the API server
+//! inside `sync-pod`, while it holds the mutex, so anything such a call waits for is
+//! waited for by every other thread too. For those the scheduler waits for the API
 //! client's rate limit *before* it takes the lock ([`SchedulerConfig::admission`]); the
-//! client itself keeps the waits inside short (see
-//! [`podstatus_agent::kube_client`]).
+//! client itself keeps the waits inside short (see `podstatus_agent::kube_client`).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
@@ -19,6 +22,7 @@ use std::time::{Duration, Instant};
 use crate::bindings::{BatchReport, CachedStatus, Contract, SyncOutcome, SyncRequest, UpdateOutcome};
 use crate::plugin::{Plugin, Result};
 use crate::swap::{SwapError, SwapReport, load_checked, move_changes};
+use crate::sync_runner::{PluginHost, SyncRunner, plan_and_run};
 use podstatus_backends::host_view::Accepted;
 use podstatus_backends::{HostView, SyncQueue, Wait};
 
@@ -56,11 +60,29 @@ pub trait Admission: Send + Sync {
     fn wait_ready(&self, calls: u32, deadline: Instant) -> bool;
 }
 
+/// API calls a 0.2.0 plugin's syncs have in flight at most, by default: at 20 ms a
+/// call, 64 carry over 3,000 calls a second.
+pub const DEFAULT_MAX_CALLS_IN_FLIGHT: usize = 64;
+
+/// How long a 0.2.0 plugin's sync may wait for the API client's rate limit before its
+/// call, by default: the kubelet's client waits for its token; this bounds it as the
+/// call timeout does.
+pub const DEFAULT_CALL_PATIENCE: Duration = Duration::from_secs(5);
+
+/// The longest a swap waits for a 0.2.0 plugin's syncs in flight to finish before it
+/// gives up (the old plugin keeps serving).
+pub const SWAP_DRAIN_MAX: Duration = Duration::from_secs(10);
+
 /// How the scheduler runs.
 #[derive(Clone)]
 pub struct SchedulerConfig {
     /// Time between batch syncs.
     pub sync_period: Duration,
+    /// API calls a 0.2.0 plugin's syncs have in flight at most (worker threads).
+    pub max_calls_in_flight: usize,
+    /// How long one of those calls may wait for a rate-limit token (bounded by the
+    /// client's call timeout too).
+    pub call_patience: Duration,
     /// Waited on, without the plugin lock, before each sync (typically the API client's
     /// rate limiter, [`podstatus_backends::KubeApiServer::rate_limiter`]);
     /// `None` syncs at once (the in-memory API server needs no pacing).
@@ -69,7 +91,12 @@ pub struct SchedulerConfig {
 
 impl Default for SchedulerConfig {
     fn default() -> Self {
-        SchedulerConfig { sync_period: DEFAULT_SYNC_PERIOD, admission: None }
+        SchedulerConfig {
+            sync_period: DEFAULT_SYNC_PERIOD,
+            max_calls_in_flight: DEFAULT_MAX_CALLS_IN_FLIGHT,
+            call_patience: DEFAULT_CALL_PATIENCE,
+            admission: None,
+        }
     }
 }
 
@@ -77,6 +104,8 @@ impl std::fmt::Debug for SchedulerConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SchedulerConfig")
             .field("sync_period", &self.sync_period)
+            .field("max_calls_in_flight", &self.max_calls_in_flight)
+            .field("call_patience", &self.call_patience)
             .field("admission", &self.admission.as_ref().map(|_| "..."))
             .finish()
     }
@@ -91,6 +120,18 @@ struct Shared {
     /// Fed with what the node reports and what the plugin accepts (see
     /// [`ManagerHandle::observe`]).
     host_view: OnceLock<Arc<HostView>>,
+    /// A 0.2.0 plugin's syncs in flight.
+    runner: SyncRunner,
+}
+
+impl PluginHost for Shared {
+    fn plugin(&self) -> MutexGuard<'_, Box<dyn Plugin>> {
+        Shared::plugin(self)
+    }
+
+    fn runner(&self) -> &SyncRunner {
+        &self.runner
+    }
 }
 
 impl Shared {
@@ -171,6 +212,7 @@ impl ManagerHandle {
             stopping: AtomicBool::new(false),
             admission: config.admission.clone(),
             host_view: OnceLock::new(),
+            runner: SyncRunner::new(config.max_calls_in_flight, config.call_patience),
         });
         let worker = Arc::clone(&shared);
         let thread = std::thread::Builder::new()
@@ -181,23 +223,53 @@ impl ManagerHandle {
     }
 }
 
-fn run_scheduler(shared: &Shared, config: &SchedulerConfig) {
+fn run_scheduler(shared: &Arc<Shared>, config: &SchedulerConfig) {
     let mut next_batch = Instant::now() + config.sync_period;
     while !shared.stopping.load(Ordering::SeqCst) {
         match shared.queue.pop_until(next_batch) {
-            Wait::Request(request) => {
-                shared.admit(SYNC_POD_CALLS, next_batch);
-                log_sync(&request, shared.plugin().sync_pod(&request));
-            }
+            Wait::Request(request) => handle_request(shared, &request, next_batch),
             Wait::TimedOut => {
-                shared.admit(SYNC_BATCH_CALLS, Instant::now() + config.sync_period);
-                if let Err(e) = shared.plugin().sync_batch() {
-                    tracing::error!("batch sync: {e}");
-                }
+                batch_sync(shared, Instant::now() + config.sync_period, "batch sync");
                 next_batch = Instant::now() + config.sync_period;
             }
             Wait::Closed => break,
         }
+    }
+}
+
+/// What the scheduler does with a request taken off the queue: a 0.2.0 plugin plans its
+/// syncs, which run overlapped; a 0.1.x plugin syncs it under the lock, once the API
+/// client is likely to admit its calls (waiting at most until `deadline`).
+fn handle_request(shared: &Arc<Shared>, request: &SyncRequest, deadline: Instant) {
+    let _gate = shared.runner.gate();
+    if shared.plugin().contract().has_split_syncs() {
+        if let Err(e) = plan_and_run(shared, |plugin| plugin.plan_sync_pod(request)) {
+            tracing::error!(pod = %request.pod_uid, version = request.version, "sync: {e}");
+        }
+        return;
+    }
+    shared.admit(SYNC_POD_CALLS, deadline);
+    log_sync(request, shared.plugin().sync_pod(request));
+}
+
+/// One periodic batch sync (`what` names it in the log), as [`handle_request`] does a
+/// request.
+fn batch_sync(shared: &Arc<Shared>, deadline: Instant, what: &str) {
+    let _gate = shared.runner.gate();
+    if shared.plugin().contract().has_split_syncs() {
+        let planned = plan_and_run(shared, |plugin| {
+            let plan = plugin.plan_sync_batch()?;
+            tracing::debug!(report = ?plan.report, syncs = plan.syncs.len(), "{what} planned");
+            Ok(plan.syncs)
+        });
+        if let Err(e) = planned {
+            tracing::error!("{what}: {e}");
+        }
+        return;
+    }
+    shared.admit(SYNC_BATCH_CALLS, deadline);
+    if let Err(e) = shared.plugin().sync_batch() {
+        tracing::error!("{what}: {e}");
     }
 }
 
@@ -210,8 +282,9 @@ fn log_sync(request: &SyncRequest, outcome: Result<SyncOutcome>) {
 
 impl Scheduler {
     /// Stops taking work, hands every queued request to the plugin (until `timeout`),
-    /// runs one last batch sync if time is left, and joins the thread. Returns how many
-    /// queued requests were left unhandled.
+    /// runs one last batch sync if time is left, lets the syncs in flight finish, and
+    /// joins the threads. Returns how many queued requests and syncs were left
+    /// unhandled.
     pub fn shutdown(mut self, timeout: Duration) -> usize {
         let deadline = Instant::now() + timeout;
         self.shared.stopping.store(true, Ordering::SeqCst);
@@ -219,18 +292,24 @@ impl Scheduler {
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
-        while Instant::now() < deadline {
+        let left = loop {
+            if Instant::now() >= deadline {
+                break self.shared.queue.len();
+            }
             let Some(request) = self.shared.queue.pop() else {
-                self.shared.admit(SYNC_BATCH_CALLS, deadline);
-                if let Err(e) = self.shared.plugin().sync_batch() {
-                    tracing::error!("final batch sync: {e}");
+                // Everything queued was handed over: the last batch once its syncs ran.
+                self.shared.runner.wait_idle(deadline);
+                if Instant::now() < deadline {
+                    batch_sync(&self.shared, deadline, "final batch sync");
                 }
-                return 0;
+                break 0;
             };
-            self.shared.admit(SYNC_POD_CALLS, deadline);
-            log_sync(&request, self.shared.plugin().sync_pod(&request));
-        }
-        self.shared.queue.len()
+            handle_request(&self.shared, &request, deadline);
+        };
+        self.shared.runner.wait_idle(deadline);
+        let in_flight = self.shared.runner.pending();
+        self.shared.runner.stop();
+        left + in_flight
     }
 }
 
@@ -241,6 +320,7 @@ impl Drop for Scheduler {
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
+        self.shared.runner.stop();
     }
 }
 
@@ -347,7 +427,8 @@ impl ManagerHandle {
     /// while the old plugin keeps serving, then calls are held while what changed since
     /// moves and the new plugin takes over. Calls that arrive meanwhile wait and go to
     /// the new plugin; none is lost or runs twice. On any failure the old plugin keeps
-    /// serving and the error says why.
+    /// serving and the error says why. A 0.2.0 plugin's syncs in flight finish on it
+    /// first (none is planned meanwhile), so none is lost or runs twice.
     pub fn swap(&self, mut new: Box<dyn Plugin>) -> std::result::Result<SwapReport, SwapError> {
         let start = Instant::now();
         // The bulk: saving it is one call like any other (others wait only for it);
@@ -366,6 +447,13 @@ impl ManagerHandle {
         }
         let bulk = start.elapsed();
 
+        // A 0.2.0 plugin's syncs in flight are not state: no new one is planned from
+        // here on, and those in flight finish on the old plugin (calls keep being served
+        // meanwhile). Requests still queued are in the state and go to the new plugin.
+        let _gate = self.shared.runner.gate();
+        if !self.shared.runner.wait_idle(Instant::now() + SWAP_DRAIN_MAX) {
+            return Err(SwapError::Busy { pending: self.shared.runner.pending(), waited: SWAP_DRAIN_MAX });
+        }
         let mut running = self.shared.plugin();
         let paused = Instant::now();
         let changes_bytes = move_changes(running.as_mut(), new.as_mut())?;

@@ -11,20 +11,24 @@
 //! This crate has no HTTP server, no Kubernetes client and no command-line parser: an
 //! agent embedding it compiles wasmtime and the backends, nothing else.
 
+pub mod api;
 pub mod bindings;
 mod components;
 mod handle;
 mod imports;
 mod plugin;
 mod swap;
+mod sync_runner;
+pub mod sync_table;
 mod world;
 
 pub use bindings::Contract;
 pub use components::{PODSTATUS_V1, PODSTATUS_V2, PODSTATUS_V3};
 pub use handle::{
-    ADMISSION_WAIT_MAX, Admission, DEFAULT_SYNC_PERIOD, ManagerHandle, SYNC_BATCH_CALLS, SYNC_POD_CALLS, Scheduler,
-    SchedulerConfig,
+    ADMISSION_WAIT_MAX, Admission, DEFAULT_CALL_PATIENCE, DEFAULT_MAX_CALLS_IN_FLIGHT, DEFAULT_SYNC_PERIOD,
+    ManagerHandle, SWAP_DRAIN_MAX, SYNC_BATCH_CALLS, SYNC_POD_CALLS, Scheduler, SchedulerConfig,
 };
+pub use plugin::split_sync;
 pub use plugin::{
     ArtifactCache, Backoff, CacheOutcome, CallError, CallUsage, ComponentPlugin, Evicted, EvictionPolicy, FaultKind,
     Limits, LoadError, NativePlugin, Plugin, PluginImage, PluginRuntime, RecoveryStats, Result, RuntimeConfig,

@@ -27,6 +27,15 @@ pub enum SwapError {
     /// The new plugin could not be loaded or instantiated.
     #[error("the new plugin could not be loaded: {0}")]
     Load(String),
+    /// The running plugin's syncs in flight did not finish in time (the API server is
+    /// slow or unreachable); nothing was handed over.
+    #[error("{pending} syncs of the running plugin were still in flight after {waited:?}")]
+    Busy {
+        /// Syncs still in flight or waiting.
+        pending: usize,
+        /// How long the swap waited for them.
+        waited: std::time::Duration,
+    },
 }
 
 /// What a swap moved and how long it took.

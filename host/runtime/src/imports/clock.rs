@@ -10,3 +10,13 @@ impl wit::Host for HostState {
         Ok(self.world.clock.now().into())
     }
 }
+
+/// Contract 0.1.1 names the same import under its own version.
+impl crate::bindings::v0_1_1::kubelet::status::clock::Host for HostState {
+    fn now(&mut self) -> wasmtime::Result<OldTimestamp> {
+        let now = wit::Host::now(self)?;
+        Ok(OldTimestamp { seconds: now.seconds, nanoseconds: now.nanoseconds })
+    }
+}
+
+use crate::bindings::v0_1_1::kubelet::status::types::Timestamp as OldTimestamp;

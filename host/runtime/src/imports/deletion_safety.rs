@@ -21,6 +21,17 @@ impl wit::Host for HostState {
     }
 }
 
+/// Contract 0.1.1 names the same import under its own version.
+impl crate::bindings::v0_1_1::kubelet::status::deletion_safety::Host for HostState {
+    fn pod_resources_are_reclaimed(&mut self, pod: String, status: String) -> wasmtime::Result<bool> {
+        wit::Host::pod_resources_are_reclaimed(self, pod, status)
+    }
+
+    fn pod_could_have_running_containers(&mut self, pod: String) -> wasmtime::Result<bool> {
+        wit::Host::pod_could_have_running_containers(self, pod)
+    }
+}
+
 pub(crate) fn pod_could_have_running_containers(world: &World, pod_json: &str) -> wasmtime::Result<bool> {
     let pod = parse_from_plugin::<PodMeta>("pod-could-have-running-containers", "a pod", pod_json)?.into_pod();
     Ok(world.deletion_safety.pod_could_have_running_containers(&pod))

@@ -29,6 +29,31 @@ impl wit::Host for HostState {
     }
 }
 
+/// Contract 0.1.1 names the same import (and its `level`) under its own version.
+impl crate::bindings::v0_1_1::kubelet::status::logging::Host for HostState {
+    fn log(&mut self, level: OldLevel, message: String) -> wasmtime::Result<()> {
+        wit::Host::log(self, level.into(), message)
+    }
+
+    fn enabled(&mut self, level: OldLevel) -> wasmtime::Result<bool> {
+        wit::Host::enabled(self, level.into())
+    }
+}
+
+use crate::bindings::v0_1_1::kubelet::status::logging::Level as OldLevel;
+
+impl From<OldLevel> for Level {
+    fn from(level: OldLevel) -> Self {
+        match level {
+            OldLevel::Error => Level::Error,
+            OldLevel::Warn => Level::Warn,
+            OldLevel::Info => Level::Info,
+            OldLevel::Debug => Level::Debug,
+            OldLevel::Trace => Level::Trace,
+        }
+    }
+}
+
 pub(crate) fn log(level: Level, message: &str) {
     let mut cut = message.len().min(MAX_MESSAGE_BYTES);
     while !message.is_char_boundary(cut) {

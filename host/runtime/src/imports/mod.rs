@@ -137,10 +137,14 @@ pub(crate) fn pod_uid(pod_json: &str) -> Option<String> {
 }
 
 impl crate::bindings::kubelet::status::types::Host for HostState {}
+impl crate::bindings::kubelet::status::api::Host for HostState {}
+impl crate::bindings::v0_1_1::kubelet::status::types::Host for HostState {}
 
-/// Adds every import of the `status-manager` world to `linker`.
+/// Adds every import of the `status-manager` world to `linker`: the newest contract's,
+/// and 0.1.1's (which 0.1.0 plugins match by semver).
 pub fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
-    StatusManager::add_to_linker::<HostState, HasSelf<HostState>>(linker, |state| state)
+    StatusManager::add_to_linker::<HostState, HasSelf<HostState>>(linker, |state| state)?;
+    crate::bindings::v0_1_1::StatusManager::add_to_linker::<HostState, HasSelf<HostState>>(linker, |state| state)
 }
 
 /// Parses what the plugin handed an import. The plugin is untrusted: text that is not

@@ -43,6 +43,29 @@ impl wit::Host for HostState {
     }
 }
 
+/// Contract 0.1.1 names the same import (and its `uid-translations`) under its own
+/// version.
+impl crate::bindings::v0_1_1::kubelet::status::pod_manager::Host for HostState {
+    fn get_pod_by_uid(&mut self, uid: String) -> wasmtime::Result<Option<String>> {
+        wit::Host::get_pod_by_uid(self, uid)
+    }
+
+    fn get_mirror_pod_by_pod(&mut self, pod: String) -> wasmtime::Result<Option<String>> {
+        wit::Host::get_mirror_pod_by_pod(self, pod)
+    }
+
+    fn translate_pod_uid(&mut self, uid: String) -> wasmtime::Result<String> {
+        wit::Host::translate_pod_uid(self, uid)
+    }
+
+    fn get_uid_translations(&mut self) -> wasmtime::Result<OldTranslations> {
+        let t = wit::Host::get_uid_translations(self)?;
+        Ok(OldTranslations { pod_to_mirror: t.pod_to_mirror, mirror_to_pod: t.mirror_to_pod })
+    }
+}
+
+use crate::bindings::v0_1_1::kubelet::status::pod_manager::UidTranslations as OldTranslations;
+
 pub(crate) fn get_pod_by_uid(world: &World, uid: &str) -> wasmtime::Result<Option<String>> {
     world.pod_manager.get_pod_by_uid(uid).map(|pod| to_json(&*pod)).transpose()
 }

@@ -30,3 +30,13 @@ impl wit::Host for HostState {
         Ok(self.world.queue.push(request.into()))
     }
 }
+
+/// Contract 0.1.1 names the same import under its own version.
+impl crate::bindings::v0_1_1::kubelet::status::sync_queue::Host for HostState {
+    fn push(&mut self, request: OldRequest) -> wasmtime::Result<bool> {
+        let request = SyncRequest { id: request.id, pod_uid: request.pod_uid, version: request.version };
+        wit::Host::push(self, request)
+    }
+}
+
+use crate::bindings::v0_1_1::kubelet::status::types::SyncRequest as OldRequest;

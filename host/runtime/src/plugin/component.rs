@@ -3,27 +3,36 @@
 use wasmtime::Store;
 
 use crate::bindings::{
-    BatchReport, CachedStatus, Contract, PerContract, StatusManager, SyncOutcome, SyncRequest, UpdateOutcome, v0_1_0,
+    ApiReply, BatchPlan, BatchReport, CachedStatus, Contract, ManagerError, PerContract, PodSync, StatusManager,
+    SyncOutcome, SyncRequest, SyncStep, UpdateOutcome, v0_1_0, v0_1_1,
 };
 use crate::imports::HostState;
 use crate::plugin::limits::{CallUsage, FaultKind};
 use crate::plugin::{CallError, Plugin, Result};
 
 /// The exports of a plugin, by the contract version it implements.
-pub(crate) type Exports = PerContract<StatusManager, v0_1_0::StatusManager>;
+pub(crate) type Exports = PerContract<StatusManager, v0_1_1::StatusManager, v0_1_0::StatusManager>;
 
 /// Calls the same export of whichever contract version the plugin implements,
-/// converting the 0.1.0 results into the host's types.
+/// converting an older contract's result (`$convert` turns its value into the host's
+/// type) into the host's types.
 macro_rules! dispatch {
     ($exports:expr, $store:expr, |$g:ident| $call:expr) => {
+        dispatch!($exports, $store, |$g| $call, |r| r.map(Into::into).map_err(Into::into))
+    };
+    ($exports:expr, $store:expr, |$g:ident| $call:expr, |$r:ident| $convert:expr) => {
         match $exports {
-            Exports::V0_1_1(bindings) => {
+            Exports::V0_2_0(bindings) => {
                 let $g = bindings.kubelet_status_manager();
                 $call($store)
             }
+            Exports::V0_1_1(bindings) => {
+                let $g = bindings.kubelet_status_manager();
+                $call($store).map(|$r| $convert)
+            }
             Exports::V0_1_0(bindings) => {
                 let $g = bindings.kubelet_status_manager();
-                $call($store).map(|r| r.map(Into::into).map_err(Into::into))
+                $call($store).map(|$r| $convert)
             }
         }
     };
@@ -176,9 +185,8 @@ impl Plugin for ComponentPlugin {
     fn get_pod_status(&mut self, uid: &str) -> Result<Option<CachedStatus>> {
         self.check_input("get-pod-status", "uid", uid.len())?;
         let uid = uid.to_string();
-        let found = self.call_infallible("get-pod-status", |x, s| match x {
-            Exports::V0_1_1(b) => b.kubelet_status_manager().call_get_pod_status(s, &uid),
-            Exports::V0_1_0(b) => b.kubelet_status_manager().call_get_pod_status(s, &uid).map(|c| c.map(Into::into)),
+        let found = self.call_infallible("get-pod-status", |x, s| {
+            dispatch!(x, s, |g| |s| g.call_get_pod_status(s, &uid), |c| c.map(Into::into))
         })?;
         let limit = self.store.data().sandbox.limits().max_boundary_bytes;
         match found {
@@ -214,22 +222,32 @@ impl Plugin for ComponentPlugin {
     }
 
     fn set_container_startup(&mut self, pod_uid: &str, container_id: &str, started: bool) -> Result<UpdateOutcome> {
+        const CALL: &str = "set-container-startup";
         if matches!(self.exports, Exports::V0_1_0(_)) {
-            return Err(CallError::Unsupported { call: "set-container-startup", contract: self.contract() });
+            return Err(CallError::Unsupported { call: CALL, contract: self.contract() });
         }
         self.check_input("set-container-startup", "pod-uid", pod_uid.len())?;
         self.check_input("set-container-startup", "container-id", container_id.len())?;
         self.store.data_mut().hand(pod_uid);
         let pod_uid = pod_uid.to_string();
+        let contract = self.contract();
         self.call(
-            "set-container-startup",
+            CALL,
             |x, s| match x {
-                Exports::V0_1_1(b) => {
+                Exports::V0_2_0(b) => {
                     b.kubelet_status_manager().call_set_container_startup(s, &pod_uid, container_id, started)
                 }
+                Exports::V0_1_1(b) => b
+                    .kubelet_status_manager()
+                    .call_set_container_startup(s, &pod_uid, container_id, started)
+                    .map(|r| r.map(Into::into).map_err(Into::into)),
                 Exports::V0_1_0(_) => unreachable!("checked above"),
             },
-            |error| CallError::Rejected { call: "set-container-startup", error },
+            // A 0.2.0 plugin whose logic has no startup probes says so.
+            |error| match error {
+                ManagerError::Unsupported(_) => CallError::Unsupported { call: CALL, contract },
+                error => CallError::Rejected { call: CALL, error },
+            },
         )
     }
 
@@ -252,20 +270,26 @@ impl Plugin for ComponentPlugin {
         for uid in keep {
             self.store.data_mut().hand(uid);
         }
-        self.call_infallible("remove-orphaned-statuses", |x, s| match x {
-            Exports::V0_1_1(b) => b.kubelet_status_manager().call_remove_orphaned_statuses(s, keep),
-            Exports::V0_1_0(b) => b.kubelet_status_manager().call_remove_orphaned_statuses(s, keep),
+        self.call_infallible("remove-orphaned-statuses", |x, s| {
+            dispatch!(x, s, |g| |s| g.call_remove_orphaned_statuses(s, keep), |n| n)
         })
     }
 
     fn sync_pod(&mut self, request: &SyncRequest) -> Result<SyncOutcome> {
+        if self.contract().has_split_syncs() {
+            let world = self.store.data().world.clone();
+            return crate::plugin::split_sync::sync_pod_now(self, &world, request);
+        }
         self.store.data_mut().hand(&request.pod_uid);
         let old = v0_1_0::kubelet::status::types::SyncRequest::from(request);
-        let new = crate::bindings::kubelet::status::types::SyncRequest::from(request);
+        let middle = v0_1_1::kubelet::status::types::SyncRequest::from(request);
         self.call(
             "sync-pod",
             |x, s| match x {
-                Exports::V0_1_1(b) => b.kubelet_status_manager().call_sync_pod(s, &new),
+                Exports::V0_2_0(_) => unreachable!("split syncs are planned"),
+                Exports::V0_1_1(b) => {
+                    b.kubelet_status_manager().call_sync_pod(s, &middle).map(|r| r.map(Into::into).map_err(Into::into))
+                }
                 Exports::V0_1_0(b) => {
                     b.kubelet_status_manager().call_sync_pod(s, &old).map(|r| r.map(Into::into).map_err(Into::into))
                 }
@@ -275,17 +299,95 @@ impl Plugin for ComponentPlugin {
     }
 
     fn sync_batch(&mut self) -> Result<BatchReport> {
+        if self.contract().has_split_syncs() {
+            let world = self.store.data().world.clone();
+            return crate::plugin::split_sync::sync_batch_now(self, &world);
+        }
         self.call_infallible("sync-batch", |x, s| match x {
-            Exports::V0_1_1(b) => b.kubelet_status_manager().call_sync_batch(s),
+            Exports::V0_2_0(_) => unreachable!("split syncs are planned"),
+            Exports::V0_1_1(b) => b.kubelet_status_manager().call_sync_batch(s).map(Into::into),
             Exports::V0_1_0(b) => b.kubelet_status_manager().call_sync_batch(s).map(Into::into),
         })
     }
 
+    fn plan_sync_pod(&mut self, request: &SyncRequest) -> Result<Vec<PodSync>> {
+        const CALL: &str = "sync-pod";
+        let Exports::V0_2_0(bindings) = &self.exports else {
+            return Err(CallError::Unsupported { call: CALL, contract: self.contract() });
+        };
+        let manager = bindings.kubelet_status_manager().clone();
+        self.store.data_mut().hand(&request.pod_uid);
+        let request = crate::bindings::kubelet::status::types::SyncRequest::from(request);
+        let syncs = self.call(
+            CALL,
+            |_, s| manager.call_sync_pod(s, &request),
+            |error| CallError::Rejected { call: CALL, error },
+        )?;
+        self.check_syncs(CALL, syncs)
+    }
+
+    fn plan_sync_batch(&mut self) -> Result<BatchPlan> {
+        const CALL: &str = "sync-batch";
+        let Exports::V0_2_0(bindings) = &self.exports else {
+            return Err(CallError::Unsupported { call: CALL, contract: self.contract() });
+        };
+        let manager = bindings.kubelet_status_manager().clone();
+        let plan = self.call_infallible(CALL, |_, s| manager.call_sync_batch(s))?;
+        let syncs = self.check_syncs(CALL, plan.syncs)?;
+        Ok(BatchPlan { report: plan.report, syncs })
+    }
+
+    fn start_sync(&mut self, id: u64) -> Result<SyncStep> {
+        const CALL: &str = "start-sync";
+        let Exports::V0_2_0(bindings) = &self.exports else {
+            return Err(CallError::Unsupported { call: CALL, contract: self.contract() });
+        };
+        let manager = bindings.kubelet_status_manager().clone();
+        let step =
+            self.call(CALL, |_, s| manager.call_start_sync(s, id), |error| CallError::Rejected { call: CALL, error })?;
+        self.check_step(CALL, step)
+    }
+
+    fn resume_sync(&mut self, id: u64, reply: ApiReply) -> Result<SyncStep> {
+        const CALL: &str = "resume-sync";
+        let Exports::V0_2_0(bindings) = &self.exports else {
+            return Err(CallError::Unsupported { call: CALL, contract: self.contract() });
+        };
+        let manager = bindings.kubelet_status_manager().clone();
+        // What the API server returned is the host's, not the plugin's: a pod over the
+        // boundary limit is refused as the 0.1.x import refuses it.
+        let len = match &reply {
+            ApiReply::Pod(Ok(pod)) => pod.len(),
+            ApiReply::Pod(Err(e)) | ApiReply::Deleted(Err(e)) => crate::api::error_message(e).len(),
+            ApiReply::Deleted(Ok(())) => 0,
+        };
+        self.check_input(CALL, "reply", len)?;
+        if let ApiReply::Pod(Ok(pod)) = &reply {
+            self.hand_pod(pod);
+        }
+        let step = self.call(
+            CALL,
+            |_, s| manager.call_resume_sync(s, id, &reply),
+            |error| CallError::Rejected { call: CALL, error },
+        )?;
+        self.check_step(CALL, step)
+    }
+
+    fn world(&self) -> &crate::world::World {
+        &self.store.data().world
+    }
+
+    fn drop_sync(&mut self, id: u64) -> Result<bool> {
+        const CALL: &str = "drop-sync";
+        let Exports::V0_2_0(bindings) = &self.exports else {
+            return Err(CallError::Unsupported { call: CALL, contract: self.contract() });
+        };
+        let manager = bindings.kubelet_status_manager().clone();
+        self.call_infallible(CALL, |_, s| manager.call_drop_sync(s, id))
+    }
+
     fn save_state(&mut self) -> Result<String> {
-        let state = self.call_infallible("save-state", |x, s| match x {
-            Exports::V0_1_1(b) => b.kubelet_status_manager().call_save_state(s),
-            Exports::V0_1_0(b) => b.kubelet_status_manager().call_save_state(s),
-        })?;
+        let state = self.call_infallible("save-state", |x, s| dispatch!(x, s, |g| |s| g.call_save_state(s), |d| d))?;
         self.check_state_output("save-state", state)
     }
 
@@ -300,9 +402,8 @@ impl Plugin for ComponentPlugin {
     }
 
     fn save_state_changes(&mut self) -> Result<String> {
-        let changes = self.call_infallible("save-state-changes", |x, s| match x {
-            Exports::V0_1_1(b) => b.kubelet_status_manager().call_save_state_changes(s),
-            Exports::V0_1_0(b) => b.kubelet_status_manager().call_save_state_changes(s),
+        let changes = self.call_infallible("save-state-changes", |x, s| {
+            dispatch!(x, s, |g| |s| g.call_save_state_changes(s), |d| d)
         })?;
         self.check_state_output("save-state-changes", changes)
     }
@@ -323,6 +424,42 @@ impl Plugin for ComponentPlugin {
 }
 
 impl ComponentPlugin {
+    /// Checks the syncs a plan returned: each names a pod the host handed the plugin
+    /// (the plugin may only sync pods it was told of) with a UID of bounded length. A
+    /// plan naming any other pod is a plugin bug: the instance is poisoned.
+    fn check_syncs(&mut self, call: &'static str, syncs: Vec<PodSync>) -> Result<Vec<PodSync>> {
+        let limit = self.store.data().sandbox.limits().max_boundary_bytes;
+        let bytes: usize = syncs.iter().map(|s| s.pod_uid.len() + 16).sum();
+        if bytes > limit {
+            return Err(self.oversized(call, "a plan", bytes, limit));
+        }
+        let state = self.store.data();
+        let foreign = syncs.iter().find(|s| {
+            s.pod_uid.len() > crate::imports::MAX_UID_BYTES
+                || !(state.handed.contains(s.pod_uid.as_str()) || state.world.pod_manager.get_any(&s.pod_uid).is_some())
+        });
+        if let Some(foreign) = foreign {
+            let message =
+                format!("planned a sync of pod {:?}, which was never handed to it", bounded_uid(&foreign.pod_uid));
+            self.fault = Some(message.clone());
+            return Err(CallError::Fault { call, kind: FaultKind::ForeignUid, message });
+        }
+        Ok(syncs)
+    }
+
+    /// Checks the call a sync asks for: within the boundary limit (the host makes it
+    /// with the plugin's bytes).
+    fn check_step(&mut self, call: &'static str, step: SyncStep) -> Result<SyncStep> {
+        if let SyncStep::Call(api_call) = &step {
+            let limit = self.store.data().sandbox.limits().max_boundary_bytes;
+            let len = crate::api::call_len(api_call);
+            if len > limit {
+                return Err(self.oversized(call, "an API call", len, limit));
+            }
+        }
+        Ok(step)
+    }
+
     fn check_state_input(&self, call: &'static str, state: &str) -> Result<()> {
         let limit = self.store.data().sandbox.limits().max_state_bytes;
         if state.len() > limit {
@@ -338,6 +475,15 @@ impl ComponentPlugin {
         }
         Ok(state)
     }
+}
+
+/// At most 64 bytes of a UID the plugin made up, for a message.
+fn bounded_uid(uid: &str) -> &str {
+    let mut cut = uid.len().min(64);
+    while !uid.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    &uid[..cut]
 }
 
 /// The pod UIDs a state document or change set names (its statuses' and written

@@ -2,13 +2,19 @@
 //! natively from the same logic crate ([`native`]) for benchmarks and fast fuzzing.
 //! Both answer the same [`Plugin`] trait, so everything above them runs either.
 
-use crate::bindings::{BatchReport, CachedStatus, Contract, ManagerError, SyncOutcome, SyncRequest, UpdateOutcome};
+use crate::bindings::{
+    ApiReply, BatchPlan, BatchReport, CachedStatus, Contract, ManagerError, PodSync, SyncOutcome, SyncRequest,
+    SyncStep, UpdateOutcome,
+};
+
+use crate::world::World;
 
 mod cache;
 mod component;
 pub(crate) mod limits;
 mod native;
 mod runtime;
+pub mod split_sync;
 mod supervisor;
 
 pub use cache::{ArtifactCache, CacheOutcome, Evicted, EvictionPolicy, cache_key};
@@ -76,6 +82,8 @@ pub fn describe(error: &ManagerError) -> String {
         ManagerError::InvalidStatus(m) => format!("invalid status: {}", bounded(m)),
         ManagerError::UnknownRequest(id) => format!("unknown sync request {id}"),
         ManagerError::InvalidState(m) => format!("invalid state: {}", bounded(m)),
+        ManagerError::UnknownSync(id) => format!("unknown sync {id}"),
+        ManagerError::Unsupported(m) => format!("unsupported: {}", bounded(m)),
     }
 }
 
@@ -111,10 +119,23 @@ pub trait Plugin: Send {
     fn terminate_pod(&mut self, pod: &str) -> Result<UpdateOutcome>;
     /// Drops the statuses of pods not in `keep`.
     fn remove_orphaned_statuses(&mut self, keep: &[String]) -> Result<u32>;
-    /// Handles one request taken off the sync queue.
+    /// Handles one request taken off the sync queue, start to end: a 0.1.x plugin calls
+    /// the API server inside; a 0.2.0 plugin's planned syncs are run one after the
+    /// other, each call answered at once ([`split_sync::sync_pod_now`]).
     fn sync_pod(&mut self, request: &SyncRequest) -> Result<SyncOutcome>;
-    /// One periodic batch sync.
+    /// One periodic batch sync, start to end (as [`Plugin::sync_pod`]).
     fn sync_batch(&mut self) -> Result<BatchReport>;
+    /// Plans the syncs of one request taken off the sync queue (contract 0.2.0; older
+    /// plugins answer [`CallError::Unsupported`]: they sync inside `sync_pod`).
+    fn plan_sync_pod(&mut self, request: &SyncRequest) -> Result<Vec<PodSync>>;
+    /// Plans one periodic batch sync (contract 0.2.0).
+    fn plan_sync_batch(&mut self) -> Result<BatchPlan>;
+    /// Starts a planned sync (contract 0.2.0).
+    fn start_sync(&mut self, id: u64) -> Result<SyncStep>;
+    /// Answers the API call a suspended sync asked for (contract 0.2.0).
+    fn resume_sync(&mut self, id: u64, reply: ApiReply) -> Result<SyncStep>;
+    /// Forgets a planned or suspended sync (contract 0.2.0); false when unknown.
+    fn drop_sync(&mut self, id: u64) -> Result<bool>;
     /// The plugin's whole state as a versioned document.
     fn save_state(&mut self) -> Result<String>;
     /// Replaces the plugin's state.
@@ -123,6 +144,9 @@ pub trait Plugin: Send {
     fn save_state_changes(&mut self) -> Result<String>;
     /// Applies another instance's change set.
     fn apply_state_changes(&mut self, changes: &str) -> Result<()>;
+    /// The world the plugin's imports reach: where the host makes the API calls a 0.2.0
+    /// plugin's syncs ask for.
+    fn world(&self) -> &World;
     /// Nobody follows this plugin's changes any more (a swap into it is done): a
     /// plugin that keeps them for a follower (the supervisor) drops them.
     fn stop_following(&mut self) {}

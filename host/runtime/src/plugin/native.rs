@@ -6,22 +6,26 @@
 
 use podstatus_logic as logic;
 
-use crate::bindings::kubelet::status::api_server::{self as wit_api, ApiError};
+use crate::api;
 use crate::bindings::kubelet::status::logging::Level;
-use crate::bindings::{BatchReport, CachedStatus, Contract, ManagerError, SyncOutcome, SyncRequest, UpdateOutcome};
-use crate::imports::{api_server, deletion_safety, logging, pod_manager};
+use crate::bindings::{
+    ApiError, ApiReply, BatchPlan, BatchReport, CachedStatus, Contract, DeleteOptions, ManagerError, PodSync,
+    StatusUpdate, SyncOutcome, SyncRequest, SyncStep, UpdateOutcome,
+};
+use crate::imports::{deletion_safety, logging, pod_manager};
 use crate::plugin::{CallError, Plugin, Result};
 use crate::world::World;
 
 /// The logic crate's manager over a [`World`].
 pub struct NativePlugin {
     manager: logic::Manager<WorldImports>,
+    world: World,
 }
 
 impl NativePlugin {
     /// A fresh manager whose imports reach `world`.
     pub fn new(world: World) -> Self {
-        NativePlugin { manager: logic::Manager::new(WorldImports { world }) }
+        NativePlugin { manager: logic::Manager::new(WorldImports { world: world.clone() }), world }
     }
 }
 
@@ -56,18 +60,18 @@ fn wit_level(level: logic::Level) -> Level {
 
 impl logic::Imports for WorldImports {
     fn get_pod(&mut self, namespace: &str, name: &str) -> std::result::Result<String, logic::ApiError> {
-        host_bug(api_server::get_pod(&self.world, namespace, name)).map_err(logic_api_error)
+        host_bug(api::get_pod(&self.world, namespace, name)).map_err(logic_api_error)
     }
 
     fn update_pod_status(&mut self, update: logic::StatusUpdate) -> std::result::Result<String, logic::ApiError> {
-        let update = wit_api::StatusUpdate {
+        let update = StatusUpdate {
             namespace: update.namespace,
             name: update.name,
             uid_precondition: update.uid_precondition,
             resource_version_precondition: update.resource_version_precondition,
             status: update.status,
         };
-        host_bug(api_server::update_pod_status(&self.world, update)).map_err(logic_api_error)
+        host_bug(api::update_pod_status(&self.world, update)).map_err(logic_api_error)
     }
 
     fn delete_pod(
@@ -76,11 +80,11 @@ impl logic::Imports for WorldImports {
         name: &str,
         options: logic::DeleteOptions,
     ) -> std::result::Result<(), logic::ApiError> {
-        let options = wit_api::DeleteOptions {
+        let options = DeleteOptions {
             uid_precondition: options.uid_precondition,
             grace_period_seconds: options.grace_period_seconds,
         };
-        api_server::delete_pod(&self.world, namespace, name, options).map_err(logic_api_error)
+        api::delete_pod(&self.world, namespace, name, options).map_err(logic_api_error)
     }
 
     fn get_pod_by_uid(&mut self, uid: &str) -> Option<String> {
@@ -207,6 +211,30 @@ impl Plugin for NativePlugin {
 
     fn apply_state_changes(&mut self, changes: &str) -> Result<()> {
         self.manager.apply_state_changes(changes).map_err(rejected("apply-state-changes"))
+    }
+
+    fn plan_sync_pod(&mut self, _request: &SyncRequest) -> Result<Vec<PodSync>> {
+        Err(CallError::Unsupported { call: "sync-pod", contract: self.contract() })
+    }
+
+    fn plan_sync_batch(&mut self) -> Result<BatchPlan> {
+        Err(CallError::Unsupported { call: "sync-batch", contract: self.contract() })
+    }
+
+    fn start_sync(&mut self, _id: u64) -> Result<SyncStep> {
+        Err(CallError::Unsupported { call: "start-sync", contract: self.contract() })
+    }
+
+    fn resume_sync(&mut self, _id: u64, _reply: ApiReply) -> Result<SyncStep> {
+        Err(CallError::Unsupported { call: "resume-sync", contract: self.contract() })
+    }
+
+    fn world(&self) -> &World {
+        &self.world
+    }
+
+    fn drop_sync(&mut self, _id: u64) -> Result<bool> {
+        Err(CallError::Unsupported { call: "drop-sync", contract: self.contract() })
     }
 
     fn set_container_startup(&mut self, _pod_uid: &str, _container_id: &str, _started: bool) -> Result<UpdateOutcome> {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use wasmtime::component::{Component, Linker};
 use wasmtime::{CallHook, Config, Engine, Store};
 
-use crate::bindings::{Contract, PerContract, StatusManagerPre, v0_1_0};
+use crate::bindings::{Contract, PerContract, StatusManagerPre, v0_1_0, v0_1_1};
 use crate::imports::{self, HostState};
 use crate::plugin::cache::{ArtifactCache, CacheOutcome, EvictionPolicy};
 use crate::plugin::component::{ComponentPlugin, Exports};
@@ -117,14 +117,17 @@ impl PluginRuntime {
         let instance_pre = self.linker.instantiate_pre(&component).map_err(LoadError::WrongWorld)?;
         // The newest contract first: a 0.1.1 plugin also satisfies 0.1.0's exports.
         let pre = match StatusManagerPre::new(instance_pre.clone()) {
-            Ok(pre) => Pre::V0_1_1(pre),
-            Err(newest) => match v0_1_0::StatusManagerPre::new(instance_pre) {
-                Ok(pre) => Pre::V0_1_0(pre),
-                Err(oldest) => {
-                    return Err(LoadError::WrongWorld(wasmtime::format_err!(
-                        "as 0.1.1: {newest:#}; as 0.1.0: {oldest:#}"
-                    )));
-                }
+            Ok(pre) => Pre::V0_2_0(pre),
+            Err(newest) => match v0_1_1::StatusManagerPre::new(instance_pre.clone()) {
+                Ok(pre) => Pre::V0_1_1(pre),
+                Err(middle) => match v0_1_0::StatusManagerPre::new(instance_pre) {
+                    Ok(pre) => Pre::V0_1_0(pre),
+                    Err(oldest) => {
+                        return Err(LoadError::WrongWorld(wasmtime::format_err!(
+                            "as 0.2.0: {newest:#}; as 0.1.1: {middle:#}; as 0.1.0: {oldest:#}"
+                        )));
+                    }
+                },
             },
         };
         Ok(PluginImage { pre, cache, limits: self.limits.clone(), _ticker: self.ticker.clone() })
@@ -139,7 +142,8 @@ impl PluginRuntime {
 }
 
 /// A pre-instantiated plugin, by contract version.
-type Pre = PerContract<StatusManagerPre<HostState>, v0_1_0::StatusManagerPre<HostState>>;
+type Pre =
+    PerContract<StatusManagerPre<HostState>, v0_1_1::StatusManagerPre<HostState>, v0_1_0::StatusManagerPre<HostState>>;
 
 /// A compiled, linked plugin, ready to be instantiated any number of times.
 #[derive(Clone)]
@@ -169,6 +173,7 @@ impl PluginImage {
     /// A fresh instance whose imports reach `world`, inside the sandbox's limits.
     pub fn instantiate(&self, world: World) -> Result<ComponentPlugin, LoadError> {
         let engine = match &self.pre {
+            Pre::V0_2_0(pre) => pre.engine(),
             Pre::V0_1_1(pre) => pre.engine(),
             Pre::V0_1_0(pre) => pre.engine(),
         };
@@ -208,6 +213,7 @@ impl PluginImage {
             store.set_fuel(fuel).map_err(LoadError::Instantiate)?;
         }
         let exports = match &self.pre {
+            Pre::V0_2_0(pre) => Exports::V0_2_0(pre.instantiate(&mut store).map_err(LoadError::Instantiate)?),
             Pre::V0_1_1(pre) => Exports::V0_1_1(pre.instantiate(&mut store).map_err(LoadError::Instantiate)?),
             Pre::V0_1_0(pre) => Exports::V0_1_0(pre.instantiate(&mut store).map_err(LoadError::Instantiate)?),
         };

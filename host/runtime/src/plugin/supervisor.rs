@@ -16,7 +16,10 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::bindings::{BatchReport, CachedStatus, Contract, SyncOutcome, SyncRequest, UpdateOutcome};
+use crate::bindings::{
+    ApiReply, BatchPlan, BatchReport, CachedStatus, Contract, PodSync, SyncOutcome, SyncRequest, SyncStep,
+    UpdateOutcome,
+};
 use crate::plugin::limits::FaultKind;
 use crate::plugin::runtime::PluginImage;
 use crate::plugin::{CallError, ComponentPlugin, Plugin, Result};
@@ -315,6 +318,35 @@ impl Plugin for SupervisedPlugin {
 
     fn sync_batch(&mut self) -> Result<BatchReport> {
         self.run("sync-batch", true, |p| p.sync_batch())
+    }
+
+    // Syncs in flight are not state: after a fault the restored instance knows none of
+    // them, and the host's next step for one is refused (`unknown-sync`), which ends
+    // it. What each step changed (a request taken, a version written, a status dropped)
+    // is followed like any other call's changes.
+
+    fn plan_sync_pod(&mut self, request: &SyncRequest) -> Result<Vec<PodSync>> {
+        self.run("sync-pod", true, |p| p.plan_sync_pod(request))
+    }
+
+    fn plan_sync_batch(&mut self) -> Result<BatchPlan> {
+        self.run("sync-batch", true, |p| p.plan_sync_batch())
+    }
+
+    fn start_sync(&mut self, id: u64) -> Result<SyncStep> {
+        self.run("start-sync", true, |p| p.start_sync(id))
+    }
+
+    fn resume_sync(&mut self, id: u64, reply: ApiReply) -> Result<SyncStep> {
+        self.run("resume-sync", true, |p| p.resume_sync(id, reply))
+    }
+
+    fn drop_sync(&mut self, id: u64) -> Result<bool> {
+        self.run("drop-sync", false, |p| p.drop_sync(id))
+    }
+
+    fn world(&self) -> &World {
+        &self.world
     }
 
     fn save_state(&mut self) -> Result<String> {

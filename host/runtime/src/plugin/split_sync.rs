@@ -1,0 +1,60 @@
+//! Running a 0.2.0 plugin's syncs start to end, each API call answered at once.
+//!
+//! A 0.2.0 plugin plans a request's (or a batch's) syncs and the host drives each one
+//! call by call. Where nothing else may happen in between (replay without an
+//! interleaving, the fuzzer's default, tests, a 0.1.x caller's `sync-pod`), the host
+//! runs them here: in the order planned, every call made the moment it is asked for.
+//! That is exactly what a 0.1.x plugin does inside `sync-pod`, so a trace gives the same
+//! report with either contract.
+
+use crate::api;
+use crate::bindings::{BatchReport, SyncOrigin, SyncOutcome, SyncRequest, SyncStep};
+use crate::plugin::{CallError, Plugin, Result};
+use crate::world::World;
+
+/// `sync-pod` of 0.1.x on a 0.2.0 plugin: plans `request`'s syncs and runs each to its
+/// end. The outcome is the request's pod's sync's (`up-to-date` when it planned none);
+/// its error, if any, is returned after the others ran (the plugin logged theirs). A
+/// fault stops at once: the instance cannot be entered again.
+pub fn sync_pod_now(plugin: &mut (impl Plugin + ?Sized), world: &World, request: &SyncRequest) -> Result<SyncOutcome> {
+    let syncs = plugin.plan_sync_pod(request)?;
+    let mut outcome = Ok(SyncOutcome::UpToDate);
+    for sync in syncs {
+        match run_now(plugin, world, sync.id) {
+            Err(fault @ CallError::Fault { .. }) => return Err(fault),
+            result if sync.origin == SyncOrigin::Request => outcome = result,
+            _ => {}
+        }
+    }
+    outcome
+}
+
+/// `sync-batch` of 0.1.x on a 0.2.0 plugin: plans the batch and runs each sync to its
+/// end; a sync that fails counts in `failed`, as 0.1.x counts it.
+pub fn sync_batch_now(plugin: &mut (impl Plugin + ?Sized), world: &World) -> Result<BatchReport> {
+    let plan = plugin.plan_sync_batch()?;
+    let mut report = plan.report;
+    for sync in plan.syncs {
+        match run_now(plugin, world, sync.id) {
+            Ok(_) => {}
+            Err(fault @ CallError::Fault { .. }) => return Err(fault),
+            Err(_) => report.failed = report.failed.saturating_add(1),
+        }
+    }
+    Ok(report)
+}
+
+/// Starts the planned sync `id` and answers each call it asks for at once, against
+/// `world`'s API server, until it is done.
+pub fn run_now(plugin: &mut (impl Plugin + ?Sized), world: &World, id: u64) -> Result<SyncOutcome> {
+    let mut step = plugin.start_sync(id)?;
+    loop {
+        match step {
+            SyncStep::Done(outcome) => return Ok(outcome),
+            SyncStep::Call(call) => {
+                let reply = api::perform(world, call);
+                step = plugin.resume_sync(id, reply)?;
+            }
+        }
+    }
+}

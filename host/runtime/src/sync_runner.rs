@@ -1,0 +1,234 @@
+//! Overlapping syncs of a 0.2.0 plugin: the plugin is entered only to plan and to take
+//! each step, never while an API call is out.
+//!
+//! The scheduler plans a request's or a batch's syncs under the plugin lock, admits
+//! them through the [`SyncTable`] (one sync per pod in flight) and starts those it may.
+//! A sync that asks for an API call is handed, with the call, to a pool of worker
+//! threads: a worker makes the call holding nothing (waiting for its rate-limit token
+//! like any client, [`podstatus_backends::patience`]), then takes the plugin lock just
+//! long enough to resume the sync, and goes on with its next call or, once it is over,
+//! with the next sync of the same pod. Callers of the Manager operations wait for the
+//! plugin only while it computes.
+
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crate::api;
+use crate::bindings::{ApiCall, PodSync, SyncOrigin, SyncStep};
+use crate::plugin::{Plugin, Result};
+use crate::sync_table::SyncTable;
+use crate::world::World;
+
+/// What the runner needs of whoever owns the plugin (the handle).
+pub(crate) trait PluginHost: Send + Sync + 'static {
+    /// The plugin, locked.
+    fn plugin(&self) -> MutexGuard<'_, Box<dyn Plugin>>;
+    /// The runner of this plugin's syncs.
+    fn runner(&self) -> &SyncRunner;
+}
+
+/// A sync suspended in an API call, on its way to a worker.
+struct Job {
+    sync: PodSync,
+    call: ApiCall,
+    world: World,
+}
+
+/// The workers' side of the runner.
+enum Calls {
+    /// No call was made yet: no worker runs.
+    NotStarted,
+    /// Workers take calls from here.
+    Running(Sender<Job>),
+    /// The runner stopped: no call is made any more.
+    Stopped,
+}
+
+/// The syncs in flight and the workers that make their calls.
+pub(crate) struct SyncRunner {
+    table: Mutex<SyncTable>,
+    /// Signalled whenever the table becomes idle.
+    idle: Condvar,
+    calls: Mutex<Calls>,
+    workers: Mutex<Vec<JoinHandle<()>>>,
+    /// Held while a request's or batch's syncs are planned and admitted, and by a swap
+    /// while it drains and hands over: no sync is planned by a plugin on its way out.
+    gate: Mutex<()>,
+    /// Worker threads (the most API calls in flight at once).
+    max_calls: usize,
+    /// How long a worker's call may wait for a rate-limit token.
+    patience: Duration,
+}
+
+impl SyncRunner {
+    /// A runner of at most `max_calls` calls at once, each waiting at most `patience`
+    /// for its token. Workers start with the first call.
+    pub(crate) fn new(max_calls: usize, patience: Duration) -> Self {
+        SyncRunner {
+            table: Mutex::new(SyncTable::new()),
+            idle: Condvar::new(),
+            calls: Mutex::new(Calls::NotStarted),
+            workers: Mutex::new(Vec::new()),
+            gate: Mutex::new(()),
+            max_calls: max_calls.max(1),
+            patience,
+        }
+    }
+
+    fn table(&self) -> MutexGuard<'_, SyncTable> {
+        self.table.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Holds off planning (see the field).
+    pub(crate) fn gate(&self) -> MutexGuard<'_, ()> {
+        self.gate.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Syncs in flight and waiting.
+    pub(crate) fn pending(&self) -> usize {
+        let table = self.table();
+        table.in_flight() + table.waiting()
+    }
+
+    /// Waits until no sync is in flight or waiting, at most until `deadline`; whether it
+    /// is so.
+    pub(crate) fn wait_idle(&self, deadline: Instant) -> bool {
+        let mut table = self.table();
+        while !table.is_idle() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            table = self.idle.wait_timeout(table, left).unwrap_or_else(PoisonError::into_inner).0;
+        }
+        true
+    }
+
+    /// Stops the workers once their calls are made; syncs still waiting are forgotten.
+    pub(crate) fn stop(&self) {
+        *self.calls.lock().unwrap_or_else(PoisonError::into_inner) = Calls::Stopped;
+        let workers = std::mem::take(&mut *self.workers.lock().unwrap_or_else(PoisonError::into_inner));
+        for worker in workers {
+            let _ = worker.join();
+        }
+    }
+}
+
+/// Admits `syncs` (planned by the plugin) and starts those whose pod has none in flight.
+pub(crate) fn run_planned<H: PluginHost>(host: &Arc<H>, syncs: Vec<PodSync>) {
+    let ready = host.runner().table().admit(syncs);
+    for sync in ready {
+        let (step, world) = {
+            let mut plugin = host.plugin();
+            (plugin.start_sync(sync.id), plugin.world().clone())
+        };
+        advance(host, sync, step, world);
+    }
+}
+
+/// Plans syncs (`plan`, under the plugin lock) and runs them; the plan's error is
+/// returned. The caller holds the gate.
+pub(crate) fn plan_and_run<H: PluginHost>(
+    host: &Arc<H>,
+    plan: impl FnOnce(&mut dyn Plugin) -> Result<Vec<PodSync>>,
+) -> Result<usize> {
+    let syncs = plan(host.plugin().as_mut())?;
+    let planned = syncs.len();
+    run_planned(host, syncs);
+    Ok(planned)
+}
+
+/// Moves `sync` on after a step: hands its call to a worker, or, once it is over, starts
+/// the next sync of its pod (dropping the older ones it covers).
+fn advance<H: PluginHost>(host: &Arc<H>, mut sync: PodSync, mut step: Result<SyncStep>, mut world: World) {
+    loop {
+        match step {
+            Ok(SyncStep::Call(call)) => {
+                dispatch(host, Job { sync, call, world });
+                return;
+            }
+            Ok(SyncStep::Done(outcome)) => {
+                tracing::debug!(pod = %sync.pod_uid, sync = sync.id, origin = ?sync.origin, ?outcome, "synced");
+            }
+            Err(e) if sync.origin == SyncOrigin::Request => {
+                tracing::error!(pod = %sync.pod_uid, sync = sync.id, "sync: {e}");
+            }
+            // The plugin logged why (as 0.1.x logged a failed sync in a pass or batch).
+            Err(e) => tracing::debug!(pod = %sync.pod_uid, sync = sync.id, origin = ?sync.origin, "sync failed: {e}"),
+        }
+        let next = {
+            let runner = host.runner();
+            let mut table = runner.table();
+            let next = table.finish(&sync.pod_uid, sync.id);
+            if table.is_idle() {
+                runner.idle.notify_all();
+            }
+            next
+        };
+        let Some(start) = next.start else { return };
+        let mut plugin = host.plugin();
+        for covered in &next.superseded {
+            if let Err(e) = plugin.drop_sync(covered.id) {
+                tracing::warn!(pod = %covered.pod_uid, sync = covered.id, "dropping a covered sync: {e}");
+            }
+        }
+        sync = start;
+        step = plugin.start_sync(sync.id);
+        world = plugin.world().clone();
+    }
+}
+
+/// Hands a call to the workers, starting them on first use.
+fn dispatch<H: PluginHost>(host: &Arc<H>, job: Job) {
+    let runner = host.runner();
+    let mut calls = runner.calls.lock().unwrap_or_else(PoisonError::into_inner);
+    if matches!(*calls, Calls::NotStarted) {
+        let (sender, receiver) = channel();
+        let receiver = Arc::new(Mutex::new(receiver));
+        let mut workers = runner.workers.lock().unwrap_or_else(PoisonError::into_inner);
+        for n in 0..runner.max_calls {
+            let host = Arc::clone(host);
+            let receiver = Arc::clone(&receiver);
+            let spawned =
+                std::thread::Builder::new().name(format!("podstatus-api-{n}")).spawn(move || work(&host, &receiver));
+            match spawned {
+                Ok(worker) => workers.push(worker),
+                Err(e) => tracing::error!("starting an API worker: {e}"),
+            }
+        }
+        *calls = Calls::Running(sender);
+    }
+    let job = match &*calls {
+        Calls::Running(sender) => match sender.send(job) {
+            Ok(()) => return,
+            Err(unsent) => unsent.0,
+        },
+        Calls::NotStarted | Calls::Stopped => job,
+    };
+    drop(calls);
+    // Stopping: the call is not made; the sync ends here (its status stays cached).
+    tracing::debug!(pod = %job.sync.pod_uid, sync = job.sync.id, "not syncing: the runner stopped");
+    let _ = host.plugin().drop_sync(job.sync.id);
+    let mut table = runner.table();
+    let _ = table.finish(&job.sync.pod_uid, job.sync.id);
+    if table.is_idle() {
+        runner.idle.notify_all();
+    }
+}
+
+/// A worker: makes calls holding nothing, resumes their syncs under the plugin lock.
+fn work<H: PluginHost>(host: &Arc<H>, receiver: &Mutex<Receiver<Job>>) {
+    podstatus_backends::patience::set(host.runner().patience);
+    loop {
+        let job = receiver.lock().unwrap_or_else(PoisonError::into_inner).recv();
+        let Ok(Job { sync, call, world }) = job else { return };
+        let reply = api::perform(&world, call);
+        let (step, world) = {
+            let mut plugin = host.plugin();
+            (plugin.resume_sync(sync.id, reply), plugin.world().clone())
+        };
+        advance(host, sync, step, world);
+    }
+}
