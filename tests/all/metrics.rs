@@ -142,8 +142,9 @@ fn rest_client_process_and_build_metrics_move() {
         (format!("rest_client_request_duration_seconds_bucket{{le=\"60.0\",verb=\"POST\",host=\"{host}\"}}"), 1.0),
         (
             format!(
-                "podstatus_build_info{{version=\"{}\",contract=\"kubelet:status@0.1.1\"}}",
-                env!("CARGO_PKG_VERSION")
+                "podstatus_build_info{{version=\"{}\",contract=\"{}\"}}",
+                env!("CARGO_PKG_VERSION"),
+                podstatus_runtime::Contract::NEWEST.package()
             ),
             1.0,
         ),

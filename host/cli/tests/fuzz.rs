@@ -61,7 +61,7 @@ fn campaign(target: Target, seed: u64, traces: u64, steps: usize) -> Campaign {
 #[test]
 fn the_generator_is_deterministic_and_the_replay_accepts_its_traces() {
     for seed in 0..150 {
-        let config = GenConfig { steps: 40 };
+        let config = GenConfig { steps: 40, ..GenConfig::default() };
         let doc = generate(seed, &config).to_value();
         assert_eq!(doc, generate(seed, &config).to_value(), "seed {seed} is not deterministic");
         let trace =

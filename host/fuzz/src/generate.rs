@@ -20,11 +20,14 @@ use podstatus_runtime::bindings::Timestamp;
 pub struct GenConfig {
     /// Steps per trace (the fuzzer's quiescence steps come on top).
     pub steps: usize,
+    /// Script interleavings too (`hold-api`, `complete-api`, `release-api`): for
+    /// plugins whose syncs the host drives (contract 0.2.0).
+    pub interleave: bool,
 }
 
 impl Default for GenConfig {
     fn default() -> Self {
-        GenConfig { steps: 40 }
+        GenConfig { steps: 40, interleave: false }
     }
 }
 
@@ -35,7 +38,9 @@ pub fn generate(seed: u64, config: &GenConfig) -> Trace {
 
 /// A trace whose every choice comes from `entropy` (a PRNG, or a fuzzer's bytes).
 pub fn generate_with(entropy: &mut dyn Entropy, config: &GenConfig) -> Trace {
-    Generator::new(entropy).trace(config.steps)
+    let mut generator = Generator::new(entropy);
+    generator.interleave = config.interleave;
+    generator.trace(config.steps)
 }
 
 const CONFIG_SOURCE: &str = "kubernetes.io/config.source";
@@ -85,6 +90,8 @@ struct Generator<'e> {
     next_id: u32,
     next_container: u32,
     steps: Vec<Step>,
+    /// See [`GenConfig::interleave`].
+    interleave: bool,
 }
 
 const NAMESPACES: &[&str] = &["default", "kube-system", "web", "batch"];
@@ -103,6 +110,7 @@ impl<'e> Generator<'e> {
             next_id: 0,
             next_container: 0,
             steps: Vec::new(),
+            interleave: false,
         }
     }
 
@@ -308,6 +316,11 @@ impl<'e> Generator<'e> {
     }
 
     fn step(&mut self) {
+        // One step in five scripts an interleaving: calls are held for a while, some
+        // made out of order (by pod), while the rest of the script goes on.
+        if self.interleave && self.r.chance(20) {
+            return self.interleaving();
+        }
         const WEIGHTS: &[u64] = &[
             22, // set-pod-status
             10, // set-container-readiness
@@ -339,6 +352,17 @@ impl<'e> Generator<'e> {
                 let value = self.r.chance(70);
                 self.push(Step::SetDeletionSafe { value });
             }
+        }
+    }
+
+    fn interleaving(&mut self) {
+        match self.r.weighted(&[2, 10, 2]) {
+            0 => self.push(Step::HoldApi),
+            1 => {
+                let uid = self.r.chance(60).then(|| self.any_uid());
+                self.push(Step::CompleteApi { uid });
+            }
+            _ => self.push(Step::ReleaseApi),
         }
     }
 
@@ -898,7 +922,7 @@ mod tests {
 
     #[test]
     fn same_seed_same_trace_and_different_seeds_differ() {
-        let config = GenConfig { steps: 30 };
+        let config = GenConfig { steps: 30, ..GenConfig::default() };
         let a = generate(42, &config).to_value();
         let b = generate(42, &config).to_value();
         assert_eq!(a, b);
@@ -909,7 +933,7 @@ mod tests {
     #[test]
     fn generated_traces_parse_and_round_trip() {
         for seed in 0..200 {
-            let trace = generate(seed, &GenConfig { steps: 50 });
+            let trace = generate(seed, &GenConfig { steps: 50, ..GenConfig::default() });
             let doc = trace.to_value();
             let parsed = Trace::from_value(doc.clone()).unwrap_or_else(|e| panic!("seed {seed}: {e}\n{doc:#}"));
             assert_eq!(parsed.to_value(), doc, "seed {seed}");
@@ -923,7 +947,7 @@ mod tests {
         let mut mirrors = false;
         let mut deleting = false;
         for seed in 0..100 {
-            let doc = generate(seed, &GenConfig { steps: 60 }).to_value();
+            let doc = generate(seed, &GenConfig { steps: 60, ..GenConfig::default() }).to_value();
             let text = doc.to_string();
             statics |= text.contains("\"kubernetes.io/config.source\":\"file\"");
             mirrors |= text.contains("kubernetes.io/config.mirror");

@@ -170,7 +170,9 @@ pub fn check(
 pub fn run_campaign(campaign: &Campaign, progress: &mut dyn FnMut(&Summary)) -> Result<Summary, GeneratorBug> {
     let started = Instant::now();
     let mut summary = Summary { traces: 0, steps: 0, elapsed: Duration::ZERO, finding: None, known: BTreeMap::new() };
-    let config = GenConfig { steps: campaign.steps };
+    // Interleavings only where every plugin compared can hold its calls.
+    let interleave = campaign.target.can_interleave() && campaign.against.as_ref().is_none_or(Target::can_interleave);
+    let config = GenConfig { steps: campaign.steps, interleave };
     let mut last_progress = Instant::now();
     loop {
         match campaign.limit {

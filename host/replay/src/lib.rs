@@ -1,6 +1,7 @@
 //! `podstatus replay`: a plugin against a scripted world, reported as one JSON document
 //! (the contract is `shared/spec/replay-traces.md`).
 
+mod held_calls;
 mod recorder;
 mod report;
 mod runner;

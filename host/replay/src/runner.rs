@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::held_calls::HeldCalls;
 use crate::recorder::RecordingApiServer;
 use crate::report::{Call, Fault, Report};
 use crate::trace::{PodRef, Problem, Step, Trace, TraceError};
@@ -178,6 +179,8 @@ pub struct Stepper<'t> {
     calls: Vec<Call>,
     fault: Option<Fault>,
     swap_loader: Option<&'t SwapLoader<'t>>,
+    /// Since a `hold-api` step (until `release-api`): the calls held for the trace.
+    held: Option<HeldCalls>,
 }
 
 impl<'t> Stepper<'t> {
@@ -194,6 +197,7 @@ impl<'t> Stepper<'t> {
             calls: Vec::new(),
             fault: None,
             swap_loader: None,
+            held: None,
         })
     }
 
@@ -217,6 +221,12 @@ impl<'t> Stepper<'t> {
         self.scene.recorder.set_step(i);
         let outcome = match step {
             Step::Swap { plugin } => self.swap(plugin, i),
+            Step::HoldApi | Step::CompleteApi { .. } | Step::ReleaseApi | Step::Sync | Step::SyncBatch
+                if self.held.is_some() || matches!(step, Step::HoldApi | Step::CompleteApi { .. }) =>
+            {
+                self.held_step(step, i)
+            }
+            Step::ReleaseApi => Ok(Ok(Value::Null)),
             step => run_step(&self.scene, self.plugin.as_mut(), step, i),
         };
         self.calls.extend(self.scene.recorder.take_calls());
@@ -231,14 +241,63 @@ impl<'t> Stepper<'t> {
         Ok(Some(i))
     }
 
+    /// The steps that hold, make and release calls, and `sync` and `sync-batch` while
+    /// calls are held: they plan and start syncs, whose calls are held.
+    fn held_step(&mut self, step: &Step, index: usize) -> Result<Result<Value, CallError>, TraceError> {
+        let plugin = self.plugin.as_mut();
+        if !plugin.contract().has_split_syncs() {
+            let problem = Problem::Unsupported(format!(
+                "{}: the plugin in use implements {}, whose syncs call the API server themselves",
+                step_op(step),
+                plugin.contract()
+            ));
+            return Err(TraceError::Step { step: index, problem });
+        }
+        let held = self.held.get_or_insert_with(HeldCalls::default);
+        let world = self.scene.world();
+        let result = match step {
+            Step::HoldApi => Ok(()),
+            Step::CompleteApi { uid } => {
+                return Ok(held
+                    .complete(plugin, &world, uid.as_deref())
+                    .map(|completed| serde_json::json!({ "completed": completed, "held": held.len() })));
+            }
+            Step::ReleaseApi => {
+                let released = held.release(plugin, &world);
+                self.held = None;
+                released
+            }
+            Step::Sync => (|| {
+                while let Some(request) = self.scene.queue.pop() {
+                    match plugin.plan_sync_pod(&request) {
+                        Ok(syncs) => held.run_planned(plugin, syncs)?,
+                        Err(e @ CallError::Fault { .. }) => return Err(e),
+                        Err(e) => tracing::warn!("sync of {}: {e}", request.pod_uid),
+                    }
+                }
+                Ok(())
+            })(),
+            Step::SyncBatch => plugin.plan_sync_batch().and_then(|plan| held.run_planned(plugin, plan.syncs)),
+            _ => unreachable!("only the steps above are held steps"),
+        };
+        Ok(result.map(|()| Value::Null))
+    }
+
     /// A `swap` step: the new plugin takes the running one's state, or the swap is
     /// refused and the running plugin stays. A fault of the running plugin while it
-    /// hands over its state is its fault, like any other.
+    /// hands over its state is its fault, like any other. Held calls are made first,
+    /// oldest first (syncs in flight finish on the plugin that started them, as in the
+    /// agent); holding goes on if the new plugin's syncs can be held.
     fn swap(&mut self, file: &std::path::Path, index: usize) -> Result<Result<Value, CallError>, TraceError> {
         let Some(loader) = self.swap_loader else {
             let problem = Problem::Unsupported("swap: this replay cannot load plugins".into());
             return Err(TraceError::Step { step: index, problem });
         };
+        if let Some(held) = &mut self.held
+            && let Err(fault) = held.release(self.plugin.as_mut(), &self.scene.world())
+        {
+            return Ok(Err(fault));
+        }
         let refused = |error: String| Ok(Ok(serde_json::json!({ "swapped": false, "error": error })));
         let mut new = match loader(&self.trace.base_dir.join(file), self.scene.world()) {
             Ok(new) => new,
@@ -248,6 +307,9 @@ impl<'t> Stepper<'t> {
             .and_then(|_| podstatus_runtime::move_changes(self.plugin.as_mut(), new.as_mut()));
         match moved {
             Ok(_) => {
+                if !new.contract().has_split_syncs() {
+                    self.held = None;
+                }
                 self.plugin = new;
                 Ok(Ok(serde_json::json!({ "swapped": true })))
             }
@@ -297,8 +359,19 @@ impl<'t> Stepper<'t> {
         self.fault.as_ref()
     }
 
-    /// The report of the steps run so far.
+    /// The report of the steps run so far. Calls still held are made first, oldest
+    /// first (recorded with the last step run).
     pub fn finish(mut self) -> ReplayOutcome {
+        if let Some(mut held) = self.held.take()
+            && !held.is_empty()
+            && self.fault.is_none()
+            && let Err(e) = held.release(self.plugin.as_mut(), &self.scene.world())
+        {
+            let step = self.next.saturating_sub(1);
+            if let CallError::Fault { call, message, .. } = e {
+                self.fault = Some(Fault { step, message: format!("{call}: {message}") });
+            }
+        }
         self.calls.extend(self.scene.recorder.take_calls());
         let report = Report {
             results: self.results,
@@ -387,8 +460,18 @@ fn run_step(scene: &Scene, plugin: &mut dyn Plugin, step: &Step, index: usize) -
                 result => null(result),
             }
         }
-        Step::Swap { .. } => unreachable!("the stepper swaps plugins itself"),
+        Step::Swap { .. } | Step::HoldApi | Step::CompleteApi { .. } | Step::ReleaseApi => {
+            unreachable!("the stepper swaps plugins and holds calls itself")
+        }
     })
+}
+
+/// A step's `op`, for messages.
+fn step_op(step: &Step) -> String {
+    serde_json::to_value(step)
+        .ok()
+        .and_then(|v| v.get("op").and_then(Value::as_str).map(str::to_string))
+        .unwrap_or_default()
 }
 
 /// What the scheduler does for each request taken off the queue, until it is empty.

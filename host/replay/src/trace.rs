@@ -261,6 +261,19 @@ pub enum Step {
         /// The component file, relative to the trace's directory.
         plugin: PathBuf,
     },
+    /// From now on, the API calls a 0.2.0 plugin's syncs ask for are held until a
+    /// later step makes them (an interleaving the trace scripts).
+    HoldApi,
+    /// Makes one held call, that of the sync of pod `uid` (the oldest held call when
+    /// absent), and runs that sync on to its next call, which is held too.
+    CompleteApi {
+        /// The pod whose sync's call is made.
+        #[serde(default)]
+        uid: Option<String>,
+    },
+    /// Stops holding: every held call is made, oldest first, each sync running to its
+    /// end.
+    ReleaseApi,
 }
 
 impl Trace {
@@ -372,7 +385,14 @@ fn check_step(step: &Step, known: &mut BTreeSet<String>) -> Result<(), Problem> 
         | Step::ApiserverDelete { .. }
         | Step::Fail { .. }
         | Step::SetDeletionSafe { .. }
-        | Step::Swap { .. } => {}
+        | Step::Swap { .. }
+        | Step::HoldApi
+        | Step::ReleaseApi => {}
+        Step::CompleteApi { uid } => {
+            if let Some(uid) = uid {
+                known_uid(uid, known)?;
+            }
+        }
     }
     Ok(())
 }
