@@ -14,6 +14,7 @@ mod hostile;
 mod kube_client;
 mod kubectl;
 mod metrics;
+mod overlap;
 mod plugin_faults;
 mod python_client;
 mod raw_http;

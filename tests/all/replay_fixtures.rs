@@ -58,3 +58,38 @@ fn replaying_twice_gives_identical_bytes() {
         assert_eq!(first, second, "{}", trace.display());
     }
 }
+
+/// The traces of `fixtures/replay-interleaved/`: interleavings scripted with
+/// `hold-api`, `complete-api` and `release-api`, run through the 0.2.0 plugin of the
+/// logic version their name starts with.
+#[test]
+fn every_interleaved_fixture_matches_its_report_and_0_1_plugins_refuse_it() {
+    let dir = fixtures_dir().join("replay-interleaved");
+    let mut traces: Vec<PathBuf> = fs::read_dir(&dir)
+        .expect("fixtures/replay-interleaved exists")
+        .map(|e| e.expect("readable dir entry").path())
+        .filter(|p| p.to_string_lossy().ends_with(".trace.json"))
+        .collect();
+    traces.sort();
+    assert!(!traces.is_empty(), "no interleaved fixtures");
+    let mut failures = Vec::new();
+    for trace in &traces {
+        let name = trace.file_name().unwrap().to_string_lossy().into_owned();
+        let text = fs::read_to_string(trace).unwrap();
+        let (image, legacy) = if name.starts_with("v2-") {
+            (podstatus_tests::v2_image(), podstatus_runtime::PODSTATUS_V2_ON_0_1)
+        } else {
+            (podstatus_tests::v1_image(), podstatus_runtime::PODSTATUS_V1_ON_0_1)
+        };
+        match podstatus_tests::replay_component_with(image, &text, &dir) {
+            Ok(outcome) => failures.extend(check_fixture_report(trace, &text, &render(&outcome))),
+            Err(e) => failures.push(format!("{name}: unusable trace: {e}")),
+        }
+        let refused = podstatus_tests::replay_component_with(&podstatus_tests::load(legacy), &text, &dir);
+        match refused {
+            Err(e) => assert!(e.to_string().contains("hold-api"), "{name}: {e}"),
+            Ok(_) => failures.push(format!("{name}: a 0.1.x plugin ran a trace that holds calls")),
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

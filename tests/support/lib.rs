@@ -8,6 +8,7 @@ use podstatus_replay::{ReplayOutcome, Trace, TraceError};
 use podstatus_runtime::{PODSTATUS_V1, PODSTATUS_V2, PODSTATUS_V3};
 use podstatus_runtime::{Plugin, PluginImage, PluginRuntime, RuntimeConfig};
 
+pub mod gated_api;
 pub mod venv;
 
 /// The workspace's root directory.
