@@ -49,6 +49,7 @@ fn agent_config(target: Target) -> AgentConfig {
         queue_capacity: DEFAULT_CAPACITY,
         injected_faults: None,
         register_node: None,
+        api_latency: None,
     }
 }
 
