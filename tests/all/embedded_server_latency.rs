@@ -39,7 +39,8 @@ fn the_status_clients_get_waits_the_latency_while_another_clients_requests_go_fi
 
     let sent = Instant::now();
     let delayed = std::thread::spawn(move || {
-        let reply = http(addr, "GET", "/api/v1/namespaces/ns/pods/web", &[("User-Agent", STATUS_CLIENT_USER_AGENT)], b"");
+        let reply =
+            http(addr, "GET", "/api/v1/namespaces/ns/pods/web", &[("User-Agent", STATUS_CLIENT_USER_AGENT)], b"");
         (reply.code, Instant::now())
     });
     // Another client (a watcher, an owner, the final check): answered while the status

@@ -408,7 +408,8 @@ fn an_added_api_latency_needs_the_embedded_server() {
     // cluster) it could not be applied, and silently running without it would report
     // figures that are not what was asked for.
     let server = server();
-    let config = AgentConfig { api_latency: Some(Duration::from_millis(20)), ..agent_config(Target::Url(server.url())) };
+    let config =
+        AgentConfig { api_latency: Some(Duration::from_millis(20)), ..agent_config(Target::Url(server.url())) };
     let plugins = runtime();
     let image = plugins.load(PODSTATUS_V1).expect("v1 loads");
     let error = NodeAgent::start(&config, plugins, image).err().expect("refused");

@@ -21,9 +21,9 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Pod;
 
+use crate::TimedManager;
 use crate::simulate::driver::report;
 use crate::simulate::lifecycle::{Event, PodLife, Stage};
-use crate::TimedManager;
 use podstatus_backends::PodManager;
 
 /// How long a container runs before it exits (a Go duration: `30s`, `1m`).

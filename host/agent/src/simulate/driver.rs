@@ -13,9 +13,9 @@ use k8s_openapi::api::core::v1::Pod;
 
 use super::lifecycle::{Event, Kind, PodLife, Stage};
 use super::owners::OwnerError;
+use crate::TimedManager;
 use podstatus_backends::PodManager;
 use podstatus_backends::rng::{Entropy, SplitMix64};
-use crate::TimedManager;
 use podstatus_runtime::CallError;
 use podstatus_runtime::bindings::UpdateOutcome;
 
