@@ -145,15 +145,15 @@ const SYNC_TIMEOUT: Duration = Duration::from_secs(30);
 impl NodeAgent {
     /// Starts the agent with `image` as its plugin.
     pub fn start(config: &AgentConfig, plugins: PluginRuntime, image: PluginImage) -> Result<Self, AgentError> {
+        if config.api_latency.is_some() && !matches!(config.target, Target::Embedded(_)) {
+            return Err(AgentError::LatencyNeedsEmbeddedServer);
+        }
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("podstatus-io")
             .enable_all()
             .build()
             .map_err(AgentError::Runtime)?;
-        if config.api_latency.is_some() && !matches!(config.target, Target::Embedded(_)) {
-            return Err(AgentError::LatencyNeedsEmbeddedServer);
-        }
         let (embedded, source) = match &config.target {
             Target::Embedded(addr) => {
                 let delayed_client =
