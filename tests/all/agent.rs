@@ -92,12 +92,13 @@ fn the_agent_registers_its_node_renews_its_lease_and_runs_a_pod_to_ready_then_de
         queue_capacity: DEFAULT_CAPACITY,
         injected_faults: None,
         register_node: Some(node),
+        api_latency: None,
     };
     let plugins = PluginRuntime::new(&RuntimeConfig { cache_dir: Some(cache_dir()), ..RuntimeConfig::default() })
         .expect("runtime");
     let image = plugins.load(PODSTATUS_V2).expect("v2 loads");
     let agent = NodeAgent::start(&config, plugins, image).expect("the agent starts");
-    let _runner = PodRunner::start(agent.handle().clone(), Arc::clone(agent.pod_manager()), "10.0.0.10".into());
+    let _runner = PodRunner::start(agent.node_side(), Arc::clone(agent.pod_manager()), "10.0.0.10".into());
     let other = Client::new(agent.api_url());
 
     // The Node: the kubelet's labels, the virtual taint, Ready.

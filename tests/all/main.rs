@@ -8,6 +8,7 @@ mod bad_input;
 mod deploy;
 mod embedded_server;
 mod embedded_server_hostile;
+mod embedded_server_latency;
 mod embedded_server_nodes;
 mod handle;
 mod hostile;

@@ -49,6 +49,7 @@ fn agent_config(target: Target) -> AgentConfig {
         queue_capacity: DEFAULT_CAPACITY,
         injected_faults: None,
         register_node: None,
+        api_latency: None,
     }
 }
 
@@ -399,4 +400,19 @@ fn the_agents_guard_decides_by_what_the_node_reported() {
     let ip = stored("web-honest").status.and_then(|s| s.pod_ip);
     assert_eq!(ip.as_deref(), Some("10.244.0.9"));
     agent.shutdown(Duration::from_secs(10));
+}
+
+#[test]
+fn an_added_api_latency_needs_the_embedded_server() {
+    // The latency is the embedded server's doing: against another server (or a
+    // cluster) it could not be applied, and silently running without it would report
+    // figures that are not what was asked for.
+    let server = server();
+    let config =
+        AgentConfig { api_latency: Some(Duration::from_millis(20)), ..agent_config(Target::Url(server.url())) };
+    let plugins = runtime();
+    let image = plugins.load(PODSTATUS_V1).expect("v1 loads");
+    let error = NodeAgent::start(&config, plugins, image).err().expect("refused");
+    assert!(matches!(error, podstatus_agent::AgentError::LatencyNeedsEmbeddedServer), "{error}");
+    assert!(error.to_string().contains("embedded API server"), "{error}");
 }

@@ -67,6 +67,22 @@ use crate::rate_limit::Admission;
 /// The field manager our writes are recorded under (`metadata.managedFields`).
 pub const FIELD_MANAGER: &str = "podstatus";
 
+/// The product token of the status client's `User-Agent`: it tells the plugin's calls
+/// (GET of a pod, status writes, DELETE) apart from the agent's other requests (the pod
+/// watch, mirror pods, the node and its lease) in a server's audit log, and lets the
+/// embedded server delay them alone (`simulate --api-latency`).
+pub const STATUS_CLIENT_PRODUCT: &str = "podstatus-status-manager/";
+/// The status client's whole `User-Agent`: [`STATUS_CLIENT_PRODUCT`] and the version.
+pub const STATUS_CLIENT_USER_AGENT: &str = concat!("podstatus-status-manager/", env!("CARGO_PKG_VERSION"));
+
+/// `config` for the status client: the same server and credentials, sending
+/// [`STATUS_CLIENT_USER_AGENT`].
+pub fn status_client_config(mut config: kube::Config) -> kube::Config {
+    config.headers.retain(|(name, _)| name != http::header::USER_AGENT);
+    config.headers.push((http::header::USER_AGENT, http::HeaderValue::from_static(STATUS_CLIENT_USER_AGENT)));
+    config
+}
+
 /// How the client paces and bounds its calls.
 #[derive(Clone, Debug, PartialEq)]
 pub struct KubeClientConfig {

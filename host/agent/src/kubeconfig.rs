@@ -99,7 +99,7 @@ pub async fn load_config(source: &ClientSource) -> Result<kube::Config, ConnectE
     Ok(config)
 }
 
-/// A kube-rs client for `source` (see [`load_config`]). Must run inside the tokio
+/// A kube-rs client for `source` (see `load_config`). Must run inside the tokio
 /// runtime that will carry the requests (kube spawns its connection pool's tasks
 /// there): from a plain thread, `handle.block_on(connect(&source))`.
 pub async fn connect(source: &ClientSource) -> Result<kube::Client, ConnectError> {

@@ -28,11 +28,15 @@ mod pod_watch;
 mod rate_limit;
 pub mod simulate;
 mod static_pods;
+mod timed_manager;
 
 pub use call_counts::{CallCount, CallCounters, Outcome, Verb};
 pub use circuit_breaker::CircuitBreaker;
 pub use go_duration::parse as parse_go_duration;
-pub use kube_client::{FIELD_MANAGER, KubeApiServer, KubeClientConfig, KubeClientError};
+pub use kube_client::{
+    FIELD_MANAGER, KubeApiServer, KubeClientConfig, KubeClientError, STATUS_CLIENT_PRODUCT, STATUS_CLIENT_USER_AGENT,
+    status_client_config,
+};
 pub use kubeconfig::{ClientSource, ConnectError, connect};
 pub use metered_api_server::{MeteredApiServer, VERB_DELETE, VERB_GET, VERB_PATCH_STATUS, VERB_UPDATE_STATUS};
 pub use metered_plugin::MeteredPlugin;
@@ -47,3 +51,4 @@ pub use static_pods::{
     CONFIG_HASH_ANNOTATION, CONFIG_SEEN_ANNOTATION, FILE_SOURCE, ManifestError, MirrorError, POLL_INTERVAL, ScanReport,
     StaticPods, StaticPodsError,
 };
+pub use timed_manager::TimedManager;

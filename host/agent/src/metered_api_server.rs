@@ -20,7 +20,7 @@ pub const VERB_PATCH_STATUS: &str = "patch_status";
 /// The `verb` label of a DELETE of a pod.
 pub const VERB_DELETE: &str = "delete";
 
-/// Counts every call into [`Metrics`] (outcome `Success` or the [`super::ApiError`]'s
+/// Counts every call into [`Metrics`] (outcome `Success` or the [`podstatus_backends::ApiError`]'s
 /// Kubernetes reason) and, for each successful status write, observes
 /// the time since that pod's first unwritten status change.
 pub struct MeteredApiServer {

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::kube_client::{KubeApiServer, KubeClientConfig, KubeClientError};
+use crate::kube_client::{KubeApiServer, KubeClientConfig, KubeClientError, STATUS_CLIENT_PRODUCT};
 use crate::kubeconfig::{self, ClientSource, ConnectError};
 use crate::metered_api_server::MeteredApiServer;
 use crate::metered_plugin::MeteredPlugin;
@@ -20,7 +20,8 @@ use crate::node_object::NodeConfig;
 use crate::node_registration::NodeRegistration;
 use crate::pod_watch::PodWatch;
 use crate::static_pods::StaticPods;
-use podstatus_apiserver::EmbeddedApiServer;
+use crate::timed_manager::TimedManager;
+use podstatus_apiserver::{DelayedClient, EmbeddedApiServer, ServeOptions};
 use podstatus_backends::ContainersStopped;
 use podstatus_backends::PodManager;
 use podstatus_backends::SyncQueue;
@@ -74,6 +75,12 @@ pub struct AgentConfig {
     /// Register the node (its Node object and Lease, kept as the kubelet keeps them),
     /// described so; `None` leaves the API server's nodes alone (a test's agent).
     pub register_node: Option<NodeConfig>,
+    /// Have the embedded API server answer the status client (the plugin's GETs, status
+    /// writes and DELETEs) this much later, as a cluster across a network would; its
+    /// other clients (the watch, mirror pods, node and lease, callers of
+    /// [`NodeAgent::client`]) are answered at once. Only with [`Target::Embedded`]: the
+    /// latency of a real server is its own.
+    pub api_latency: Option<Duration>,
 }
 
 /// What can stop an agent from starting or swapping.
@@ -103,6 +110,9 @@ pub enum AgentError {
     /// The manifest folder could not be read.
     #[error("static pods: {0}")]
     StaticPods(#[from] crate::static_pods::StaticPodsError),
+    /// An added API latency was asked for with a server other than the embedded one.
+    #[error("an added API latency needs the embedded API server (not a kubeconfig or a server URL)")]
+    LatencyNeedsEmbeddedServer,
     /// A swap failed; the old plugin keeps serving.
     #[error(transparent)]
     Swap(#[from] SwapError),
@@ -135,6 +145,9 @@ const SYNC_TIMEOUT: Duration = Duration::from_secs(30);
 impl NodeAgent {
     /// Starts the agent with `image` as its plugin.
     pub fn start(config: &AgentConfig, plugins: PluginRuntime, image: PluginImage) -> Result<Self, AgentError> {
+        if config.api_latency.is_some() && !matches!(config.target, Target::Embedded(_)) {
+            return Err(AgentError::LatencyNeedsEmbeddedServer);
+        }
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("podstatus-io")
@@ -143,7 +156,11 @@ impl NodeAgent {
             .map_err(AgentError::Runtime)?;
         let (embedded, source) = match &config.target {
             Target::Embedded(addr) => {
-                let server = EmbeddedApiServer::start(Arc::new(MemoryApiServer::with_graceful_deletion()), *addr)?;
+                let delayed_client =
+                    config.api_latency.map(|latency| DelayedClient { user_agent: STATUS_CLIENT_PRODUCT, latency });
+                let options = ServeOptions { delayed_client, ..ServeOptions::default() };
+                let store = Arc::new(MemoryApiServer::with_graceful_deletion());
+                let server = EmbeddedApiServer::start_with(store, *addr, options)?;
                 let url = server.url();
                 (Some(server), ClientSource::Url(url))
             }
@@ -156,12 +173,18 @@ impl NodeAgent {
         let kube_config = runtime.block_on(kubeconfig::load_config(&source))?;
         let api_url = kube_config.cluster_url.to_string();
         let metrics = Arc::new(Metrics::new());
-        let client = {
+        // Two clients of one server: the plugin's (told apart by its User-Agent) and the
+        // rest of the agent's (watch, mirror pods, node, lease, the caller's own).
+        let (client, status_client) = {
             // kube spawns its connection pool's tasks on the current runtime.
             let _entered = runtime.enter();
-            crate::metrics::metered_client(kube_config, &metrics).map_err(ConnectError::Client)?
+            let status_config = crate::kube_client::status_client_config(kube_config.clone());
+            (
+                crate::metrics::metered_client(kube_config, &metrics).map_err(ConnectError::Client)?,
+                crate::metrics::metered_client(status_config, &metrics).map_err(ConnectError::Client)?,
+            )
         };
-        let kube = Arc::new(KubeApiServer::new(runtime.handle().clone(), client.clone(), config.client.clone())?);
+        let kube = Arc::new(KubeApiServer::new(runtime.handle().clone(), status_client, config.client.clone())?);
         let limiter = kube.rate_limiter();
 
         let pod_manager = Arc::new(PodManager::new());
@@ -232,6 +255,12 @@ impl NodeAgent {
         &self.handle
     }
 
+    /// The status manager as the node's side calls it: each call timed into
+    /// [`Metrics::caller_latency`].
+    pub fn node_side(&self) -> TimedManager {
+        TimedManager::new(self.handle.clone(), Arc::clone(&self.metrics))
+    }
+
     /// The node's pods.
     pub fn pod_manager(&self) -> &Arc<PodManager> {
         &self.world.pod_manager
@@ -266,7 +295,8 @@ impl NodeAgent {
         refusals
     }
 
-    /// The client the agent talks to its API server with.
+    /// The client the agent talks to its API server with (not the plugin's: that one's
+    /// `User-Agent` is [`crate::STATUS_CLIENT_USER_AGENT`]).
     pub fn client(&self) -> &kube::Client {
         &self.client
     }

@@ -21,10 +21,10 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Pod;
 
+use crate::TimedManager;
 use crate::simulate::driver::report;
 use crate::simulate::lifecycle::{Event, PodLife, Stage};
 use podstatus_backends::PodManager;
-use podstatus_runtime::ManagerHandle;
 
 /// How long a container runs before it exits (a Go duration: `30s`, `1m`).
 pub const RUN_FOR_ANNOTATION: &str = "podstatus.io/run-for";
@@ -48,8 +48,9 @@ pub struct PodRunner {
 }
 
 impl PodRunner {
-    /// Runs the pods of `pods` through `handle`, reporting `host_ip` as their host.
-    pub fn start(handle: ManagerHandle, pods: Arc<PodManager>, host_ip: String) -> Self {
+    /// Runs the pods of `pods` through `handle` (every call timed, as the node's side's
+    /// calls are: [`crate::NodeAgent::node_side`]), reporting `host_ip` as their host.
+    pub fn start(handle: TimedManager, pods: Arc<PodManager>, host_ip: String) -> Self {
         let stop = Arc::new(AtomicBool::new(false));
         let stopping = Arc::clone(&stop);
         let thread = std::thread::Builder::new()
@@ -91,7 +92,7 @@ struct Running {
 }
 
 struct Runtime {
-    handle: ManagerHandle,
+    handle: TimedManager,
     pods: Arc<PodManager>,
     host_ip: String,
     running: BTreeMap<String, Running>,

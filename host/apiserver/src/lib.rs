@@ -13,13 +13,15 @@
 //! (connections, header and body timeouts, body sizes and bytes in flight, per-watch
 //! buffers and slow watchers, object size): past a limit a client gets the status code
 //! kube-apiserver would give (413, 429, 504) or a closed connection, and the others
-//! are still answered. What clients write is validated as kube-apiserver validates it
+//! are still answered. For measurements, one client (by `User-Agent`) can be answered
+//! late, as across a network ([`ServeOptions::delayed_client`]). What clients write is validated as kube-apiserver validates it
 //! (`validation`): 422 `Invalid` with `details.causes`.
 //!
 //! Give it a store made with [`MemoryApiServer::with_graceful_deletion`]: a status
 //! manager deletes a pod only once it has a `deletionTimestamp`, which a store that
 //! deletes at once never gives (the server works with either).
 
+mod client_latency;
 mod discovery;
 mod object_handlers;
 mod object_tables;
@@ -37,6 +39,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+pub use client_latency::DelayedClient;
 use podstatus_backends::MemoryApiServer;
 
 /// How long a stopping server waits for open connections (watches end at once) before
@@ -95,6 +98,10 @@ pub struct ServeOptions {
     /// 403 "exceeded quota", so clients cannot grow the server's memory by creating
     /// small objects. Pods are bounded by the store the server is given.
     pub max_objects: usize,
+    /// A client whose every request is answered this much later (default none): what a
+    /// network between it and the server would do to it, and to it alone (see
+    /// [`DelayedClient`]). The wait holds nothing: other requests go on meanwhile.
+    pub delayed_client: Option<DelayedClient>,
 }
 
 impl Default for ServeOptions {
@@ -111,6 +118,7 @@ impl Default for ServeOptions {
             body_timeout: Duration::from_secs(60),
             max_connections: 512,
             max_objects: 10_000,
+            delayed_client: None,
         }
     }
 }
@@ -137,6 +145,8 @@ pub struct ServerStats {
     pub pod_lists: usize,
     /// Pod watch requests answered so far.
     pub pod_watches: usize,
+    /// Requests held back by [`ServeOptions::delayed_client`] so far.
+    pub delayed_requests: usize,
 }
 
 /// A running embedded API server. It serves from its own tokio runtime on its own

@@ -77,6 +77,7 @@ pub(crate) struct Counters {
     pub bodies_refused: AtomicUsize,
     pub pod_lists: AtomicUsize,
     pub pod_watches: AtomicUsize,
+    pub delayed_requests: AtomicUsize,
 }
 
 impl Counters {
@@ -92,6 +93,7 @@ impl Counters {
             bodies_refused: get(&self.bodies_refused),
             pod_lists: get(&self.pod_lists),
             pod_watches: get(&self.pod_watches),
+            delayed_requests: get(&self.delayed_requests),
         }
     }
 }
@@ -394,6 +396,11 @@ pub(crate) async fn stopped(stopping: &mut signal::Receiver<bool>) {
 async fn handle(request: Request<Incoming>, context: &Context) -> Response<Body> {
     let (parts, body) = request.into_parts();
     let limits = &context.options;
+    // Before anything is read or reserved: the wait holds nothing but the connection.
+    if let Some(latency) = limits.delayed_client.and_then(|client| client.delay_for(&parts.headers)) {
+        context.counters.delayed_requests.fetch_add(1, Ordering::SeqCst);
+        tokio::time::sleep(latency).await;
+    }
     // Nothing is read before the declared length is known to fit.
     let declared = body.size_hint().exact();
     let limit = u64::try_from(limits.max_body_bytes).unwrap_or(u64::MAX);

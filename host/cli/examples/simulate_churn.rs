@@ -27,9 +27,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     println!();
     println!(
-        "| churn (events/s) | new versions | statuses written | API calls / version | p50 | p95 | p99 | max | past a full queue | start + final flush | pods differing | peak RSS |"
+        "| churn (events/s) | new versions | statuses written | API calls / version | p50 | p95 | p99 | max | past a full queue | start + final flush | pods differing | peak RSS | written / s (churn) | caller p50 | caller p99 |"
     );
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for rate in rates.split(',') {
         let started = std::time::Instant::now();
         let output = Command::new(&binary)
@@ -51,7 +51,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .sum::<f64>();
         let lost = summary["check"]["differing"].as_array().map_or(0, Vec::len);
         println!(
-            "| {rate} | {} | {} | {:.2} | {:.1} ms | {:.1} ms | {:.1} ms | {:.1} ms | {} | {:.1} s | {lost} of {} | {:.0} MiB |",
+            "| {rate} | {} | {} | {:.2} | {:.1} ms | {:.1} ms | {:.1} ms | {:.1} ms | {} | {:.1} s | {lost} of {} | {:.0} MiB | {:.1} | {:.3} ms | {:.3} ms |",
             f("/versions"),
             written,
             f("/api_calls_per_version"),
@@ -63,6 +63,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             wall - run,
             f("/check/compared"),
             f("/peak_rss_mib"),
+            f("/statuses_written_per_second"),
+            f("/caller_latency_ms/p50"),
+            f("/caller_latency_ms/p99"),
         );
     }
     Ok(())

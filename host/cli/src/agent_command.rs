@@ -72,8 +72,7 @@ fn agent(args: &AgentArgs) -> anyhow::Result<bool> {
     let agent = NodeAgent::start(&config, plugins, image).context("starting the agent")?;
     tracing::info!(node = %args.node_name, api_server = agent.api_url(), "agent running");
     eprintln!("podstatus agent: node {} on {}", args.node_name, agent.api_url());
-    let mut runner =
-        PodRunner::start(agent.handle().clone(), Arc::clone(agent.pod_manager()), args.node.node_ip.clone());
+    let mut runner = PodRunner::start(agent.node_side(), Arc::clone(agent.pod_manager()), args.node.node_ip.clone());
     while !signals.stop.load(Ordering::SeqCst) {
         if signals.swap.swap(false, Ordering::SeqCst) {
             match &args.plugin.plugin {

@@ -9,7 +9,17 @@ use podstatus_backends::DEFAULT_CAPACITY;
 pub struct ClientArgs {
     /// Use a cluster instead of the embedded API server: this kubeconfig file, or with
     /// no FILE, KUBECONFIG, ~/.kube/config or the in-cluster service account.
-    #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "", conflicts_with = "server")]
+    ///
+    /// (Parsed as a plain OS string: clap's path parser refuses the empty value that
+    /// stands for "no FILE".)
+    #[arg(
+        long,
+        value_name = "FILE",
+        num_args = 0..=1,
+        default_missing_value = "",
+        conflicts_with = "server",
+        value_parser = clap::builder::TypedValueParser::map(clap::builder::OsStringValueParser::new(), std::path::PathBuf::from),
+    )]
     pub kubeconfig: Option<std::path::PathBuf>,
     /// The kubeconfig context to use (with --kubeconfig) instead of its current one.
     #[arg(long, value_name = "NAME", requires = "kubeconfig")]
@@ -65,6 +75,7 @@ impl ClientArgs {
             queue_capacity: DEFAULT_CAPACITY,
             injected_faults: None,
             register_node: Some(registration),
+            api_latency: None,
         }
     }
 }

@@ -118,6 +118,18 @@ struct SimulateArgs {
     /// How long the final flush and quiet sync may take.
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = podstatus_agent::parse_go_duration)]
     flush_timeout: Duration,
+    /// Have the embedded API server answer the agent's status client (the plugin's GET
+    /// of a pod, status writes, DELETE) this much later, as a cluster across a network
+    /// would (`20ms`; a bare number is seconds). The pod watch, the pods' owners, node
+    /// and lease calls and the final check are not delayed. Only with the embedded
+    /// server: a real one's latency is its own.
+    #[arg(
+        long,
+        value_name = "DURATION",
+        value_parser = podstatus_agent::parse_go_duration,
+        conflicts_with_all = ["kubeconfig", "server"],
+    )]
+    api_latency: Option<Duration>,
     /// Fail this fraction of the plugin's API calls on purpose (half refused before
     /// sending, half sent with the answer lost): the final check shows nothing is lost.
     #[arg(long, value_name = "FRACTION", default_value_t = 0.0)]

@@ -45,6 +45,7 @@ fn simulate(args: &SimulateArgs) -> anyhow::Result<bool> {
     let agent = AgentConfig {
         injected_faults: (args.api_fault_rate > 0.0)
             .then_some(InjectedFaults { rate: args.api_fault_rate, seed: args.seed }),
+        api_latency: args.api_latency,
         ..args.client.agent_config(&args.node_name, args.client.target(args.listen), args.node.config(&args.node_name))
     };
     let swap_at = match (&args.swap_to, args.swap_at) {

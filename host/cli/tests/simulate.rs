@@ -116,6 +116,52 @@ fn a_short_run_exits_0_with_a_json_summary_whose_check_passed() {
     assert!(s["api_server"].as_str().unwrap().starts_with("http://127.0.0.1:"), "{s:#}");
 }
 
+/// A latency summary as `propagation_ms` has it: count, p50, p95, p99, max.
+fn latency_shaped(latency: &Value) {
+    for field in ["p50", "p95", "p99", "max"] {
+        assert!(latency[field].as_f64().is_some(), "{field} in {latency:#}");
+    }
+    assert!(latency["count"].as_u64().unwrap() > 0, "{latency:#}");
+    assert!(latency["p50"].as_f64() <= latency["p99"].as_f64(), "{latency:#}");
+    assert!(latency["p99"].as_f64() <= latency["max"].as_f64(), "{latency:#}");
+}
+
+#[test]
+fn an_api_latency_delays_the_status_client_and_the_summary_shows_what_it_cost() {
+    let out = simulate(&["--pods", "8", "--duration", "2", "--json", "--churn", "20", "--api-latency", "20ms"]);
+    exited_0(&out);
+    let s = summary(&out);
+    check_passed(&s);
+    let written = s["statuses_written"].as_u64().unwrap();
+    assert!(written > 0, "{s:#}");
+    assert!(written <= calls(&s, "update_status", "Success"), "only the churn's writes count: {s:#}");
+    let per_second = written as f64 / s["seconds"].as_f64().unwrap();
+    assert!((s["statuses_written_per_second"].as_f64().unwrap() - per_second).abs() < 1e-6, "{s:#}");
+    // Every write waited for the status client's GET and its update: 20 ms each.
+    latency_shaped(&s["propagation_ms"]);
+    let p50 = s["propagation_ms"]["p50"].as_f64().unwrap();
+    assert!(p50 >= 20.0, "the latency was not applied: propagation p50 {p50} ms: {s:#}");
+    let caller = &s["caller_latency_ms"];
+    latency_shaped(caller);
+    let by_operation = caller["by_operation"].as_object().unwrap();
+    latency_shaped(&by_operation["set_pod_status"]);
+    let counted: u64 = by_operation.values().map(|l| l["count"].as_u64().unwrap()).sum();
+    assert_eq!(counted, caller["count"].as_u64().unwrap(), "{caller:#}");
+}
+
+#[test]
+fn an_api_latency_is_refused_with_another_api_server() {
+    for other in [&["--server", "http://127.0.0.1:1"][..], &["--kubeconfig", "/nonexistent"], &["--kubeconfig"]] {
+        let mut args = vec!["--api-latency", "20ms"];
+        args.extend_from_slice(other);
+        let out = simulate(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("--api-latency") && stderr.contains(other[0]), "{args:?}: {stderr}");
+        assert!(stderr.contains("cannot be used with"), "{args:?}: {stderr}");
+    }
+}
+
 #[test]
 fn an_api_server_failing_a_third_of_the_calls_loses_no_status() {
     // Half the injected faults lose the answer of a call that did happen: the plugin

@@ -8,10 +8,13 @@
 //! client exports); the others are `podstatus_*`. They are collected
 //! without touching the plugin: [`crate::metered_plugin::MeteredPlugin`] times plugin
 //! calls and notes status changes, [`crate::metered_api_server::MeteredApiServer`]
-//! counts API calls and closes the propagation clock, [`rest_client::metered_client`]
+//! counts API calls and closes the propagation clock, [`crate::TimedManager`] times the
+//! node's side's calls into the status manager, [`rest_client::metered_client`]
 //! times every HTTP request, and the queue depth and process figures are read at
 //! scrape time.
 
+pub mod caller_latency;
+pub mod latency;
 pub mod process;
 pub mod propagation;
 pub mod rest_client;
@@ -31,7 +34,9 @@ use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
-pub use propagation::{LatencySummary, PropagationTracker};
+pub use caller_latency::{CallerLatency, CallerLatencySummary};
+pub use latency::{LatencyHistogram, LatencySummary};
+pub use propagation::PropagationTracker;
 pub use rest_client::{RestClientLayer, RestClientService, metered_client};
 pub use server::{MetricsServer, ServeError};
 
@@ -120,6 +125,7 @@ struct Families {
     /// The queue whose depth is reported; none until the agent sets it.
     queue: Mutex<Option<Arc<SyncQueue>>>,
     propagation: PropagationTracker,
+    caller_latency: CallerLatency,
 }
 
 impl Default for Metrics {
@@ -141,6 +147,7 @@ impl Default for Metrics {
             build_info,
             queue: Mutex::new(None),
             propagation: PropagationTracker::new(),
+            caller_latency: CallerLatency::new(),
         });
         let mut registry = Registry::default();
         registry.register_collector(Box::new(Arc::clone(&families)));
@@ -207,6 +214,12 @@ impl Metrics {
     /// Where status changes and writes meet (see [`PropagationTracker`]).
     pub fn propagation(&self) -> &PropagationTracker {
         &self.families.propagation
+    }
+
+    /// How long the node's side waited in its status manager calls (see
+    /// [`CallerLatency`]).
+    pub fn caller_latency(&self) -> &CallerLatency {
+        &self.families.caller_latency
     }
 
     /// HTTP requests the client sent with this status `code` (or

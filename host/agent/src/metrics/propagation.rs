@@ -16,6 +16,8 @@ use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
+use super::latency::{LatencyHistogram, LatencySummary};
+
 /// Pending starts per pod UID, and every measured latency so far.
 #[derive(Debug, Default)]
 pub struct PropagationTracker {
@@ -26,23 +28,8 @@ pub struct PropagationTracker {
 struct State {
     /// Pod UID -> when its first unwritten status change was accepted.
     pending: HashMap<String, Instant>,
-    /// Every latency measured, at about 0.4% precision.
-    samples: FineHistogram,
-}
-
-/// Quantiles of the latencies measured so far (all zero when none were).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct LatencySummary {
-    /// Number of latencies measured.
-    pub count: u64,
-    /// Median.
-    pub p50: Duration,
-    /// 95th percentile.
-    pub p95: Duration,
-    /// 99th percentile.
-    pub p99: Duration,
-    /// Largest (exact).
-    pub max: Duration,
+    /// Every latency measured.
+    samples: LatencyHistogram,
 }
 
 impl PropagationTracker {
@@ -88,90 +75,13 @@ impl PropagationTracker {
 
     /// Quantiles of every latency measured so far.
     pub fn snapshot(&self) -> LatencySummary {
-        let state = self.lock();
-        let samples = &state.samples;
-        LatencySummary {
-            count: samples.count,
-            p50: samples.quantile(0.50),
-            p95: samples.quantile(0.95),
-            p99: samples.quantile(0.99),
-            max: Duration::from_nanos(samples.max),
-        }
+        self.lock().samples.summary()
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
         // Each update is a single map or counter change: a panic elsewhere leaves it whole.
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
-}
-
-/// Significant bits kept per value: bucket width is at most 1/2^(BITS-1) of the value.
-const BITS: u32 = 9;
-/// Values below this (in nanoseconds) have a bucket each.
-const EXACT: u64 = 1 << BITS;
-/// Buckets per power of two above [`EXACT`].
-const PER_OCTAVE: usize = 1 << (BITS - 1);
-
-/// A log-linear histogram of nanoseconds (like HDR histograms): exact below 512 ns, then
-/// 256 buckets per power of two, so a quantile is off by less than 0.4% whatever the
-/// number of samples, in fixed memory (about 110 KiB once values reach seconds).
-#[derive(Debug, Default)]
-struct FineHistogram {
-    counts: Vec<u64>,
-    count: u64,
-    max: u64,
-}
-
-impl FineHistogram {
-    fn record(&mut self, value: Duration) {
-        let nanos = u64::try_from(value.as_nanos()).unwrap_or(u64::MAX);
-        let index = bucket_of(nanos);
-        if self.counts.len() <= index {
-            self.counts.resize(index + 1, 0);
-        }
-        self.counts[index] += 1;
-        self.count += 1;
-        self.max = self.max.max(nanos);
-    }
-
-    /// The nearest-rank quantile `q`, reported as the top of its bucket (never above the
-    /// largest value seen).
-    fn quantile(&self, q: f64) -> Duration {
-        if self.count == 0 {
-            return Duration::ZERO;
-        }
-        let rank = ((q * self.count as f64).ceil() as u64).clamp(1, self.count);
-        let mut seen = 0;
-        for (index, count) in self.counts.iter().enumerate() {
-            seen += count;
-            if seen >= rank {
-                return Duration::from_nanos(bucket_top(index).min(self.max));
-            }
-        }
-        Duration::from_nanos(self.max)
-    }
-}
-
-fn bucket_of(nanos: u64) -> usize {
-    if nanos < EXACT {
-        return nanos as usize;
-    }
-    // shift >= 1: drop that many low bits so that BITS significant bits remain.
-    let shift = (u64::BITS - nanos.leading_zeros()) - BITS;
-    let mantissa = (nanos >> shift) as usize - PER_OCTAVE;
-    EXACT as usize + (shift as usize - 1) * PER_OCTAVE + mantissa
-}
-
-fn bucket_top(index: usize) -> u64 {
-    if index < EXACT as usize {
-        return index as u64;
-    }
-    let above = index - EXACT as usize;
-    let shift = (above / PER_OCTAVE + 1) as u32;
-    let mantissa = (above % PER_OCTAVE + PER_OCTAVE) as u64;
-    // u128: the top bucket's end is 2^64, one past u64::MAX.
-    let top = ((u128::from(mantissa) + 1) << shift) - 1;
-    u64::try_from(top).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]
@@ -211,39 +121,7 @@ mod tests {
     }
 
     #[test]
-    fn quantiles_of_one_to_a_thousand_milliseconds() {
-        let tracker = PropagationTracker::new();
-        let t0 = Instant::now();
-        for ms in 1..=1000u64 {
-            let uid = ms.to_string();
-            tracker.status_set(&uid, t0);
-            tracker.status_written(&uid, t0 + Duration::from_millis(ms));
-        }
-        let summary = tracker.snapshot();
-        assert_eq!(summary.count, 1000);
-        assert_eq!(summary.max, Duration::from_millis(1000));
-        for (got, want) in [(summary.p50, 500), (summary.p95, 950), (summary.p99, 990)] {
-            let want = Duration::from_millis(want);
-            assert!(got >= want && got <= want + want / 256, "{got:?} vs {want:?}");
-        }
-    }
-
-    #[test]
     fn empty_snapshot_is_zero() {
         assert_eq!(PropagationTracker::new().snapshot(), LatencySummary::default());
-    }
-
-    #[test]
-    fn buckets_are_contiguous_and_tight() {
-        assert_eq!(bucket_of(0), 0);
-        assert_eq!(bucket_of(EXACT - 1), EXACT as usize - 1);
-        let mut previous = bucket_of(EXACT - 1);
-        for value in (EXACT..EXACT * 64).chain([u64::MAX / 2, u64::MAX]) {
-            let index = bucket_of(value);
-            assert!(index == previous || index == previous + 1 || value > EXACT * 64, "{value}");
-            assert!(bucket_top(index) >= value, "{value} above its bucket's top");
-            assert!((bucket_top(index) - value) as f64 <= value as f64 / 256.0, "{value}");
-            previous = index;
-        }
     }
 }

@@ -1,7 +1,8 @@
 //! The node side of a simulation: it plays the kubelet's pod workers and container
 //! runtime, and the pods' owners. Each pod's next event comes at a random time (the
 //! churn sets the mean); the driver turns events into calls on the status manager
-//! ([`ManagerHandle`]) and, for owners, on the API server.
+//! (through [`TimedManager`], which measures what each call costs the node) and, for
+//! owners, on the API server.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
@@ -12,10 +13,10 @@ use k8s_openapi::api::core::v1::Pod;
 
 use super::lifecycle::{Event, Kind, PodLife, Stage};
 use super::owners::OwnerError;
+use crate::TimedManager;
 use podstatus_backends::PodManager;
 use podstatus_backends::rng::{Entropy, SplitMix64};
 use podstatus_runtime::CallError;
-use podstatus_runtime::ManagerHandle;
 use podstatus_runtime::bindings::UpdateOutcome;
 
 /// How often a pod waiting on the API server or the watch looks again.
@@ -129,7 +130,7 @@ impl Driver {
     /// (progress, swaps). Returns early when stopped.
     pub fn run(
         &mut self,
-        handle: &ManagerHandle,
+        handle: &TimedManager,
         pods: &PodManager,
         owners: &dyn Owners,
         until: Instant,
@@ -166,7 +167,7 @@ impl Driver {
     }
 
     /// Drops the statuses of pods the node no longer has.
-    pub fn housekeeping(&mut self, handle: &ManagerHandle, pods: &PodManager) {
+    pub fn housekeeping(&mut self, handle: &TimedManager, pods: &PodManager) {
         let keep: Vec<String> = pods.pods().iter().filter_map(|p| p.metadata.uid.clone()).collect();
         if let Err(e) = handle.remove_orphaned_statuses(&keep) {
             self.fault("remove-orphaned-statuses", &e);
@@ -174,7 +175,7 @@ impl Driver {
     }
 
     /// One event of one pod; returns how long until its next.
-    fn step(&mut self, slot: usize, handle: &ManagerHandle, pods: &PodManager, owners: &dyn Owners) -> Duration {
+    fn step(&mut self, slot: usize, handle: &TimedManager, pods: &PodManager, owners: &dyn Owners) -> Duration {
         if self.lives[slot].stage == Stage::Gone {
             return self.replace(slot, owners);
         }
@@ -284,7 +285,7 @@ impl Driver {
 /// outcome (nothing for events that are not the node's to report). Shared by the
 /// simulation's driver and `podstatus agent`'s pod runner.
 pub fn report(
-    handle: &ManagerHandle,
+    handle: &TimedManager,
     pod: &Pod,
     event: &Event,
 ) -> Vec<(&'static str, Result<UpdateOutcome, CallError>)> {

@@ -18,11 +18,13 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::Pod;
 
 use crate::call_counts::Outcome;
+use crate::metered_api_server::{VERB_PATCH_STATUS, VERB_UPDATE_STATUS};
+use crate::metrics::{Metrics, OUTCOME_OK};
 use crate::node::{AgentConfig, AgentError, NodeAgent};
 use driver::{Driver, DriverConfig};
 use owners::KubeOwners;
 use podstatus_runtime::{PluginImage, PluginRuntime};
-use summary::{Latency, Summary, SwapSummary};
+use summary::{Summary, SwapSummary};
 
 /// How a simulation runs.
 #[derive(Clone, Debug)]
@@ -135,7 +137,8 @@ pub fn run_with_progress(
     let until = config.duration.map_or(start + Duration::from_secs(86_400 * 365), |d| start + d);
     let mut swap = None;
     let mut swap_at = config.swap_at.clone();
-    driver.run(agent.handle(), agent.pod_manager(), &owners, until, &signals.stop, |driver| {
+    let node_side = agent.node_side();
+    driver.run(&node_side, agent.pod_manager(), &owners, until, &signals.stop, |driver| {
         let elapsed = start.elapsed();
         if let Some((path, at)) = swap_at.as_ref().filter(|(_, at)| elapsed >= *at) {
             swap = Some(do_swap(&agent, path, elapsed));
@@ -161,9 +164,10 @@ pub fn run_with_progress(
         });
     });
     let seconds = start.elapsed().as_secs_f64();
+    let statuses_written = statuses_written(agent.metrics());
 
     let quiet = Instant::now();
-    quiet_sync(&agent, &mut driver, config.flush_timeout);
+    quiet_sync(&agent, &node_side, &mut driver, config.flush_timeout);
     tracing::info!(took = ?quiet.elapsed(), stages = ?driver.stages(), "quiet sync done");
     // One LIST of the node's pods serves the check and the count by phase.
     let stored: Result<BTreeMap<(String, String), Pod>, owners::OwnerError> =
@@ -187,8 +191,6 @@ pub fn run_with_progress(
     let unsent: u64 =
         [Outcome::Throttled, Outcome::CircuitOpen].iter().filter_map(|o| client_refusals.get(o.as_str())).sum();
     let calls = api_calls.values().flat_map(|o| o.values()).sum::<u64>().saturating_sub(unsent);
-    let p = metrics.propagation().snapshot();
-    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
     let counts = driver.counts.clone();
     let summary = Summary {
         plugin: agent.handle().contract().to_string(),
@@ -207,7 +209,10 @@ pub fn run_with_progress(
         api_calls_per_version: if counts.versions == 0 { 0.0 } else { calls as f64 / counts.versions as f64 },
         api_calls,
         client_refusals,
-        propagation_ms: Latency { count: p.count, p50: ms(p.p50), p95: ms(p.p95), p99: ms(p.p99), max: ms(p.max) },
+        propagation_ms: metrics.propagation().snapshot().into(),
+        caller_latency_ms: metrics.caller_latency().snapshot().into(),
+        statuses_written,
+        statuses_written_per_second: if seconds > 0.0 { statuses_written as f64 / seconds } else { 0.0 },
         pods_by_phase: stored.as_ref().map(|pods| owners::phases(pods.values())).unwrap_or_default(),
         faults: counts.faults,
         swap,
@@ -232,9 +237,14 @@ pub fn run_with_progress(
 /// After the churn: drop orphans, let the queue drain, then batch-sync until nothing is
 /// left to write (the rate limit may refuse some writes of a batch: the next one
 /// takes them), all within `timeout`.
-fn quiet_sync(agent: &NodeAgent, driver: &mut Driver, timeout: Duration) {
-    driver.housekeeping(agent.handle(), agent.pod_manager());
+fn quiet_sync(agent: &NodeAgent, node_side: &crate::TimedManager, driver: &mut Driver, timeout: Duration) {
+    driver.housekeeping(node_side, agent.pod_manager());
     agent.flush(timeout);
+}
+
+/// Status writes (updates and patches) the API server accepted so far.
+fn statuses_written(metrics: &Metrics) -> u64 {
+    [VERB_UPDATE_STATUS, VERB_PATCH_STATUS].iter().map(|verb| metrics.api_calls(verb, OUTCOME_OK)).sum()
 }
 
 fn do_swap(agent: &NodeAgent, path: &std::path::Path, at: Duration) -> SwapSummary {

@@ -5,6 +5,8 @@ use std::fmt::{self, Write as _};
 
 use serde::Serialize;
 
+use crate::metrics::{CallerLatencySummary, LatencySummary};
+
 /// Everything `podstatus simulate` reports at the end.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Summary {
@@ -44,6 +46,15 @@ pub struct Summary {
     pub api_calls_per_version: f64,
     /// Status set until written to the API server, in milliseconds.
     pub propagation_ms: Latency,
+    /// How long the node's side waited in each status manager call (measured by the
+    /// caller, the wait for the plugin included), in milliseconds: over all calls, and
+    /// per operation.
+    pub caller_latency_ms: CallerLatency,
+    /// Status writes (updates and patches) the API server accepted during the churn
+    /// (`seconds`; the final flush's are not counted, so the rate below is the run's).
+    pub statuses_written: u64,
+    /// [`Summary::statuses_written`] per second of churn.
+    pub statuses_written_per_second: f64,
     /// Pods in the API server by phase at the end (the node's pods only).
     pub pods_by_phase: BTreeMap<String, u64>,
     /// Plugin calls that failed, by what went wrong.
@@ -69,6 +80,62 @@ pub struct Latency {
     pub p99: f64,
     /// Largest sample.
     pub max: f64,
+}
+
+impl From<LatencySummary> for Latency {
+    fn from(summary: LatencySummary) -> Self {
+        let ms = |d: std::time::Duration| d.as_secs_f64() * 1000.0;
+        Latency {
+            count: summary.count,
+            p50: ms(summary.p50),
+            p95: ms(summary.p95),
+            p99: ms(summary.p99),
+            max: ms(summary.max),
+        }
+    }
+}
+
+impl fmt::Display for Latency {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "p50 {} ms, p95 {} ms, p99 {} ms, max {} ms ({} samples)",
+            millis(self.p50),
+            millis(self.p95),
+            millis(self.p99),
+            millis(self.max),
+            self.count
+        )
+    }
+}
+
+/// Milliseconds to about three significant digits: propagation is tens of
+/// milliseconds, a plugin call tens of microseconds.
+fn millis(ms: f64) -> String {
+    match ms {
+        ms if ms < 1.0 => format!("{ms:.3}"),
+        ms if ms < 10.0 => format!("{ms:.2}"),
+        ms => format!("{ms:.1}"),
+    }
+}
+
+/// [`Latency`] over every Manager call of the node's side, with the same per operation.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct CallerLatency {
+    /// Over every call.
+    #[serde(flatten)]
+    pub all: Latency,
+    /// Per operation (`set_pod_status`, `terminate_pod`, ...): those called only.
+    pub by_operation: BTreeMap<String, Latency>,
+}
+
+impl From<CallerLatencySummary> for CallerLatency {
+    fn from(summary: CallerLatencySummary) -> Self {
+        CallerLatency {
+            all: summary.all.into(),
+            by_operation: summary.by_operation.into_iter().map(|(op, l)| (op.to_owned(), l.into())).collect(),
+        }
+    }
 }
 
 /// What the swap did.
@@ -146,14 +213,15 @@ impl fmt::Display for Summary {
             rows.push(("client refused".into(), line));
         }
         rows.push(("api calls / version".into(), format!("{:.2}", self.api_calls_per_version)));
-        let l = &self.propagation_ms;
         rows.push((
-            "propagation".into(),
-            format!(
-                "p50 {:.1} ms, p95 {:.1} ms, p99 {:.1} ms, max {:.1} ms ({} samples)",
-                l.p50, l.p95, l.p99, l.max, l.count
-            ),
+            "statuses written".into(),
+            format!("{} ({:.1} per second)", self.statuses_written, self.statuses_written_per_second),
         ));
+        rows.push(("propagation".into(), self.propagation_ms.to_string()));
+        rows.push(("caller latency".into(), self.caller_latency_ms.all.to_string()));
+        for (op, latency) in &self.caller_latency_ms.by_operation {
+            rows.push((format!("  {op}"), latency.to_string()));
+        }
         let phases = self.pods_by_phase.iter().map(|(p, n)| format!("{p} {n}")).collect::<Vec<_>>().join(", ");
         rows.push(("pods by phase".into(), phases));
         let faults = if self.faults.is_empty() {
@@ -214,5 +282,26 @@ mod tests {
         let table = summary.to_string();
         assert!(table.contains("differs: sim/web-0001-0: phase"), "{table}");
         assert!(table.contains("1 of 0 pods differ"), "{table}");
+    }
+
+    #[test]
+    fn caller_latency_is_shown_and_serialised_like_propagation_with_its_operations() {
+        let mut summary = Summary { statuses_written: 30, statuses_written_per_second: 15.0, ..Summary::default() };
+        let one = Latency { count: 2, p50: 0.012, p95: 0.5, p99: 1.25, max: 42.0 };
+        summary.caller_latency_ms =
+            CallerLatency { all: one, by_operation: BTreeMap::from([("set_pod_status".to_owned(), one)]) };
+        let table = summary.to_string();
+        assert!(table.contains("statuses written"), "{table}");
+        assert!(table.contains("30 (15.0 per second)"), "{table}");
+        assert!(table.contains("p50 0.012 ms, p95 0.500 ms, p99 1.25 ms, max 42.0 ms (2 samples)"), "{table}");
+        assert!(table.contains("  set_pod_status"), "{table}");
+        let json = serde_json::to_value(&summary).unwrap();
+        let caller = &json["caller_latency_ms"];
+        for field in ["count", "p50", "p95", "p99", "max"] {
+            assert!(caller[field].is_number(), "{field} in {caller}");
+            assert!(json["propagation_ms"][field].is_number(), "{field}");
+        }
+        assert_eq!(caller["by_operation"]["set_pod_status"]["count"], 2);
+        assert_eq!(json["statuses_written"], 30);
     }
 }

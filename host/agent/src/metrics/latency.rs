@@ -1,0 +1,118 @@
+//! Latency quantiles for summaries, kept in an HDR histogram (the maintained
+//! `hdrhistogram` crate): three significant digits whatever the number of samples, in
+//! fixed memory, so a long run's p99 costs what a short run's does.
+//!
+//! Shared by every latency a summary reports ([`super::PropagationTracker`],
+//! [`super::CallerLatency`]), so they all have one shape and one precision.
+
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+
+/// Significant decimal digits kept: a quantile is off by at most 0.1%.
+const SIGNIFICANT_DIGITS: u8 = 3;
+/// The largest latency told apart, in nanoseconds (an hour); longer ones are counted as
+/// an hour. Nanoseconds: a native plugin call takes well under a microsecond.
+const HIGHEST_NANOS: u64 = 3_600 * 1_000_000_000;
+
+/// Quantiles of the latencies measured so far (all zero when none were).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LatencySummary {
+    /// Number of latencies measured.
+    pub count: u64,
+    /// Median.
+    pub p50: Duration,
+    /// 95th percentile.
+    pub p95: Duration,
+    /// 99th percentile.
+    pub p99: Duration,
+    /// Largest (exact, even past the histogram's range).
+    pub max: Duration,
+}
+
+/// Latencies recorded so far: an HDR histogram of nanoseconds, and the exact largest.
+#[derive(Clone, Debug)]
+pub struct LatencyHistogram {
+    histogram: Histogram<u64>,
+    max: Duration,
+}
+
+impl Default for LatencyHistogram {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl LatencyHistogram {
+    /// An empty histogram.
+    pub fn new() -> Self {
+        // Bounds and digits are constants the tests exercise: this cannot fail.
+        let histogram = Histogram::new_with_bounds(1, HIGHEST_NANOS, SIGNIFICANT_DIGITS)
+            .expect("constant histogram bounds are valid");
+        LatencyHistogram { histogram, max: Duration::ZERO }
+    }
+
+    /// Records one latency; one past the histogram's range is counted at its top (the
+    /// exact maximum is still kept).
+    pub fn record(&mut self, latency: Duration) {
+        let nanos = u64::try_from(latency.as_nanos()).unwrap_or(u64::MAX);
+        self.histogram.saturating_record(nanos.clamp(1, HIGHEST_NANOS));
+        self.max = self.max.max(latency);
+    }
+
+    /// The quantiles of every latency recorded; each reported as the top of its bucket,
+    /// never above the largest latency seen.
+    pub fn summary(&self) -> LatencySummary {
+        if self.histogram.is_empty() {
+            return LatencySummary::default();
+        }
+        let at = |q: f64| Duration::from_nanos(self.histogram.value_at_quantile(q)).min(self.max);
+        LatencySummary { count: self.histogram.len(), p50: at(0.50), p95: at(0.95), p99: at(0.99), max: self.max }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantiles_of_one_to_a_thousand_milliseconds_within_a_tenth_of_a_percent() {
+        let mut histogram = LatencyHistogram::new();
+        for ms in (1..=1000u64).rev() {
+            histogram.record(Duration::from_millis(ms));
+        }
+        let summary = histogram.summary();
+        assert_eq!(summary.count, 1000);
+        assert_eq!(summary.max, Duration::from_millis(1000));
+        for (got, want) in [(summary.p50, 500), (summary.p95, 950), (summary.p99, 990)] {
+            let want = Duration::from_millis(want);
+            assert!(got >= want && got <= want + want / 1000, "{got:?} vs {want:?}");
+        }
+    }
+
+    #[test]
+    fn empty_is_zero() {
+        assert_eq!(LatencyHistogram::new().summary(), LatencySummary::default());
+    }
+
+    #[test]
+    fn values_past_the_range_and_zero_are_counted_without_panicking() {
+        let mut histogram = LatencyHistogram::new();
+        histogram.record(Duration::ZERO);
+        histogram.record(Duration::from_secs(86_400 * 365));
+        histogram.record(Duration::MAX);
+        let summary = histogram.summary();
+        assert_eq!(summary.count, 3);
+        assert_eq!(summary.max, Duration::MAX, "the exact maximum is kept");
+        assert!(summary.p99 >= Duration::from_secs(3_600), "{summary:?}");
+        assert!(summary.p50 >= Duration::from_secs(3_600), "{summary:?}");
+    }
+
+    #[test]
+    fn sub_microsecond_latencies_keep_their_precision() {
+        let mut histogram = LatencyHistogram::new();
+        histogram.record(Duration::from_nanos(750));
+        let summary = histogram.summary();
+        assert_eq!(summary.p50, Duration::from_nanos(750));
+    }
+}
