@@ -46,6 +46,11 @@ impl TimedManager {
         self.timed("set_container_readiness", || self.handle.set_container_readiness(pod_uid, container_id, ready))
     }
 
+    /// [`ManagerHandle::set_container_startup`], timed.
+    pub fn set_container_startup(&self, pod_uid: &str, container_id: &str, started: bool) -> Result<UpdateOutcome> {
+        self.timed("set_container_startup", || self.handle.set_container_startup(pod_uid, container_id, started))
+    }
+
     /// [`ManagerHandle::terminate_pod`], timed.
     pub fn terminate_pod(&self, pod: &str) -> Result<UpdateOutcome> {
         self.timed("terminate_pod", || self.handle.terminate_pod(pod))

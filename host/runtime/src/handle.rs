@@ -388,6 +388,15 @@ impl ManagerHandle {
         outcome
     }
 
+    /// Sets whether a container passed its startup probe (plugins of contract 0.1.1
+    /// and later; see [`crate::Plugin::set_container_startup`]).
+    pub fn set_container_startup(&self, pod_uid: &str, container_id: &str, started: bool) -> Result<UpdateOutcome> {
+        let mut plugin = self.shared.plugin();
+        let outcome = plugin.set_container_startup(pod_uid, container_id, started);
+        self.note_accepted(plugin.as_mut(), Some(pod_uid), None, &outcome);
+        outcome
+    }
+
     /// Marks every container of the pod terminated.
     pub fn terminate_pod(&self, pod: &str) -> Result<UpdateOutcome> {
         let mut plugin = self.shared.plugin();
