@@ -31,7 +31,9 @@ use crate::pod::PodView;
 /// A pod as the API server (or the pod manager) returned it: parsed, and its JSON for
 /// the imports that take a pod.
 pub struct ApiPod {
-    pub view: PodView,
+    /// Boxed: a sync keeps the pod while its call is out, and passes it along in small
+    /// enums.
+    pub view: Box<PodView>,
     pub json: String,
 }
 
@@ -39,7 +41,7 @@ impl ApiPod {
     /// Parses `json`, a pod that must have a UID; `what` names it in the error.
     pub fn parse(json: String, what: impl FnOnce() -> String) -> Result<ApiPod> {
         let view = PodView::parse_with_uid(&json).invalid_pod(what)?;
-        Ok(ApiPod { view, json })
+        Ok(ApiPod { view: Box::new(view), json })
     }
 }
 
@@ -152,7 +154,7 @@ pub(crate) enum Stage {
     /// The write over the pod as read is out; `over` is that pod.
     Write { over: ApiPod },
     /// The DELETE of `pod` is out.
-    Delete { pod: PodView },
+    Delete { pod: Box<PodView> },
 }
 
 /// Where a sync goes after a step: it waits for a call, or it is over.
@@ -222,7 +224,7 @@ impl<I: Imports> Manager<I> {
                 Write::Written(pod) => self.written(policy, uid, status, pod, SyncOutcome::Written, record),
                 Write::Failed => Ok(Flow::Done(SyncOutcome::WriteFailed)),
             },
-            Stage::Delete { pod } => Ok(Flow::Done(self.deleted(uid, pod, reply.into_deleted()))),
+            Stage::Delete { pod } => Ok(Flow::Done(self.deleted(uid, &pod, reply.into_deleted()))),
         }
     }
 
@@ -305,7 +307,7 @@ impl<I: Imports> Manager<I> {
     }
 
     /// The sync's delete of `pod` answered.
-    fn deleted(&mut self, uid: &str, pod: PodView, reply: std::result::Result<(), ApiError>) -> SyncOutcome {
+    fn deleted(&mut self, uid: &str, pod: &PodView, reply: std::result::Result<(), ApiError>) -> SyncOutcome {
         match reply {
             Ok(()) => {
                 self.log(Level::Info, || {
