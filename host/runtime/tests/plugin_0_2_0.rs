@@ -157,9 +157,8 @@ fn sync_one_pod(path: &str, startup: Result<UpdateOutcome, fn(&ManagerError) -> 
     }
     assert!(manager.call_save_state(&mut store).unwrap().contains("uid-a"));
 
-    let startup_outcome = manager
-        .call_set_container_startup(&mut store, &"uid-a".to_string(), &"containerd://c".to_string(), true)
-        .unwrap();
+    let startup_outcome =
+        manager.call_set_container_startup(&mut store, &"uid-a".to_string(), "containerd://c", true).unwrap();
     match (startup, startup_outcome) {
         (Ok(expected), Ok(got)) => assert_eq!(got, expected),
         (Err(fits), Err(e)) => assert!(fits(&e), "{e:?}"),
