@@ -112,10 +112,21 @@ fn scenario(m: &mut M, sync_pod: SyncPod, sync_batch: SyncBatch) -> Vec<String> 
 }
 
 /// Everything the world saw, and the manager's state.
-fn observed(m: &mut M, seen: Vec<String>) -> (Vec<String>, Vec<Call>, Vec<(Level, String)>, String, u32) {
+#[derive(Debug, PartialEq)]
+struct Observed {
+    /// What each sync returned.
+    seen: Vec<String>,
+    calls: Vec<Call>,
+    logs: Vec<(Level, String)>,
+    state: String,
+    /// How often deletion safety was asked.
+    queries: u32,
+}
+
+fn observed(m: &mut M, seen: Vec<String>) -> Observed {
     let state = m.save_state().expect("save_state");
     let world = m.imports_mut();
-    (seen, world.calls.clone(), world.logs.clone(), state, world.running_queries)
+    Observed { seen, calls: world.calls.clone(), logs: world.logs.clone(), state, queries: world.running_queries }
 }
 
 #[test]
@@ -130,11 +141,11 @@ fn immediate_answers_make_the_calls_and_imports_of_the_blocking_path() {
     let split = observed(&mut split, seen);
 
     assert_eq!(split, blocking);
-    let seen = blocking.0.join(" ");
+    let seen = blocking.seen.join(" ");
     for outcome in ["Written", "GetFailed", "InvalidPod", "Recreated", "reconciled: 1"] {
         assert!(seen.contains(outcome), "{outcome} missing from {seen}");
     }
-    let logs = &blocking.2;
+    let logs = &blocking.logs;
     for line in ["sync of pod uid-c failed", "batch sync of pod uid-a failed", "fully terminated", "no mirror pod yet"]
     {
         assert!(logs.iter().any(|(_, l)| l.contains(line)), "{line} missing from {logs:?}");

@@ -107,10 +107,21 @@ fn scenario(m: &mut M, sync_pod: SyncPod, sync_batch: SyncBatch) -> Vec<String> 
 }
 
 /// Everything the world saw, and the manager's state.
-fn observed(m: &mut M, seen: Vec<String>) -> (Vec<String>, Vec<Call>, Vec<(Level, String)>, String, u32) {
+#[derive(Debug, PartialEq)]
+struct Observed {
+    /// What each sync returned.
+    seen: Vec<String>,
+    calls: Vec<Call>,
+    logs: Vec<(Level, String)>,
+    state: String,
+    /// How often deletion safety was asked.
+    queries: u32,
+}
+
+fn observed(m: &mut M, seen: Vec<String>) -> Observed {
     let state = m.save_state().expect("save_state");
     let world = m.imports_mut();
-    (seen, world.calls.clone(), world.logs.clone(), state, world.reclaimed_queries)
+    Observed { seen, calls: world.calls.clone(), logs: world.logs.clone(), state, queries: world.reclaimed_queries }
 }
 
 #[test]
@@ -126,11 +137,15 @@ fn immediate_answers_make_the_calls_and_imports_of_the_blocking_path() {
 
     assert_eq!(split, blocking);
     // The scenario reaches every path it means to.
-    let seen = blocking.0.join(" ");
+    let seen = blocking.seen.join(" ");
     for outcome in ["Written", "Deleted", "PodNotFound", "GetFailed", "InvalidPod", "Recreated", "reconciled: 1"] {
         assert!(seen.contains(outcome), "{outcome} missing from {seen}");
     }
-    assert!(blocking.2.iter().any(|(_, line)| line.starts_with("batch sync of pod uid-a failed")), "{:?}", blocking.2);
+    assert!(
+        blocking.logs.iter().any(|(_, line)| line.starts_with("batch sync of pod uid-a failed")),
+        "{:?}",
+        blocking.logs
+    );
 }
 
 #[test]
