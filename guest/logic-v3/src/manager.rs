@@ -125,7 +125,7 @@ impl<I: Imports> Manager<I> {
 }
 
 /// Logic v3's decisions in a sync: v2's, but the write is one PATCH without a GET
-/// first ([`SyncPolicy::write_unread`]); v2's read-then-write only after the API server
+/// first ([`SyncPolicy::plan_unread`]); v2's read-then-write only after the API server
 /// refused the shortcut.
 pub struct V3Sync;
 

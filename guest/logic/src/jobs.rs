@@ -199,8 +199,9 @@ impl<I: Imports> Manager<I> {
     }
 
     /// The status a planned sync of `uid` writes, or the outcome that ends it before
-    /// it starts: `sync_if_unwritten` for a pass (the status is gone, a static pod has
-    /// no mirror pod yet, or the version is written already).
+    /// it starts: a pass's sync checks, as the blocking pass did, that the status is
+    /// still cached, that a static pod has a mirror pod, and that the version is
+    /// unwritten.
     fn resolve(&mut self, uid: &str, target: SyncTarget) -> std::result::Result<Arc<VersionedStatus>, SyncOutcome> {
         match target {
             SyncTarget::Snapshot(status) => Ok(status),
