@@ -130,6 +130,9 @@ fn manager_error(e: ManagerError) -> wit::ManagerError {
         ManagerError::InvalidPod(m) => wit::ManagerError::InvalidPod(m),
         ManagerError::InvalidStatus(m) => wit::ManagerError::InvalidStatus(m),
         ManagerError::UnknownRequest(id) => wit::ManagerError::UnknownRequest(id),
+        // Only the split sync API of contract 0.2.0 names syncs; the blocking entry
+        // points this contract calls never return it.
+        ManagerError::UnknownSync(id) => wit::ManagerError::UnknownRequest(id),
         ManagerError::InvalidState(m) => wit::ManagerError::InvalidState(m),
     }
 }

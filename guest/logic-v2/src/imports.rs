@@ -4,16 +4,9 @@ use podstatus_logic::ApiError;
 /// v1's imports, which v2's extend.
 pub use podstatus_logic::Imports as V1Imports;
 
-/// A strategic merge patch of a pod's status subresource (the WIT `status-patch`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct StatusPatch {
-    pub namespace: String,
-    pub name: String,
-    /// The UID the patch is for; the patch carries it as `metadata.uid` too.
-    pub uid_precondition: Option<String>,
-    /// `{"metadata": {"uid": ...}, "status": {...}}`, see [`crate::patch`].
-    pub patch: String,
-}
+/// A strategic merge patch of a pod's status subresource: v1's type, since every
+/// version's sync can ask for one (`podstatus_logic::ApiCall::PatchPodStatus`).
+pub use podstatus_logic::StatusPatch;
 
 /// Everything logic v2 calls out to: v1's imports plus the two of the newer contract.
 /// v2 never calls [`podstatus_logic::Imports::update_pod_status`]: it patches.

@@ -40,6 +40,6 @@ pub mod patch;
 pub use imports::{Imports, StatusPatch, V1Imports};
 pub use manager::{Manager, V2Sync};
 pub use podstatus_logic::{
-    ApiError, BatchReport, CachedStatus, DeleteOptions, Level, ManagerError, Result, StatusUpdate, SyncOutcome,
-    SyncRequest, Timestamp, UidTranslations, UpdateOutcome,
+    ApiCall, ApiError, ApiReply, BatchPlan, BatchReport, CachedStatus, DeleteOptions, Level, ManagerError, PodSync,
+    Result, StatusUpdate, SyncOrigin, SyncOutcome, SyncRequest, SyncStep, Timestamp, UidTranslations, UpdateOutcome,
 };

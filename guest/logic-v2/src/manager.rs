@@ -8,7 +8,6 @@
 //! status that v1 keeps without reading it, so a running agent can swap v1 and v2 both
 //! ways, even in the middle of a pod's termination.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::PodStatus;
@@ -17,9 +16,10 @@ use podstatus_logic::manager::{VersionedStatus, find_container_status, find_cont
 use podstatus_logic::normalize::{normalize_status, truncate_time};
 use podstatus_logic::pod::PodView;
 use podstatus_logic::ready::find_condition_mut;
-use podstatus_logic::sync::{ApiPod, SyncPolicy, Write};
+use podstatus_logic::sync::{ApiPod, SyncPolicy, Write, WritePlan};
 use podstatus_logic::{
-    BatchReport, CachedStatus, InvalidPod, Level, ManagerError, Result, SyncOutcome, SyncRequest, UpdateOutcome,
+    ApiCall, ApiError, ApiReply, BatchPlan, BatchReport, CachedStatus, InvalidPod, Level, ManagerError, PodSync,
+    Result, SyncOrigin, SyncOutcome, SyncRequest, SyncStep, SyncTarget, UpdateOutcome,
 };
 
 use crate::conditions::{
@@ -175,20 +175,11 @@ impl<I: Imports> Manager<I> {
     }
 
     /// [`Manager::sync_pod`] with another version's decisions in each pod's sync (logic
-    /// v3 writes without reading first).
+    /// v3 writes without reading first): [`Manager::plan_sync_pod_with`], each sync
+    /// run to its end.
     pub fn sync_pod_with<P: SyncPolicy<I>>(&mut self, policy: &P, request: &SyncRequest) -> Result<SyncOutcome> {
-        self.core.take_request(request)?;
-        let pod_to_mirror = self.core.pod_to_mirror();
-        let outcome = self.sync_if_unwritten(policy, &request.pod_uid, &pod_to_mirror);
-        for uid in self.core.cached_uids() {
-            if uid == request.pod_uid {
-                continue;
-            }
-            if let Err(e) = self.sync_if_unwritten(policy, &uid, &pod_to_mirror) {
-                self.core.log(Level::Error, || format!("sync of pod {uid} failed: {e}"));
-            }
-        }
-        outcome
+        let syncs = self.plan_sync_pod(request)?;
+        self.core.run_syncs_with(policy, syncs)
     }
 
     /// One periodic batch sync (`syncBatch(true)`): forgets the API versions of pods that
@@ -201,6 +192,72 @@ impl<I: Imports> Manager<I> {
     /// [`Manager::sync_batch`] with another version's decisions in each pod's sync.
     pub fn sync_batch_with<P: SyncPolicy<I>>(&mut self, policy: &P) -> BatchReport {
         self.core.sync_batch_with(policy)
+    }
+
+    /// Takes one request off the sync queue (it is used up) and plans its pass: a sync
+    /// of the request's pod (unless its status is gone) and then one of every other
+    /// cached pod in UID order, each writing the pod's latest status when it starts,
+    /// unless that version is written by then. The static-to-mirror pod UIDs are read
+    /// once, for the whole pass.
+    pub fn plan_sync_pod(&mut self, request: &SyncRequest) -> Result<Vec<PodSync>> {
+        self.core.take_request(request)?;
+        let pod_to_mirror = Arc::new(self.core.pod_to_mirror());
+        let mut syncs = Vec::new();
+        let target = || SyncTarget::LatestIfUnwritten(Arc::clone(&pod_to_mirror));
+        if self.core.cached(&request.pod_uid).is_some() {
+            syncs.push(self.core.plan_sync(&request.pod_uid, SyncOrigin::Request, target()));
+        }
+        for uid in self.core.cached_uids() {
+            if uid != request.pod_uid {
+                syncs.push(self.core.plan_sync(&uid, SyncOrigin::Pass, target()));
+            }
+        }
+        Ok(syncs)
+    }
+
+    /// One periodic batch sync, decided: the gone versions are forgotten, and the syncs
+    /// to run are planned (in the order [`Manager::sync_batch`] runs them).
+    pub fn plan_sync_batch(&mut self) -> BatchPlan {
+        self.core.plan_sync_batch_with(&V2Sync)
+    }
+
+    /// [`Manager::plan_sync_batch`] with another version's decisions.
+    pub fn plan_sync_batch_with<P: SyncPolicy<I>>(&mut self, policy: &P) -> BatchPlan {
+        self.core.plan_sync_batch_with(policy)
+    }
+
+    /// Starts the planned sync `id`: it checks what it must (its version may be written
+    /// by now; its status may be gone) and ends or asks for its first call. An error
+    /// ends it; a pass's or batch's sync's error is logged.
+    pub fn start_sync(&mut self, id: u64) -> Result<SyncStep> {
+        self.core.start_sync_with(&V2Sync, id)
+    }
+
+    /// [`Manager::start_sync`] with another version's decisions.
+    pub fn start_sync_with<P: SyncPolicy<I>>(&mut self, policy: &P, id: u64) -> Result<SyncStep> {
+        self.core.start_sync_with(policy, id)
+    }
+
+    /// Hands the suspended sync `id` the answer to its call and runs it on to its next
+    /// call or its end. A reply of the wrong shape is a failed call.
+    pub fn resume_sync(&mut self, id: u64, reply: ApiReply) -> Result<SyncStep> {
+        self.core.resume_sync_with(&V2Sync, id, reply)
+    }
+
+    /// [`Manager::resume_sync`] with another version's decisions.
+    pub fn resume_sync_with<P: SyncPolicy<I>>(&mut self, policy: &P, id: u64, reply: ApiReply) -> Result<SyncStep> {
+        self.core.resume_sync_with(policy, id, reply)
+    }
+
+    /// Forgets the sync `id`, planned or suspended; nothing is written for it. False
+    /// when it was not known.
+    pub fn drop_sync(&mut self, id: u64) -> bool {
+        self.core.drop_sync(id)
+    }
+
+    /// How many planned or suspended syncs the manager holds.
+    pub fn syncs_in_flight(&self) -> usize {
+        self.core.syncs_in_flight()
     }
 
     /// The whole state, in v1's document format.
@@ -385,26 +442,6 @@ impl<I: Imports> Manager<I> {
         }
         false
     }
-
-    /// Syncs `uid`'s latest status unless that version is written already.
-    fn sync_if_unwritten<P: SyncPolicy<I>>(
-        &mut self,
-        policy: &P,
-        uid: &str,
-        pod_to_mirror: &BTreeMap<String, String>,
-    ) -> Result<SyncOutcome> {
-        let Some(status) = self.core.cached(uid) else {
-            // Dropped since: nothing is left to write.
-            return Ok(SyncOutcome::UpToDate);
-        };
-        let Some(status_uid) = self.core.status_uid(uid, pod_to_mirror) else {
-            return Ok(SyncOutcome::PodNotFound);
-        };
-        if self.core.is_written(&status_uid, status.version) {
-            return Ok(SyncOutcome::UpToDate);
-        }
-        self.core.sync_status(policy, uid, &status)
-    }
 }
 
 /// The 1.27 status manager's decisions in a sync (public so that a later version can
@@ -416,7 +453,12 @@ impl<I: Imports> SyncPolicy<I> for V2Sync {
 
     /// `mergePodStatus` and `PatchPodStatus`: a strategic merge patch from the API
     /// server's status to `status` merged into it, sent only when it changes something.
-    fn write(&self, manager: &mut podstatus_logic::Manager<I>, pod: ApiPod, status: &VersionedStatus) -> Result<Write> {
+    fn plan_write(
+        &self,
+        manager: &mut podstatus_logic::Manager<I>,
+        pod: ApiPod,
+        status: &VersionedStatus,
+    ) -> Result<WritePlan> {
         let view = &pod.view;
         // The API server's status as it is, not normalised: what the cache normalised
         // (container order, termination messages) is corrected by the patch.
@@ -431,7 +473,7 @@ impl<I: Imports> SyncPolicy<I> for V2Sync {
             manager.log(Level::Debug, || {
                 format!("status of pod {} is up-to-date at version {}", view.full_name(), status.version)
             });
-            return Ok(Write::Unchanged(pod));
+            return Ok(WritePlan::Unchanged(pod));
         };
         manager.log(Level::Debug, || format!("patching status of pod {}: {patch}", view.full_name()));
         let request = StatusPatch {
@@ -440,11 +482,21 @@ impl<I: Imports> SyncPolicy<I> for V2Sync {
             uid_precondition: Some(view.metadata.uid.clone()),
             patch,
         };
-        match manager.imports_mut().patch_pod_status(request) {
+        Ok(WritePlan::Send { call: ApiCall::PatchPodStatus(request), over: pod })
+    }
+
+    fn finish_write(
+        &self,
+        manager: &mut podstatus_logic::Manager<I>,
+        over: ApiPod,
+        _status: &VersionedStatus,
+        reply: std::result::Result<String, ApiError>,
+    ) -> Result<Write> {
+        match reply {
             Ok(json) => Ok(Write::Written(ApiPod::parse(json, || "API server's pod after the patch".into())?)),
             Err(e) => {
                 manager.log(Level::Warn, || {
-                    format!("failed to patch status of pod {}: {}", view.full_name(), e.message())
+                    format!("failed to patch status of pod {}: {}", over.view.full_name(), e.message())
                 });
                 Ok(Write::Failed)
             }
@@ -487,6 +539,20 @@ impl<I: Imports> SyncPolicy<I> for V2Sync {
     /// `isPodStatusByKubeletEqual`: conditions others own are not drift.
     fn status_equal(&self, api: &PodStatus, cached: &PodStatus) -> bool {
         is_pod_status_by_kubelet_equal(api, cached)
+    }
+
+    /// v1's calls, and patches through v2's imports.
+    fn call(&self, manager: &mut podstatus_logic::Manager<I>, call: ApiCall) -> ApiReply {
+        call_api(manager, call)
+    }
+}
+
+/// Makes `call` at once through v2's imports, which patch (the blocking entry points'
+/// calls of every version that patches).
+pub fn call_api<I: Imports>(manager: &mut podstatus_logic::Manager<I>, call: ApiCall) -> ApiReply {
+    match call {
+        ApiCall::PatchPodStatus(patch) => ApiReply::Pod(manager.imports_mut().patch_pod_status(patch)),
+        call => manager.call_api(call),
     }
 }
 

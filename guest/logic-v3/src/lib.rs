@@ -33,6 +33,7 @@ mod whole_conditions;
 
 pub use manager::{Manager, V3Sync};
 pub use podstatus_logic_v2::{
-    ApiError, BatchReport, CachedStatus, DeleteOptions, Imports, Level, ManagerError, Result, StatusPatch,
-    StatusUpdate, SyncOutcome, SyncRequest, Timestamp, UidTranslations, UpdateOutcome, V1Imports,
+    ApiCall, ApiError, ApiReply, BatchPlan, BatchReport, CachedStatus, DeleteOptions, Imports, Level, ManagerError,
+    PodSync, Result, StatusPatch, StatusUpdate, SyncOrigin, SyncOutcome, SyncRequest, SyncStep, Timestamp,
+    UidTranslations, UpdateOutcome, V1Imports,
 };

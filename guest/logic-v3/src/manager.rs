@@ -2,15 +2,16 @@
 
 use k8s_openapi::api::core::v1::PodStatus;
 use podstatus_logic::manager::VersionedStatus;
-use podstatus_logic::sync::{ApiPod, SyncPolicy, UnreadWrite, Write};
+use podstatus_logic::sync::{ApiPod, SyncPolicy, UnreadWrite, Write, WritePlan};
 use podstatus_logic::{InvalidPod, LastWritten, ManagerError};
 use podstatus_logic_v2::V2Sync;
 use podstatus_logic_v2::conditions::merge_pod_status;
-use podstatus_logic_v2::manager::now;
+use podstatus_logic_v2::manager::{call_api, now};
 use podstatus_logic_v2::patch::status_patch;
 
 use crate::{
-    ApiError, BatchReport, CachedStatus, Imports, Level, Result, StatusPatch, SyncOutcome, SyncRequest, UpdateOutcome,
+    ApiCall, ApiError, ApiReply, BatchPlan, BatchReport, CachedStatus, Imports, Level, PodSync, Result, StatusPatch,
+    SyncOutcome, SyncRequest, SyncStep, UpdateOutcome,
 };
 
 /// The status manager, logic v3.
@@ -71,6 +72,36 @@ impl<I: Imports> Manager<I> {
         self.v2.sync_batch_with(&V3Sync)
     }
 
+    /// v2's plan of one request's pass (the syncs run with [`V3Sync`]).
+    pub fn plan_sync_pod(&mut self, request: &SyncRequest) -> Result<Vec<PodSync>> {
+        self.v2.plan_sync_pod(request)
+    }
+
+    /// v2's batch sync, decided with [`V3Sync`]'s decisions.
+    pub fn plan_sync_batch(&mut self) -> BatchPlan {
+        self.v2.plan_sync_batch_with(&V3Sync)
+    }
+
+    /// Starts the planned sync `id` with [`V3Sync`]'s decisions.
+    pub fn start_sync(&mut self, id: u64) -> Result<SyncStep> {
+        self.v2.start_sync_with(&V3Sync, id)
+    }
+
+    /// Resumes the suspended sync `id` with the answer to its call.
+    pub fn resume_sync(&mut self, id: u64, reply: ApiReply) -> Result<SyncStep> {
+        self.v2.resume_sync_with(&V3Sync, id, reply)
+    }
+
+    /// Forgets the sync `id`, planned or suspended; false when it was not known.
+    pub fn drop_sync(&mut self, id: u64) -> bool {
+        self.v2.drop_sync(id)
+    }
+
+    /// How many planned or suspended syncs the manager holds.
+    pub fn syncs_in_flight(&self) -> usize {
+        self.v2.syncs_in_flight()
+    }
+
     /// The whole state, in v1's document format (with v3's `lastWritten` entries).
     pub fn save_state(&mut self) -> Result<String> {
         self.v2.save_state()
@@ -94,7 +125,7 @@ impl<I: Imports> Manager<I> {
 }
 
 /// Logic v3's decisions in a sync: v2's, but the write is one PATCH without a GET
-/// first ([`SyncPolicy::write_unread`]); v2's read-then-write only after the API server
+/// first ([`SyncPolicy::plan_unread`]); v2's read-then-write only after the API server
 /// refused the shortcut.
 pub struct V3Sync;
 
@@ -103,20 +134,20 @@ impl<I: Imports> SyncPolicy<I> for V3Sync {
 
     /// One strategic merge patch of `status` carrying the pod's UID, computed against
     /// what was last written for the pod (while still valid) or the pod manager's copy.
-    fn write_unread(
+    fn plan_unread(
         &self,
         manager: &mut podstatus_logic::Manager<I>,
         uid: &str,
         status: &VersionedStatus,
-    ) -> Result<UnreadWrite> {
+    ) -> Result<Option<WritePlan>> {
         // The pod as the pod manager has it; a static pod's status lives on its mirror.
         let Some(pod_json) = manager.imports_mut().get_pod_by_uid(uid) else {
-            return Ok(UnreadWrite::ReadFirst);
+            return Ok(None);
         };
         let mut pod = ApiPod::parse(pod_json, || format!("pod manager's pod {uid}"))?;
         if pod.view.is_static() {
             let Some(mirror_json) = manager.imports_mut().get_mirror_pod_by_pod(&pod.json) else {
-                return Ok(UnreadWrite::ReadFirst);
+                return Ok(None);
             };
             pod = ApiPod::parse(mirror_json, || format!("mirror pod of {uid}"))?;
         }
@@ -140,16 +171,30 @@ impl<I: Imports> SyncPolicy<I> for V3Sync {
             });
             // The version counts as written: what it was computed against stays the base.
             manager.set_last_written(uid, LastWritten { uid: status_uid, version: status.version, status: base });
-            return Ok(UnreadWrite::Unchanged(pod));
+            return Ok(Some(WritePlan::Unchanged(pod)));
         };
         manager.log(Level::Debug, || format!("patching status of pod {} without reading: {patch}", view.full_name()));
         let request = StatusPatch {
             namespace: view.metadata.namespace.clone(),
             name: view.metadata.name.clone(),
-            uid_precondition: Some(status_uid.clone()),
+            uid_precondition: Some(status_uid),
             patch,
         };
-        match manager.imports_mut().patch_pod_status(request) {
+        Ok(Some(WritePlan::Send { call: ApiCall::PatchPodStatus(request), over: pod }))
+    }
+
+    /// The patch's answer: recorded as the base of the next patch once written; a
+    /// refused precondition or a conflict falls back to reading the pod.
+    fn finish_unread(
+        &self,
+        manager: &mut podstatus_logic::Manager<I>,
+        uid: &str,
+        over: ApiPod,
+        status: &VersionedStatus,
+        reply: std::result::Result<String, ApiError>,
+    ) -> Result<UnreadWrite> {
+        let view = &over.view;
+        match reply {
             Ok(json) => {
                 let written = ApiPod::parse(json, || "API server's pod after the patch".into())?;
                 record(manager, uid, &written, status.version)?;
@@ -177,13 +222,31 @@ impl<I: Imports> SyncPolicy<I> for V3Sync {
     }
 
     /// After a refused shortcut: v2's write over the pod as read, recorded as the base
-    /// of the next patch.
-    fn write(&self, manager: &mut podstatus_logic::Manager<I>, pod: ApiPod, status: &VersionedStatus) -> Result<Write> {
-        let outcome = V2Sync.write(manager, pod, status)?;
-        if let Write::Written(pod) | Write::Unchanged(pod) = &outcome {
-            let translated = manager.imports_mut().translate_pod_uid(&pod.view.metadata.uid);
-            let uid = if translated.is_empty() { pod.view.metadata.uid.clone() } else { translated };
-            record(manager, &uid, pod, status.version)?;
+    /// of the next patch (what the API server has when nothing is sent).
+    fn plan_write(
+        &self,
+        manager: &mut podstatus_logic::Manager<I>,
+        pod: ApiPod,
+        status: &VersionedStatus,
+    ) -> Result<WritePlan> {
+        let plan = V2Sync.plan_write(manager, pod, status)?;
+        if let WritePlan::Unchanged(pod) = &plan {
+            record_translated(manager, pod, status.version)?;
+        }
+        Ok(plan)
+    }
+
+    /// v2's write finished, recorded as the base of the next patch.
+    fn finish_write(
+        &self,
+        manager: &mut podstatus_logic::Manager<I>,
+        over: ApiPod,
+        status: &VersionedStatus,
+        reply: std::result::Result<String, ApiError>,
+    ) -> Result<Write> {
+        let outcome = V2Sync.finish_write(manager, over, status, reply)?;
+        if let Write::Written(pod) = &outcome {
+            record_translated(manager, pod, status.version)?;
         }
         Ok(outcome)
     }
@@ -202,6 +265,20 @@ impl<I: Imports> SyncPolicy<I> for V3Sync {
     fn status_equal(&self, api: &PodStatus, cached: &PodStatus) -> bool {
         <V2Sync as SyncPolicy<I>>::status_equal(&V2Sync, api, cached)
     }
+
+    /// v2's calls: v1's, and patches through v2's imports.
+    fn call(&self, manager: &mut podstatus_logic::Manager<I>, call: ApiCall) -> ApiReply {
+        call_api(manager, call)
+    }
+}
+
+/// Records `pod`'s status (the API server's after v2's write of `version`, or as read
+/// when nothing was sent) as the base of the next patch, under the UID of the pod's
+/// cached status (a mirror pod's static pod).
+fn record_translated<I: Imports>(manager: &mut podstatus_logic::Manager<I>, pod: &ApiPod, version: u64) -> Result<()> {
+    let translated = manager.imports_mut().translate_pod_uid(&pod.view.metadata.uid);
+    let uid = if translated.is_empty() { pod.view.metadata.uid.clone() } else { translated };
+    record(manager, &uid, pod, version)
 }
 
 /// Records `pod`'s status (the API server's, after writing `version` of `uid`'s status)

@@ -11,6 +11,10 @@ pub enum ManagerError {
     InvalidStatus(String),
     /// `sync_pod` was handed a request this manager never queued or already handled.
     UnknownRequest(u64),
+    /// `start_sync`, `resume_sync` was handed a sync this manager does not have: never
+    /// planned, over, dropped, already started (`start_sync`) or not waiting for an
+    /// answer (`resume_sync`).
+    UnknownSync(u64),
     /// `load_state` was handed a document this manager cannot read.
     InvalidState(String),
 }
@@ -21,6 +25,7 @@ impl fmt::Display for ManagerError {
             ManagerError::InvalidPod(m) => write!(f, "invalid pod: {m}"),
             ManagerError::InvalidStatus(m) => write!(f, "invalid status: {m}"),
             ManagerError::UnknownRequest(id) => write!(f, "unknown sync request {id}"),
+            ManagerError::UnknownSync(id) => write!(f, "unknown sync {id}"),
             ManagerError::InvalidState(m) => write!(f, "invalid state: {m}"),
         }
     }

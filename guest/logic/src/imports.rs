@@ -57,11 +57,70 @@ pub struct StatusUpdate {
     pub status: String,
 }
 
+/// A strategic merge patch of a pod's status subresource (the WIT `status-patch`).
+/// Logic v1 never sends one; it lives here, beside the other calls, so that a sync of
+/// any version can ask for it ([`ApiCall::PatchPodStatus`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StatusPatch {
+    pub namespace: String,
+    pub name: String,
+    /// The UID the patch is for; the patch carries it as `metadata.uid` too.
+    pub uid_precondition: Option<String>,
+    /// `{"metadata": {"uid": ...}, "status": {...}}` (see logic v2's `patch` module).
+    pub patch: String,
+}
+
 /// How to delete a pod.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DeleteOptions {
     pub uid_precondition: Option<String>,
     pub grace_period_seconds: Option<i64>,
+}
+
+/// One call to the API server that a sync needs answered before it can go on (the
+/// WIT `api-call`): a sync does not make its calls itself, so that a host can make them
+/// when it chooses while the manager serves everything else.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ApiCall {
+    /// Read the pod; answered with [`ApiReply::Pod`].
+    GetPod { namespace: String, name: String },
+    /// Replace the pod's status; answered with [`ApiReply::Pod`] (the pod after the write).
+    UpdatePodStatus(StatusUpdate),
+    /// Patch the pod's status; answered with [`ApiReply::Pod`] (the pod after the write).
+    PatchPodStatus(StatusPatch),
+    /// Delete the pod; answered with [`ApiReply::Deleted`].
+    DeletePod { namespace: String, name: String, options: DeleteOptions },
+}
+
+/// The answer to an [`ApiCall`] (the WIT `api-reply`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ApiReply {
+    /// The answer to a read or a write: the pod as JSON.
+    Pod(Result<String, ApiError>),
+    /// The answer to a delete.
+    Deleted(Result<(), ApiError>),
+}
+
+/// What a sync makes of a reply whose shape does not fit its call (a host's mistake):
+/// a failed call, handled as the sync handles any failure of that call.
+pub const MISFIT_REPLY: &str = "reply does not fit the call";
+
+impl ApiReply {
+    /// The answer to a read or a write.
+    pub fn into_pod(self) -> Result<String, ApiError> {
+        match self {
+            ApiReply::Pod(reply) => reply,
+            ApiReply::Deleted(_) => Err(ApiError::Other(MISFIT_REPLY.into())),
+        }
+    }
+
+    /// The answer to a delete.
+    pub fn into_deleted(self) -> Result<(), ApiError> {
+        match self {
+            ApiReply::Deleted(reply) => reply,
+            ApiReply::Pod(_) => Err(ApiError::Other(MISFIT_REPLY.into())),
+        }
+    }
 }
 
 /// Both directions of the static/mirror pairing.

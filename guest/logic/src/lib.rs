@@ -7,6 +7,7 @@
 
 pub mod error;
 pub mod imports;
+pub mod jobs;
 pub mod manager;
 pub mod normalize;
 pub mod pod;
@@ -17,5 +18,9 @@ pub mod state;
 pub mod sync;
 
 pub use error::{InvalidPod, ManagerError, Result};
-pub use imports::{ApiError, DeleteOptions, Imports, Level, StatusUpdate, SyncRequest, Timestamp, UidTranslations};
+pub use imports::{
+    ApiCall, ApiError, ApiReply, DeleteOptions, Imports, Level, StatusPatch, StatusUpdate, SyncRequest, Timestamp,
+    UidTranslations,
+};
+pub use jobs::{BatchPlan, PodSync, SyncOrigin, SyncStep, SyncTarget};
 pub use manager::{BatchReport, CachedStatus, LastWritten, Manager, SyncOutcome, UpdateOutcome};

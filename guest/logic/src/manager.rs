@@ -8,12 +8,13 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp as JiffTimestamp;
 
 use crate::error::{InvalidPod, ManagerError, Result};
-use crate::imports::{Imports, Level, StatusUpdate, SyncRequest};
+use crate::imports::{ApiCall, ApiError, ApiReply, Imports, Level, StatusUpdate, SyncRequest};
+use crate::jobs::{BatchPlan, Job, PodSync, SyncOrigin, SyncStep, SyncTarget};
 use crate::normalize::normalize_status;
 use crate::pod::{PodView, status_to_json};
 use crate::ready::{POD_INITIALIZED, POD_READY, find_condition, find_condition_mut, generate_pod_ready_condition};
 use crate::semantic_eq::status_equal;
-use crate::sync::{ApiPod, SyncPolicy, Write};
+use crate::sync::{ApiPod, SyncPolicy, Write, WritePlan};
 
 /// A cached status with the per-pod version that keeps stale statuses from reaching
 /// the API server, and the pod's name for writing it there.
@@ -112,6 +113,10 @@ pub struct Manager<I: Imports> {
     pub(crate) last_written: BTreeMap<String, Arc<LastWritten>>,
     /// What changed since the state was last saved, for `save_state_changes`.
     pub(crate) changes: Changes,
+    /// Syncs planned or suspended in a call, by ID (in order). Not part of the state.
+    pub(crate) syncs: BTreeMap<u64, Job>,
+    /// The ID of the next planned sync.
+    pub(crate) next_sync_id: u64,
 }
 
 /// Keys changed since the last save, so a host can follow the state call by call
@@ -134,6 +139,8 @@ impl<I: Imports> Manager<I> {
             next_request_id: 1,
             last_written: BTreeMap::new(),
             changes: Changes::default(),
+            syncs: BTreeMap::new(),
+            next_sync_id: 1,
         }
     }
 
@@ -231,16 +238,41 @@ impl<I: Imports> Manager<I> {
     }
 
     /// Handles one request the host took off the sync queue: writes the snapshot it
-    /// was queued with.
+    /// was queued with ([`Manager::plan_sync_pod`], run to its end).
     pub fn sync_pod(&mut self, request: &SyncRequest) -> Result<SyncOutcome> {
-        let pending = self.take_request(request)?;
-        self.sync_status(&Seed, &pending.pod_uid, &pending.status)
+        let syncs = self.plan_sync_pod(request)?;
+        self.run_syncs_with(&Seed, syncs)
     }
 
     /// One periodic batch sync: forgets the API versions of pods that are gone, then
-    /// syncs, in UID order, every status the API server lacks or has drifted from.
+    /// syncs, in UID order, every status the API server lacks or has drifted from
+    /// ([`Manager::plan_sync_batch`], each sync run to its end).
     pub fn sync_batch(&mut self) -> BatchReport {
         self.sync_batch_with(&Seed)
+    }
+
+    /// Takes one request off the sync queue (it is used up) and plans its sync: one,
+    /// of the snapshot it was queued with.
+    pub fn plan_sync_pod(&mut self, request: &SyncRequest) -> Result<Vec<PodSync>> {
+        let pending = self.take_request(request)?;
+        Ok(vec![self.plan_sync(&pending.pod_uid, SyncOrigin::Request, SyncTarget::Snapshot(pending.status))])
+    }
+
+    /// One periodic batch sync, decided: the gone versions are forgotten, and the syncs
+    /// to run are planned.
+    pub fn plan_sync_batch(&mut self) -> BatchPlan {
+        self.plan_sync_batch_with(&Seed)
+    }
+
+    /// Starts the planned sync `id` (see [`Manager::start_sync_with`]).
+    pub fn start_sync(&mut self, id: u64) -> Result<SyncStep> {
+        self.start_sync_with(&Seed, id)
+    }
+
+    /// Resumes the suspended sync `id` with the answer to its call (see
+    /// [`Manager::resume_sync_with`]).
+    pub fn resume_sync(&mut self, id: u64, reply: ApiReply) -> Result<SyncStep> {
+        self.resume_sync_with(&Seed, id, reply)
     }
 
     /// Caches a new status version unless nothing changed, and queues its write.
@@ -362,6 +394,9 @@ impl<I: Imports> Manager<I> {
     /// Drops the cached status of `uid` (and what was last written for it), noting the
     /// change.
     pub(crate) fn drop_status(&mut self, uid: &str) {
+        for job in self.syncs.values_mut() {
+            job.note_status_dropped(uid);
+        }
         let written = self.last_written.remove(uid).is_some();
         if self.statuses.remove(uid).is_some() || written {
             self.note_status_change(uid);
@@ -470,22 +505,32 @@ impl<I: Imports> SyncPolicy<I> for Seed {
     const CHECKS_NEEDS_UPDATE: bool = true;
 
     /// A PUT of the whole status, guarded by the object as read.
-    fn write(&self, manager: &mut Manager<I>, pod: ApiPod, status: &VersionedStatus) -> Result<Write> {
-        let pod = pod.view;
+    fn plan_write(&self, _manager: &mut Manager<I>, pod: ApiPod, status: &VersionedStatus) -> Result<WritePlan> {
+        let view = &pod.view;
         let update = StatusUpdate {
-            namespace: pod.metadata.namespace.clone(),
-            name: pod.metadata.name.clone(),
+            namespace: view.metadata.namespace.clone(),
+            name: view.metadata.name.clone(),
             // The PUT carries the object as read, so its UID and resourceVersion hold
             // the write to exactly that object.
-            uid_precondition: Some(pod.metadata.uid.clone()).filter(|u| !u.is_empty()),
-            resource_version_precondition: pod.metadata.resource_version.clone(),
+            uid_precondition: Some(view.metadata.uid.clone()).filter(|u| !u.is_empty()),
+            resource_version_precondition: view.metadata.resource_version.clone(),
             status: status_to_json(&status.status).map_err(ManagerError::InvalidStatus)?,
         };
-        let updated_json = match manager.imports.update_pod_status(update) {
+        Ok(WritePlan::Send { call: ApiCall::UpdatePodStatus(update), over: pod })
+    }
+
+    fn finish_write(
+        &self,
+        manager: &mut Manager<I>,
+        over: ApiPod,
+        status: &VersionedStatus,
+        reply: std::result::Result<String, ApiError>,
+    ) -> Result<Write> {
+        let updated_json = match reply {
             Ok(json) => json,
             Err(e) => {
                 manager.log(Level::Warn, || {
-                    format!("failed to update status for pod {}: {}", pod.full_name(), e.message())
+                    format!("failed to update status for pod {}: {}", over.view.full_name(), e.message())
                 });
                 return Ok(Write::Failed);
             }

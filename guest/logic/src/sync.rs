@@ -4,10 +4,17 @@
 //! The skeleton reads the pod from the API server, drops the status of a pod that was
 //! deleted and recreated, has the status written, records the written version and
 //! deletes the pod once it may be; a version may write without reading first
-//! ([`SyncPolicy::write_unread`]) and fall back to reading when that does not hold. The batch forgets the written versions of pods that
-//! are gone and picks the pods to sync. What a logic version decides itself (how the
-//! status is written, when a pod may be deleted, what counts as drift) is its
-//! [`SyncPolicy`].
+//! ([`SyncPolicy::plan_unread`]) and fall back to reading when that does not hold. The
+//! batch forgets the written versions of pods that are gone and picks the pods to sync.
+//! What a logic version decides itself (how the status is written, when a pod may be
+//! deleted, what counts as drift) is its [`SyncPolicy`].
+//!
+//! A sync never calls the API server itself: it is a resumable task that stops at each
+//! call (start, then the unread write, the GET, the write, the DELETE, each optional)
+//! and goes on with the answer, so a host can make the call later while the manager
+//! serves everything else ([`crate::jobs`] keeps the tasks). The blocking entry points
+//! drive the same task, making each call at once ([`SyncPolicy::call`]), so both see
+//! the same imports and calls in the same order.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -15,7 +22,8 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::PodStatus;
 
 use crate::error::{InvalidPod, Result};
-use crate::imports::{ApiError, DeleteOptions, Imports, Level};
+use crate::imports::{ApiCall, ApiError, ApiReply, DeleteOptions, Imports, Level};
+use crate::jobs::{BatchPlan, SyncOrigin, SyncTarget};
 use crate::manager::{BatchReport, Manager, SyncOutcome, VersionedStatus};
 use crate::normalize::normalize_status;
 use crate::pod::PodView;
@@ -23,7 +31,9 @@ use crate::pod::PodView;
 /// A pod as the API server (or the pod manager) returned it: parsed, and its JSON for
 /// the imports that take a pod.
 pub struct ApiPod {
-    pub view: PodView,
+    /// Boxed: a sync keeps the pod while its call is out, and passes it along in small
+    /// enums.
+    pub view: Box<PodView>,
     pub json: String,
 }
 
@@ -31,52 +41,91 @@ impl ApiPod {
     /// Parses `json`, a pod that must have a UID; `what` names it in the error.
     pub fn parse(json: String, what: impl FnOnce() -> String) -> Result<ApiPod> {
         let view = PodView::parse_with_uid(&json).invalid_pod(what)?;
-        Ok(ApiPod { view, json })
+        Ok(ApiPod { view: Box::new(view), json })
     }
 }
 
-/// What writing a status did.
+/// What a write will do, planned over a pod: nothing, or one call to the API server.
+pub enum WritePlan {
+    /// There is nothing to send: the pod (as read, or as the pod manager has it) has
+    /// the status already. Deletion is decided from it.
+    Unchanged(ApiPod),
+    /// Send `call`; the reply is handed back with `over`, the pod the call was computed
+    /// from (the sync keeps it while the call is out).
+    Send { call: ApiCall, over: ApiPod },
+}
+
+/// What a write did, once its call was answered.
 pub enum Write {
     /// The status was written; the pod as stored after the write.
     Written(ApiPod),
-    /// The API server had it already: nothing was sent. The pod as read.
-    Unchanged(ApiPod),
     /// The write failed (logged): the pod waits for a later sync.
     Failed,
 }
 
-/// What writing a status without reading the pod first did (a logic version that
-/// can, see [`SyncPolicy::write_unread`]).
+/// What a write sent without reading the pod first did (a logic version that can, see
+/// [`SyncPolicy::plan_unread`]), once its call was answered.
 pub enum UnreadWrite {
     /// The status was written; the pod as stored after the write.
     Written(ApiPod),
-    /// There was nothing to send; the pod as the pod manager has it (deletion is
-    /// decided from it).
-    Unchanged(ApiPod),
     /// The pod does not exist on the server.
     NotFound,
     /// The write failed (logged): the pod waits for a later sync.
     Failed,
     /// The shortcut does not hold (the precondition failed: the pod was recreated, or
-    /// what the write was computed against was stale), or cannot be taken: read the
-    /// pod first, as the other versions do.
+    /// what the write was computed against was stale): read the pod first, as the
+    /// other versions do.
     ReadFirst,
 }
 
 /// What a logic version decides in a sync; everything else is the skeleton's.
+///
+/// A write is planned (the call to make, computed from what the sync knows) and then
+/// finished with the call's answer, so that the host can make the call while the
+/// manager serves other calls; a blocking caller makes it at once through
+/// [`SyncPolicy::call`].
 pub trait SyncPolicy<I: Imports> {
     /// Whether a sync first checks that the status still needs writing under the pod's
     /// own UID (the 2017 `syncPod` did; in 1.27 its callers decide).
     const CHECKS_NEEDS_UPDATE: bool;
 
-    /// Writes `status`, the cached status of `uid`, without reading the pod first, when
-    /// the version can. The default reads first, always.
-    fn write_unread(&self, _manager: &mut Manager<I>, _uid: &str, _status: &VersionedStatus) -> Result<UnreadWrite> {
+    /// Plans writing `status`, the cached status of `uid`, without reading the pod
+    /// first, when the version can; None reads first. The default reads first, always.
+    fn plan_unread(
+        &self,
+        _manager: &mut Manager<I>,
+        _uid: &str,
+        _status: &VersionedStatus,
+    ) -> Result<Option<WritePlan>> {
+        Ok(None)
+    }
+
+    /// Finishes the write [`SyncPolicy::plan_unread`] sent over `over`, with the API
+    /// server's `reply`. The default (never reached when `plan_unread` is the default's)
+    /// falls back to reading first.
+    fn finish_unread(
+        &self,
+        _manager: &mut Manager<I>,
+        _uid: &str,
+        _over: ApiPod,
+        _status: &VersionedStatus,
+        _reply: std::result::Result<String, ApiError>,
+    ) -> Result<UnreadWrite> {
         Ok(UnreadWrite::ReadFirst)
     }
 
-    /// Writes `status` over `pod`, the API server's pod as just read.
-    fn write(&self, manager: &mut Manager<I>, pod: ApiPod, status: &VersionedStatus) -> Result<Write>;
+    /// Plans writing `status` over `pod`, the API server's pod as just read.
+    fn plan_write(&self, manager: &mut Manager<I>, pod: ApiPod, status: &VersionedStatus) -> Result<WritePlan>;
+
+    /// Finishes the write [`SyncPolicy::plan_write`] sent over `over`, with the API
+    /// server's `reply`.
+    fn finish_write(
+        &self,
+        manager: &mut Manager<I>,
+        over: ApiPod,
+        status: &VersionedStatus,
+        reply: std::result::Result<String, ApiError>,
+    ) -> Result<Write>;
 
     /// `canBeDeleted`: whether `pod` (the API server's after a write, or the pod
     /// manager's) may be deleted now that `status` is the cached status.
@@ -85,56 +134,121 @@ pub trait SyncPolicy<I: Imports> {
     /// Whether the API server's status (normalised) holds the cached one, so the batch
     /// has no drift to repair.
     fn status_equal(&self, api: &PodStatus, cached: &PodStatus) -> bool;
+
+    /// Makes `call` at once through the imports, for the blocking entry points. The
+    /// default makes v1's calls ([`Manager::call_api`]); a version that patches makes
+    /// its patches itself.
+    fn call(&self, manager: &mut Manager<I>, call: ApiCall) -> ApiReply {
+        manager.call_api(call)
+    }
+}
+
+/// Where a started sync waits while its call is out: what it needs to go on, owned, so
+/// that nothing of the manager stays borrowed while the host makes the call.
+pub(crate) enum Stage {
+    /// The write sent without reading (v3's) is out; `over` is what it was computed
+    /// from.
+    Unread { over: ApiPod },
+    /// The GET of the pod is out.
+    Get,
+    /// The write over the pod as read is out; `over` is that pod.
+    Write { over: ApiPod },
+    /// The DELETE of `pod` is out.
+    Delete { pod: Box<PodView> },
+}
+
+/// Where a sync goes after a step: it waits for a call, or it is over.
+pub(crate) enum Flow {
+    /// Make `call` and resume the sync at `Stage` with its answer.
+    Wait(Stage, ApiCall),
+    /// The sync is over.
+    Done(SyncOutcome),
 }
 
 impl<I: Imports> Manager<I> {
-    /// `syncPod`: writes `status`, the cached status of `uid`, to the API server and
-    /// deletes the pod if `policy` says it may be.
-    pub fn sync_status<P: SyncPolicy<I>>(
-        &mut self,
-        policy: &P,
-        uid: &str,
-        status: &VersionedStatus,
-    ) -> Result<SyncOutcome> {
-        if P::CHECKS_NEEDS_UPDATE && !self.needs_update(policy, uid, status)? {
-            self.log(Level::Debug, || format!("status for pod {uid} is up-to-date; skipping"));
-            return Ok(SyncOutcome::UpToDate);
+    /// Makes `call` at once through v1's imports (which have no patch: a patch fails
+    /// as a refused call would).
+    pub fn call_api(&mut self, call: ApiCall) -> ApiReply {
+        match call {
+            ApiCall::GetPod { namespace, name } => ApiReply::Pod(self.imports.get_pod(&namespace, &name)),
+            ApiCall::UpdatePodStatus(update) => ApiReply::Pod(self.imports.update_pod_status(update)),
+            ApiCall::PatchPodStatus(_) => {
+                ApiReply::Pod(Err(ApiError::Other("these imports cannot patch a pod's status".into())))
+            }
+            ApiCall::DeletePod { namespace, name, options } => {
+                ApiReply::Deleted(self.imports.delete_pod(&namespace, &name, options))
+            }
         }
-
-        let (pod, outcome) = match policy.write_unread(self, uid, status)? {
-            UnreadWrite::Written(pod) => (pod, SyncOutcome::Written),
-            UnreadWrite::Unchanged(pod) => (pod, SyncOutcome::UpToDate),
-            UnreadWrite::NotFound => return Ok(SyncOutcome::PodNotFound),
-            UnreadWrite::Failed => return Ok(SyncOutcome::WriteFailed),
-            UnreadWrite::ReadFirst => match self.read_and_write(policy, uid, status)? {
-                Ok(written) => written,
-                Err(outcome) => return Ok(outcome),
-            },
-        };
-        self.set_api_version(&pod.view.metadata.uid, status.version);
-        self.delete_if_may(policy, uid, pod, status, outcome)
     }
 
-    /// The sync's read and write: GETs the pod, drops the status of a pod that was
-    /// deleted and recreated, and has `policy` write over the pod as read. The pod after
-    /// the write and what the write did, or the outcome that ends the sync.
-    fn read_and_write<P: SyncPolicy<I>>(
+    /// `syncPod`, up to its first call: writing `status`, the cached status of `uid`,
+    /// to the API server and deleting the pod if `policy` says it may be.
+    pub(crate) fn sync_begin<P: SyncPolicy<I>>(
         &mut self,
         policy: &P,
         uid: &str,
         status: &VersionedStatus,
-    ) -> Result<std::result::Result<(ApiPod, SyncOutcome), SyncOutcome>> {
+    ) -> Result<Flow> {
+        if P::CHECKS_NEEDS_UPDATE && !self.needs_update(policy, uid, status)? {
+            self.log(Level::Debug, || format!("status for pod {uid} is up-to-date; skipping"));
+            return Ok(Flow::Done(SyncOutcome::UpToDate));
+        }
+        match policy.plan_unread(self, uid, status)? {
+            None => Ok(read(status)),
+            Some(WritePlan::Unchanged(pod)) => self.written(policy, uid, status, pod, SyncOutcome::UpToDate, true),
+            Some(WritePlan::Send { call, over }) => Ok(Flow::Wait(Stage::Unread { over }, call)),
+        }
+    }
+
+    /// `syncPod`, from the answer to the call it waited for at `stage` to its next call
+    /// or its end. `record`: whether the written version may be recorded (not when the
+    /// pod's status was dropped while the call was out: its versions start again).
+    pub(crate) fn sync_resume<P: SyncPolicy<I>>(
+        &mut self,
+        policy: &P,
+        uid: &str,
+        status: &VersionedStatus,
+        stage: Stage,
+        reply: ApiReply,
+        record: bool,
+    ) -> Result<Flow> {
+        match stage {
+            Stage::Unread { over } => match policy.finish_unread(self, uid, over, status, reply.into_pod())? {
+                UnreadWrite::Written(pod) => self.written(policy, uid, status, pod, SyncOutcome::Written, record),
+                UnreadWrite::NotFound => Ok(Flow::Done(SyncOutcome::PodNotFound)),
+                UnreadWrite::Failed => Ok(Flow::Done(SyncOutcome::WriteFailed)),
+                UnreadWrite::ReadFirst => Ok(read(status)),
+            },
+            Stage::Get => self.got(policy, uid, status, reply.into_pod(), record),
+            Stage::Write { over } => match policy.finish_write(self, over, status, reply.into_pod())? {
+                Write::Written(pod) => self.written(policy, uid, status, pod, SyncOutcome::Written, record),
+                Write::Failed => Ok(Flow::Done(SyncOutcome::WriteFailed)),
+            },
+            Stage::Delete { pod } => Ok(Flow::Done(self.deleted(uid, &pod, reply.into_deleted()))),
+        }
+    }
+
+    /// The sync's read answered: drops the status of a pod that was deleted and
+    /// recreated, else plans `policy`'s write over the pod as read.
+    fn got<P: SyncPolicy<I>>(
+        &mut self,
+        policy: &P,
+        uid: &str,
+        status: &VersionedStatus,
+        reply: std::result::Result<String, ApiError>,
+        record: bool,
+    ) -> Result<Flow> {
         let (namespace, name) = (&status.pod_namespace, &status.pod_name);
-        let pod_json = match self.imports.get_pod(namespace, name) {
+        let pod_json = match reply {
             Ok(json) => json,
             Err(ApiError::NotFound(_)) => {
                 // A deleted pod's status is cleared by remove-orphaned-statuses.
                 self.log(Level::Debug, || format!("pod {namespace}/{name} ({uid}) does not exist on the server"));
-                return Ok(Err(SyncOutcome::PodNotFound));
+                return Ok(Flow::Done(SyncOutcome::PodNotFound));
             }
             Err(e) => {
                 self.log(Level::Warn, || format!("failed to get pod {namespace}/{name} ({uid}): {}", e.message()));
-                return Ok(Err(SyncOutcome::GetFailed));
+                return Ok(Flow::Done(SyncOutcome::GetFailed));
             }
         };
         let pod = ApiPod::parse(pod_json, || "API server's pod".into())?;
@@ -148,54 +262,72 @@ impl<I: Imports> Manager<I> {
                 )
             });
             self.drop_status(uid);
-            return Ok(Err(SyncOutcome::Recreated));
+            return Ok(Flow::Done(SyncOutcome::Recreated));
         }
 
-        Ok(match policy.write(self, pod, status)? {
-            Write::Written(pod) => Ok((pod, SyncOutcome::Written)),
-            Write::Unchanged(pod) => Ok((pod, SyncOutcome::UpToDate)),
-            Write::Failed => Err(SyncOutcome::WriteFailed),
-        })
+        match policy.plan_write(self, pod, status)? {
+            WritePlan::Unchanged(pod) => self.written(policy, uid, status, pod, SyncOutcome::UpToDate, record),
+            WritePlan::Send { call, over } => Ok(Flow::Wait(Stage::Write { over }, call)),
+        }
     }
 
-    /// Deletes `pod` (the API server's after the write, or the pod manager's when
-    /// nothing was sent) if `policy` says it may be; else the sync ends with `outcome`.
-    fn delete_if_may<P: SyncPolicy<I>>(
+    /// The status is in the API server (`outcome` says whether this sync wrote it):
+    /// records the written version and plans deleting `pod` (the API server's after the
+    /// write, or the pod manager's when nothing was sent) if `policy` says it may be.
+    fn written<P: SyncPolicy<I>>(
         &mut self,
         policy: &P,
         uid: &str,
-        pod: ApiPod,
         status: &VersionedStatus,
+        pod: ApiPod,
         outcome: SyncOutcome,
-    ) -> Result<SyncOutcome> {
+        record: bool,
+    ) -> Result<Flow> {
+        if record {
+            self.set_api_version(&pod.view.metadata.uid, status.version);
+        } else {
+            self.log(Level::Debug, || {
+                format!("status of pod {uid} was dropped during its sync; version {} is not recorded", status.version)
+            });
+        }
         if !policy.can_be_deleted(self, &pod, status)? {
-            return Ok(outcome);
+            return Ok(Flow::Done(outcome));
         }
         let pod = pod.view;
-        let options = DeleteOptions {
-            // A newly created pod of the same name must never be deleted.
-            uid_precondition: Some(pod.metadata.uid.clone()),
-            grace_period_seconds: Some(0),
+        let call = ApiCall::DeletePod {
+            namespace: pod.metadata.namespace.clone(),
+            name: pod.metadata.name.clone(),
+            options: DeleteOptions {
+                // A newly created pod of the same name must never be deleted.
+                uid_precondition: Some(pod.metadata.uid.clone()),
+                grace_period_seconds: Some(0),
+            },
         };
-        match self.imports.delete_pod(&pod.metadata.namespace, &pod.metadata.name, options) {
+        Ok(Flow::Wait(Stage::Delete { pod }, call))
+    }
+
+    /// The sync's delete of `pod` answered.
+    fn deleted(&mut self, uid: &str, pod: &PodView, reply: std::result::Result<(), ApiError>) -> SyncOutcome {
+        match reply {
             Ok(()) => {
                 self.log(Level::Info, || {
                     format!("pod {} fully terminated and removed from the API server", pod.full_name())
                 });
                 self.drop_status(uid);
-                Ok(SyncOutcome::Deleted)
+                SyncOutcome::Deleted
             }
             Err(e) => {
                 self.log(Level::Warn, || format!("failed to delete pod {}: {}", pod.full_name(), e.message()));
-                Ok(SyncOutcome::DeleteFailed)
+                SyncOutcome::DeleteFailed
             }
         }
     }
 
-    /// `syncBatch(true)`: forgets the written versions of pods that are gone, then
-    /// syncs, in UID order, every cached status that is unwritten, whose pod can be
-    /// deleted, or whose API server status has drifted from it.
-    pub fn sync_batch_with<P: SyncPolicy<I>>(&mut self, policy: &P) -> BatchReport {
+    /// `syncBatch(true)`, decided: forgets the written versions of pods that are gone
+    /// (and of those whose API server status drifted), and plans a sync, in UID order,
+    /// of every cached status that is unwritten, whose pod can be deleted, or whose API
+    /// server status has drifted from it.
+    pub fn plan_sync_batch_with<P: SyncPolicy<I>>(&mut self, policy: &P) -> BatchPlan {
         let translations = self.imports.get_uid_translations();
         let pod_to_mirror: BTreeMap<String, String> = translations.pod_to_mirror.into_iter().collect();
         let mirrors: BTreeSet<String> = translations.mirror_to_pod.into_iter().map(|(mirror, _)| mirror).collect();
@@ -238,11 +370,22 @@ impl<I: Imports> Manager<I> {
             }
         }
 
+        let mut syncs = Vec::with_capacity(updates.len());
         for (uid, status) in updates {
             report.synced += 1;
-            if let Err(e) = self.sync_status(policy, &uid, &status) {
+            syncs.push(self.plan_sync(&uid, SyncOrigin::Batch, SyncTarget::Snapshot(status)));
+        }
+        BatchPlan { report, syncs }
+    }
+
+    /// `syncBatch(true)`, run to its end: [`Manager::plan_sync_batch_with`], then each
+    /// planned sync with its calls made at once; one that fails (logged) counts as
+    /// failed.
+    pub fn sync_batch_with<P: SyncPolicy<I>>(&mut self, policy: &P) -> BatchReport {
+        let BatchPlan { mut report, syncs } = self.plan_sync_batch_with(policy);
+        for sync in syncs {
+            if self.run_sync_with(policy, sync.id).is_err() {
                 report.failed += 1;
-                self.log(Level::Error, || format!("batch sync of pod {uid} failed: {e}"));
             }
         }
         report
@@ -305,4 +448,10 @@ impl<I: Imports> Manager<I> {
         });
         Ok(true)
     }
+}
+
+/// The sync's read: the GET of the pod `status` was cached for.
+fn read(status: &VersionedStatus) -> Flow {
+    let call = ApiCall::GetPod { namespace: status.pod_namespace.clone(), name: status.pod_name.clone() };
+    Flow::Wait(Stage::Get, call)
 }

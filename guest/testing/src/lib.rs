@@ -9,8 +9,8 @@ use std::collections::{BTreeMap, VecDeque};
 
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use podstatus_logic_v2::{
-    ApiError, DeleteOptions, Imports, Level, StatusPatch, StatusUpdate, SyncRequest, Timestamp, UidTranslations,
-    V1Imports,
+    ApiCall, ApiError, ApiReply, DeleteOptions, Imports, Level, StatusPatch, StatusUpdate, SyncRequest, Timestamp,
+    UidTranslations, V1Imports,
 };
 use serde_json::{Value, json};
 
@@ -256,6 +256,20 @@ impl FakeWorld {
 
     pub fn take_queue(&mut self) -> Vec<SyncRequest> {
         self.queue.drain(..).collect()
+    }
+
+    /// Answers a sync's `call` at once, as a host of contract 0.2.0 that makes each call
+    /// as soon as it is asked: through the same fake API server (and call record) the
+    /// blocking entry points use.
+    pub fn answer(&mut self, call: ApiCall) -> ApiReply {
+        match call {
+            ApiCall::GetPod { namespace, name } => ApiReply::Pod(self.get_pod(&namespace, &name)),
+            ApiCall::UpdatePodStatus(update) => ApiReply::Pod(self.update_pod_status(update)),
+            ApiCall::PatchPodStatus(patch) => ApiReply::Pod(self.patch_pod_status(patch)),
+            ApiCall::DeletePod { namespace, name, options } => {
+                ApiReply::Deleted(self.delete_pod(&namespace, &name, options))
+            }
+        }
     }
 
     // ---- internals ----

@@ -1,13 +1,25 @@
 //! The plugins built from this checkout's `guest/` by the build script.
+//!
+//! The project's plugins implement contract 0.2.0 (`guest/plugin`, one build per logic
+//! version): the host drives their syncs, so syncs of different pods overlap. The same
+//! logic built against contract 0.1.x (`guest/component*`, whose syncs call the API
+//! server themselves, serially) stays loadable and tested: `*_ON_0_1`.
 
-/// The status manager built from `guest/component` (logic v1, the seed's behaviour).
-pub const PODSTATUS_V1: &[u8] = include_bytes!(env!("PODSTATUS_V1_COMPONENT"));
+/// Logic v1 (the seed's behaviour), contract `kubelet:status@0.2.0`.
+pub const PODSTATUS_V1: &[u8] = include_bytes!(env!("PODSTATUS_PLUGIN_V1_COMPONENT"));
 
-/// The status manager built from `guest/component-v2` (logic v2, Kubernetes 1.27's
-/// behaviour; contract `kubelet:status@0.1.1`).
-pub const PODSTATUS_V2: &[u8] = include_bytes!(env!("PODSTATUS_V2_COMPONENT"));
+/// Logic v2 (Kubernetes 1.27's behaviour), contract `kubelet:status@0.2.0`.
+pub const PODSTATUS_V2: &[u8] = include_bytes!(env!("PODSTATUS_PLUGIN_V2_COMPONENT"));
 
-/// The status manager built from `guest/component-v3` (logic v3: v2's behaviour, each
-/// status version written with one UID-guarded PATCH and no GET; contract
-/// `kubelet:status@0.1.1`).
-pub const PODSTATUS_V3: &[u8] = include_bytes!(env!("PODSTATUS_V3_COMPONENT"));
+/// Logic v3 (v2's behaviour, each status version written with one UID-guarded PATCH
+/// and no GET), contract `kubelet:status@0.2.0`.
+pub const PODSTATUS_V3: &[u8] = include_bytes!(env!("PODSTATUS_PLUGIN_V3_COMPONENT"));
+
+/// Logic v1 built from `guest/component`, contract `kubelet:status@0.1.0`.
+pub const PODSTATUS_V1_ON_0_1: &[u8] = include_bytes!(env!("PODSTATUS_V1_COMPONENT"));
+
+/// Logic v2 built from `guest/component-v2`, contract `kubelet:status@0.1.1`.
+pub const PODSTATUS_V2_ON_0_1: &[u8] = include_bytes!(env!("PODSTATUS_V2_COMPONENT"));
+
+/// Logic v3 built from `guest/component-v3`, contract `kubelet:status@0.1.1`.
+pub const PODSTATUS_V3_ON_0_1: &[u8] = include_bytes!(env!("PODSTATUS_V3_COMPONENT"));

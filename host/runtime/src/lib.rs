@@ -23,7 +23,9 @@ pub mod sync_table;
 mod world;
 
 pub use bindings::Contract;
-pub use components::{PODSTATUS_V1, PODSTATUS_V2, PODSTATUS_V3};
+pub use components::{
+    PODSTATUS_V1, PODSTATUS_V1_ON_0_1, PODSTATUS_V2, PODSTATUS_V2_ON_0_1, PODSTATUS_V3, PODSTATUS_V3_ON_0_1,
+};
 pub use handle::{
     ADMISSION_WAIT_MAX, Admission, DEFAULT_CALL_PATIENCE, DEFAULT_MAX_CALLS_IN_FLIGHT, DEFAULT_SYNC_PERIOD,
     ManagerHandle, SWAP_DRAIN_MAX, SYNC_BATCH_CALLS, SYNC_POD_CALLS, Scheduler, SchedulerConfig,

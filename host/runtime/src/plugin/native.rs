@@ -133,6 +133,9 @@ fn rejected(call: &'static str) -> impl FnOnce(logic::ManagerError) -> CallError
             logic::ManagerError::InvalidPod(m) => ManagerError::InvalidPod(m),
             logic::ManagerError::InvalidStatus(m) => ManagerError::InvalidStatus(m),
             logic::ManagerError::UnknownRequest(id) => ManagerError::UnknownRequest(id),
+            // Only the split sync API (contract 0.2.0) names syncs; the blocking entry
+            // points called here never return this.
+            logic::ManagerError::UnknownSync(id) => ManagerError::UnknownRequest(id),
             logic::ManagerError::InvalidState(m) => ManagerError::InvalidState(m),
         },
     }

@@ -1,0 +1,301 @@
+//! Logic v2's pass and batch driven one API call at a time (contract 0.2.0): a request
+//! plans a sync of its pod and of every other cached pod, each checked when it starts.
+
+use podstatus_logic_testing::*;
+use podstatus_logic_v2::{
+    ApiCall, ApiError, ApiReply, BatchReport, Level, Manager, ManagerError, SyncOrigin, SyncOutcome, SyncRequest,
+    SyncStep,
+};
+use serde_json::{Value, json};
+
+type M = Manager<FakeWorld>;
+
+fn set(m: &mut M, pod: &Value, status: Value) {
+    m.set_pod_status(&pod.to_string(), &status.to_string()).unwrap_or_else(|e| panic!("set_pod_status: {e}"));
+}
+
+fn running(phase: &str, ready: bool) -> Value {
+    json!({"phase": phase, "containerStatuses": [container("c", ready)]})
+}
+
+/// Runs sync `id` to its end, answering each call at once from the world.
+fn drive(m: &mut M, id: u64) -> Result<SyncOutcome, ManagerError> {
+    let mut step = m.start_sync(id)?;
+    loop {
+        match step {
+            SyncStep::Done(outcome) => return Ok(outcome),
+            SyncStep::Call(call) => {
+                let reply = m.imports_mut().answer(call);
+                step = m.resume_sync(id, reply)?;
+            }
+        }
+    }
+}
+
+/// A host's `sync-pod`: plans, then runs every planned sync; the request's outcome.
+fn split_sync_pod(m: &mut M, request: &SyncRequest) -> Result<SyncOutcome, ManagerError> {
+    let mut outcome = Ok(SyncOutcome::UpToDate);
+    for sync in m.plan_sync_pod(request)? {
+        let result = drive(m, sync.id);
+        if sync.origin == SyncOrigin::Request {
+            outcome = result;
+        }
+    }
+    outcome
+}
+
+/// A host's `sync-batch`: plans, runs every planned sync, counts the failed ones.
+fn split_sync_batch(m: &mut M) -> BatchReport {
+    let plan = m.plan_sync_batch();
+    let mut report = plan.report;
+    for sync in plan.syncs {
+        if drive(m, sync.id).is_err() {
+            report.failed += 1;
+        }
+    }
+    report
+}
+
+type SyncPod = fn(&mut M, &SyncRequest) -> Result<SyncOutcome, ManagerError>;
+type SyncBatch = fn(&mut M) -> BatchReport;
+
+/// Patches, a deletion after terminate-pod, a pod gone from the API server, static
+/// pods with and without mirror pod, drift, a failed GET, garbage from the API server
+/// (a request's, a pass's and a batch's error) and a recreated pod.
+fn scenario(m: &mut M, sync_pod: SyncPod, sync_batch: SyncBatch) -> Vec<String> {
+    let mut seen = Vec::new();
+    let world = m.imports_mut();
+    let a = world.add_pod(pod("ns", "a", "uid-a", &["c"]));
+    let b = world.add_pod(deleting(pod("ns", "b", "uid-b", &["c"])));
+    let c = pod("ns", "c", "uid-c", &["c"]);
+    world.add_managed_pod(c.clone());
+    let (s, mirror) = static_and_mirror("ns", "s", "uid-s", "uid-sm", &["c"]);
+    world.add_managed_pod(s.clone());
+    world.add_pod(mirror);
+    let (t, _) = static_and_mirror("ns", "t", "uid-t", "uid-tm", &["c"]);
+    world.add_managed_pod(t.clone());
+    let drain = |m: &mut M, seen: &mut Vec<String>| {
+        while let Some(request) = m.imports_mut().pop_request() {
+            seen.push(format!("{:?}", sync_pod(m, &request)));
+        }
+    };
+
+    set(m, &a, running("Running", false));
+    set(m, &c, running("Pending", false));
+    set(m, &s, running("Running", true));
+    set(m, &t, running("Running", true));
+    m.terminate_pod(&b.to_string()).unwrap();
+    drain(m, &mut seen);
+
+    m.imports_mut().drift_status("ns", "a", json!({"phase": "Pending"}));
+    seen.push(format!("{:?}", sync_batch(m)));
+
+    m.imports_mut().fail(Verb::GetPod, ApiError::Other("the server is unhappy".into()));
+    set(m, &a, running("Running", true));
+    drain(m, &mut seen);
+    m.imports_mut().heal(Verb::GetPod);
+
+    m.imports_mut().answer_garbage(Verb::GetPod, "not a pod");
+    set(m, &a, running("Running", false));
+    set(m, &c, running("Running", false));
+    drain(m, &mut seen);
+    seen.push(format!("{:?}", sync_batch(m)));
+    m.imports_mut().heal(Verb::GetPod);
+
+    // Deleted and recreated under the same name: the read finds another UID.
+    m.imports_mut().remove_api_pod("ns", "a");
+    m.imports_mut().add_api_pod(pod("ns", "a", "uid-a2", &["c"]));
+    set(m, &a, running("Failed", false));
+    drain(m, &mut seen);
+    seen.push(format!("{:?}", sync_batch(m)));
+    seen
+}
+
+/// Everything the world saw, and the manager's state.
+#[derive(Debug, PartialEq)]
+struct Observed {
+    /// What each sync returned.
+    seen: Vec<String>,
+    calls: Vec<Call>,
+    logs: Vec<(Level, String)>,
+    state: String,
+    /// How often deletion safety was asked.
+    queries: u32,
+}
+
+fn observed(m: &mut M, seen: Vec<String>) -> Observed {
+    let state = m.save_state().expect("save_state");
+    let world = m.imports_mut();
+    Observed { seen, calls: world.calls.clone(), logs: world.logs.clone(), state, queries: world.running_queries }
+}
+
+#[test]
+fn immediate_answers_make_the_calls_and_imports_of_the_blocking_path() {
+    let mut blocking = Manager::new(FakeWorld::v2());
+    let seen = scenario(&mut blocking, |m, r| m.sync_pod(r), |m| m.sync_batch());
+    let blocking = observed(&mut blocking, seen);
+
+    let mut split = Manager::new(FakeWorld::v2());
+    let seen = scenario(&mut split, split_sync_pod, split_sync_batch);
+    assert_eq!(split.syncs_in_flight(), 0);
+    let split = observed(&mut split, seen);
+
+    assert_eq!(split, blocking);
+    let seen = blocking.seen.join(" ");
+    for outcome in ["Written", "GetFailed", "InvalidPod", "Recreated", "reconciled: 1"] {
+        assert!(seen.contains(outcome), "{outcome} missing from {seen}");
+    }
+    let logs = &blocking.logs;
+    for line in ["sync of pod uid-c failed", "batch sync of pod uid-a failed", "fully terminated", "no mirror pod yet"]
+    {
+        assert!(logs.iter().any(|(_, l)| l.contains(line)), "{line} missing from {logs:?}");
+    }
+}
+
+#[test]
+fn a_request_plans_its_pod_first_then_every_other_cached_pod() {
+    let mut world = FakeWorld::v2();
+    let pods: Vec<Value> =
+        ["c", "a", "b"].iter().map(|n| world.add_pod(pod("ns", n, &format!("uid-{n}"), &["c"]))).collect();
+    let mut m = Manager::new(world);
+    for p in &pods {
+        set(&mut m, p, running("Running", true));
+    }
+    let request = m.imports_mut().pop_request().expect("one signal");
+    assert_eq!(m.imports_mut().pop_request(), None);
+    let planned: Vec<(String, SyncOrigin)> =
+        m.plan_sync_pod(&request).unwrap().into_iter().map(|s| (s.pod_uid, s.origin)).collect();
+    let expected = [("uid-c", SyncOrigin::Request), ("uid-a", SyncOrigin::Pass), ("uid-b", SyncOrigin::Pass)];
+    assert_eq!(planned, expected.map(|(u, o)| (u.to_string(), o)));
+    assert_eq!(m.syncs_in_flight(), 3);
+    // The request is used up.
+    assert_eq!(m.plan_sync_pod(&request), Err(ManagerError::UnknownRequest(request.id)));
+}
+
+#[test]
+fn a_pass_sync_checks_when_it_starts_whether_its_pod_still_needs_writing() {
+    let mut world = FakeWorld::v2();
+    let a = world.add_pod(pod("ns", "a", "uid-a", &["c"]));
+    let b = world.add_pod(pod("ns", "b", "uid-b", &["c"]));
+    let mut m = Manager::new(world);
+    set(&mut m, &a, running("Running", true));
+    set(&mut m, &b, running("Running", true));
+    let request = m.imports_mut().pop_request().unwrap();
+    let syncs = m.plan_sync_pod(&request).unwrap();
+
+    // Before they start, a batch writes both pods and a's status is dropped.
+    let report = m.sync_batch();
+    assert_eq!(report, BatchReport { synced: 2, reconciled: 0, failed: 0 });
+    assert_eq!(m.remove_orphaned_statuses(&["uid-b".to_string()]), 1);
+    m.imports_mut().take_calls();
+    for sync in syncs {
+        assert_eq!(m.start_sync(sync.id), Ok(SyncStep::Done(SyncOutcome::UpToDate)), "{sync:?}");
+    }
+    assert_eq!(m.imports_mut().take_calls(), []);
+    assert_eq!(m.syncs_in_flight(), 0);
+}
+
+#[test]
+fn a_sync_waiting_for_its_get_lets_the_manager_serve_everything_else() {
+    let mut world = FakeWorld::v2();
+    let a = world.add_pod(pod("ns", "a", "uid-a", &["c"]));
+    let b = world.add_pod(pod("ns", "b", "uid-b", &["c"]));
+    let mut m = Manager::new(world);
+    set(&mut m, &a, running("Pending", false));
+    set(&mut m, &b, running("Running", true));
+    let request = m.imports_mut().pop_request().unwrap();
+    let syncs = m.plan_sync_pod(&request).unwrap();
+    let [a_sync, b_sync] = <[_; 2]>::try_from(syncs).unwrap();
+    assert_eq!((a_sync.pod_uid.as_str(), b_sync.pod_uid.as_str()), ("uid-a", "uid-b"));
+
+    let SyncStep::Call(get) = m.start_sync(a_sync.id).unwrap() else { panic!("v2 reads first") };
+    // Meanwhile a newer status of a (a new signal: the last was taken), and b's whole sync.
+    set(&mut m, &a, running("Running", true));
+    assert_eq!(m.imports_mut().queue.len(), 1);
+    assert_eq!(drive(&mut m, b_sync.id), Ok(SyncOutcome::Written));
+    assert_eq!(m.syncs_in_flight(), 1);
+
+    // a's sync writes the version that was latest when it started.
+    let reply = m.imports_mut().answer(get);
+    let SyncStep::Call(patch) = m.resume_sync(a_sync.id, reply).unwrap() else { panic!("v2 patches") };
+    let ApiCall::PatchPodStatus(body) = &patch else { panic!("v2 patches: {patch:?}") };
+    assert_eq!(serde_json::from_str::<Value>(&body.patch).unwrap()["status"]["phase"], "Pending");
+    let reply = m.imports_mut().answer(patch);
+    assert_eq!(m.resume_sync(a_sync.id, reply), Ok(SyncStep::Done(SyncOutcome::Written)));
+
+    // The new signal's pass writes the newer version; b is up to date.
+    let request = m.imports_mut().pop_request().unwrap();
+    let outcomes: Vec<_> = m.plan_sync_pod(&request).unwrap().into_iter().map(|s| drive(&mut m, s.id)).collect();
+    assert_eq!(outcomes, [Ok(SyncOutcome::Written), Ok(SyncOutcome::UpToDate)]);
+    assert_eq!(m.imports_mut().api_status("ns", "a")["phase"], "Running");
+    // The host made a's GET only after b's sync (b's calls come first).
+    use Verb::{GetPod as G, PatchPodStatus as P};
+    assert_eq!(m.imports_mut().take_verbs(), [G, P, G, P, G, P]);
+}
+
+#[test]
+fn a_pass_sync_that_fails_is_logged_as_the_pass_logged_it() {
+    let mut world = FakeWorld::v2();
+    let a = world.add_pod(pod("ns", "a", "uid-a", &["c"]));
+    let b = world.add_pod(pod("ns", "b", "uid-b", &["c"]));
+    let mut m = Manager::new(world);
+    set(&mut m, &a, running("Running", true));
+    set(&mut m, &b, running("Running", true));
+    let request = m.imports_mut().pop_request().unwrap();
+    let b_sync = m.plan_sync_pod(&request).unwrap()[1].clone();
+    assert_eq!(b_sync.origin, SyncOrigin::Pass);
+    let SyncStep::Call(_) = m.start_sync(b_sync.id).unwrap() else { panic!("reads first") };
+    let Err(e) = m.resume_sync(b_sync.id, ApiReply::Pod(Ok("not a pod".into()))) else { panic!("garbage fails") };
+    assert!(matches!(e, ManagerError::InvalidPod(_)));
+    let last = m.imports_mut().logs.last().cloned().unwrap();
+    assert_eq!(last, (Level::Error, format!("sync of pod uid-b failed: {e}")));
+    assert_eq!(m.syncs_in_flight(), 1, "a's sync still waits to start");
+}
+
+#[test]
+fn a_reply_that_does_not_fit_the_patch_is_a_failed_write() {
+    let mut world = FakeWorld::v2();
+    let a = world.add_pod(pod("ns", "a", "uid-a", &["c"]));
+    let mut m = Manager::new(world);
+    set(&mut m, &a, running("Running", true));
+    let request = m.imports_mut().pop_request().unwrap();
+    let id = m.plan_sync_pod(&request).unwrap()[0].id;
+    let SyncStep::Call(get) = m.start_sync(id).unwrap() else { panic!("reads first") };
+    let reply = m.imports_mut().answer(get);
+    let SyncStep::Call(ApiCall::PatchPodStatus(_)) = m.resume_sync(id, reply).unwrap() else { panic!("patches") };
+    assert_eq!(m.resume_sync(id, ApiReply::Deleted(Ok(()))), Ok(SyncStep::Done(SyncOutcome::WriteFailed)));
+    let (level, line) = m.imports_mut().logs.last().cloned().unwrap();
+    assert_eq!(level, Level::Warn);
+    assert!(line.starts_with("failed to patch status of pod ns/a") && line.contains("reply does not fit the call"));
+    // Nothing is recorded as written: the next batch writes it.
+    assert_eq!(m.plan_sync_batch().syncs.len(), 1);
+}
+
+#[test]
+fn a_request_whose_pod_is_gone_plans_only_the_others() {
+    let mut world = FakeWorld::v2();
+    let a = world.add_pod(pod("ns", "a", "uid-a", &["c"]));
+    let b = world.add_pod(pod("ns", "b", "uid-b", &["c"]));
+    let mut m = Manager::new(world);
+    set(&mut m, &a, running("Running", true));
+    set(&mut m, &b, running("Running", true));
+    let request = m.imports_mut().pop_request().unwrap();
+    assert_eq!(request.pod_uid, "uid-a");
+    m.remove_orphaned_statuses(&["uid-b".to_string()]);
+    let syncs = m.plan_sync_pod(&request).unwrap();
+    assert_eq!(syncs.iter().map(|s| (s.pod_uid.as_str(), s.origin)).collect::<Vec<_>>(), [("uid-b", SyncOrigin::Pass)]);
+    assert_eq!(drive(&mut m, syncs[0].id), Ok(SyncOutcome::Written));
+    assert_eq!(m.imports_mut().take_verbs(), [Verb::GetPod, Verb::PatchPodStatus]);
+}
+
+#[test]
+fn the_blocking_pass_reports_a_request_whose_pod_is_gone_as_up_to_date() {
+    let mut world = FakeWorld::v2();
+    let a = world.add_pod(pod("ns", "a", "uid-a", &["c"]));
+    let mut m = Manager::new(world);
+    set(&mut m, &a, running("Running", true));
+    let request = m.imports_mut().pop_request().unwrap();
+    m.remove_orphaned_statuses(&[]);
+    assert_eq!(m.sync_pod(&request), Ok(SyncOutcome::UpToDate));
+    assert_eq!(m.imports_mut().take_calls(), []);
+}

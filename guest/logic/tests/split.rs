@@ -1,0 +1,339 @@
+//! Logic v1's syncs driven one API call at a time (contract 0.2.0): planned by
+//! `plan_sync_pod` and `plan_sync_batch`, run by `start_sync` and `resume_sync` with the
+//! host's answers.
+
+use podstatus_logic::{
+    ApiCall, ApiError, ApiReply, BatchReport, Level, Manager, ManagerError, SyncOrigin, SyncOutcome, SyncRequest,
+    SyncStep,
+};
+use podstatus_logic_testing::*;
+use serde_json::{Value, json};
+
+type M = Manager<FakeWorld>;
+
+fn set(m: &mut M, pod: &Value, status: Value) {
+    m.set_pod_status(&pod.to_string(), &status.to_string()).unwrap_or_else(|e| panic!("set_pod_status: {e}"));
+}
+
+fn running(phase: &str, ready: bool) -> Value {
+    json!({"phase": phase, "containerStatuses": [container("c", ready)]})
+}
+
+/// Runs sync `id` to its end, answering each call at once from the world.
+fn drive(m: &mut M, id: u64) -> Result<SyncOutcome, ManagerError> {
+    let mut step = m.start_sync(id)?;
+    loop {
+        match step {
+            SyncStep::Done(outcome) => return Ok(outcome),
+            SyncStep::Call(call) => {
+                let reply = m.imports_mut().answer(call);
+                step = m.resume_sync(id, reply)?;
+            }
+        }
+    }
+}
+
+/// A host's `sync-pod`: plans, then runs every planned sync; the request's outcome.
+fn split_sync_pod(m: &mut M, request: &SyncRequest) -> Result<SyncOutcome, ManagerError> {
+    let mut outcome = Ok(SyncOutcome::UpToDate);
+    for sync in m.plan_sync_pod(request)? {
+        let result = drive(m, sync.id);
+        if sync.origin == SyncOrigin::Request {
+            outcome = result;
+        }
+    }
+    outcome
+}
+
+/// A host's `sync-batch`: plans, runs every planned sync, counts the failed ones.
+fn split_sync_batch(m: &mut M) -> BatchReport {
+    let plan = m.plan_sync_batch();
+    let mut report = plan.report;
+    for sync in plan.syncs {
+        assert_eq!(sync.origin, SyncOrigin::Batch);
+        if drive(m, sync.id).is_err() {
+            report.failed += 1;
+        }
+    }
+    report
+}
+
+type SyncPod = fn(&mut M, &SyncRequest) -> Result<SyncOutcome, ManagerError>;
+type SyncBatch = fn(&mut M) -> BatchReport;
+
+/// Writes, a deletion, a pod gone from the API server, drift, a failed GET, garbage
+/// from the API server (a request's and a batch's error) and a recreated pod: what each
+/// sync returned.
+fn scenario(m: &mut M, sync_pod: SyncPod, sync_batch: SyncBatch) -> Vec<String> {
+    let mut seen = Vec::new();
+    let world = m.imports_mut();
+    let a = world.add_pod(pod("ns", "a", "uid-a", &["c"]));
+    let b = world.add_pod(deleting(pod("ns", "b", "uid-b", &["c"])));
+    let c = pod("ns", "c", "uid-c", &["c"]);
+    world.add_managed_pod(c.clone());
+    world.reclaimed = true;
+    let drain = |m: &mut M, seen: &mut Vec<String>| {
+        while let Some(request) = m.imports_mut().pop_request() {
+            seen.push(format!("{:?}", sync_pod(m, &request)));
+        }
+    };
+
+    set(m, &a, running("Running", false));
+    set(m, &b, running("Succeeded", false));
+    set(m, &c, running("Pending", false));
+    drain(m, &mut seen);
+
+    m.imports_mut().drift_status("ns", "a", json!({"phase": "Pending"}));
+    seen.push(format!("{:?}", sync_batch(m)));
+
+    m.imports_mut().fail(Verb::GetPod, ApiError::Other("the server is unhappy".into()));
+    set(m, &a, running("Running", true));
+    drain(m, &mut seen);
+    m.imports_mut().heal(Verb::GetPod);
+
+    m.imports_mut().answer_garbage(Verb::GetPod, "not a pod");
+    set(m, &a, running("Failed", false));
+    drain(m, &mut seen);
+    seen.push(format!("{:?}", sync_batch(m)));
+    m.imports_mut().heal(Verb::GetPod);
+
+    // Deleted and recreated under the same name: the read finds another UID.
+    m.imports_mut().remove_api_pod("ns", "a");
+    m.imports_mut().add_api_pod(pod("ns", "a", "uid-a2", &["c"]));
+    set(m, &a, running("Running", false));
+    drain(m, &mut seen);
+    seen.push(format!("{:?}", sync_batch(m)));
+    seen
+}
+
+/// Everything the world saw, and the manager's state.
+#[derive(Debug, PartialEq)]
+struct Observed {
+    /// What each sync returned.
+    seen: Vec<String>,
+    calls: Vec<Call>,
+    logs: Vec<(Level, String)>,
+    state: String,
+    /// How often deletion safety was asked.
+    queries: u32,
+}
+
+fn observed(m: &mut M, seen: Vec<String>) -> Observed {
+    let state = m.save_state().expect("save_state");
+    let world = m.imports_mut();
+    Observed { seen, calls: world.calls.clone(), logs: world.logs.clone(), state, queries: world.reclaimed_queries }
+}
+
+#[test]
+fn immediate_answers_make_the_calls_and_imports_of_the_blocking_path() {
+    let mut blocking = Manager::new(FakeWorld::new());
+    let seen = scenario(&mut blocking, |m, r| m.sync_pod(r), |m| m.sync_batch());
+    let blocking = observed(&mut blocking, seen);
+
+    let mut split = Manager::new(FakeWorld::new());
+    let seen = scenario(&mut split, split_sync_pod, split_sync_batch);
+    assert_eq!(split.syncs_in_flight(), 0);
+    let split = observed(&mut split, seen);
+
+    assert_eq!(split, blocking);
+    // The scenario reaches every path it means to.
+    let seen = blocking.seen.join(" ");
+    for outcome in ["Written", "Deleted", "PodNotFound", "GetFailed", "InvalidPod", "Recreated", "reconciled: 1"] {
+        assert!(seen.contains(outcome), "{outcome} missing from {seen}");
+    }
+    assert!(
+        blocking.logs.iter().any(|(_, line)| line.starts_with("batch sync of pod uid-a failed")),
+        "{:?}",
+        blocking.logs
+    );
+}
+
+#[test]
+fn a_sync_waiting_for_its_get_lets_the_manager_serve_everything_else() {
+    let mut world = FakeWorld::new();
+    let a = world.add_pod(pod("ns", "a", "uid-a", &["c"]));
+    let b = world.add_pod(pod("ns", "b", "uid-b", &["c"]));
+    let mut m = Manager::new(world);
+    set(&mut m, &a, running("Pending", false));
+    set(&mut m, &b, running("Running", true));
+    let [ra, rb] = <[SyncRequest; 2]>::try_from(m.imports_mut().take_queue()).expect("two requests");
+
+    let syncs = m.plan_sync_pod(&ra).unwrap();
+    assert_eq!(syncs.len(), 1);
+    assert_eq!((syncs[0].pod_uid.as_str(), syncs[0].origin), ("uid-a", SyncOrigin::Request));
+    let id = syncs[0].id;
+    let SyncStep::Call(get) = m.start_sync(id).unwrap() else { panic!("a's sync reads the pod first") };
+    assert_eq!(get, ApiCall::GetPod { namespace: "ns".into(), name: "a".into() });
+    assert_eq!(m.syncs_in_flight(), 1);
+
+    // Meanwhile: a newer status of the same pod, and another pod's whole sync.
+    set(&mut m, &a, running("Running", true));
+    assert_eq!(m.get_pod_status("uid-a").unwrap().unwrap().version, 2);
+    let b_sync = m.plan_sync_pod(&rb).unwrap()[0].id;
+    assert_eq!(drive(&mut m, b_sync), Ok(SyncOutcome::Written));
+    assert_eq!(m.imports_mut().api_status("ns", "b")["phase"], "Running");
+
+    // a's sync goes on with the snapshot it was queued with (logic v1 writes snapshots).
+    let reply = m.imports_mut().answer(get);
+    let SyncStep::Call(put) = m.resume_sync(id, reply).unwrap() else { panic!("a's sync writes") };
+    let ApiCall::UpdatePodStatus(update) = &put else { panic!("v1 puts: {put:?}") };
+    assert_eq!(serde_json::from_str::<Value>(&update.status).unwrap()["phase"], "Pending");
+    let reply = m.imports_mut().answer(put);
+    assert_eq!(m.resume_sync(id, reply), Ok(SyncStep::Done(SyncOutcome::Written)));
+    assert_eq!(m.syncs_in_flight(), 0);
+
+    // The newer version's own request writes it.
+    let request = m.imports_mut().pop_request().expect("version 2's request");
+    assert_eq!(request.version, 2);
+    assert_eq!(m.sync_pod(&request), Ok(SyncOutcome::Written));
+    assert_eq!(m.imports_mut().api_status("ns", "a")["phase"], "Running");
+    // The host made a's GET only after b's sync (b's calls come first).
+    let verbs = m.imports_mut().take_verbs();
+    use Verb::{GetPod as G, UpdatePodStatus as U};
+    assert_eq!(verbs, [G, U, G, U, G, U]);
+}
+
+#[test]
+fn a_dropped_sync_writes_nothing_and_its_id_is_unknown() {
+    let mut world = FakeWorld::new();
+    let a = world.add_pod(pod("ns", "a", "uid-a", &["c"]));
+    let mut m = Manager::new(world);
+    set(&mut m, &a, running("Running", true));
+    let request = m.imports_mut().pop_request().unwrap();
+    let id = m.plan_sync_pod(&request).unwrap()[0].id;
+
+    // Planned, then dropped.
+    assert!(m.drop_sync(id));
+    assert!(!m.drop_sync(id));
+    assert_eq!(m.start_sync(id), Err(ManagerError::UnknownSync(id)));
+
+    // Suspended in its GET, then dropped.
+    let id = m.plan_sync_batch().syncs[0].id;
+    let SyncStep::Call(get) = m.start_sync(id).unwrap() else { panic!("the batch's sync reads first") };
+    assert!(m.drop_sync(id));
+    let reply = m.imports_mut().answer(get);
+    assert_eq!(m.resume_sync(id, reply), Err(ManagerError::UnknownSync(id)));
+    assert_eq!(m.syncs_in_flight(), 0);
+    assert_eq!(m.imports_mut().take_verbs(), [Verb::GetPod]);
+    assert!(m.imports_mut().api_status("ns", "a").get("phase").is_none());
+}
+
+#[test]
+fn unknown_ids_and_steps_out_of_turn_are_refused_and_change_nothing() {
+    let mut world = FakeWorld::new();
+    let a = world.add_pod(pod("ns", "a", "uid-a", &["c"]));
+    let mut m = Manager::new(world);
+    assert_eq!(m.start_sync(7), Err(ManagerError::UnknownSync(7)));
+    assert_eq!(m.resume_sync(7, ApiReply::Deleted(Ok(()))), Err(ManagerError::UnknownSync(7)));
+    assert!(!m.drop_sync(7));
+
+    set(&mut m, &a, running("Running", true));
+    let request = m.imports_mut().pop_request().unwrap();
+    let id = m.plan_sync_pod(&request).unwrap()[0].id;
+    // Not started: nothing to resume.
+    assert_eq!(m.resume_sync(id, ApiReply::Pod(Ok("{}".into()))), Err(ManagerError::UnknownSync(id)));
+    let SyncStep::Call(get) = m.start_sync(id).unwrap() else { panic!("reads first") };
+    // Started: not again.
+    assert_eq!(m.start_sync(id), Err(ManagerError::UnknownSync(id)));
+    assert_eq!(m.syncs_in_flight(), 1);
+    let reply = m.imports_mut().answer(get);
+    let SyncStep::Call(put) = m.resume_sync(id, reply).unwrap() else { panic!("writes") };
+    let reply = m.imports_mut().answer(put);
+    assert_eq!(m.resume_sync(id, reply), Ok(SyncStep::Done(SyncOutcome::Written)));
+    // A request's ID is not a sync's, and the sync's is gone once done.
+    assert_eq!(m.resume_sync(id, ApiReply::Pod(Ok("{}".into()))), Err(ManagerError::UnknownSync(id)));
+    // Each planned sync gets a new ID.
+    set(&mut m, &a, running("Running", false));
+    let request = m.imports_mut().pop_request().unwrap();
+    assert!(m.plan_sync_pod(&request).unwrap()[0].id > id);
+}
+
+#[test]
+fn a_reply_that_does_not_fit_the_call_is_a_failed_call() {
+    let mut world = FakeWorld::new();
+    let a = world.add_pod(deleting(pod("ns", "a", "uid-a", &["c"])));
+    world.reclaimed = true;
+    let mut m = Manager::new(world);
+    set(&mut m, &a, running("Succeeded", false));
+    let request = m.imports_mut().pop_request().unwrap();
+
+    // A delete's answer to the GET: the GET failed.
+    let id = m.plan_sync_pod(&request).unwrap()[0].id;
+    assert!(matches!(m.start_sync(id), Ok(SyncStep::Call(ApiCall::GetPod { .. }))));
+    assert_eq!(m.resume_sync(id, ApiReply::Deleted(Ok(()))), Ok(SyncStep::Done(SyncOutcome::GetFailed)));
+    let (level, line) = m.imports_mut().logs.last().cloned().unwrap();
+    assert_eq!(level, Level::Warn);
+    assert!(line.contains("reply does not fit the call"), "{line}");
+
+    // A pod as the answer to the DELETE: the delete failed.
+    let id = m.plan_sync_batch().syncs[0].id;
+    let mut step = m.start_sync(id).unwrap();
+    while let SyncStep::Call(call) = step {
+        let reply = match call {
+            ApiCall::DeletePod { .. } => ApiReply::Pod(Ok("{}".into())),
+            call => m.imports_mut().answer(call),
+        };
+        step = m.resume_sync(id, reply).unwrap();
+    }
+    assert_eq!(step, SyncStep::Done(SyncOutcome::DeleteFailed));
+    assert!(m.imports_mut().api_pod("ns", "a").is_some(), "the pod was not deleted");
+    assert!(m.get_pod_status("uid-a").unwrap().is_some(), "its status stays for a later sync");
+}
+
+#[test]
+fn a_sync_that_fails_is_gone_and_logged_as_its_origin_says() {
+    let mut world = FakeWorld::new();
+    let a = world.add_pod(pod("ns", "a", "uid-a", &["c"]));
+    world.answer_garbage(Verb::GetPod, "not a pod");
+    let mut m = Manager::new(world);
+    set(&mut m, &a, running("Running", true));
+    let request = m.imports_mut().pop_request().unwrap();
+
+    // The request's: the error is the caller's to report; nothing is logged.
+    let id = m.plan_sync_pod(&request).unwrap()[0].id;
+    let SyncStep::Call(get) = m.start_sync(id).unwrap() else { panic!("reads first") };
+    let reply = m.imports_mut().answer(get);
+    m.imports_mut().logs.clear();
+    assert!(matches!(m.resume_sync(id, reply), Err(ManagerError::InvalidPod(_))));
+    assert_eq!(m.imports_mut().logs, []);
+    assert_eq!(m.syncs_in_flight(), 0);
+    assert_eq!(m.resume_sync(id, ApiReply::Pod(Ok("{}".into()))), Err(ManagerError::UnknownSync(id)));
+
+    // The batch's: logged as the batch logged it.
+    let plan = m.plan_sync_batch();
+    assert_eq!(plan.report, BatchReport { synced: 1, reconciled: 0, failed: 0 });
+    let id = plan.syncs[0].id;
+    let SyncStep::Call(get) = m.start_sync(id).unwrap() else { panic!("reads first") };
+    let reply = m.imports_mut().answer(get);
+    let Err(e) = m.resume_sync(id, reply) else { panic!("garbage fails the sync") };
+    let (level, line) = m.imports_mut().logs.last().cloned().unwrap();
+    assert_eq!((level, line), (Level::Error, format!("batch sync of pod uid-a failed: {e}")));
+    assert_eq!(m.syncs_in_flight(), 0);
+}
+
+#[test]
+fn a_version_written_after_its_status_was_dropped_is_not_recorded() {
+    let mut world = FakeWorld::new();
+    let a = world.add_pod(pod("ns", "a", "uid-a", &["c"]));
+    let mut m = Manager::new(world);
+    set(&mut m, &a, running("Running", true));
+    let request = m.imports_mut().pop_request().unwrap();
+    let id = m.plan_sync_pod(&request).unwrap()[0].id;
+    let SyncStep::Call(get) = m.start_sync(id).unwrap() else { panic!("reads first") };
+
+    // The pod's status is dropped, and cached again (its versions start again at 1).
+    assert_eq!(m.remove_orphaned_statuses(&[]), 1);
+    set(&mut m, &a, running("Pending", false));
+    assert_eq!(m.get_pod_status("uid-a").unwrap().unwrap().version, 1);
+
+    let reply = m.imports_mut().answer(get);
+    let SyncStep::Call(put) = m.resume_sync(id, reply).unwrap() else { panic!("writes its snapshot") };
+    let reply = m.imports_mut().answer(put);
+    assert_eq!(m.resume_sync(id, reply), Ok(SyncStep::Done(SyncOutcome::Written)));
+    // The new version 1 is not taken as written: its own request writes it.
+    let state: Value = serde_json::from_str(&m.save_state().unwrap()).unwrap();
+    assert_eq!(state["apiStatusVersions"], json!({}));
+    let request = m.imports_mut().pop_request().unwrap();
+    assert_eq!(m.sync_pod(&request), Ok(SyncOutcome::Written));
+    assert_eq!(m.imports_mut().api_status("ns", "a")["phase"], "Pending");
+}
