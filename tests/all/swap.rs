@@ -186,9 +186,10 @@ fn a_refused_swap_in_replay_is_recorded_and_the_old_plugin_serves_on() {
 fn supervised_plugins_swap_both_ways_between_logic_versions() {
     use podstatus_runtime::SupervisedPlugin;
     let runtime = runtime();
-    let v1 = runtime.load(podstatus_runtime::PODSTATUS_V1).unwrap();
+    // Across contracts too: logic v1 built for 0.1.0, logic v2 for 0.2.0.
+    let v1 = runtime.load(podstatus_runtime::PODSTATUS_V1_ON_0_1).unwrap();
     let v2 = runtime.load(podstatus_runtime::PODSTATUS_V2).unwrap();
-    assert_eq!((v1.contract(), v2.contract()), (Contract::V0_1_0, Contract::V0_1_1));
+    assert_eq!((v1.contract(), v2.contract()), (Contract::V0_1_0, Contract::V0_2_0));
     let (api, world) = world(6);
     let (manager, scheduler) = ManagerHandle::start(
         Box::new(SupervisedPlugin::new(v1.clone(), world.clone()).unwrap()),
@@ -199,8 +200,8 @@ fn supervised_plugins_swap_both_ways_between_logic_versions() {
         manager.set_pod_status(&serde_json::to_string(&pod(i)).unwrap(), &status(1)).unwrap();
     }
     let report = manager.swap(Box::new(SupervisedPlugin::new(v2.clone(), world.clone()).unwrap())).unwrap();
-    assert_eq!((report.from, report.to), (Contract::V0_1_0, Contract::V0_1_1));
-    assert_eq!(manager.contract().package(), "kubelet:status@0.1.1");
+    assert_eq!((report.from, report.to), (Contract::V0_1_0, Contract::V0_2_0));
+    assert_eq!(manager.contract().package(), "kubelet:status@0.2.0");
     // v2 goes on from v1's versions.
     for i in 0..3 {
         manager.set_pod_status(&serde_json::to_string(&pod(i)).unwrap(), &status(2)).unwrap();
@@ -357,7 +358,7 @@ fn logic_v3_swaps_both_ways_with_v1_and_v2_and_its_last_written_statuses_survive
     let v1 = runtime.load(podstatus_runtime::PODSTATUS_V1).unwrap();
     let v2 = runtime.load(podstatus_runtime::PODSTATUS_V2).unwrap();
     let v3 = runtime.load(podstatus_runtime::PODSTATUS_V3).unwrap();
-    assert_eq!(v3.contract(), Contract::V0_1_1);
+    assert_eq!(v3.contract(), Contract::V0_2_0);
     let restarts = |api: &MemoryApiServer, i: usize| {
         api.get_pod("default", &format!("pod-{i}")).unwrap().status.clone().unwrap().container_statuses.unwrap()[0]
             .restart_count

@@ -85,12 +85,14 @@ fn inspect_prints_the_world_and_contract_version() {
     let out = podstatus(&["inspect"], None);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8(out.stdout).unwrap();
-    assert!(text.contains("contract: kubelet:status@0.1.0"), "{text}");
+    assert!(text.contains("contract: kubelet:status@0.2.0"), "{text}");
     assert!(text.contains("loadable by this host: yes"), "{text}");
-    assert!(text.contains("export kubelet:status/manager@0.1.0;"), "{text}");
-    for import in ["api-server", "pod-manager", "deletion-safety", "clock", "logging", "sync-queue"] {
-        assert!(text.contains(&format!("import kubelet:status/{import}@0.1.0;")), "{import} missing: {text}");
+    assert!(text.contains("export kubelet:status/manager@0.2.0;"), "{text}");
+    for import in ["pod-manager", "deletion-safety", "clock", "logging", "sync-queue"] {
+        assert!(text.contains(&format!("import kubelet:status/{import}@0.2.0;")), "{import} missing: {text}");
     }
+    // The host makes a 0.2.0 plugin's API calls: it cannot reach the API server.
+    assert!(!text.contains("import kubelet:status/api-server"), "{text}");
     assert!(!text.contains("wasi:"), "the plugin must import no WASI: {text}");
 }
 

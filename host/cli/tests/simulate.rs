@@ -92,8 +92,10 @@ impl Drop for TempFile {
     }
 }
 
+/// Logic v2 built for contract 0.1.1: swapping to it from the default plugin (0.2.0)
+/// crosses contracts, from overlapped syncs to serial ones, under churn.
 fn v2_plugin(name: &str) -> TempFile {
-    TempFile::new(name, podstatus_runtime::PODSTATUS_V2)
+    TempFile::new(name, podstatus_runtime::PODSTATUS_V2_ON_0_1)
 }
 
 #[test]
@@ -102,7 +104,7 @@ fn a_short_run_exits_0_with_a_json_summary_whose_check_passed() {
     exited_0(&out);
     let s = summary(&out);
     check_passed(&s);
-    assert_eq!(s["plugin"], "kubelet:status@0.1.0");
+    assert_eq!(s["plugin"], "kubelet:status@0.2.0");
     assert_eq!(s["pods"], 12);
     assert_eq!(s["static_pods"], 2, "the two static pods of the default manifest folder");
     assert!(s["pods_created"].as_u64().unwrap() >= 1, "{s:#}");
@@ -197,7 +199,7 @@ fn the_table_names_the_check_when_not_asked_for_json() {
     exited_0(&out);
     let table = String::from_utf8(out.stdout).unwrap();
     assert!(table.contains("API server equals the cache"), "{table}");
-    assert!(table.contains("plugin") && table.contains("kubelet:status@0.1.0"), "{table}");
+    assert!(table.contains("plugin") && table.contains("kubelet:status@0.2.0"), "{table}");
 }
 
 #[test]
@@ -206,7 +208,7 @@ fn logic_v2_writes_statuses_as_patches() {
     exited_0(&out);
     let s = summary(&out);
     check_passed(&s);
-    assert_eq!(s["plugin"], "kubelet:status@0.1.1");
+    assert_eq!(s["plugin"], "kubelet:status@0.2.0");
     assert!(calls(&s, "patch_status", "Success") > 0, "v2 writes a patch with the UID precondition: {s:#}");
     assert_eq!(calls(&s, "update_status", "Success"), 0, "v2 never replaces the status: {s:#}");
 }
@@ -217,7 +219,7 @@ fn logic_v3_writes_each_version_with_one_patch_and_no_get() {
     exited_0(&out);
     let s = summary(&out);
     check_passed(&s);
-    assert_eq!(s["plugin"], "kubelet:status@0.1.1");
+    assert_eq!(s["plugin"], "kubelet:status@0.2.0");
     assert!(calls(&s, "patch_status", "Success") > 0, "{s:#}");
     assert_eq!(calls(&s, "get", "Success"), 0, "v3 never reads before writing without faults: {s:#}");
     // About one call per version; deletes (and the batch's reconciliations) weigh more
@@ -237,7 +239,7 @@ fn a_swap_at_a_time_moves_to_v2_and_loses_nothing() {
     check_passed(&s);
     let swap = &s["swap"];
     assert_eq!(swap["error"], Value::Null, "{s:#}");
-    assert_eq!(swap["from"], "kubelet:status@0.1.0", "{s:#}");
+    assert_eq!(swap["from"], "kubelet:status@0.2.0", "{s:#}");
     assert_eq!(swap["to"], "kubelet:status@0.1.1", "{s:#}");
     assert!(swap["at_seconds"].as_f64().unwrap() >= 1.0, "{s:#}");
     assert_eq!(s["plugin"], "kubelet:status@0.1.1", "the summary names the plugin that ran last");
@@ -288,7 +290,7 @@ fn a_swap_to_a_file_that_is_no_plugin_fails_and_the_old_plugin_keeps_serving() {
     check_passed(&s);
     let error = s["swap"]["error"].as_str().unwrap_or_else(|| panic!("the swap must fail: {s:#}"));
     assert!(!error.is_empty());
-    assert_eq!(s["plugin"], "kubelet:status@0.1.0", "v1 kept serving: {s:#}");
+    assert_eq!(s["plugin"], "kubelet:status@0.2.0", "v1 kept serving: {s:#}");
     assert_eq!(calls(&s, "patch_status", "Success"), 0, "{s:#}");
 }
 
@@ -465,7 +467,7 @@ fn sighup_swaps_to_the_swap_to_plugin_while_running() {
     let s = parse_summary(&stdout, &stderr);
     check_passed(&s);
     assert_eq!(s["swap"]["error"], Value::Null, "{s:#}");
-    assert_eq!(s["swap"]["from"], "kubelet:status@0.1.0", "{s:#}");
+    assert_eq!(s["swap"]["from"], "kubelet:status@0.2.0", "{s:#}");
     assert_eq!(s["swap"]["to"], "kubelet:status@0.1.1", "{s:#}");
     assert_eq!(s["plugin"], "kubelet:status@0.1.1", "{s:#}");
 }

@@ -65,10 +65,11 @@ fn throwaway_world() -> World {
 }
 
 /// The steps the fuzzer appends to every trace to make it quiet: before them the
-/// armed faults are removed; then held calls are made (a no-op unless the trace holds
-/// them), the queue is drained and one batch sync runs.
+/// armed faults are removed; then the queue is drained and one batch sync runs, and
+/// the calls held (if the trace holds them; else a no-op) are made. The release comes
+/// last so the first two keep their places in recorded findings.
 pub fn quiescence_steps() -> [Step; 3] {
-    [Step::ReleaseApi, Step::Sync, Step::SyncBatch]
+    [Step::Sync, Step::SyncBatch, Step::ReleaseApi]
 }
 
 /// `trace` with the quiescence steps appended.
@@ -304,7 +305,10 @@ pub fn execute(full: &Trace, quiet_from: usize, target: &Target, checks: Option<
         }));
     }
     let uids = known_uids(full);
-    let semantics = WriteSemantics::of(stepper.plugin().contract());
+    let semantics = match target.instantiate(throwaway_world()) {
+        Ok(mut probe) => WriteSemantics::of(probe.as_mut()),
+        Err(e) => return Err(TraceError::Plugin(e)),
+    };
     let checker = if checks == Some(true) { Checker::strict() } else { Checker::new() };
     let mut checker = checker.with_semantics(semantics);
     let mut observer = CacheObserver::default();

@@ -254,9 +254,21 @@ pub enum WriteSemantics {
 }
 
 impl WriteSemantics {
-    /// The semantics of a plugin of `contract`.
-    pub fn of(contract: podstatus_runtime::Contract) -> Self {
-        if contract >= podstatus_runtime::Contract::V0_1_1 { WriteSemantics::Merge } else { WriteSemantics::Replace }
+    /// The semantics of `plugin`, a fresh instance over a world of its own: contract
+    /// 0.1.0 is logic v1 (replace), 0.1.1 is logic v2 or v3 (merge). A 0.2.0 plugin may
+    /// be any logic version; logic v1 is the one without startup probes, so a plugin
+    /// that answers `set-container-startup` with `unsupported` replaces, the others
+    /// merge. (Asking about a pod nobody knows changes nothing.)
+    pub fn of(plugin: &mut dyn podstatus_runtime::Plugin) -> Self {
+        use podstatus_runtime::{CallError, Contract};
+        match plugin.contract() {
+            Contract::V0_1_0 => WriteSemantics::Replace,
+            Contract::V0_1_1 => WriteSemantics::Merge,
+            Contract::V0_2_0 => match plugin.set_container_startup("", "", false) {
+                Err(CallError::Unsupported { .. }) => WriteSemantics::Replace,
+                _ => WriteSemantics::Merge,
+            },
+        }
     }
 
     /// Whether `stored` (in the API server) is what writing `cached` leaves there once
@@ -398,7 +410,17 @@ pub struct Checker {
     history: BTreeMap<String, Vec<(u32, u64, PodStatus)>>,
     /// (object UID, cache key) -> the newest (incarnation, version) written to it.
     written: BTreeMap<(String, String), (u32, u64)>,
+    /// (namespace, name), or ("", pod UID) for a held sync's call -> the call that wrote the pod's status in the sync still
+    /// going on for it (see [`SyncWrites`]).
+    sync_writes: SyncWrites,
 }
+
+/// The status write of each pod's sync in progress, across steps: a sync whose calls
+/// a trace holds (`hold-api`) may write in one step and delete in a later one. A GET
+/// starts a sync (logic v1 and v2 read first; v3 reads only after a refused patch) and
+/// forgets the pod's earlier write; a delete ends it. Per-pod order (one sync of a pod
+/// in flight) makes the write found the same sync's.
+pub type SyncWrites = BTreeMap<(String, String), Call>;
 
 #[derive(Debug, Default)]
 struct Entry {
@@ -439,7 +461,7 @@ impl Checker {
         cached: &CacheView,
         translate: &dyn Fn(&str) -> String,
     ) -> Result<(), Violation> {
-        check_deletes(step, calls, self.semantics)?;
+        check_deletes(step, calls, self.semantics, &mut self.sync_writes)?;
         for write in writes {
             self.check_write(step, write, translate)?;
         }
@@ -577,10 +599,30 @@ fn describe_version((incarnation, version): (u32, u64)) -> String {
 
 /// (c): every delete of `calls` carries a UID precondition, the UID of the object the
 /// same sync just wrote the status of, and grace period 0.
-pub fn check_deletes(step: usize, calls: &[Call], semantics: WriteSemantics) -> Result<(), Violation> {
-    for (i, call) in calls.iter().enumerate() {
-        if call.verb != "delete" {
-            continue;
+pub fn check_deletes(
+    step: usize,
+    calls: &[Call],
+    semantics: WriteSemantics,
+    sync_writes: &mut SyncWrites,
+) -> Result<(), Violation> {
+    for call in calls {
+        // A held call names its sync's pod: two pods of one name (one recreated) may
+        // have syncs in flight at once.
+        let key = match &call.sync {
+            Some(uid) => (String::new(), uid.clone()),
+            None => (call.namespace.clone(), call.name.clone()),
+        };
+        match call.verb {
+            "get" => {
+                sync_writes.remove(&key);
+                continue;
+            }
+            "update" | "patch" if call.outcome == "ok" => {
+                sync_writes.insert(key, call.clone());
+                continue;
+            }
+            "delete" => {}
+            _ => continue,
         }
         let object = format!("{}/{}", call.namespace, call.name);
         let fail = |message: String| Err(Violation::new(Invariant::DeletePrecondition, step, message));
@@ -594,12 +636,7 @@ pub fn check_deletes(step: usize, calls: &[Call], semantics: WriteSemantics) -> 
             Some(Some(uid)) if !uid.is_empty() => uid,
             _ => return fail(format!("the delete of {object} carries no UID precondition")),
         };
-        let written = calls[..i].iter().rev().find(|c| {
-            matches!(c.verb, "update" | "patch")
-                && c.outcome == "ok"
-                && c.namespace == call.namespace
-                && c.name == call.name
-        });
+        let written = sync_writes.remove(&key);
         match written.and_then(|c| c.target_uid.clone().flatten()) {
             // Upstream 1.27 sends no patch when the status is unchanged, so a pod whose
             // terminal status is already written is deleted straight away: the
@@ -780,6 +817,7 @@ mod tests {
             grace_period_seconds: None,
             outcome: "ok",
             refused: None,
+            sync: None,
         }
     }
 
@@ -898,7 +936,7 @@ mod tests {
     #[test]
     fn deletes_need_the_written_uid_and_grace_zero() {
         let ok = [update("a", "u1"), delete("a", Some("u1"), Some(0))];
-        check_deletes(0, &ok, WriteSemantics::Replace).unwrap();
+        check_deletes(0, &ok, WriteSemantics::Replace, &mut SyncWrites::new()).unwrap();
         for calls in [
             vec![update("a", "u1"), delete("a", None, Some(0))],
             vec![update("a", "u1"), delete("a", Some(""), Some(0))],
@@ -907,7 +945,7 @@ mod tests {
             vec![update("a", "u1"), delete("a", Some("u2"), Some(0))],
             vec![delete("a", Some("u1"), Some(0))],
         ] {
-            let v = check_deletes(4, &calls, WriteSemantics::Replace).unwrap_err();
+            let v = check_deletes(4, &calls, WriteSemantics::Replace, &mut SyncWrites::new()).unwrap_err();
             assert_eq!((v.invariant, v.step), (Invariant::DeletePrecondition, 4), "{calls:?}");
         }
     }

@@ -8,6 +8,7 @@
 //! runs: an update of the same pod, an outside writer, another pod's sync. Syncs of
 //! one pod keep their order through the host's [`SyncTable`], as in the agent.
 
+use crate::recorder::RecordingApiServer;
 use podstatus_runtime::bindings::{ApiCall, PodSync, SyncStep};
 use podstatus_runtime::sync_table::SyncTable;
 use podstatus_runtime::{CallError, Plugin, World};
@@ -39,6 +40,7 @@ impl HeldCalls {
         &mut self,
         plugin: &mut dyn Plugin,
         world: &World,
+        recorder: &RecordingApiServer,
         uid: Option<&str>,
     ) -> Result<bool, CallError> {
         let position = match uid {
@@ -47,15 +49,22 @@ impl HeldCalls {
         };
         let Some(position) = position else { return Ok(false) };
         let (sync, call) = self.held.remove(position);
+        recorder.set_sync(Some(&sync.pod_uid));
         let reply = podstatus_runtime::api::perform(world, call);
+        recorder.set_sync(None);
         let step = plugin.resume_sync(sync.id, reply);
         self.advance(plugin, sync, step)?;
         Ok(true)
     }
 
     /// Makes every held call, oldest first, until none is left.
-    pub(crate) fn release(&mut self, plugin: &mut dyn Plugin, world: &World) -> Result<(), CallError> {
-        while self.complete(plugin, world, None)? {}
+    pub(crate) fn release(
+        &mut self,
+        plugin: &mut dyn Plugin,
+        world: &World,
+        recorder: &RecordingApiServer,
+    ) -> Result<(), CallError> {
+        while self.complete(plugin, world, recorder, None)? {}
         Ok(())
     }
 

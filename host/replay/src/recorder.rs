@@ -17,6 +17,8 @@ use podstatus_backends::{ApiError, ApiServer, DeleteOptions, Result, StatusPatch
 pub struct RecordingApiServer {
     inner: Arc<dyn ApiServer>,
     step: AtomicUsize,
+    /// The pod whose held sync makes the calls now (see [`Call::sync`]).
+    sync: Mutex<Option<String>>,
     state: Mutex<RecorderState>,
 }
 
@@ -36,7 +38,12 @@ struct Rule {
 impl RecordingApiServer {
     /// A recorder in front of `inner`.
     pub fn new(inner: Arc<dyn ApiServer>) -> Self {
-        RecordingApiServer { inner, step: AtomicUsize::new(0), state: Mutex::new(RecorderState::default()) }
+        RecordingApiServer {
+            inner,
+            step: AtomicUsize::new(0),
+            sync: Mutex::new(None),
+            state: Mutex::new(RecorderState::default()),
+        }
     }
 
     fn state(&self) -> MutexGuard<'_, RecorderState> {
@@ -46,6 +53,12 @@ impl RecordingApiServer {
     /// Calls from now on belong to `step`.
     pub fn set_step(&self, step: usize) {
         self.step.store(step, Ordering::SeqCst);
+    }
+
+    /// Calls from now on are made by the held sync of pod `uid` (`None`: by no held
+    /// sync).
+    pub fn set_sync(&self, uid: Option<&str>) {
+        *self.sync.lock().unwrap_or_else(|p| p.into_inner()) = uid.map(str::to_string);
     }
 
     /// Arms a rule: the next `times` calls of `verb` fail with `error`.
@@ -97,6 +110,7 @@ impl RecordingApiServer {
             grace_period_seconds: None,
             outcome,
             refused: None,
+            sync: self.sync.lock().unwrap_or_else(|p| p.into_inner()).clone(),
         }
     }
 }

@@ -46,6 +46,10 @@ pub struct Call {
     /// (only in a replay with `--node`); the outcome is then `error`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub refused: Option<String>,
+    /// The pod whose sync made the call, for a call the trace held (`hold-api`): with
+    /// several syncs in flight, which one each call belongs to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sync: Option<String>,
 }
 
 /// The plugin's fault.

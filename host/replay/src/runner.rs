@@ -253,17 +253,22 @@ impl<'t> Stepper<'t> {
             ));
             return Err(TraceError::Step { step: index, problem });
         }
+        // `complete-api` before any `hold-api` finds nothing held and holds nothing.
+        if self.held.is_none() && matches!(step, Step::CompleteApi { .. }) {
+            return Ok(Ok(serde_json::json!({ "completed": false, "held": 0 })));
+        }
         let held = self.held.get_or_insert_with(HeldCalls::default);
         let world = self.scene.world();
+        let recorder = &self.scene.recorder;
         let result = match step {
             Step::HoldApi => Ok(()),
             Step::CompleteApi { uid } => {
                 return Ok(held
-                    .complete(plugin, &world, uid.as_deref())
+                    .complete(plugin, &world, recorder, uid.as_deref())
                     .map(|completed| serde_json::json!({ "completed": completed, "held": held.len() })));
             }
             Step::ReleaseApi => {
-                let released = held.release(plugin, &world);
+                let released = held.release(plugin, &world, recorder);
                 self.held = None;
                 released
             }
@@ -294,7 +299,7 @@ impl<'t> Stepper<'t> {
             return Err(TraceError::Step { step: index, problem });
         };
         if let Some(held) = &mut self.held
-            && let Err(fault) = held.release(self.plugin.as_mut(), &self.scene.world())
+            && let Err(fault) = held.release(self.plugin.as_mut(), &self.scene.world(), &self.scene.recorder)
         {
             return Ok(Err(fault));
         }
@@ -365,7 +370,7 @@ impl<'t> Stepper<'t> {
         if let Some(mut held) = self.held.take()
             && !held.is_empty()
             && self.fault.is_none()
-            && let Err(e) = held.release(self.plugin.as_mut(), &self.scene.world())
+            && let Err(e) = held.release(self.plugin.as_mut(), &self.scene.world(), &self.scene.recorder)
         {
             let step = self.next.saturating_sub(1);
             if let CallError::Fault { call, message, .. } = e {
