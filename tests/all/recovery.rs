@@ -14,8 +14,9 @@ use podstatus_backends::SyncQueue;
 use podstatus_backends::VirtualClock;
 use podstatus_runtime::World;
 use podstatus_runtime::bindings::Timestamp;
+use podstatus_runtime::bindings::{SyncStep, UpdateOutcome};
 use podstatus_runtime::{CallError, Plugin, PluginRuntime, RuntimeConfig, SupervisedPlugin};
-use podstatus_test_programs::FAILPOINTS;
+use podstatus_test_programs::{FAILPOINTS, FAILPOINTS_SPLIT};
 use podstatus_tests::cache_dir;
 use serde_json::{Value, json};
 
@@ -29,6 +30,8 @@ const REMOVE_ORPHANED_STATUSES: u32 = 5;
 const SYNC_POD: u32 = 6;
 const SYNC_BATCH: u32 = 7;
 const SAVE_STATE_CHANGES: u32 = 8;
+const START_SYNC: u32 = 9;
+const RESUME_SYNC: u32 = 10;
 const WRITE: u32 = 20;
 const PUSH: u32 = 21;
 
@@ -62,6 +65,10 @@ struct Scene {
 
 impl Scene {
     fn new() -> Scene {
+        Scene::of(FAILPOINTS)
+    }
+
+    fn of(plugin: &[u8]) -> Scene {
         let api = Arc::new(MemoryApiServer::new());
         let pod_manager = Arc::new(PodManager::new());
         for name in PODS {
@@ -79,7 +86,7 @@ impl Scene {
         };
         let runtime =
             PluginRuntime::new(&RuntimeConfig { cache_dir: Some(cache_dir()), ..RuntimeConfig::default() }).unwrap();
-        let plugin = SupervisedPlugin::new(runtime.load(FAILPOINTS).unwrap(), world.clone()).unwrap();
+        let plugin = SupervisedPlugin::new(runtime.load(plugin).unwrap(), world.clone()).unwrap();
         Scene { api, clock, world, plugin }
     }
 
@@ -198,4 +205,64 @@ fn recovery_is_counted_and_timed() {
     assert!(stats.last_recovery.is_some());
     // And the restored instance carries on as if nothing happened.
     assert!(scene.plugin.sync_batch().is_ok());
+}
+
+/// Contract 0.2.0: a fault while syncs are in flight (their calls out, the host holding
+/// the answers) loses no accepted status. The restored instance knows none of the
+/// syncs (they are not state): each is refused when the host goes on with it, and a
+/// later sync writes every status the node handed over.
+#[test]
+fn a_fault_with_syncs_in_flight_loses_nothing_accepted() {
+    for failpoint in [START_SYNC, RESUME_SYNC] {
+        let mut scene = Scene::of(FAILPOINTS_SPLIT);
+        for name in PODS {
+            assert_eq!(
+                scene
+                    .plugin
+                    .set_pod_status(&serde_json::to_string(&pod(name)).unwrap(), &status("Running", true))
+                    .unwrap(),
+                UpdateOutcome::Queued
+            );
+        }
+        // Plan every request; start the syncs, and make the calls, of all but the last.
+        let mut syncs = Vec::new();
+        while let Some(request) = scene.world.queue.pop() {
+            syncs.extend(scene.plugin.plan_sync_pod(&request).unwrap());
+        }
+        assert_eq!(syncs.len(), PODS.len());
+        let mut answers = Vec::new();
+        for sync in &syncs[..PODS.len() - 1] {
+            let SyncStep::Call(call) = scene.plugin.start_sync(sync.id).unwrap() else { panic!("a GET first") };
+            answers.push((sync.id, podstatus_runtime::api::perform(&scene.world, call)));
+        }
+        let before = scene.cache();
+
+        // The fault, in the step the host takes next.
+        scene.arm(failpoint);
+        let (id, answer) = answers.remove(0);
+        let faulted = match failpoint {
+            START_SYNC => scene.plugin.start_sync(syncs[PODS.len() - 1].id).map(drop),
+            _ => scene.plugin.resume_sync(id, answer).map(drop),
+        };
+        assert!(matches!(faulted, Err(CallError::Fault { .. })), "failpoint {failpoint}: {faulted:?}");
+        scene.tick();
+        assert_eq!(scene.plugin.stats().recoveries, 1);
+        assert_eq!(scene.cache(), before, "failpoint {failpoint}: every accepted status survives");
+
+        // The syncs in flight are gone with the instance: refused, not run twice.
+        for (id, answer) in answers {
+            let refused = scene.plugin.resume_sync(id, answer);
+            assert!(
+                matches!(refused, Err(CallError::Rejected { error: podstatus_runtime::bindings::ManagerError::UnknownSync(n), .. }) if n == id),
+                "{refused:?}"
+            );
+        }
+        // A batch writes what they did not.
+        scene.plugin.sync_batch().unwrap();
+        for name in PODS {
+            let pod = scene.api.get_pod("default", name).unwrap();
+            let phase = pod.status.as_ref().and_then(|s| s.phase.clone());
+            assert_eq!(phase.as_deref(), Some("Running"), "failpoint {failpoint}: {name} written");
+        }
+    }
 }

@@ -62,6 +62,12 @@ fn main() {
         &["failpoints"],
         "The real plugin with faults on demand (guest/component, feature `failpoints`).",
     );
+    add(
+        "FAILPOINTS_SPLIT".into(),
+        "podstatus-plugin",
+        &["logic-v1", "failpoints"],
+        "Logic v1 for contract 0.2.0 with faults on demand (guest/plugin, features `logic-v1` and `failpoints`).",
+    );
 
     let out = Path::new(&std::env::var("OUT_DIR").expect("set by cargo")).join("programs.rs");
     std::fs::write(out, generated).expect("writing programs.rs");

@@ -20,6 +20,12 @@ pub const REMOVE_ORPHANED_STATUSES: u32 = 5;
 pub const SYNC_POD: u32 = 6;
 pub const SYNC_BATCH: u32 = 7;
 pub const SAVE_STATE_CHANGES: u32 = 8;
+/// Contract 0.2.0 (`guest/plugin` shares this module): entering `start-sync`.
+#[allow(dead_code)]
+pub const START_SYNC: u32 = 9;
+/// Contract 0.2.0: entering `resume-sync`, with the answer to a sync's call in hand.
+#[allow(dead_code)]
+pub const RESUME_SYNC: u32 = 10;
 /// In a sync (either path), just before the status write.
 pub const WRITE: u32 = 20;
 /// In an update, after the status is cached and just before its request is queued.

@@ -30,6 +30,10 @@ use podstatus_logic_v3 as logic;
 use logic::{Level, Manager, ManagerError, SyncOutcome, UpdateOutcome};
 
 mod calls;
+#[cfg(feature = "failpoints")]
+#[path = "../../component/src/failpoints.rs"]
+#[allow(dead_code)]
+mod failpoints;
 mod imports;
 
 wit_bindgen::generate!({
@@ -118,10 +122,14 @@ impl wit::Guest for Component {
     }
 
     fn start_sync(sync: u64) -> Result<wit::SyncStep, wit::ManagerError> {
+        #[cfg(feature = "failpoints")]
+        failpoints::hit(failpoints::START_SYNC);
         with_manager(|m| m.start_sync(sync)).map(sync_step).map_err(manager_error)
     }
 
     fn resume_sync(sync: u64, reply: wit::ApiReply) -> Result<wit::SyncStep, wit::ManagerError> {
+        #[cfg(feature = "failpoints")]
+        failpoints::hit(failpoints::RESUME_SYNC);
         let reply = calls::api_reply(reply);
         with_manager(|m| m.resume_sync(sync, reply)).map(sync_step).map_err(manager_error)
     }
