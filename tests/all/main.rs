@@ -25,6 +25,7 @@ mod replay_fixtures;
 mod replay_guarded;
 mod sandbox;
 mod simulate;
+mod split_syncs;
 mod swap;
 mod v1_vs_v2;
 mod v2_vs_v3;
