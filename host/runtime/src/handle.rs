@@ -14,7 +14,7 @@
 //! client's rate limit *before* it takes the lock ([`SchedulerConfig::admission`]); the
 //! client itself keeps the waits inside short (see `podstatus_agent::kube_client`).
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -122,11 +122,17 @@ struct Shared {
     host_view: OnceLock<Arc<HostView>>,
     /// A 0.2.0 plugin's syncs in flight.
     runner: SyncRunner,
+    /// Callers of the Manager operations waiting for the plugin lock: sync steps give
+    /// way to them (see [`Shared::plugin_for_steps`]).
+    callers_waiting: AtomicUsize,
 }
+
+/// The longest a sync step gives way to waiting callers before it takes its turn.
+const STEP_YIELD_MAX: Duration = Duration::from_millis(2);
 
 impl PluginHost for Shared {
     fn plugin(&self) -> MutexGuard<'_, Box<dyn Plugin>> {
-        Shared::plugin(self)
+        self.plugin_for_steps()
     }
 
     fn runner(&self) -> &SyncRunner {
@@ -139,6 +145,26 @@ impl Shared {
         // A panic while the lock was held happened in host code between plugin calls;
         // the plugin itself reports faults as values, so its state is still coherent.
         self.plugin.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The lock for a caller of a Manager operation: counted as waiting until it has
+    /// it, so that the syncs' steps (dozens of workers' resumes) let it go first.
+    fn plugin_for_caller(&self) -> MutexGuard<'_, Box<dyn Plugin>> {
+        self.callers_waiting.fetch_add(1, Ordering::SeqCst);
+        let plugin = self.plugin();
+        self.callers_waiting.fetch_sub(1, Ordering::SeqCst);
+        plugin
+    }
+
+    /// The lock for a sync's step: first gives way while callers wait (a mutex is not
+    /// fair, and with many workers resuming, a caller could wait behind several steps),
+    /// at most [`STEP_YIELD_MAX`], so steps are never starved.
+    fn plugin_for_steps(&self) -> MutexGuard<'_, Box<dyn Plugin>> {
+        let until = Instant::now() + STEP_YIELD_MAX;
+        while self.callers_waiting.load(Ordering::SeqCst) > 0 && Instant::now() < until {
+            std::thread::sleep(Duration::from_micros(50));
+        }
+        self.plugin()
     }
 
     /// Waits (without the plugin lock) until `calls` API calls may go, at most until
@@ -213,6 +239,7 @@ impl ManagerHandle {
             admission: config.admission.clone(),
             host_view: OnceLock::new(),
             runner: SyncRunner::new(config.max_calls_in_flight, config.call_patience),
+            callers_waiting: AtomicUsize::new(0),
         });
         let worker = Arc::clone(&shared);
         let thread = std::thread::Builder::new()
@@ -368,12 +395,12 @@ impl ManagerHandle {
 
     /// The cached status of a pod.
     pub fn get_pod_status(&self, uid: &str) -> Result<Option<CachedStatus>> {
-        self.shared.plugin().get_pod_status(uid)
+        self.shared.plugin_for_caller().get_pod_status(uid)
     }
 
     /// Caches a pod's status and queues its write when it changed.
     pub fn set_pod_status(&self, pod: &str, status: &str) -> Result<UpdateOutcome> {
-        let mut plugin = self.shared.plugin();
+        let mut plugin = self.shared.plugin_for_caller();
         let uid = self.host_view().and_then(|view| view.report_status_json(pod, status));
         let outcome = plugin.set_pod_status(pod, status);
         self.note_accepted(plugin.as_mut(), uid.as_deref(), Some(status), &outcome);
@@ -382,7 +409,7 @@ impl ManagerHandle {
 
     /// Sets a container's readiness.
     pub fn set_container_readiness(&self, pod_uid: &str, container_id: &str, ready: bool) -> Result<UpdateOutcome> {
-        let mut plugin = self.shared.plugin();
+        let mut plugin = self.shared.plugin_for_caller();
         let outcome = plugin.set_container_readiness(pod_uid, container_id, ready);
         self.note_accepted(plugin.as_mut(), Some(pod_uid), None, &outcome);
         outcome
@@ -391,7 +418,7 @@ impl ManagerHandle {
     /// Sets whether a container passed its startup probe (plugins of contract 0.1.1
     /// and later; see [`crate::Plugin::set_container_startup`]).
     pub fn set_container_startup(&self, pod_uid: &str, container_id: &str, started: bool) -> Result<UpdateOutcome> {
-        let mut plugin = self.shared.plugin();
+        let mut plugin = self.shared.plugin_for_caller();
         let outcome = plugin.set_container_startup(pod_uid, container_id, started);
         self.note_accepted(plugin.as_mut(), Some(pod_uid), None, &outcome);
         outcome
@@ -399,7 +426,7 @@ impl ManagerHandle {
 
     /// Marks every container of the pod terminated.
     pub fn terminate_pod(&self, pod: &str) -> Result<UpdateOutcome> {
-        let mut plugin = self.shared.plugin();
+        let mut plugin = self.shared.plugin_for_caller();
         let uid = self.host_view().and_then(|view| view.report_termination_json(pod));
         let outcome = plugin.terminate_pod(pod);
         self.note_accepted(plugin.as_mut(), uid.as_deref(), None, &outcome);
@@ -409,7 +436,7 @@ impl ManagerHandle {
     /// Drops the statuses of pods not in `keep` (and, when observing, the view's
     /// records of them).
     pub fn remove_orphaned_statuses(&self, keep: &[String]) -> Result<u32> {
-        let mut plugin = self.shared.plugin();
+        let mut plugin = self.shared.plugin_for_caller();
         if let Some(view) = self.host_view() {
             view.retain(keep);
         }
