@@ -267,7 +267,13 @@ fn run_scheduler(shared: &Arc<Shared>, config: &SchedulerConfig) {
 /// What the scheduler does with a request taken off the queue: a 0.2.0 plugin plans its
 /// syncs, which run overlapped; a 0.1.x plugin syncs it under the lock, once the API
 /// client is likely to admit its calls (waiting at most until `deadline`).
+///
+/// Either way the scheduler first waits (holding nothing) until the API client is
+/// likely to admit the calls: planning syncs faster than the budget carries only plans
+/// calls that are throttled (a 0.2.0 sync whose token would come after its call timeout
+/// fails at once, and logic v2's next request plans the same pods again).
 fn handle_request(shared: &Arc<Shared>, request: &SyncRequest, deadline: Instant) {
+    shared.admit(SYNC_POD_CALLS, deadline);
     let _gate = shared.runner.gate();
     if shared.plugin().contract().has_split_syncs() {
         if let Err(e) = plan_and_run(shared, |plugin| plugin.plan_sync_pod(request)) {
@@ -275,13 +281,13 @@ fn handle_request(shared: &Arc<Shared>, request: &SyncRequest, deadline: Instant
         }
         return;
     }
-    shared.admit(SYNC_POD_CALLS, deadline);
     log_sync(request, shared.plugin().sync_pod(request));
 }
 
 /// One periodic batch sync (`what` names it in the log), as [`handle_request`] does a
 /// request.
 fn batch_sync(shared: &Arc<Shared>, deadline: Instant, what: &str) {
+    shared.admit(SYNC_BATCH_CALLS, deadline);
     let _gate = shared.runner.gate();
     if shared.plugin().contract().has_split_syncs() {
         let planned = plan_and_run(shared, |plugin| {
@@ -294,7 +300,6 @@ fn batch_sync(shared: &Arc<Shared>, deadline: Instant, what: &str) {
         }
         return;
     }
-    shared.admit(SYNC_BATCH_CALLS, deadline);
     if let Err(e) = shared.plugin().sync_batch() {
         tracing::error!("{what}: {e}");
     }
