@@ -450,14 +450,17 @@ impl ManagerHandle {
 
     /// Runs a batch sync now, outside the schedule. A 0.2.0 plugin's batch is planned
     /// and its syncs run overlapped, by the API-call workers (which wait for their
-    /// rate-limit tokens like any client); this returns once no sync is in flight, at
-    /// most [`SWAP_DRAIN_MAX`] later. The report is the plan's: its `failed` counts
+    /// rate-limit tokens like any client); it waits for syncs in flight before planning
+    /// and returns once none is (each wait at most [`SWAP_DRAIN_MAX`]). The report is the plan's: its `failed` counts
     /// the pods the batch skipped while deciding, not syncs that then failed.
     pub fn sync_batch(&self) -> Result<BatchReport> {
         let gate = self.shared.runner.gate();
         if !self.shared.plugin().contract().has_split_syncs() {
             return self.shared.plugin().sync_batch();
         }
+        // Syncs still in flight (an earlier batch's) finish first: a batch planned over
+        // them plans again what they are writing, and each such sync would cost a GET.
+        self.shared.runner.wait_idle(Instant::now() + SWAP_DRAIN_MAX);
         let plan = self.shared.plugin_for_caller().plan_sync_batch()?;
         crate::sync_runner::run_planned(&self.shared, plan.syncs);
         drop(gate);
