@@ -7,35 +7,18 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Pod;
 use podstatus_backends::{ApiServer, MemoryApiServer};
 use podstatus_runtime::bindings::UpdateOutcome;
 use podstatus_runtime::{Contract, ManagerHandle, PODSTATUS_V1_ON_0_1, PODSTATUS_V2, SchedulerConfig, World};
 use podstatus_tests::gated_api::GatedApiServer;
-use podstatus_tests::{load, v2_image};
-use serde_json::{Value, json};
+use podstatus_tests::{load, numbered_pod, running_status, v2_image};
+use serde_json::Value;
 
 const WAIT: Duration = Duration::from_secs(20);
 
-fn pod(i: usize) -> Pod {
-    serde_json::from_value(json!({
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"uid": format!("uid-{i:03}"), "name": format!("pod-{i}"), "namespace": "default"},
-        "spec": {"containers": [{"name": "app", "image": "app:1"}]}
-    }))
-    .unwrap()
-}
-
-fn status(restarts: u64) -> String {
-    json!({"phase": "Running", "containerStatuses": [{"name": "app", "image": "app:1", "imageID": "",
-        "containerID": "containerd://app", "ready": true, "restartCount": restarts,
-        "state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}}}]})
-    .to_string()
-}
-
 /// A world of `pods` pods whose API server holds every call at a closed gate.
 fn gated_world(pods: usize) -> (Arc<MemoryApiServer>, Arc<GatedApiServer>, World) {
-    let (store, mut world) = podstatus_tests::memory_world((0..pods).map(pod), true, 10_000);
+    let (store, mut world) = podstatus_tests::memory_world((0..pods).map(numbered_pod), true, 10_000);
     let gate = GatedApiServer::new(store.clone());
     world.api_server = gate.clone();
     (store, gate, world)
@@ -48,7 +31,7 @@ fn restarts_in_api(store: &MemoryApiServer, i: usize) -> Option<u64> {
 }
 
 fn pod_json(i: usize) -> String {
-    serde_json::to_string(&pod(i)).unwrap()
+    serde_json::to_string(&numbered_pod(i)).unwrap()
 }
 
 /// Waits until `check` holds, at most [`WAIT`].
@@ -69,7 +52,7 @@ fn syncs_of_many_pods_overlap_and_callers_are_served_while_every_call_waits() {
     let (manager, scheduler) = ManagerHandle::start(Box::new(plugin), world.queue.clone(), SchedulerConfig::default());
 
     for i in 0..PODS {
-        assert_eq!(manager.set_pod_status(&pod_json(i), &status(1)).unwrap(), UpdateOutcome::Queued);
+        assert_eq!(manager.set_pod_status(&pod_json(i), &running_status(1)).unwrap(), UpdateOutcome::Queued);
     }
     // Logic v2 queues one request, whose pass plans a sync of every pod: each asks for
     // its GET, and all of them wait at the gate together.
@@ -77,9 +60,9 @@ fn syncs_of_many_pods_overlap_and_callers_are_served_while_every_call_waits() {
 
     // Every call is out, and the plugin still serves the node's side.
     for i in 0..PODS {
-        let cached = manager.get_pod_status(&format!("uid-{i:03}")).unwrap().expect("cached");
+        let cached = manager.get_pod_status(&format!("uid-{i:04}")).unwrap().expect("cached");
         assert_eq!(cached.version, 1);
-        assert_eq!(manager.set_pod_status(&pod_json(i), &status(2)).unwrap(), UpdateOutcome::Queued);
+        assert_eq!(manager.set_pod_status(&pod_json(i), &running_status(2)).unwrap(), UpdateOutcome::Queued);
     }
     assert_eq!(gate.in_flight(), PODS, "no second call of a pod while its first is out");
 
@@ -98,12 +81,12 @@ fn a_pods_later_versions_wait_behind_its_sync_and_coalesce() {
     let plugin = v2_image().instantiate(world.clone()).unwrap();
     let (manager, scheduler) = ManagerHandle::start(Box::new(plugin), world.queue.clone(), SchedulerConfig::default());
 
-    manager.set_pod_status(&pod_json(0), &status(1)).unwrap();
+    manager.set_pod_status(&pod_json(0), &running_status(1)).unwrap();
     assert!(gate.wait_in_flight(1, WAIT));
     // Four newer versions while the first sync's GET is out: each queues a request
     // whose sync of the pod must wait behind the one in flight.
     for restarts in 2..=5 {
-        manager.set_pod_status(&pod_json(0), &status(restarts)).unwrap();
+        manager.set_pod_status(&pod_json(0), &running_status(restarts)).unwrap();
     }
     std::thread::sleep(Duration::from_millis(50));
     assert_eq!(gate.in_flight(), 1, "the later syncs wait; nothing else of the pod is sent");
@@ -122,7 +105,7 @@ fn a_hot_swap_with_syncs_in_flight_loses_and_doubles_nothing_both_ways() {
     let plugin = v2_image().instantiate(world.clone()).unwrap();
     let (manager, scheduler) = ManagerHandle::start(Box::new(plugin), world.queue.clone(), SchedulerConfig::default());
     for i in 0..PODS {
-        manager.set_pod_status(&pod_json(i), &status(1)).unwrap();
+        manager.set_pod_status(&pod_json(i), &running_status(1)).unwrap();
     }
     assert!(gate.wait_in_flight(PODS, WAIT));
 
@@ -142,18 +125,18 @@ fn a_hot_swap_with_syncs_in_flight_loses_and_doubles_nothing_both_ways() {
 
     // 0.1.0 writes serially; then back to 0.2.0 while its syncs are queued.
     for i in 0..PODS {
-        manager.set_pod_status(&pod_json(i), &status(2)).unwrap();
+        manager.set_pod_status(&pod_json(i), &running_status(2)).unwrap();
     }
     let overlapping = load(PODSTATUS_V2).instantiate(world.clone()).unwrap();
     let report = manager.swap(Box::new(overlapping)).expect("swapped back");
     assert_eq!((report.from, report.to), (Contract::V0_1_0, Contract::V0_2_0));
     for i in 0..PODS {
-        manager.set_pod_status(&pod_json(i), &status(3)).unwrap();
+        manager.set_pod_status(&pod_json(i), &running_status(3)).unwrap();
     }
     eventually("the newest versions are written", || (0..PODS).all(|i| restarts_in_api(&store, i) == Some(3)));
     assert_eq!(scheduler.shutdown(WAIT), 0);
     for i in 0..PODS {
-        let cached = manager.get_pod_status(&format!("uid-{i:03}")).unwrap().expect("cached");
+        let cached = manager.get_pod_status(&format!("uid-{i:04}")).unwrap().expect("cached");
         assert_eq!(cached.version, 3, "every accepted version counted once");
         assert!(gate.writes(&format!("pod-{i}")) <= 3, "no version written twice");
     }

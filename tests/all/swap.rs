@@ -6,7 +6,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Pod;
 use podstatus_backends::ApiServer;
 use podstatus_backends::MemoryApiServer;
 use podstatus_runtime::World;
@@ -14,27 +13,11 @@ use podstatus_runtime::{Contract, SwapError};
 use podstatus_runtime::{ManagerHandle, SchedulerConfig};
 use podstatus_runtime::{PluginRuntime, RuntimeConfig};
 use podstatus_test_programs::{ADVERSARY_REFUSE_STATE, ADVERSARY_TRAP_ON_LOAD, ADVERSARY_TRAP_ON_SYNC, WRONG_CONTRACT};
-use podstatus_tests::{cache_dir, replay_component, v1_image};
+use podstatus_tests::{cache_dir, numbered_pod, replay_component, running_status, v1_image};
 use serde_json::json;
 
-fn pod(i: usize) -> Pod {
-    serde_json::from_value(json!({
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"uid": format!("uid-{i:04}"), "name": format!("pod-{i}"), "namespace": "default"},
-        "spec": {"containers": [{"name": "app", "image": "app:1"}]}
-    }))
-    .unwrap()
-}
-
-fn status(restarts: u64) -> String {
-    json!({"phase": "Running", "containerStatuses": [{"name": "app", "image": "app:1", "imageID": "",
-        "containerID": "containerd://app", "ready": true, "restartCount": restarts,
-        "state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}}}]})
-    .to_string()
-}
-
 fn world(pods: usize) -> (Arc<MemoryApiServer>, World) {
-    podstatus_tests::memory_world((0..pods).map(pod), false, 100_000)
+    podstatus_tests::memory_world((0..pods).map(numbered_pod), false, 100_000)
 }
 
 fn runtime() -> PluginRuntime {
@@ -63,8 +46,8 @@ fn a_swap_under_concurrent_callers_loses_nothing_and_runs_nothing_twice() {
                 while !stop.load(Ordering::SeqCst) || round < 5 {
                     round += 1;
                     for i in (t..PODS).step_by(3) {
-                        let json = serde_json::to_string(&pod(i)).unwrap();
-                        manager.set_pod_status(&json, &status(round)).unwrap();
+                        let json = serde_json::to_string(&numbered_pod(i)).unwrap();
+                        manager.set_pod_status(&json, &running_status(round)).unwrap();
                         accepted.fetch_add(1, Ordering::SeqCst);
                     }
                 }
@@ -110,7 +93,7 @@ fn a_failing_new_plugin_leaves_the_old_one_serving() {
         SchedulerConfig::default(),
     );
     for i in 0..3 {
-        manager.set_pod_status(&serde_json::to_string(&pod(i)).unwrap(), &status(1)).unwrap();
+        manager.set_pod_status(&serde_json::to_string(&numbered_pod(i)).unwrap(), &running_status(1)).unwrap();
     }
 
     let cases: [(&str, &[u8]); 3] = [
@@ -130,7 +113,7 @@ fn a_failing_new_plugin_leaves_the_old_one_serving() {
     assert!(matches!(err, podstatus_runtime::LoadError::WrongWorld(_)), "{err}");
 
     assert_eq!(
-        manager.set_pod_status(&serde_json::to_string(&pod(0)).unwrap(), &status(2)).unwrap(),
+        manager.set_pod_status(&serde_json::to_string(&numbered_pod(0)).unwrap(), &running_status(2)).unwrap(),
         podstatus_runtime::bindings::UpdateOutcome::Queued
     );
 }
@@ -169,9 +152,9 @@ fn replay_swaps_in_the_middle_of_every_kind_of_operation_without_changing_the_ou
 #[test]
 fn a_refused_swap_in_replay_is_recorded_and_the_old_plugin_serves_on() {
     let trace = json!({
-        "pod_manager": [pod(1)], "apiserver": [pod(1)],
+        "pod_manager": [numbered_pod(1)], "apiserver": [numbered_pod(1)],
         "steps": [
-            {"op": "set-pod-status", "pod": "uid-0001", "status": serde_json::from_str::<serde_json::Value>(&status(1)).unwrap()},
+            {"op": "set-pod-status", "pod": "uid-0001", "status": serde_json::from_str::<serde_json::Value>(&running_status(1)).unwrap()},
             {"op": "swap", "plugin": "does-not-exist.wasm"},
             {"op": "get-pod-status", "uid": "uid-0001"}
         ]
@@ -197,14 +180,14 @@ fn supervised_plugins_swap_both_ways_between_logic_versions() {
         SchedulerConfig::default(),
     );
     for i in 0..6 {
-        manager.set_pod_status(&serde_json::to_string(&pod(i)).unwrap(), &status(1)).unwrap();
+        manager.set_pod_status(&serde_json::to_string(&numbered_pod(i)).unwrap(), &running_status(1)).unwrap();
     }
     let report = manager.swap(Box::new(SupervisedPlugin::new(v2.clone(), world.clone()).unwrap())).unwrap();
     assert_eq!((report.from, report.to), (Contract::V0_1_0, Contract::V0_2_0));
     assert_eq!(manager.contract().package(), "kubelet:status@0.2.0");
     // v2 goes on from v1's versions.
     for i in 0..3 {
-        manager.set_pod_status(&serde_json::to_string(&pod(i)).unwrap(), &status(2)).unwrap();
+        manager.set_pod_status(&serde_json::to_string(&numbered_pod(i)).unwrap(), &running_status(2)).unwrap();
     }
     let report = manager.swap(Box::new(SupervisedPlugin::new(v1, world.clone()).unwrap())).unwrap();
     assert_eq!(report.to, Contract::V0_1_0);
@@ -301,7 +284,7 @@ fn supervised_swaps_and_the_recovery_copy_carry_the_finished_mark() {
     let runtime = runtime();
     let v1 = runtime.load(podstatus_runtime::PODSTATUS_V1).unwrap();
     let v2 = runtime.load(podstatus_runtime::PODSTATUS_V2).unwrap();
-    let mut terminating = pod(7);
+    let mut terminating = numbered_pod(7);
     terminating.metadata.deletion_timestamp =
         Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time("2026-01-01T00:00:00Z".parse().unwrap()));
     let pod_json = serde_json::to_string(&terminating).unwrap();
@@ -371,7 +354,7 @@ fn logic_v3_swaps_both_ways_with_v1_and_v2_and_its_last_written_statuses_survive
     // Directly: the supervisor's copy has v3's record, v1 and v2 hand it back as it is.
     let (api, small) = world(2);
     let mut first = SupervisedPlugin::new(v3.clone(), small.clone()).unwrap();
-    first.set_pod_status(&serde_json::to_string(&pod(0)).unwrap(), &status(1)).unwrap();
+    first.set_pod_status(&serde_json::to_string(&numbered_pod(0)).unwrap(), &running_status(1)).unwrap();
     first.sync_batch().unwrap();
     let written = last_written(&first.accepted_state(), 0);
     assert_eq!((written["uid"].as_str(), written["version"].as_u64()), (Some("uid-0000"), Some(1)), "{written}");
@@ -398,7 +381,9 @@ fn logic_v3_swaps_both_ways_with_v1_and_v2_and_its_last_written_statuses_survive
     );
     let set = |pods: std::ops::Range<usize>, restarts: u64| {
         for i in pods {
-            manager.set_pod_status(&serde_json::to_string(&pod(i)).unwrap(), &status(restarts)).unwrap();
+            manager
+                .set_pod_status(&serde_json::to_string(&numbered_pod(i)).unwrap(), &running_status(restarts))
+                .unwrap();
         }
         manager.sync_batch().unwrap();
     };

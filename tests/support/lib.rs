@@ -162,6 +162,26 @@ pub fn memory_world(
     (api, world)
 }
 
+/// Pod number `i` of a numbered set: `default/pod-{i}`, UID `uid-{i:04}`, one container
+/// `app` (image `app:1`), no status. For tests that want many alike pods.
+pub fn numbered_pod(i: usize) -> k8s_openapi::api::core::v1::Pod {
+    serde_json::from_value(serde_json::json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"uid": format!("uid-{i:04}"), "name": format!("pod-{i}"), "namespace": "default"},
+        "spec": {"containers": [{"name": "app", "image": "app:1"}]}
+    }))
+    .expect("a valid pod")
+}
+
+/// A numbered pod's status: running and ready, its container restarted `restarts`
+/// times (each count is a new status).
+pub fn running_status(restarts: u64) -> String {
+    serde_json::json!({"phase": "Running", "containerStatuses": [{"name": "app", "image": "app:1", "imageID": "",
+        "containerID": "containerd://app", "ready": true, "restartCount": restarts,
+        "state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}}}]})
+    .to_string()
+}
+
 /// A test pod being built: named, with a uid, in namespace "ns" until told otherwise, with
 /// no spec or status until asked for. One builder, so each test file says only what its
 /// pods have that matters to it (`TestPod::new("web", "u1").node(NODE).container("c").build()`).

@@ -7,6 +7,9 @@ use std::cell::RefCell;
 use podstatus_logic_v2::{ApiError, Level, Manager, ManagerError, SyncOutcome, UpdateOutcome};
 
 mod imports;
+#[path = "../../glue/outcomes.rs"]
+mod outcomes;
+use outcomes::{sync_outcome, update_outcome};
 
 wit_bindgen::generate!({
     world: "status-manager",
@@ -98,30 +101,6 @@ impl wit::Guest for Component {
 
     fn apply_state_changes(changes: String) -> Result<(), wit::ManagerError> {
         with_manager(|m| m.apply_state_changes(&changes)).map_err(manager_error)
-    }
-}
-
-fn update_outcome(o: UpdateOutcome) -> wit::UpdateOutcome {
-    match o {
-        UpdateOutcome::Queued => wit::UpdateOutcome::Queued,
-        UpdateOutcome::QueueFull => wit::UpdateOutcome::QueueFull,
-        UpdateOutcome::Unchanged => wit::UpdateOutcome::Unchanged,
-        UpdateOutcome::PodNotFound => wit::UpdateOutcome::PodNotFound,
-        UpdateOutcome::NotCached => wit::UpdateOutcome::NotCached,
-        UpdateOutcome::UnknownContainer => wit::UpdateOutcome::UnknownContainer,
-    }
-}
-
-fn sync_outcome(o: SyncOutcome) -> wit::SyncOutcome {
-    match o {
-        SyncOutcome::UpToDate => wit::SyncOutcome::UpToDate,
-        SyncOutcome::PodNotFound => wit::SyncOutcome::PodNotFound,
-        SyncOutcome::GetFailed => wit::SyncOutcome::GetFailed,
-        SyncOutcome::Recreated => wit::SyncOutcome::Recreated,
-        SyncOutcome::WriteFailed => wit::SyncOutcome::WriteFailed,
-        SyncOutcome::Written => wit::SyncOutcome::Written,
-        SyncOutcome::Deleted => wit::SyncOutcome::Deleted,
-        SyncOutcome::DeleteFailed => wit::SyncOutcome::DeleteFailed,
     }
 }
 

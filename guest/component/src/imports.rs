@@ -2,24 +2,14 @@
 
 use podstatus_logic::{ApiError, DeleteOptions, Imports, Level, StatusUpdate, SyncRequest, Timestamp, UidTranslations};
 
-use crate::kubelet::status::{api_server, clock, deletion_safety, logging, pod_manager, sync_queue, types};
+use crate::kubelet::status::api_server;
 
 /// The imports of the `status-manager` world; stateless, the host holds the world.
 pub struct WitImports;
 
-pub fn log(level: Level, message: &str) {
-    logging::log(wit_level(level), message);
-}
-
-fn wit_level(level: Level) -> logging::Level {
-    match level {
-        Level::Error => logging::Level::Error,
-        Level::Warn => logging::Level::Warn,
-        Level::Info => logging::Level::Info,
-        Level::Debug => logging::Level::Debug,
-        Level::Trace => logging::Level::Trace,
-    }
-}
+#[path = "../../glue/world_imports.rs"]
+mod world;
+pub use world::log;
 
 impl Imports for WitImports {
     fn get_pod(&mut self, namespace: &str, name: &str) -> Result<String, ApiError> {
@@ -46,42 +36,7 @@ impl Imports for WitImports {
         api_server::delete_pod(namespace, name, &options).map_err(crate::api_error)
     }
 
-    fn get_pod_by_uid(&mut self, uid: &str) -> Option<String> {
-        pod_manager::get_pod_by_uid(uid)
-    }
-
-    fn get_mirror_pod_by_pod(&mut self, pod_json: &str) -> Option<String> {
-        pod_manager::get_mirror_pod_by_pod(pod_json)
-    }
-
-    fn translate_pod_uid(&mut self, uid: &str) -> String {
-        pod_manager::translate_pod_uid(uid)
-    }
-
-    fn get_uid_translations(&mut self) -> UidTranslations {
-        let t = pod_manager::get_uid_translations();
-        UidTranslations { pod_to_mirror: t.pod_to_mirror, mirror_to_pod: t.mirror_to_pod }
-    }
-
-    fn pod_resources_are_reclaimed(&mut self, pod_json: &str, status_json: &str) -> bool {
-        deletion_safety::pod_resources_are_reclaimed(pod_json, status_json)
-    }
-
-    fn now(&mut self) -> Timestamp {
-        let types::Timestamp { seconds, nanoseconds } = clock::now();
-        Timestamp { seconds, nanoseconds }
-    }
-
-    fn log(&mut self, level: Level, message: &str) {
-        log(level, message);
-    }
-
-    fn log_enabled(&mut self, level: Level) -> bool {
-        logging::enabled(wit_level(level))
-    }
-
-    fn push_sync_request(&mut self, request: SyncRequest) -> bool {
+    world::forward_world_imports!(before_push: {
         crate::failpoint!(PUSH);
-        sync_queue::push(&types::SyncRequest { id: request.id, pod_uid: request.pod_uid, version: request.version })
-    }
+    });
 }

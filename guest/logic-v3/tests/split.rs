@@ -2,62 +2,10 @@
 //! the patch sent without reading, and a refused patch goes on with v2's read.
 
 use podstatus_logic_testing::*;
-use podstatus_logic_v3::{
-    ApiCall, ApiError, ApiReply, BatchReport, Level, Manager, ManagerError, SyncOrigin, SyncOutcome, SyncRequest,
-    SyncStep,
-};
-use serde_json::{Value, json};
+use podstatus_logic_v3::{ApiCall, ApiError, ApiReply, Level, Manager, SyncOutcome, SyncStep};
+use serde_json::json;
 
-type M = Manager<FakeWorld>;
-
-fn set(m: &mut M, pod: &Value, status: Value) {
-    m.set_pod_status(&pod.to_string(), &status.to_string()).unwrap_or_else(|e| panic!("set_pod_status: {e}"));
-}
-
-fn running(phase: &str, ready: bool) -> Value {
-    json!({"phase": phase, "containerStatuses": [container("c", ready)]})
-}
-
-/// Runs sync `id` to its end, answering each call at once from the world.
-fn drive(m: &mut M, id: u64) -> Result<SyncOutcome, ManagerError> {
-    let mut step = m.start_sync(id)?;
-    loop {
-        match step {
-            SyncStep::Done(outcome) => return Ok(outcome),
-            SyncStep::Call(call) => {
-                let reply = m.imports_mut().answer(call);
-                step = m.resume_sync(id, reply)?;
-            }
-        }
-    }
-}
-
-/// A host's `sync-pod`: plans, then runs every planned sync; the request's outcome.
-fn split_sync_pod(m: &mut M, request: &SyncRequest) -> Result<SyncOutcome, ManagerError> {
-    let mut outcome = Ok(SyncOutcome::UpToDate);
-    for sync in m.plan_sync_pod(request)? {
-        let result = drive(m, sync.id);
-        if sync.origin == SyncOrigin::Request {
-            outcome = result;
-        }
-    }
-    outcome
-}
-
-/// A host's `sync-batch`: plans, runs every planned sync, counts the failed ones.
-fn split_sync_batch(m: &mut M) -> BatchReport {
-    let plan = m.plan_sync_batch();
-    let mut report = plan.report;
-    for sync in plan.syncs {
-        if drive(m, sync.id).is_err() {
-            report.failed += 1;
-        }
-    }
-    report
-}
-
-type SyncPod = fn(&mut M, &SyncRequest) -> Result<SyncOutcome, ManagerError>;
-type SyncBatch = fn(&mut M) -> BatchReport;
+podstatus_logic_testing::split_sync_drivers!(Manager<FakeWorld>);
 
 /// Patches, a deletion after terminate-pod, a pod gone from the API server, static
 /// pods with and without mirror pod, drift, a failed GET, garbage from the API server
@@ -111,24 +59,6 @@ fn scenario(m: &mut M, sync_pod: SyncPod, sync_batch: SyncBatch) -> Vec<String> 
     drain(m, &mut seen);
     seen.push(format!("{:?}", sync_batch(m)));
     seen
-}
-
-/// Everything the world saw, and the manager's state.
-#[derive(Debug, PartialEq)]
-struct Observed {
-    /// What each sync returned.
-    seen: Vec<String>,
-    calls: Vec<Call>,
-    logs: Vec<(Level, String)>,
-    state: String,
-    /// How often deletion safety was asked.
-    queries: u32,
-}
-
-fn observed(m: &mut M, seen: Vec<String>) -> Observed {
-    let state = m.save_state().expect("save_state");
-    let world = m.imports_mut();
-    Observed { seen, calls: world.calls.clone(), logs: world.logs.clone(), state, queries: world.running_queries }
 }
 
 #[test]

@@ -35,6 +35,9 @@ mod calls;
 #[allow(dead_code)]
 mod failpoints;
 mod imports;
+#[path = "../../glue/outcomes.rs"]
+mod outcomes;
+use outcomes::{sync_outcome, update_outcome};
 
 wit_bindgen::generate!({
     world: "status-manager",
@@ -171,30 +174,6 @@ fn sync_step(step: SyncStep) -> wit::SyncStep {
     match step {
         SyncStep::Call(call) => wit::SyncStep::Call(calls::api_call(call)),
         SyncStep::Done(outcome) => wit::SyncStep::Done(sync_outcome(outcome)),
-    }
-}
-
-fn update_outcome(o: UpdateOutcome) -> wit::UpdateOutcome {
-    match o {
-        UpdateOutcome::Queued => wit::UpdateOutcome::Queued,
-        UpdateOutcome::QueueFull => wit::UpdateOutcome::QueueFull,
-        UpdateOutcome::Unchanged => wit::UpdateOutcome::Unchanged,
-        UpdateOutcome::PodNotFound => wit::UpdateOutcome::PodNotFound,
-        UpdateOutcome::NotCached => wit::UpdateOutcome::NotCached,
-        UpdateOutcome::UnknownContainer => wit::UpdateOutcome::UnknownContainer,
-    }
-}
-
-fn sync_outcome(o: SyncOutcome) -> wit::SyncOutcome {
-    match o {
-        SyncOutcome::UpToDate => wit::SyncOutcome::UpToDate,
-        SyncOutcome::PodNotFound => wit::SyncOutcome::PodNotFound,
-        SyncOutcome::GetFailed => wit::SyncOutcome::GetFailed,
-        SyncOutcome::Recreated => wit::SyncOutcome::Recreated,
-        SyncOutcome::WriteFailed => wit::SyncOutcome::WriteFailed,
-        SyncOutcome::Written => wit::SyncOutcome::Written,
-        SyncOutcome::Deleted => wit::SyncOutcome::Deleted,
-        SyncOutcome::DeleteFailed => wit::SyncOutcome::DeleteFailed,
     }
 }
 

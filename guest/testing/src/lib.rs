@@ -5,6 +5,15 @@
 //! only, time only from a settable clock) and recording every API call for assertions;
 //! pod builders; and, in [`v2`], helpers that drive logic v2 over it.
 
+mod split;
+
+/// What [`split_sync_drivers`]'s expansion names, whatever the calling crate imports.
+#[doc(hidden)]
+pub mod __private {
+    pub use podstatus_logic;
+    pub use serde_json;
+}
+
 use std::collections::{BTreeMap, VecDeque};
 
 use k8s_openapi::api::core::v1::{Pod, PodStatus};

@@ -305,10 +305,7 @@ pub fn execute(full: &Trace, quiet_from: usize, target: &Target, checks: Option<
         }));
     }
     let uids = known_uids(full);
-    let semantics = match target.instantiate(throwaway_world()) {
-        Ok(mut probe) => WriteSemantics::of(probe.as_mut()),
-        Err(e) => return Err(TraceError::Plugin(e)),
-    };
+    let semantics = WriteSemantics::of(stepper.plugin());
     let checker = if checks == Some(true) { Checker::strict() } else { Checker::new() };
     let mut checker = checker.with_semantics(semantics);
     let mut observer = CacheObserver::default();

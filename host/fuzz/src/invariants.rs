@@ -254,7 +254,7 @@ pub enum WriteSemantics {
 }
 
 impl WriteSemantics {
-    /// The semantics of `plugin`, a fresh instance over a world of its own: contract
+    /// The semantics of `plugin`, before it has run anything: contract
     /// 0.1.0 is logic v1 (replace), 0.1.1 is logic v2 or v3 (merge). A 0.2.0 plugin may
     /// be any logic version; logic v1 is the one without startup probes, so a plugin
     /// that answers `set-container-startup` with `unsupported` replaces, the others

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use crate::bindings::{BatchReport, CachedStatus, Contract, SyncOutcome, SyncRequest, UpdateOutcome};
 use crate::plugin::{Plugin, Result};
 use crate::swap::{SwapError, SwapReport, load_checked, move_changes};
-use crate::sync_runner::{PluginHost, SyncRunner, plan_and_run};
+use crate::sync_runner::{PluginHost, SyncRunner, run_planned};
 use podstatus_backends::host_view::Accepted;
 use podstatus_backends::{HostView, SyncQueue, Wait};
 
@@ -275,13 +275,17 @@ fn run_scheduler(shared: &Arc<Shared>, config: &SchedulerConfig) {
 fn handle_request(shared: &Arc<Shared>, request: &SyncRequest, deadline: Instant) {
     shared.admit(SYNC_POD_CALLS, deadline);
     let _gate = shared.runner.gate();
-    if shared.plugin().contract().has_split_syncs() {
-        if let Err(e) = plan_and_run(shared, |plugin| plugin.plan_sync_pod(request)) {
-            tracing::error!(pod = %request.pod_uid, version = request.version, "sync: {e}");
-        }
+    let mut plugin = shared.plugin();
+    if !plugin.contract().has_split_syncs() {
+        log_sync(request, plugin.sync_pod(request));
         return;
     }
-    log_sync(request, shared.plugin().sync_pod(request));
+    let planned = plugin.plan_sync_pod(request);
+    drop(plugin);
+    match planned {
+        Ok(syncs) => run_planned(shared, syncs),
+        Err(e) => tracing::error!(pod = %request.pod_uid, version = request.version, "sync: {e}"),
+    }
 }
 
 /// One periodic batch sync (`what` names it in the log), as [`handle_request`] does a
@@ -289,19 +293,21 @@ fn handle_request(shared: &Arc<Shared>, request: &SyncRequest, deadline: Instant
 fn batch_sync(shared: &Arc<Shared>, deadline: Instant, what: &str) {
     shared.admit(SYNC_BATCH_CALLS, deadline);
     let _gate = shared.runner.gate();
-    if shared.plugin().contract().has_split_syncs() {
-        let planned = plan_and_run(shared, |plugin| {
-            let plan = plugin.plan_sync_batch()?;
-            tracing::debug!(report = ?plan.report, syncs = plan.syncs.len(), "{what} planned");
-            Ok(plan.syncs)
-        });
-        if let Err(e) = planned {
+    let mut plugin = shared.plugin();
+    if !plugin.contract().has_split_syncs() {
+        if let Err(e) = plugin.sync_batch() {
             tracing::error!("{what}: {e}");
         }
         return;
     }
-    if let Err(e) = shared.plugin().sync_batch() {
-        tracing::error!("{what}: {e}");
+    let planned = plugin.plan_sync_batch();
+    drop(plugin);
+    match planned {
+        Ok(plan) => {
+            tracing::debug!(report = ?plan.report, syncs = plan.syncs.len(), "{what} planned");
+            run_planned(shared, plan.syncs);
+        }
+        Err(e) => tracing::error!("{what}: {e}"),
     }
 }
 
@@ -462,7 +468,7 @@ impl ManagerHandle {
         // them plans again what they are writing, and each such sync would cost a GET.
         self.shared.runner.wait_idle(Instant::now() + SWAP_DRAIN_MAX);
         let plan = self.shared.plugin_for_caller().plan_sync_batch()?;
-        crate::sync_runner::run_planned(&self.shared, plan.syncs);
+        run_planned(&self.shared, plan.syncs);
         drop(gate);
         self.shared.runner.wait_idle(Instant::now() + SWAP_DRAIN_MAX);
         Ok(plan.report)

@@ -106,6 +106,17 @@ impl SyncRunner {
         true
     }
 
+    /// The sync `id` of `pod_uid` is over: what to start next (see [`SyncTable::finish`]),
+    /// waking whoever waits for the table to be idle.
+    fn finish(&self, pod_uid: &str, id: u64) -> crate::sync_table::Next {
+        let mut table = self.table();
+        let next = table.finish(pod_uid, id);
+        if table.is_idle() {
+            self.idle.notify_all();
+        }
+        next
+    }
+
     /// Stops the workers once their calls are made; syncs still waiting are forgotten.
     pub(crate) fn stop(&self) {
         *self.calls.lock().unwrap_or_else(PoisonError::into_inner) = Calls::Stopped;
@@ -128,18 +139,6 @@ pub(crate) fn run_planned<H: PluginHost>(host: &Arc<H>, syncs: Vec<PodSync>) {
     }
 }
 
-/// Plans syncs (`plan`, under the plugin lock) and runs them; the plan's error is
-/// returned. The caller holds the gate.
-pub(crate) fn plan_and_run<H: PluginHost>(
-    host: &Arc<H>,
-    plan: impl FnOnce(&mut dyn Plugin) -> Result<Vec<PodSync>>,
-) -> Result<usize> {
-    let syncs = plan(host.plugin().as_mut())?;
-    let planned = syncs.len();
-    run_planned(host, syncs);
-    Ok(planned)
-}
-
 /// Moves `sync` on after a step: hands its call to a worker, or, once it is over, starts
 /// the next sync of its pod (dropping the older ones it covers).
 fn advance<H: PluginHost>(host: &Arc<H>, mut sync: PodSync, mut step: Result<SyncStep>, mut world: World) {
@@ -158,15 +157,7 @@ fn advance<H: PluginHost>(host: &Arc<H>, mut sync: PodSync, mut step: Result<Syn
             // The plugin logged why (as 0.1.x logged a failed sync in a pass or batch).
             Err(e) => tracing::debug!(pod = %sync.pod_uid, sync = sync.id, origin = ?sync.origin, "sync failed: {e}"),
         }
-        let next = {
-            let runner = host.runner();
-            let mut table = runner.table();
-            let next = table.finish(&sync.pod_uid, sync.id);
-            if table.is_idle() {
-                runner.idle.notify_all();
-            }
-            next
-        };
+        let next = host.runner().finish(&sync.pod_uid, sync.id);
         let Some(start) = next.start else { return };
         let mut plugin = host.plugin();
         for covered in &next.superseded {
@@ -211,11 +202,8 @@ fn dispatch<H: PluginHost>(host: &Arc<H>, job: Job) {
     // Stopping: the call is not made; the sync ends here (its status stays cached).
     tracing::debug!(pod = %job.sync.pod_uid, sync = job.sync.id, "not syncing: the runner stopped");
     let _ = host.plugin().drop_sync(job.sync.id);
-    let mut table = runner.table();
-    let _ = table.finish(&job.sync.pod_uid, job.sync.id);
-    if table.is_idle() {
-        runner.idle.notify_all();
-    }
+    // The waiting syncs of the pod are forgotten with the runner.
+    let _ = runner.finish(&job.sync.pod_uid, job.sync.id);
 }
 
 /// A worker: makes calls holding nothing, resumes their syncs under the plugin lock.
