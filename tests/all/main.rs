@@ -12,6 +12,7 @@ mod embedded_server_latency;
 mod embedded_server_nodes;
 mod handle;
 mod hostile;
+mod hostile_split;
 mod kube_client;
 mod kubectl;
 mod metrics;

@@ -4,7 +4,9 @@
 //! batch's syncs may be dropped unstarted; logic v1 has no startup probes.
 
 use podstatus_backends::ApiServer;
-use podstatus_runtime::bindings::{ApiCall, ManagerError, SyncOrigin, SyncOutcome, SyncStep, UpdateOutcome};
+use podstatus_runtime::bindings::{
+    ApiCall, BatchSlice, ManagerError, SyncOrigin, SyncOutcome, SyncStep, UpdateOutcome,
+};
 use podstatus_runtime::{CallError, Contract, PODSTATUS_V1, PODSTATUS_V2, PODSTATUS_V3, Plugin, api};
 use podstatus_tests::{TestPod, load, memory_world};
 
@@ -53,9 +55,9 @@ fn sync_one_pod(plugin: &[u8]) -> (Vec<&'static str>, Result<UpdateOutcome, Call
     assert_eq!(stored.status.as_ref().and_then(|s| s.phase.as_deref()), Some("Running"));
 
     // The batch finds nothing to write; another version makes a sync it may drop.
-    assert!(plugin.plan_sync_batch().unwrap().syncs.is_empty());
+    assert!(plugin.plan_sync_batch(&BatchSlice { after: None, max_pods: 100 }).unwrap().syncs.is_empty());
     assert_eq!(plugin.set_pod_status(&pod_json, r#"{"phase":"Failed"}"#).unwrap(), UpdateOutcome::Queued);
-    let plan = plugin.plan_sync_batch().unwrap();
+    let plan = plugin.plan_sync_batch(&BatchSlice { after: None, max_pods: 100 }).unwrap();
     assert_eq!(plan.syncs.len(), 1);
     assert_eq!(plan.syncs[0].origin, SyncOrigin::Batch);
     assert!(plugin.drop_sync(plan.syncs[0].id).unwrap());

@@ -1,7 +1,8 @@
 //! Builds the test programs into components and generates one constant per component:
 //! every feature of `guests/adversary` is one adversary (`ADVERSARY_INFINITE_LOOP` for
 //! feature `infinite-loop`), `guests/prober` is one component whose probe each test
-//! picks at run time (`PROBER`), the `hostile` adversary gets three extra memories (see
+//! picks at run time (`PROBER`), `guests/split-adversary` forges what a 0.2.0 plugin
+//! hands the host (`SPLIT_ADVERSARY`), the `hostile` adversary gets three extra memories (see
 //! `extra_memories.rs`), and `guest/component` with its `failpoints` feature is the
 //! real plugin with faults on demand (`FAILPOINTS`). The build fails when a component is
 //! used by no test under `tests/all/` or `host/cli/tests/`, so none is built for nothing.
@@ -55,6 +56,12 @@ fn main() {
         "podstatus-test-prober",
         &[],
         "A hostile plugin probing the reach guard, its probe chosen by an annotation of the pod it is handed.",
+    );
+    add(
+        "SPLIT_ADVERSARY".into(),
+        "podstatus-test-split-adversary",
+        &[],
+        "A hostile plugin of contract 0.2.0 forging plans, batch cursors and calls, its attack chosen by the name of the pod it is handed.",
     );
     add(
         "FAILPOINTS".into(),

@@ -40,6 +40,7 @@ pub mod patch;
 pub use imports::{Imports, StatusPatch, V1Imports};
 pub use manager::{Manager, V2Sync};
 pub use podstatus_logic::{
-    ApiCall, ApiError, ApiReply, BatchPlan, BatchReport, CachedStatus, DeleteOptions, Level, ManagerError, PodSync,
-    Result, StatusUpdate, SyncOrigin, SyncOutcome, SyncRequest, SyncStep, Timestamp, UidTranslations, UpdateOutcome,
+    ApiCall, ApiError, ApiReply, BatchPlan, BatchReport, BatchSlice, CachedStatus, DeleteOptions, Level, ManagerError,
+    PodSync, Result, StatusUpdate, SyncOrigin, SyncOutcome, SyncRequest, SyncStep, Timestamp, UidTranslations,
+    UpdateOutcome,
 };

@@ -18,8 +18,8 @@ use podstatus_logic::pod::PodView;
 use podstatus_logic::ready::find_condition_mut;
 use podstatus_logic::sync::{ApiPod, SyncPolicy, Write, WritePlan};
 use podstatus_logic::{
-    ApiCall, ApiError, ApiReply, BatchPlan, BatchReport, CachedStatus, InvalidPod, Level, ManagerError, PodSync,
-    Result, SyncOrigin, SyncOutcome, SyncRequest, SyncStep, SyncTarget, UpdateOutcome,
+    ApiCall, ApiError, ApiReply, BatchPlan, BatchReport, BatchSlice, CachedStatus, InvalidPod, Level, ManagerError,
+    PodSync, Result, SyncOrigin, SyncOutcome, SyncRequest, SyncStep, SyncTarget, UpdateOutcome,
 };
 
 use crate::conditions::{
@@ -196,7 +196,8 @@ impl<I: Imports> Manager<I> {
 
     /// Takes one request off the sync queue (it is used up) and plans its pass: a sync
     /// of the request's pod (unless its status is gone) and then one of every other
-    /// cached pod in UID order, each writing the pod's latest status when it starts,
+    /// cached pod in UID order whose latest status is not written already (as 1.27's
+    /// pass collects them), each writing the pod's latest status when it starts,
     /// unless that version is written by then. The static-to-mirror pod UIDs are read
     /// once, for the whole pass.
     pub fn plan_sync_pod(&mut self, request: &SyncRequest) -> Result<Vec<PodSync>> {
@@ -208,22 +209,23 @@ impl<I: Imports> Manager<I> {
             syncs.push(self.core.plan_sync(&request.pod_uid, SyncOrigin::Request, target()));
         }
         for uid in self.core.cached_uids() {
-            if uid != request.pod_uid {
+            if uid != request.pod_uid && !self.core.written_for_pass(&uid, &pod_to_mirror) {
                 syncs.push(self.core.plan_sync(&uid, SyncOrigin::Pass, target()));
             }
         }
         Ok(syncs)
     }
 
-    /// One periodic batch sync, decided: the gone versions are forgotten, and the syncs
-    /// to run are planned (in the order [`Manager::sync_batch`] runs them).
-    pub fn plan_sync_batch(&mut self) -> BatchPlan {
-        self.core.plan_sync_batch_with(&V2Sync)
+    /// One periodic batch sync (or the slice `slice` of it), decided: the gone versions
+    /// are forgotten, and the syncs to run are planned (in the order
+    /// [`Manager::sync_batch`] runs them).
+    pub fn plan_sync_batch(&mut self, slice: &BatchSlice) -> BatchPlan {
+        self.core.plan_sync_batch_with(&V2Sync, slice)
     }
 
     /// [`Manager::plan_sync_batch`] with another version's decisions.
-    pub fn plan_sync_batch_with<P: SyncPolicy<I>>(&mut self, policy: &P) -> BatchPlan {
-        self.core.plan_sync_batch_with(policy)
+    pub fn plan_sync_batch_with<P: SyncPolicy<I>>(&mut self, policy: &P, slice: &BatchSlice) -> BatchPlan {
+        self.core.plan_sync_batch_with(policy, slice)
     }
 
     /// Starts the planned sync `id`: it checks what it must (its version may be written

@@ -3,7 +3,8 @@
 
 use podstatus_logic_testing::*;
 use podstatus_logic_v2::{
-    ApiCall, ApiError, ApiReply, BatchReport, Level, Manager, ManagerError, SyncOrigin, SyncOutcome, SyncStep,
+    ApiCall, ApiError, ApiReply, BatchReport, BatchSlice, Level, Manager, ManagerError, SyncOrigin, SyncOutcome,
+    SyncStep,
 };
 use serde_json::{Value, json};
 
@@ -105,6 +106,42 @@ fn a_request_plans_its_pod_first_then_every_other_cached_pod() {
 }
 
 #[test]
+fn a_pass_plans_no_sync_of_a_pod_whose_latest_status_is_written() {
+    let mut world = FakeWorld::v2();
+    let pods: Vec<Value> =
+        ["a", "b", "c"].iter().map(|n| world.add_pod(pod("ns", n, &format!("uid-{n}"), &["c"]))).collect();
+    let mut m = Manager::new(world);
+    for p in &pods {
+        set(&mut m, p, running("Running", true));
+    }
+    let request = m.imports_mut().pop_request().unwrap();
+    split_sync_pod(&mut m, &request).unwrap();
+    // b changes again: the next pass plans a's request sync and b's, not c's (written).
+    set(&mut m, &pods[1], running("Running", false));
+    let request = m.imports_mut().pop_request().unwrap();
+    assert_eq!(request.pod_uid, "uid-b");
+    let planned: Vec<String> = m.plan_sync_pod(&request).unwrap().into_iter().map(|s| s.pod_uid).collect();
+    assert_eq!(planned, ["uid-b"]);
+
+    // A static pod is planned whatever is written (its status lives under its mirror's
+    // UID), and so is a mirror pod.
+    let mut world = FakeWorld::v2();
+    let (static_pod, mirror) = static_and_mirror("ns", "s", "uid-s", "uid-m", &["c"]);
+    world.add_managed_pod(static_pod.clone());
+    world.add_pod(mirror);
+    let other = world.add_pod(pod("ns", "o", "uid-o", &["c"]));
+    let mut m = Manager::new(world);
+    set(&mut m, &static_pod, running("Running", true));
+    set(&mut m, &other, running("Running", true));
+    let request = m.imports_mut().pop_request().unwrap();
+    split_sync_pod(&mut m, &request).unwrap();
+    set(&mut m, &other, running("Running", false));
+    let request = m.imports_mut().pop_request().unwrap();
+    let planned: Vec<String> = m.plan_sync_pod(&request).unwrap().into_iter().map(|s| s.pod_uid).collect();
+    assert_eq!(planned, ["uid-o", "uid-s"]);
+}
+
+#[test]
 fn a_pass_sync_checks_when_it_starts_whether_its_pod_still_needs_writing() {
     let mut world = FakeWorld::v2();
     let a = world.add_pod(pod("ns", "a", "uid-a", &["c"]));
@@ -155,10 +192,10 @@ fn a_sync_waiting_for_its_get_lets_the_manager_serve_everything_else() {
     let reply = m.imports_mut().answer(patch);
     assert_eq!(m.resume_sync(a_sync.id, reply), Ok(SyncStep::Done(SyncOutcome::Written)));
 
-    // The new signal's pass writes the newer version; b is up to date.
+    // The new signal's pass writes the newer version; b is written, so not planned.
     let request = m.imports_mut().pop_request().unwrap();
     let outcomes: Vec<_> = m.plan_sync_pod(&request).unwrap().into_iter().map(|s| drive(&mut m, s.id)).collect();
-    assert_eq!(outcomes, [Ok(SyncOutcome::Written), Ok(SyncOutcome::UpToDate)]);
+    assert_eq!(outcomes, [Ok(SyncOutcome::Written)]);
     assert_eq!(m.imports_mut().api_status("ns", "a")["phase"], "Running");
     // The host made a's GET only after b's sync (b's calls come first).
     use Verb::{GetPod as G, PatchPodStatus as P};
@@ -200,7 +237,7 @@ fn a_reply_that_does_not_fit_the_patch_is_a_failed_write() {
     assert_eq!(level, Level::Warn);
     assert!(line.starts_with("failed to patch status of pod ns/a") && line.contains("reply does not fit the call"));
     // Nothing is recorded as written: the next batch writes it.
-    assert_eq!(m.plan_sync_batch().syncs.len(), 1);
+    assert_eq!(m.plan_sync_batch(&BatchSlice::WHOLE).syncs.len(), 1);
 }
 
 #[test]

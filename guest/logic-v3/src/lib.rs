@@ -33,7 +33,7 @@ mod whole_conditions;
 
 pub use manager::{Manager, V3Sync};
 pub use podstatus_logic_v2::{
-    ApiCall, ApiError, ApiReply, BatchPlan, BatchReport, CachedStatus, DeleteOptions, Imports, Level, ManagerError,
-    PodSync, Result, StatusPatch, StatusUpdate, SyncOrigin, SyncOutcome, SyncRequest, SyncStep, Timestamp,
-    UidTranslations, UpdateOutcome, V1Imports,
+    ApiCall, ApiError, ApiReply, BatchPlan, BatchReport, BatchSlice, CachedStatus, DeleteOptions, Imports, Level,
+    ManagerError, PodSync, Result, StatusPatch, StatusUpdate, SyncOrigin, SyncOutcome, SyncRequest, SyncStep,
+    Timestamp, UidTranslations, UpdateOutcome, V1Imports,
 };

@@ -10,8 +10,8 @@ use podstatus_logic_v2::manager::{call_api, now};
 use podstatus_logic_v2::patch::status_patch;
 
 use crate::{
-    ApiCall, ApiError, ApiReply, BatchPlan, BatchReport, CachedStatus, Imports, Level, PodSync, Result, StatusPatch,
-    SyncOutcome, SyncRequest, SyncStep, UpdateOutcome,
+    ApiCall, ApiError, ApiReply, BatchPlan, BatchReport, BatchSlice, CachedStatus, Imports, Level, PodSync, Result,
+    StatusPatch, SyncOutcome, SyncRequest, SyncStep, UpdateOutcome,
 };
 
 /// The status manager, logic v3.
@@ -78,8 +78,8 @@ impl<I: Imports> Manager<I> {
     }
 
     /// v2's batch sync, decided with [`V3Sync`]'s decisions.
-    pub fn plan_sync_batch(&mut self) -> BatchPlan {
-        self.v2.plan_sync_batch_with(&V3Sync)
+    pub fn plan_sync_batch(&mut self, slice: &BatchSlice) -> BatchPlan {
+        self.v2.plan_sync_batch_with(&V3Sync, slice)
     }
 
     /// Starts the planned sync `id` with [`V3Sync`]'s decisions.

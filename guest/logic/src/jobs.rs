@@ -51,13 +51,37 @@ pub enum SyncStep {
     Done(SyncOutcome),
 }
 
-/// What one batch sync decided (the WIT `batch-plan`).
+/// Which part of a batch sync one planning call decides (the WIT `batch-slice`): a host
+/// that must keep serving calls asks for a batch in slices, so that deciding over
+/// thousands of pods never holds the manager for long.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BatchSlice {
+    /// Decide the cached statuses after this pod UID (bytewise); None begins a batch.
+    pub after: Option<String>,
+    /// Decide at most this many (0 counts as 1).
+    pub max_pods: usize,
+}
+
+impl BatchSlice {
+    /// The whole batch in one slice (the blocking entry points' batch).
+    pub const WHOLE: BatchSlice = BatchSlice { after: None, max_pods: usize::MAX };
+
+    /// The first slice of a batch, deciding at most `max_pods`.
+    pub fn first(max_pods: usize) -> BatchSlice {
+        BatchSlice { after: None, max_pods }
+    }
+}
+
+/// What one batch sync, or one slice of it, decided (the WIT `batch-plan`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct BatchPlan {
     /// What the batch found; `failed` counts only the pods skipped while deciding.
     pub report: BatchReport,
     /// The syncs to run, in the order the blocking batch runs them (UID order).
     pub syncs: Vec<PodSync>,
+    /// The last pod UID this slice decided, when cached statuses come after it: the
+    /// next slice's `after`. None once the batch is over.
+    pub next: Option<String>,
 }
 
 /// What a planned sync will write.

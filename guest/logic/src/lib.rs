@@ -22,5 +22,5 @@ pub use imports::{
     ApiCall, ApiError, ApiReply, DeleteOptions, Imports, Level, StatusPatch, StatusUpdate, SyncRequest, Timestamp,
     UidTranslations,
 };
-pub use jobs::{BatchPlan, PodSync, SyncOrigin, SyncStep, SyncTarget};
+pub use jobs::{BatchPlan, BatchSlice, PodSync, SyncOrigin, SyncStep, SyncTarget};
 pub use manager::{BatchReport, CachedStatus, LastWritten, Manager, SyncOutcome, UpdateOutcome};

@@ -9,7 +9,7 @@ use k8s_openapi::jiff::Timestamp as JiffTimestamp;
 
 use crate::error::{InvalidPod, ManagerError, Result};
 use crate::imports::{ApiCall, ApiError, ApiReply, Imports, Level, StatusUpdate, SyncRequest};
-use crate::jobs::{BatchPlan, Job, PodSync, SyncOrigin, SyncStep, SyncTarget};
+use crate::jobs::{BatchPlan, BatchSlice, Job, PodSync, SyncOrigin, SyncStep, SyncTarget};
 use crate::normalize::normalize_status;
 use crate::pod::{PodView, status_to_json};
 use crate::ready::{POD_INITIALIZED, POD_READY, find_condition, find_condition_mut, generate_pod_ready_condition};
@@ -258,10 +258,10 @@ impl<I: Imports> Manager<I> {
         Ok(vec![self.plan_sync(&pending.pod_uid, SyncOrigin::Request, SyncTarget::Snapshot(pending.status))])
     }
 
-    /// One periodic batch sync, decided: the gone versions are forgotten, and the syncs
-    /// to run are planned.
-    pub fn plan_sync_batch(&mut self) -> BatchPlan {
-        self.plan_sync_batch_with(&Seed)
+    /// One periodic batch sync (or the slice `slice` of it), decided: the gone versions
+    /// are forgotten, and the syncs to run are planned.
+    pub fn plan_sync_batch(&mut self, slice: &BatchSlice) -> BatchPlan {
+        self.plan_sync_batch_with(&Seed, slice)
     }
 
     /// Starts the planned sync `id` (see [`Manager::start_sync_with`]).
@@ -368,6 +368,20 @@ impl<I: Imports> Manager<I> {
     /// mirror pod's UID for a static pod).
     pub fn is_written(&self, uid: &str, version: u64) -> bool {
         self.api_versions.get(uid).is_some_and(|&written| written >= version)
+    }
+
+    /// Whether a pass's sync of `uid` would find its latest status written, however the
+    /// pass's other syncs go, so that the pass need not plan it: `uid` is neither a
+    /// static pod nor any static pod's mirror pod (whose written version another pod's
+    /// sync may record), and its latest version is written under its own UID (written
+    /// versions only grow outside a batch).
+    pub fn written_for_pass(&self, uid: &str, pod_to_mirror: &BTreeMap<String, String>) -> bool {
+        let Some(status) = self.statuses.get(uid) else {
+            return true;
+        };
+        !pod_to_mirror.contains_key(uid)
+            && !pod_to_mirror.values().any(|mirror| mirror == uid)
+            && self.is_written(uid, status.version)
     }
 
     /// The pods that sync requests queued in the host refer to, in request order.

@@ -17,13 +17,14 @@
 //! the same imports and calls in the same order.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Bound;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::PodStatus;
 
 use crate::error::{InvalidPod, Result};
 use crate::imports::{ApiCall, ApiError, ApiReply, DeleteOptions, Imports, Level};
-use crate::jobs::{BatchPlan, SyncOrigin, SyncTarget};
+use crate::jobs::{BatchPlan, BatchSlice, SyncOrigin, SyncTarget};
 use crate::manager::{BatchReport, Manager, SyncOutcome, VersionedStatus};
 use crate::normalize::normalize_status;
 use crate::pod::PodView;
@@ -323,29 +324,45 @@ impl<I: Imports> Manager<I> {
         }
     }
 
-    /// `syncBatch(true)`, decided: forgets the written versions of pods that are gone
-    /// (and of those whose API server status drifted), and plans a sync, in UID order,
-    /// of every cached status that is unwritten, whose pod can be deleted, or whose API
-    /// server status has drifted from it.
-    pub fn plan_sync_batch_with<P: SyncPolicy<I>>(&mut self, policy: &P) -> BatchPlan {
+    /// `syncBatch(true)`, decided, for the slice `slice` of the cached statuses (see
+    /// [`BatchSlice`]): the first slice forgets the written versions of pods that are
+    /// gone; every slice forgets the written versions of those whose API server status
+    /// drifted, and plans a sync, in UID order, of every cached status it decides that
+    /// is unwritten, whose pod can be deleted, or whose API server status has drifted
+    /// from it. Slices asked for back to back decide exactly what one whole batch does.
+    pub fn plan_sync_batch_with<P: SyncPolicy<I>>(&mut self, policy: &P, slice: &BatchSlice) -> BatchPlan {
         let translations = self.imports.get_uid_translations();
         let pod_to_mirror: BTreeMap<String, String> = translations.pod_to_mirror.into_iter().collect();
-        let mirrors: BTreeSet<String> = translations.mirror_to_pod.into_iter().map(|(mirror, _)| mirror).collect();
-
-        let gone: Vec<String> = self
-            .api_versions
-            .keys()
-            .filter(|uid| !self.statuses.contains_key(*uid) && !mirrors.contains(*uid))
-            .cloned()
-            .collect();
-        for uid in &gone {
-            self.drop_api_version(uid);
+        if slice.after.is_none() {
+            let mirrors: BTreeSet<String> = translations.mirror_to_pod.into_iter().map(|(mirror, _)| mirror).collect();
+            let gone: Vec<String> = self
+                .api_versions
+                .keys()
+                .filter(|uid| !self.statuses.contains_key(*uid) && !mirrors.contains(*uid))
+                .cloned()
+                .collect();
+            for uid in &gone {
+                self.drop_api_version(uid);
+            }
         }
+
+        let after = match &slice.after {
+            Some(uid) => Bound::Excluded(uid.as_str()),
+            None => Bound::Unbounded,
+        };
+        let mut decided = self.statuses.range::<str, _>((after, Bound::Unbounded));
+        let cached: Vec<(String, Arc<VersionedStatus>)> = decided
+            .by_ref()
+            .take(slice.max_pods.max(1))
+            .map(|(uid, status)| (uid.clone(), Arc::clone(status)))
+            .collect();
+        let next = match decided.next() {
+            Some(_) => cached.last().map(|(uid, _)| uid.clone()),
+            None => None,
+        };
 
         let mut report = BatchReport::default();
         let mut updates = Vec::new();
-        let cached: Vec<(String, Arc<VersionedStatus>)> =
-            self.statuses.iter().map(|(uid, status)| (uid.clone(), Arc::clone(status))).collect();
         for (uid, status) in cached {
             let Some(status_uid) = self.status_uid(&uid, &pod_to_mirror) else {
                 continue;
@@ -375,14 +392,14 @@ impl<I: Imports> Manager<I> {
             report.synced += 1;
             syncs.push(self.plan_sync(&uid, SyncOrigin::Batch, SyncTarget::Snapshot(status)));
         }
-        BatchPlan { report, syncs }
+        BatchPlan { report, syncs, next }
     }
 
     /// `syncBatch(true)`, run to its end: [`Manager::plan_sync_batch_with`], then each
     /// planned sync with its calls made at once; one that fails (logged) counts as
     /// failed.
     pub fn sync_batch_with<P: SyncPolicy<I>>(&mut self, policy: &P) -> BatchReport {
-        let BatchPlan { mut report, syncs } = self.plan_sync_batch_with(policy);
+        let BatchPlan { mut report, syncs, .. } = self.plan_sync_batch_with(policy, &BatchSlice::WHOLE);
         for sync in syncs {
             if self.run_sync_with(policy, sync.id).is_err() {
                 report.failed += 1;

@@ -3,8 +3,8 @@
 //! host's answers.
 
 use podstatus_logic::{
-    ApiCall, ApiError, ApiReply, BatchReport, Level, Manager, ManagerError, SyncOrigin, SyncOutcome, SyncRequest,
-    SyncStep,
+    ApiCall, ApiError, ApiReply, BatchReport, BatchSlice, Level, Manager, ManagerError, SyncOrigin, SyncOutcome,
+    SyncRequest, SyncStep,
 };
 use podstatus_logic_testing::*;
 use serde_json::{Value, json};
@@ -140,7 +140,7 @@ fn a_dropped_sync_writes_nothing_and_its_id_is_unknown() {
     assert_eq!(m.start_sync(id), Err(ManagerError::UnknownSync(id)));
 
     // Suspended in its GET, then dropped.
-    let id = m.plan_sync_batch().syncs[0].id;
+    let id = m.plan_sync_batch(&BatchSlice::WHOLE).syncs[0].id;
     let SyncStep::Call(get) = m.start_sync(id).unwrap() else { panic!("the batch's sync reads first") };
     assert!(m.drop_sync(id));
     let reply = m.imports_mut().answer(get);
@@ -198,7 +198,7 @@ fn a_reply_that_does_not_fit_the_call_is_a_failed_call() {
     assert!(line.contains("reply does not fit the call"), "{line}");
 
     // A pod as the answer to the DELETE: the delete failed.
-    let id = m.plan_sync_batch().syncs[0].id;
+    let id = m.plan_sync_batch(&BatchSlice::WHOLE).syncs[0].id;
     let mut step = m.start_sync(id).unwrap();
     while let SyncStep::Call(call) = step {
         let reply = match call {
@@ -232,7 +232,7 @@ fn a_sync_that_fails_is_gone_and_logged_as_its_origin_says() {
     assert_eq!(m.resume_sync(id, ApiReply::Pod(Ok("{}".into()))), Err(ManagerError::UnknownSync(id)));
 
     // The batch's: logged as the batch logged it.
-    let plan = m.plan_sync_batch();
+    let plan = m.plan_sync_batch(&BatchSlice::WHOLE);
     assert_eq!(plan.report, BatchReport { synced: 1, reconciled: 0, failed: 0 });
     let id = plan.syncs[0].id;
     let SyncStep::Call(get) = m.start_sync(id).unwrap() else { panic!("reads first") };
@@ -268,4 +268,44 @@ fn a_version_written_after_its_status_was_dropped_is_not_recorded() {
     let request = m.imports_mut().pop_request().unwrap();
     assert_eq!(m.sync_pod(&request), Ok(SyncOutcome::Written));
     assert_eq!(m.imports_mut().api_status("ns", "a")["phase"], "Pending");
+}
+
+#[test]
+fn a_batch_planned_in_slices_decides_each_cached_status_once_in_uid_order() {
+    let mut world = FakeWorld::new();
+    let pods: Vec<Value> =
+        ["d", "a", "c", "b", "e"].iter().map(|n| world.add_pod(pod("ns", n, &format!("uid-{n}"), &["c"]))).collect();
+    let early = world.add_pod(pod("ns", "early", "uid-0", &["c"]));
+    let late = world.add_pod(pod("ns", "late", "uid-bb", &["c"]));
+    let mut m = Manager::new(world);
+    for p in &pods {
+        set(&mut m, p, running("Running", true));
+    }
+    let uids = |plan: &podstatus_logic::BatchPlan| plan.syncs.iter().map(|s| s.pod_uid.clone()).collect::<Vec<_>>();
+
+    let first = m.plan_sync_batch(&BatchSlice::first(2));
+    assert_eq!(uids(&first), ["uid-a", "uid-b"]);
+    assert_eq!(first.next.as_deref(), Some("uid-b"));
+    assert_eq!(first.report, BatchReport { synced: 2, reconciled: 0, failed: 0 });
+
+    // Cached between slices: after the cursor, this batch decides it; before it, the
+    // next batch does.
+    set(&mut m, &late, running("Running", true));
+    set(&mut m, &early, running("Running", true));
+    let second = m.plan_sync_batch(&BatchSlice { after: first.next.clone(), max_pods: 2 });
+    assert_eq!(uids(&second), ["uid-bb", "uid-c"]);
+    assert_eq!(second.next.as_deref(), Some("uid-c"));
+
+    // 0 counts as 1; the last slice says the batch is over.
+    let third = m.plan_sync_batch(&BatchSlice { after: second.next.clone(), max_pods: 0 });
+    assert_eq!((uids(&third), third.next.as_deref()), (vec!["uid-d".to_string()], Some("uid-d")));
+    let last = m.plan_sync_batch(&BatchSlice { after: third.next.clone(), max_pods: 10 });
+    assert_eq!((uids(&last), last.next), (vec!["uid-e".to_string()], None));
+
+    // Nothing after the last UID: an empty slice that ends the batch.
+    let past = m.plan_sync_batch(&BatchSlice { after: Some("uid-z".into()), max_pods: 10 });
+    assert_eq!((past.syncs.len(), past.next), (0, None));
+    let whole = m.plan_sync_batch(&BatchSlice::WHOLE);
+    assert_eq!(uids(&whole), ["uid-0", "uid-a", "uid-b", "uid-bb", "uid-c", "uid-d", "uid-e"]);
+    assert_eq!(whole.next, None);
 }

@@ -115,12 +115,14 @@ impl wit::Guest for Component {
         Ok(syncs.into_iter().map(pod_sync).collect())
     }
 
-    fn sync_batch() -> wit::BatchPlan {
-        let plan = with_manager(|m| m.plan_sync_batch());
+    fn sync_batch(slice: wit::BatchSlice) -> wit::BatchPlan {
+        let slice = logic::BatchSlice { after: slice.after, max_pods: slice.max_pods as usize };
+        let plan = with_manager(|m| m.plan_sync_batch(&slice));
         let r = plan.report;
         wit::BatchPlan {
             report: wit::BatchReport { synced: r.synced, reconciled: r.reconciled, failed: r.failed },
             syncs: plan.syncs.into_iter().map(pod_sync).collect(),
+            next: plan.next,
         }
     }
 

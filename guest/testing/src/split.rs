@@ -61,12 +61,29 @@ macro_rules! split_sync_drivers {
             outcome
         }
 
-        /// A host's `sync-batch`: plans, runs every planned sync, counts the failed ones.
+        /// A host's `sync-batch`: plans it in slices of one pod (as a host serving calls
+        /// in between asks for it), runs every planned sync, counts the failed ones.
         #[allow(dead_code)]
         fn split_sync_batch(m: &mut M) -> $crate::__private::podstatus_logic::BatchReport {
-            let plan = m.plan_sync_batch();
-            let mut report = plan.report;
-            for sync in plan.syncs {
+            use $crate::__private::podstatus_logic::BatchSlice;
+            let mut report = $crate::__private::podstatus_logic::BatchReport::default();
+            let mut syncs = Vec::new();
+            let mut slice = BatchSlice::first(1);
+            loop {
+                let plan = m.plan_sync_batch(&slice);
+                report.synced += plan.report.synced;
+                report.reconciled += plan.report.reconciled;
+                report.failed += plan.report.failed;
+                syncs.extend(plan.syncs);
+                match plan.next {
+                    Some(next) => {
+                        assert!(slice.after.as_ref().is_none_or(|after| *after < next), "a slice moves forward");
+                        slice.after = Some(next);
+                    }
+                    None => break,
+                }
+            }
+            for sync in syncs {
                 assert_eq!(sync.origin, $crate::__private::podstatus_logic::SyncOrigin::Batch);
                 if drive(m, sync.id).is_err() {
                     report.failed += 1;

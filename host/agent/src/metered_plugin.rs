@@ -13,7 +13,7 @@ use std::time::Instant;
 
 use crate::metrics::Metrics;
 use podstatus_runtime::bindings::{
-    ApiReply, BatchPlan, BatchReport, CachedStatus, Contract, PodSync, SyncOutcome, SyncRequest, SyncStep,
+    ApiReply, BatchPlan, BatchReport, BatchSlice, CachedStatus, Contract, PodSync, SyncOutcome, SyncRequest, SyncStep,
     UpdateOutcome,
 };
 use podstatus_runtime::{Plugin, Result, World};
@@ -119,8 +119,8 @@ impl Plugin for MeteredPlugin {
         self.timed("plan_sync_pod", |p| p.plan_sync_pod(request)).0
     }
 
-    fn plan_sync_batch(&mut self) -> Result<BatchPlan> {
-        self.timed("plan_sync_batch", |p| p.plan_sync_batch()).0
+    fn plan_sync_batch(&mut self, slice: &BatchSlice) -> Result<BatchPlan> {
+        self.timed("plan_sync_batch", |p| p.plan_sync_batch(slice)).0
     }
 
     fn start_sync(&mut self, id: u64) -> Result<SyncStep> {

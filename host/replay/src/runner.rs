@@ -19,7 +19,7 @@ use podstatus_backends::SyncQueue;
 use podstatus_backends::VirtualClock;
 use podstatus_backends::{ApiServer, GuardedApiServer, HostView};
 use podstatus_runtime::World;
-use podstatus_runtime::{CallError, LoadError, Plugin};
+use podstatus_runtime::{CallError, LoadError, Plugin, split_sync};
 
 /// Makes the plugin under test for a world (a component instance, or native logic).
 pub type PluginFactory<'a> = dyn Fn(World) -> Result<Box<dyn Plugin>, LoadError> + 'a;
@@ -282,7 +282,8 @@ impl<'t> Stepper<'t> {
                 }
                 Ok(())
             })(),
-            Step::SyncBatch => plugin.plan_sync_batch().and_then(|plan| held.run_planned(plugin, plan.syncs)),
+            Step::SyncBatch => split_sync::plan_whole_batch(plugin, split_sync::DEFAULT_BATCH_SLICE_PODS)
+                .and_then(|plan| held.run_planned(plugin, plan.syncs)),
             _ => unreachable!("only the steps above are held steps"),
         };
         Ok(result.map(|()| Value::Null))

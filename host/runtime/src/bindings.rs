@@ -26,7 +26,8 @@ wasmtime::component::bindgen!({
 });
 
 pub use exports::kubelet::status::manager::{
-    BatchPlan, BatchReport, CachedStatus, ManagerError, PodSync, SyncOrigin, SyncOutcome, SyncStep, UpdateOutcome,
+    BatchPlan, BatchReport, BatchSlice, CachedStatus, ManagerError, PodSync, SyncOrigin, SyncOutcome, SyncStep,
+    UpdateOutcome,
 };
 pub use kubelet::status::api::{
     ApiCall, ApiError, ApiReply, DeleteOptions, PodDeletion, PodName, StatusPatch, StatusUpdate,

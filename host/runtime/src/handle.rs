@@ -19,7 +19,8 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::bindings::{BatchReport, CachedStatus, Contract, SyncOutcome, SyncRequest, UpdateOutcome};
+use crate::bindings::{BatchReport, BatchSlice, CachedStatus, Contract, SyncOutcome, SyncRequest, UpdateOutcome};
+use crate::plugin::split_sync::{DEFAULT_BATCH_SLICE_PODS, NOTHING_DONE, add_report};
 use crate::plugin::{Plugin, Result};
 use crate::swap::{SwapError, SwapReport, load_checked, move_changes};
 use crate::sync_runner::{PluginHost, SyncRunner, run_planned};
@@ -83,6 +84,9 @@ pub struct SchedulerConfig {
     /// How long one of those calls may wait for a rate-limit token (bounded by the
     /// client's call timeout too).
     pub call_patience: Duration,
+    /// Pods a 0.2.0 plugin's batch sync decides per call: the plugin lock is taken
+    /// for one slice at a time, so callers wait behind a slice, not a whole batch.
+    pub batch_slice_pods: u32,
     /// Waited on, without the plugin lock, before each sync (typically the API client's
     /// rate limiter, [`podstatus_backends::KubeApiServer::rate_limiter`]);
     /// `None` syncs at once (the in-memory API server needs no pacing).
@@ -95,6 +99,7 @@ impl Default for SchedulerConfig {
             sync_period: DEFAULT_SYNC_PERIOD,
             max_calls_in_flight: DEFAULT_MAX_CALLS_IN_FLIGHT,
             call_patience: DEFAULT_CALL_PATIENCE,
+            batch_slice_pods: DEFAULT_BATCH_SLICE_PODS,
             admission: None,
         }
     }
@@ -106,6 +111,7 @@ impl std::fmt::Debug for SchedulerConfig {
             .field("sync_period", &self.sync_period)
             .field("max_calls_in_flight", &self.max_calls_in_flight)
             .field("call_patience", &self.call_patience)
+            .field("batch_slice_pods", &self.batch_slice_pods)
             .field("admission", &self.admission.as_ref().map(|_| "..."))
             .finish()
     }
@@ -125,6 +131,8 @@ struct Shared {
     /// Callers of the Manager operations waiting for the plugin lock: sync steps give
     /// way to them (see [`Shared::plugin_for_steps`]).
     callers_waiting: AtomicUsize,
+    /// See [`SchedulerConfig::batch_slice_pods`].
+    batch_slice_pods: u32,
 }
 
 /// The longest a sync step gives way to waiting callers before it takes its turn.
@@ -240,6 +248,7 @@ impl ManagerHandle {
             host_view: OnceLock::new(),
             runner: SyncRunner::new(config.max_calls_in_flight, config.call_patience),
             callers_waiting: AtomicUsize::new(0),
+            batch_slice_pods: config.batch_slice_pods,
         });
         let worker = Arc::clone(&shared);
         let thread = std::thread::Builder::new()
@@ -264,6 +273,25 @@ fn run_scheduler(shared: &Arc<Shared>, config: &SchedulerConfig) {
     }
 }
 
+/// Plans a 0.2.0 plugin's batch sync slice by slice (at most `slice_pods` pods each),
+/// taking the plugin lock for one slice at a time and giving way to waiting callers
+/// first, and starts each slice's syncs as soon as it is planned; `between` runs after
+/// each slice but the last. Returns the plan's report, summed over the slices.
+fn run_batch_in_slices(shared: &Arc<Shared>, slice_pods: u32, mut between: impl FnMut()) -> Result<BatchReport> {
+    let mut report = NOTHING_DONE;
+    let mut slice = BatchSlice { after: None, max_pods: slice_pods };
+    loop {
+        let plan = shared.plugin_for_steps().plan_sync_batch(&slice)?;
+        add_report(&mut report, &plan.report);
+        run_planned(shared, plan.syncs);
+        match plan.next {
+            Some(next) => slice.after = Some(next),
+            None => return Ok(report),
+        }
+        between();
+    }
+}
+
 /// What the scheduler does with a request taken off the queue: a 0.2.0 plugin plans its
 /// syncs, which run overlapped; a 0.1.x plugin syncs it under the lock, once the API
 /// client is likely to admit its calls (waiting at most until `deadline`).
@@ -275,7 +303,12 @@ fn run_scheduler(shared: &Arc<Shared>, config: &SchedulerConfig) {
 fn handle_request(shared: &Arc<Shared>, request: &SyncRequest, deadline: Instant) {
     shared.admit(SYNC_POD_CALLS, deadline);
     let _gate = shared.runner.gate();
-    let mut plugin = shared.plugin();
+    plan_request(shared, request);
+}
+
+/// [`handle_request`] once admitted, with the runner's gate held.
+fn plan_request(shared: &Arc<Shared>, request: &SyncRequest) {
+    let mut plugin = shared.plugin_for_steps();
     if !plugin.contract().has_split_syncs() {
         log_sync(request, plugin.sync_pod(request));
         return;
@@ -300,13 +333,17 @@ fn batch_sync(shared: &Arc<Shared>, deadline: Instant, what: &str) {
         }
         return;
     }
-    let planned = plugin.plan_sync_batch();
     drop(plugin);
-    match planned {
-        Ok(plan) => {
-            tracing::debug!(report = ?plan.report, syncs = plan.syncs.len(), "{what} planned");
-            run_planned(shared, plan.syncs);
+    // Requests queued meanwhile are planned between the slices: a batch over thousands
+    // of pods must not hold up the writes of the statuses that just changed.
+    let between = || {
+        while let Some(request) = shared.queue.pop() {
+            shared.admit(SYNC_POD_CALLS, deadline);
+            plan_request(shared, &request);
         }
+    };
+    match run_batch_in_slices(shared, shared.batch_slice_pods, between) {
+        Ok(report) => tracing::debug!(?report, "{what} planned"),
         Err(e) => tracing::error!("{what}: {e}"),
     }
 }
@@ -467,11 +504,10 @@ impl ManagerHandle {
         // Syncs still in flight (an earlier batch's) finish first: a batch planned over
         // them plans again what they are writing, and each such sync would cost a GET.
         self.shared.runner.wait_idle(Instant::now() + SWAP_DRAIN_MAX);
-        let plan = self.shared.plugin_for_caller().plan_sync_batch()?;
-        run_planned(&self.shared, plan.syncs);
+        let report = run_batch_in_slices(&self.shared, self.shared.batch_slice_pods, || {})?;
         drop(gate);
         self.shared.runner.wait_idle(Instant::now() + SWAP_DRAIN_MAX);
-        Ok(plan.report)
+        Ok(report)
     }
 
     /// Requests waiting in the sync queue.

@@ -3,8 +3,8 @@
 use wasmtime::Store;
 
 use crate::bindings::{
-    ApiReply, BatchPlan, BatchReport, CachedStatus, Contract, ManagerError, PerContract, PodSync, StatusManager,
-    SyncOutcome, SyncRequest, SyncStep, UpdateOutcome, v0_1_0, v0_1_1,
+    ApiReply, BatchPlan, BatchReport, BatchSlice, CachedStatus, Contract, ManagerError, PerContract, PodSync,
+    StatusManager, SyncOutcome, SyncRequest, SyncStep, UpdateOutcome, v0_1_0, v0_1_1,
 };
 use crate::imports::HostState;
 use crate::plugin::limits::{CallUsage, FaultKind};
@@ -326,15 +326,16 @@ impl Plugin for ComponentPlugin {
         self.check_syncs(CALL, syncs)
     }
 
-    fn plan_sync_batch(&mut self) -> Result<BatchPlan> {
+    fn plan_sync_batch(&mut self, slice: &BatchSlice) -> Result<BatchPlan> {
         const CALL: &str = "sync-batch";
         let Exports::V0_2_0(bindings) = &self.exports else {
             return Err(CallError::Unsupported { call: CALL, contract: self.contract() });
         };
         let manager = bindings.kubelet_status_manager().clone();
-        let plan = self.call_infallible(CALL, |_, s| manager.call_sync_batch(s))?;
+        let plan = self.call_infallible(CALL, |_, s| manager.call_sync_batch(s, slice))?;
         let syncs = self.check_syncs(CALL, plan.syncs)?;
-        Ok(BatchPlan { report: plan.report, syncs })
+        let next = self.check_batch_next(CALL, slice, plan.next)?;
+        Ok(BatchPlan { report: plan.report, syncs, next })
     }
 
     fn start_sync(&mut self, id: u64) -> Result<SyncStep> {
@@ -445,6 +446,38 @@ impl ComponentPlugin {
             return Err(CallError::Fault { call, kind: FaultKind::ForeignUid, message });
         }
         Ok(syncs)
+    }
+
+    /// Checks where a batch's next slice starts: a pod the host handed over, strictly
+    /// after `slice`'s start, so that a batch ends after at most one slice per pod (a
+    /// cursor that stands still or names a made-up pod would keep the host asking).
+    fn check_batch_next(
+        &mut self,
+        call: &'static str,
+        slice: &BatchSlice,
+        next: Option<String>,
+    ) -> Result<Option<String>> {
+        let Some(next) = next else { return Ok(None) };
+        let state = self.store.data();
+        let known = next.len() <= crate::imports::MAX_UID_BYTES
+            && (state.handed.contains(next.as_str()) || state.world.pod_manager.get_any(&next).is_some());
+        let forward = slice.after.as_ref().is_none_or(|after| *after < next);
+        let (kind, message) = if !known {
+            let message = format!("continued a batch after pod {:?}, which was never handed to it", bounded_uid(&next));
+            (FaultKind::ForeignUid, message)
+        } else if !forward {
+            let after = slice.after.as_deref().unwrap_or_default();
+            let message = format!(
+                "continued a batch after pod {:?}, which is not after the slice's start {:?}",
+                bounded_uid(&next),
+                bounded_uid(after)
+            );
+            (FaultKind::Cursor, message)
+        } else {
+            return Ok(Some(next));
+        };
+        self.fault = Some(message.clone());
+        Err(CallError::Fault { call, kind, message })
     }
 
     /// Checks the call a sync asks for: within the boundary limit (the host makes it

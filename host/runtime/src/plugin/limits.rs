@@ -145,6 +145,9 @@ pub enum FaultKind {
     ForeignUid,
     /// Its state (the supervisor's copy) would grow past the state limit.
     StateSize,
+    /// It returned a batch slice whose `next` does not move past the slice's start, so
+    /// the batch would never end.
+    Cursor,
 }
 
 impl FaultKind {
@@ -161,6 +164,7 @@ impl FaultKind {
             FaultKind::Imports => "imports",
             FaultKind::ForeignUid => "foreign-uid",
             FaultKind::StateSize => "state-size",
+            FaultKind::Cursor => "cursor",
         }
     }
 }

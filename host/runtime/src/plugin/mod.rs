@@ -3,8 +3,8 @@
 //! Both answer the same [`Plugin`] trait, so everything above them runs either.
 
 use crate::bindings::{
-    ApiReply, BatchPlan, BatchReport, CachedStatus, Contract, ManagerError, PodSync, SyncOutcome, SyncRequest,
-    SyncStep, UpdateOutcome,
+    ApiReply, BatchPlan, BatchReport, BatchSlice, CachedStatus, Contract, ManagerError, PodSync, SyncOutcome,
+    SyncRequest, SyncStep, UpdateOutcome,
 };
 
 use crate::world::World;
@@ -128,8 +128,9 @@ pub trait Plugin: Send {
     /// Plans the syncs of one request taken off the sync queue (contract 0.2.0; older
     /// plugins answer [`CallError::Unsupported`]: they sync inside `sync_pod`).
     fn plan_sync_pod(&mut self, request: &SyncRequest) -> Result<Vec<PodSync>>;
-    /// Plans one periodic batch sync (contract 0.2.0).
-    fn plan_sync_batch(&mut self) -> Result<BatchPlan>;
+    /// Plans one slice of a periodic batch sync (contract 0.2.0; see
+    /// [`split_sync::plan_whole_batch`] for all of it at once).
+    fn plan_sync_batch(&mut self, slice: &BatchSlice) -> Result<BatchPlan>;
     /// Starts a planned sync (contract 0.2.0).
     fn start_sync(&mut self, id: u64) -> Result<SyncStep>;
     /// Answers the API call a suspended sync asked for (contract 0.2.0).

@@ -9,8 +9,8 @@ use podstatus_logic as logic;
 use crate::api;
 use crate::bindings::kubelet::status::logging::Level;
 use crate::bindings::{
-    ApiError, ApiReply, BatchPlan, BatchReport, CachedStatus, Contract, DeleteOptions, ManagerError, PodSync,
-    StatusUpdate, SyncOutcome, SyncRequest, SyncStep, UpdateOutcome,
+    ApiError, ApiReply, BatchPlan, BatchReport, BatchSlice, CachedStatus, Contract, DeleteOptions, ManagerError,
+    PodSync, StatusUpdate, SyncOutcome, SyncRequest, SyncStep, UpdateOutcome,
 };
 use crate::imports::{deletion_safety, logging, pod_manager};
 use crate::plugin::{CallError, Plugin, Result};
@@ -220,7 +220,7 @@ impl Plugin for NativePlugin {
         Err(CallError::Unsupported { call: "sync-pod", contract: self.contract() })
     }
 
-    fn plan_sync_batch(&mut self) -> Result<BatchPlan> {
+    fn plan_sync_batch(&mut self, _slice: &BatchSlice) -> Result<BatchPlan> {
         Err(CallError::Unsupported { call: "sync-batch", contract: self.contract() })
     }
 

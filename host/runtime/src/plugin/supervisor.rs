@@ -17,7 +17,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use crate::bindings::{
-    ApiReply, BatchPlan, BatchReport, CachedStatus, Contract, PodSync, SyncOutcome, SyncRequest, SyncStep,
+    ApiReply, BatchPlan, BatchReport, BatchSlice, CachedStatus, Contract, PodSync, SyncOutcome, SyncRequest, SyncStep,
     UpdateOutcome,
 };
 use crate::plugin::limits::FaultKind;
@@ -329,8 +329,8 @@ impl Plugin for SupervisedPlugin {
         self.run("sync-pod", true, |p| p.plan_sync_pod(request))
     }
 
-    fn plan_sync_batch(&mut self) -> Result<BatchPlan> {
-        self.run("sync-batch", true, |p| p.plan_sync_batch())
+    fn plan_sync_batch(&mut self, slice: &BatchSlice) -> Result<BatchPlan> {
+        self.run("sync-batch", true, |p| p.plan_sync_batch(slice))
     }
 
     fn start_sync(&mut self, id: u64) -> Result<SyncStep> {
