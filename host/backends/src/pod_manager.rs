@@ -6,7 +6,7 @@
 //! Pods are held as `Arc<Pod>`, shared with the API server's events and handed to
 //! readers without copying; a held pod is only ever replaced, never changed in place.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use k8s_openapi::api::core::v1::Pod;
@@ -20,8 +20,72 @@ use super::pod_identity::{identity, is_mirror_pod, is_static_pod};
 /// one paired (the map is ordered by UID, so the first found is it).
 #[derive(Debug, Default)]
 pub struct PodManager {
+    pods: RwLock<Held>,
+}
+
+/// The pods, and which of them bear each full name: the reach guard asks by name on
+/// every API call, and pairing static and mirror pods is by name, so neither scans
+/// every pod.
+#[derive(Debug, Default)]
+struct Held {
     /// UID -> pod. A pod without a UID is held under the empty UID.
-    pods: RwLock<BTreeMap<String, Arc<Pod>>>,
+    by_uid: BTreeMap<String, Arc<Pod>>,
+    /// (namespace, name) -> the UIDs of the held pods of that full name.
+    by_name: BTreeMap<(String, String), BTreeSet<String>>,
+    /// The UIDs of the static and mirror pods: the only ones UID translations name
+    /// (asked for by every batch slice).
+    paired: BTreeSet<String>,
+}
+
+impl Held {
+    /// Holds `pod` under `uid`, replacing (and returning) the pod held there.
+    fn insert(&mut self, uid: String, pod: Arc<Pod>) -> Option<Arc<Pod>> {
+        let (namespace, name) = identity(&pod);
+        self.by_name.entry((namespace.to_owned(), name.to_owned())).or_default().insert(uid.clone());
+        if is_static_pod(&pod) || is_mirror_pod(&pod) {
+            self.paired.insert(uid.clone());
+        } else {
+            self.paired.remove(&uid);
+        }
+        let replaced = self.by_uid.insert(uid.clone(), pod)?;
+        if identity(&replaced) != identity(&self.by_uid[&uid]) {
+            self.unname(&replaced, &uid);
+        }
+        Some(replaced)
+    }
+
+    fn remove(&mut self, uid: &str) -> Option<Arc<Pod>> {
+        let removed = self.by_uid.remove(uid)?;
+        self.unname(&removed, uid);
+        self.paired.remove(uid);
+        Some(removed)
+    }
+
+    /// Forgets that `uid` bears `pod`'s full name.
+    fn unname(&mut self, pod: &Pod, uid: &str) {
+        let (namespace, name) = identity(pod);
+        let key = (namespace.to_owned(), name.to_owned());
+        if let Some(uids) = self.by_name.get_mut(&key) {
+            uids.remove(uid);
+            if uids.is_empty() {
+                self.by_name.remove(&key);
+            }
+        }
+    }
+
+    /// The held pods of `pod`'s full name, in UID order.
+    fn named<'a>(&'a self, pod: &Pod) -> impl Iterator<Item = &'a Arc<Pod>> + 'a {
+        let (namespace, name) = identity(pod);
+        self.named_as(namespace, name)
+    }
+
+    /// The held pods of the full name `namespace/name`, in UID order.
+    fn named_as<'a>(&'a self, namespace: &str, name: &str) -> impl Iterator<Item = &'a Arc<Pod>> + 'a {
+        // Borrowed-tuple lookups are not possible on a map of owned tuples; the key is
+        // built once per lookup.
+        let key = (namespace.to_owned(), name.to_owned());
+        self.by_name.get(&key).into_iter().flatten().filter_map(|uid| self.by_uid.get(uid))
+    }
 }
 
 impl PodManager {
@@ -45,18 +109,25 @@ impl PodManager {
 
     /// The pod with this UID, mirror pods included.
     pub fn get_any(&self, uid: &str) -> Option<Arc<Pod>> {
-        self.read().get(uid).cloned()
+        self.read().by_uid.get(uid).cloned()
     }
 
     /// All pods, sorted by UID.
     pub fn pods(&self) -> Vec<Arc<Pod>> {
-        self.read().values().cloned().collect()
+        self.read().by_uid.values().cloned().collect()
+    }
+
+    /// The pods of the full name `namespace/name` (several while a recreated pod's old
+    /// copy is still held), sorted by UID. A pod without namespace is in `default`, so
+    /// none is in the empty one.
+    pub fn named(&self, namespace: &str, name: &str) -> Vec<Arc<Pod>> {
+        self.read().named_as(namespace, name).cloned().collect()
     }
 
     /// The pod with this UID; mirror pods are not found this way (the status manager
     /// relies on that to skip them).
     pub fn get_pod_by_uid(&self, uid: &str) -> Option<Arc<Pod>> {
-        self.read().get(uid).filter(|pod| !is_mirror_pod(pod)).cloned()
+        self.read().by_uid.get(uid).filter(|pod| !is_mirror_pod(pod)).cloned()
     }
 
     /// The mirror pod of `pod`, which need not be held here: only a static pod has one.
@@ -71,7 +142,8 @@ impl PodManager {
     /// included, is returned unchanged.
     pub fn translate_pod_uid(&self, uid: &str) -> String {
         let pods = self.read();
-        pods.get(uid)
+        pods.by_uid
+            .get(uid)
             .filter(|pod| is_mirror_pod(pod))
             .and_then(|mirror| static_of(&pods, mirror))
             .map_or_else(|| uid.to_owned(), |pod| uid_of(pod).to_owned())
@@ -83,7 +155,7 @@ impl PodManager {
         let pods = self.read();
         let mut static_to_mirror = BTreeMap::new();
         let mut mirror_to_static = BTreeMap::new();
-        for (uid, pod) in pods.iter() {
+        for (uid, pod) in pods.paired.iter().filter_map(|uid| Some((uid, pods.by_uid.get(uid)?))) {
             if is_mirror_pod(pod) {
                 if let Some(static_pod) = static_of(&pods, pod) {
                     mirror_to_static.insert(uid.clone(), uid_of(static_pod).to_owned());
@@ -101,7 +173,12 @@ impl PodManager {
     /// pods to the node, and a deletion there does not remove one: only the kubelet
     /// removes pods). The copy is shared, not duplicated.
     pub fn follow(&self, pod: &Arc<Pod>) {
-        let replaced = self.write().get_mut(uid_of(pod)).map(|held| std::mem::replace(held, Arc::clone(pod)));
+        let mut held = self.write();
+        let replaced = match held.by_uid.contains_key(uid_of(pod)) {
+            true => held.insert(uid_of(pod).to_owned(), Arc::clone(pod)),
+            false => None,
+        };
+        drop(held);
         // Freed, if it is the last copy, after the lock is released.
         drop(replaced);
     }
@@ -122,12 +199,12 @@ impl PodManager {
         }));
     }
 
-    fn read(&self) -> RwLockReadGuard<'_, BTreeMap<String, Arc<Pod>>> {
+    fn read(&self) -> RwLockReadGuard<'_, Held> {
         // Writers replace whole entries, so a panic elsewhere leaves the map consistent.
         self.pods.read().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn write(&self) -> RwLockWriteGuard<'_, BTreeMap<String, Arc<Pod>>> {
+    fn write(&self) -> RwLockWriteGuard<'_, Held> {
         self.pods.write().unwrap_or_else(PoisonError::into_inner)
     }
 }
@@ -139,15 +216,13 @@ fn is_pairable_static(pod: &Pod) -> bool {
 }
 
 /// The mirror pod with the smallest UID sharing `pod`'s full name.
-fn mirror_of<'a>(pods: &'a BTreeMap<String, Arc<Pod>>, pod: &Pod) -> Option<&'a Arc<Pod>> {
-    let name = identity(pod);
-    pods.values().find(|other| is_mirror_pod(other) && identity(other) == name)
+fn mirror_of<'a>(pods: &'a Held, pod: &Pod) -> Option<&'a Arc<Pod>> {
+    pods.named(pod).find(|other| is_mirror_pod(other))
 }
 
 /// The static pod with the smallest UID sharing `mirror`'s full name.
-fn static_of<'a>(pods: &'a BTreeMap<String, Arc<Pod>>, mirror: &Pod) -> Option<&'a Arc<Pod>> {
-    let name = identity(mirror);
-    pods.values().find(|other| is_pairable_static(other) && identity(other) == name)
+fn static_of<'a>(pods: &'a Held, mirror: &Pod) -> Option<&'a Arc<Pod>> {
+    pods.named(mirror).find(|other| is_pairable_static(other))
 }
 
 fn uid_of(pod: &Pod) -> &str {
@@ -189,6 +264,27 @@ mod tests {
         assert_eq!(uid(manager.get_mirror_pod_by_pod(&static_pod("web", "s1"))), Some("m1".into()));
         assert_eq!(manager.get_mirror_pod_by_pod(&api_pod("web", "a1")), None);
         assert_eq!(manager.get_mirror_pod_by_pod(&static_pod("other", "s2")), None);
+    }
+
+    #[test]
+    fn pods_are_found_by_full_name_through_replacements_and_removals() {
+        let manager = PodManager::new();
+        manager.add_pod(api_pod("web", "u2"));
+        manager.add_pod(api_pod("web", "u1"));
+        manager.add_pod(api_pod("db", "u3"));
+        let uids = |pods: Vec<Arc<Pod>>| pods.into_iter().filter_map(|p| p.metadata.uid.clone()).collect::<Vec<_>>();
+        assert_eq!(uids(manager.named("ns", "web")), ["u1", "u2"], "in UID order");
+        // A replacement under the same UID with another name moves it.
+        manager.add_pod(api_pod("db", "u2"));
+        assert_eq!(uids(manager.named("ns", "web")), ["u1"]);
+        assert_eq!(uids(manager.named("ns", "db")), ["u2", "u3"]);
+        manager.remove_pod("u1");
+        assert!(manager.named("ns", "web").is_empty());
+        assert!(manager.named("", "db").is_empty(), "no pod is in the empty namespace");
+        // Following the API server keeps the index too.
+        manager.follow(&Arc::new(api_pod("cache", "u3")));
+        assert_eq!(uids(manager.named("ns", "cache")), ["u3"]);
+        assert_eq!(uids(manager.named("ns", "db")), ["u2"]);
     }
 
     #[test]

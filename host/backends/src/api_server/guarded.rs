@@ -264,7 +264,7 @@ impl GuardedApiServer {
     /// The pod manager's pods of `namespace/name` (several while a recreated pod's old
     /// copy is still held).
     fn held(&self, namespace: &str, name: &str) -> Vec<Arc<Pod>> {
-        self.pod_manager.pods().into_iter().filter(|pod| identity(pod) == (namespace, name)).collect()
+        self.pod_manager.named(namespace, name)
     }
 
     /// The pod manager's pod with `uid`, if it is `namespace/name`.
@@ -275,7 +275,7 @@ impl GuardedApiServer {
     /// Why the pod `namespace/name` is the node's, or `None` when it is not. `Err` only
     /// when the lookup failed for another reason than the pod being absent.
     fn owner(&self, namespace: &str, name: &str) -> Result<Option<Owner>> {
-        if self.pod_manager.pods().iter().any(|pod| identity(pod) == (namespace, name)) {
+        if !self.pod_manager.named(namespace, name).is_empty() {
             return Ok(Some(Owner::PodManager));
         }
         Ok(self.bound_pod(namespace, name)?.map(Owner::Bound))
