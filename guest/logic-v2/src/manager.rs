@@ -208,10 +208,8 @@ impl<I: Imports> Manager<I> {
         if self.core.cached(&request.pod_uid).is_some() {
             syncs.push(self.core.plan_sync(&request.pod_uid, SyncOrigin::Request, target()));
         }
-        for uid in self.core.cached_uids() {
-            if uid != request.pod_uid && !self.core.written_for_pass(&uid, &pod_to_mirror) {
-                syncs.push(self.core.plan_sync(&uid, SyncOrigin::Pass, target()));
-            }
+        for uid in self.core.unwritten_for_pass(&pod_to_mirror, &request.pod_uid) {
+            syncs.push(self.core.plan_sync(&uid, SyncOrigin::Pass, target()));
         }
         Ok(syncs)
     }

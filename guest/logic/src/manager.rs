@@ -359,29 +359,26 @@ impl<I: Imports> Manager<I> {
         self.statuses.get(uid).cloned()
     }
 
-    /// The UIDs of every cached status, in order.
-    pub fn cached_uids(&self) -> Vec<String> {
-        self.statuses.keys().cloned().collect()
-    }
-
     /// Whether `version` (or a later one) was written to the API server for `uid` (a
     /// mirror pod's UID for a static pod).
     pub fn is_written(&self, uid: &str, version: u64) -> bool {
         self.api_versions.get(uid).is_some_and(|&written| written >= version)
     }
 
-    /// Whether a pass's sync of `uid` would find its latest status written, however the
-    /// pass's other syncs go, so that the pass need not plan it: `uid` is neither a
-    /// static pod nor any static pod's mirror pod (whose written version another pod's
-    /// sync may record), and its latest version is written under its own UID (written
-    /// versions only grow outside a batch).
-    pub fn written_for_pass(&self, uid: &str, pod_to_mirror: &BTreeMap<String, String>) -> bool {
-        let Some(status) = self.statuses.get(uid) else {
-            return true;
-        };
-        !pod_to_mirror.contains_key(uid)
-            && !pod_to_mirror.values().any(|mirror| mirror == uid)
-            && self.is_written(uid, status.version)
+    /// The cached pods other than `except`, in UID order, that a pass plans a sync of:
+    /// all but those whose sync would find the latest status written however the pass's
+    /// other syncs go, that is, pods that are neither static nor any static pod's mirror
+    /// pod (whose written version another pod's sync may record) and whose latest
+    /// version is written under their own UID (written versions only grow outside a
+    /// batch). Only the UIDs planned are copied: a pass runs for every signal, over
+    /// every cached pod.
+    pub fn unwritten_for_pass(&self, pod_to_mirror: &BTreeMap<String, String>, except: &str) -> Vec<String> {
+        let paired = |uid: &str| pod_to_mirror.contains_key(uid) || pod_to_mirror.values().any(|m| m == uid);
+        self.statuses
+            .iter()
+            .filter(|(uid, status)| *uid != except && (paired(uid) || !self.is_written(uid, status.version)))
+            .map(|(uid, _)| uid.clone())
+            .collect()
     }
 
     /// The pods that sync requests queued in the host refer to, in request order.
