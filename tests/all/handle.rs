@@ -95,3 +95,33 @@ fn the_periodic_batch_repairs_drift() {
     wait_until("the batch sync writes the cached status back", || phase().as_deref() == Some("Running"));
     drop(scheduler);
 }
+
+#[test]
+fn a_batch_planned_one_pod_at_a_time_repairs_every_pod_and_lets_callers_in_between() {
+    const PODS: usize = 12;
+    let (api, world) = setup(PODS);
+    let plugin = v1_image().instantiate(world.clone()).unwrap();
+    let config =
+        SchedulerConfig { sync_period: Duration::from_millis(50), batch_slice_pods: 1, ..SchedulerConfig::default() };
+    let (manager, scheduler) = ManagerHandle::start(Box::new(plugin), world.queue.clone(), config);
+    for i in 0..PODS {
+        manager.set_pod_status(&serde_json::to_string(&pod(i)).unwrap(), &running(i)).unwrap();
+    }
+    let phase = |i: usize| {
+        api.get_pod("default", &format!("pod-{i}")).unwrap().status.as_ref().and_then(|s| s.phase.clone())
+    };
+    wait_until("every status is written", || (0..PODS).all(|i| phase(i).as_deref() == Some("Running")));
+
+    // Every pod drifts; the batch, deciding one pod per call, writes each one back
+    // while the node's calls keep being served.
+    for i in 0..PODS {
+        let mut drifted = Pod::clone(&api.get_pod("default", &format!("pod-{i}")).unwrap());
+        drifted.status.as_mut().unwrap().phase = Some("Unknown".into());
+        api.put_pod(drifted).unwrap();
+    }
+    wait_until("the batch writes every cached status back", || {
+        assert!(manager.get_pod_status("uid-000").unwrap().is_some());
+        (0..PODS).all(|i| phase(i).as_deref() == Some("Running"))
+    });
+    assert_eq!(scheduler.shutdown(Duration::from_secs(5)), 0);
+}
