@@ -107,9 +107,8 @@ fn a_batch_planned_one_pod_at_a_time_repairs_every_pod_and_lets_callers_in_betwe
     for i in 0..PODS {
         manager.set_pod_status(&serde_json::to_string(&pod(i)).unwrap(), &running(i)).unwrap();
     }
-    let phase = |i: usize| {
-        api.get_pod("default", &format!("pod-{i}")).unwrap().status.as_ref().and_then(|s| s.phase.clone())
-    };
+    let phase =
+        |i: usize| api.get_pod("default", &format!("pod-{i}")).unwrap().status.as_ref().and_then(|s| s.phase.clone());
     wait_until("every status is written", || (0..PODS).all(|i| phase(i).as_deref() == Some("Running")));
 
     // Every pod drifts; the batch, deciding one pod per call, writes each one back

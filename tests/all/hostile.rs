@@ -12,7 +12,7 @@ use podstatus_runtime::{
     World, move_bulk, move_changes,
 };
 use podstatus_test_programs::ADVERSARY_HOSTILE;
-use podstatus_tests::{TestPod, cache_dir, memory_world};
+use podstatus_tests::{TestPod, cache_dir, fault, memory_world};
 
 fn world() -> World {
     memory_world([], true, podstatus_backends::DEFAULT_CAPACITY).1
@@ -37,19 +37,12 @@ fn pod(uid: &str, attack: &str) -> String {
     )
 }
 
-fn fault<T: std::fmt::Debug>(result: Result<T, CallError>) -> (FaultKind, String) {
-    match result {
-        Err(CallError::Fault { kind, message, .. }) => (kind, message),
-        other => panic!("expected a fault, got {other:?}"),
-    }
-}
-
 #[test]
 fn import_amplification_is_stopped_by_the_bytes_budget() {
     let limits = Limits { call_import_bytes: 64 << 20, ..limits() };
     let mut plugin = hostile(limits, world());
     let start = Instant::now();
-    let (kind, message) = fault(plugin.set_pod_status(&pod("u1", "amplify"), "{}"));
+    let (_, kind, message) = fault(plugin.set_pod_status(&pod("u1", "amplify"), "{}"));
     assert_eq!(kind, FaultKind::Imports, "{message}");
     assert!(message.contains("get-mirror-pod-by-pod"), "{message}");
     let usage = plugin.last_call_usage();
@@ -65,7 +58,7 @@ fn import_amplification_is_stopped_by_host_cpu_time() {
         Limits { call_cpu_time: Some(Duration::from_millis(300)), call_import_bytes: u64::MAX, ..Limits::default() };
     let mut plugin = hostile(limits, world());
     let start = Instant::now();
-    let (kind, message) = fault(plugin.set_pod_status(&pod("u1", "amplify"), "{}"));
+    let (_, kind, message) = fault(plugin.set_pod_status(&pod("u1", "amplify"), "{}"));
     assert_eq!(kind, FaultKind::CpuTime, "{message}");
     assert!(message.contains("in host imports"), "{message}");
     let usage = plugin.last_call_usage();
@@ -80,7 +73,7 @@ fn memories_beside_the_main_one_share_its_limit() {
     // tests/programs/build.rs) by 24 MiB in turn: no memory alone comes near the limit.
     let limit = 128 << 20;
     let mut plugin = hostile(Limits { memory_bytes: limit, ..limits() }, world());
-    let (kind, message) = fault(plugin.set_pod_status(&pod("u1", "multi-memory"), "{}"));
+    let (_, kind, message) = fault(plugin.set_pod_status(&pod("u1", "multi-memory"), "{}"));
     assert_eq!(kind, FaultKind::Memory, "{message}");
     let numbers: Vec<usize> =
         message.split(|c: char| !c.is_ascii_digit()).filter(|s| !s.is_empty()).map(|s| s.parse().unwrap()).collect();
@@ -95,7 +88,7 @@ fn memories_beside_the_main_one_share_its_limit() {
 fn cheap_imports_in_a_loop_are_stopped_by_the_count() {
     let limits = Limits { call_imports: 100_000, ..limits() };
     let mut plugin = hostile(limits, world());
-    let (kind, message) = fault(plugin.set_pod_status(&pod("u1", "chatter"), "{}"));
+    let (_, kind, message) = fault(plugin.set_pod_status(&pod("u1", "chatter"), "{}"));
     assert_eq!(kind, FaultKind::Imports, "{message}");
     assert!(message.contains("now: the plugin made more than 100000 import calls"), "{message}");
     assert_eq!(plugin.last_call_usage().imports, 100_001);
@@ -157,7 +150,7 @@ fn a_push_of_a_uid_never_handed_over_traps() {
     for attack in ["push-foreign", "push-huge"] {
         let world = world();
         let mut plugin = hostile(limits(), world.clone());
-        let (kind, message) = fault(plugin.set_pod_status(&pod("u1", attack), "{}"));
+        let (_, kind, message) = fault(plugin.set_pod_status(&pod("u1", attack), "{}"));
         assert_eq!(kind, FaultKind::ForeignUid, "{message}");
         assert!(message.len() < 1_000, "the refusal quotes a bounded part: {message}");
         assert!(world.queue.is_empty());
@@ -174,7 +167,7 @@ fn a_change_set_that_contradicts_the_call_is_a_fault_and_nothing_accepted_is_los
     let image = runtime(limits()).load(ADVERSARY_HOSTILE).unwrap();
     let mut plugin = SupervisedPlugin::new(image, world()).unwrap();
     plugin.set_pod_status(&pod("u1", "none"), r#"{"phase":"Running"}"#).unwrap();
-    let (kind, message) = fault(plugin.set_pod_status(&pod("u2", "lie-changes"), "{}"));
+    let (_, kind, message) = fault(plugin.set_pod_status(&pod("u2", "lie-changes"), "{}"));
     assert_eq!(kind, FaultKind::Trap, "{message}");
     assert!(message.contains("contradicts the call's answer"), "{message}");
     let state = plugin.accepted_state();
@@ -192,7 +185,7 @@ fn a_state_past_its_cap_is_a_named_fault_and_the_accepted_state_stays() {
     let big = format!(r#"{{"message":"{}"}}"#, "m".repeat(700 << 10));
     plugin.set_pod_status(&pod("u1", "none"), &big).unwrap();
     plugin.set_pod_status(&pod("u2", "none"), &big).unwrap();
-    let (kind, message) = fault(plugin.set_pod_status(&pod("u3", "none"), &big));
+    let (_, kind, message) = fault(plugin.set_pod_status(&pod("u3", "none"), &big));
     assert_eq!(kind, FaultKind::StateSize, "{message}");
     let state = plugin.accepted_state();
     assert!(state.contains("\"u1\"") && state.contains("\"u2\"") && !state.contains("\"u3\""));

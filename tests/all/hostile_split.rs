@@ -9,7 +9,7 @@ use podstatus_runtime::bindings::{BatchSlice, UpdateOutcome};
 use podstatus_runtime::split_sync::plan_whole_batch;
 use podstatus_runtime::{CallError, ComponentPlugin, FaultKind, ManagerHandle, Plugin, SchedulerConfig};
 use podstatus_test_programs::SPLIT_ADVERSARY;
-use podstatus_tests::{load, memory_world};
+use podstatus_tests::{fault, load, memory_world};
 
 fn adversary(attack: &str) -> ComponentPlugin {
     let world = memory_world([], true, podstatus_backends::DEFAULT_CAPACITY).1;
@@ -19,13 +19,6 @@ fn adversary(attack: &str) -> ComponentPlugin {
     plugin
 }
 
-fn fault<T: std::fmt::Debug>(result: Result<T, CallError>) -> (FaultKind, String) {
-    match result {
-        Err(CallError::Fault { kind, message, .. }) => (kind, message),
-        other => panic!("expected a fault, got {other:?}"),
-    }
-}
-
 #[test]
 fn a_batch_cursor_that_stands_still_faults_the_plugin() {
     let mut plugin = adversary("stuck-cursor");
@@ -33,29 +26,29 @@ fn a_batch_cursor_that_stands_still_faults_the_plugin() {
     let first = plugin.plan_sync_batch(&BatchSlice { after: None, max_pods: 8 }).unwrap();
     assert_eq!(first.next.as_deref(), Some("uid-stuck-cursor"));
     // The second names the same pod again: the batch would never end.
-    let (kind, message) = fault(plugin.plan_sync_batch(&BatchSlice { after: first.next, max_pods: 8 }));
+    let (_, kind, message) = fault(plugin.plan_sync_batch(&BatchSlice { after: first.next, max_pods: 8 }));
     assert_eq!(kind, FaultKind::Cursor, "{message}");
     assert!(message.contains("not after the slice's start"), "{message}");
     assert!(matches!(plugin.get_pod_status("uid-stuck-cursor"), Err(CallError::Fault { .. })), "not entered again");
 
     // The host's own loop over slices ends with the fault too.
-    let (kind, _) = fault(plan_whole_batch(&mut adversary("stuck-cursor"), 8));
+    let (_, kind, _) = fault(plan_whole_batch(&mut adversary("stuck-cursor"), 8));
     assert_eq!(kind, FaultKind::Cursor);
 }
 
 #[test]
 fn a_made_up_batch_cursor_or_planned_pod_faults_the_plugin() {
-    let (kind, message) = fault(plan_whole_batch(&mut adversary("made-up-cursor"), 8));
+    let (_, kind, message) = fault(plan_whole_batch(&mut adversary("made-up-cursor"), 8));
     assert_eq!(kind, FaultKind::ForeignUid, "{message}");
     assert!(message.contains("continued a batch after pod \"uid-the-host-never-handed-over\""), "{message}");
 
-    let (kind, message) = fault(plan_whole_batch(&mut adversary("foreign-plan"), 8));
+    let (_, kind, message) = fault(plan_whole_batch(&mut adversary("foreign-plan"), 8));
     assert_eq!(kind, FaultKind::ForeignUid, "{message}");
     assert!(message.contains("planned a sync of pod"), "{message}");
 
     let mut plugin = adversary("foreign-plan");
     let request = SyncRequest { id: 1, pod_uid: "uid-foreign-plan".into(), version: 1 };
-    let (kind, _) = fault(plugin.plan_sync_pod(&request));
+    let (_, kind, _) = fault(plugin.plan_sync_pod(&request));
     assert_eq!(kind, FaultKind::ForeignUid);
 }
 
@@ -64,7 +57,7 @@ fn a_call_over_the_boundary_limit_faults_the_plugin() {
     let mut plugin = adversary("huge-call");
     let request = SyncRequest { id: 1, pod_uid: "uid-huge-call".into(), version: 1 };
     let syncs = plugin.plan_sync_pod(&request).unwrap();
-    let (kind, message) = fault(plugin.start_sync(syncs[0].id));
+    let (_, kind, message) = fault(plugin.start_sync(syncs[0].id));
     assert_eq!(kind, FaultKind::Oversized, "{message}");
     assert!(message.contains("an API call"), "{message}");
 }
@@ -74,7 +67,7 @@ fn a_running_handle_survives_a_batch_whose_cursor_stands_still() {
     let plugin = adversary("stuck-cursor");
     let queue = plugin.world().queue.clone();
     let (manager, scheduler) = ManagerHandle::start(Box::new(plugin), queue, SchedulerConfig::default());
-    let (kind, _) = fault(manager.sync_batch());
+    let (_, kind, _) = fault(manager.sync_batch());
     assert_eq!(kind, FaultKind::Cursor);
     // Every later call is refused as the faulted instance's, and the host goes on.
     assert!(matches!(manager.get_pod_status("uid-stuck-cursor"), Err(CallError::Fault { .. })));

@@ -9,7 +9,7 @@ use podstatus_test_programs::{
     ADVERSARY_ABSURD_IMPORT, ADVERSARY_GARBAGE_OUTPUT, ADVERSARY_HUGE_OUTPUT, ADVERSARY_INFINITE_LOOP,
     ADVERSARY_MEMORY_BOMB, ADVERSARY_STACK_OVERFLOW, ADVERSARY_TRAP_MID_SYNC,
 };
-use podstatus_tests::{cache_dir, v1_image};
+use podstatus_tests::{cache_dir, fault, v1_image};
 
 const POD: &str =
     r#"{"metadata": {"uid": "u1", "name": "a", "namespace": "n"}, "spec": {"containers": [{"name": "c"}]}}"#;
@@ -28,13 +28,6 @@ fn limits() -> Limits {
 fn runtime() -> PluginRuntime {
     PluginRuntime::new(&RuntimeConfig { cache_dir: Some(cache_dir()), limits: limits(), ..RuntimeConfig::default() })
         .unwrap()
-}
-
-fn fault<T: std::fmt::Debug>(result: Result<T, CallError>) -> (&'static str, FaultKind, String) {
-    match result {
-        Err(CallError::Fault { call, kind, message }) => (call, kind, message),
-        other => panic!("expected a fault, got {other:?}"),
-    }
 }
 
 /// After any adversary, a well-behaved plugin in the same runtime still works.

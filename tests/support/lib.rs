@@ -33,6 +33,16 @@ pub fn v1_image() -> &'static PluginImage {
     IMAGE.get_or_init(|| load(PODSTATUS_V1))
 }
 
+/// The export, limit and message of the fault `result` must be (panics otherwise).
+pub fn fault<T: std::fmt::Debug>(
+    result: Result<T, podstatus_runtime::CallError>,
+) -> (&'static str, podstatus_runtime::FaultKind, String) {
+    match result {
+        Err(podstatus_runtime::CallError::Fault { call, kind, message }) => (call, kind, message),
+        other => panic!("expected a fault, got {other:?}"),
+    }
+}
+
 /// A plugin compiled with the shared cache and default limits.
 pub fn load(bytes: &[u8]) -> PluginImage {
     test_runtime().load(bytes).expect("the plugin loads")
