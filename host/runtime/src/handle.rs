@@ -334,10 +334,12 @@ fn batch_sync(shared: &Arc<Shared>, deadline: Instant, what: &str) {
         return;
     }
     drop(plugin);
-    // Requests queued meanwhile are planned between the slices: a batch over thousands
-    // of pods must not hold up the writes of the statuses that just changed.
+    // Requests queued meanwhile are planned between the slices, one per gap: a batch
+    // over thousands of pods must not hold up the writes of the statuses that just
+    // changed, and a queue that never empties (past the client's budget) must not
+    // hold up the batch either.
     let between = || {
-        while let Some(request) = shared.queue.pop() {
+        if let Some(request) = shared.queue.pop() {
             shared.admit(SYNC_POD_CALLS, deadline);
             plan_request(shared, &request);
         }
