@@ -273,13 +273,14 @@ fn run_scheduler(shared: &Arc<Shared>, config: &SchedulerConfig) {
     }
 }
 
-/// Plans a 0.2.0 plugin's batch sync slice by slice (at most `slice_pods` pods each),
+/// Plans a 0.2.0 plugin's batch sync slice by slice (see
+/// [`SchedulerConfig::batch_slice_pods`]),
 /// taking the plugin lock for one slice at a time and giving way to waiting callers
 /// first, and starts each slice's syncs as soon as it is planned; `between` runs after
 /// each slice but the last. Returns the plan's report, summed over the slices.
-fn run_batch_in_slices(shared: &Arc<Shared>, slice_pods: u32, mut between: impl FnMut()) -> Result<BatchReport> {
+fn run_batch_in_slices(shared: &Arc<Shared>, mut between: impl FnMut()) -> Result<BatchReport> {
     let mut report = NOTHING_DONE;
-    let mut slice = BatchSlice { after: None, max_pods: slice_pods };
+    let mut slice = BatchSlice { after: None, max_pods: shared.batch_slice_pods };
     loop {
         let plan = shared.plugin_for_steps().plan_sync_batch(&slice)?;
         add_report(&mut report, &plan.report);
@@ -344,7 +345,7 @@ fn batch_sync(shared: &Arc<Shared>, deadline: Instant, what: &str) {
             plan_request(shared, &request);
         }
     };
-    match run_batch_in_slices(shared, shared.batch_slice_pods, between) {
+    match run_batch_in_slices(shared, between) {
         Ok(report) => tracing::debug!(?report, "{what} planned"),
         Err(e) => tracing::error!("{what}: {e}"),
     }
@@ -506,7 +507,7 @@ impl ManagerHandle {
         // Syncs still in flight (an earlier batch's) finish first: a batch planned over
         // them plans again what they are writing, and each such sync would cost a GET.
         self.shared.runner.wait_idle(Instant::now() + SWAP_DRAIN_MAX);
-        let report = run_batch_in_slices(&self.shared, self.shared.batch_slice_pods, || {})?;
+        let report = run_batch_in_slices(&self.shared, || {})?;
         drop(gate);
         self.shared.runner.wait_idle(Instant::now() + SWAP_DRAIN_MAX);
         Ok(report)
