@@ -174,9 +174,10 @@ impl PodManager {
     /// removes pods). The copy is shared, not duplicated.
     pub fn follow(&self, pod: &Arc<Pod>) {
         let mut held = self.write();
-        let replaced = match held.by_uid.contains_key(uid_of(pod)) {
-            true => held.insert(uid_of(pod).to_owned(), Arc::clone(pod)),
-            false => None,
+        let replaced = if held.by_uid.contains_key(uid_of(pod)) {
+            held.insert(uid_of(pod).to_owned(), Arc::clone(pod))
+        } else {
+            None
         };
         drop(held);
         // Freed, if it is the last copy, after the lock is released.

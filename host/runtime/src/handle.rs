@@ -19,8 +19,8 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::bindings::{BatchReport, BatchSlice, CachedStatus, Contract, SyncOutcome, SyncRequest, UpdateOutcome};
-use crate::plugin::split_sync::{DEFAULT_BATCH_SLICE_PODS, NOTHING_DONE, add_report};
+use crate::bindings::{BatchReport, CachedStatus, Contract, SyncOutcome, SyncRequest, UpdateOutcome};
+use crate::plugin::split_sync::{DEFAULT_BATCH_SLICE_PODS, plan_in_slices};
 use crate::plugin::{Plugin, Result};
 use crate::swap::{SwapError, SwapReport, load_checked, move_changes};
 use crate::sync_runner::{PluginHost, SyncRunner, run_planned};
@@ -274,23 +274,21 @@ fn run_scheduler(shared: &Arc<Shared>, config: &SchedulerConfig) {
 }
 
 /// Plans a 0.2.0 plugin's batch sync slice by slice (see
-/// [`SchedulerConfig::batch_slice_pods`]),
-/// taking the plugin lock for one slice at a time and giving way to waiting callers
-/// first, and starts each slice's syncs as soon as it is planned; `between` runs after
-/// each slice but the last. Returns the plan's report, summed over the slices.
+/// [`SchedulerConfig::batch_slice_pods`]), taking the plugin lock for one slice at a
+/// time and giving way to waiting callers first, and starts each slice's syncs as soon
+/// as it is planned; `between` runs after each slice but the last. Returns the plan's
+/// report, summed over the slices.
 fn run_batch_in_slices(shared: &Arc<Shared>, mut between: impl FnMut()) -> Result<BatchReport> {
-    let mut report = NOTHING_DONE;
-    let mut slice = BatchSlice { after: None, max_pods: shared.batch_slice_pods };
-    loop {
-        let plan = shared.plugin_for_steps().plan_sync_batch(&slice)?;
-        add_report(&mut report, &plan.report);
-        run_planned(shared, plan.syncs);
-        match plan.next {
-            Some(next) => slice.after = Some(next),
-            None => return Ok(report),
-        }
-        between();
-    }
+    plan_in_slices(
+        shared.batch_slice_pods,
+        |slice| shared.plugin_for_steps().plan_sync_batch(slice),
+        |syncs, more| {
+            run_planned(shared, syncs);
+            if more {
+                between();
+            }
+        },
+    )
 }
 
 /// What the scheduler does with a request taken off the queue: a 0.2.0 plugin plans its

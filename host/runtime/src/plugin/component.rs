@@ -434,11 +434,7 @@ impl ComponentPlugin {
         if bytes > limit {
             return Err(self.oversized(call, "a plan", bytes, limit));
         }
-        let state = self.store.data();
-        let foreign = syncs.iter().find(|s| {
-            s.pod_uid.len() > crate::imports::MAX_UID_BYTES
-                || !(state.handed.contains(s.pod_uid.as_str()) || state.world.pod_manager.get_any(&s.pod_uid).is_some())
-        });
+        let foreign = syncs.iter().find(|s| !self.handed_over(&s.pod_uid));
         if let Some(foreign) = foreign {
             let message =
                 format!("planned a sync of pod {:?}, which was never handed to it", bounded_uid(&foreign.pod_uid));
@@ -446,6 +442,14 @@ impl ComponentPlugin {
             return Err(CallError::Fault { call, kind: FaultKind::ForeignUid, message });
         }
         Ok(syncs)
+    }
+
+    /// Whether `uid` names a pod the host handed this plugin (in a call, in loaded
+    /// state) or the pod manager knows: what a plan or a batch cursor may name.
+    fn handed_over(&self, uid: &str) -> bool {
+        let state = self.store.data();
+        uid.len() <= crate::imports::MAX_UID_BYTES
+            && (state.handed.contains(uid) || state.world.pod_manager.get_any(uid).is_some())
     }
 
     /// Checks where a batch's next slice starts: a pod the host handed over, strictly
@@ -458,9 +462,7 @@ impl ComponentPlugin {
         next: Option<String>,
     ) -> Result<Option<String>> {
         let Some(next) = next else { return Ok(None) };
-        let state = self.store.data();
-        let known = next.len() <= crate::imports::MAX_UID_BYTES
-            && (state.handed.contains(next.as_str()) || state.world.pod_manager.get_any(&next).is_some());
+        let known = self.handed_over(&next);
         let forward = slice.after.as_ref().is_none_or(|after| *after < next);
         let (kind, message) = if !known {
             let message = format!("continued a batch after pod {:?}, which was never handed to it", bounded_uid(&next));

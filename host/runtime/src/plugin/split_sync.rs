@@ -8,7 +8,7 @@
 //! report with either contract.
 
 use crate::api;
-use crate::bindings::{BatchPlan, BatchReport, BatchSlice, SyncOrigin, SyncOutcome, SyncRequest, SyncStep};
+use crate::bindings::{BatchPlan, BatchReport, BatchSlice, PodSync, SyncOrigin, SyncOutcome, SyncRequest, SyncStep};
 use crate::plugin::{CallError, Plugin, Result};
 use crate::world::World;
 
@@ -39,27 +39,32 @@ pub const DEFAULT_BATCH_SLICE_PODS: u32 = 4;
 /// back, as one plan: the reports summed, the syncs in order. With nothing in between
 /// that is exactly what one 0.1.x batch decides.
 pub fn plan_whole_batch(plugin: &mut (impl Plugin + ?Sized), max_pods: u32) -> Result<BatchPlan> {
-    let mut whole = BatchPlan { report: NOTHING_DONE, syncs: Vec::new(), next: None };
-    let mut slice = BatchSlice { after: None, max_pods };
-    loop {
-        let plan = plugin.plan_sync_batch(&slice)?;
-        add_report(&mut whole.report, &plan.report);
-        whole.syncs.extend(plan.syncs);
-        match plan.next {
-            Some(next) => slice.after = Some(next),
-            None => return Ok(whole),
-        }
-    }
+    let mut syncs = Vec::new();
+    let report = plan_in_slices(max_pods, |slice| plugin.plan_sync_batch(slice), |planned, _| syncs.extend(planned))?;
+    Ok(BatchPlan { report, syncs, next: None })
 }
 
-/// The report of a batch before its first slice.
-pub const NOTHING_DONE: BatchReport = BatchReport { synced: 0, reconciled: 0, failed: 0 };
-
-/// Adds a slice's report to a batch's.
-pub fn add_report(sum: &mut BatchReport, slice: &BatchReport) {
-    sum.synced = sum.synced.saturating_add(slice.synced);
-    sum.reconciled = sum.reconciled.saturating_add(slice.reconciled);
-    sum.failed = sum.failed.saturating_add(slice.failed);
+/// Walks one batch sync slice by slice, at most `max_pods` pods each: `plan` plans a
+/// slice (however its caller reaches the plugin), `take` receives each slice's syncs
+/// and whether more slices follow. Returns the batch's report, the slices' summed.
+pub(crate) fn plan_in_slices(
+    max_pods: u32,
+    mut plan: impl FnMut(&BatchSlice) -> Result<BatchPlan>,
+    mut take: impl FnMut(Vec<PodSync>, bool),
+) -> Result<BatchReport> {
+    let mut report = BatchReport { synced: 0, reconciled: 0, failed: 0 };
+    let mut slice = BatchSlice { after: None, max_pods };
+    loop {
+        let planned = plan(&slice)?;
+        report.synced = report.synced.saturating_add(planned.report.synced);
+        report.reconciled = report.reconciled.saturating_add(planned.report.reconciled);
+        report.failed = report.failed.saturating_add(planned.report.failed);
+        take(planned.syncs, planned.next.is_some());
+        match planned.next {
+            Some(next) => slice.after = Some(next),
+            None => return Ok(report),
+        }
+    }
 }
 
 /// `sync-batch` of 0.1.x on a 0.2.0 plugin: plans the batch and runs each sync to its
