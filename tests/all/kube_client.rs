@@ -473,3 +473,59 @@ fn the_scheduler_waits_for_admission_without_the_plugin_lock() {
     drop(release);
     drop(scheduler);
 }
+
+/// A budget that never admits anything: each wait lasts until its deadline.
+struct ClosedBudget {
+    waits: std::sync::atomic::AtomicUsize,
+}
+
+impl Admission for ClosedBudget {
+    fn wait_ready(&self, _calls: u32, deadline: Instant) -> bool {
+        self.waits.fetch_add(1, Ordering::SeqCst);
+        std::thread::sleep(deadline.saturating_duration_since(Instant::now()));
+        false
+    }
+}
+
+/// Past the budget a 0.2.0 plugin's requests are shed, not lined up: the first
+/// request (the queue not yet backed up) waits its admission out and syncs anyway;
+/// once the oldest queued request has waited over `QUEUE_LIFO_AFTER`, those the budget
+/// does not admit at once are planned and dropped, their statuses kept for the batch,
+/// which then writes every one of them.
+#[test]
+fn past_the_budget_requests_are_shed_to_the_batch_and_nothing_is_lost() {
+    const PODS: usize = 6;
+    let pods: Vec<Pod> = (0..PODS).map(|i| pod(&format!("pod-{i}"), &format!("uid-{i}"))).collect();
+    let (memory, world) = podstatus_tests::memory_world(pods.clone(), false, 64);
+    let plugin = v1_image().instantiate(world.clone()).unwrap();
+    let budget = Arc::new(ClosedBudget { waits: Default::default() });
+    let config = SchedulerConfig {
+        sync_period: Duration::from_secs(3600),
+        admission: Some(budget.clone()),
+        ..SchedulerConfig::default()
+    };
+    let (manager, scheduler) = ManagerHandle::start(Box::new(plugin), world.queue.clone(), config);
+    let status = serde_json::to_string(&running()).unwrap();
+    for pod in &pods {
+        manager.set_pod_status(&serde_json::to_string(pod).unwrap(), &status).unwrap();
+    }
+    let phase =
+        |name: &str| memory.get_pod("default", name).unwrap().status.clone().and_then(|s| s.phase).unwrap_or_default();
+    wait_until("the queue is taken", || world.queue.is_empty());
+    wait_until("the first request syncs anyway", || phase("pod-0") == "Running");
+    // One wait per request taken (the first waits its second out, the others only look).
+    wait_until("every request asked", || budget.waits.load(Ordering::SeqCst) >= PODS);
+    std::thread::sleep(Duration::from_millis(200));
+    let shed: Vec<usize> = (1..PODS).filter(|i| phase(&format!("pod-{i}")) != "Running").collect();
+    assert!(!shed.is_empty(), "with the queue backed up and the budget closed, requests are shed");
+    for i in &shed {
+        let cached = manager.get_pod_status(&format!("uid-{i}")).unwrap().expect("a shed status stays cached");
+        assert_eq!(cached.version, 1);
+    }
+    // The batch (here run at once, as the agent's flush does) writes them all.
+    manager.sync_batch().unwrap();
+    for i in 0..PODS {
+        assert_eq!(phase(&format!("pod-{i}")), "Running", "pod-{i}");
+    }
+    assert_eq!(scheduler.shutdown(Duration::from_secs(5)), 0);
+}

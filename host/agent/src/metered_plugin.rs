@@ -68,6 +68,10 @@ impl Plugin for MeteredPlugin {
         self.timed("get_pod_status", |p| p.get_pod_status(uid)).0
     }
 
+    fn accepted_status(&mut self, uid: &str) -> Result<Option<CachedStatus>> {
+        self.timed("accepted_status", |p| p.accepted_status(uid)).0
+    }
+
     fn set_pod_status(&mut self, pod: &str, status: &str) -> Result<UpdateOutcome> {
         let (result, started) = self.timed("set_pod_status", |p| p.set_pod_status(pod, status));
         if matches!(result, Ok(UpdateOutcome::Queued | UpdateOutcome::QueueFull)) {

@@ -64,6 +64,29 @@ struct Reported {
     accepted: Option<Accepted>,
 }
 
+/// A report of the node's, parsed from a manager call's JSON: parsing takes longer
+/// than recording, so a caller parses before it takes any lock and records
+/// ([`HostView::record`]) right before the plugin sees the call.
+#[derive(Debug)]
+pub struct NodeReport {
+    pod: Pod,
+    /// None: the node terminated the pod.
+    status: Option<PodStatus>,
+}
+
+impl NodeReport {
+    /// SetPodStatus's pod and status; None when either does not parse (the plugin
+    /// refuses it too).
+    pub fn status(pod: &str, status: &str) -> Option<Self> {
+        Some(NodeReport { pod: serde_json::from_str(pod).ok()?, status: Some(serde_json::from_str(status).ok()?) })
+    }
+
+    /// TerminatePod's pod; None when it does not parse.
+    pub fn termination(pod: &str) -> Option<Self> {
+        Some(NodeReport { pod: serde_json::from_str(pod).ok()?, status: None })
+    }
+}
+
 /// The host's own view of the node's pods. Thread-safe; every method takes `&self`.
 pub struct HostView {
     /// Asked with the host's copy of a pod and status, never the plugin's.
@@ -81,40 +104,45 @@ impl HostView {
 
     /// The node reported `status` for `pod` (SetPodStatus), before the plugin sees it.
     pub fn report_status(&self, pod: &Pod, status: &PodStatus) {
-        let Some(uid) = pod.metadata.uid.as_deref() else { return };
-        let mut pods = self.pods.write().unwrap_or_else(PoisonError::into_inner);
-        let entry = pods.entry(uid.to_owned()).or_default();
-        for ip in ips_of(status) {
-            remember(&mut entry.ips, ip);
-        }
-        entry.pod = Some(Arc::new(pod.clone()));
-        entry.status = Some(status.clone());
+        self.record(NodeReport { pod: pod.clone(), status: Some(status.clone()) });
     }
 
     /// The node terminated `pod` (TerminatePod): every container of it is stopped.
     pub fn report_termination(&self, pod: &Pod) {
-        let Some(uid) = pod.metadata.uid.as_deref() else { return };
+        self.record(NodeReport { pod: pod.clone(), status: None });
+    }
+
+    /// Records a report parsed beforehand ([`NodeReport::status`],
+    /// [`NodeReport::termination`]); returns the pod's UID, None when it has none.
+    pub fn record(&self, report: NodeReport) -> Option<String> {
+        let NodeReport { pod, status } = report;
+        let uid = pod.metadata.uid.clone()?;
         let mut pods = self.pods.write().unwrap_or_else(PoisonError::into_inner);
-        let entry = pods.entry(uid.to_owned()).or_default();
-        let base = entry.status.clone().or_else(|| pod.status.clone()).unwrap_or_default();
-        entry.status = Some(terminated(base));
-        entry.pod = Some(Arc::new(pod.clone()));
+        let entry = pods.entry(uid.clone()).or_default();
+        let status = match status {
+            Some(status) => {
+                for ip in ips_of(&status) {
+                    remember(&mut entry.ips, ip);
+                }
+                status
+            }
+            None => terminated(entry.status.take().or_else(|| pod.status.clone()).unwrap_or_default()),
+        };
+        entry.status = Some(status);
+        entry.pod = Some(Arc::new(pod));
+        Some(uid)
     }
 
     /// [`HostView::report_status`] for the JSON a manager call carries; returns the
     /// pod's UID. JSON that does not parse is not recorded (the plugin refuses it too).
     pub fn report_status_json(&self, pod: &str, status: &str) -> Option<String> {
-        let (pod, status) = (serde_json::from_str::<Pod>(pod).ok()?, serde_json::from_str::<PodStatus>(status).ok()?);
-        self.report_status(&pod, &status);
-        pod.metadata.uid
+        self.record(NodeReport::status(pod, status)?)
     }
 
     /// [`HostView::report_termination`] for the JSON a manager call carries; returns
     /// the pod's UID.
     pub fn report_termination_json(&self, pod: &str) -> Option<String> {
-        let pod = serde_json::from_str::<Pod>(pod).ok()?;
-        self.report_termination(&pod);
-        pod.metadata.uid
+        self.record(NodeReport::termination(pod)?)
     }
 
     /// The plugin accepted a change of the status of `uid` and now holds `accepted`.
@@ -280,5 +308,29 @@ mod tests {
         assert_eq!(view.accepted("ua"), None);
         assert_eq!(view.len(), 1);
         assert!(format!("{view:?}").contains("pods: 1"));
+    }
+
+    #[test]
+    fn a_report_parsed_beforehand_records_what_the_json_says() {
+        let view = HostView::new(Arc::new(ContainersStopped));
+        let pod = serde_json::to_string(&testing::pod("a", "ua").build()).unwrap();
+        let running = r#"{"podIP": "10.0.0.7", "containerStatuses": [{"name": "c", "state": {"running": {}}}]}"#;
+        let report = NodeReport::status(&pod, running).expect("parses");
+        // Nothing is recorded until the report is.
+        assert!(!view.reported_ip("ua", "10.0.0.7"));
+        assert_eq!(view.record(report).as_deref(), Some("ua"));
+        assert!(view.reported_ip("ua", "10.0.0.7"));
+        let parsed = testing::pod("a", "ua").build();
+        assert_eq!(view.no_container_can_run("ua", &parsed), Err(NotSafe::ContainersMayRun));
+        assert_eq!(view.record(NodeReport::termination(&pod).expect("parses")).as_deref(), Some("ua"));
+        assert_eq!(view.no_container_can_run("ua", &parsed), Ok(()));
+        assert!(view.reported_ip("ua", "10.0.0.7"), "termination keeps what was reported");
+        // What does not parse is no report; a pod without a UID is not recorded.
+        assert!(NodeReport::status(&pod, "{not json").is_none());
+        assert!(NodeReport::status("[]", running).is_none());
+        assert!(NodeReport::termination("{").is_none());
+        let anonymous = NodeReport::status(r#"{"metadata": {"name": "x"}}"#, running).expect("parses");
+        assert_eq!(view.record(anonymous), None);
+        assert_eq!(view.len(), 1);
     }
 }

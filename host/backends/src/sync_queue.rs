@@ -2,7 +2,7 @@
 
 use std::collections::VecDeque;
 use std::sync::{Condvar, Mutex, MutexGuard};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// A handle on one accepted status version, as the plugin pushes it: the snapshot it
 /// names stays inside the plugin until the request comes back to `sync-pod`, so the
@@ -38,6 +38,8 @@ pub struct SyncQueue {
 #[derive(Debug, Default)]
 struct QueueState {
     requests: VecDeque<SyncRequest>,
+    /// When each of `requests` was pushed, in the same order.
+    pushed: VecDeque<Instant>,
     /// What the waiting requests take, by [`SyncQueue::request_bytes`].
     bytes: usize,
     closed: bool,
@@ -91,6 +93,20 @@ impl SyncQueue {
 
     fn take_front(state: &mut QueueState) -> Option<SyncRequest> {
         let request = state.requests.pop_front()?;
+        state.pushed.pop_front();
+        state.bytes -= Self::request_bytes(&request);
+        Some(request)
+    }
+
+    /// The oldest request, or the newest while the oldest has waited longer than
+    /// `lifo_after` (see [`SyncQueue::pop_until_adaptive`]).
+    fn take_adaptive(state: &mut QueueState, lifo_after: Duration) -> Option<SyncRequest> {
+        let backed_up = state.pushed.front().is_some_and(|at| at.elapsed() > lifo_after);
+        if !backed_up {
+            return Self::take_front(state);
+        }
+        let request = state.requests.pop_back()?;
+        state.pushed.pop_back();
         state.bytes -= Self::request_bytes(&request);
         Some(request)
     }
@@ -111,6 +127,7 @@ impl SyncQueue {
         }
         state.bytes += bytes;
         state.requests.push_back(request);
+        state.pushed.push_back(Instant::now());
         drop(state);
         self.ready.notify_one();
         true
@@ -121,11 +138,35 @@ impl SyncQueue {
         Self::take_front(&mut self.lock())
     }
 
+    /// Whether the oldest waiting request has waited longer than `lifo_after`.
+    pub fn backed_up(&self, lifo_after: Duration) -> bool {
+        self.lock().pushed.front().is_some_and(|at| at.elapsed() > lifo_after)
+    }
+
+    /// [`SyncQueue::pop`], adaptive as [`SyncQueue::pop_until_adaptive`].
+    pub fn pop_adaptive(&self, lifo_after: Duration) -> Option<SyncRequest> {
+        Self::take_adaptive(&mut self.lock(), lifo_after)
+    }
+
     /// Waits until a request arrives, `deadline` passes or the queue is closed.
     pub fn pop_until(&self, deadline: Instant) -> Wait {
+        self.pop_until_with(deadline, Self::take_front)
+    }
+
+    /// [`SyncQueue::pop_until`], first in first out until the queue backs up: while
+    /// the oldest request has waited longer than `lifo_after`, the newest goes first.
+    /// Past the client's budget a first-in-first-out queue makes every status wait for
+    /// the whole backlog; newest first writes what just changed at once, while the
+    /// older ones wait for the periodic batch sync, which writes each pod's latest
+    /// status in one go (adaptive LIFO, as in "Fail at Scale", ACM Queue 2015).
+    pub fn pop_until_adaptive(&self, deadline: Instant, lifo_after: Duration) -> Wait {
+        self.pop_until_with(deadline, |state| Self::take_adaptive(state, lifo_after))
+    }
+
+    fn pop_until_with(&self, deadline: Instant, mut take: impl FnMut(&mut QueueState) -> Option<SyncRequest>) -> Wait {
         let mut state = self.lock();
         loop {
-            if let Some(request) = Self::take_front(&mut state) {
+            if let Some(request) = take(&mut state) {
                 return Wait::Request(request);
             }
             if state.closed {
@@ -166,7 +207,14 @@ impl SyncQueue {
     /// Drops the waiting requests `keep` refuses, keeping the others in order.
     pub fn retain(&self, keep: impl FnMut(&SyncRequest) -> bool) {
         let mut state = self.lock();
-        state.requests.retain(keep);
+        let mut keep = keep;
+        let QueueState { requests, pushed, .. } = &mut *state;
+        let kept: Vec<(SyncRequest, Instant)> =
+            requests.drain(..).zip(pushed.drain(..)).filter(|(request, _)| keep(request)).collect();
+        for (request, at) in kept {
+            requests.push_back(request);
+            pushed.push_back(at);
+        }
         state.bytes = state.requests.iter().map(Self::request_bytes).sum();
     }
 
@@ -174,6 +222,7 @@ impl SyncQueue {
     pub fn drain(&self) -> Vec<SyncRequest> {
         let mut state = self.lock();
         state.bytes = 0;
+        state.pushed.clear();
         state.requests.drain(..).collect()
     }
 }
@@ -192,6 +241,31 @@ mod tests {
 
     fn req(id: u64) -> SyncRequest {
         SyncRequest { id, pod_uid: format!("uid-{id}"), version: 1 }
+    }
+
+    #[test]
+    fn first_in_first_out_until_the_oldest_waited_too_long_then_newest_first() {
+        let q = SyncQueue::new(10);
+        for id in 1..=4 {
+            assert!(q.push(req(id)));
+        }
+        let patient = Duration::from_secs(3600);
+        assert!(!q.backed_up(patient));
+        assert_eq!(q.pop_adaptive(patient).map(|r| r.id), Some(1), "not backed up: the oldest");
+        std::thread::sleep(Duration::from_millis(5));
+        let short = Duration::from_millis(1);
+        assert!(q.backed_up(short));
+        assert_eq!(q.pop_adaptive(short).map(|r| r.id), Some(4), "backed up: the newest");
+        let deadline = Instant::now() + Duration::from_secs(1);
+        assert_eq!(q.pop_until_adaptive(deadline, short), Wait::Request(req(3)));
+        // Dropping requests keeps each one's age: the one left is still the oldest.
+        q.retain(|r| r.id == 2);
+        assert!(q.push(req(5)));
+        assert!(q.backed_up(short), "request 2 kept its push time");
+        assert_eq!(q.pop_until_adaptive(deadline, patient), Wait::Request(req(2)));
+        assert_eq!(q.drain(), vec![req(5)]);
+        assert!(!q.backed_up(short), "nothing waits");
+        assert_eq!(q.bytes(), 0);
     }
 
     #[test]

@@ -25,7 +25,7 @@ use crate::plugin::{Plugin, Result};
 use crate::swap::{SwapError, SwapReport, load_checked, move_changes};
 use crate::sync_runner::{PluginHost, SyncRunner, run_planned};
 use podstatus_backends::host_view::Accepted;
-use podstatus_backends::{HostView, SyncQueue, Wait};
+use podstatus_backends::{HostView, NodeReport, SyncQueue, Wait};
 
 /// Change sets moved before the pause at most, during a swap.
 const PRECOPY_ROUNDS: usize = 4;
@@ -131,15 +131,32 @@ struct Shared {
     /// Callers of the Manager operations waiting for the plugin lock: sync steps give
     /// way to them (see [`Shared::plugin_for_steps`]).
     callers_waiting: AtomicUsize,
+    /// Taken by a sync step (or a plan) before the plugin lock and kept while it holds
+    /// it: at most one step contends with the callers for the plugin at a time (see
+    /// [`Shared::plugin_for_steps`]).
+    step_turn: Mutex<()>,
     /// See [`SchedulerConfig::batch_slice_pods`].
     batch_slice_pods: u32,
+    /// See [`SchedulerConfig::sync_period`].
+    sync_period: Duration,
+    /// Where the last periodic batch stopped before its end (see `batch_sync`).
+    batch_resume: Mutex<Option<String>>,
+    /// Whether the running plugin plans its syncs (0.2.0): its requests are taken off
+    /// the queue newest first once it backs up ([`QUEUE_LIFO_AFTER`]); a 0.1.x plugin's
+    /// are taken in order, as before.
+    split_syncs: AtomicBool,
 }
+
+/// How long the oldest queued request may have waited before the scheduler takes the
+/// newest first (see [`SyncQueue::pop_until_adaptive`]): a queue that backs up longer
+/// than this is past the client's budget.
+pub const QUEUE_LIFO_AFTER: Duration = Duration::from_secs(1);
 
 /// The longest a sync step gives way to waiting callers before it takes its turn.
 const STEP_YIELD_MAX: Duration = Duration::from_millis(2);
 
 impl PluginHost for Shared {
-    fn plugin(&self) -> MutexGuard<'_, Box<dyn Plugin>> {
+    fn plugin(&self) -> StepGuard<'_> {
         self.plugin_for_steps()
     }
 
@@ -164,26 +181,68 @@ impl Shared {
         plugin
     }
 
-    /// The lock for a sync's step: first gives way while callers wait (a mutex is not
-    /// fair, and with many workers resuming, a caller could wait behind several steps),
-    /// at most [`STEP_YIELD_MAX`], so steps are never starved.
-    fn plugin_for_steps(&self) -> MutexGuard<'_, Box<dyn Plugin>> {
+    /// The lock for a sync's step or a plan. A mutex is not fair: with dozens of API
+    /// workers resuming at once, a caller that found them all blocked on the plugin
+    /// lock would wait behind several steps. So steps take turns first (one at a time
+    /// contends for the plugin, the others wait for their turn without touching it),
+    /// and the one whose turn it is gives way while callers wait, at most
+    /// [`STEP_YIELD_MAX`], so steps are never starved. A caller then waits for at most
+    /// the step or call that holds the plugin.
+    fn plugin_for_steps(&self) -> StepGuard<'_> {
+        let turn = self.step_turn.lock().unwrap_or_else(|p| p.into_inner());
         let until = Instant::now() + STEP_YIELD_MAX;
         while self.callers_waiting.load(Ordering::SeqCst) > 0 && Instant::now() < until {
             std::thread::sleep(Duration::from_micros(50));
         }
-        self.plugin()
+        StepGuard { plugin: self.plugin(), _turn: turn }
     }
 
     /// Waits (without the plugin lock) until `calls` API calls may go, at most until
     /// `deadline` and [`ADMISSION_WAIT_MAX`] from now.
-    fn admit(&self, calls: u32, deadline: Instant) {
-        if let Some(admission) = &self.admission {
-            let deadline = deadline.min(Instant::now() + ADMISSION_WAIT_MAX);
-            if !admission.wait_ready(calls, deadline) {
-                tracing::debug!(calls, "API calls not admitted in time; syncing anyway");
-            }
+    fn admit(&self, calls: u32, deadline: Instant) -> bool {
+        let Some(admission) = &self.admission else { return true };
+        let deadline = deadline.min(Instant::now() + ADMISSION_WAIT_MAX);
+        let admitted = admission.wait_ready(calls, deadline);
+        if !admitted {
+            tracing::debug!(calls, "API calls not admitted in time");
         }
+        admitted
+    }
+
+    /// Waits for a request's admission, at most until `deadline`; whether to shed it.
+    /// With the queue backed up past the client's budget, a 0.2.0 plugin's request
+    /// whose calls the client does not admit at once is shed: planned, and its syncs
+    /// dropped unstarted, its status left unwritten for a later request or the batch
+    /// sync (which writes each pod's latest status once), as a 0.1.x plugin's
+    /// fail-fast client left it. Waiting instead lines every request up behind the
+    /// backlog: measured at twice the budget, the median status then waited 15 s
+    /// instead of 2 (README, "Figures").
+    fn admit_request(&self, deadline: Instant) -> bool {
+        let backed_up = self.split_syncs.load(Ordering::SeqCst) && self.queue.backed_up(QUEUE_LIFO_AFTER);
+        let deadline = if backed_up { Instant::now() } else { deadline };
+        let admitted = self.admit(SYNC_POD_CALLS, deadline);
+        backed_up && !admitted
+    }
+}
+
+/// The plugin locked for a sync step or a plan, with the steps' turn: the plugin is
+/// unlocked first (fields drop in order), so that the next step, given its turn, sees
+/// the callers that waited meanwhile and lets them go first.
+pub(crate) struct StepGuard<'a> {
+    plugin: MutexGuard<'a, Box<dyn Plugin>>,
+    _turn: MutexGuard<'a, ()>,
+}
+
+impl std::ops::Deref for StepGuard<'_> {
+    type Target = Box<dyn Plugin>;
+    fn deref(&self) -> &Self::Target {
+        &self.plugin
+    }
+}
+
+impl std::ops::DerefMut for StepGuard<'_> {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.plugin
     }
 }
 
@@ -240,6 +299,7 @@ impl ManagerHandle {
         queue: Arc<SyncQueue>,
         config: SchedulerConfig,
     ) -> (ManagerHandle, Scheduler) {
+        let split_syncs = plugin.contract().has_split_syncs();
         let shared = Arc::new(Shared {
             plugin: Mutex::new(plugin),
             queue,
@@ -248,6 +308,10 @@ impl ManagerHandle {
             host_view: OnceLock::new(),
             runner: SyncRunner::new(config.max_calls_in_flight, config.call_patience),
             callers_waiting: AtomicUsize::new(0),
+            step_turn: Mutex::new(()),
+            sync_period: config.sync_period,
+            batch_resume: Mutex::new(None),
+            split_syncs: AtomicBool::new(split_syncs),
             batch_slice_pods: config.batch_slice_pods,
         });
         let worker = Arc::clone(&shared);
@@ -262,10 +326,15 @@ impl ManagerHandle {
 fn run_scheduler(shared: &Arc<Shared>, config: &SchedulerConfig) {
     let mut next_batch = Instant::now() + config.sync_period;
     while !shared.stopping.load(Ordering::SeqCst) {
-        match shared.queue.pop_until(next_batch) {
+        let popped = if shared.split_syncs.load(Ordering::SeqCst) {
+            shared.queue.pop_until_adaptive(next_batch, QUEUE_LIFO_AFTER)
+        } else {
+            shared.queue.pop_until(next_batch)
+        };
+        match popped {
             Wait::Request(request) => handle_request(shared, &request, next_batch),
             Wait::TimedOut => {
-                batch_sync(shared, Instant::now() + config.sync_period, "batch sync");
+                batch_sync(shared, Instant::now() + config.sync_period, Batch::Periodic);
                 next_batch = Instant::now() + config.sync_period;
             }
             Wait::Closed => break,
@@ -278,15 +347,18 @@ fn run_scheduler(shared: &Arc<Shared>, config: &SchedulerConfig) {
 /// time and giving way to waiting callers first, and starts each slice's syncs as soon
 /// as it is planned; `between` runs after each slice but the last. Returns the plan's
 /// report, summed over the slices.
-fn run_batch_in_slices(shared: &Arc<Shared>, mut between: impl FnMut()) -> Result<BatchReport> {
+fn run_batch_in_slices(
+    shared: &Arc<Shared>,
+    after: Option<String>,
+    mut between: impl FnMut() -> bool,
+) -> Result<(BatchReport, Option<String>)> {
     plan_in_slices(
         shared.batch_slice_pods,
+        after,
         |slice| shared.plugin_for_steps().plan_sync_batch(slice),
         |syncs, more| {
             run_planned(shared, syncs);
-            if more {
-                between();
-            }
+            !more || between()
         },
     )
 }
@@ -300,29 +372,66 @@ fn run_batch_in_slices(shared: &Arc<Shared>, mut between: impl FnMut()) -> Resul
 /// calls that are throttled (a 0.2.0 sync whose token would come after its call timeout
 /// fails at once, and logic v2's next request plans the same pods again).
 fn handle_request(shared: &Arc<Shared>, request: &SyncRequest, deadline: Instant) {
-    shared.admit(SYNC_POD_CALLS, deadline);
+    let shed = shared.admit_request(deadline);
     let _gate = shared.runner.gate();
-    plan_request(shared, request);
+    plan_request(shared, request, shed);
 }
 
 /// [`handle_request`] once admitted, with the runner's gate held.
-fn plan_request(shared: &Arc<Shared>, request: &SyncRequest) {
+fn plan_request(shared: &Arc<Shared>, request: &SyncRequest, shed: bool) {
     let mut plugin = shared.plugin_for_steps();
     if !plugin.contract().has_split_syncs() {
         log_sync(request, plugin.sync_pod(request));
         return;
     }
     let planned = plugin.plan_sync_pod(request);
-    drop(plugin);
-    match planned {
-        Ok(syncs) => run_planned(shared, syncs),
-        Err(e) => tracing::error!(pod = %request.pod_uid, version = request.version, "sync: {e}"),
+    if shed {
+        for sync in planned.iter().flatten() {
+            if let Err(e) = plugin.drop_sync(sync.id) {
+                tracing::warn!(pod = %sync.pod_uid, sync = sync.id, "dropping a shed sync: {e}");
+            }
+        }
+        tracing::debug!(pod = %request.pod_uid, version = request.version, "shed past the client's budget");
+        return;
     }
+    let mut syncs = match planned {
+        Ok(syncs) => syncs,
+        Err(e) => return tracing::error!(pod = %request.pod_uid, version = request.version, "sync: {e}"),
+    };
+    // A pass (logic v2, v3) plans every unwritten pod. Past the client's budget only
+    // what it admits now starts; the others are dropped unstarted and stay unwritten
+    // for the next pass, as 1.27's throttled writes do: started, they would line up
+    // behind the rate limit and hold every later change of theirs behind them.
+    let admitted = admitted_syncs(shared, syncs.len());
+    for sync in syncs.drain(admitted..) {
+        if let Err(e) = plugin.drop_sync(sync.id) {
+            tracing::warn!(pod = %sync.pod_uid, sync = sync.id, "dropping a sync past the budget: {e}");
+        }
+    }
+    drop(plugin);
+    run_planned(shared, syncs);
 }
+
+/// How many of `planned` syncs of one request the client admits now: the first always
+/// (the request was admitted), each further one while the bucket holds its calls too.
+fn admitted_syncs(shared: &Shared, planned: usize) -> usize {
+    let Some(admission) = &shared.admission else { return planned };
+    let now = Instant::now();
+    (1..planned)
+        .find(|&n| !admission.wait_ready(u32::try_from(n + 1).unwrap_or(u32::MAX).saturating_mul(PASS_SYNC_CALLS), now))
+        .unwrap_or(planned)
+}
+
+/// The API calls a pass counts per pod it writes: the read and the write.
+const PASS_SYNC_CALLS: u32 = 2;
 
 /// One periodic batch sync (`what` names it in the log), as [`handle_request`] does a
 /// request.
-fn batch_sync(shared: &Arc<Shared>, deadline: Instant, what: &str) {
+fn batch_sync(shared: &Arc<Shared>, deadline: Instant, batch: Batch) {
+    let what = match batch {
+        Batch::Periodic => "batch sync",
+        Batch::Final => "final batch sync",
+    };
     shared.admit(SYNC_BATCH_CALLS, deadline);
     let _gate = shared.runner.gate();
     let mut plugin = shared.plugin();
@@ -337,16 +446,47 @@ fn batch_sync(shared: &Arc<Shared>, deadline: Instant, what: &str) {
     // over thousands of pods must not hold up the writes of the statuses that just
     // changed, and a queue that never empties (past the client's budget) must not
     // hold up the batch either.
-    let between = || {
-        if let Some(request) = shared.queue.pop() {
-            shared.admit(SYNC_POD_CALLS, deadline);
-            plan_request(shared, &request);
-        }
+    //
+    // Past the client's budget the batch is a share of it, not all of it: each slice
+    // waits for its calls' admission (planning faster only lines syncs up behind the
+    // rate limit, where the statuses that change meanwhile wait behind them), and a
+    // batch that has run for a fifth of the sync period stops, to go on from the same pod
+    // next period. So the writes of what just changed keep going during a batch over
+    // a long backlog, and every pod still comes round.
+    let started = Instant::now();
+    let time_box = match batch {
+        Batch::Periodic => shared.sync_period / 5,
+        Batch::Final => Duration::MAX,
     };
-    match run_batch_in_slices(shared, between) {
-        Ok(report) => tracing::debug!(?report, "{what} planned"),
+    let between = || {
+        if let Some(request) = shared.queue.pop_adaptive(QUEUE_LIFO_AFTER) {
+            let shed = shared.admit_request(deadline);
+            plan_request(shared, &request, shed);
+        }
+        if started.elapsed() >= time_box {
+            return false;
+        }
+        shared.admit(shared.batch_slice_pods.saturating_mul(SYNC_POD_CALLS), deadline);
+        true
+    };
+    let resume = shared.batch_resume.lock().unwrap_or_else(|p| p.into_inner()).take();
+    let after = if batch == Batch::Final { None } else { resume };
+    match run_batch_in_slices(shared, after, between) {
+        Ok((report, resume)) => {
+            tracing::debug!(?report, resume = resume.is_some(), "{what} planned");
+            *shared.batch_resume.lock().unwrap_or_else(|p| p.into_inner()) = resume;
+        }
         Err(e) => tracing::error!("{what}: {e}"),
     }
+}
+
+/// Which batch [`batch_sync`] runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Batch {
+    /// The scheduler's, every sync period: time-boxed, resumed where the last stopped.
+    Periodic,
+    /// Shutdown's last one: whole.
+    Final,
 }
 
 fn log_sync(request: &SyncRequest, outcome: Result<SyncOutcome>) {
@@ -376,7 +516,7 @@ impl Scheduler {
                 // Everything queued was handed over: the last batch once its syncs ran.
                 self.shared.runner.wait_idle(deadline);
                 if Instant::now() < deadline {
-                    batch_sync(&self.shared, deadline, "final batch sync");
+                    batch_sync(&self.shared, deadline, Batch::Final);
                 }
                 break 0;
             };
@@ -429,7 +569,7 @@ impl ManagerHandle {
         if !matches!(outcome, Ok(UpdateOutcome::Queued | UpdateOutcome::QueueFull)) {
             return;
         }
-        match plugin.get_pod_status(uid) {
+        match plugin.accepted_status(uid) {
             Ok(Some(cached)) => view.accept(uid, Accepted { version: cached.version, status: cached.status }),
             // The plugin accepted a status it does not hold: the final check will show it.
             Ok(None) => {
@@ -449,8 +589,10 @@ impl ManagerHandle {
 
     /// Caches a pod's status and queues its write when it changed.
     pub fn set_pod_status(&self, pod: &str, status: &str) -> Result<UpdateOutcome> {
+        // Parsed before the plugin is locked: other callers need not wait for it.
+        let report = self.host_view().and_then(|_| NodeReport::status(pod, status));
         let mut plugin = self.shared.plugin_for_caller();
-        let uid = self.host_view().and_then(|view| view.report_status_json(pod, status));
+        let uid = self.host_view().zip(report).and_then(|(view, report)| view.record(report));
         let outcome = plugin.set_pod_status(pod, status);
         self.note_accepted(plugin.as_mut(), uid.as_deref(), Some(status), &outcome);
         outcome
@@ -475,8 +617,9 @@ impl ManagerHandle {
 
     /// Marks every container of the pod terminated.
     pub fn terminate_pod(&self, pod: &str) -> Result<UpdateOutcome> {
+        let report = self.host_view().and_then(|_| NodeReport::termination(pod));
         let mut plugin = self.shared.plugin_for_caller();
-        let uid = self.host_view().and_then(|view| view.report_termination_json(pod));
+        let uid = self.host_view().zip(report).and_then(|(view, report)| view.record(report));
         let outcome = plugin.terminate_pod(pod);
         self.note_accepted(plugin.as_mut(), uid.as_deref(), None, &outcome);
         outcome
@@ -505,7 +648,7 @@ impl ManagerHandle {
         // Syncs still in flight (an earlier batch's) finish first: a batch planned over
         // them plans again what they are writing, and each such sync would cost a GET.
         self.shared.runner.wait_idle(Instant::now() + SWAP_DRAIN_MAX);
-        let report = run_batch_in_slices(&self.shared, || {})?;
+        let (report, _) = run_batch_in_slices(&self.shared, None, || true)?;
         drop(gate);
         self.shared.runner.wait_idle(Instant::now() + SWAP_DRAIN_MAX);
         Ok(report)
@@ -560,6 +703,9 @@ impl ManagerHandle {
         new.stop_following();
         let from = running.contract();
         let to = new.contract();
+        self.shared.split_syncs.store(to.has_split_syncs(), Ordering::SeqCst);
+        // A cursor into the old plugin's batch means nothing to the new one.
+        *self.shared.batch_resume.lock().unwrap_or_else(|p| p.into_inner()) = None;
         let old = std::mem::replace(&mut *running, new);
         let pause = paused.elapsed();
         drop(running);
@@ -568,5 +714,66 @@ impl ManagerHandle {
             SwapReport { from, to, state_bytes: state.len(), changes_bytes, save, bulk, pause, total: start.elapsed() };
         tracing::info!(?report, "plugin swapped");
         Ok(report)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plugin::NativePlugin;
+    use crate::world::World;
+    use podstatus_backends::{FixedDeletionSafety, MemoryApiServer, PodManager, SystemClock};
+
+    fn shared() -> (Arc<Shared>, Scheduler) {
+        let queue = Arc::new(SyncQueue::new(10));
+        let world = World {
+            api_server: Arc::new(MemoryApiServer::new()),
+            pod_manager: Arc::new(PodManager::new()),
+            deletion_safety: Arc::new(FixedDeletionSafety::new(true)),
+            clock: Arc::new(SystemClock),
+            queue: queue.clone(),
+        };
+        let config = SchedulerConfig { sync_period: Duration::from_secs(3600), ..SchedulerConfig::default() };
+        let (handle, scheduler) = ManagerHandle::start(Box::new(NativePlugin::new(world)), queue, config);
+        // The scheduler thread only waits for the queue; the test drives the locks.
+        (handle.shared, scheduler)
+    }
+
+    /// Eight sync steps wait for the plugin while one holds it; a caller comes along
+    /// after them. The caller gets the plugin next (at most one step may slip in,
+    /// should the caller be slow to wake), not behind the eight.
+    #[test]
+    fn a_caller_waits_for_the_step_that_holds_the_plugin_not_for_every_step_waiting() {
+        let (shared, _scheduler) = shared();
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let held = shared.plugin_for_steps();
+        let steps: Vec<_> = (0..8)
+            .map(|_| {
+                let (shared, order) = (Arc::clone(&shared), Arc::clone(&order));
+                std::thread::spawn(move || {
+                    let _plugin = shared.plugin_for_steps();
+                    order.lock().unwrap().push("step");
+                    std::thread::sleep(Duration::from_millis(2));
+                })
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(50));
+        let caller = {
+            let (shared, order) = (Arc::clone(&shared), Arc::clone(&order));
+            std::thread::spawn(move || {
+                let _plugin = shared.plugin_for_caller();
+                order.lock().unwrap().push("caller");
+            })
+        };
+        while shared.callers_waiting.load(Ordering::SeqCst) == 0 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        drop(held);
+        caller.join().unwrap();
+        steps.into_iter().for_each(|s| s.join().unwrap());
+        let order = order.lock().unwrap();
+        let position = order.iter().position(|who| *who == "caller").unwrap();
+        assert!(position <= 1, "the caller came after {position} steps: {order:?}");
+        assert_eq!(order.len(), 9);
     }
 }

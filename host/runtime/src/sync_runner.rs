@@ -17,14 +17,14 @@ use std::time::{Duration, Instant};
 
 use crate::api;
 use crate::bindings::{ApiCall, PodSync, SyncOrigin, SyncStep};
-use crate::plugin::{Plugin, Result};
+use crate::plugin::Result;
 use crate::sync_table::SyncTable;
 use crate::world::World;
 
 /// What the runner needs of whoever owns the plugin (the handle).
 pub(crate) trait PluginHost: Send + Sync + 'static {
     /// The plugin, locked.
-    fn plugin(&self) -> MutexGuard<'_, Box<dyn Plugin>>;
+    fn plugin(&self) -> crate::handle::StepGuard<'_>;
     /// The runner of this plugin's syncs.
     fn runner(&self) -> &SyncRunner;
 }

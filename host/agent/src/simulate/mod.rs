@@ -133,6 +133,7 @@ pub fn run_with_progress(
         cycles: config.cycles,
     };
     let mut driver = Driver::new(driver_config, agent.pod_manager());
+    let cpu_at_start = summary::CpuTimes::now();
     let start = Instant::now();
     let until = config.duration.map_or(start + Duration::from_secs(86_400 * 365), |d| start + d);
     let mut swap = None;
@@ -165,6 +166,7 @@ pub fn run_with_progress(
     });
     let seconds = start.elapsed().as_secs_f64();
     let statuses_written = statuses_written(agent.metrics());
+    let cpu_steal_percent = cpu_at_start.zip(summary::CpuTimes::now()).and_then(|(a, b)| a.steal_percent_until(b));
 
     let quiet = Instant::now();
     quiet_sync(&agent, &node_side, &mut driver, config.flush_timeout);
@@ -218,6 +220,7 @@ pub fn run_with_progress(
         swap,
         check,
         peak_rss_mib: summary::peak_rss_mib(),
+        cpu_steal_percent,
     };
     // As `podstatus agent` at its end: the node reported as shutting down.
     if let Some(registration) = agent.registration()

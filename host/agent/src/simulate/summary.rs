@@ -65,6 +65,10 @@ pub struct Summary {
     pub check: Check,
     /// Peak resident memory of the process, in MiB (Linux only).
     pub peak_rss_mib: Option<f64>,
+    /// The share of the machine's CPU time the hypervisor gave to others during the
+    /// churn, in percent (Linux only): a virtual machine's neighbours stretch every
+    /// latency figure, so the figures are read beside it.
+    pub cpu_steal_percent: Option<f64>,
 }
 
 /// Latency percentiles, in milliseconds.
@@ -243,6 +247,9 @@ impl fmt::Display for Summary {
         if let Some(mib) = self.peak_rss_mib {
             rows.push(("peak memory".into(), format!("{mib:.0} MiB")));
         }
+        if let Some(steal) = self.cpu_steal_percent {
+            rows.push(("cpu steal".into(), format!("{steal:.1}% (time the hypervisor gave to others)")));
+        }
         let verdict = if self.passed() {
             format!("{} pods: API server equals the cache", self.check.compared)
         } else {
@@ -261,6 +268,36 @@ impl fmt::Display for Summary {
     }
 }
 
+/// The machine's CPU time so far, in clock ticks: (all, stolen), where the OS tells it
+/// (the `cpu` line of `/proc/stat`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CpuTimes {
+    total: u64,
+    steal: u64,
+}
+
+impl CpuTimes {
+    /// Now, where the OS tells it.
+    pub fn now() -> Option<Self> {
+        Self::parse(&std::fs::read_to_string("/proc/stat").ok()?)
+    }
+
+    /// From the text of `/proc/stat`: user nice system idle iowait irq softirq steal ...
+    fn parse(stat: &str) -> Option<Self> {
+        let line = stat.lines().find(|l| l.starts_with("cpu "))?;
+        let fields: Vec<u64> =
+            line.split_whitespace().skip(1).take(8).map(|f| f.parse().ok()).collect::<Option<_>>()?;
+        let steal = *fields.get(7)?;
+        Some(CpuTimes { total: fields.iter().sum(), steal })
+    }
+
+    /// The share stolen between `self` and `later`, in percent.
+    pub fn steal_percent_until(self, later: CpuTimes) -> Option<f64> {
+        let total = later.total.checked_sub(self.total).filter(|t| *t > 0)?;
+        Some(later.steal.saturating_sub(self.steal) as f64 * 100.0 / total as f64)
+    }
+}
+
 /// The process's peak resident set (VmHWM), in MiB, where the OS tells it.
 pub fn peak_rss_mib() -> Option<f64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
@@ -272,6 +309,18 @@ pub fn peak_rss_mib() -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn steal_is_read_off_proc_stat() {
+        let before = CpuTimes::parse("cpu  100 0 50 800 0 0 0 50 0 0\ncpu0 1 2 3\n").unwrap();
+        let after = CpuTimes::parse("cpu  200 0 100 1550 0 0 0 150 0 0\n").unwrap();
+        // 1000 ticks passed, 100 of them stolen.
+        assert_eq!(before.steal_percent_until(after), Some(10.0));
+        assert_eq!(before.steal_percent_until(before), None, "no time passed");
+        // Kernels before steal accounting: no reading rather than a made-up zero.
+        assert_eq!(CpuTimes::parse("cpu  1 2 3 4\n"), None);
+        assert_eq!(CpuTimes::parse("intr 5\n"), None);
+    }
 
     #[test]
     fn the_table_names_differing_pods() {

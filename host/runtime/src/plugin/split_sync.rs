@@ -40,29 +40,41 @@ pub const DEFAULT_BATCH_SLICE_PODS: u32 = 4;
 /// that is exactly what one 0.1.x batch decides.
 pub fn plan_whole_batch(plugin: &mut (impl Plugin + ?Sized), max_pods: u32) -> Result<BatchPlan> {
     let mut syncs = Vec::new();
-    let report = plan_in_slices(max_pods, |slice| plugin.plan_sync_batch(slice), |planned, _| syncs.extend(planned))?;
+    let (report, _) = plan_in_slices(
+        max_pods,
+        None,
+        |slice| plugin.plan_sync_batch(slice),
+        |planned, _| {
+            syncs.extend(planned);
+            true
+        },
+    )?;
     Ok(BatchPlan { report, syncs, next: None })
 }
 
-/// Walks one batch sync slice by slice, at most `max_pods` pods each: `plan` plans a
-/// slice (however its caller reaches the plugin), `take` receives each slice's syncs
-/// and whether more slices follow. Returns the batch's report, the slices' summed.
+/// Walks a batch sync slice by slice, at most `max_pods` pods each, from the first pod
+/// after `after` (None: from the start): `plan` plans a slice (however its caller
+/// reaches the plugin), `take` receives each slice's syncs and whether more slices
+/// follow, and answers whether to go on. Returns the report, the slices' summed, and
+/// the cursor to resume from when `take` stopped the walk before its end.
 pub(crate) fn plan_in_slices(
     max_pods: u32,
+    after: Option<String>,
     mut plan: impl FnMut(&BatchSlice) -> Result<BatchPlan>,
-    mut take: impl FnMut(Vec<PodSync>, bool),
-) -> Result<BatchReport> {
+    mut take: impl FnMut(Vec<PodSync>, bool) -> bool,
+) -> Result<(BatchReport, Option<String>)> {
     let mut report = BatchReport { synced: 0, reconciled: 0, failed: 0 };
-    let mut slice = BatchSlice { after: None, max_pods };
+    let mut slice = BatchSlice { after, max_pods };
     loop {
         let planned = plan(&slice)?;
         report.synced = report.synced.saturating_add(planned.report.synced);
         report.reconciled = report.reconciled.saturating_add(planned.report.reconciled);
         report.failed = report.failed.saturating_add(planned.report.failed);
-        take(planned.syncs, planned.next.is_some());
+        let go_on = take(planned.syncs, planned.next.is_some());
         match planned.next {
-            Some(next) => slice.after = Some(next),
-            None => return Ok(report),
+            Some(next) if go_on => slice.after = Some(next),
+            Some(next) => return Ok((report, Some(next))),
+            None => return Ok((report, None)),
         }
     }
 }
@@ -94,5 +106,57 @@ pub fn run_now(plugin: &mut (impl Plugin + ?Sized), world: &World, id: u64) -> R
                 step = plugin.resume_sync(id, reply)?;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A batch over `uids`, as a plugin slices it: the UIDs after the slice's start, at
+    /// most `max-pods` of them, one sync each.
+    fn slice_of(uids: &[&str], slice: &BatchSlice) -> Result<BatchPlan> {
+        let after = slice.after.as_deref().unwrap_or("");
+        let rest: Vec<&str> = uids.iter().copied().filter(|uid| *uid > after).collect();
+        let taken = &rest[..rest.len().min(slice.max_pods.max(1) as usize)];
+        let syncs = taken
+            .iter()
+            .map(|uid| PodSync { id: uid.len() as u64, pod_uid: (*uid).to_owned(), origin: SyncOrigin::Batch })
+            .collect();
+        let next = (taken.len() < rest.len()).then(|| taken.last().map(|uid| (*uid).to_owned())).flatten();
+        let report = BatchReport { synced: taken.len() as u32, reconciled: 0, failed: 0 };
+        Ok(BatchPlan { report, syncs, next })
+    }
+
+    #[test]
+    fn a_walk_stopped_early_resumes_where_it_stopped_and_covers_the_rest_once() {
+        let uids = ["a", "b", "c", "d", "e"];
+        let mut seen = Vec::new();
+        let mut slices = 0;
+        let (report, resume) = plan_in_slices(
+            2,
+            None,
+            |s| slice_of(&uids, s),
+            |syncs, _| {
+                seen.extend(syncs.into_iter().map(|s| s.pod_uid));
+                slices += 1;
+                slices < 2
+            },
+        )
+        .unwrap();
+        assert_eq!((report.synced, resume.as_deref()), (4, Some("d")), "stopped after two slices");
+        let (report, resume) = plan_in_slices(
+            2,
+            resume,
+            |s| slice_of(&uids, s),
+            |syncs, more| {
+                seen.extend(syncs.into_iter().map(|s| s.pod_uid));
+                assert!(!more, "one slice is left");
+                true
+            },
+        )
+        .unwrap();
+        assert_eq!((report.synced, resume), (1, None), "the walk reached the end");
+        assert_eq!(seen, uids);
     }
 }

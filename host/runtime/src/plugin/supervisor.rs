@@ -286,6 +286,17 @@ impl Plugin for SupervisedPlugin {
         self.run("get-pod-status", false, |p| p.get_pod_status(uid))
     }
 
+    /// From the shadow, which the accepting call's change set has just brought up to
+    /// date: what recovery would restore is what is recorded as accepted. A UID the
+    /// shadow holds no status under (a mirror pod's, which the plugin translates) is
+    /// asked of the instance.
+    fn accepted_status(&mut self, uid: &str) -> Result<Option<CachedStatus>> {
+        match self.shadow.cached_status(uid) {
+            Some(cached) => Ok(Some(cached)),
+            None => self.get_pod_status(uid),
+        }
+    }
+
     fn set_pod_status(&mut self, pod: &str, status: &str) -> Result<UpdateOutcome> {
         self.run_checked("set-pod-status", true, |p| p.set_pod_status(pod, status), claims_a_status)
     }
@@ -516,6 +527,19 @@ impl StateShadow {
         if let Some(next) = &changes.next_request_id {
             self.header.insert("nextRequestId".into(), next.clone());
         }
+    }
+
+    /// The status entry of `uid` as [`CachedStatus`]; None when there is none, or it is
+    /// not what the state format says an entry is.
+    fn cached_status(&self, uid: &str) -> Option<CachedStatus> {
+        #[derive(serde::Deserialize)]
+        struct Entry<'a> {
+            version: u64,
+            #[serde(borrow)]
+            status: &'a RawValue,
+        }
+        let entry: Entry<'_> = serde_json::from_str(self.maps[0].get(uid)?.get()).ok()?;
+        Some(CachedStatus { version: entry.version, status: entry.status.get().to_owned() })
     }
 
     fn has_pending(&self, id: u64) -> bool {
