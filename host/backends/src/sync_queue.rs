@@ -37,9 +37,8 @@ pub struct SyncQueue {
 
 #[derive(Debug, Default)]
 struct QueueState {
-    requests: VecDeque<SyncRequest>,
-    /// When each of `requests` was pushed, in the same order.
-    pushed: VecDeque<Instant>,
+    /// Each waiting request with when it was pushed, oldest first.
+    requests: VecDeque<(SyncRequest, Instant)>,
     /// What the waiting requests take, by [`SyncQueue::request_bytes`].
     bytes: usize,
     closed: bool,
@@ -92,21 +91,22 @@ impl SyncQueue {
     }
 
     fn take_front(state: &mut QueueState) -> Option<SyncRequest> {
-        let request = state.requests.pop_front()?;
-        state.pushed.pop_front();
+        let (request, _) = state.requests.pop_front()?;
         state.bytes -= Self::request_bytes(&request);
         Some(request)
+    }
+
+    fn backed_up_in(state: &QueueState, lifo_after: Duration) -> bool {
+        state.requests.front().is_some_and(|(_, at)| at.elapsed() > lifo_after)
     }
 
     /// The oldest request, or the newest while the oldest has waited longer than
     /// `lifo_after` (see [`SyncQueue::pop_until_adaptive`]).
     fn take_adaptive(state: &mut QueueState, lifo_after: Duration) -> Option<SyncRequest> {
-        let backed_up = state.pushed.front().is_some_and(|at| at.elapsed() > lifo_after);
-        if !backed_up {
+        if !Self::backed_up_in(state, lifo_after) {
             return Self::take_front(state);
         }
-        let request = state.requests.pop_back()?;
-        state.pushed.pop_back();
+        let (request, _) = state.requests.pop_back()?;
         state.bytes -= Self::request_bytes(&request);
         Some(request)
     }
@@ -126,8 +126,7 @@ impl SyncQueue {
             return false;
         }
         state.bytes += bytes;
-        state.requests.push_back(request);
-        state.pushed.push_back(Instant::now());
+        state.requests.push_back((request, Instant::now()));
         drop(state);
         self.ready.notify_one();
         true
@@ -140,7 +139,7 @@ impl SyncQueue {
 
     /// Whether the oldest waiting request has waited longer than `lifo_after`.
     pub fn backed_up(&self, lifo_after: Duration) -> bool {
-        self.lock().pushed.front().is_some_and(|at| at.elapsed() > lifo_after)
+        Self::backed_up_in(&self.lock(), lifo_after)
     }
 
     /// [`SyncQueue::pop`], adaptive as [`SyncQueue::pop_until_adaptive`].
@@ -205,25 +204,17 @@ impl SyncQueue {
     }
 
     /// Drops the waiting requests `keep` refuses, keeping the others in order.
-    pub fn retain(&self, keep: impl FnMut(&SyncRequest) -> bool) {
+    pub fn retain(&self, mut keep: impl FnMut(&SyncRequest) -> bool) {
         let mut state = self.lock();
-        let mut keep = keep;
-        let QueueState { requests, pushed, .. } = &mut *state;
-        let kept: Vec<(SyncRequest, Instant)> =
-            requests.drain(..).zip(pushed.drain(..)).filter(|(request, _)| keep(request)).collect();
-        for (request, at) in kept {
-            requests.push_back(request);
-            pushed.push_back(at);
-        }
-        state.bytes = state.requests.iter().map(Self::request_bytes).sum();
+        state.requests.retain(|(request, _)| keep(request));
+        state.bytes = state.requests.iter().map(|(request, _)| Self::request_bytes(request)).sum();
     }
 
     /// Every waiting request, oldest first, removed from the queue (a state hand-over).
     pub fn drain(&self) -> Vec<SyncRequest> {
         let mut state = self.lock();
         state.bytes = 0;
-        state.pushed.clear();
-        state.requests.drain(..).collect()
+        state.requests.drain(..).map(|(request, _)| request).collect()
     }
 }
 

@@ -385,41 +385,44 @@ fn plan_request(shared: &Arc<Shared>, request: &SyncRequest, shed: bool) {
         return;
     }
     let planned = plugin.plan_sync_pod(request);
-    if shed {
-        for sync in planned.iter().flatten() {
-            if let Err(e) = plugin.drop_sync(sync.id) {
-                tracing::warn!(pod = %sync.pod_uid, sync = sync.id, "dropping a shed sync: {e}");
-            }
-        }
-        tracing::debug!(pod = %request.pod_uid, version = request.version, "shed past the client's budget");
-        return;
-    }
+    drop(plugin);
     let mut syncs = match planned {
         Ok(syncs) => syncs,
         Err(e) => return tracing::error!(pod = %request.pod_uid, version = request.version, "sync: {e}"),
     };
-    // A pass (logic v2, v3) plans every unwritten pod. Past the client's budget only
-    // what it admits now starts; the others are dropped unstarted and stay unwritten
-    // for the next pass, as 1.27's throttled writes do: started, they would line up
-    // behind the rate limit and hold every later change of theirs behind them.
-    let admitted = admitted_syncs(shared, syncs.len());
-    for sync in syncs.drain(admitted..) {
-        if let Err(e) = plugin.drop_sync(sync.id) {
-            tracing::warn!(pod = %sync.pod_uid, sync = sync.id, "dropping a sync past the budget: {e}");
+    // A shed request starts none of its syncs. A pass (logic v2, v3) plans every
+    // unwritten pod; past the client's budget only what it admits now starts, and the
+    // others are dropped unstarted and stay unwritten for the next pass, as 1.27's
+    // throttled writes do: started, they would line up behind the rate limit and hold
+    // every later change of theirs behind them.
+    let admitted = if shed { 0 } else { admitted_syncs(shared, syncs.len()) };
+    if admitted < syncs.len() {
+        let mut plugin = shared.plugin_for_steps();
+        for sync in syncs.drain(admitted..) {
+            if let Err(e) = plugin.drop_sync(sync.id) {
+                tracing::warn!(pod = %sync.pod_uid, sync = sync.id, "dropping a sync past the budget: {e}");
+            }
         }
     }
-    drop(plugin);
+    if shed {
+        tracing::debug!(pod = %request.pod_uid, version = request.version, "shed past the client's budget");
+    }
     run_planned(shared, syncs);
 }
 
 /// How many of `planned` syncs of one request the client admits now: the first always
 /// (the request was admitted), each further one while the bucket holds its calls too.
+/// Asked without the plugin lock; within the budget one question answers it.
 fn admitted_syncs(shared: &Shared, planned: usize) -> usize {
     let Some(admission) = &shared.admission else { return planned };
     let now = Instant::now();
-    (1..planned)
-        .find(|&n| !admission.wait_ready(u32::try_from(n + 1).unwrap_or(u32::MAX).saturating_mul(PASS_SYNC_CALLS), now))
-        .unwrap_or(planned)
+    let ready = |syncs: usize| {
+        admission.wait_ready(u32::try_from(syncs).unwrap_or(u32::MAX).saturating_mul(PASS_SYNC_CALLS), now)
+    };
+    if planned <= 1 || ready(planned) {
+        return planned;
+    }
+    (1..planned).find(|&n| !ready(n + 1)).unwrap_or(planned)
 }
 
 /// The API calls a pass counts per pod it writes: the read and the write.
@@ -590,9 +593,10 @@ impl ManagerHandle {
     /// Caches a pod's status and queues its write when it changed.
     pub fn set_pod_status(&self, pod: &str, status: &str) -> Result<UpdateOutcome> {
         // Parsed before the plugin is locked: other callers need not wait for it.
-        let report = self.host_view().and_then(|_| NodeReport::status(pod, status));
+        let view = self.host_view();
+        let report = view.and_then(|_| NodeReport::status(pod, status));
         let mut plugin = self.shared.plugin_for_caller();
-        let uid = self.host_view().zip(report).and_then(|(view, report)| view.record(report));
+        let uid = view.zip(report).and_then(|(view, report)| view.record(report));
         let outcome = plugin.set_pod_status(pod, status);
         self.note_accepted(plugin.as_mut(), uid.as_deref(), Some(status), &outcome);
         outcome
@@ -617,9 +621,10 @@ impl ManagerHandle {
 
     /// Marks every container of the pod terminated.
     pub fn terminate_pod(&self, pod: &str) -> Result<UpdateOutcome> {
-        let report = self.host_view().and_then(|_| NodeReport::termination(pod));
+        let view = self.host_view();
+        let report = view.and_then(|_| NodeReport::termination(pod));
         let mut plugin = self.shared.plugin_for_caller();
-        let uid = self.host_view().zip(report).and_then(|(view, report)| view.record(report));
+        let uid = view.zip(report).and_then(|(view, report)| view.record(report));
         let outcome = plugin.terminate_pod(pod);
         self.note_accepted(plugin.as_mut(), uid.as_deref(), None, &outcome);
         outcome
