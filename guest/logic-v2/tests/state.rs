@@ -143,3 +143,39 @@ fn v2_keeps_nothing_beside_the_state_document() {
     assert_eq!(from_first, from_second);
     assert!(from_first.1.iter().any(|c| c.verb == Verb::DeletePod), "the rest deletes the pod: {:?}", from_first.1);
 }
+
+#[test]
+fn a_pass_after_a_load_or_a_change_set_plans_the_pods_unwritten_in_the_state_it_took() {
+    let (world, a, b, s) = world();
+    let mut first = Manager::new(world);
+    set(&mut first, &a, &json!({"phase": "Running"}));
+    set(&mut first, &b, &json!({"phase": "Running"}));
+    set(&mut first, &s, &json!({"phase": "Running"}));
+    drain(&mut first);
+    set(&mut first, &a, &json!({"phase": "Succeeded"}));
+    let document = first.save_state().unwrap();
+    let request = first.imports_mut().pop_request().expect("a's request");
+
+    // Loaded: a's new version is unwritten, b's is written; the static pod s is always
+    // planned (its written version is kept under its mirror pod's UID).
+    let mut second = Manager::new(first.imports_mut().clone());
+    second.load_state(&document).unwrap();
+    let planned = |m: &mut M, request| -> Vec<String> {
+        let syncs = m.plan_sync_pod(request).unwrap();
+        let uids = syncs.iter().map(|sync| sync.pod_uid.clone()).collect();
+        for sync in syncs {
+            m.drop_sync(sync.id);
+        }
+        uids
+    };
+    assert_eq!(planned(&mut second, &request), ["uid-a", "uid-s"]);
+
+    // Followed: the first instance writes a, then b changes; both arrive in a change
+    // set, and only b is unwritten there.
+    first.sync_pod(&request).unwrap();
+    set(&mut first, &b, &json!({"phase": "Failed"}));
+    let changes = first.save_state_changes().unwrap();
+    second.apply_state_changes(&changes).unwrap();
+    let request = first.imports_mut().pop_request().expect("b's request");
+    assert_eq!(planned(&mut second, &request), ["uid-b", "uid-s"]);
+}

@@ -203,6 +203,7 @@ impl<I: Imports> Manager<I> {
                     self.statuses.remove(&uid)
                 }
             };
+            self.reindex(&uid);
             self.changes.statuses.insert(uid);
         }
         for (uid, version) in patch.api_status_versions {
@@ -210,6 +211,7 @@ impl<I: Imports> Manager<I> {
                 Some(version) => self.api_versions.insert(uid.clone(), version),
                 None => self.api_versions.remove(&uid),
             };
+            self.reindex(&uid);
             self.changes.api_versions.insert(uid);
         }
         for (id, entry) in patch.pending {
@@ -265,6 +267,7 @@ impl<I: Imports> Manager<I> {
         self.statuses = statuses;
         self.last_written = written;
         self.api_versions = doc.api_status_versions;
+        self.reindex_all();
         self.pending = pending;
         // IDs must stay unique for this instance's lifetime, including IDs it handed out
         // before the load.
