@@ -69,6 +69,11 @@ fn to_object(status: &PodStatus) -> Result<Map<String, Value>, String> {
 /// it has it: semantically equal (the values are read back from their JSON, which has
 /// times at whole seconds), with the same quantities in the same canonical forms.
 fn field_equal(key: &str, a: Option<&Value>, b: Option<&Value>) -> Result<bool, String> {
+    // The same JSON reads back the same: most fields of a write are unchanged, and
+    // reading both sides back as statuses is most of what a patch costs.
+    if a == b {
+        return Ok(true);
+    }
     let (mut qa, mut qb) = (Vec::new(), Vec::new());
     quantities(a.unwrap_or(&Value::Null), &mut String::new(), &mut qa);
     quantities(b.unwrap_or(&Value::Null), &mut String::new(), &mut qb);
