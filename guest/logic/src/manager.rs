@@ -110,7 +110,7 @@ pub struct Manager<I: Imports> {
     /// and finding these by walking every cached pod took a sixth of the agent's CPU at
     /// 500 statuses a second; kept in step by [`Manager::reindex`] wherever `statuses`
     /// or `api_versions` change.
-    pub(crate) unwritten: BTreeSet<String>,
+    unwritten: BTreeSet<String>,
     /// Snapshots referred to by requests in the host's queue, by request ID.
     pub(crate) pending: BTreeMap<u64, PendingSync>,
     pub(crate) next_request_id: u64,
@@ -395,7 +395,7 @@ impl<I: Imports> Manager<I> {
         let paired = |uid: &str| pod_to_mirror.contains_key(uid) || pod_to_mirror.values().any(|m| m == uid);
         self.statuses
             .iter()
-            .filter(|(uid, status)| *uid != except && (paired(uid) || !self.is_written(uid, status.version)))
+            .filter(|(uid, status)| *uid != except && (paired(uid) || self.is_unwritten(uid, status)))
             .map(|(uid, _)| uid.clone())
             .collect()
     }
@@ -403,7 +403,7 @@ impl<I: Imports> Manager<I> {
     /// Puts `uid` in [`Manager::unwritten`] or takes it out, after its cached status or
     /// its written version changed.
     pub(crate) fn reindex(&mut self, uid: &str) {
-        let unwritten = self.statuses.get(uid).is_some_and(|status| !self.is_written(uid, status.version));
+        let unwritten = self.statuses.get(uid).is_some_and(|status| self.is_unwritten(uid, status));
         if !unwritten {
             self.unwritten.remove(uid);
         } else if !self.unwritten.contains(uid) {
@@ -416,9 +416,15 @@ impl<I: Imports> Manager<I> {
         self.unwritten = self
             .statuses
             .iter()
-            .filter(|(uid, status)| !self.is_written(uid, status.version))
+            .filter(|(uid, status)| self.is_unwritten(uid, status))
             .map(|(uid, _)| uid.clone())
             .collect();
+    }
+
+    /// Whether `status`, cached for `uid`, is newer than what was written under `uid`
+    /// itself: what puts a pod in [`Manager::unwritten`].
+    fn is_unwritten(&self, uid: &str, status: &VersionedStatus) -> bool {
+        !self.is_written(uid, status.version)
     }
 
     /// The pods that sync requests queued in the host refer to, in request order.
