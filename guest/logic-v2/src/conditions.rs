@@ -3,8 +3,8 @@
 
 use k8s_openapi::api::core::v1::{PodCondition, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use podstatus_logic::ready::{POD_INITIALIZED, POD_READY, POD_SUCCEEDED, find_condition, find_condition_mut};
-use podstatus_logic::semantic_eq::status_equal;
+use podstatus_core::{POD_INITIALIZED, POD_READY, POD_SUCCEEDED, find_condition, find_condition_mut};
+use podstatus_core::status_equal;
 
 use crate::generate::{
     CONTAINERS_READY, POD_FAILED, containers_ready_for_terminal_phase, pod_ready_for_terminal_phase,
@@ -39,11 +39,6 @@ pub fn shared_by_kubelet(condition_type: &str) -> bool {
 /// `IsPodPhaseTerminal`: Succeeded or Failed.
 pub fn is_terminal(phase: Option<&str>) -> bool {
     matches!(phase, Some(POD_SUCCEEDED | POD_FAILED))
-}
-
-/// The first condition of `type_` in a list (`GetPodConditionFromList`).
-pub fn find_in<'a>(conditions: &'a [PodCondition], type_: &str) -> Option<&'a PodCondition> {
-    conditions.iter().find(|c| c.type_ == type_)
 }
 
 /// `isPodStatusByKubeletEqual`: equal when every condition of `status` that the kubelet

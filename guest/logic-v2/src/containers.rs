@@ -1,7 +1,7 @@
 //! Container states at the end of a pod's life, and which changes of them are legal.
 
 use k8s_openapi::api::core::v1::{ContainerState, ContainerStateTerminated, ContainerStatus, PodStatus};
-use podstatus_logic::pod::SpecView;
+use podstatus_core::SpecView;
 
 /// The restart policy that lets every container run again.
 pub const RESTART_ALWAYS: &str = "Always";

@@ -5,14 +5,13 @@
 //! not ready whatever its containers say.
 
 use k8s_openapi::api::core::v1::{ContainerStatus, PodCondition, PodReadinessGate};
-use podstatus_logic::pod::SpecView;
-use podstatus_logic::ready::{
+use podstatus_core::SpecView;
+use podstatus_core::{
     CONTAINERS_NOT_READY, ContainersReadiness, POD_COMPLETED, POD_READY, POD_SUCCEEDED, UNKNOWN_CONTAINER_STATUSES,
-    condition,
+    condition, find_condition_in,
 };
 use serde::Deserialize;
 
-use crate::conditions::find_in;
 use crate::go_quote::go_quote;
 
 /// Condition type: every container of the pod is ready.
@@ -59,7 +58,7 @@ pub fn generate_pod_ready_condition(
     }
     let unready: Vec<String> = readiness_gates
         .iter()
-        .filter_map(|gate| match find_in(conditions, gate) {
+        .filter_map(|gate| match find_condition_in(conditions, gate) {
             None => Some(format!("corresponding condition of pod readiness gate {} does not exist.", go_quote(gate))),
             Some(c) if c.status != "True" => {
                 Some(format!("the status of pod readiness gate {} is not \"True\", but {}", go_quote(gate), c.status))
@@ -85,7 +84,7 @@ pub fn pod_ready_for_terminal_phase(phase: Option<&str>) -> PodCondition {
 }
 
 /// The condition types of the pod's readiness gates (`spec.readinessGates`), which
-/// `podstatus_logic::pod::SpecView` does not read: only a readiness change needs them.
+/// `podstatus_core::SpecView` does not read: only a readiness change needs them.
 pub fn readiness_gates(pod_json: &str) -> Result<Vec<String>, String> {
     #[derive(Default, Deserialize)]
     #[serde(default)]
@@ -113,7 +112,7 @@ fn terminal_reason(phase: Option<&str>) -> Option<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use podstatus_logic::pod::NamedView;
+    use podstatus_core::NamedView;
 
     fn spec(names: &[&str]) -> SpecView {
         SpecView {

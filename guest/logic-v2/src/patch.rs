@@ -23,8 +23,8 @@
 
 use k8s_openapi::api::core::v1::PodStatus;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use podstatus_logic::quantity::go_canonical;
-use podstatus_logic::semantic_eq::status_equal;
+use podstatus_core::go_canonical;
+use podstatus_core::status_equal;
 use serde_json::{Map, Value, json};
 
 /// The status lists merged by a key rather than replaced, with their `patchMergeKey`.

@@ -4,6 +4,7 @@
 
 use podstatus_logic_testing::v2::*;
 use podstatus_logic_testing::*;
+use podstatus_logic::StatusManager;
 use podstatus_logic_v2::{ApiError, BatchReport, Manager, SyncOutcome, UpdateOutcome};
 use serde_json::{Value, json};
 
@@ -19,7 +20,7 @@ fn world_with_pod_a() -> (FakeWorld, Value) {
 fn v1(world: FakeWorld) -> V1 {
     let mut world = world;
     world.allow_puts = true;
-    podstatus_logic::Manager::new(world)
+    podstatus_logic_v1::Manager::new(world)
 }
 
 fn v1_status(m: &mut V1, uid: &str) -> Value {

@@ -4,6 +4,7 @@
 
 use podstatus_logic_testing::v2::*;
 use podstatus_logic_testing::*;
+use podstatus_logic::StatusManager;
 use podstatus_logic_v2::{Manager, SyncOutcome};
 use serde_json::{Value, json};
 

@@ -2,6 +2,7 @@
 //! plans a sync of its pod and of every other cached pod, each checked when it starts.
 
 use podstatus_logic_testing::*;
+use podstatus_logic::StatusManager;
 use podstatus_logic_v2::{
     ApiCall, ApiError, ApiReply, BatchReport, BatchSlice, Level, Manager, ManagerError, SyncOrigin, SyncOutcome,
     SyncStep,

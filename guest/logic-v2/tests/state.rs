@@ -3,6 +3,7 @@
 
 use podstatus_logic_testing::v2::*;
 use podstatus_logic_testing::*;
+use podstatus_logic::StatusManager;
 use podstatus_logic_v2::{Manager, SyncOutcome, UpdateOutcome};
 use serde_json::{Value, json};
 
@@ -44,7 +45,7 @@ fn statuses_v2(m: &mut M) -> Vec<Option<(u64, String)>> {
 #[test]
 fn the_state_document_is_v1s_both_ways() {
     let (world, a, b, s) = world();
-    let mut old = podstatus_logic::Manager::new(world);
+    let mut old = podstatus_logic_v1::Manager::new(world);
     v1_set(&mut old, &a, json!({"phase": "Pending"}));
     v1_set(&mut old, &a, json!({"phase": "Running"}));
     v1_set(&mut old, &b, json!({"phase": "Running"}));
@@ -69,7 +70,7 @@ fn the_state_document_is_v1s_both_ways() {
     assert_eq!(keys(&parse(&second)), keys(&parse(&first)), "no field of v2's own");
 
     // v2 -> v1: the same statuses, and v2's queued request is v1's to handle.
-    let mut back = podstatus_logic::Manager::new(new.imports_mut().clone());
+    let mut back = podstatus_logic_v1::Manager::new(new.imports_mut().clone());
     back.load_state(&second).unwrap();
     assert_eq!(statuses_v1(&mut back), statuses_v2(&mut new));
     let request = back.imports_mut().pop_request().unwrap();
@@ -85,7 +86,7 @@ fn the_state_document_is_v1s_both_ways() {
 #[test]
 fn change_sets_are_v1s_both_ways() {
     let (world, a, b, _) = world();
-    let mut old = podstatus_logic::Manager::new(world);
+    let mut old = podstatus_logic_v1::Manager::new(world);
     v1_set(&mut old, &a, json!({"phase": "Pending"}));
     let base = old.save_state().unwrap();
 

@@ -5,11 +5,11 @@
 //! current status, then PATCH: two calls per version, so the kubelet's client budget
 //! (QPS 50) carries about 25 status changes a second. v3 sends only the PATCH, a
 //! strategic merge patch of `status` carrying the pod's UID as precondition, which lets
-//! the API server make both checks itself ([`V3Sync`]):
+//! the API server make both checks itself ([`V3`]):
 //!
 //! - the patch is computed against what v3 last wrote for the pod (the API server's
 //!   answer to that write, kept in the state document as an optional field of the
-//!   status entry, [`podstatus_logic::LastWritten`]) or, for a pod not written yet (or
+//!   status entry, `podstatus_logic::LastWritten`) or, for a pod not written yet (or
 //!   whose last write is void: another version wrote since, or a reconciliation forgot
 //!   the written version), against the pod manager's copy; when it is empty nothing is
 //!   sent;
@@ -28,12 +28,19 @@
 //! the batch, and the state document (v1's format, which v1 and v2 carry v3's field in
 //! untouched, so a running agent swaps among the three both ways).
 
-pub mod manager;
+mod policy;
 mod whole_conditions;
 
-pub use manager::{Manager, V3Sync};
 pub use podstatus_logic_v2::{
     ApiCall, ApiError, ApiReply, BatchPlan, BatchReport, BatchSlice, CachedStatus, DeleteOptions, Imports, Level,
-    ManagerError, PodSync, Result, StatusPatch, StatusUpdate, SyncOrigin, SyncOutcome, SyncRequest, SyncStep,
-    Timestamp, UidTranslations, UpdateOutcome, V1Imports,
+    ManagerError, PodSync, Result, StatusManager, StatusPatch, StatusUpdate, SyncOrigin, SyncOutcome, SyncRequest,
+    SyncStep, Timestamp, UidTranslations, UpdateOutcome, V1Imports,
 };
+
+/// Logic v3's decisions: v2's [`podstatus_logic::Policy`] and a
+/// [`podstatus_logic::SyncPolicy`] that writes without reading first.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct V3;
+
+/// Logic v3's status manager over `I`.
+pub type Manager<I> = podstatus_logic::Manager<I, V3>;

@@ -2,6 +2,7 @@
 //! the patch sent without reading, and a refused patch goes on with v2's read.
 
 use podstatus_logic_testing::*;
+use podstatus_logic::StatusManager;
 use podstatus_logic_v3::{ApiCall, ApiError, ApiReply, Level, Manager, SyncOutcome, SyncStep};
 use serde_json::json;
 

@@ -2,6 +2,7 @@
 //! server refused it.
 
 use podstatus_logic_testing::*;
+use podstatus_logic::StatusManager;
 use podstatus_logic_v3::{ApiError, Manager, SyncOutcome};
 use serde_json::{Value, json};
 
@@ -99,7 +100,7 @@ fn a_record_another_version_wrote_over_is_not_trusted() {
     // v1 takes over, writes a newer version (a PUT of the whole status), hands back.
     let mut world = m.imports_mut().clone();
     world.allow_puts = true;
-    let mut v1 = podstatus_logic::Manager::new(world);
+    let mut v1 = podstatus_logic_v1::Manager::new(world);
     v1.load_state(&m.save_state().unwrap()).unwrap();
     let failed = json!({"phase": "Failed", "containerStatuses": [v2::container("c", false)]});
     v1.set_pod_status(&a.to_string(), &failed.to_string()).unwrap();

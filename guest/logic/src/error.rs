@@ -17,6 +17,8 @@ pub enum ManagerError {
     UnknownSync(u64),
     /// `load_state` was handed a document this manager cannot read.
     InvalidState(String),
+    /// The logic version has no such operation (logic v1 has no startup probes).
+    Unsupported(String),
 }
 
 impl fmt::Display for ManagerError {
@@ -27,6 +29,7 @@ impl fmt::Display for ManagerError {
             ManagerError::UnknownRequest(id) => write!(f, "unknown sync request {id}"),
             ManagerError::UnknownSync(id) => write!(f, "unknown sync {id}"),
             ManagerError::InvalidState(m) => write!(f, "invalid state: {m}"),
+            ManagerError::Unsupported(m) => write!(f, "unsupported: {m}"),
         }
     }
 }
@@ -43,7 +46,7 @@ pub trait InvalidPod<T> {
     fn invalid_pod(self, what: impl FnOnce() -> String) -> Result<T>;
 }
 
-impl<T> InvalidPod<T> for std::result::Result<T, String> {
+impl<T, E: fmt::Display> InvalidPod<T> for std::result::Result<T, E> {
     fn invalid_pod(self, what: impl FnOnce() -> String) -> Result<T> {
         self.map_err(|e| ManagerError::InvalidPod(format!("{}: {e}", what())))
     }

@@ -696,6 +696,7 @@ pub fn container(name: &str, ready: bool) -> Value {
 }
 
 pub mod v2 {
+    use podstatus_logic::StatusManager;
     use serde_json::{Value, json};
 
     use super::{FakeWorld, Verb};
@@ -704,7 +705,7 @@ pub mod v2 {
     pub type M = podstatus_logic_v2::Manager<FakeWorld>;
 
     /// Logic v1 over the same kind of world (PUTs must be allowed).
-    pub type V1 = podstatus_logic::Manager<FakeWorld>;
+    pub type V1 = podstatus_logic_v1::Manager<FakeWorld>;
 
     pub fn set(m: &mut M, pod: &Value, status: &Value) -> podstatus_logic_v2::UpdateOutcome {
         m.set_pod_status(&pod.to_string(), &status.to_string()).unwrap_or_else(|e| panic!("set_pod_status: {e}"))

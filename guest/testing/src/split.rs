@@ -15,6 +15,8 @@
 macro_rules! split_sync_drivers {
     ($manager:ty) => {
         type M = $manager;
+        #[allow(unused_imports)]
+        use $crate::__private::podstatus_logic::StatusManager as _;
 
         #[allow(dead_code)]
         fn set(m: &mut M, pod: &$crate::__private::serde_json::Value, status: $crate::__private::serde_json::Value) {

@@ -1,7 +1,9 @@
 //! Saving and loading the manager's state, natively over a fake world.
 
-use podstatus_logic::state::{STATE_FORMAT, STATE_VERSION};
-use podstatus_logic::{BatchReport, Manager, ManagerError, SyncOutcome, SyncRequest, UpdateOutcome};
+use podstatus_logic::{
+    BatchReport, ManagerError, STATE_FORMAT, STATE_VERSION, StatusManager, SyncOutcome, SyncRequest, UpdateOutcome,
+};
+use podstatus_logic_v1::Manager;
 use podstatus_logic_testing::*;
 use serde_json::{Value, json};
 

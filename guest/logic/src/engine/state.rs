@@ -13,7 +13,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{ManagerError, Result};
 use crate::imports::Imports;
-use crate::manager::{Changes, LastWritten, Manager, PendingSync, VersionedStatus};
+use super::{Changes, Engine};
+use crate::status::{LastWritten, PendingSync, VersionedStatus};
 
 /// Names the document format.
 pub const STATE_FORMAT: &str = "podstatus.kubelet.io/state";
@@ -53,7 +54,7 @@ struct StatusEntry {
     pod_is_finished: bool,
     status: PodStatus,
     /// Logic v3's record of what it last wrote for the pod; every version keeps it as
-    /// it is (it is void once another version writes, see `Manager::written_base`).
+    /// it is (it is void once another version writes, see `Engine::written_base`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     last_written: Option<LastWrittenEntry>,
 }
@@ -108,7 +109,7 @@ struct Header {
     version: u32,
 }
 
-impl<I: Imports> Manager<I> {
+impl<I: Imports> Engine<I> {
     /// The whole state as a JSON document `load_state` accepts. Saving also starts a
     /// new change set: `save_state_changes` then reports what changed after this.
     pub fn save_state(&mut self) -> Result<String> {

@@ -17,14 +17,15 @@ use serde::de::{MapAccess, Visitor, value::MapAccessDeserializer};
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 
-use crate::manager::is_zero;
+use crate::error::JsonError;
+use crate::go_time::is_zero;
 
 /// Annotation naming where the kubelet got a pod (`api`, `file`, `http`).
 pub const CONFIG_SOURCE_ANNOTATION: &str = "kubernetes.io/config.source";
 /// Annotation present on mirror pods (the API server's copies of static pods).
 pub const CONFIG_MIRROR_ANNOTATION: &str = "kubernetes.io/config.mirror";
 /// The config source of pods that came from the API server.
-const API_SOURCE: &str = "api";
+pub const API_SOURCE: &str = "api";
 
 /// A pod as far as the status manager cares.
 #[derive(Debug, Default, Deserialize)]
@@ -136,25 +137,27 @@ fn named_list<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<NamedVie
 
 impl PodView {
     /// Parses a pod; fails on text that is not a JSON object of the Pod's shape.
-    fn parse(json: &str) -> Result<PodView, String> {
-        let parsed: Option<PodView> = serde_json::from_str(json).map_err(|e| format!("not a core/v1 Pod: {e}"))?;
+    fn parse(json: &str) -> Result<PodView, JsonError> {
+        let parsed: Option<PodView> =
+            serde_json::from_str(json).map_err(|e| JsonError(format!("not a core/v1 Pod: {e}")))?;
         if !json.trim_start().starts_with('{') {
-            return Err("not a core/v1 Pod: not a JSON object".into());
+            return Err(JsonError("not a core/v1 Pod: not a JSON object".into()));
         }
-        parsed.ok_or_else(|| "not a core/v1 Pod: null".into())
+        parsed.ok_or_else(|| JsonError("not a core/v1 Pod: null".into()))
     }
 
     /// Parses a pod that must have a UID (every pod the kubelet handles does).
-    pub fn parse_with_uid(json: &str) -> Result<PodView, String> {
+    pub fn parse_with_uid(json: &str) -> Result<PodView, JsonError> {
         let pod = Self::parse(json)?;
         if pod.metadata.uid.is_empty() {
-            return Err(format!("pod {}/{} has no metadata.uid", pod.metadata.namespace, pod.metadata.name));
+            let (namespace, name) = (&pod.metadata.namespace, &pod.metadata.name);
+            return Err(JsonError(format!("pod {namespace}/{name} has no metadata.uid")));
         }
         Ok(pod)
     }
 
     /// The pod's own status (an absent or null status is the empty status).
-    pub fn parse_status(&self) -> Result<PodStatus, String> {
+    pub fn parse_status(&self) -> Result<PodStatus, JsonError> {
         match &self.status {
             None => Ok(PodStatus::default()),
             Some(raw) => parse_status(raw.get()),
@@ -183,16 +186,16 @@ impl PodView {
 }
 
 /// Parses a PodStatus (`null` is the empty status, as in Go).
-pub fn parse_status(json: &str) -> Result<PodStatus, String> {
+pub fn parse_status(json: &str) -> Result<PodStatus, JsonError> {
     serde_json::from_str::<Option<PodStatus>>(json)
         .map(Option::unwrap_or_default)
-        .map_err(|e| format!("not a core/v1 PodStatus: {e}"))
+        .map_err(|e| JsonError(format!("not a core/v1 PodStatus: {e}")))
 }
 
 /// Serialises a PodStatus. k8s-openapi's types always serialise; a failure would be a
 /// bug in them, reported rather than panicking.
-pub fn status_to_json(status: &PodStatus) -> Result<String, String> {
-    serde_json::to_string(status).map_err(|e| format!("cannot serialise status: {e}"))
+pub fn status_to_json(status: &PodStatus) -> Result<String, JsonError> {
+    serde_json::to_string(status).map_err(|e| JsonError(format!("cannot serialise status: {e}")))
 }
 
 #[cfg(test)]
@@ -253,7 +256,7 @@ mod tests {
         assert!(PodView::parse("null").is_err());
         assert!(PodView::parse("{").is_err());
         let err = PodView::parse_with_uid(r#"{"metadata":{"name":"a","namespace":"b"}}"#).unwrap_err();
-        assert!(err.contains("b/a has no metadata.uid"), "{err}");
+        assert!(err.to_string().contains("b/a has no metadata.uid"), "{err}");
     }
 
     #[test]

@@ -2,10 +2,8 @@
 //! `plan_sync_pod` and `plan_sync_batch`, run by `start_sync` and `resume_sync` with the
 //! host's answers.
 
-use podstatus_logic::{
-    ApiCall, ApiError, ApiReply, BatchReport, BatchSlice, Level, Manager, ManagerError, SyncOrigin, SyncOutcome,
-    SyncRequest, SyncStep,
-};
+use podstatus_logic::{ApiCall, ApiError, ApiReply, BatchReport, BatchSlice, Level, ManagerError, SyncOrigin, SyncOutcome, SyncRequest, SyncStep, StatusManager};
+use podstatus_logic_v1::Manager;
 use podstatus_logic_testing::*;
 use serde_json::{Value, json};
 

@@ -1,142 +1,63 @@
-//! Logic v3's manager: v2's, with each pod's sync writing without reading first.
+//! Logic v3's decisions: v2's updates as they are, and a sync that writes each status
+//! version with one PATCH, without reading the pod first.
 
 use k8s_openapi::api::core::v1::PodStatus;
-use podstatus_logic::manager::VersionedStatus;
-use podstatus_logic::sync::{ApiPod, SyncPolicy, UnreadWrite, Write, WritePlan};
-use podstatus_logic::{InvalidPod, LastWritten, ManagerError};
-use podstatus_logic_v2::V2Sync;
-use podstatus_logic_v2::conditions::merge_pod_status;
-use podstatus_logic_v2::manager::{call_api, now};
-use podstatus_logic_v2::patch::status_patch;
-
-use crate::{
-    ApiCall, ApiError, ApiReply, BatchPlan, BatchReport, BatchSlice, CachedStatus, Imports, Level, PodSync, Result,
-    StatusPatch, SyncOutcome, SyncRequest, SyncStep, UpdateOutcome,
+use podstatus_logic::{
+    ApiCall, ApiError, ApiPod, ApiReply, Engine, InvalidPod, LastWritten, Level, ManagerError, PodSync, Policy,
+    Result, SyncPolicy, SyncRequest, UnreadWrite, UpdateOutcome, VersionedStatus, Write, WritePlan,
 };
+use podstatus_logic_v2::conditions::merge_pod_status;
+use podstatus_logic_v2::patch::status_patch;
+use podstatus_logic_v2::{Imports, StatusPatch, V2, call_api, now};
 
-/// The status manager, logic v3.
-pub struct Manager<I: Imports> {
-    /// v2's manager: every update, the sync pass and the batch; only the sync policy
-    /// is v3's.
-    v2: podstatus_logic_v2::Manager<I>,
-}
+use crate::V3;
 
-impl<I: Imports> Manager<I> {
-    /// An empty manager over `imports`.
-    pub fn new(imports: I) -> Self {
-        Manager { v2: podstatus_logic_v2::Manager::new(imports) }
+/// v2's updates and v2's pass: v3 changes only how each pod's sync writes.
+impl<I: Imports> Policy<I> for V3 {
+    fn set_pod_status(&self, engine: &mut Engine<I>, pod_json: &str, status_json: &str) -> Result<UpdateOutcome> {
+        V2.set_pod_status(engine, pod_json, status_json)
     }
 
-    /// The imports, for callers that own the world behind them (tests, benchmarks).
-    pub fn imports_mut(&mut self) -> &mut I {
-        self.v2.imports_mut()
+    fn set_container_readiness(
+        &self,
+        engine: &mut Engine<I>,
+        pod_uid: &str,
+        container_id: &str,
+        ready: bool,
+    ) -> Result<UpdateOutcome> {
+        V2.set_container_readiness(engine, pod_uid, container_id, ready)
     }
 
-    /// The cached status of `uid` (a mirror pod's UID finds its static pod's status).
-    pub fn get_pod_status(&mut self, uid: &str) -> Result<Option<CachedStatus>> {
-        self.v2.get_pod_status(uid)
+    fn set_container_startup(
+        &self,
+        engine: &mut Engine<I>,
+        pod_uid: &str,
+        container_id: &str,
+        started: bool,
+    ) -> Result<UpdateOutcome> {
+        V2.set_container_startup(engine, pod_uid, container_id, started)
     }
 
-    /// As v2's.
-    pub fn set_pod_status(&mut self, pod_json: &str, status_json: &str) -> Result<UpdateOutcome> {
-        self.v2.set_pod_status(pod_json, status_json)
+    fn terminate_pod(&self, engine: &mut Engine<I>, pod_json: &str) -> Result<UpdateOutcome> {
+        V2.terminate_pod(engine, pod_json)
     }
 
-    /// As v2's.
-    pub fn set_container_readiness(&mut self, pod_uid: &str, container_id: &str, ready: bool) -> Result<UpdateOutcome> {
-        self.v2.set_container_readiness(pod_uid, container_id, ready)
-    }
-
-    /// As v2's.
-    pub fn set_container_startup(&mut self, pod_uid: &str, container_id: &str, started: bool) -> Result<UpdateOutcome> {
-        self.v2.set_container_startup(pod_uid, container_id, started)
-    }
-
-    /// As v2's.
-    pub fn terminate_pod(&mut self, pod_json: &str) -> Result<UpdateOutcome> {
-        self.v2.terminate_pod(pod_json)
-    }
-
-    /// Drops every cached status whose pod UID is not in `keep`; returns how many.
-    pub fn remove_orphaned_statuses(&mut self, keep: &[String]) -> u32 {
-        self.v2.remove_orphaned_statuses(keep)
-    }
-
-    /// v2's one signal, one pass, each pod synced by [`V3Sync`].
-    pub fn sync_pod(&mut self, request: &SyncRequest) -> Result<SyncOutcome> {
-        self.v2.sync_pod_with(&V3Sync, request)
-    }
-
-    /// v2's batch sync, each pod synced by [`V3Sync`].
-    pub fn sync_batch(&mut self) -> BatchReport {
-        self.v2.sync_batch_with(&V3Sync)
-    }
-
-    /// v2's plan of one request's pass (the syncs run with [`V3Sync`]).
-    pub fn plan_sync_pod(&mut self, request: &SyncRequest) -> Result<Vec<PodSync>> {
-        self.v2.plan_sync_pod(request)
-    }
-
-    /// v2's batch sync, decided with [`V3Sync`]'s decisions.
-    pub fn plan_sync_batch(&mut self, slice: &BatchSlice) -> BatchPlan {
-        self.v2.plan_sync_batch_with(&V3Sync, slice)
-    }
-
-    /// Starts the planned sync `id` with [`V3Sync`]'s decisions.
-    pub fn start_sync(&mut self, id: u64) -> Result<SyncStep> {
-        self.v2.start_sync_with(&V3Sync, id)
-    }
-
-    /// Resumes the suspended sync `id` with the answer to its call.
-    pub fn resume_sync(&mut self, id: u64, reply: ApiReply) -> Result<SyncStep> {
-        self.v2.resume_sync_with(&V3Sync, id, reply)
-    }
-
-    /// Forgets the sync `id`, planned or suspended; false when it was not known.
-    pub fn drop_sync(&mut self, id: u64) -> bool {
-        self.v2.drop_sync(id)
-    }
-
-    /// How many planned or suspended syncs the manager holds.
-    pub fn syncs_in_flight(&self) -> usize {
-        self.v2.syncs_in_flight()
-    }
-
-    /// The whole state, in v1's document format (with v3's `lastWritten` entries).
-    pub fn save_state(&mut self) -> Result<String> {
-        self.v2.save_state()
-    }
-
-    /// What changed since the last save, in v1's change-set format.
-    pub fn save_state_changes(&mut self) -> Result<String> {
-        self.v2.save_state_changes()
-    }
-
-    /// Replaces the whole state with a document from v1, v2 or v3; on error nothing
-    /// changes.
-    pub fn load_state(&mut self, document: &str) -> Result<()> {
-        self.v2.load_state(document)
-    }
-
-    /// Applies a change set of another instance (v1, v2 or v3); on error nothing changes.
-    pub fn apply_state_changes(&mut self, document: &str) -> Result<()> {
-        self.v2.apply_state_changes(document)
+    fn plan_sync_pod(&self, engine: &mut Engine<I>, request: &SyncRequest) -> Result<Vec<PodSync>> {
+        <V2 as Policy<I>>::plan_sync_pod(&V2, engine, request)
     }
 }
 
 /// Logic v3's decisions in a sync: v2's, but the write is one PATCH without a GET
 /// first ([`SyncPolicy::plan_unread`]); v2's read-then-write only after the API server
 /// refused the shortcut.
-pub struct V3Sync;
-
-impl<I: Imports> SyncPolicy<I> for V3Sync {
+impl<I: Imports> SyncPolicy<I> for V3 {
     const CHECKS_NEEDS_UPDATE: bool = false;
 
     /// One strategic merge patch of `status` carrying the pod's UID, computed against
     /// what was last written for the pod (while still valid) or the pod manager's copy.
     fn plan_unread(
         &self,
-        manager: &mut podstatus_logic::Manager<I>,
+        manager: &mut Engine<I>,
         uid: &str,
         status: &VersionedStatus,
     ) -> Result<Option<WritePlan>> {
@@ -163,7 +84,7 @@ impl<I: Imports> SyncPolicy<I> for V3Sync {
             let imports = manager.imports_mut();
             merge_pod_status(&base, &status.status, || imports.pod_could_have_running_containers(&pod.json), &now)
         };
-        let patch = status_patch(&status_uid, &base, &merged).map_err(ManagerError::InvalidStatus)?;
+        let patch = status_patch(&status_uid, &base, &merged).map_err(|e| ManagerError::InvalidStatus(e.to_string()))?;
         let patch = patch.map(|patch| crate::whole_conditions::whole_conditions(patch, &merged));
         let Some(patch) = patch else {
             manager.log(Level::Debug, || {
@@ -187,7 +108,7 @@ impl<I: Imports> SyncPolicy<I> for V3Sync {
     /// refused precondition or a conflict falls back to reading the pod.
     fn finish_unread(
         &self,
-        manager: &mut podstatus_logic::Manager<I>,
+        manager: &mut Engine<I>,
         uid: &str,
         over: ApiPod,
         status: &VersionedStatus,
@@ -225,11 +146,11 @@ impl<I: Imports> SyncPolicy<I> for V3Sync {
     /// of the next patch (what the API server has when nothing is sent).
     fn plan_write(
         &self,
-        manager: &mut podstatus_logic::Manager<I>,
+        manager: &mut Engine<I>,
         pod: ApiPod,
         status: &VersionedStatus,
     ) -> Result<WritePlan> {
-        let plan = V2Sync.plan_write(manager, pod, status)?;
+        let plan = V2.plan_write(manager, pod, status)?;
         if let WritePlan::Unchanged(pod) = &plan {
             record_translated(manager, pod, status.version)?;
         }
@@ -239,12 +160,12 @@ impl<I: Imports> SyncPolicy<I> for V3Sync {
     /// v2's write finished, recorded as the base of the next patch.
     fn finish_write(
         &self,
-        manager: &mut podstatus_logic::Manager<I>,
+        manager: &mut Engine<I>,
         over: ApiPod,
         status: &VersionedStatus,
         reply: std::result::Result<String, ApiError>,
     ) -> Result<Write> {
-        let outcome = V2Sync.finish_write(manager, over, status, reply)?;
+        let outcome = V2.finish_write(manager, over, status, reply)?;
         if let Write::Written(pod) = &outcome {
             record_translated(manager, pod, status.version)?;
         }
@@ -254,20 +175,20 @@ impl<I: Imports> SyncPolicy<I> for V3Sync {
     /// v2's `canBeDeleted`.
     fn can_be_deleted(
         &self,
-        manager: &mut podstatus_logic::Manager<I>,
+        manager: &mut Engine<I>,
         pod: &ApiPod,
         status: &VersionedStatus,
     ) -> Result<bool> {
-        V2Sync.can_be_deleted(manager, pod, status)
+        V2.can_be_deleted(manager, pod, status)
     }
 
     /// v2's `isPodStatusByKubeletEqual`.
     fn status_equal(&self, api: &PodStatus, cached: &PodStatus) -> bool {
-        <V2Sync as SyncPolicy<I>>::status_equal(&V2Sync, api, cached)
+        <V2 as SyncPolicy<I>>::status_equal(&V2, api, cached)
     }
 
     /// v2's calls: v1's, and patches through v2's imports.
-    fn call(&self, manager: &mut podstatus_logic::Manager<I>, call: ApiCall) -> ApiReply {
+    fn call(&self, manager: &mut Engine<I>, call: ApiCall) -> ApiReply {
         call_api(manager, call)
     }
 }
@@ -275,7 +196,7 @@ impl<I: Imports> SyncPolicy<I> for V3Sync {
 /// Records `pod`'s status (the API server's after v2's write of `version`, or as read
 /// when nothing was sent) as the base of the next patch, under the UID of the pod's
 /// cached status (a mirror pod's static pod).
-fn record_translated<I: Imports>(manager: &mut podstatus_logic::Manager<I>, pod: &ApiPod, version: u64) -> Result<()> {
+fn record_translated<I: Imports>(manager: &mut Engine<I>, pod: &ApiPod, version: u64) -> Result<()> {
     let translated = manager.imports_mut().translate_pod_uid(&pod.view.metadata.uid);
     let uid = if translated.is_empty() { pod.view.metadata.uid.clone() } else { translated };
     record(manager, &uid, pod, version)
@@ -283,7 +204,7 @@ fn record_translated<I: Imports>(manager: &mut podstatus_logic::Manager<I>, pod:
 
 /// Records `pod`'s status (the API server's, after writing `version` of `uid`'s status)
 /// as the base of the next patch.
-fn record<I: Imports>(manager: &mut podstatus_logic::Manager<I>, uid: &str, pod: &ApiPod, version: u64) -> Result<()> {
+fn record<I: Imports>(manager: &mut Engine<I>, uid: &str, pod: &ApiPod, version: u64) -> Result<()> {
     let view = &pod.view;
     let status = view.parse_status().invalid_pod(|| format!("status of {}", view.full_name()))?;
     manager.set_last_written(uid, LastWritten { uid: view.metadata.uid.clone(), version, status });

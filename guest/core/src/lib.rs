@@ -1,0 +1,33 @@
+//! The Kubernetes helpers that every part of podstatus shares: one copy of each.
+//!
+//! The status manager's logic (every version), the host's backends and the test fakes
+//! read pods, compare statuses and look up conditions the same way, so they all use
+//! this crate. It knows nothing of WebAssembly or of the host: it is plain Rust over
+//! k8s-openapi's types and the pod's JSON.
+
+mod error;
+mod go_time;
+mod lookup;
+mod normalize;
+mod pod;
+mod quantity;
+mod readiness;
+mod semantic_eq;
+
+pub use error::JsonError;
+pub use go_time::is_zero;
+pub use lookup::{find_condition, find_condition_in, find_condition_mut, find_container_status, find_container_status_mut};
+pub use normalize::{
+    MAX_POD_TERMINATION_MESSAGE_BYTES, normalize_status, sort_init_container_statuses, truncate_at_char_boundary,
+    truncate_time,
+};
+pub use pod::{
+    API_SOURCE, CONFIG_MIRROR_ANNOTATION, CONFIG_SOURCE_ANNOTATION, MetaView, NamedView, PodView, SpecView,
+    parse_status, status_to_json,
+};
+pub use quantity::{go_canonical, quantities_equal};
+pub use readiness::{
+    CONTAINERS_NOT_READY, ContainersReadiness, POD_COMPLETED, POD_INITIALIZED, POD_READY, POD_SUCCEEDED,
+    UNKNOWN_CONTAINER_STATUSES, condition,
+};
+pub use semantic_eq::status_equal;
