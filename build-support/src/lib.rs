@@ -77,19 +77,63 @@ pub fn build_component_file_with(
 ) -> PathBuf {
     let component = build_component_with(workspace, target_dir, package, features, transform);
     let out_dir = PathBuf::from(env::var("OUT_DIR").expect("run from a build script"));
-    let out = out_dir.join(format!("{name}.wasm"));
-    std::fs::write(&out, &component).unwrap_or_else(|e| panic!("writing {}: {e}", out.display()));
-    let public = target_dir.join(format!("{name}.wasm"));
-    std::fs::write(&public, &component).unwrap_or_else(|e| panic!("writing {}: {e}", public.display()));
-    out
+    write_component(&out_dir, target_dir, name, &component)
 }
 
 fn build_core_module(workspace: &Path, target_dir: &Path, package: &str, features: &[&str]) -> Vec<u8> {
+    cargo_build(workspace, target_dir, package, features, &["--lib"]);
+    read_core_module(target_dir, &package.replace('-', "_"))
+}
+
+/// Builds the programs `bins` of `package` (each a `src/bin/` target of a crate whose
+/// library is the shared code, as wasmtime's test programs are) in one cargo run, with
+/// the `guest` profile and the given cargo features; makes each a component, written
+/// as `$OUT_DIR/{bin}.wasm` and beside the guest build; and returns the `$OUT_DIR`
+/// paths in the order of `bins`. Panics with a clear message on failure.
+pub fn build_program_component_files(
+    workspace: &Path,
+    target_dir: &Path,
+    package: &str,
+    features: &[&str],
+    bins: &[&str],
+) -> Vec<PathBuf> {
+    let mut args = Vec::new();
+    for bin in bins {
+        args.extend(["--bin", bin]);
+    }
+    cargo_build(workspace, target_dir, package, features, &args);
+    let out_dir = PathBuf::from(env::var("OUT_DIR").expect("run from a build script"));
+    bins.iter()
+        .map(|bin| {
+            let core = read_core_module(target_dir, bin);
+            let component = wit_component::ComponentEncoder::default()
+                .module(&core)
+                .and_then(|encoder| encoder.validate(true).encode())
+                .unwrap_or_else(|e| panic!("making a component of {package}'s {bin}: {e:?}"));
+            write_component(&out_dir, target_dir, bin, &component)
+        })
+        .collect()
+}
+
+/// Writes `component` as `{out_dir}/{name}.wasm` and beside the guest build in
+/// `target_dir` (where a user can pass it to `--plugin`); returns the first path.
+fn write_component(out_dir: &Path, target_dir: &Path, name: &str, component: &[u8]) -> PathBuf {
+    let out = out_dir.join(format!("{name}.wasm"));
+    std::fs::write(&out, component).unwrap_or_else(|e| panic!("writing {}: {e}", out.display()));
+    let public = target_dir.join(format!("{name}.wasm"));
+    std::fs::write(&public, component).unwrap_or_else(|e| panic!("writing {}: {e}", public.display()));
+    out
+}
+
+/// Runs the nested cargo build of `package` for [`GUEST_TARGET`] with the `guest`
+/// profile, `features` and `targets` (which of its targets).
+fn cargo_build(workspace: &Path, target_dir: &Path, package: &str, features: &[&str], targets: &[&str]) {
     ensure_guest_target();
     let cargo = env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = Command::new(cargo);
     cmd.current_dir(workspace)
         .args(["build", "--package", package, "--target", GUEST_TARGET, "--profile", "guest"])
+        .args(targets)
         .arg("--target-dir")
         .arg(target_dir);
     if !features.is_empty() {
@@ -114,7 +158,12 @@ fn build_core_module(workspace: &Path, target_dir: &Path, package: &str, feature
     }
     let status = cmd.status().unwrap_or_else(|e| panic!("running cargo for {package}: {e}"));
     assert!(status.success(), "building the {package} plugin for {GUEST_TARGET} failed (its errors are above)");
-    let module = target_dir.join(GUEST_TARGET).join("guest").join(format!("{}.wasm", package.replace('-', "_")));
+}
+
+/// The core module `name` (a library's crate name or a program's name) of the last
+/// guest build in `target_dir`.
+fn read_core_module(target_dir: &Path, name: &str) -> Vec<u8> {
+    let module = target_dir.join(GUEST_TARGET).join("guest").join(format!("{name}.wasm"));
     std::fs::read(&module).unwrap_or_else(|e| panic!("reading {}: {e}", module.display()))
 }
 

@@ -2,7 +2,7 @@
 //! a damaged artifact costs a compile, not a failure, and artifacts are evicted by age
 //! and size, least recently used first, never one this process uses.
 
-use podstatus_runtime::PODSTATUS_V1;
+use podstatus_plugins::PODSTATUS_V1;
 use podstatus_runtime::{ArtifactCache, EvictionPolicy};
 use podstatus_runtime::{CacheOutcome, cache_key};
 use podstatus_runtime::{PluginRuntime, RuntimeConfig};

@@ -7,10 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use podstatus_runtime::{
-    CallError, ComponentPlugin, FaultKind, Limits, Plugin, PluginRuntime, RuntimeConfig, SupervisedPlugin, SwapError,
-    World, move_bulk, move_changes,
-};
+use podstatus_runtime::{CallError, ComponentPlugin, FaultKind, Limits, Plugin, PluginRuntime, RuntimeConfig, SupervisedPlugin, SwapError, World, move_bulk, move_changes};
 use podstatus_test_programs::ADVERSARY_HOSTILE;
 use podstatus_tests::{TestPod, cache_dir, fault, memory_world};
 
@@ -263,7 +260,7 @@ fn an_honest_batch_over_10000_pods_stays_far_inside_the_import_budgets() {
     // No CPU budget here (a debug host on a shared machine); the release figures are
     // the sandbox_budget example's.
     let limits = Limits { call_cpu_time: None, ..Limits::default() };
-    let mut plugin = runtime(limits.clone()).load(podstatus_runtime::PODSTATUS_V2).unwrap().instantiate(world).unwrap();
+    let mut plugin = runtime(limits.clone()).load(podstatus_plugins::PODSTATUS_V2).unwrap().instantiate(world).unwrap();
     let status = r#"{"phase":"Running","conditions":[{"type":"Ready","status":"True"}],"containerStatuses":[{"name":"c","ready":true,"restartCount":0,"image":"i","imageID":"","state":{"running":{}}}]}"#;
     for pod in &pods {
         plugin.set_pod_status(&serde_json::to_string(pod).unwrap(), status).unwrap();

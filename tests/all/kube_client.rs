@@ -438,7 +438,7 @@ fn the_scheduler_waits_for_admission_without_the_plugin_lock() {
     let admission =
         Arc::new(HeldAdmission { entered: std::sync::Mutex::new(entered), release: std::sync::Mutex::new(released) });
     // Admission is for plugins that call the API server under the lock (contract 0.1.x).
-    let plugin = podstatus_tests::load(podstatus_runtime::PODSTATUS_V1_ON_0_1).instantiate(world.clone()).unwrap();
+    let plugin = podstatus_tests::load(podstatus_plugins::PODSTATUS_V1_ON_0_1).instantiate(world.clone()).unwrap();
     let config = SchedulerConfig {
         sync_period: Duration::from_secs(3600),
         admission: Some(admission),

@@ -77,9 +77,9 @@ fn every_interleaved_fixture_matches_its_report_and_0_1_plugins_refuse_it() {
         let name = trace.file_name().unwrap().to_string_lossy().into_owned();
         let text = fs::read_to_string(trace).unwrap();
         let (image, legacy) = if name.starts_with("v2-") {
-            (podstatus_tests::v2_image(), podstatus_runtime::PODSTATUS_V2_ON_0_1)
+            (podstatus_tests::v2_image(), podstatus_plugins::PODSTATUS_V2_ON_0_1)
         } else {
-            (podstatus_tests::v1_image(), podstatus_runtime::PODSTATUS_V1_ON_0_1)
+            (podstatus_tests::v1_image(), podstatus_plugins::PODSTATUS_V1_ON_0_1)
         };
         match podstatus_tests::replay_component_with(image, &text, &dir) {
             Ok(outcome) => failures.extend(check_fixture_report(trace, &text, &render(&outcome))),

@@ -34,7 +34,7 @@ fn runtime() -> PluginRuntime {
 fn host_still_serves(runtime: &PluginRuntime) {
     let mut good = v1_image().instantiate(world()).unwrap();
     assert!(good.set_pod_status(POD, "{}").is_ok());
-    let image = runtime.load(podstatus_runtime::PODSTATUS_V1).unwrap();
+    let image = runtime.load(podstatus_plugins::PODSTATUS_V1).unwrap();
     let mut same_runtime = image.instantiate(world()).unwrap();
     assert!(same_runtime.set_pod_status(POD, "{}").is_ok());
 }
@@ -65,7 +65,7 @@ fn fuel_stops_a_loop_deterministically() {
     let (_, kind, message) = fault(plugin.set_pod_status(POD, "{}"));
     assert_eq!(kind, FaultKind::Fuel, "{message}");
     // The real plugin runs within the same fuel.
-    let mut good = runtime.load(podstatus_runtime::PODSTATUS_V1).unwrap().instantiate(world()).unwrap();
+    let mut good = runtime.load(podstatus_plugins::PODSTATUS_V1).unwrap().instantiate(world()).unwrap();
     assert!(good.set_pod_status(POD, "{}").is_ok());
 }
 

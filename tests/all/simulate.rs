@@ -19,7 +19,7 @@ use podstatus_apiserver::EmbeddedApiServer;
 use podstatus_backends::DEFAULT_CAPACITY;
 use podstatus_backends::pod_identity::is_mirror_pod;
 use podstatus_backends::{MemoryApiServer, PodEvent};
-use podstatus_runtime::PODSTATUS_V1;
+use podstatus_plugins::PODSTATUS_V1;
 use podstatus_runtime::bindings::UpdateOutcome;
 use podstatus_runtime::{PluginRuntime, RuntimeConfig};
 use podstatus_tests::{TestPod, cache_dir};

@@ -170,8 +170,8 @@ fn supervised_plugins_swap_both_ways_between_logic_versions() {
     use podstatus_runtime::SupervisedPlugin;
     let runtime = runtime();
     // Across contracts too: logic v1 built for 0.1.0, logic v2 for 0.2.0.
-    let v1 = runtime.load(podstatus_runtime::PODSTATUS_V1_ON_0_1).unwrap();
-    let v2 = runtime.load(podstatus_runtime::PODSTATUS_V2).unwrap();
+    let v1 = runtime.load(podstatus_plugins::PODSTATUS_V1_ON_0_1).unwrap();
+    let v2 = runtime.load(podstatus_plugins::PODSTATUS_V2).unwrap();
     assert_eq!((v1.contract(), v2.contract()), (Contract::V0_1_0, Contract::V0_2_0));
     let (api, world) = world(6);
     let (manager, scheduler) = ManagerHandle::start(
@@ -282,8 +282,8 @@ fn supervised_swaps_and_the_recovery_copy_carry_the_finished_mark() {
     use podstatus_runtime::{move_bulk, move_changes};
 
     let runtime = runtime();
-    let v1 = runtime.load(podstatus_runtime::PODSTATUS_V1).unwrap();
-    let v2 = runtime.load(podstatus_runtime::PODSTATUS_V2).unwrap();
+    let v1 = runtime.load(podstatus_plugins::PODSTATUS_V1).unwrap();
+    let v2 = runtime.load(podstatus_plugins::PODSTATUS_V2).unwrap();
     let mut terminating = numbered_pod(7);
     terminating.metadata.deletion_timestamp =
         Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time("2026-01-01T00:00:00Z".parse().unwrap()));
@@ -338,9 +338,9 @@ fn supervised_swaps_and_the_recovery_copy_carry_the_finished_mark() {
 fn logic_v3_swaps_both_ways_with_v1_and_v2_and_its_last_written_statuses_survive() {
     use podstatus_runtime::{Plugin, SupervisedPlugin, move_bulk, move_changes};
     let runtime = runtime();
-    let v1 = runtime.load(podstatus_runtime::PODSTATUS_V1).unwrap();
-    let v2 = runtime.load(podstatus_runtime::PODSTATUS_V2).unwrap();
-    let v3 = runtime.load(podstatus_runtime::PODSTATUS_V3).unwrap();
+    let v1 = runtime.load(podstatus_plugins::PODSTATUS_V1).unwrap();
+    let v2 = runtime.load(podstatus_plugins::PODSTATUS_V2).unwrap();
+    let v3 = runtime.load(podstatus_plugins::PODSTATUS_V3).unwrap();
     assert_eq!(v3.contract(), Contract::V0_2_0);
     let restarts = |api: &MemoryApiServer, i: usize| {
         api.get_pod("default", &format!("pod-{i}")).unwrap().status.clone().unwrap().container_statuses.unwrap()[0]

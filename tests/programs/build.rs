@@ -3,14 +3,14 @@
 //! feature `infinite-loop`), `guests/prober` is one component whose probe each test
 //! picks at run time (`PROBER`), `guests/split-adversary` forges what a 0.2.0 plugin
 //! hands the host (`SPLIT_ADVERSARY`), the `hostile` adversary gets three extra memories (see
-//! `extra_memories.rs`), and `guest/component` with its `failpoints` feature is the
-//! real plugin with faults on demand (`FAILPOINTS`). The build fails when a component is
+//! `extra_memories.rs`), and `guests/failpoints` is the real plugin with faults on
+//! demand (`FAILPOINTS` on contract 0.1.0, `FAILPOINTS_SPLIT` on 0.2.0). The build fails when a component is
 //! used by no test under `tests/all/` or `host/cli/tests/`, so none is built for nothing.
 
 use std::fmt::Write;
 use std::path::Path;
 
-use podstatus_build_support::{build_component_file_with, workspace_dir};
+use podstatus_build_support::{build_component_file_with, build_program_component_files, workspace_dir};
 
 mod extra_memories;
 
@@ -63,18 +63,20 @@ fn main() {
         &[],
         "A hostile plugin of contract 0.2.0 forging plans, batch cursors and calls, its attack chosen by the name of the pod it is handed.",
     );
-    add(
-        "FAILPOINTS".into(),
-        "podstatus-guest",
-        &["failpoints"],
-        "The real plugin with faults on demand (guest/component, feature `failpoints`).",
-    );
-    add(
-        "FAILPOINTS_SPLIT".into(),
-        "podstatus-plugin",
-        &["logic-v1", "failpoints"],
-        "Logic v1 for contract 0.2.0 with faults on demand (guest/plugin, features `logic-v1` and `failpoints`).",
-    );
+    // The real plugin with faults on demand: two programs of one package, built in one run.
+    let failpoints = [
+        ("FAILPOINTS", "failpoints", "Logic v1 for contract 0.1.0 with faults on demand (guests/failpoints)."),
+        ("FAILPOINTS_SPLIT", "failpoints-split", "Logic v1 for contract 0.2.0 with faults on demand (guests/failpoints)."),
+    ];
+    for (constant, _, _) in failpoints {
+        assert!(test_sources.contains(constant), "test program {constant} is used by no test: use it in a test or remove it");
+    }
+    let bins: Vec<&str> = failpoints.iter().map(|(_, bin, _)| *bin).collect();
+    let files = build_program_component_files(&workspace, &target_dir, "podstatus-test-failpoints", &[], &bins);
+    for ((constant, _, what), file) in failpoints.iter().zip(files) {
+        writeln!(generated, "/// {what}").unwrap();
+        writeln!(generated, "pub const {constant}: &[u8] = include_bytes!({:?});", file.display().to_string()).unwrap();
+    }
 
     let out = Path::new(&std::env::var("OUT_DIR").expect("set by cargo")).join("programs.rs");
     std::fs::write(out, generated).expect("writing programs.rs");

@@ -168,3 +168,13 @@ pub trait Imports {
     // sync-queue
     fn push_sync_request(&mut self, request: SyncRequest) -> bool;
 }
+
+/// What logic v2 and later call out to beyond [`Imports`] (contract 0.1.1 and later).
+/// Such a version never calls [`Imports::update_pod_status`]: it patches.
+pub trait PatchImports: Imports {
+    /// api-server: patches the pod's status; returns the pod as stored after the write.
+    fn patch_pod_status(&mut self, patch: StatusPatch) -> Result<String, ApiError>;
+
+    /// deletion-safety: whether a container of the pod may still run on the node.
+    fn pod_could_have_running_containers(&mut self, pod_json: &str) -> bool;
+}

@@ -28,7 +28,7 @@ pub use api_pod::ApiPod;
 pub use engine::{Engine, STATE_CHANGES_FORMAT, STATE_FORMAT, STATE_VERSION};
 pub use error::{InvalidPod, ManagerError, Result};
 pub use imports::{
-    ApiCall, ApiError, ApiReply, DeleteOptions, Imports, Level, MISFIT_REPLY, StatusPatch, StatusUpdate, SyncRequest,
+    ApiCall, ApiError, ApiReply, DeleteOptions, Imports, Level, MISFIT_REPLY, PatchImports, StatusPatch, StatusUpdate, SyncRequest,
     Timestamp, UidTranslations,
 };
 pub use jobs::{BatchPlan, BatchSlice, PodSync, SyncOrigin, SyncStep, SyncTarget};

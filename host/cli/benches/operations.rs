@@ -15,7 +15,7 @@ use podstatus_backends::MemoryApiServer;
 use podstatus_backends::PodManager;
 use podstatus_backends::SyncQueue;
 use podstatus_backends::SystemClock;
-use podstatus_runtime::PODSTATUS_V1;
+use podstatus_plugins::PODSTATUS_V1;
 use podstatus_runtime::World;
 use podstatus_runtime::{Limits, NativePlugin, Plugin, PluginRuntime, RuntimeConfig, SupervisedPlugin};
 
@@ -59,7 +59,7 @@ fn unmetered(world: World) -> Box<dyn Plugin> {
 }
 
 fn native(world: World) -> Box<dyn Plugin> {
-    Box::new(NativePlugin::new(world))
+    Box::new(NativePlugin::new(world, podstatus_runtime::LogicVersion::V1))
 }
 
 /// The component under the supervisor, which takes the plugin's change set after every

@@ -20,7 +20,7 @@ use podstatus_backends::PodManager;
 use podstatus_backends::SyncQueue;
 use podstatus_backends::SystemClock;
 use podstatus_backends::{ApiServer, HostView, MemoryApiServer};
-use podstatus_runtime::PODSTATUS_V1;
+use podstatus_plugins::PODSTATUS_V1;
 use podstatus_runtime::World;
 use podstatus_runtime::{Plugin, PluginRuntime, RuntimeConfig};
 

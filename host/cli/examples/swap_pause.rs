@@ -14,7 +14,7 @@ use podstatus_backends::MemoryApiServer;
 use podstatus_backends::PodManager;
 use podstatus_backends::SyncQueue;
 use podstatus_backends::SystemClock;
-use podstatus_runtime::PODSTATUS_V1;
+use podstatus_plugins::PODSTATUS_V1;
 use podstatus_runtime::World;
 use podstatus_runtime::{ManagerHandle, SchedulerConfig};
 use podstatus_runtime::{Plugin, PluginImage, PluginRuntime, RuntimeConfig, SupervisedPlugin};

@@ -45,8 +45,7 @@ pub struct FuzzArgs {
     /// Steps per trace (two quiescence steps are added to each).
     #[arg(long, default_value_t = 40)]
     pub steps: usize,
-    /// Run the logic natively instead of in the sandbox (same code, no boundary; logic
-    /// v1 only).
+    /// Run the logic natively instead of in the sandbox (same code, no boundary).
     #[arg(long, conflicts_with = "plugin")]
     pub native: bool,
     /// The plugin component to fuzz; defaults to the one built from this checkout.
@@ -108,9 +107,6 @@ fn run_inner(args: &FuzzArgs) -> anyhow::Result<ExitCode> {
     };
     config.limits.call_fuel = Some(CALL_FUEL);
     let mut runtime = None;
-    if args.native && args.logic != Logic::V1 {
-        anyhow::bail!("--native runs logic v1 only, not --logic {}", logic_name(args.logic));
-    }
     let mut component = |path: Option<&PathBuf>, logic: Logic| -> anyhow::Result<Target> {
         let bytes = match path {
             Some(path) => std::fs::read(path).with_context(|| format!("reading plugin {}", path.display()))?,
@@ -123,8 +119,12 @@ fn run_inner(args: &FuzzArgs) -> anyhow::Result<ExitCode> {
         Ok(Target::Component(Box::new(image)))
     };
 
+    let native_name = match args.logic {
+        Logic::V1 => "native logic".to_string(),
+        logic => format!("native logic {}", logic_name(logic)),
+    };
     let (target, target_name) = if args.native {
-        (Target::Native, "native logic".to_string())
+        (Target::Native(args.logic.native()), native_name.clone())
     } else {
         let name = args.plugin.as_ref().map_or_else(
             || format!("the built-in plugin (logic {})", logic_name(args.logic)),
@@ -141,7 +141,7 @@ fn run_inner(args: &FuzzArgs) -> anyhow::Result<ExitCode> {
     let mut differential = Differential::Exact;
     let against = match &args.against {
         None => None,
-        Some(path) if path.as_os_str() == "native" => Some((Target::Native, "native logic".to_string())),
+        Some(path) if path.as_os_str() == "native" => Some((Target::Native(args.logic.native()), native_name)),
         Some(path) => match builtin(path) {
             Some(logic) => {
                 if args.plugin.is_none() && !args.native && args.logic == Logic::V3 && logic == Logic::V2 {

@@ -10,8 +10,8 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use podstatus_replay as replay;
 use podstatus_replay::Trace;
-use podstatus_runtime::{NativePlugin, Plugin, PluginRuntime, RuntimeConfig};
-use podstatus_runtime::{PODSTATUS_V1, PODSTATUS_V2, PODSTATUS_V3};
+use podstatus_runtime::{LogicVersion, NativePlugin, Plugin, PluginRuntime, RuntimeConfig};
+use podstatus_plugins::{PODSTATUS_V1, PODSTATUS_V2, PODSTATUS_V3};
 
 /// The kubelet's pod status manager as a sandboxed WebAssembly plugin.
 #[derive(Parser)]
@@ -34,8 +34,7 @@ enum Command {
         trace: PathBuf,
         #[command(flatten)]
         plugin: PluginArgs,
-        /// Run the logic natively instead of in the sandbox (same code, no boundary;
-        /// logic v1 only).
+        /// Run the logic natively instead of in the sandbox (same code, no boundary).
         #[arg(long, conflicts_with = "plugin")]
         native: bool,
         /// Replay with the agent's reach guard for node NAME in front of the API server
@@ -204,6 +203,15 @@ impl Logic {
             Logic::V3 => PODSTATUS_V3,
         }
     }
+
+    /// The same logic version, linked natively (`--native`).
+    pub fn native(self) -> LogicVersion {
+        match self {
+            Logic::V1 => LogicVersion::V1,
+            Logic::V2 => LogicVersion::V2,
+            Logic::V3 => LogicVersion::V3,
+        }
+    }
 }
 
 impl PluginArgs {
@@ -282,14 +290,6 @@ fn replay_command(trace_path: &Path, plugin: &PluginArgs, native: bool, node: Op
         Err(e) => return unusable(e.to_string()),
     };
 
-    // The native plugin links logic v1 only: --native --logic v2 (or v3) used to run v1
-    // without a word.
-    if native && plugin.logic != Logic::V1 {
-        return unusable(format!(
-            "--native runs logic v1 only, not --logic {}",
-            crate::fuzz_args::logic_name(plugin.logic)
-        ));
-    }
     let runtime = match PluginRuntime::new(&plugin.runtime_config()) {
         Ok(runtime) => runtime,
         Err(e) => return unusable(format!("plugin runtime: {e}")),
@@ -300,7 +300,8 @@ fn replay_command(trace_path: &Path, plugin: &PluginArgs, native: bool, node: Op
         image.instantiate(world).map(|p| Box::new(p) as Box<dyn Plugin>)
     };
     let outcome = if native {
-        replay::run_with_swaps(&trace, &|world| Ok(Box::new(NativePlugin::new(world)) as Box<dyn Plugin>), &swap_loader)
+        let version = plugin.logic.native();
+        replay::run_with_swaps(&trace, &|world| Ok(Box::new(NativePlugin::new(world, version)) as Box<dyn Plugin>), &swap_loader)
     } else {
         let image = match plugin.bytes().and_then(|bytes| Ok(runtime.load(&bytes)?)) {
             Ok(image) => image,

@@ -95,7 +95,7 @@ impl Drop for TempFile {
 /// Logic v2 built for contract 0.1.1: swapping to it from the default plugin (0.2.0)
 /// crosses contracts, from overlapped syncs to serial ones, under churn.
 fn v2_plugin(name: &str) -> TempFile {
-    TempFile::new(name, podstatus_runtime::PODSTATUS_V2_ON_0_1)
+    TempFile::new(name, podstatus_plugins::PODSTATUS_V2_ON_0_1)
 }
 
 #[test]

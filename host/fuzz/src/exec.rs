@@ -16,7 +16,7 @@ use crate::invariants::{
 use podstatus_backends::{ApiServer, DeleteOptions, PodEvent, StatusUpdate};
 use podstatus_replay::{Call, FailError, FailVerb, PodRef, Report, Step, Stepper, Trace, TraceError};
 use podstatus_runtime::World;
-use podstatus_runtime::{CallError, LoadError, NativePlugin, Plugin, PluginImage};
+use podstatus_runtime::{CallError, LoadError, LogicVersion, NativePlugin, Plugin, PluginImage};
 
 /// Makes a plugin over a world: any [`Plugin`], e.g. one with a planted bug in a test.
 pub type PluginMaker = Arc<dyn Fn(World) -> Result<Box<dyn Plugin>, LoadError> + Send + Sync>;
@@ -24,8 +24,8 @@ pub type PluginMaker = Arc<dyn Fn(World) -> Result<Box<dyn Plugin>, LoadError> +
 /// The plugin under test.
 #[derive(Clone)]
 pub enum Target {
-    /// The logic linked natively (no sandbox).
-    Native,
+    /// A logic version linked natively (no sandbox).
+    Native(LogicVersion),
     /// A component in the sandbox.
     Component(Box<PluginImage>),
     /// Whatever the function makes.
@@ -36,7 +36,7 @@ impl Target {
     /// A fresh plugin over `world`.
     pub fn instantiate(&self, world: World) -> Result<Box<dyn Plugin>, LoadError> {
         match self {
-            Target::Native => Ok(Box::new(NativePlugin::new(world))),
+            Target::Native(version) => Ok(Box::new(NativePlugin::new(world, *version))),
             Target::Component(image) => image.instantiate(world).map(|p| Box::new(p) as Box<dyn Plugin>),
             Target::Custom(make) => make(world),
         }
@@ -46,7 +46,7 @@ impl Target {
     /// interleavings. A custom maker is asked by instantiating it once.
     pub fn can_interleave(&self) -> bool {
         match self {
-            Target::Native => false,
+            Target::Native(_) => false,
             Target::Component(image) => image.contract().has_split_syncs(),
             Target::Custom(make) => make(throwaway_world()).is_ok_and(|p| p.contract().has_split_syncs()),
         }

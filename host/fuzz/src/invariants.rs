@@ -8,9 +8,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
-use podstatus_logic::normalize::normalize_status;
-use podstatus_logic::pod::PodView;
-use podstatus_logic::semantic_eq::status_equal;
+use podstatus_core::{PodView, normalize_status, status_equal};
 use serde_json::Value;
 
 use podstatus_backends::MemoryApiServer;

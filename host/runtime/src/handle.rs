@@ -257,7 +257,8 @@ impl std::ops::DerefMut for StepGuard<'_> {
 /// use std::time::Duration;
 ///
 /// use podstatus_backends::{FixedDeletionSafety, MemoryApiServer, PodManager, SyncQueue, SystemClock};
-/// use podstatus_runtime::{ManagerHandle, PODSTATUS_V1, PluginRuntime, RuntimeConfig, SchedulerConfig, World};
+/// use podstatus_runtime::{ManagerHandle, PluginRuntime, RuntimeConfig, SchedulerConfig, World};
+/// use podstatus_plugins::PODSTATUS_V1;
 ///
 /// let world = World {
 ///     api_server: Arc::new(MemoryApiServer::new()),
@@ -739,7 +740,7 @@ mod tests {
             queue: queue.clone(),
         };
         let config = SchedulerConfig { sync_period: Duration::from_secs(3600), ..SchedulerConfig::default() };
-        let (handle, scheduler) = ManagerHandle::start(Box::new(NativePlugin::new(world)), queue, config);
+        let (handle, scheduler) = ManagerHandle::start(Box::new(NativePlugin::new(world, crate::LogicVersion::V1)), queue, config);
         // The scheduler thread only waits for the queue; the test drives the locks.
         (handle.shared, scheduler)
     }

@@ -13,7 +13,6 @@
 
 pub mod api;
 pub mod bindings;
-mod components;
 mod handle;
 mod imports;
 mod plugin;
@@ -23,9 +22,6 @@ pub mod sync_table;
 mod world;
 
 pub use bindings::Contract;
-pub use components::{
-    PODSTATUS_V1, PODSTATUS_V1_ON_0_1, PODSTATUS_V2, PODSTATUS_V2_ON_0_1, PODSTATUS_V3, PODSTATUS_V3_ON_0_1,
-};
 pub use handle::{
     ADMISSION_WAIT_MAX, Admission, DEFAULT_CALL_PATIENCE, DEFAULT_MAX_CALLS_IN_FLIGHT, DEFAULT_SYNC_PERIOD,
     ManagerHandle, SWAP_DRAIN_MAX, SYNC_BATCH_CALLS, SYNC_POD_CALLS, Scheduler, SchedulerConfig,
@@ -33,7 +29,7 @@ pub use handle::{
 pub use plugin::split_sync;
 pub use plugin::{
     ArtifactCache, Backoff, CacheOutcome, CallError, CallUsage, ComponentPlugin, Evicted, EvictionPolicy, FaultKind,
-    Limits, LoadError, NativePlugin, Plugin, PluginImage, PluginRuntime, RecoveryStats, Result, RuntimeConfig,
+    Limits, LoadError, LogicVersion, NativePlugin, Plugin, PluginImage, PluginRuntime, RecoveryStats, Result, RuntimeConfig,
     SupervisedPlugin, cache_key, describe,
 };
 pub use swap::{SwapError, SwapReport, apply_checked, load_checked, move_bulk, move_changes};

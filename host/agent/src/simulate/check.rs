@@ -115,7 +115,7 @@ fn same_status(a: &str, b: &str) -> bool {
         return true;
     }
     match (serde_json::from_str::<PodStatus>(a), serde_json::from_str::<PodStatus>(b)) {
-        (Ok(a), Ok(b)) => podstatus_logic::semantic_eq::status_equal(&a, &b),
+        (Ok(a), Ok(b)) => podstatus_core::status_equal(&a, &b),
         _ => false,
     }
 }
@@ -124,7 +124,7 @@ fn same_status(a: &str, b: &str) -> bool {
 /// when the two are equal as Kubernetes compares them (Go's semantic equality, so an
 /// empty string equals an absent field, as the API server stores it).
 pub fn difference(cached: &PodStatus, api: &PodStatus) -> Option<String> {
-    if podstatus_logic::semantic_eq::status_equal(cached, api) {
+    if podstatus_core::status_equal(cached, api) {
         return None;
     }
     let (cached, api) = (serde_json::to_value(cached).ok()?, serde_json::to_value(api).ok()?);

@@ -20,7 +20,7 @@ mod supervisor;
 pub use cache::{ArtifactCache, CacheOutcome, Evicted, EvictionPolicy, cache_key};
 pub use component::ComponentPlugin;
 pub use limits::{CallUsage, FaultKind, Limits};
-pub use native::NativePlugin;
+pub use native::{LogicVersion, NativePlugin};
 pub use runtime::{LoadError, PluginImage, PluginRuntime, RuntimeConfig};
 pub use supervisor::{Backoff, RecoveryStats, SupervisedPlugin};
 

@@ -1,31 +1,53 @@
 //! The same logic linked natively: no sandbox, no boundary. For benchmarks (the
 //! component's cost is measured against it) and for fuzzing at native speed.
 //!
-//! Its imports go through the very functions the component's imports use, so the two
-//! differ only by the WebAssembly boundary.
+//! Every logic version runs natively, through the one `podstatus_logic::StatusManager`
+//! trait the components' glue is written against too. Its imports go through the very
+//! functions the component's imports use, so the two differ only by the WebAssembly
+//! boundary.
 
 use podstatus_logic as logic;
+use podstatus_logic::StatusManager;
 
 use crate::api;
 use crate::bindings::kubelet::status::logging::Level;
 use crate::bindings::{
     ApiError, ApiReply, BatchPlan, BatchReport, BatchSlice, CachedStatus, Contract, DeleteOptions, ManagerError,
-    PodSync, StatusUpdate, SyncOutcome, SyncRequest, SyncStep, UpdateOutcome,
+    PodSync, StatusPatch, StatusUpdate, SyncOutcome, SyncRequest, SyncStep, UpdateOutcome,
 };
 use crate::imports::{deletion_safety, logging, pod_manager};
 use crate::plugin::{CallError, Plugin, Result};
 use crate::world::World;
 
-/// The logic crate's manager over a [`World`].
+/// A logic version this checkout links natively.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum LogicVersion {
+    /// The 2017 status manager (`podstatus-logic-v1`).
+    V1,
+    /// Kubernetes 1.27's (`podstatus-logic-v2`).
+    V2,
+    /// 1.27's behaviour, one UID-guarded PATCH per version (`podstatus-logic-v3`).
+    V3,
+}
+
+/// A logic version's manager over a [`World`], answering as its contract 0.1.x plugin
+/// does (each sync's calls made at once, inside the call).
 pub struct NativePlugin {
-    manager: logic::Manager<WorldImports>,
+    manager: Box<dyn StatusManager + Send>,
+    contract: Contract,
     world: World,
 }
 
 impl NativePlugin {
-    /// A fresh manager whose imports reach `world`.
-    pub fn new(world: World) -> Self {
-        NativePlugin { manager: logic::Manager::new(WorldImports { world: world.clone() }), world }
+    /// A fresh manager of logic `version` whose imports reach `world`.
+    pub fn new(world: World, version: LogicVersion) -> Self {
+        let imports = WorldImports { world: world.clone() };
+        let (manager, contract): (Box<dyn StatusManager + Send>, _) = match version {
+            LogicVersion::V1 => (Box::new(podstatus_logic_v1::Manager::new(imports)), Contract::V0_1_0),
+            LogicVersion::V2 => (Box::new(podstatus_logic_v2::Manager::new(imports)), Contract::V0_1_1),
+            LogicVersion::V3 => (Box::new(podstatus_logic_v3::Manager::new(imports)), Contract::V0_1_1),
+        };
+        NativePlugin { manager, contract, world }
     }
 }
 
@@ -126,6 +148,22 @@ impl logic::Imports for WorldImports {
     }
 }
 
+impl logic::PatchImports for WorldImports {
+    fn patch_pod_status(&mut self, patch: logic::StatusPatch) -> std::result::Result<String, logic::ApiError> {
+        let patch = StatusPatch {
+            namespace: patch.namespace,
+            name: patch.name,
+            uid_precondition: patch.uid_precondition,
+            patch: patch.patch,
+        };
+        host_bug(api::patch_pod_status(&self.world, patch)).map_err(logic_api_error)
+    }
+
+    fn pod_could_have_running_containers(&mut self, pod_json: &str) -> bool {
+        host_bug(deletion_safety::pod_could_have_running_containers(&self.world, pod_json))
+    }
+}
+
 fn rejected(call: &'static str) -> impl FnOnce(logic::ManagerError) -> CallError {
     move |e| CallError::Rejected {
         call,
@@ -137,6 +175,7 @@ fn rejected(call: &'static str) -> impl FnOnce(logic::ManagerError) -> CallError
             // points called here never return this.
             logic::ManagerError::UnknownSync(id) => ManagerError::UnknownRequest(id),
             logic::ManagerError::InvalidState(m) => ManagerError::InvalidState(m),
+            logic::ManagerError::Unsupported(m) => ManagerError::Unsupported(m),
         },
     }
 }
@@ -240,11 +279,18 @@ impl Plugin for NativePlugin {
         Err(CallError::Unsupported { call: "drop-sync", contract: self.contract() })
     }
 
-    fn set_container_startup(&mut self, _pod_uid: &str, _container_id: &str, _started: bool) -> Result<UpdateOutcome> {
-        Err(CallError::Unsupported { call: "set-container-startup", contract: self.contract() })
+    fn set_container_startup(&mut self, pod_uid: &str, container_id: &str, started: bool) -> Result<UpdateOutcome> {
+        // Contract 0.1.0 (logic v1's) has no such export.
+        if self.contract == Contract::V0_1_0 {
+            return Err(CallError::Unsupported { call: "set-container-startup", contract: self.contract });
+        }
+        self.manager
+            .set_container_startup(pod_uid, container_id, started)
+            .map(update_outcome)
+            .map_err(rejected("set-container-startup"))
     }
 
     fn contract(&self) -> Contract {
-        Contract::V0_1_0
+        self.contract
     }
 }

@@ -1,0 +1,80 @@
+//! Contract `kubelet:status@0.1.1`: 0.1.0 with the imports and export that Kubernetes
+//! 1.27's status manager needs (a strategic merge patch of the status, whether a pod's
+//! containers may still run, startup probes). Logic v2 and later run on it.
+
+use podstatus_logic::{ApiError, Imports, PatchImports, Policy, StatusPatch};
+
+use crate::shared;
+
+// The world is the contract's `status-manager`, included under a name of its own:
+// the generated export macros are named after the world, and the three contracts'
+// worlds share one name.
+wit_bindgen::generate!({
+    inline: "package podstatus:glue; world contract-0-1-1 { include kubelet:status/status-manager@0.1.1; }",
+    path: "../../wit/status@0.1.1",
+    generate_all,
+    pub_export_macro: true,
+    default_bindings_module: "podstatus_glue::contract_0_1_1",
+});
+
+use exports::kubelet::status::manager as wit;
+use kubelet::status::{api_server, deletion_safety};
+
+/// This contract's plugins have no failpoints.
+macro_rules! no_failpoint {
+    ($id:ident) => {};
+}
+
+shared::plugin_type!();
+shared::outcome_conversions!();
+shared::api_error_conversion!(api_server::ApiError);
+shared::logging!();
+shared::manager_error_without_syncs!();
+
+impl<P: Policy<WitImports> + Default + 'static> wit::Guest for Plugin<P> {
+    shared::common_exports!(no_failpoint);
+
+    fn set_container_startup(
+        pod_uid: String,
+        container_id: String,
+        started: bool,
+    ) -> Result<wit::UpdateOutcome, wit::ManagerError> {
+        Self::with(|m| m.set_container_startup(&pod_uid, &container_id, started))
+            .map(update_outcome)
+            .map_err(manager_error)
+    }
+
+    fn sync_pod(request: wit::SyncRequest) -> Result<wit::SyncOutcome, wit::ManagerError> {
+        let request =
+            podstatus_logic::SyncRequest { id: request.id, pod_uid: request.pod_uid, version: request.version };
+        Self::with(|m| m.sync_pod(&request)).map(sync_outcome).map_err(manager_error)
+    }
+
+    fn sync_batch() -> wit::BatchReport {
+        batch_report(Self::with(|m| m.sync_batch()))
+    }
+}
+
+/// The imports of the `status-manager` world; stateless, the host holds the world.
+pub struct WitImports;
+
+impl PatchImports for WitImports {
+    fn patch_pod_status(&mut self, patch: StatusPatch) -> Result<String, ApiError> {
+        let patch = api_server::StatusPatch {
+            namespace: patch.namespace,
+            name: patch.name,
+            uid_precondition: patch.uid_precondition,
+            patch: patch.patch,
+        };
+        api_server::patch_pod_status(&patch).map_err(api_error)
+    }
+
+    fn pod_could_have_running_containers(&mut self, pod_json: &str) -> bool {
+        deletion_safety::pod_could_have_running_containers(pod_json)
+    }
+}
+
+impl Imports for WitImports {
+    shared::api_server_imports!();
+    shared::forward_world_imports!();
+}

@@ -1,0 +1,188 @@
+//! Contract `kubelet:status@0.2.0`: the plugin never calls the API server. `sync-pod`
+//! and `sync-batch` plan syncs, and the host runs each with `start-sync` and
+//! `resume-sync`, making the calls it asks for.
+
+use podstatus_logic::{
+    ApiCall, ApiError, ApiReply, DeleteOptions, Imports, ManagerError, PatchImports, PodSync, Policy, StatusPatch,
+    StatusUpdate, SyncOrigin, SyncStep,
+};
+
+use crate::shared;
+
+// The world is the contract's `status-manager`, included under a name of its own:
+// the generated export macros are named after the world, and the three contracts'
+// worlds share one name.
+wit_bindgen::generate!({
+    inline: "package podstatus:glue; world contract-0-2-0 { include kubelet:status/status-manager@0.2.0; }",
+    path: "../../wit/status@0.2.0",
+    generate_all,
+    pub_export_macro: true,
+    default_bindings_module: "podstatus_glue::contract_0_2_0",
+});
+
+use exports::kubelet::status::manager as wit;
+use kubelet::status::{api, deletion_safety};
+
+/// Traps here when the failpoint is armed (only in the `failpoints` build).
+macro_rules! failpoint {
+    ($id:ident) => {
+        #[cfg(feature = "failpoints")]
+        crate::failpoints::hit(crate::failpoints::$id, kubelet::status::clock::now().nanoseconds);
+    };
+}
+
+/// The entry points this contract shares with 0.1.x have no failpoints here.
+macro_rules! no_failpoint {
+    ($id:ident) => {};
+}
+
+shared::plugin_type!();
+shared::outcome_conversions!();
+shared::api_error_conversion!(api::ApiError);
+shared::logging!();
+
+impl<P: Policy<WitImports> + Default + 'static> wit::Guest for Plugin<P> {
+    shared::common_exports!(no_failpoint);
+
+    fn set_container_startup(
+        pod_uid: String,
+        container_id: String,
+        started: bool,
+    ) -> Result<wit::UpdateOutcome, wit::ManagerError> {
+        Self::with(|m| m.set_container_startup(&pod_uid, &container_id, started))
+            .map(update_outcome)
+            .map_err(manager_error)
+    }
+
+    fn sync_pod(request: wit::SyncRequest) -> Result<Vec<wit::PodSync>, wit::ManagerError> {
+        let request =
+            podstatus_logic::SyncRequest { id: request.id, pod_uid: request.pod_uid, version: request.version };
+        let syncs = Self::with(|m| m.plan_sync_pod(&request)).map_err(manager_error)?;
+        Ok(syncs.into_iter().map(pod_sync).collect())
+    }
+
+    fn sync_batch(slice: wit::BatchSlice) -> wit::BatchPlan {
+        let slice = podstatus_logic::BatchSlice { after: slice.after, max_pods: slice.max_pods as usize };
+        let plan = Self::with(|m| m.plan_sync_batch(&slice));
+        wit::BatchPlan {
+            report: batch_report(plan.report),
+            syncs: plan.syncs.into_iter().map(pod_sync).collect(),
+            next: plan.next,
+        }
+    }
+
+    fn start_sync(sync: u64) -> Result<wit::SyncStep, wit::ManagerError> {
+        failpoint!(START_SYNC);
+        Self::with(|m| m.start_sync(sync)).map(sync_step).map_err(manager_error)
+    }
+
+    fn resume_sync(sync: u64, reply: wit::ApiReply) -> Result<wit::SyncStep, wit::ManagerError> {
+        failpoint!(RESUME_SYNC);
+        let reply = api_reply(reply);
+        Self::with(|m| m.resume_sync(sync, reply)).map(sync_step).map_err(manager_error)
+    }
+
+    fn drop_sync(sync: u64) -> bool {
+        Self::with(|m| m.drop_sync(sync))
+    }
+}
+
+fn pod_sync(sync: PodSync) -> wit::PodSync {
+    let origin = match sync.origin {
+        SyncOrigin::Request => wit::SyncOrigin::Request,
+        SyncOrigin::Pass => wit::SyncOrigin::Pass,
+        SyncOrigin::Batch => wit::SyncOrigin::Batch,
+    };
+    wit::PodSync { id: sync.id, pod_uid: sync.pod_uid, origin }
+}
+
+fn sync_step(step: SyncStep) -> wit::SyncStep {
+    match step {
+        SyncStep::Call(call) => wit::SyncStep::Call(api_call(call)),
+        SyncStep::Done(outcome) => wit::SyncStep::Done(sync_outcome(outcome)),
+    }
+}
+
+fn manager_error(e: ManagerError) -> wit::ManagerError {
+    match e {
+        ManagerError::InvalidPod(m) => wit::ManagerError::InvalidPod(m),
+        ManagerError::InvalidStatus(m) => wit::ManagerError::InvalidStatus(m),
+        ManagerError::UnknownRequest(id) => wit::ManagerError::UnknownRequest(id),
+        ManagerError::UnknownSync(id) => wit::ManagerError::UnknownSync(id),
+        ManagerError::InvalidState(m) => wit::ManagerError::InvalidState(m),
+        ManagerError::Unsupported(m) => wit::ManagerError::Unsupported(m),
+    }
+}
+
+/// A call the logic asks for, as the host receives it.
+fn api_call(call: ApiCall) -> api::ApiCall {
+    match call {
+        ApiCall::GetPod { namespace, name } => api::ApiCall::GetPod(api::PodName { namespace, name }),
+        ApiCall::UpdatePodStatus(update) => api::ApiCall::UpdatePodStatus(api::StatusUpdate {
+            namespace: update.namespace,
+            name: update.name,
+            uid_precondition: update.uid_precondition,
+            resource_version_precondition: update.resource_version_precondition,
+            status: update.status,
+        }),
+        ApiCall::PatchPodStatus(patch) => api::ApiCall::PatchPodStatus(api::StatusPatch {
+            namespace: patch.namespace,
+            name: patch.name,
+            uid_precondition: patch.uid_precondition,
+            patch: patch.patch,
+        }),
+        ApiCall::DeletePod { namespace, name, options } => api::ApiCall::DeletePod(api::PodDeletion {
+            namespace,
+            name,
+            options: api::DeleteOptions {
+                uid_precondition: options.uid_precondition,
+                grace_period_seconds: options.grace_period_seconds,
+            },
+        }),
+    }
+}
+
+/// The host's answer, as the logic takes it (whether its shape fits the call is the
+/// logic's to check).
+fn api_reply(reply: api::ApiReply) -> ApiReply {
+    match reply {
+        api::ApiReply::Pod(pod) => ApiReply::Pod(pod.map_err(api_error)),
+        api::ApiReply::Deleted(deleted) => ApiReply::Deleted(deleted.map_err(api_error)),
+    }
+}
+
+/// Why an API-server method of the logic's imports fails in this contract: the host
+/// makes the calls (`sync-step.call`), so the logic never reaches these; if it ever
+/// did, the sync fails as a failed call would, rather than trapping the instance.
+fn no_api_server(call: &str) -> ApiError {
+    ApiError::Other(format!("{call}: contract 0.2.0 has no api-server import; a sync asks the host to make its calls"))
+}
+
+/// The imports of the `status-manager` world; stateless, the host holds the world.
+pub struct WitImports;
+
+impl PatchImports for WitImports {
+    fn patch_pod_status(&mut self, _: StatusPatch) -> Result<String, ApiError> {
+        Err(no_api_server("patch-pod-status"))
+    }
+
+    fn pod_could_have_running_containers(&mut self, pod_json: &str) -> bool {
+        deletion_safety::pod_could_have_running_containers(pod_json)
+    }
+}
+
+impl Imports for WitImports {
+    fn get_pod(&mut self, _: &str, _: &str) -> Result<String, ApiError> {
+        Err(no_api_server("get-pod"))
+    }
+
+    fn update_pod_status(&mut self, _: StatusUpdate) -> Result<String, ApiError> {
+        Err(no_api_server("update-pod-status"))
+    }
+
+    fn delete_pod(&mut self, _: &str, _: &str, _: DeleteOptions) -> Result<(), ApiError> {
+        Err(no_api_server("delete-pod"))
+    }
+
+    shared::forward_world_imports!();
+}
