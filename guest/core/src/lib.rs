@@ -13,6 +13,8 @@ mod pod;
 mod quantity;
 mod readiness;
 mod semantic_eq;
+#[cfg(feature = "status-patch")]
+mod status_patch;
 
 pub use error::JsonError;
 pub use go_time::is_zero;
@@ -23,7 +25,7 @@ pub use normalize::{
 };
 pub use pod::{
     API_SOURCE, CONFIG_MIRROR_ANNOTATION, CONFIG_SOURCE_ANNOTATION, MetaView, NamedView, PodView, SpecView,
-    parse_status, status_to_json,
+    is_static_source, parse_status, status_to_json,
 };
 pub use quantity::{go_canonical, quantities_equal};
 pub use readiness::{
@@ -31,3 +33,5 @@ pub use readiness::{
     UNKNOWN_CONTAINER_STATUSES, condition,
 };
 pub use semantic_eq::status_equal;
+#[cfg(feature = "status-patch")]
+pub use status_patch::{PatchError, apply_status_patch};

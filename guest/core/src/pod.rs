@@ -171,7 +171,7 @@ impl PodView {
 
     /// A static pod came from a file or URL, not from the API server.
     pub fn is_static(&self) -> bool {
-        self.metadata.annotations.get(CONFIG_SOURCE_ANNOTATION).is_some_and(|source| source != API_SOURCE)
+        is_static_source(self.metadata.annotations.get(CONFIG_SOURCE_ANNOTATION).map(String::as_str))
     }
 
     /// A mirror pod is the API server's copy of a static pod.
@@ -183,6 +183,14 @@ impl PodView {
     pub fn is_being_deleted(&self) -> bool {
         self.metadata.deletion_timestamp.is_some()
     }
+}
+
+/// Whether a pod whose [`CONFIG_SOURCE_ANNOTATION`] is `source` is static: it has one,
+/// and it is not [`API_SOURCE`] (the pod came from a file or URL). The one rule every
+/// reader of pods (the logic, the host's pod manager, the test fakes) applies; a pod
+/// is a mirror pod when it carries [`CONFIG_MIRROR_ANNOTATION`], whatever its value.
+pub fn is_static_source(source: Option<&str>) -> bool {
+    source.is_some_and(|source| source != API_SOURCE)
 }
 
 /// Parses a PodStatus (`null` is the empty status, as in Go).

@@ -24,9 +24,9 @@ use podstatus_logic_v2::{
 use serde_json::{Value, json};
 
 /// Annotation naming where the kubelet got a pod.
-pub const CONFIG_SOURCE: &str = "kubernetes.io/config.source";
+pub use podstatus_core::CONFIG_SOURCE_ANNOTATION as CONFIG_SOURCE;
 /// Annotation carried by mirror pods.
-pub const CONFIG_MIRROR: &str = "kubernetes.io/config.mirror";
+pub use podstatus_core::CONFIG_MIRROR_ANNOTATION as CONFIG_MIRROR;
 
 /// A base instant for the tests (2023-11-14T22:13:20Z), in whole seconds.
 pub const T0: i64 = 1_700_000_000;
@@ -486,9 +486,11 @@ impl Imports for FakeWorld {
         }
         let key = (patch.namespace.clone(), patch.name.clone());
         let stored = self.stored(&key, patch.uid_precondition.as_deref())?;
-        let status = apply_status_patch(&stored["status"], &body["status"]);
-        // The result must be a core/v1 PodStatus.
-        serde_json::from_value::<PodStatus>(status.clone()).expect("the patched status is a core/v1 PodStatus");
+        // The API server's own strategic merge (the embedded server applies the same).
+        let current: Option<PodStatus> = serde_json::from_value(stored["status"].clone()).ok();
+        let patched = podstatus_core::apply_status_patch(current.as_ref(), &body)
+            .unwrap_or_else(|e| panic!("the patched status is a core/v1 PodStatus: {e}"));
+        let status = serde_json::to_value(patched).expect("a PodStatus serialises");
         let rv = self.next_resource_version();
         let stored = self.api.get_mut(&key).expect("checked above");
         stored["status"] = status;
@@ -506,65 +508,6 @@ impl Imports for FakeWorld {
         self.running_queries += 1;
         self.running
     }
-}
-
-/// Kubernetes' strategic merge of a status patch into a stored status: lists with a
-/// merge key (`conditions` by type, `podIPs`/`hostIPs` by ip) merge item by item, with
-/// `$patch: delete` items and `$setElementOrder/...`; other fields are replaced and
-/// `null` removes one.
-pub fn apply_status_patch(status: &Value, patch: &Value) -> Value {
-    const MERGE_LISTS: [(&str, &str); 3] = [("conditions", "type"), ("podIPs", "ip"), ("hostIPs", "ip")];
-    let mut status = status.as_object().cloned().unwrap_or_default();
-    let Some(patch) = patch.as_object() else {
-        return Value::Object(status);
-    };
-    for (key, value) in patch {
-        if key.starts_with('$') {
-            continue;
-        }
-        match MERGE_LISTS.iter().find(|(list, _)| list == key) {
-            Some((_, merge_key)) if value.is_array() => {
-                let mut items = status.get(key).and_then(Value::as_array).cloned().unwrap_or_default();
-                for item in value.as_array().into_iter().flatten() {
-                    let position = items.iter().position(|i| i[merge_key] == item[merge_key]);
-                    match (item.get("$patch").and_then(Value::as_str), position) {
-                        (Some("delete"), Some(i)) => {
-                            items.remove(i);
-                        }
-                        (Some(_), _) => {}
-                        (None, Some(i)) => {
-                            for (field, v) in item.as_object().into_iter().flatten() {
-                                if v.is_null() {
-                                    items[i].as_object_mut().map(|o| o.remove(field));
-                                } else {
-                                    items[i][field] = v.clone();
-                                }
-                            }
-                        }
-                        (None, None) => items.push(item.clone()),
-                    }
-                }
-                status.insert(key.clone(), Value::Array(items));
-            }
-            _ if value.is_null() => {
-                status.remove(key);
-            }
-            _ => {
-                status.insert(key.clone(), value.clone());
-            }
-        }
-    }
-    // The order comes last: it applies to the list as merged (and alone reorders it).
-    for (list, merge_key) in MERGE_LISTS {
-        let Some(order) = patch.get(&format!("$setElementOrder/{list}")).and_then(Value::as_array) else {
-            continue;
-        };
-        if let Some(items) = status.get_mut(list).and_then(Value::as_array_mut) {
-            let rank = |item: &Value| order.iter().position(|o| o[merge_key] == item[merge_key]).unwrap_or(usize::MAX);
-            items.sort_by_key(rank);
-        }
-    }
-    Value::Object(status)
 }
 
 // ---- pods ----
@@ -673,7 +616,7 @@ fn annotation<'a>(pod: &'a Value, key: &str) -> Option<&'a str> {
 
 /// Static: the config-source annotation is present and is not "api".
 pub fn is_static(pod: &Value) -> bool {
-    annotation(pod, CONFIG_SOURCE).is_some_and(|s| s != "api")
+    podstatus_core::is_static_source(annotation(pod, CONFIG_SOURCE))
 }
 
 /// Mirror: the config-mirror annotation is present (any value).

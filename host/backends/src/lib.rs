@@ -20,7 +20,6 @@ mod sync_queue;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 
-pub use api_server::status_patch;
 pub use api_server::{
     ApiError, ApiServer, DeleteOptions, FaultyApiServer, GuardedApiServer, InjectedFaults, MemoryApiServer, PodEvent,
     PodListener, Refusals, Result, StatusPatch, StatusUpdate,

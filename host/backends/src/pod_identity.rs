@@ -3,12 +3,7 @@
 
 use k8s_openapi::api::core::v1::Pod;
 
-/// Where the kubelet got a pod from: `api`, `file` or `http`.
-pub const CONFIG_SOURCE_ANNOTATION: &str = "kubernetes.io/config.source";
-/// Present (with any value) on the API server's copy of a static pod.
-pub const CONFIG_MIRROR_ANNOTATION: &str = "kubernetes.io/config.mirror";
-/// The config source of pods that come from the API server.
-pub const API_SOURCE: &str = "api";
+pub use podstatus_core::{API_SOURCE, CONFIG_MIRROR_ANNOTATION, CONFIG_SOURCE_ANNOTATION};
 
 /// The namespace the API server gives a pod that names none; used here too so that a
 /// static pod read from a file without a namespace pairs with its mirror pod.
@@ -16,7 +11,7 @@ const DEFAULT_NAMESPACE: &str = "default";
 
 /// A pod is static when it has a config source annotation that is not `api`.
 pub fn is_static_pod(pod: &Pod) -> bool {
-    annotation(pod, CONFIG_SOURCE_ANNOTATION).is_some_and(|source| source != API_SOURCE)
+    podstatus_core::is_static_source(annotation(pod, CONFIG_SOURCE_ANNOTATION))
 }
 
 /// A pod is a mirror pod when it carries the mirror annotation, whatever its value.

@@ -243,7 +243,8 @@ impl MemoryApiServer {
             check_uid(stored, &key.1, uid_precondition.as_deref())?;
             // The kubelet's patch carries the UID inside too: Kubernetes checks it.
             check_uid(stored, &key.1, patch.pointer("/metadata/uid").and_then(serde_json::Value::as_str))?;
-            let status = super::status_patch::apply(stored.status.as_ref(), &patch).map_err(|e| invalid(&key.1, &e))?;
+            let status = podstatus_core::apply_status_patch(stored.status.as_ref(), &patch)
+                .map_err(|e| invalid(&key.1, &e.to_string()))?;
             check(stored, &status)?;
             replace_status(stored, next_resource_version(resource_version), status);
             Ok((Arc::clone(stored), PodEvent::Modified(Arc::clone(stored))))

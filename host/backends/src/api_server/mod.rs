@@ -7,7 +7,6 @@
 mod faulty;
 mod guarded;
 mod memory;
-pub mod status_patch;
 
 pub use faulty::{FaultyApiServer, InjectedFaults};
 pub use guarded::{GuardedApiServer, Refusals};
@@ -36,7 +35,7 @@ pub trait ApiServer: Send + Sync {
     fn update_pod_status(&self, update: StatusUpdate) -> Result<Arc<Pod>>;
 
     /// PATCH `.../pods/NAME/status` with a strategic merge patch of the pod (see
-    /// [`status_patch`]): only `status` changes; the UID precondition, given here or as
+    /// [`podstatus_core::apply_status_patch`]): only `status` changes; the UID precondition, given here or as
     /// the patch's `metadata.uid`, must hold ([`ApiError::Conflict`] otherwise).
     fn patch_pod_status(&self, patch: StatusPatch) -> Result<Arc<Pod>> {
         Err(ApiError::Invalid { message: format!("pods \"{}\": status patches are not supported here", patch.name) })

@@ -14,8 +14,18 @@ use serde_json::{Map, Value};
 /// Lists of PodStatus merged by a key rather than replaced.
 const MERGE_KEYS: [(&str, &str); 3] = [("conditions", "type"), ("podIPs", "ip"), ("hostIPs", "ip")];
 
+/// Why a status patch could not be applied: its message says what was wrong (as the
+/// API server's `Invalid` answer words it).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct PatchError(String);
+
 /// `status` with the `status` part of a pod patch applied.
-pub fn apply(status: Option<&PodStatus>, pod_patch: &Value) -> Result<PodStatus, String> {
+pub fn apply_status_patch(status: Option<&PodStatus>, pod_patch: &Value) -> Result<PodStatus, PatchError> {
+    apply(status, pod_patch).map_err(PatchError)
+}
+
+fn apply(status: Option<&PodStatus>, pod_patch: &Value) -> Result<PodStatus, String> {
     let current = match status {
         Some(status) => serde_json::to_value(status).map_err(|e| e.to_string())?,
         None => Value::Object(Map::new()),
