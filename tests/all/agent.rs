@@ -18,8 +18,8 @@ use podstatus_agent::{
     AgentConfig, KubeClientConfig, NODE_LEASE_NAMESPACE, NodeAgent, NodeConfig, PodRunner, Target, VIRTUAL_NODE_TAINT,
 };
 use podstatus_backends::DEFAULT_CAPACITY;
-use podstatus_runtime::{PluginRuntime, RuntimeConfig};
 use podstatus_plugins::PODSTATUS_V2;
+use podstatus_runtime::{PluginRuntime, RuntimeConfig};
 use podstatus_tests::cache_dir;
 use serde_json::json;
 

@@ -7,7 +7,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use podstatus_runtime::{CallError, ComponentPlugin, FaultKind, Limits, Plugin, PluginRuntime, RuntimeConfig, SupervisedPlugin, SwapError, World, move_bulk, move_changes};
+use podstatus_runtime::{
+    CallError, ComponentPlugin, FaultKind, Limits, Plugin, PluginRuntime, RuntimeConfig, SupervisedPlugin, SwapError,
+    World, move_bulk, move_changes,
+};
 use podstatus_test_programs::ADVERSARY_HOSTILE;
 use podstatus_tests::{TestPod, cache_dir, fault, memory_world};
 

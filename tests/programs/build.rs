@@ -66,10 +66,17 @@ fn main() {
     // The real plugin with faults on demand: two programs of one package, built in one run.
     let failpoints = [
         ("FAILPOINTS", "failpoints", "Logic v1 for contract 0.1.0 with faults on demand (guests/failpoints)."),
-        ("FAILPOINTS_SPLIT", "failpoints-split", "Logic v1 for contract 0.2.0 with faults on demand (guests/failpoints)."),
+        (
+            "FAILPOINTS_SPLIT",
+            "failpoints-split",
+            "Logic v1 for contract 0.2.0 with faults on demand (guests/failpoints).",
+        ),
     ];
     for (constant, _, _) in failpoints {
-        assert!(test_sources.contains(constant), "test program {constant} is used by no test: use it in a test or remove it");
+        assert!(
+            test_sources.contains(constant),
+            "test program {constant} is used by no test: use it in a test or remove it"
+        );
     }
     let bins: Vec<&str> = failpoints.iter().map(|(_, bin, _)| *bin).collect();
     let files = build_program_component_files(&workspace, &target_dir, "podstatus-test-failpoints", &[], &bins);

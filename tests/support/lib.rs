@@ -3,9 +3,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use podstatus_plugins::{PODSTATUS_V1, PODSTATUS_V2, PODSTATUS_V3};
 use podstatus_replay as replay;
 use podstatus_replay::{ReplayOutcome, Trace, TraceError};
-use podstatus_plugins::{PODSTATUS_V1, PODSTATUS_V2, PODSTATUS_V3};
 use podstatus_runtime::{Plugin, PluginImage, PluginRuntime, RuntimeConfig};
 
 pub mod gated_api;
@@ -108,7 +108,10 @@ pub fn replay_component_v2(trace_text: &str, base_dir: &Path) -> Result<ReplayOu
 /// Replays `trace_text` through the same logic, natively.
 pub fn replay_native(trace_text: &str, base_dir: &Path) -> Result<ReplayOutcome, TraceError> {
     let trace = Trace::parse(trace_text, base_dir.to_path_buf())?;
-    replay::run(&trace, &|world| Ok(Box::new(podstatus_runtime::NativePlugin::new(world, podstatus_runtime::LogicVersion::V1)) as Box<dyn Plugin>))
+    replay::run(&trace, &|world| {
+        Ok(Box::new(podstatus_runtime::NativePlugin::new(world, podstatus_runtime::LogicVersion::V1))
+            as Box<dyn Plugin>)
+    })
 }
 
 /// Checks that `actual` contains `expected`: objects match on the keys `expected`

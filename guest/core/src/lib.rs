@@ -18,7 +18,9 @@ mod status_patch;
 
 pub use error::JsonError;
 pub use go_time::is_zero;
-pub use lookup::{find_condition, find_condition_in, find_condition_mut, find_container_status, find_container_status_mut};
+pub use lookup::{
+    find_condition, find_condition_in, find_condition_mut, find_container_status, find_container_status_mut,
+};
 pub use normalize::{
     MAX_POD_TERMINATION_MESSAGE_BYTES, normalize_status, sort_init_container_statuses, truncate_at_char_boundary,
     truncate_time,

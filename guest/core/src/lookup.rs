@@ -37,4 +37,3 @@ pub fn find_container_status_mut<'a>(status: &'a mut PodStatus, container_id: &s
     }
     status.init_container_statuses.iter_mut().flatten().find(matches)
 }
-

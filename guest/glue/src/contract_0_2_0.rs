@@ -44,15 +44,7 @@ shared::logging!();
 impl<P: Policy<WitImports> + Default + 'static> wit::Guest for Plugin<P> {
     shared::common_exports!(no_failpoint);
 
-    fn set_container_startup(
-        pod_uid: String,
-        container_id: String,
-        started: bool,
-    ) -> Result<wit::UpdateOutcome, wit::ManagerError> {
-        Self::with(|m| m.set_container_startup(&pod_uid, &container_id, started))
-            .map(update_outcome)
-            .map_err(manager_error)
-    }
+    shared::startup_export!();
 
     fn sync_pod(request: wit::SyncRequest) -> Result<Vec<wit::PodSync>, wit::ManagerError> {
         let request =

@@ -24,9 +24,8 @@ macro_rules! plugin_type {
             fn with<T>(f: impl FnOnce(&mut dyn podstatus_logic::StatusManager) -> T) -> T {
                 MANAGER.with(|cell| {
                     let mut slot = cell.borrow_mut();
-                    let manager = slot.get_or_insert_with(|| {
-                        Box::new(podstatus_logic::Manager::<WitImports, P>::new(WitImports))
-                    });
+                    let manager = slot
+                        .get_or_insert_with(|| Box::new(podstatus_logic::Manager::<WitImports, P>::new(WitImports)));
                     f(manager.as_mut())
                 })
             }
@@ -99,6 +98,23 @@ macro_rules! common_exports {
     };
 }
 pub(crate) use common_exports;
+
+/// `set-container-startup` (contract 0.1.1 and later), for the `impl Guest` block it is
+/// expanded in.
+macro_rules! startup_export {
+    () => {
+        fn set_container_startup(
+            pod_uid: String,
+            container_id: String,
+            started: bool,
+        ) -> Result<wit::UpdateOutcome, wit::ManagerError> {
+            Self::with(|m| m.set_container_startup(&pod_uid, &container_id, started))
+                .map(update_outcome)
+                .map_err(manager_error)
+        }
+    };
+}
+pub(crate) use startup_export;
 
 /// The logic's outcomes as the contract's `manager` types (the same cases in every
 /// contract version), for the module they are expanded in.

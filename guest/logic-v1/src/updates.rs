@@ -1,16 +1,14 @@
 //! The 2017 status manager's updates: what each call changes in the cached status, and
 //! what a sync request plans.
 
-use std::sync::Arc;
-
 use k8s_openapi::api::core::v1::{ContainerState, ContainerStateTerminated, PodStatus};
 use podstatus_core::{
     POD_INITIALIZED, POD_READY, PodView, find_condition, find_condition_mut, find_container_status,
-    find_container_status_mut, is_zero, normalize_status, parse_status, status_equal,
+    find_container_status_mut, normalize_status, parse_status, status_equal,
 };
 use podstatus_logic::{
     Engine, Imports, InvalidPod, Level, ManagerError, PodSync, Policy, Result, SyncOrigin, SyncRequest, SyncTarget,
-    UpdateOutcome, VersionedStatus,
+    UpdateOutcome,
 };
 
 use crate::V1;
@@ -117,12 +115,7 @@ fn update_status_internal<I: Imports>(
     let old_status: &PodStatus = match &cached {
         Some(cached) => &cached.status,
         None => {
-            fetched = match engine.imports_mut().get_mirror_pod_by_pod(pod_json) {
-                Some(mirror_json) => PodView::parse_with_uid(&mirror_json)
-                    .and_then(|mirror| mirror.parse_status())
-                    .invalid_pod(|| format!("mirror pod of {}", pod.full_name()))?,
-                None => pod.parse_status().invalid_pod(|| format!("status of {}", pod.full_name()))?,
-            };
+            fetched = engine.status_before_caching(pod, pod_json)?;
             &fetched
         }
     };
@@ -137,14 +130,7 @@ fn update_status_internal<I: Imports>(
         }
     }
 
-    match &old_status.start_time {
-        Some(start) if !is_zero(start) => status.start_time = Some(start.clone()),
-        _ => {
-            if status.start_time.as_ref().is_none_or(is_zero) {
-                status.start_time = Some(engine.now_cached(&mut now));
-            }
-        }
-    }
+    engine.keep_start_time(old_status, &mut status, &mut now);
 
     normalize_status(&pod.spec, &mut status);
     if let Some(cached) = &cached
@@ -155,13 +141,7 @@ fn update_status_internal<I: Imports>(
         return Ok(UpdateOutcome::Unchanged);
     }
 
-    let versioned = Arc::new(VersionedStatus {
-        status,
-        version: cached.as_ref().map_or(0, |c| c.version) + 1,
-        pod_name: pod.metadata.name.clone(),
-        pod_namespace: pod.metadata.namespace.clone(),
-        pod_is_finished: cached.is_some_and(|c| c.pod_is_finished),
-    });
-    engine.put_status(uid, Arc::clone(&versioned));
+    let pod_is_finished = cached.as_ref().is_some_and(|c| c.pod_is_finished);
+    let versioned = engine.cache_version(pod, status, cached.as_deref(), pod_is_finished);
     Ok(engine.enqueue(uid, versioned))
 }

@@ -1,8 +1,8 @@
 //! The status manager's behaviours at its API, natively over a fake world.
 
-use podstatus_logic::{ApiError, BatchReport, ManagerError, SyncOutcome, SyncRequest, UpdateOutcome, StatusManager};
-use podstatus_logic_v1::Manager;
+use podstatus_logic::{ApiError, BatchReport, ManagerError, StatusManager, SyncOutcome, SyncRequest, UpdateOutcome};
 use podstatus_logic_testing::*;
+use podstatus_logic_v1::Manager;
 use serde_json::{Value, json};
 
 // ---- helpers ----

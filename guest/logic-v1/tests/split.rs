@@ -2,17 +2,21 @@
 //! `plan_sync_pod` and `plan_sync_batch`, run by `start_sync` and `resume_sync` with the
 //! host's answers.
 
-use podstatus_logic::{ApiCall, ApiError, ApiReply, BatchReport, BatchSlice, Level, ManagerError, SyncOrigin, SyncOutcome, SyncRequest, SyncStep, StatusManager};
-use podstatus_logic_v1::Manager;
+use podstatus_logic::{
+    ApiCall, ApiError, ApiReply, BatchReport, BatchSlice, Level, ManagerError, StatusManager, SyncOrigin, SyncOutcome,
+    SyncRequest, SyncStep,
+};
+use podstatus_logic_testing::split::*;
 use podstatus_logic_testing::*;
+use podstatus_logic_v1::{Manager, V1};
 use serde_json::{Value, json};
 
-podstatus_logic_testing::split_sync_drivers!(Manager<FakeWorld>);
+type M = Manager<FakeWorld>;
 
 /// Writes, a deletion, a pod gone from the API server, drift, a failed GET, garbage
 /// from the API server (a request's and a batch's error) and a recreated pod: what each
 /// sync returned.
-fn scenario(m: &mut M, sync_pod: SyncPod, sync_batch: SyncBatch) -> Vec<String> {
+fn scenario(m: &mut M, sync_pod: SyncPod<V1>, sync_batch: SyncBatch<V1>) -> Vec<String> {
     let mut seen = Vec::new();
     let world = m.imports_mut();
     let a = world.add_pod(pod("ns", "a", "uid-a", &["c"]));
@@ -56,16 +60,7 @@ fn scenario(m: &mut M, sync_pod: SyncPod, sync_batch: SyncBatch) -> Vec<String> 
 
 #[test]
 fn immediate_answers_make_the_calls_and_imports_of_the_blocking_path() {
-    let mut blocking = Manager::new(FakeWorld::new());
-    let seen = scenario(&mut blocking, |m, r| m.sync_pod(r), |m| m.sync_batch());
-    let blocking = observed(&mut blocking, seen);
-
-    let mut split = Manager::new(FakeWorld::new());
-    let seen = scenario(&mut split, split_sync_pod, split_sync_batch);
-    assert_eq!(split.syncs_in_flight(), 0);
-    let split = observed(&mut split, seen);
-
-    assert_eq!(split, blocking);
+    let blocking = blocking_and_split_agree(FakeWorld::new, scenario);
     // The scenario reaches every path it means to.
     let seen = blocking.seen.join(" ");
     for outcome in ["Written", "Deleted", "PodNotFound", "GetFailed", "InvalidPod", "Recreated", "reconciled: 1"] {

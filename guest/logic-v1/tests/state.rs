@@ -3,8 +3,8 @@
 use podstatus_logic::{
     BatchReport, ManagerError, STATE_FORMAT, STATE_VERSION, StatusManager, SyncOutcome, SyncRequest, UpdateOutcome,
 };
-use podstatus_logic_v1::Manager;
 use podstatus_logic_testing::*;
+use podstatus_logic_v1::Manager;
 use serde_json::{Value, json};
 
 type M = Manager<FakeWorld>;

@@ -3,8 +3,8 @@
 
 use k8s_openapi::api::core::v1::{PodCondition, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use podstatus_core::{POD_INITIALIZED, POD_READY, POD_SUCCEEDED, find_condition, find_condition_mut};
 use podstatus_core::status_equal;
+use podstatus_core::{POD_INITIALIZED, POD_READY, POD_SUCCEEDED, find_condition, find_condition_mut};
 
 use crate::generate::{
     CONTAINERS_READY, POD_FAILED, containers_ready_for_terminal_phase, pod_ready_for_terminal_phase,

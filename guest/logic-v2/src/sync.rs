@@ -20,12 +20,7 @@ impl<I: Imports> SyncPolicy<I> for V2 {
 
     /// `mergePodStatus` and `PatchPodStatus`: a strategic merge patch from the API
     /// server's status to `status` merged into it, sent only when it changes something.
-    fn plan_write(
-        &self,
-        manager: &mut Engine<I>,
-        pod: ApiPod,
-        status: &VersionedStatus,
-    ) -> Result<WritePlan> {
+    fn plan_write(&self, manager: &mut Engine<I>, pod: ApiPod, status: &VersionedStatus) -> Result<WritePlan> {
         let view = &pod.view;
         // The API server's status as it is, not normalised: what the cache normalised
         // (container order, termination messages) is corrected by the patch.
@@ -35,7 +30,8 @@ impl<I: Imports> SyncPolicy<I> for V2 {
             let imports = manager.imports_mut();
             merge_pod_status(&api_status, &status.status, || imports.pod_could_have_running_containers(&pod.json), &now)
         };
-        let patch = status_patch(&view.metadata.uid, &api_status, &merged).map_err(|e| ManagerError::InvalidStatus(e.to_string()))?;
+        let patch = status_patch(&view.metadata.uid, &api_status, &merged)
+            .map_err(|e| ManagerError::InvalidStatus(e.to_string()))?;
         let Some(patch) = patch else {
             manager.log(Level::Debug, || {
                 format!("status of pod {} is up-to-date at version {}", view.full_name(), status.version)
@@ -74,12 +70,7 @@ impl<I: Imports> SyncPolicy<I> for V2 {
     /// deletion is not the kubelet's), its phase in `pod` is terminal, and the status
     /// being synced is finished (it came from TerminatePod, which the kubelet calls once
     /// the pod's containers are gone and its resources reclaimed).
-    fn can_be_deleted(
-        &self,
-        manager: &mut Engine<I>,
-        pod: &ApiPod,
-        status: &VersionedStatus,
-    ) -> Result<bool> {
+    fn can_be_deleted(&self, manager: &mut Engine<I>, pod: &ApiPod, status: &VersionedStatus) -> Result<bool> {
         let view = &pod.view;
         if !view.is_being_deleted() || view.is_mirror() {
             return Ok(false);

@@ -6,8 +6,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::PodStatus;
 use podstatus_core::{
-    PodView, find_condition_mut, find_container_status, find_container_status_mut, is_zero, normalize_status,
-    parse_status,
+    PodView, find_condition_mut, find_container_status, find_container_status_mut, normalize_status, parse_status,
 };
 use podstatus_logic::{
     Engine, InvalidPod, Level, ManagerError, PodSync, Policy, Result, SyncOrigin, SyncRequest, SyncTarget,
@@ -15,7 +14,9 @@ use podstatus_logic::{
 };
 
 use crate::V2;
-use crate::conditions::{TRANSITION_TIME_CONDITIONS, is_pod_status_by_kubelet_equal, is_terminal, update_last_transition_time};
+use crate::conditions::{
+    TRANSITION_TIME_CONDITIONS, is_pod_status_by_kubelet_equal, is_terminal, update_last_transition_time,
+};
 use crate::containers::{check_container_state_transition, restart_policy, terminate_containers};
 use crate::generate::{POD_FAILED, generate_containers_ready_condition, generate_pod_ready_condition, readiness_gates};
 use crate::imports::Imports;
@@ -38,7 +39,13 @@ impl<I: Imports> Policy<I> for V2 {
 
     /// Sets one container's readiness in the cached status and regenerates Ready (with
     /// the pod's readiness gates) and ContainersReady.
-    fn set_container_readiness(&self, engine: &mut Engine<I>, pod_uid: &str, container_id: &str, ready: bool) -> Result<UpdateOutcome> {
+    fn set_container_readiness(
+        &self,
+        engine: &mut Engine<I>,
+        pod_uid: &str,
+        container_id: &str,
+        ready: bool,
+    ) -> Result<UpdateOutcome> {
         let Found { pod, pod_json, cached } = match find_container(engine, pod_uid, container_id, "readiness")? {
             Ok(found) => found,
             Err(outcome) => return Ok(outcome),
@@ -74,7 +81,13 @@ impl<I: Imports> Policy<I> for V2 {
     }
 
     /// Sets whether one container has passed its startup probe (its `started` flag).
-    fn set_container_startup(&self, engine: &mut Engine<I>, pod_uid: &str, container_id: &str, started: bool) -> Result<UpdateOutcome> {
+    fn set_container_startup(
+        &self,
+        engine: &mut Engine<I>,
+        pod_uid: &str,
+        container_id: &str,
+        started: bool,
+    ) -> Result<UpdateOutcome> {
         let Found { pod, pod_json, cached } = match find_container(engine, pod_uid, container_id, "startup")? {
             Ok(found) => found,
             Err(outcome) => return Ok(outcome),
@@ -145,7 +158,8 @@ impl<I: Imports> Policy<I> for V2 {
 
 /// The pod and cached status behind a container ID, or the outcome that ends a
 /// readiness or startup change before it starts.
-fn find_container<I: Imports>(engine: &mut Engine<I>,
+fn find_container<I: Imports>(
+    engine: &mut Engine<I>,
     pod_uid: &str,
     container_id: &str,
     what: &str,
@@ -174,7 +188,8 @@ fn find_container<I: Imports>(engine: &mut Engine<I>,
 /// or changes nothing the kubelet owns, and queues its write. `pod_is_finished`: the
 /// status comes from TerminatePod; once a pod is finished every later version of
 /// its status is too (not a static pod's: 1.27 leaves them alone, kubernetes#116484).
-fn update_status_internal<I: Imports>(engine: &mut Engine<I>,
+fn update_status_internal<I: Imports>(
+    engine: &mut Engine<I>,
     pod: &PodView,
     pod_json: &str,
     mut status: PodStatus,
@@ -197,7 +212,7 @@ fn update_status_internal<I: Imports>(engine: &mut Engine<I>,
     let old_status: &PodStatus = match &cached {
         Some(cached) => &cached.status,
         None => {
-            fetched = status_before_caching(engine, pod, pod_json)?;
+            fetched = engine.status_before_caching(pod, pod_json)?;
             &fetched
         }
     };
@@ -224,14 +239,7 @@ fn update_status_internal<I: Imports>(engine: &mut Engine<I>,
     for condition_type in TRANSITION_TIME_CONDITIONS {
         update_last_transition_time(&mut status, old_status, condition_type, || engine.now_cached(&mut now));
     }
-    match &old_status.start_time {
-        Some(start) if !is_zero(start) => status.start_time = Some(start.clone()),
-        _ => {
-            if status.start_time.as_ref().is_none_or(is_zero) {
-                status.start_time = Some(engine.now_cached(&mut now));
-            }
-        }
-    }
+    engine.keep_start_time(old_status, &mut status, &mut now);
 
     normalize_status(&pod.spec, &mut status);
     if let Some(cached) = &cached
@@ -242,31 +250,14 @@ fn update_status_internal<I: Imports>(engine: &mut Engine<I>,
         return Ok(UpdateOutcome::Unchanged);
     }
 
-    let versioned = Arc::new(VersionedStatus {
-        status,
-        version: cached.map_or(0, |c| c.version) + 1,
-        pod_name: pod.metadata.name.clone(),
-        pod_namespace: pod.metadata.namespace.clone(),
-        pod_is_finished,
-    });
-    engine.put_status(uid, Arc::clone(&versioned));
+    let versioned = engine.cache_version(pod, status, cached.as_deref(), pod_is_finished);
     Ok(enqueue(engine, uid, versioned))
-}
-
-/// The status an uncached pod had: its mirror pod's, else its own.
-fn status_before_caching<I: Imports>(engine: &mut Engine<I>, pod: &PodView, pod_json: &str) -> Result<PodStatus> {
-    match engine.imports_mut().get_mirror_pod_by_pod(pod_json) {
-        Some(mirror_json) => PodView::parse_with_uid(&mirror_json)
-            .and_then(|mirror| mirror.parse_status())
-            .invalid_pod(|| format!("mirror pod of {}", pod.full_name())),
-        None => pod.parse_status().invalid_pod(|| format!("status of {}", pod.full_name())),
-    }
 }
 
 /// Signals the sync loop: queues a sync request for `uid` unless the slot is full
 /// already, in which case that request's pass writes this version too.
 fn enqueue<I: Imports>(engine: &mut Engine<I>, uid: &str, status: Arc<VersionedStatus>) -> UpdateOutcome {
-    if signal_waiting(engine, ) {
+    if signal_waiting(engine) {
         engine.log(Level::Trace, || {
             format!("a sync is queued already; it will write version {} of pod {uid}", status.version)
         });

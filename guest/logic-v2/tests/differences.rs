@@ -2,9 +2,9 @@
 //! (2017), each named `v2_differs_from_v1_...`. Where it is cheap, the test runs v1 on
 //! the same world too, so the difference is shown rather than described.
 
+use podstatus_logic::StatusManager;
 use podstatus_logic_testing::v2::*;
 use podstatus_logic_testing::*;
-use podstatus_logic::StatusManager;
 use podstatus_logic_v2::{ApiError, BatchReport, Manager, SyncOutcome, UpdateOutcome};
 use serde_json::{Value, json};
 

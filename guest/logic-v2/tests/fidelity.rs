@@ -2,9 +2,9 @@
 //! does what upstream does: the write starts from the API server's status as read, and
 //! the patch is empty only when Go's JSON of both statuses is the same.
 
+use podstatus_logic::StatusManager;
 use podstatus_logic_testing::v2::*;
 use podstatus_logic_testing::*;
-use podstatus_logic::StatusManager;
 use podstatus_logic_v2::{Manager, SyncOutcome};
 use serde_json::{Value, json};
 

@@ -1,80 +1,20 @@
 //! Logic v2's pass and batch driven one API call at a time (contract 0.2.0): a request
 //! plans a sync of its pod and of every other cached pod, each checked when it starts.
 
-use podstatus_logic_testing::*;
 use podstatus_logic::StatusManager;
+use podstatus_logic_testing::split::*;
+use podstatus_logic_testing::*;
 use podstatus_logic_v2::{
-    ApiCall, ApiError, ApiReply, BatchReport, BatchSlice, Level, Manager, ManagerError, SyncOrigin, SyncOutcome,
-    SyncStep,
+    ApiCall, ApiReply, BatchReport, BatchSlice, Level, Manager, ManagerError, SyncOrigin, SyncOutcome, SyncStep,
 };
-use serde_json::{Value, json};
+use serde_json::Value;
 
-podstatus_logic_testing::split_sync_drivers!(Manager<FakeWorld>);
-
-/// Patches, a deletion after terminate-pod, a pod gone from the API server, static
-/// pods with and without mirror pod, drift, a failed GET, garbage from the API server
-/// (a request's, a pass's and a batch's error) and a recreated pod.
-fn scenario(m: &mut M, sync_pod: SyncPod, sync_batch: SyncBatch) -> Vec<String> {
-    let mut seen = Vec::new();
-    let world = m.imports_mut();
-    let a = world.add_pod(pod("ns", "a", "uid-a", &["c"]));
-    let b = world.add_pod(deleting(pod("ns", "b", "uid-b", &["c"])));
-    let c = pod("ns", "c", "uid-c", &["c"]);
-    world.add_managed_pod(c.clone());
-    let (s, mirror) = static_and_mirror("ns", "s", "uid-s", "uid-sm", &["c"]);
-    world.add_managed_pod(s.clone());
-    world.add_pod(mirror);
-    let (t, _) = static_and_mirror("ns", "t", "uid-t", "uid-tm", &["c"]);
-    world.add_managed_pod(t.clone());
-    let drain = |m: &mut M, seen: &mut Vec<String>| {
-        while let Some(request) = m.imports_mut().pop_request() {
-            seen.push(format!("{:?}", sync_pod(m, &request)));
-        }
-    };
-
-    set(m, &a, running("Running", false));
-    set(m, &c, running("Pending", false));
-    set(m, &s, running("Running", true));
-    set(m, &t, running("Running", true));
-    m.terminate_pod(&b.to_string()).unwrap();
-    drain(m, &mut seen);
-
-    m.imports_mut().drift_status("ns", "a", json!({"phase": "Pending"}));
-    seen.push(format!("{:?}", sync_batch(m)));
-
-    m.imports_mut().fail(Verb::GetPod, ApiError::Other("the server is unhappy".into()));
-    set(m, &a, running("Running", true));
-    drain(m, &mut seen);
-    m.imports_mut().heal(Verb::GetPod);
-
-    m.imports_mut().answer_garbage(Verb::GetPod, "not a pod");
-    set(m, &a, running("Running", false));
-    set(m, &c, running("Running", false));
-    drain(m, &mut seen);
-    seen.push(format!("{:?}", sync_batch(m)));
-    m.imports_mut().heal(Verb::GetPod);
-
-    // Deleted and recreated under the same name: the read finds another UID.
-    m.imports_mut().remove_api_pod("ns", "a");
-    m.imports_mut().add_api_pod(pod("ns", "a", "uid-a2", &["c"]));
-    set(m, &a, running("Failed", false));
-    drain(m, &mut seen);
-    seen.push(format!("{:?}", sync_batch(m)));
-    seen
-}
+type M = Manager<FakeWorld>;
 
 #[test]
 fn immediate_answers_make_the_calls_and_imports_of_the_blocking_path() {
-    let mut blocking = Manager::new(FakeWorld::v2());
-    let seen = scenario(&mut blocking, |m, r| m.sync_pod(r), |m| m.sync_batch());
-    let blocking = observed(&mut blocking, seen);
-
-    let mut split = Manager::new(FakeWorld::v2());
-    let seen = scenario(&mut split, split_sync_pod, split_sync_batch);
-    assert_eq!(split.syncs_in_flight(), 0);
-    let split = observed(&mut split, seen);
-
-    assert_eq!(split, blocking);
+    let scenario = |m: &mut M, sync_pod, sync_batch| pass_scenario(m, sync_pod, sync_batch, Verb::GetPod, "c");
+    let blocking = blocking_and_split_agree(FakeWorld::v2, scenario);
     let seen = blocking.seen.join(" ");
     for outcome in ["Written", "GetFailed", "InvalidPod", "Recreated", "reconciled: 1"] {
         assert!(seen.contains(outcome), "{outcome} missing from {seen}");

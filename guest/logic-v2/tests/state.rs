@@ -1,9 +1,9 @@
 //! Logic v2's state is v1's document: a running agent swaps v1 -> v2 -> v1 without
 //! losing anything, and v2 keeps nothing beside the document.
 
+use podstatus_logic::StatusManager;
 use podstatus_logic_testing::v2::*;
 use podstatus_logic_testing::*;
-use podstatus_logic::StatusManager;
 use podstatus_logic_v2::{Manager, SyncOutcome, UpdateOutcome};
 use serde_json::{Value, json};
 

@@ -12,10 +12,10 @@
 
 use k8s_openapi::api::core::v1::PodStatus;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use podstatus_logic::StatusManager;
 use podstatus_logic_testing::v2::*;
 use podstatus_logic_testing::*;
 use podstatus_logic_v2::conditions;
-use podstatus_logic::StatusManager;
 use podstatus_logic_v2::{BatchReport, Manager, SyncOutcome, UpdateOutcome, V1Imports};
 use serde_json::{Value, json};
 

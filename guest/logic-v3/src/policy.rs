@@ -3,8 +3,8 @@
 
 use k8s_openapi::api::core::v1::PodStatus;
 use podstatus_logic::{
-    ApiCall, ApiError, ApiPod, ApiReply, Engine, InvalidPod, LastWritten, Level, ManagerError, PodSync, Policy,
-    Result, SyncPolicy, SyncRequest, UnreadWrite, UpdateOutcome, VersionedStatus, Write, WritePlan,
+    ApiCall, ApiError, ApiPod, ApiReply, Engine, InvalidPod, LastWritten, Level, ManagerError, PodSync, Policy, Result,
+    SyncPolicy, SyncRequest, UnreadWrite, UpdateOutcome, VersionedStatus, Write, WritePlan,
 };
 use podstatus_logic_v2::conditions::merge_pod_status;
 use podstatus_logic_v2::patch::status_patch;
@@ -55,12 +55,7 @@ impl<I: Imports> SyncPolicy<I> for V3 {
 
     /// One strategic merge patch of `status` carrying the pod's UID, computed against
     /// what was last written for the pod (while still valid) or the pod manager's copy.
-    fn plan_unread(
-        &self,
-        manager: &mut Engine<I>,
-        uid: &str,
-        status: &VersionedStatus,
-    ) -> Result<Option<WritePlan>> {
+    fn plan_unread(&self, manager: &mut Engine<I>, uid: &str, status: &VersionedStatus) -> Result<Option<WritePlan>> {
         // The pod as the pod manager has it; a static pod's status lives on its mirror.
         let Some(pod_json) = manager.imports_mut().get_pod_by_uid(uid) else {
             return Ok(None);
@@ -84,7 +79,8 @@ impl<I: Imports> SyncPolicy<I> for V3 {
             let imports = manager.imports_mut();
             merge_pod_status(&base, &status.status, || imports.pod_could_have_running_containers(&pod.json), &now)
         };
-        let patch = status_patch(&status_uid, &base, &merged).map_err(|e| ManagerError::InvalidStatus(e.to_string()))?;
+        let patch =
+            status_patch(&status_uid, &base, &merged).map_err(|e| ManagerError::InvalidStatus(e.to_string()))?;
         let patch = patch.map(|patch| crate::whole_conditions::whole_conditions(patch, &merged));
         let Some(patch) = patch else {
             manager.log(Level::Debug, || {
@@ -144,12 +140,7 @@ impl<I: Imports> SyncPolicy<I> for V3 {
 
     /// After a refused shortcut: v2's write over the pod as read, recorded as the base
     /// of the next patch (what the API server has when nothing is sent).
-    fn plan_write(
-        &self,
-        manager: &mut Engine<I>,
-        pod: ApiPod,
-        status: &VersionedStatus,
-    ) -> Result<WritePlan> {
+    fn plan_write(&self, manager: &mut Engine<I>, pod: ApiPod, status: &VersionedStatus) -> Result<WritePlan> {
         let plan = V2.plan_write(manager, pod, status)?;
         if let WritePlan::Unchanged(pod) = &plan {
             record_translated(manager, pod, status.version)?;
@@ -173,12 +164,7 @@ impl<I: Imports> SyncPolicy<I> for V3 {
     }
 
     /// v2's `canBeDeleted`.
-    fn can_be_deleted(
-        &self,
-        manager: &mut Engine<I>,
-        pod: &ApiPod,
-        status: &VersionedStatus,
-    ) -> Result<bool> {
+    fn can_be_deleted(&self, manager: &mut Engine<I>, pod: &ApiPod, status: &VersionedStatus) -> Result<bool> {
         V2.can_be_deleted(manager, pod, status)
     }
 

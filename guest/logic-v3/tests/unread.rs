@@ -1,8 +1,8 @@
 //! Logic v3 writes each version with one UID-guarded patch and reads only after the API
 //! server refused it.
 
-use podstatus_logic_testing::*;
 use podstatus_logic::StatusManager;
+use podstatus_logic_testing::*;
 use podstatus_logic_v3::{ApiError, Manager, SyncOutcome};
 use serde_json::{Value, json};
 

@@ -28,8 +28,8 @@ pub use api_pod::ApiPod;
 pub use engine::{Engine, STATE_CHANGES_FORMAT, STATE_FORMAT, STATE_VERSION};
 pub use error::{InvalidPod, ManagerError, Result};
 pub use imports::{
-    ApiCall, ApiError, ApiReply, DeleteOptions, Imports, Level, MISFIT_REPLY, PatchImports, StatusPatch, StatusUpdate, SyncRequest,
-    Timestamp, UidTranslations,
+    ApiCall, ApiError, ApiReply, DeleteOptions, Imports, Level, MISFIT_REPLY, PatchImports, StatusPatch, StatusUpdate,
+    SyncRequest, Timestamp, UidTranslations,
 };
 pub use jobs::{BatchPlan, BatchSlice, PodSync, SyncOrigin, SyncStep, SyncTarget};
 pub use manager::{Manager, Policy, StatusManager};

@@ -5,14 +5,7 @@
 //! only, time only from a settable clock) and recording every API call for assertions;
 //! pod builders; and, in [`v2`], helpers that drive logic v2 over it.
 
-mod split;
-
-/// What [`split_sync_drivers`]'s expansion names, whatever the calling crate imports.
-#[doc(hidden)]
-pub mod __private {
-    pub use podstatus_logic;
-    pub use serde_json;
-}
+pub mod split;
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -23,10 +16,10 @@ use podstatus_logic_v2::{
 };
 use serde_json::{Value, json};
 
-/// Annotation naming where the kubelet got a pod.
-pub use podstatus_core::CONFIG_SOURCE_ANNOTATION as CONFIG_SOURCE;
 /// Annotation carried by mirror pods.
 pub use podstatus_core::CONFIG_MIRROR_ANNOTATION as CONFIG_MIRROR;
+/// Annotation naming where the kubelet got a pod.
+pub use podstatus_core::CONFIG_SOURCE_ANNOTATION as CONFIG_SOURCE;
 
 /// A base instant for the tests (2023-11-14T22:13:20Z), in whole seconds.
 pub const T0: i64 = 1_700_000_000;

@@ -202,7 +202,14 @@ mod tests {
             clock: Arc::new(SystemClock),
             queue: Arc::clone(&queue),
         };
-        (MeteredPlugin::new(Box::new(NativePlugin::new(world, podstatus_runtime::LogicVersion::V1)), Arc::clone(&metrics)), metrics, queue)
+        (
+            MeteredPlugin::new(
+                Box::new(NativePlugin::new(world, podstatus_runtime::LogicVersion::V1)),
+                Arc::clone(&metrics),
+            ),
+            metrics,
+            queue,
+        )
     }
 
     fn running() -> String {

@@ -11,8 +11,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use podstatus_backends::{FixedDeletionSafety, MemoryApiServer, PodManager, SyncQueue, SystemClock};
-use podstatus_runtime::{CallError, Limits, Plugin, PluginRuntime, RuntimeConfig, SupervisedPlugin, World};
 use podstatus_plugins::{PODSTATUS_V1, PODSTATUS_V2};
+use podstatus_runtime::{CallError, Limits, Plugin, PluginRuntime, RuntimeConfig, SupervisedPlugin, World};
 use podstatus_test_programs::ADVERSARY_HOSTILE;
 use serde_json::json;
 

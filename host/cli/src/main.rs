@@ -8,10 +8,10 @@ use std::time::Duration;
 use crate::inspect::inspect;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
+use podstatus_plugins::{PODSTATUS_V1, PODSTATUS_V2, PODSTATUS_V3};
 use podstatus_replay as replay;
 use podstatus_replay::Trace;
 use podstatus_runtime::{LogicVersion, NativePlugin, Plugin, PluginRuntime, RuntimeConfig};
-use podstatus_plugins::{PODSTATUS_V1, PODSTATUS_V2, PODSTATUS_V3};
 
 /// The kubelet's pod status manager as a sandboxed WebAssembly plugin.
 #[derive(Parser)]
@@ -301,7 +301,11 @@ fn replay_command(trace_path: &Path, plugin: &PluginArgs, native: bool, node: Op
     };
     let outcome = if native {
         let version = plugin.logic.native();
-        replay::run_with_swaps(&trace, &|world| Ok(Box::new(NativePlugin::new(world, version)) as Box<dyn Plugin>), &swap_loader)
+        replay::run_with_swaps(
+            &trace,
+            &|world| Ok(Box::new(NativePlugin::new(world, version)) as Box<dyn Plugin>),
+            &swap_loader,
+        )
     } else {
         let image = match plugin.bytes().and_then(|bytes| Ok(runtime.load(&bytes)?)) {
             Ok(image) => image,

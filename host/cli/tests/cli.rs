@@ -136,7 +136,12 @@ fn replay_with_node_runs_the_reach_guard_and_reports_refusals() {
 fn native_runs_every_logic_version_as_its_plugin_does() {
     for logic in ["v1", "v2", "v3"] {
         let native = podstatus(&["replay", "--native", "--logic", logic, &example()], None);
-        assert_eq!(native.status.code(), Some(0), "--native --logic {logic}: {}", String::from_utf8_lossy(&native.stderr));
+        assert_eq!(
+            native.status.code(),
+            Some(0),
+            "--native --logic {logic}: {}",
+            String::from_utf8_lossy(&native.stderr)
+        );
         let sandboxed = podstatus(&["replay", "--logic", logic, &example()], None);
         assert_eq!(sandboxed.status.code(), Some(0), "--logic {logic}");
         assert_eq!(

@@ -13,8 +13,8 @@ use podstatus_fuzz::{
     Campaign, GenConfig, Invariant, KnownIssue, Limit, ShrinkBudget, Target, check_trace, compare_targets, generate,
     read_finding, run_campaign, shrink_violation,
 };
-use podstatus_replay::{self as replay, Trace};
 use podstatus_plugins::PODSTATUS_V1;
+use podstatus_replay::{self as replay, Trace};
 use podstatus_runtime::World;
 use podstatus_runtime::{NativePlugin, Plugin, PluginRuntime};
 
@@ -66,8 +66,10 @@ fn the_generator_is_deterministic_and_the_replay_accepts_its_traces() {
         assert_eq!(doc, generate(seed, &config).to_value(), "seed {seed} is not deterministic");
         let trace =
             Trace::from_value(doc.clone()).unwrap_or_else(|e| panic!("seed {seed}: replay refuses the trace: {e}"));
-        let outcome = replay::run(&trace, &|world| Ok(Box::new(NativePlugin::new(world, podstatus_runtime::LogicVersion::V1)) as Box<dyn Plugin>))
-            .unwrap_or_else(|e| panic!("seed {seed}: replay refuses the trace: {e}"));
+        let outcome = replay::run(&trace, &|world| {
+            Ok(Box::new(NativePlugin::new(world, podstatus_runtime::LogicVersion::V1)) as Box<dyn Plugin>)
+        })
+        .unwrap_or_else(|e| panic!("seed {seed}: replay refuses the trace: {e}"));
         assert_eq!(outcome.report.results.len(), 40);
     }
 }
@@ -91,7 +93,8 @@ fn podstatus_replay_runs_generated_traces() {
 fn planted(wrap: fn(Arc<dyn ApiServer>, &World) -> Arc<dyn ApiServer>) -> Target {
     Target::Custom(Arc::new(move |world: World| {
         let api_server = wrap(Arc::clone(&world.api_server), &world);
-        Ok(Box::new(NativePlugin::new(World { api_server, ..world }, podstatus_runtime::LogicVersion::V1)) as Box<dyn Plugin>)
+        Ok(Box::new(NativePlugin::new(World { api_server, ..world }, podstatus_runtime::LogicVersion::V1))
+            as Box<dyn Plugin>)
     }))
 }
 
@@ -236,7 +239,8 @@ fn differential_runs_find_no_difference() {
     // The sandbox and the native logic agree too.
     for seed in 0..15 {
         let trace = generate(seed, &GenConfig::default());
-        let outcome = compare_targets(&trace, &component(), &Target::Native(podstatus_runtime::LogicVersion::V1)).unwrap();
+        let outcome =
+            compare_targets(&trace, &component(), &Target::Native(podstatus_runtime::LogicVersion::V1)).unwrap();
         assert!(outcome.violation.is_none(), "seed {seed}: {:?}", outcome.violation);
     }
 }
@@ -244,8 +248,11 @@ fn differential_runs_find_no_difference() {
 #[test]
 fn differential_mode_shrinks_to_the_first_differing_step() {
     let lossy = planted(|api, _| Arc::new(RefusesWrites(api)));
-    let summary =
-        run_campaign(&Campaign { against: Some(lossy), ..campaign(Target::Native(podstatus_runtime::LogicVersion::V1), 1, 50, 40) }, &mut |_| {}).unwrap();
+    let summary = run_campaign(
+        &Campaign { against: Some(lossy), ..campaign(Target::Native(podstatus_runtime::LogicVersion::V1), 1, 50, 40) },
+        &mut |_| {},
+    )
+    .unwrap();
     let finding = summary.finding.expect("the plugins differ");
     assert_eq!(finding.shrunk.violation.invariant, Invariant::SameReport);
     assert!(finding.shrunk.doc["steps"].as_array().unwrap().len() <= 2, "{:#}", finding.shrunk.doc);

@@ -740,7 +740,8 @@ mod tests {
             queue: queue.clone(),
         };
         let config = SchedulerConfig { sync_period: Duration::from_secs(3600), ..SchedulerConfig::default() };
-        let (handle, scheduler) = ManagerHandle::start(Box::new(NativePlugin::new(world, crate::LogicVersion::V1)), queue, config);
+        let (handle, scheduler) =
+            ManagerHandle::start(Box::new(NativePlugin::new(world, crate::LogicVersion::V1)), queue, config);
         // The scheduler thread only waits for the queue; the test drives the locks.
         (handle.shared, scheduler)
     }

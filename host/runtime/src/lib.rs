@@ -29,8 +29,8 @@ pub use handle::{
 pub use plugin::split_sync;
 pub use plugin::{
     ArtifactCache, Backoff, CacheOutcome, CallError, CallUsage, ComponentPlugin, Evicted, EvictionPolicy, FaultKind,
-    Limits, LoadError, LogicVersion, NativePlugin, Plugin, PluginImage, PluginRuntime, RecoveryStats, Result, RuntimeConfig,
-    SupervisedPlugin, cache_key, describe,
+    Limits, LoadError, LogicVersion, NativePlugin, Plugin, PluginImage, PluginRuntime, RecoveryStats, Result,
+    RuntimeConfig, SupervisedPlugin, cache_key, describe,
 };
 pub use swap::{SwapError, SwapReport, apply_checked, load_checked, move_bulk, move_changes};
 pub use world::World;

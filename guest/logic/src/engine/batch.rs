@@ -123,7 +123,12 @@ impl<I: Imports> Engine<I> {
 
     /// `needsUpdate`: `status` is unwritten for `uid` (a mirror pod's UID for a static
     /// pod), or the pod can be deleted.
-    pub(super) fn needs_update<P: SyncPolicy<I>>(&mut self, policy: &P, uid: &str, status: &VersionedStatus) -> Result<bool> {
+    pub(super) fn needs_update<P: SyncPolicy<I>>(
+        &mut self,
+        policy: &P,
+        uid: &str,
+        status: &VersionedStatus,
+    ) -> Result<bool> {
         if !self.is_written(uid, status.version) {
             return Ok(true);
         }

@@ -22,6 +22,7 @@ use crate::status::{LastWritten, PendingSync, VersionedStatus};
 mod batch;
 mod state;
 mod syncs;
+mod updates;
 
 pub use state::{STATE_CHANGES_FORMAT, STATE_FORMAT, STATE_VERSION};
 

@@ -11,9 +11,9 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::PodStatus;
 use serde::{Deserialize, Serialize};
 
+use super::{Changes, Engine};
 use crate::error::{ManagerError, Result};
 use crate::imports::Imports;
-use super::{Changes, Engine};
 use crate::status::{LastWritten, PendingSync, VersionedStatus};
 
 /// Names the document format.
