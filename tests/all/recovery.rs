@@ -20,7 +20,7 @@ use podstatus_test_programs::{FAILPOINTS, FAILPOINTS_SPLIT};
 use podstatus_tests::cache_dir;
 use serde_json::{Value, json};
 
-/// Failpoint IDs of guest/component/src/failpoints.rs.
+/// Failpoint IDs of guest/glue/src/failpoints.rs.
 const NANOS_BASE: u32 = 999_000_000;
 const GET_POD_STATUS: u32 = 1;
 const SET_POD_STATUS: u32 = 2;

@@ -119,7 +119,7 @@ fn a_failing_new_plugin_leaves_the_old_one_serving() {
 }
 
 fn v1_plugin_file() -> PathBuf {
-    podstatus_tests::workspace_dir().join("target").join("guest").join("podstatus-guest.wasm")
+    podstatus_tests::workspace_dir().join("target").join("guest").join("podstatus-v1-on-0-1.wasm")
 }
 
 #[test]
@@ -206,7 +206,7 @@ fn supervised_plugins_swap_both_ways_between_logic_versions() {
 }
 
 fn v2_plugin_file() -> PathBuf {
-    podstatus_tests::workspace_dir().join("target").join("guest").join("podstatus-guest-v2.wasm")
+    podstatus_tests::workspace_dir().join("target").join("guest").join("podstatus-v2-on-0-1.wasm")
 }
 
 /// v2 marks a status from terminate-pod as finished (upstream's `podIsFinished`) and

@@ -292,8 +292,8 @@ fn known_uids(trace: &Value, upto: usize) -> BTreeSet<String> {
 
 #[test]
 fn swapping_v1_to_v2_and_back_mid_trace_keeps_every_cached_status() {
-    let to_v2 = json!({"op": "swap", "plugin": plugin_file("podstatus-guest-v2.wasm")});
-    let to_v1 = json!({"op": "swap", "plugin": plugin_file("podstatus-guest.wasm")});
+    let to_v2 = json!({"op": "swap", "plugin": plugin_file("podstatus-v2-on-0-1.wasm")});
+    let to_v1 = json!({"op": "swap", "plugin": plugin_file("podstatus-v1-on-0-1.wasm")});
     let mut statuses_carried = 0;
     for name in SWAPPED {
         let path = fixtures_dir().join("replay").join(name);
