@@ -13,7 +13,8 @@ use std::fs;
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use podstatus_tests::{fixtures_dir, partial_match, replay_component_with, v1_image, v2_image, workspace_dir};
+use podstatus_tests::version_fixtures::{Fixture, Outcome, replay_report, trace_fixtures};
+use podstatus_tests::{fixtures_dir, partial_match, v1_image, v2_image, workspace_dir};
 use serde_json::{Value, json};
 
 /// The table, beside the fixtures.
@@ -23,18 +24,6 @@ const TABLE: &str = "v1-vs-v2.md";
 const V2_FOLDER: &str = "replay-v2";
 /// The table's row whose traces are exactly those in which either version writes.
 const WRITES_ROW: &str = "Status writes";
-
-/// A replay fixture.
-struct Fixture {
-    /// How the table names it: the file name for `replay/`, `replay-v2/<file name>` for
-    /// the added traces.
-    key: String,
-    path: PathBuf,
-    text: String,
-}
-
-/// A replay's report as JSON, or why the trace is unusable with that version.
-type Outcome = Result<Value, String>;
 
 struct Run {
     fixture: Fixture,
@@ -48,36 +37,14 @@ impl Run {
     }
 }
 
-fn fixtures() -> Vec<Fixture> {
-    let mut fixtures = Vec::new();
-    for (folder, prefix) in [("replay", ""), (V2_FOLDER, "replay-v2/")] {
-        let dir = fixtures_dir().join(folder);
-        for entry in fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
-            let path = entry.expect("readable dir entry").path();
-            let name = path.file_name().unwrap().to_string_lossy().into_owned();
-            if name.ends_with(".trace.json") {
-                let text = fs::read_to_string(&path).unwrap();
-                fixtures.push(Fixture { key: format!("{prefix}{name}"), path, text });
-            }
-        }
-    }
-    fixtures.sort_by(|a, b| a.key.cmp(&b.key));
-    fixtures
-}
-
-fn replay(image: &podstatus_runtime::PluginImage, fixture: &Fixture) -> Outcome {
-    replay_component_with(image, &fixture.text, fixture.path.parent().unwrap())
-        .map(|outcome| serde_json::to_value(&outcome.report).expect("the report serialises"))
-        .map_err(|e| e.to_string())
-}
 
 /// Every fixture through both versions, once per test binary.
 fn runs() -> &'static [Run] {
     static RUNS: OnceLock<Vec<Run>> = OnceLock::new();
     RUNS.get_or_init(|| {
-        let runs: Vec<Run> = fixtures()
+        let runs: Vec<Run> = trace_fixtures(&[("replay", ""), (V2_FOLDER, "replay-v2/")])
             .into_iter()
-            .map(|fixture| Run { v1: replay(v1_image(), &fixture), v2: replay(v2_image(), &fixture), fixture })
+            .map(|fixture| Run { v1: replay_report(v1_image(), &fixture), v2: replay_report(v2_image(), &fixture), fixture })
             .collect();
         assert!(runs.len() > 60, "found only {} fixtures", runs.len());
         runs

@@ -12,18 +12,11 @@ use std::fs;
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use podstatus_tests::{fixtures_dir, partial_match, replay_component_with, v2_image, v3_image};
+use podstatus_tests::version_fixtures::{Fixture, Outcome, replay_report, trace_fixtures};
+use podstatus_tests::{fixtures_dir, partial_match, v2_image, v3_image};
 use serde_json::{Value, json};
 
 const TABLE: &str = "v2-vs-v3.md";
-
-struct Fixture {
-    key: String,
-    path: PathBuf,
-    text: String,
-}
-
-type Outcome = Result<Value, String>;
 
 struct Run {
     fixture: Fixture,
@@ -31,35 +24,13 @@ struct Run {
     v3: Outcome,
 }
 
-fn fixtures() -> Vec<Fixture> {
-    let mut fixtures = Vec::new();
-    for (folder, prefix) in [("replay", ""), ("replay-v2", "replay-v2/"), ("replay-v3", "replay-v3/")] {
-        let dir = fixtures_dir().join(folder);
-        for entry in fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
-            let path = entry.expect("readable dir entry").path();
-            let name = path.file_name().unwrap().to_string_lossy().into_owned();
-            if name.ends_with(".trace.json") {
-                let text = fs::read_to_string(&path).unwrap();
-                fixtures.push(Fixture { key: format!("{prefix}{name}"), path, text });
-            }
-        }
-    }
-    fixtures.sort_by(|a, b| a.key.cmp(&b.key));
-    fixtures
-}
-
-fn replay(image: &podstatus_runtime::PluginImage, fixture: &Fixture) -> Outcome {
-    replay_component_with(image, &fixture.text, fixture.path.parent().unwrap())
-        .map(|outcome| serde_json::to_value(&outcome.report).expect("the report serialises"))
-        .map_err(|e| e.to_string())
-}
 
 fn runs() -> &'static [Run] {
     static RUNS: OnceLock<Vec<Run>> = OnceLock::new();
     RUNS.get_or_init(|| {
-        let runs: Vec<Run> = fixtures()
+        let runs: Vec<Run> = trace_fixtures(&[("replay", ""), ("replay-v2", "replay-v2/"), ("replay-v3", "replay-v3/")])
             .into_iter()
-            .map(|fixture| Run { v2: replay(v2_image(), &fixture), v3: replay(v3_image(), &fixture), fixture })
+            .map(|fixture| Run { v2: replay_report(v2_image(), &fixture), v3: replay_report(v3_image(), &fixture), fixture })
             .collect();
         assert!(runs.len() > 60, "found only {} fixtures", runs.len());
         runs

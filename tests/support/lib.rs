@@ -10,6 +10,7 @@ use podstatus_runtime::{Plugin, PluginImage, PluginRuntime, RuntimeConfig};
 
 pub mod gated_api;
 pub mod venv;
+pub mod version_fixtures;
 
 /// The workspace's root directory.
 pub fn workspace_dir() -> PathBuf {
