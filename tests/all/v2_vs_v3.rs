@@ -9,7 +9,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
-use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use podstatus_tests::version_fixtures::{Fixture, Outcome, replay_report, trace_fixtures};

@@ -6,3 +6,10 @@
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
 pub struct JsonError(pub(crate) String);
+
+impl JsonError {
+    /// An error saying `message`.
+    pub fn new(message: impl Into<String>) -> Self {
+        JsonError(message.into())
+    }
+}

@@ -21,6 +21,14 @@ pub fn restart_policy(spec: &SpecView) -> &str {
     spec.restart_policy.as_deref().filter(|p| !p.is_empty()).unwrap_or(RESTART_ALWAYS)
 }
 
+/// A container that terminated and may not run again was reported running (or waiting).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("terminated container {container} attempted illegal transition to non-terminated state")]
+pub struct IllegalTransition {
+    /// The container's name.
+    pub container: String,
+}
+
 /// `checkContainerStateTransition`: a container terminated in `old` may not be
 /// anything but terminated in `new`, unless the restart policy lets it run again
 /// (`Always`; `OnFailure` after a non-zero exit). Says which container broke the rule.
@@ -28,7 +36,7 @@ pub fn check_container_state_transition(
     old: Option<&[ContainerStatus]>,
     new: Option<&[ContainerStatus]>,
     restart_policy: &str,
-) -> Result<(), String> {
+) -> Result<(), IllegalTransition> {
     if restart_policy == RESTART_ALWAYS {
         return Ok(());
     }
@@ -42,10 +50,7 @@ pub fn check_container_state_transition(
         if let Some(new_status) =
             new.unwrap_or_default().iter().find(|n| n.name == old_status.name && terminated(n).is_none())
         {
-            return Err(format!(
-                "terminated container {} attempted illegal transition to non-terminated state",
-                new_status.name
-            ));
+            return Err(IllegalTransition { container: new_status.name.clone() });
         }
     }
     Ok(())
@@ -154,7 +159,7 @@ mod tests {
         assert!(check_container_state_transition(Some(&old), Some(&running("ok")), RESTART_ALWAYS).is_ok());
         assert!(check_container_state_transition(Some(&old), Some(&running("bad")), RESTART_ON_FAILURE).is_ok());
         let err = check_container_state_transition(Some(&old), Some(&running("ok")), RESTART_ON_FAILURE).unwrap_err();
-        assert_eq!(err, "terminated container ok attempted illegal transition to non-terminated state");
+        assert_eq!(err.to_string(), "terminated container ok attempted illegal transition to non-terminated state");
         assert!(check_container_state_transition(Some(&old), Some(&running("bad")), "Never").is_err());
         // A container that disappears, or stays terminated, is no illegal transition.
         assert!(check_container_state_transition(Some(&old), Some(&running("other")), "Never").is_ok());

@@ -5,7 +5,7 @@
 //! not ready whatever its containers say.
 
 use k8s_openapi::api::core::v1::{ContainerStatus, PodCondition, PodReadinessGate};
-use podstatus_core::SpecView;
+use podstatus_core::{JsonError, SpecView};
 use podstatus_core::{
     CONTAINERS_NOT_READY, ContainersReadiness, POD_COMPLETED, POD_READY, POD_SUCCEEDED, UNKNOWN_CONTAINER_STATUSES,
     condition, find_condition_in,
@@ -85,7 +85,7 @@ pub fn pod_ready_for_terminal_phase(phase: Option<&str>) -> PodCondition {
 
 /// The condition types of the pod's readiness gates (`spec.readinessGates`), which
 /// `podstatus_core::SpecView` does not read: only a readiness change needs them.
-pub fn readiness_gates(pod_json: &str) -> Result<Vec<String>, String> {
+pub fn readiness_gates(pod_json: &str) -> Result<Vec<String>, JsonError> {
     #[derive(Default, Deserialize)]
     #[serde(default)]
     struct Pod {
@@ -96,7 +96,7 @@ pub fn readiness_gates(pod_json: &str) -> Result<Vec<String>, String> {
     struct Spec {
         readiness_gates: Option<Vec<PodReadinessGate>>,
     }
-    let pod: Pod = serde_json::from_str(pod_json).map_err(|e| format!("spec.readinessGates: {e}"))?;
+    let pod: Pod = serde_json::from_str(pod_json).map_err(|e| JsonError::new(format!("spec.readinessGates: {e}")))?;
     let gates = pod.spec.and_then(|s| s.readiness_gates).unwrap_or_default();
     Ok(gates.into_iter().map(|g| g.condition_type).collect())
 }

@@ -23,7 +23,7 @@
 
 use k8s_openapi::api::core::v1::PodStatus;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use podstatus_core::go_canonical;
+use podstatus_core::{JsonError, go_canonical};
 use podstatus_core::status_equal;
 use serde_json::{Map, Value, json};
 
@@ -32,7 +32,11 @@ const MERGE_LISTS: [(&str, &str); 3] = [("conditions", "type"), ("podIPs", "ip")
 
 /// The patch from `old` (the API server's status, normalised) to `new` (the merged
 /// status) for the pod with `uid`, as JSON; None when there is nothing to change.
-pub fn status_patch(uid: &str, old: &PodStatus, new: &PodStatus) -> Result<Option<String>, String> {
+pub fn status_patch(uid: &str, old: &PodStatus, new: &PodStatus) -> Result<Option<String>, JsonError> {
+    patch(uid, old, new).map_err(JsonError::new)
+}
+
+fn patch(uid: &str, old: &PodStatus, new: &PodStatus) -> Result<Option<String>, String> {
     let (old_json, new_json) = (to_object(old)?, to_object(new)?);
     let mut status = Map::new();
     let keys: std::collections::BTreeSet<&String> = old_json.keys().chain(new_json.keys()).collect();
