@@ -22,10 +22,11 @@ pub mod sync_table;
 mod world;
 
 pub use bindings::Contract;
-pub use handle::{
-    ADMISSION_WAIT_MAX, Admission, DEFAULT_CALL_PATIENCE, DEFAULT_MAX_CALLS_IN_FLIGHT, DEFAULT_SYNC_PERIOD,
-    ManagerHandle, SWAP_DRAIN_MAX, SYNC_BATCH_CALLS, SYNC_POD_CALLS, Scheduler, SchedulerConfig,
-};
+pub use handle::admission::{ADMISSION_WAIT_MAX, Admission, SYNC_BATCH_CALLS, SYNC_POD_CALLS};
+pub use handle::config::{DEFAULT_CALL_PATIENCE, DEFAULT_MAX_CALLS_IN_FLIGHT, DEFAULT_SYNC_PERIOD, SchedulerConfig};
+pub use handle::hot_swap::SWAP_DRAIN_MAX;
+pub use handle::manager::ManagerHandle;
+pub use handle::scheduler::Scheduler;
 pub use plugin::split_sync;
 pub use plugin::{
     ArtifactCache, Backoff, CacheOutcome, CallError, CallUsage, ComponentPlugin, Evicted, EvictionPolicy, FaultKind,

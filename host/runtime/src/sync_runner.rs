@@ -10,6 +10,7 @@
 //! with the next sync of the same pod. Callers of the Manager operations wait for the
 //! plugin only while it computes.
 
+use std::ops::DerefMut;
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
@@ -17,14 +18,15 @@ use std::time::{Duration, Instant};
 
 use crate::api;
 use crate::bindings::{ApiCall, PodSync, SyncOrigin, SyncStep};
-use crate::plugin::Result;
+use crate::plugin::{Plugin, Result};
 use crate::sync_table::SyncTable;
 use crate::world::World;
 
 /// What the runner needs of whoever owns the plugin (the handle).
 pub(crate) trait PluginHost: Send + Sync + 'static {
-    /// The plugin, locked.
-    fn plugin(&self) -> crate::handle::StepGuard<'_>;
+    /// The plugin, locked (the handle's lock for sync steps). Any guard: the runner
+    /// does not depend on the handle that owns it.
+    fn plugin(&self) -> impl DerefMut<Target = Box<dyn Plugin>>;
     /// The runner of this plugin's syncs.
     fn runner(&self) -> &SyncRunner;
 }

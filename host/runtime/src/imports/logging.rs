@@ -1,11 +1,7 @@
 //! `kubelet:status/logging`: the plugin's messages as `tracing` events.
 
 use crate::bindings::kubelet::status::logging::{self as wit, Level};
-use crate::imports::HostState;
-
-/// The `tracing` target of everything the plugin logs, so it can be filtered apart
-/// from the host's own messages (`RUST_LOG=crate::plugin=debug`).
-pub const TARGET: &str = "podstatus::plugin";
+use crate::imports::{HostState, TARGET};
 
 /// A plugin may not flood the log: longer messages are cut (at a character boundary),
 /// and lines beyond the plugin's rate (`Limits::log_burst`, `Limits::log_per_second`)

@@ -68,6 +68,12 @@ impl HostState {
     }
 }
 
+/// The `tracing` target of everything the plugin logs, so it can be filtered apart
+/// from the host's own messages (`RUST_LOG=crate::plugin=debug`). Here, not in
+/// [`logging`], because the [`LogBucket`] warns under it too and `logging` builds on
+/// [`HostState`]: this module imports none of its children.
+pub const TARGET: &str = "podstatus::plugin";
+
 /// A token bucket: how many lines the plugin may still log, refilled with time; what
 /// it drops is counted, and said at most once a second (so the host's own warnings
 /// about the flood are bounded too).
@@ -110,7 +116,7 @@ impl LogBucket {
         if self.warned.is_none_or(|at| now.duration_since(at).as_secs() >= 1) {
             self.warned = Some(now);
             tracing::warn!(
-                target: logging::TARGET,
+                target: TARGET,
                 dropped = self.dropped,
                 burst = self.burst,
                 per_second = self.per_second,

@@ -1,0 +1,66 @@
+//! The handle's side of a hot swap: when the running plugin's state moves (see
+//! [`crate::swap`] for how), what keeps serving meanwhile, and when calls are held.
+
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use super::TARGET;
+use super::shared::Shared;
+use crate::plugin::Plugin;
+use crate::swap::{SwapError, SwapReport, apply_checked, load_checked, move_changes};
+
+/// Change sets moved before the pause at most, during a swap.
+const PRECOPY_ROUNDS: usize = 4;
+/// A change set this small moves during the pause without another round first.
+const PRECOPY_DONE_BYTES: usize = 64 * 1024;
+
+/// The longest a swap waits for a 0.2.0 plugin's syncs in flight to finish before it
+/// gives up (the old plugin keeps serving).
+pub const SWAP_DRAIN_MAX: Duration = Duration::from_secs(10);
+
+/// Replaces the running plugin with `new`, carrying its state over (see
+/// [`ManagerHandle::swap`](super::manager::ManagerHandle::swap)).
+pub(super) fn swap(shared: &Shared, mut new: Box<dyn Plugin>) -> Result<SwapReport, SwapError> {
+    let start = Instant::now();
+    // The bulk: saving it is one call like any other (others wait only for it);
+    // loading it into the new plugin happens while the old one serves.
+    let state = shared.plugin.lock().save_state().map_err(SwapError::Source)?;
+    let save = start.elapsed();
+    load_checked(new.as_mut(), &state)?;
+    // Pre-copy, as live migration does: while moving the last change set took
+    // long enough for much to change again, move the next one without pausing.
+    for _ in 0..PRECOPY_ROUNDS {
+        let changes = shared.plugin.lock().save_state_changes().map_err(SwapError::Source)?;
+        apply_checked(new.as_mut(), &changes)?;
+        if changes.len() <= PRECOPY_DONE_BYTES {
+            break;
+        }
+    }
+    let bulk = start.elapsed();
+
+    // A 0.2.0 plugin's syncs in flight are not state: no new one is planned from
+    // here on, and those in flight finish on the old plugin (calls keep being served
+    // meanwhile). Requests still queued are in the state and go to the new plugin.
+    let _gate = shared.runner.gate();
+    if !shared.runner.wait_idle(Instant::now() + SWAP_DRAIN_MAX) {
+        return Err(SwapError::Busy { pending: shared.runner.pending(), waited: SWAP_DRAIN_MAX });
+    }
+    let mut running = shared.plugin.lock();
+    let paused = Instant::now();
+    let changes_bytes = move_changes(running.as_mut(), new.as_mut())?;
+    // The swap's checks made the new plugin keep its changes for a follower: none.
+    new.stop_following();
+    let from = running.contract();
+    let to = new.contract();
+    shared.split_syncs.store(to.has_split_syncs(), Ordering::SeqCst);
+    // A cursor into the old plugin's batch means nothing to the new one.
+    *shared.batch_resume.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    let old = std::mem::replace(&mut *running, new);
+    let pause = paused.elapsed();
+    drop(running);
+    drop(old);
+    let report =
+        SwapReport { from, to, state_bytes: state.len(), changes_bytes, save, bulk, pause, total: start.elapsed() };
+    tracing::info!(target: TARGET, ?report, "plugin swapped");
+    Ok(report)
+}

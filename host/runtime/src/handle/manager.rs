@@ -1,0 +1,207 @@
+//! [`ManagerHandle`]: the status manager as other threads see it, every Manager
+//! operation callable from any thread, each entering the plugin under its lock.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::TARGET;
+use super::config::SchedulerConfig;
+use super::hot_swap::{self, SWAP_DRAIN_MAX};
+use super::scheduler::Scheduler;
+use super::scheduler_v0_2::run_batch_in_slices;
+use super::shared::Shared;
+use crate::bindings::{BatchReport, CachedStatus, Contract, UpdateOutcome};
+use crate::plugin::{Plugin, Result};
+use crate::swap::{SwapError, SwapReport};
+use podstatus_backends::host_view::Accepted;
+use podstatus_backends::{HostView, NodeReport, SyncQueue};
+
+/// The status manager as other threads see it: cheap to clone, every Manager operation
+/// callable from any thread.
+///
+/// Start one over a plugin and the world its imports reach, hand it statuses, shut it
+/// down (which writes what is still queued):
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::time::Duration;
+///
+/// use podstatus_backends::{FixedDeletionSafety, MemoryApiServer, PodManager, SyncQueue, SystemClock};
+/// use podstatus_plugins::PODSTATUS_V1;
+/// use podstatus_runtime::{ManagerHandle, PluginRuntime, RuntimeConfig, SchedulerConfig, World};
+///
+/// let world = World {
+///     api_server: Arc::new(MemoryApiServer::new()),
+///     pod_manager: Arc::new(PodManager::new()),
+///     deletion_safety: Arc::new(FixedDeletionSafety::new(true)),
+///     clock: Arc::new(SystemClock),
+///     queue: Arc::new(SyncQueue::new(1000)),
+/// };
+/// let runtime = PluginRuntime::new(&RuntimeConfig::default())?;
+/// let plugin = runtime.load(PODSTATUS_V1)?.instantiate(world.clone())?;
+/// let (manager, scheduler) = ManagerHandle::start(Box::new(plugin), world.queue.clone(), SchedulerConfig::default());
+///
+/// let pod = r#"{"metadata": {"name": "web", "namespace": "default", "uid": "u1"},
+///               "spec": {"containers": [{"name": "app"}]}}"#;
+/// manager.set_pod_status(pod, r#"{"phase": "Running"}"#)?;
+/// let cached = manager.get_pod_status("u1")?.expect("cached");
+/// assert_eq!(cached.version, 1);
+///
+/// let unwritten = scheduler.shutdown(Duration::from_secs(5));
+/// assert_eq!(unwritten, 0);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone)]
+pub struct ManagerHandle {
+    shared: Arc<Shared>,
+}
+
+impl ManagerHandle {
+    /// Starts the scheduler over `plugin`, whose sync requests arrive in `queue` (the queue
+    /// of the plugin's world), and returns the handle and the scheduler.
+    pub fn start(
+        plugin: Box<dyn Plugin>,
+        queue: Arc<SyncQueue>,
+        config: SchedulerConfig,
+    ) -> (ManagerHandle, Scheduler) {
+        let shared = Arc::new(Shared::new(plugin, queue, &config));
+        let scheduler = Scheduler::spawn(Arc::clone(&shared), config);
+        (ManagerHandle { shared }, scheduler)
+    }
+
+    /// Feeds `view` from now on, for the reach guard and the final check: every status
+    /// and termination the node reports, before the plugin sees it, and every status
+    /// the plugin accepts (as its `get-pod-status` gives it right after accepting,
+    /// while no other call can come in between). A handle observes one view: later
+    /// calls are ignored (returns whether this one took).
+    pub fn observe(&self, view: Arc<HostView>) -> bool {
+        self.shared.host_view.set(view).is_ok()
+    }
+
+    /// The view this handle feeds, if any.
+    pub fn host_view(&self) -> Option<&Arc<HostView>> {
+        self.shared.host_view.get()
+    }
+
+    /// Records, when observing, what the plugin now holds for `uid` after it accepted
+    /// a change (`outcome`). A plugin that accepted a status and holds none is held to
+    /// `reported` (the status the node handed it, as version 0) when there is one.
+    fn note_accepted(
+        &self,
+        plugin: &mut dyn Plugin,
+        uid: Option<&str>,
+        reported: Option<&str>,
+        outcome: &Result<UpdateOutcome>,
+    ) {
+        let (Some(view), Some(uid)) = (self.shared.host_view.get(), uid) else { return };
+        if !matches!(outcome, Ok(UpdateOutcome::Queued | UpdateOutcome::QueueFull)) {
+            return;
+        }
+        match plugin.accepted_status(uid) {
+            Ok(Some(cached)) => view.accept(uid, Accepted { version: cached.version, status: cached.status }),
+            // The plugin accepted a status it does not hold: the final check will show it.
+            Ok(None) => {
+                tracing::warn!(target: TARGET, pod = %uid, "the plugin accepted a status and does not hold it");
+                if let Some(status) = reported {
+                    view.accept(uid, Accepted { version: 0, status: status.to_owned() });
+                }
+            }
+            Err(e) => tracing::warn!(target: TARGET, pod = %uid, "reading back an accepted status: {e}"),
+        }
+    }
+
+    /// The cached status of a pod.
+    pub fn get_pod_status(&self, uid: &str) -> Result<Option<CachedStatus>> {
+        self.shared.plugin.for_caller().get_pod_status(uid)
+    }
+
+    /// Caches a pod's status and queues its write when it changed.
+    pub fn set_pod_status(&self, pod: &str, status: &str) -> Result<UpdateOutcome> {
+        // Parsed before the plugin is locked: other callers need not wait for it.
+        let view = self.host_view();
+        let report = view.and_then(|_| NodeReport::status(pod, status));
+        let mut plugin = self.shared.plugin.for_caller();
+        let uid = view.zip(report).and_then(|(view, report)| view.record(report));
+        let outcome = plugin.set_pod_status(pod, status);
+        self.note_accepted(plugin.as_mut(), uid.as_deref(), Some(status), &outcome);
+        outcome
+    }
+
+    /// Sets a container's readiness.
+    pub fn set_container_readiness(&self, pod_uid: &str, container_id: &str, ready: bool) -> Result<UpdateOutcome> {
+        let mut plugin = self.shared.plugin.for_caller();
+        let outcome = plugin.set_container_readiness(pod_uid, container_id, ready);
+        self.note_accepted(plugin.as_mut(), Some(pod_uid), None, &outcome);
+        outcome
+    }
+
+    /// Sets whether a container passed its startup probe (plugins of contract 0.1.1
+    /// and later; see [`crate::Plugin::set_container_startup`]).
+    pub fn set_container_startup(&self, pod_uid: &str, container_id: &str, started: bool) -> Result<UpdateOutcome> {
+        let mut plugin = self.shared.plugin.for_caller();
+        let outcome = plugin.set_container_startup(pod_uid, container_id, started);
+        self.note_accepted(plugin.as_mut(), Some(pod_uid), None, &outcome);
+        outcome
+    }
+
+    /// Marks every container of the pod terminated.
+    pub fn terminate_pod(&self, pod: &str) -> Result<UpdateOutcome> {
+        let view = self.host_view();
+        let report = view.and_then(|_| NodeReport::termination(pod));
+        let mut plugin = self.shared.plugin.for_caller();
+        let uid = view.zip(report).and_then(|(view, report)| view.record(report));
+        let outcome = plugin.terminate_pod(pod);
+        self.note_accepted(plugin.as_mut(), uid.as_deref(), None, &outcome);
+        outcome
+    }
+
+    /// Drops the statuses of pods not in `keep` (and, when observing, the view's
+    /// records of them).
+    pub fn remove_orphaned_statuses(&self, keep: &[String]) -> Result<u32> {
+        let mut plugin = self.shared.plugin.for_caller();
+        if let Some(view) = self.host_view() {
+            view.retain(keep);
+        }
+        plugin.remove_orphaned_statuses(keep)
+    }
+
+    /// Runs a batch sync now, outside the schedule. A 0.2.0 plugin's batch is planned
+    /// and its syncs run overlapped, by the API-call workers (which wait for their
+    /// rate-limit tokens like any client); it waits for syncs in flight before planning
+    /// and returns once none is (each wait at most [`SWAP_DRAIN_MAX`]). The report is the plan's: its `failed` counts
+    /// the pods the batch skipped while deciding, not syncs that then failed.
+    pub fn sync_batch(&self) -> Result<BatchReport> {
+        let gate = self.shared.runner.gate();
+        if !self.shared.plugin.lock().contract().has_split_syncs() {
+            return self.shared.plugin.lock().sync_batch();
+        }
+        // Syncs still in flight (an earlier batch's) finish first: a batch planned over
+        // them plans again what they are writing, and each such sync would cost a GET.
+        self.shared.runner.wait_idle(Instant::now() + SWAP_DRAIN_MAX);
+        let (report, _) = run_batch_in_slices(&self.shared, None, || true)?;
+        drop(gate);
+        self.shared.runner.wait_idle(Instant::now() + SWAP_DRAIN_MAX);
+        Ok(report)
+    }
+
+    /// Requests waiting in the sync queue.
+    pub fn queue_len(&self) -> usize {
+        self.shared.queue.len()
+    }
+
+    /// The contract the running plugin implements.
+    pub fn contract(&self) -> Contract {
+        self.shared.plugin.lock().contract()
+    }
+
+    /// Replaces the running plugin with `new` (already compiled and instantiated:
+    /// nothing slow happens while calls wait), carrying its state over: the bulk moves
+    /// while the old plugin keeps serving, then calls are held while what changed since
+    /// moves and the new plugin takes over. Calls that arrive meanwhile wait and go to
+    /// the new plugin; none is lost or runs twice. On any failure the old plugin keeps
+    /// serving and the error says why. A 0.2.0 plugin's syncs in flight finish on it
+    /// first (none is planned meanwhile), so none is lost or runs twice.
+    pub fn swap(&self, new: Box<dyn Plugin>) -> std::result::Result<SwapReport, SwapError> {
+        hot_swap::swap(&self.shared, new)
+    }
+}

@@ -1,0 +1,145 @@
+//! The plugin lock: one thread at a time enters the plugin, and sync steps take turns
+//! and give way to the callers of the Manager operations, so that dozens of API
+//! workers resuming at once do not keep a caller waiting behind all of them.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use crate::plugin::Plugin;
+
+/// The longest a sync step gives way to waiting callers before it takes its turn.
+const STEP_YIELD_MAX: Duration = Duration::from_millis(2);
+
+/// The running plugin, behind its mutex, with the count of callers waiting for it and
+/// the steps' turn.
+pub(super) struct PluginLock {
+    plugin: Mutex<Box<dyn Plugin>>,
+    /// Callers of the Manager operations waiting for the plugin lock: sync steps give
+    /// way to them (see [`PluginLock::for_steps`]).
+    callers_waiting: AtomicUsize,
+    /// Taken by a sync step (or a plan) before the plugin lock and kept while it holds
+    /// it: at most one step contends with the callers for the plugin at a time (see
+    /// [`PluginLock::for_steps`]).
+    step_turn: Mutex<()>,
+}
+
+impl PluginLock {
+    /// The lock over `plugin`.
+    pub(super) fn new(plugin: Box<dyn Plugin>) -> Self {
+        PluginLock { plugin: Mutex::new(plugin), callers_waiting: AtomicUsize::new(0), step_turn: Mutex::new(()) }
+    }
+
+    /// The lock, taken as it comes (the scheduler's batch, a swap, a handle's queries).
+    pub(super) fn lock(&self) -> MutexGuard<'_, Box<dyn Plugin>> {
+        // A panic while the lock was held happened in host code between plugin calls;
+        // the plugin itself reports faults as values, so its state is still coherent.
+        self.plugin.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The lock for a caller of a Manager operation: counted as waiting until it has
+    /// it, so that the syncs' steps (dozens of workers' resumes) let it go first.
+    pub(super) fn for_caller(&self) -> MutexGuard<'_, Box<dyn Plugin>> {
+        self.callers_waiting.fetch_add(1, Ordering::SeqCst);
+        let plugin = self.lock();
+        self.callers_waiting.fetch_sub(1, Ordering::SeqCst);
+        plugin
+    }
+
+    /// The lock for a sync's step or a plan. A mutex is not fair: with dozens of API
+    /// workers resuming at once, a caller that found them all blocked on the plugin
+    /// lock would wait behind several steps. So steps take turns first (one at a time
+    /// contends for the plugin, the others wait for their turn without touching it),
+    /// and the one whose turn it is gives way while callers wait, at most
+    /// [`STEP_YIELD_MAX`], so steps are never starved. A caller then waits for at most
+    /// the step or call that holds the plugin.
+    pub(super) fn for_steps(&self) -> StepGuard<'_> {
+        let turn = self.step_turn.lock().unwrap_or_else(|p| p.into_inner());
+        let until = Instant::now() + STEP_YIELD_MAX;
+        while self.callers_waiting.load(Ordering::SeqCst) > 0 && Instant::now() < until {
+            std::thread::sleep(Duration::from_micros(50));
+        }
+        StepGuard { plugin: self.lock(), _turn: turn }
+    }
+}
+
+/// The plugin locked for a sync step or a plan, with the steps' turn: the plugin is
+/// unlocked first (fields drop in order), so that the next step, given its turn, sees
+/// the callers that waited meanwhile and lets them go first.
+pub(super) struct StepGuard<'a> {
+    plugin: MutexGuard<'a, Box<dyn Plugin>>,
+    _turn: MutexGuard<'a, ()>,
+}
+
+impl std::ops::Deref for StepGuard<'_> {
+    type Target = Box<dyn Plugin>;
+    fn deref(&self) -> &Self::Target {
+        &self.plugin
+    }
+}
+
+impl std::ops::DerefMut for StepGuard<'_> {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.plugin
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::plugin::NativePlugin;
+    use crate::world::World;
+    use podstatus_backends::{FixedDeletionSafety, MemoryApiServer, PodManager, SyncQueue, SystemClock};
+
+    fn lock() -> Arc<PluginLock> {
+        let world = World {
+            api_server: Arc::new(MemoryApiServer::new()),
+            pod_manager: Arc::new(PodManager::new()),
+            deletion_safety: Arc::new(FixedDeletionSafety::new(true)),
+            clock: Arc::new(SystemClock),
+            queue: Arc::new(SyncQueue::new(10)),
+        };
+        // No scheduler: the test drives the locks.
+        Arc::new(PluginLock::new(Box::new(NativePlugin::new(world, crate::LogicVersion::V1))))
+    }
+
+    /// Eight sync steps wait for the plugin while one holds it; a caller comes along
+    /// after them. The caller gets the plugin next (at most one step may slip in,
+    /// should the caller be slow to wake), not behind the eight.
+    #[test]
+    fn a_caller_waits_for_the_step_that_holds_the_plugin_not_for_every_step_waiting() {
+        let lock = lock();
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let held = lock.for_steps();
+        let steps: Vec<_> = (0..8)
+            .map(|_| {
+                let (lock, order) = (Arc::clone(&lock), Arc::clone(&order));
+                std::thread::spawn(move || {
+                    let _plugin = lock.for_steps();
+                    order.lock().unwrap().push("step");
+                    std::thread::sleep(Duration::from_millis(2));
+                })
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(50));
+        let caller = {
+            let (lock, order) = (Arc::clone(&lock), Arc::clone(&order));
+            std::thread::spawn(move || {
+                let _plugin = lock.for_caller();
+                order.lock().unwrap().push("caller");
+            })
+        };
+        while lock.callers_waiting.load(Ordering::SeqCst) == 0 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        drop(held);
+        caller.join().unwrap();
+        steps.into_iter().for_each(|s| s.join().unwrap());
+        let order = order.lock().unwrap();
+        let position = order.iter().position(|who| *who == "caller").unwrap();
+        assert!(position <= 1, "the caller came after {position} steps: {order:?}");
+        assert_eq!(order.len(), 9);
+    }
+}
