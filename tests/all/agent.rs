@@ -14,12 +14,11 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, DeleteParams, PostParams};
-use podstatus_agent::{
-    AgentConfig, KubeClientConfig, NODE_LEASE_NAMESPACE, NodeAgent, NodeConfig, PodRunner, Target, VIRTUAL_NODE_TAINT,
-};
+use podstatus_agent::{KubeClientConfig, NODE_LEASE_NAMESPACE, NodeConfig, PodRunner, VIRTUAL_NODE_TAINT};
 use podstatus_backends::DEFAULT_CAPACITY;
 use podstatus_plugins::PODSTATUS_V2;
 use podstatus_runtime::{PluginRuntime, RuntimeConfig};
+use podstatus_simulate::{AgentConfig, NodeAgent, Target};
 use podstatus_tests::cache_dir;
 use serde_json::json;
 

@@ -11,10 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
-use podstatus_agent::KubeClientConfig;
-use podstatus_agent::simulate::owners::OwnerError;
-use podstatus_agent::simulate::{self, Signals, SimulateConfig, check};
-use podstatus_agent::{AgentConfig, NodeAgent, NodeConfig, Target};
+use podstatus_agent::{KubeClientConfig, NodeConfig};
 use podstatus_apiserver::EmbeddedApiServer;
 use podstatus_backends::DEFAULT_CAPACITY;
 use podstatus_backends::pod_identity::is_mirror_pod;
@@ -22,6 +19,7 @@ use podstatus_backends::{MemoryApiServer, PodEvent};
 use podstatus_plugins::PODSTATUS_V1;
 use podstatus_runtime::bindings::UpdateOutcome;
 use podstatus_runtime::{PluginRuntime, RuntimeConfig};
+use podstatus_simulate::{AgentConfig, NodeAgent, OwnerError, Signals, SimulateConfig, Summary, Target, check};
 use podstatus_tests::{TestPod, cache_dir};
 
 const NODE: &str = "sim-node";
@@ -68,10 +66,10 @@ fn simulation(target: Target, pods: usize, churn: f64, seconds: f64) -> Simulate
     }
 }
 
-fn run(config: SimulateConfig) -> simulate::summary::Summary {
+fn run(config: SimulateConfig) -> Summary {
     let plugins = runtime();
     let image = plugins.load(PODSTATUS_V1).expect("v1 loads");
-    simulate::run(config, plugins, image, &Signals::default()).expect("the simulation runs")
+    podstatus_simulate::run(config, plugins, image, &Signals::default()).expect("the simulation runs")
 }
 
 /// A kubeconfig file, as `kubectl config` would write one, for a server without
@@ -216,7 +214,7 @@ fn the_check_names_a_pod_whose_api_server_status_is_not_the_cached_one() {
             .into_iter()
             .find(|p| p.metadata.namespace.as_deref() == Some(namespace) && p.metadata.name.as_deref() == Some(name)))
     };
-    let clean = check::check(agent.handle(), agent.pod_manager(), &read);
+    let clean = check(agent.handle(), agent.pod_manager(), &read);
     assert_eq!(clean.compared, 2, "{clean:?}");
     assert!(clean.differing.is_empty(), "{clean:?}");
 
@@ -224,7 +222,7 @@ fn the_check_names_a_pod_whose_api_server_status_is_not_the_cached_one() {
     let mut tampered = store.list_pods().into_iter().find(|p| p.metadata.name.as_deref() == Some("web-b")).unwrap();
     tampered.status.as_mut().unwrap().phase = Some("Failed".into());
     store.put_pod(tampered).unwrap();
-    let dirty = check::check(agent.handle(), agent.pod_manager(), &read);
+    let dirty = check(agent.handle(), agent.pod_manager(), &read);
     assert_eq!(dirty.compared, 2, "{dirty:?}");
     assert_eq!(dirty.differing.len(), 1, "{dirty:?}");
     assert_eq!(dirty.differing[0].pod, "sim/web-b");
@@ -233,7 +231,7 @@ fn the_check_names_a_pod_whose_api_server_status_is_not_the_cached_one() {
 
     // A reader that cannot find the pod: named too, never counted as equal.
     let nothing = |_: &str, _: &str| -> Result<Option<Pod>, OwnerError> { Ok(None) };
-    let missing = check::check(agent.handle(), agent.pod_manager(), &nothing);
+    let missing = check(agent.handle(), agent.pod_manager(), &nothing);
     assert_eq!(missing.differing.len(), 2, "{missing:?}");
     assert!(missing.differing.iter().all(|d| d.detail == "not in the API server"), "{missing:?}");
     agent.shutdown(Duration::from_secs(10));
@@ -338,7 +336,7 @@ fn a_plugin_that_forgets_what_it_accepted_fails_the_check() {
             .into_iter()
             .find(|p| p.metadata.namespace.as_deref() == Some(namespace) && p.metadata.name.as_deref() == Some(name)))
     };
-    let checked = check::check(agent.handle(), agent.pod_manager(), &read);
+    let checked = check(agent.handle(), agent.pod_manager(), &read);
     assert_eq!(checked.compared, 1, "{checked:?}");
     assert_eq!(checked.differing.len(), 1, "{checked:?}");
     assert_eq!(checked.differing[0].pod, "sim/web-f");
@@ -413,6 +411,6 @@ fn an_added_api_latency_needs_the_embedded_server() {
     let plugins = runtime();
     let image = plugins.load(PODSTATUS_V1).expect("v1 loads");
     let error = NodeAgent::start(&config, plugins, image).err().expect("refused");
-    assert!(matches!(error, podstatus_agent::AgentError::LatencyNeedsEmbeddedServer), "{error}");
+    assert!(matches!(error, podstatus_simulate::AgentError::LatencyNeedsEmbeddedServer), "{error}");
     assert!(error.to_string().contains("embedded API server"), "{error}");
 }

@@ -5,17 +5,22 @@
 //! server ([`PodWatch`]) and from static pod manifests ([`StaticPods`], with their
 //! mirror pods); the plugin runs supervised and metered behind the reach guard; its API
 //! server client is kube-rs ([`KubeApiServer`]: rate limit, call timeouts, circuit
-//! breaker), against a cluster or the embedded API server; [`metrics`] serves
+//! breaker), against a cluster or any API server at a URL; [`metrics`] serves
 //! Prometheus metrics. [`NodeRegistration`] keeps the node's Node object and Lease as
-//! the kubelet keeps them. [`simulate`] plays realistic pod lives through an agent (the
-//! `podstatus simulate` command); [`PodRunner`] runs the pods someone else gives the
-//! node through the same lives (`podstatus agent`).
+//! the kubelet keeps them. [`PodRunner`] runs the pods someone else gives the node
+//! through the lives of [`PodLife`] (`podstatus agent`), reporting them as the kubelet's
+//! pod workers do ([`report`]).
+//!
+//! The simulator (`podstatus simulate`), the embedded API server as a target, added API
+//! latency and injected faults are not here: they are `podstatus-simulate`'s, which
+//! runs this agent ([`NodeAgent::start_with_layer`] takes its faults).
 
 mod call_counts;
 mod circuit_breaker;
 mod go_duration;
 mod kube_client;
 mod kubeconfig;
+mod lifecycle;
 mod metered_api_server;
 mod metered_plugin;
 pub mod metrics;
@@ -26,7 +31,6 @@ mod node_registration;
 mod pod_runner;
 mod pod_watch;
 mod rate_limit;
-pub mod simulate;
 mod static_pods;
 mod timed_manager;
 
@@ -38,13 +42,16 @@ pub use kube_client::{
     status_client_config,
 };
 pub use kubeconfig::{ClientSource, ConnectError, connect};
+pub use lifecycle::{
+    DEFAULT_HOST_IP, Event as LifeEvent, Kind as PodKind, NAMESPACE as SIMULATED_NAMESPACE, PodLife, Stage as LifeStage,
+};
 pub use metered_api_server::{MeteredApiServer, VERB_DELETE, VERB_GET, VERB_PATCH_STATUS, VERB_UPDATE_STATUS};
 pub use metered_plugin::MeteredPlugin;
 pub use node::{AgentConfig, AgentError, NodeAgent, Target};
 pub use node_lease::NODE_LEASE_NAMESPACE;
 pub use node_object::{KUBELET_VERSION, NodeConfig, Readiness, VIRTUAL_NODE_TAINT};
 pub use node_registration::{NodeError, NodeRegistration};
-pub use pod_runner::{EXIT_CODE_ANNOTATION, PodRunner, RUN_FOR_ANNOTATION};
+pub use pod_runner::{EXIT_CODE_ANNOTATION, PodRunner, RUN_FOR_ANNOTATION, report};
 pub use pod_watch::PodWatch;
 pub use rate_limit::{RateLimitError, RateLimiter};
 pub use static_pods::{

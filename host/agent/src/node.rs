@@ -1,17 +1,19 @@
 //! A node agent's status manager, wired for real: the plugin (supervised, metered)
 //! behind the thread-safe handle and its scheduler, writing through the kube-rs client
-//! to an API server over HTTP — the embedded one by default, or a cluster's — with the
-//! node's pods coming from a watch and from a manifest folder.
+//! to an API server over HTTP — a cluster's, or any server at a URL (the embedded one
+//! `podstatus-simulate` starts) — with the node's pods coming from a watch and from a
+//! manifest folder.
 //!
-//! This is what `podstatus simulate` runs and what an agent embeds: everything the
-//! plugin touches goes through the host's guard (its node's pods only) and meters.
+//! This is what `podstatus simulate` and `podstatus agent` run and what an agent
+//! embeds: everything the plugin touches goes through the host's guard (its node's pods
+//! only) and meters.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::kube_client::{KubeApiServer, KubeClientConfig, KubeClientError, STATUS_CLIENT_PRODUCT};
+use crate::kube_client::{KubeApiServer, KubeClientConfig, KubeClientError};
 use crate::kubeconfig::{self, ClientSource, ConnectError};
 use crate::metered_api_server::MeteredApiServer;
 use crate::metered_plugin::MeteredPlugin;
@@ -21,25 +23,22 @@ use crate::node_registration::NodeRegistration;
 use crate::pod_watch::PodWatch;
 use crate::static_pods::StaticPods;
 use crate::timed_manager::TimedManager;
-use podstatus_apiserver::{DelayedClient, EmbeddedApiServer, ServeOptions};
+use podstatus_backends::ApiServer;
 use podstatus_backends::ContainersStopped;
 use podstatus_backends::PodManager;
 use podstatus_backends::SyncQueue;
 use podstatus_backends::SystemClock;
-use podstatus_backends::{ApiServer, MemoryApiServer};
-use podstatus_backends::{FaultyApiServer, InjectedFaults};
 use podstatus_runtime::SupervisedPlugin;
 use podstatus_runtime::World;
 use podstatus_runtime::{LoadError, Plugin, PluginImage, PluginRuntime};
 use podstatus_runtime::{ManagerHandle, Scheduler, SchedulerConfig};
 use podstatus_runtime::{SwapError, SwapReport};
 
-/// Where the agent's API server is.
+/// Where the agent's API server is (the embedded one, started on a simulated node's
+/// behalf, is `podstatus-simulate`'s: the agent reaches it by its URL).
 #[derive(Clone, Debug)]
 pub enum Target {
-    /// Start the embedded API server (the in-memory store over HTTP) on this address.
-    Embedded(SocketAddr),
-    /// A server at this URL, without credentials (another embedded server, a proxy).
+    /// A server at this URL, without credentials (an embedded server, a proxy).
     Url(String),
     /// A cluster, from this kubeconfig, else `KUBECONFIG`, `~/.kube/config` or the
     /// in-cluster service account, as every Kubernetes tool finds it; at `context`, or
@@ -69,18 +68,9 @@ pub struct AgentConfig {
     pub sync_period: Duration,
     /// The sync queue's capacity.
     pub queue_capacity: usize,
-    /// Fail some of the plugin's API calls on purpose (simulations, tests): the proof
-    /// that a misbehaving API server loses no status.
-    pub injected_faults: Option<InjectedFaults>,
     /// Register the node (its Node object and Lease, kept as the kubelet keeps them),
     /// described so; `None` leaves the API server's nodes alone (a test's agent).
     pub register_node: Option<NodeConfig>,
-    /// Have the embedded API server answer the status client (the plugin's GETs, status
-    /// writes and DELETEs) this much later, as a cluster across a network would; its
-    /// other clients (the watch, mirror pods, node and lease, callers of
-    /// [`NodeAgent::client`]) are answered at once. Only with [`Target::Embedded`]: the
-    /// latency of a real server is its own.
-    pub api_latency: Option<Duration>,
 }
 
 /// What can stop an agent from starting or swapping.
@@ -89,9 +79,6 @@ pub enum AgentError {
     /// The tokio runtime could not start.
     #[error("starting the I/O runtime: {0}")]
     Runtime(#[source] std::io::Error),
-    /// The embedded API server could not start.
-    #[error("starting the embedded API server: {0}")]
-    Serve(#[from] podstatus_apiserver::ServeError),
     /// No client could be made for the API server.
     #[error("connecting to the API server: {0}")]
     Connect(#[from] ConnectError),
@@ -110,9 +97,6 @@ pub enum AgentError {
     /// The manifest folder could not be read.
     #[error("static pods: {0}")]
     StaticPods(#[from] crate::static_pods::StaticPodsError),
-    /// An added API latency was asked for with a server other than the embedded one.
-    #[error("an added API latency needs the embedded API server (not a kubeconfig or a server URL)")]
-    LatencyNeedsEmbeddedServer,
     /// A swap failed; the old plugin keeps serving.
     #[error(transparent)]
     Swap(#[from] SwapError),
@@ -129,13 +113,12 @@ pub struct NodeAgent {
     plugins: PluginRuntime,
     client: kube::Client,
     api_url: String,
-    // Dropped in this order after the fields above: sources first, then the server and
-    // the runtime their tasks run on.
+    // Dropped in this order after the fields above: sources first, then the runtime
+    // their tasks run on.
     registration: Option<NodeRegistration>,
     _static_pods: Option<StaticPods>,
     _pod_watch: PodWatch,
     _metrics_server: Option<MetricsServer>,
-    embedded: Option<EmbeddedApiServer>,
     runtime: tokio::runtime::Runtime,
 }
 
@@ -145,30 +128,30 @@ const SYNC_TIMEOUT: Duration = Duration::from_secs(30);
 impl NodeAgent {
     /// Starts the agent with `image` as its plugin.
     pub fn start(config: &AgentConfig, plugins: PluginRuntime, image: PluginImage) -> Result<Self, AgentError> {
-        if config.api_latency.is_some() && !matches!(config.target, Target::Embedded(_)) {
-            return Err(AgentError::LatencyNeedsEmbeddedServer);
-        }
+        Self::start_with_layer(config, plugins, image, |api_server| api_server)
+    }
+
+    /// [`NodeAgent::start`], with `layer` put between the plugin and its API server
+    /// client, under the meters (which count what the plugin saw): what a simulation or
+    /// a test adds there, such as injected faults.
+    pub fn start_with_layer(
+        config: &AgentConfig,
+        plugins: PluginRuntime,
+        image: PluginImage,
+        layer: impl FnOnce(Arc<dyn ApiServer>) -> Arc<dyn ApiServer>,
+    ) -> Result<Self, AgentError> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("podstatus-io")
             .enable_all()
             .build()
             .map_err(AgentError::Runtime)?;
-        let (embedded, source) = match &config.target {
-            Target::Embedded(addr) => {
-                let delayed_client =
-                    config.api_latency.map(|latency| DelayedClient { user_agent: STATUS_CLIENT_PRODUCT, latency });
-                let options = ServeOptions { delayed_client, ..ServeOptions::default() };
-                let store = Arc::new(MemoryApiServer::with_graceful_deletion());
-                let server = EmbeddedApiServer::start_with(store, *addr, options)?;
-                let url = server.url();
-                (Some(server), ClientSource::Url(url))
-            }
-            Target::Url(url) => (None, ClientSource::Url(url.clone())),
+        let source = match &config.target {
+            Target::Url(url) => ClientSource::Url(url.clone()),
             Target::Kubeconfig { path: Some(path), context } => {
-                (None, ClientSource::Kubeconfig { path: path.clone(), context: context.clone() })
+                ClientSource::Kubeconfig { path: path.clone(), context: context.clone() }
             }
-            Target::Kubeconfig { path: None, context } => (None, ClientSource::Infer { context: context.clone() }),
+            Target::Kubeconfig { path: None, context } => ClientSource::Infer { context: context.clone() },
         };
         let kube_config = runtime.block_on(kubeconfig::load_config(&source))?;
         let api_url = kube_config.cluster_url.to_string();
@@ -201,10 +184,7 @@ impl NodeAgent {
             queue: Arc::clone(&queue),
         }
         .guarded(Some(config.node.clone()), Arc::clone(&host_view));
-        let behind_metering = match config.injected_faults {
-            Some(faults) => Arc::new(FaultyApiServer::new(Arc::clone(&world.api_server), faults)),
-            None => Arc::clone(&world.api_server),
-        };
+        let behind_metering = layer(Arc::clone(&world.api_server));
         let metered: Arc<dyn ApiServer> = Arc::new(
             MeteredApiServer::new(behind_metering, Arc::clone(&metrics)).with_pod_manager(Arc::clone(&pod_manager)),
         );
@@ -245,7 +225,6 @@ impl NodeAgent {
             _static_pods: static_pods,
             _pod_watch: pod_watch,
             _metrics_server: metrics_server,
-            embedded,
             runtime,
         })
     }
@@ -309,11 +288,6 @@ impl NodeAgent {
     /// Where the API server is.
     pub fn api_url(&self) -> &str {
         &self.api_url
-    }
-
-    /// The embedded server's store, when the agent started one.
-    pub fn store(&self) -> Option<&Arc<MemoryApiServer>> {
-        self.embedded.as_ref().map(EmbeddedApiServer::store)
     }
 
     /// Hot-swaps the plugin for the component in `path`, compiled and instantiated

@@ -53,7 +53,7 @@ impl NodeConfig {
     pub fn new(name: &str) -> Self {
         NodeConfig {
             name: name.to_owned(),
-            internal_ip: crate::simulate::lifecycle::DEFAULT_HOST_IP.to_owned(),
+            internal_ip: crate::lifecycle::DEFAULT_HOST_IP.to_owned(),
             cpu: "8".into(),
             memory: "32Gi".into(),
             max_pods: 110,

@@ -22,9 +22,10 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::Pod;
 
 use crate::TimedManager;
-use crate::simulate::driver::report;
-use crate::simulate::lifecycle::{Event, PodLife, Stage};
+use crate::lifecycle::{Event, PodLife, Stage};
 use podstatus_backends::PodManager;
+use podstatus_runtime::CallError;
+use podstatus_runtime::bindings::UpdateOutcome;
 
 /// How long a container runs before it exits (a Go duration: `30s`, `1m`).
 pub const RUN_FOR_ANNOTATION: &str = "podstatus.io/run-for";
@@ -227,6 +228,38 @@ fn exit_code(pod: &Pod) -> i32 {
 
 fn annotation<'a>(pod: &'a Pod, key: &str) -> Option<&'a str> {
     pod.metadata.annotations.as_ref()?.get(key).map(String::as_str)
+}
+
+/// Tells the status manager what `event` says of `pod`, as the kubelet's pod workers do:
+/// a status (`set-pod-status`), a probe's verdict (`set-container-readiness`), or the
+/// stopped containers followed by `terminate-pod`. Returns each call made with its
+/// outcome (nothing for events that are not the node's to report). Shared by the
+/// simulation's driver and `podstatus agent`'s pod runner.
+pub fn report(
+    handle: &TimedManager,
+    pod: &Pod,
+    event: &Event,
+) -> Vec<(&'static str, Result<UpdateOutcome, CallError>)> {
+    let set_status = |status: &k8s_openapi::api::core::v1::PodStatus| {
+        let status = serde_json::to_string(status).unwrap_or_default();
+        ("set-pod-status", handle.set_pod_status(&pod_json(pod), &status))
+    };
+    match event {
+        Event::SetStatus(status) => vec![set_status(status)],
+        Event::Readiness { container_id, ready } => {
+            let uid = pod.metadata.uid.as_deref().unwrap_or_default();
+            vec![("set-container-readiness", handle.set_container_readiness(uid, container_id, *ready))]
+        }
+        Event::Kill(status) => {
+            let stopped = set_status(status);
+            vec![stopped, ("terminate-pod", handle.terminate_pod(&pod_json(pod)))]
+        }
+        Event::RequestDeletion | Event::Wait => Vec::new(),
+    }
+}
+
+fn pod_json(pod: &Pod) -> String {
+    serde_json::to_string(pod).unwrap_or_default()
 }
 
 fn uid_of(pod: &Pod) -> &str {

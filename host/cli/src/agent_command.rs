@@ -10,9 +10,9 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use anyhow::Context;
-use podstatus_agent::simulate::Signals;
-use podstatus_agent::{NodeAgent, PodRunner, Target};
+use podstatus_agent::PodRunner;
 use podstatus_runtime::PluginRuntime;
+use podstatus_simulate::{NodeAgent, Signals, Target};
 
 use crate::node_args::NodeArgs;
 use crate::{PluginArgs, simulate_command};

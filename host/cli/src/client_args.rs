@@ -1,7 +1,8 @@
 //! The client flags `podstatus agent` and `podstatus simulate` share.
 
-use podstatus_agent::{AgentConfig, KubeClientConfig, NodeConfig, Target};
+use podstatus_agent::{KubeClientConfig, NodeConfig};
 use podstatus_backends::DEFAULT_CAPACITY;
+use podstatus_simulate::{AgentConfig, Target};
 
 /// How the node agent reaches its API server and paces its client: what `agent` and
 /// `simulate` share.

@@ -8,12 +8,11 @@ use std::time::Duration;
 
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use podstatus_agent::AgentConfig;
-use podstatus_agent::simulate::{self, Signals, SimulateConfig};
 use podstatus_apiserver::EmbeddedApiServer;
 use podstatus_backends::InjectedFaults;
 use podstatus_backends::MemoryApiServer;
 use podstatus_runtime::PluginRuntime;
+use podstatus_simulate::{AgentConfig, Signals, SimulateConfig};
 
 use crate::SimulateArgs;
 
@@ -70,7 +69,7 @@ fn simulate(args: &SimulateArgs) -> anyhow::Result<bool> {
     install_signal_handlers(&signals, "stopping; flushing pending statuses")?;
     let duration = config.duration;
     let bar = progress_bar(!args.quiet && !args.json(), duration);
-    let summary = simulate::run_with_progress(config, plugins, image, &signals, &mut |progress| {
+    let summary = podstatus_simulate::run_with_progress(config, plugins, image, &signals, &mut |progress| {
         bar.set_position(progress.elapsed.as_millis() as u64);
         bar.set_message(progress.message.clone());
     })?;

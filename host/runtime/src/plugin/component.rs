@@ -8,7 +8,8 @@ use crate::bindings::{
 };
 use crate::imports::HostState;
 use crate::plugin::limits::{CallUsage, FaultKind};
-use crate::plugin::{CallError, Plugin, Result};
+use crate::plugin::call_error::{CallError, Result};
+use crate::plugin::plugin_trait::Plugin;
 
 /// The exports of a plugin, by the contract version it implements.
 pub(crate) type Exports = PerContract<StatusManager, v0_1_1::StatusManager, v0_1_0::StatusManager>;

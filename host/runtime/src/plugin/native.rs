@@ -16,7 +16,8 @@ use crate::bindings::{
     PodSync, StatusPatch, StatusUpdate, SyncOutcome, SyncRequest, SyncStep, UpdateOutcome,
 };
 use crate::imports::{deletion_safety, logging, pod_manager};
-use crate::plugin::{CallError, Plugin, Result};
+use crate::plugin::call_error::{CallError, Result};
+use crate::plugin::plugin_trait::Plugin;
 use crate::world::World;
 
 /// A logic version this checkout links natively.

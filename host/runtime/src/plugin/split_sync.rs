@@ -9,7 +9,8 @@
 
 use crate::api;
 use crate::bindings::{BatchPlan, BatchReport, BatchSlice, PodSync, SyncOrigin, SyncOutcome, SyncRequest, SyncStep};
-use crate::plugin::{CallError, Plugin, Result};
+use crate::plugin::call_error::{CallError, Result};
+use crate::plugin::plugin_trait::Plugin;
 use crate::world::World;
 
 /// `sync-pod` of 0.1.x on a 0.2.0 plugin: plans `request`'s syncs and runs each to its

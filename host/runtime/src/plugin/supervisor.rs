@@ -22,7 +22,9 @@ use crate::bindings::{
 };
 use crate::plugin::limits::FaultKind;
 use crate::plugin::runtime::PluginImage;
-use crate::plugin::{CallError, ComponentPlugin, Plugin, Result};
+use crate::plugin::call_error::{CallError, Result};
+use crate::plugin::component::ComponentPlugin;
+use crate::plugin::plugin_trait::Plugin;
 use crate::world::World;
 
 /// The format of the change sets the supervisor understands.
@@ -85,12 +87,12 @@ pub struct SupervisedPlugin {
 
 impl SupervisedPlugin {
     /// A supervised instance of `image` over `world`, starting from the empty state.
-    pub fn new(image: PluginImage, world: World) -> Result<Self, crate::plugin::LoadError> {
+    pub fn new(image: PluginImage, world: World) -> Result<Self, crate::plugin::runtime::LoadError> {
         let mut instance = image.instantiate(world.clone())?;
         let document =
-            instance.save_state().map_err(|e| crate::plugin::LoadError::Instantiate(wasmtime::format_err!("{e}")))?;
+            instance.save_state().map_err(|e| crate::plugin::runtime::LoadError::Instantiate(wasmtime::format_err!("{e}")))?;
         let shadow = StateShadow::parse(&document)
-            .map_err(|e| crate::plugin::LoadError::Instantiate(wasmtime::format_err!("{e}")))?;
+            .map_err(|e| crate::plugin::runtime::LoadError::Instantiate(wasmtime::format_err!("{e}")))?;
         Ok(SupervisedPlugin {
             image,
             world,

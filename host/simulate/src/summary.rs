@@ -5,7 +5,7 @@ use std::fmt::{self, Write as _};
 
 use serde::Serialize;
 
-use crate::metrics::{CallerLatencySummary, LatencySummary};
+use podstatus_agent::metrics::{CallerLatencySummary, LatencySummary};
 
 /// Everything `podstatus simulate` reports at the end.
 #[derive(Clone, Debug, Default, Serialize)]

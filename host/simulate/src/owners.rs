@@ -8,7 +8,14 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 
-use super::driver::Owners;
+/// What the pods' owners do through the API server (a workload controller, a user).
+pub trait Owners {
+    /// Creates the pod; returns it as stored (with its UID).
+    fn create(&self, pod: Pod) -> Result<Pod, OwnerError>;
+    /// Asks for the pod's deletion with its grace period: the API server marks it and
+    /// the node does the rest.
+    fn delete(&self, namespace: &str, name: &str) -> Result<(), OwnerError>;
+}
 
 /// How long one owner call may take by default. The driver (which checks for SIGTERM
 /// only between calls) and the final check wait for it, and kube's

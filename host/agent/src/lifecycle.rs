@@ -1,6 +1,6 @@
-//! The lives `podstatus simulate` gives its pods: what a node's container runtime and
-//! its users would do to them, one event at a time, decided by a seeded generator so a
-//! run can be repeated.
+//! The lives `podstatus simulate` (the `podstatus-simulate` crate's driver) gives its
+//! pods: what a node's container runtime and its users would do to them, one event at a
+//! time, decided by a seeded generator so a run can be repeated.
 //!
 //! A pod is a long-running service (restart policy `Always`: readiness flips, container
 //! restarts, deletion by its owner) or a job (`OnFailure`/`Never`: it runs, then

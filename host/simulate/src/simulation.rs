@@ -3,12 +3,6 @@
 //! drives realistic pod lives through it; at the end, after a quiet sync, every pod's
 //! status in the API server must equal the plugin's cache.
 
-pub mod check;
-pub mod driver;
-pub mod lifecycle;
-pub mod owners;
-pub mod summary;
-
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -17,14 +11,14 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Pod;
 
-use crate::call_counts::Outcome;
-use crate::metered_api_server::{VERB_PATCH_STATUS, VERB_UPDATE_STATUS};
-use crate::metrics::{Metrics, OUTCOME_OK};
-use crate::node::{AgentConfig, AgentError, NodeAgent};
-use driver::{Driver, DriverConfig};
-use owners::KubeOwners;
+use crate::agent::{AgentConfig, AgentError, NodeAgent};
+use crate::check;
+use crate::driver::{Driver, DriverConfig};
+use crate::owners::{self, KubeOwners, OwnerError};
+use crate::summary::{self, Summary, SwapSummary};
+use podstatus_agent::metrics::{Metrics, OUTCOME_OK};
+use podstatus_agent::{Outcome, TimedManager, VERB_PATCH_STATUS, VERB_UPDATE_STATUS};
 use podstatus_runtime::{PluginImage, PluginRuntime};
-use summary::{Summary, SwapSummary};
 
 /// How a simulation runs.
 #[derive(Clone, Debug)]
@@ -172,7 +166,7 @@ pub fn run_with_progress(
     quiet_sync(&agent, &node_side, &mut driver, config.flush_timeout);
     tracing::info!(took = ?quiet.elapsed(), stages = ?driver.stages(), "quiet sync done");
     // One LIST of the node's pods serves the check and the count by phase.
-    let stored: Result<BTreeMap<(String, String), Pod>, owners::OwnerError> =
+    let stored: Result<BTreeMap<(String, String), Pod>, OwnerError> =
         owners.node_pods(&config.agent.node).map(|pods| pods.into_iter().map(|pod| (key(&pod), pod)).collect());
     let read = |namespace: &str, name: &str| match &stored {
         Ok(pods) => Ok(pods.get(&(namespace.to_owned(), name.to_owned())).cloned()),
@@ -240,7 +234,7 @@ pub fn run_with_progress(
 /// After the churn: drop orphans, let the queue drain, then batch-sync until nothing is
 /// left to write (the rate limit may refuse some writes of a batch: the next one
 /// takes them), all within `timeout`.
-fn quiet_sync(agent: &NodeAgent, node_side: &crate::TimedManager, driver: &mut Driver, timeout: Duration) {
+fn quiet_sync(agent: &NodeAgent, node_side: &TimedManager, driver: &mut Driver, timeout: Duration) {
     driver.housekeeping(node_side, agent.pod_manager());
     agent.flush(timeout);
 }

@@ -9,11 +9,9 @@ use std::collections::{BTreeMap, BinaryHeap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::Pod;
-
-use super::lifecycle::{Event, Kind, PodLife, Stage};
-use super::owners::OwnerError;
-use crate::TimedManager;
+use crate::owners::Owners;
+use podstatus_agent::{LifeEvent as Event, LifeStage as Stage, PodKind as Kind, PodLife, SIMULATED_NAMESPACE};
+use podstatus_agent::{TimedManager, report};
 use podstatus_backends::PodManager;
 use podstatus_backends::rng::{Entropy, SplitMix64};
 use podstatus_runtime::CallError;
@@ -26,15 +24,6 @@ const POLL: Duration = Duration::from_millis(20);
 const HOUSEKEEPING: Duration = Duration::from_secs(2);
 /// How often the driver ticks (progress, swaps) at least.
 const TICK: Duration = Duration::from_millis(50);
-
-/// What the pods' owners do through the API server (a workload controller, a user).
-pub trait Owners {
-    /// Creates the pod; returns it as stored (with its UID).
-    fn create(&self, pod: Pod) -> Result<Pod, OwnerError>;
-    /// Asks for the pod's deletion with its grace period: the API server marks it and
-    /// the node does the rest.
-    fn delete(&self, namespace: &str, name: &str) -> Result<(), OwnerError>;
-}
 
 /// How the driver runs.
 #[derive(Clone, Debug)]
@@ -201,7 +190,7 @@ impl Driver {
             (Event::Wait, _) => return POLL,
             (Event::RequestDeletion, _) => {
                 let life = &self.lives[slot];
-                if let Err(e) = owners.delete(super::lifecycle::NAMESPACE, &life.name()) {
+                if let Err(e) = owners.delete(SIMULATED_NAMESPACE, &life.name()) {
                     tracing::warn!(pod = %life.name(), "deleting: {e}");
                     self.counts.owner_errors += 1;
                 }
@@ -277,38 +266,6 @@ impl Driver {
         }
         out
     }
-}
-
-/// Tells the status manager what `event` says of `pod`, as the kubelet's pod workers do:
-/// a status (`set-pod-status`), a probe's verdict (`set-container-readiness`), or the
-/// stopped containers followed by `terminate-pod`. Returns each call made with its
-/// outcome (nothing for events that are not the node's to report). Shared by the
-/// simulation's driver and `podstatus agent`'s pod runner.
-pub fn report(
-    handle: &TimedManager,
-    pod: &Pod,
-    event: &Event,
-) -> Vec<(&'static str, Result<UpdateOutcome, CallError>)> {
-    let set_status = |status: &k8s_openapi::api::core::v1::PodStatus| {
-        let status = serde_json::to_string(status).unwrap_or_default();
-        ("set-pod-status", handle.set_pod_status(&pod_json(pod), &status))
-    };
-    match event {
-        Event::SetStatus(status) => vec![set_status(status)],
-        Event::Readiness { container_id, ready } => {
-            let uid = pod.metadata.uid.as_deref().unwrap_or_default();
-            vec![("set-container-readiness", handle.set_container_readiness(uid, container_id, *ready))]
-        }
-        Event::Kill(status) => {
-            let stopped = set_status(status);
-            vec![stopped, ("terminate-pod", handle.terminate_pod(&pod_json(pod)))]
-        }
-        Event::RequestDeletion | Event::Wait => Vec::new(),
-    }
-}
-
-fn pod_json(pod: &Pod) -> String {
-    serde_json::to_string(pod).unwrap_or_default()
 }
 
 fn fault_kind(error: &CallError) -> &'static str {

@@ -7,13 +7,14 @@
 
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
 
-use super::summary::{Check, Difference};
+use crate::owners::OwnerError;
+use crate::summary::{Check, Difference};
 use podstatus_backends::PodManager;
 use podstatus_backends::pod_identity::{is_mirror_pod, is_static_pod};
 use podstatus_runtime::ManagerHandle;
 
 /// Reads a pod from the API server: `Ok(None)` when it is not there.
-pub type ReadPod<'a> = dyn Fn(&str, &str) -> Result<Option<Pod>, super::owners::OwnerError> + 'a;
+pub type ReadPod<'a> = dyn Fn(&str, &str) -> Result<Option<Pod>, OwnerError> + 'a;
 
 /// What a pod's status must be, and whose word that is.
 struct Wanted {

@@ -1,0 +1,67 @@
+//! The status manager's operations as the host calls them, whatever runs them.
+
+use crate::bindings::{
+    ApiReply, BatchPlan, BatchReport, BatchSlice, CachedStatus, Contract, PodSync, SyncOutcome, SyncRequest, SyncStep,
+    UpdateOutcome,
+};
+use crate::plugin::call_error::Result;
+use crate::world::World;
+
+/// The status manager's operations, whatever runs them. Each is one export of the
+/// `kubelet:status/manager` interface.
+pub trait Plugin: Send {
+    /// The cached status of a pod (mirror UIDs find their static pod's status).
+    fn get_pod_status(&mut self, uid: &str) -> Result<Option<CachedStatus>>;
+    /// Caches a pod's status and queues its write when it changed.
+    fn set_pod_status(&mut self, pod: &str, status: &str) -> Result<UpdateOutcome>;
+    /// The status the plugin holds for `uid` right after a call accepted a change of
+    /// it, for a host that records what was accepted. The same answer as
+    /// [`Plugin::get_pod_status`] by default; a plugin that already holds a copy of
+    /// the state (the supervisor) answers from it without entering the instance again.
+    fn accepted_status(&mut self, uid: &str) -> Result<Option<CachedStatus>> {
+        self.get_pod_status(uid)
+    }
+    /// Sets a container's readiness and regenerates the Ready condition.
+    fn set_container_readiness(&mut self, pod_uid: &str, container_id: &str, ready: bool) -> Result<UpdateOutcome>;
+    /// Sets whether a container passed its startup probe (contract 0.1.1 and later;
+    /// older plugins answer [`CallError::Unsupported`]).
+    fn set_container_startup(&mut self, pod_uid: &str, container_id: &str, started: bool) -> Result<UpdateOutcome>;
+    /// Marks every container terminated and forces an update.
+    fn terminate_pod(&mut self, pod: &str) -> Result<UpdateOutcome>;
+    /// Drops the statuses of pods not in `keep`.
+    fn remove_orphaned_statuses(&mut self, keep: &[String]) -> Result<u32>;
+    /// Handles one request taken off the sync queue, start to end: a 0.1.x plugin calls
+    /// the API server inside; a 0.2.0 plugin's planned syncs are run one after the
+    /// other, each call answered at once ([`split_sync::sync_pod_now`]).
+    fn sync_pod(&mut self, request: &SyncRequest) -> Result<SyncOutcome>;
+    /// One periodic batch sync, start to end (as [`Plugin::sync_pod`]).
+    fn sync_batch(&mut self) -> Result<BatchReport>;
+    /// Plans the syncs of one request taken off the sync queue (contract 0.2.0; older
+    /// plugins answer [`CallError::Unsupported`]: they sync inside `sync_pod`).
+    fn plan_sync_pod(&mut self, request: &SyncRequest) -> Result<Vec<PodSync>>;
+    /// Plans one slice of a periodic batch sync (contract 0.2.0; see
+    /// [`split_sync::plan_whole_batch`] for all of it at once).
+    fn plan_sync_batch(&mut self, slice: &BatchSlice) -> Result<BatchPlan>;
+    /// Starts a planned sync (contract 0.2.0).
+    fn start_sync(&mut self, id: u64) -> Result<SyncStep>;
+    /// Answers the API call a suspended sync asked for (contract 0.2.0).
+    fn resume_sync(&mut self, id: u64, reply: ApiReply) -> Result<SyncStep>;
+    /// Forgets a planned or suspended sync (contract 0.2.0); false when unknown.
+    fn drop_sync(&mut self, id: u64) -> Result<bool>;
+    /// The plugin's whole state as a versioned document.
+    fn save_state(&mut self) -> Result<String>;
+    /// Replaces the plugin's state.
+    fn load_state(&mut self, state: &str) -> Result<()>;
+    /// What changed since the last save, as a change set.
+    fn save_state_changes(&mut self) -> Result<String>;
+    /// Applies another instance's change set.
+    fn apply_state_changes(&mut self, changes: &str) -> Result<()>;
+    /// The world the plugin's imports reach: where the host makes the API calls a 0.2.0
+    /// plugin's syncs ask for.
+    fn world(&self) -> &World;
+    /// Nobody follows this plugin's changes any more (a swap into it is done): a
+    /// plugin that keeps them for a follower (the supervisor) drops them.
+    fn stop_following(&mut self) {}
+    /// The WIT package the plugin implements (`kubelet:status@0.1.0`, ...).
+    fn contract(&self) -> Contract;
+}

@@ -1,0 +1,161 @@
+//! The node agent as a simulated node runs it (`podstatus simulate`, and `podstatus
+//! agent` by default): [`podstatus_agent::NodeAgent`], against the embedded API server
+//! (the in-memory store over HTTP) it starts and holds for the agent's life, or against
+//! the agent's own targets; with the simulator's additions, an API latency the embedded
+//! server adds to the status client's answers and faults injected into the plugin's
+//! API calls.
+
+use std::net::SocketAddr;
+use std::ops::Deref;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use podstatus_agent::{KubeClientConfig, NodeConfig, STATUS_CLIENT_PRODUCT};
+use podstatus_apiserver::{DelayedClient, EmbeddedApiServer, ServeOptions};
+use podstatus_backends::{ApiServer, FaultyApiServer, InjectedFaults, MemoryApiServer};
+use podstatus_runtime::{PluginImage, PluginRuntime};
+
+/// Where the agent's API server is.
+#[derive(Clone, Debug)]
+pub enum Target {
+    /// Start the embedded API server (the in-memory store over HTTP) on this address.
+    Embedded(SocketAddr),
+    /// A server at this URL, without credentials (another embedded server, a proxy).
+    Url(String),
+    /// A cluster, from this kubeconfig, else `KUBECONFIG`, `~/.kube/config` or the
+    /// in-cluster service account, as every Kubernetes tool finds it; at `context`, or
+    /// the kubeconfig's current context.
+    Kubeconfig {
+        /// The kubeconfig file, if one is named.
+        path: Option<PathBuf>,
+        /// The context to use instead of the current one.
+        context: Option<String>,
+    },
+}
+
+/// How the agent runs: [`podstatus_agent::AgentConfig`]'s settings, the embedded server
+/// as a target, and the simulator's additions.
+#[derive(Clone, Debug)]
+pub struct AgentConfig {
+    /// The node whose pods this agent manages.
+    pub node: String,
+    /// Where the API server is.
+    pub target: Target,
+    /// The client's rate limit and timeouts.
+    pub client: KubeClientConfig,
+    /// Static pod manifests (the kubelet's `--pod-manifest-path`).
+    pub manifest_dir: Option<PathBuf>,
+    /// Where to serve metrics, if anywhere.
+    pub metrics_addr: Option<SocketAddr>,
+    /// The batch sync period.
+    pub sync_period: Duration,
+    /// The sync queue's capacity.
+    pub queue_capacity: usize,
+    /// Fail some of the plugin's API calls on purpose (simulations, tests): the proof
+    /// that a misbehaving API server loses no status.
+    pub injected_faults: Option<InjectedFaults>,
+    /// Register the node (its Node object and Lease, kept as the kubelet keeps them),
+    /// described so; `None` leaves the API server's nodes alone (a test's agent).
+    pub register_node: Option<NodeConfig>,
+    /// Have the embedded API server answer the status client (the plugin's GETs, status
+    /// writes and DELETEs) this much later, as a cluster across a network would; its
+    /// other clients (the watch, mirror pods, node and lease, callers of
+    /// [`podstatus_agent::NodeAgent::client`]) are answered at once. Only with
+    /// [`Target::Embedded`]: the latency of a real server is its own.
+    pub api_latency: Option<Duration>,
+}
+
+impl AgentConfig {
+    /// The agent's own configuration, against `target`.
+    fn for_agent(&self, target: podstatus_agent::Target) -> podstatus_agent::AgentConfig {
+        podstatus_agent::AgentConfig {
+            node: self.node.clone(),
+            target,
+            client: self.client.clone(),
+            manifest_dir: self.manifest_dir.clone(),
+            metrics_addr: self.metrics_addr,
+            sync_period: self.sync_period,
+            queue_capacity: self.queue_capacity,
+            register_node: self.register_node.clone(),
+        }
+    }
+}
+
+/// What can stop an agent from starting.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    /// The agent itself did not start.
+    #[error(transparent)]
+    Agent(#[from] podstatus_agent::AgentError),
+    /// The embedded API server could not start.
+    #[error("starting the embedded API server: {0}")]
+    Serve(#[from] podstatus_apiserver::ServeError),
+    /// An added API latency was asked for with a server other than the embedded one.
+    #[error("an added API latency needs the embedded API server (not a kubeconfig or a server URL)")]
+    LatencyNeedsEmbeddedServer,
+}
+
+/// A running agent and the embedded server it runs against, if it started one; derefs
+/// to the agent. [`NodeAgent::shutdown`] flushes; dropping it stops without flushing.
+pub struct NodeAgent {
+    // Dropped in this order: the agent (its sources, then its runtime), then the server.
+    agent: podstatus_agent::NodeAgent,
+    embedded: Option<EmbeddedApiServer>,
+}
+
+impl NodeAgent {
+    /// Starts the agent with `image` as its plugin, and the embedded API server first
+    /// when that is its target.
+    pub fn start(config: &AgentConfig, plugins: PluginRuntime, image: PluginImage) -> Result<Self, AgentError> {
+        if config.api_latency.is_some() && !matches!(config.target, Target::Embedded(_)) {
+            return Err(AgentError::LatencyNeedsEmbeddedServer);
+        }
+        let (embedded, target) = match &config.target {
+            Target::Embedded(addr) => {
+                let delayed_client =
+                    config.api_latency.map(|latency| DelayedClient { user_agent: STATUS_CLIENT_PRODUCT, latency });
+                let options = ServeOptions { delayed_client, ..ServeOptions::default() };
+                let store = Arc::new(MemoryApiServer::with_graceful_deletion());
+                let server = EmbeddedApiServer::start_with(store, *addr, options)?;
+                let url = server.url();
+                (Some(server), podstatus_agent::Target::Url(url))
+            }
+            Target::Url(url) => (None, podstatus_agent::Target::Url(url.clone())),
+            Target::Kubeconfig { path, context } => {
+                (None, podstatus_agent::Target::Kubeconfig { path: path.clone(), context: context.clone() })
+            }
+        };
+        let faults = config.injected_faults;
+        let agent =
+            podstatus_agent::NodeAgent::start_with_layer(&config.for_agent(target), plugins, image, |api_server| {
+                match faults {
+                    Some(faults) => Arc::new(FaultyApiServer::new(api_server, faults)) as Arc<dyn ApiServer>,
+                    None => api_server,
+                }
+            })?;
+        Ok(NodeAgent { agent, embedded })
+    }
+
+    /// The embedded server's store, when the agent started one.
+    pub fn store(&self) -> Option<&Arc<MemoryApiServer>> {
+        self.embedded.as_ref().map(EmbeddedApiServer::store)
+    }
+
+    /// Stops taking work, writes every pending status (within `timeout`) and stops, the
+    /// embedded server last. Returns how many queued requests were left unwritten.
+    pub fn shutdown(self, timeout: Duration) -> usize {
+        let NodeAgent { agent, embedded } = self;
+        let left = agent.shutdown(timeout);
+        drop(embedded);
+        left
+    }
+}
+
+impl Deref for NodeAgent {
+    type Target = podstatus_agent::NodeAgent;
+
+    fn deref(&self) -> &podstatus_agent::NodeAgent {
+        &self.agent
+    }
+}

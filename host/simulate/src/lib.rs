@@ -1,0 +1,27 @@
+//! The simulated node behind `podstatus simulate`, and the node agent as a simulated
+//! node runs it.
+//!
+//! [`run`] starts a [`NodeAgent`] and drives realistic pod lives through it (the
+//! agent's [`PodLife`](podstatus_agent::PodLife), churned by a seeded generator; the
+//! pods' owners act through the API server with a kube-rs client of their own,
+//! [`KubeOwners`]); at the end, after a quiet sync, [`check()`] compares every pod's
+//! status in the API server with what the plugin accepted, and the [`Summary`] says
+//! what happened.
+//!
+//! [`NodeAgent`] is [`podstatus_agent::NodeAgent`] with what only a simulated node needs:
+//! the embedded API server as a target ([`Target::Embedded`], also `podstatus agent`'s
+//! default), an API latency that server adds ([`AgentConfig::api_latency`]) and faults
+//! injected into the plugin's API calls ([`AgentConfig::injected_faults`]).
+
+mod agent;
+mod check;
+mod driver;
+mod owners;
+mod simulation;
+mod summary;
+
+pub use agent::{AgentConfig, AgentError, NodeAgent, Target};
+pub use check::{ReadPod, check};
+pub use owners::{KubeOwners, OWNER_CALL_TIMEOUT, OwnerError, Owners};
+pub use simulation::{Progress, Signals, SimulateConfig, SimulateError, run, run_with_progress};
+pub use summary::{CallerLatency, Check, Difference, Latency, Summary, SwapSummary};
