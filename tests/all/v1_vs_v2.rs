@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use podstatus_tests::version_fixtures::{Fixture, Outcome, replay_report, trace_fixtures};
-use podstatus_tests::{fixtures_dir, partial_match, v1_image, v2_image, workspace_dir};
+use podstatus_tests::{fixtures_dir, partial_match, replay_component_with, v1_image, v2_image, workspace_dir};
 use serde_json::{Value, json};
 
 /// The table, beside the fixtures.

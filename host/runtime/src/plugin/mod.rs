@@ -12,8 +12,7 @@ mod runtime;
 pub mod split_sync;
 mod supervisor;
 
-pub use call_error::{CallError, MAX_ERROR_MESSAGE_BYTES, Result, describe};
-pub(crate) use call_error::bounded;
+pub use call_error::{CallError, Result, describe};
 pub use cache::{ArtifactCache, CacheOutcome, Evicted, EvictionPolicy, cache_key};
 pub use component::ComponentPlugin;
 pub use limits::{CallUsage, FaultKind, Limits};
