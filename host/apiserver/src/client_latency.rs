@@ -14,7 +14,9 @@ use std::time::Duration;
 use http::{HeaderMap, header};
 
 /// A client whose requests the server answers late (see
-/// [`crate::ServeOptions::delayed_client`]).
+/// [`ServeOptions::delayed_client`]).
+///
+/// [`ServeOptions::delayed_client`]: crate::options::ServeOptions::delayed_client
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DelayedClient {
     /// The client's `User-Agent` starts with this (its product token, such as

@@ -10,10 +10,11 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
     ServerAddressByClientCIDR, Time,
 };
 
-use super::objects::{LEASES, NODES, Resource};
 use k8s_openapi::apimachinery::pkg::version::Info;
 use serde::Serialize;
 use serde_json::Value;
+
+use crate::objects::{LEASES, NODES, Resource};
 
 /// The Kubernetes minor version announced: the API served is 1.33's (k8s-openapi's
 /// `v1_33`).

@@ -1,4 +1,4 @@
-//! The HTTP handlers of the kinds in [`ObjectStore`](super::objects::ObjectStore)
+//! The HTTP handlers of the kinds in [`ObjectStore`](crate::objects::ObjectStore)
 //! (nodes, leases): list (with `Table`s and selectors), get, create, update, status
 //! update, patch (JSON merge, strategic merge), delete. Watch is not served for them:
 //! nothing here needs it, and discovery does not announce it.
@@ -11,11 +11,13 @@
 use http::{Response, StatusCode};
 use serde_json::{Value, json};
 
-use super::object_tables;
-use super::objects::{self, Part, Resource};
-use super::pods::{Encoder, stream_list, table_request};
-use super::routes::{Body, Call, Context, json_response};
-use super::status_body::Failure;
+use crate::call::{Call, Context};
+use crate::object_tables;
+use crate::objects::{self, Part, Resource};
+use crate::pods::{Encoder, stream_list, table_request};
+use crate::response::{Body, json_response};
+use crate::selectors::Selector;
+use crate::status_body::Failure;
 
 const MERGE_PATCH: &str = "application/merge-patch+json";
 const STRATEGIC_MERGE_PATCH: &str = "application/strategic-merge-patch+json";
@@ -36,8 +38,8 @@ pub(crate) fn list(
     if call.flag("watch") {
         return Err(Failure::method_not_allowed(&call.method));
     }
-    let selector = super::selectors::Selector::parse_metadata(call.param("fieldSelector"), call.param("labelSelector"))
-        .map_err(Failure::bad_request)?;
+    let selector = Selector::parse_metadata(call.param("fieldSelector"), call.param("labelSelector"))
+        .map_err(|error| Failure::bad_request(error.to_string()))?;
     let table = table_request(call)?;
     let (resource_version, objects) = context.objects.list(resource, namespace);
     let keep = move |object: &Value| selector.matches_object(object);

@@ -4,8 +4,8 @@
 
 use serde_json::{Value, json};
 
-use super::objects::{LEASES, NODES, Resource};
-use super::table::{self, IncludeObject, human_duration};
+use crate::objects::{LEASES, NODES, Resource};
+use crate::table::{self, IncludeObject, human_duration};
 
 /// The `Table` of `objects` of `resource`, with the list's resourceVersion when it is one.
 pub(crate) fn table<'a>(

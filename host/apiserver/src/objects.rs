@@ -15,8 +15,10 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Node;
 use serde_json::{Value, json};
 
-use super::status_body::{Cause, Failure};
-use super::validation;
+use crate::excerpt::excerpt;
+use crate::identifiers::new_uid;
+use crate::status_body::{Cause, Failure};
+use crate::validation;
 
 /// A kind served from this store: what its paths, discovery and bodies call it.
 #[derive(Debug)]
@@ -156,7 +158,7 @@ impl ObjectStore {
         }
         state.version += 1;
         let metadata = &mut object["metadata"];
-        metadata["uid"] = json!(super::pods::new_uid());
+        metadata["uid"] = json!(new_uid());
         metadata["creationTimestamp"] = json!(now());
         metadata["resourceVersion"] = json!(state.version.to_string());
         if let Some(fields) = metadata.as_object_mut() {
@@ -273,11 +275,7 @@ pub(crate) fn checked_body(
         return Err(Failure::bad_request(format!("the body must be a {} object", resource.kind)));
     }
     if let Some(kind) = object.get("kind").and_then(Value::as_str).filter(|kind| *kind != resource.kind) {
-        return Err(Failure::bad_request(format!(
-            "the body is a {}, not a {}",
-            super::routes::excerpt(kind),
-            resource.kind
-        )));
+        return Err(Failure::bad_request(format!("the body is a {}, not a {}", excerpt(kind), resource.kind)));
     }
     object["kind"] = json!(resource.kind);
     object["apiVersion"] = json!(resource.api_version());
@@ -289,8 +287,8 @@ pub(crate) fn checked_body(
         Some(name) if !given_name.is_empty() && given_name != name => {
             return Err(Failure::bad_request(format!(
                 "the name of the object ({}) does not match the name on the URL ({})",
-                super::routes::excerpt(&given_name),
-                super::routes::excerpt(name)
+                excerpt(&given_name),
+                excerpt(name)
             )));
         }
         Some(name) => object["metadata"]["name"] = json!(name),
@@ -301,8 +299,8 @@ pub(crate) fn checked_body(
             Some(given) if !given.is_empty() && given != namespace => {
                 return Err(Failure::bad_request(format!(
                     "the namespace of the provided object does not match the namespace sent on the request ({} != {})",
-                    super::routes::excerpt(given),
-                    super::routes::excerpt(namespace)
+                    excerpt(given),
+                    excerpt(namespace)
                 )));
             }
             _ => object["metadata"]["namespace"] = json!(namespace),

@@ -13,12 +13,16 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ListMeta, Time};
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::routes::{Body, Call, Context, Held, SendFailed, excerpt, json_response, streaming_response};
-use super::selectors::Selector;
-use super::status_body::Failure;
-use super::table::{self, IncludeObject};
-use super::validation;
-use super::watch::{self, Start, WatchFormat};
+use crate::call::{Call, Context};
+use crate::excerpt::excerpt;
+use crate::identifiers::{new_uid, random_suffix};
+use crate::response::{Body, SendFailed, json_response, streaming_response};
+use crate::selectors::Selector;
+use crate::stats::Held;
+use crate::status_body::Failure;
+use crate::table::{self, IncludeObject};
+use crate::validation;
+use crate::watch::{self, Start, WatchFormat};
 use podstatus_backends::{ApiError, ApiServer, DeleteOptions, StatusPatch, StatusUpdate};
 
 const MERGE_PATCH: &str = "application/merge-patch+json";
@@ -34,8 +38,8 @@ pub(crate) fn list_or_watch(
     context: &Context,
     namespace: Option<&str>,
 ) -> Result<Response<Body>, Failure> {
-    let selector =
-        Selector::parse(call.param("fieldSelector"), call.param("labelSelector")).map_err(Failure::bad_request)?;
+    let selector = Selector::parse(call.param("fieldSelector"), call.param("labelSelector"))
+        .map_err(|error| Failure::bad_request(error.to_string()))?;
     let table = table_request(call)?;
     let counter = if call.flag("watch") { &context.counters.pod_watches } else { &context.counters.pod_lists };
     counter.fetch_add(1, Ordering::SeqCst);
@@ -503,7 +507,7 @@ pub(crate) fn table_request(call: &Call) -> Result<Option<IncludeObject>, Failur
     if !table::wants_table(&call.accept) {
         return Ok(None);
     }
-    IncludeObject::parse(call.param("includeObject")).map(Some).map_err(Failure::bad_request)
+    IncludeObject::parse(call.param("includeObject")).map(Some).map_err(|error| Failure::bad_request(error.to_string()))
 }
 
 fn to_json(pod: &Pod) -> Value {
@@ -512,40 +516,4 @@ fn to_json(pod: &Pod) -> Value {
 
 fn now() -> jiff::Timestamp {
     jiff::Timestamp::now()
-}
-
-/// A random (version 4) UUID for a pod created without one, as kube-apiserver gives.
-pub(crate) fn new_uid() -> String {
-    uuid::Uuid::new_v4().to_string()
-}
-
-/// Five characters for `generateName`, from Kubernetes' alphabet (no vowels, no
-/// look-alikes).
-fn random_suffix() -> String {
-    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
-    // The UUID's low half: random but for its two variant bits, at the top.
-    let (_, mut word) = uuid::Uuid::new_v4().as_u64_pair();
-    (0..5)
-        .map(|_| {
-            let index = (word % ALPHABET.len() as u64) as usize;
-            word /= ALPHABET.len() as u64;
-            char::from(ALPHABET[index])
-        })
-        .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn uids_look_like_v4_uuids_and_differ() {
-        let (a, b) = (new_uid(), new_uid());
-        assert_ne!(a, b);
-        let parts: Vec<_> = a.split('-').map(str::len).collect();
-        assert_eq!(parts, [8, 4, 4, 4, 12]);
-        assert_eq!(a.as_bytes()[14], b'4');
-        assert!(matches!(a.as_bytes()[19], b'8' | b'9' | b'a' | b'b'), "{a}");
-        assert_eq!(random_suffix().len(), 5);
-    }
 }

@@ -25,136 +25,20 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::{HeaderMap, Method, Request, Response, StatusCode, header};
-use http_body_util::combinators::BoxBody;
-use http_body_util::{BodyExt, Full, Limited, StreamBody};
+use http_body_util::{BodyExt, Limited};
 use hyper::body::{Body as _, Frame, Incoming, SizeHint};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use serde_json::Value;
-use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc, watch as signal};
+use tokio::sync::{Notify, OwnedSemaphorePermit, watch as signal};
 
-use super::ServeOptions;
-use super::objects::{LEASES, NODES, ObjectStore, Part};
-use super::status_body::Failure;
-use super::{discovery, object_handlers as objects, pods};
-use podstatus_backends::MemoryApiServer;
-
-/// A response body: whole, or streamed (watches).
-pub(crate) type Body = BoxBody<Bytes, Infallible>;
-
-/// Request bodies are reserved in units of this many bytes (a semaphore counts in
-/// `u32`s).
-const BUDGET_UNIT: usize = 1024;
-
-/// What every request handler shares.
-pub(crate) struct Context {
-    /// The store served.
-    pub store: Arc<MemoryApiServer>,
-    /// Nodes and leases.
-    pub objects: Arc<ObjectStore>,
-    /// The watch hub, fed by the store.
-    pub hub: Arc<super::watch::WatchHub>,
-    /// host:port, for `/api`'s `serverAddressByClientCIDRs`.
-    pub server_address: String,
-    /// The server's limits.
-    pub options: ServeOptions,
-    /// Bytes of request bodies that may be read at once, in [`BUDGET_UNIT`]s.
-    pub body_budget: Arc<Semaphore>,
-    /// Turns true when the server stops (open watches end).
-    pub stopping: signal::Receiver<bool>,
-    /// What the server holds and has shed, for [`super::EmbeddedApiServer::stats`].
-    pub counters: Arc<Counters>,
-}
-
-/// Live counts of what the server holds and what it has shed.
-#[derive(Debug, Default)]
-pub(crate) struct Counters {
-    pub connections: AtomicUsize,
-    pub watches: AtomicUsize,
-    pub idle_connections_closed: AtomicUsize,
-    pub connections_refused: AtomicUsize,
-    pub slow_watches_closed: AtomicUsize,
-    pub slow_lists_closed: AtomicUsize,
-    pub bodies_refused: AtomicUsize,
-    pub pod_lists: AtomicUsize,
-    pub pod_watches: AtomicUsize,
-    pub delayed_requests: AtomicUsize,
-}
-
-impl Counters {
-    pub fn snapshot(&self) -> super::ServerStats {
-        let get = |counter: &AtomicUsize| counter.load(Ordering::SeqCst);
-        super::ServerStats {
-            open_connections: get(&self.connections),
-            open_watches: get(&self.watches),
-            idle_connections_closed: get(&self.idle_connections_closed),
-            connections_refused: get(&self.connections_refused),
-            slow_watches_closed: get(&self.slow_watches_closed),
-            slow_lists_closed: get(&self.slow_lists_closed),
-            bodies_refused: get(&self.bodies_refused),
-            pod_lists: get(&self.pod_lists),
-            pod_watches: get(&self.pod_watches),
-            delayed_requests: get(&self.delayed_requests),
-        }
-    }
-}
-
-/// Counts one while alive.
-pub(crate) struct Held(Arc<Counters>, fn(&Counters) -> &AtomicUsize);
-
-impl Held {
-    pub fn new(counters: &Arc<Counters>, which: fn(&Counters) -> &AtomicUsize) -> Self {
-        which(counters).fetch_add(1, Ordering::SeqCst);
-        Self(Arc::clone(counters), which)
-    }
-}
-
-impl Drop for Held {
-    fn drop(&mut self) {
-        (self.1)(&self.0).fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
-/// The semaphore permits for `bytes` of request bodies.
-pub(crate) fn budget_units(bytes: usize) -> usize {
-    bytes.div_ceil(BUDGET_UNIT).min(Semaphore::MAX_PERMITS)
-}
-
-/// A parsed request, as the handlers see it.
-pub(crate) struct Call {
-    pub method: Method,
-    /// Decoded query parameters (the last of a repeated one wins).
-    pub query: HashMap<String, String>,
-    /// The `Accept` header ("" when absent).
-    pub accept: String,
-    /// The `Content-Type` header's media type, lowercased, without parameters ("" when absent).
-    pub content_type: String,
-    pub body: Bytes,
-}
-
-impl Call {
-    /// A query parameter.
-    pub fn param(&self, name: &str) -> Option<&str> {
-        self.query.get(name).map(String::as_str)
-    }
-
-    /// A boolean query parameter ("true" or "1").
-    pub fn flag(&self, name: &str) -> bool {
-        matches!(self.param(name), Some("true" | "1"))
-    }
-
-    /// The body as JSON; no Content-Type is taken as JSON (the Python client sends none).
-    pub fn json_body(&self) -> Result<Value, Failure> {
-        let json_like = self.content_type.is_empty()
-            || self.content_type == "application/json"
-            || self.content_type.ends_with("+json")
-            || self.content_type == "*/*";
-        if !json_like {
-            return Err(Failure::unsupported_media_type(&self.content_type));
-        }
-        serde_json::from_slice(&self.body)
-            .map_err(|e| Failure::bad_request(format!("the request body is not valid JSON: {e}")))
-    }
-}
+use crate::call::{Call, Context, budget_units};
+use crate::excerpt::excerpt;
+use crate::objects::{LEASES, NODES, Part};
+use crate::response::{Body, failure_response, json_response, respond};
+use crate::stats::Held;
+use crate::status_body::Failure;
+use crate::stopping::stopped;
+use crate::{discovery, object_handlers as objects, pods};
 
 /// One open connection, as the accept loop sees it.
 struct Connection {
@@ -228,6 +112,9 @@ impl hyper::body::Body for BusyBody {
 /// idle connection is closed for the new one, or, all being busy, the new one is
 /// answered 429 and closed. Headers must arrive within
 /// [`ServeOptions::header_timeout`] (which also bounds keep-alive idleness).
+///
+/// [`ServeOptions::max_connections`]: crate::options::ServeOptions::max_connections
+/// [`ServeOptions::header_timeout`]: crate::options::ServeOptions::header_timeout
 pub(crate) async fn serve(
     listener: tokio::net::TcpListener,
     context: Arc<Context>,
@@ -386,11 +273,6 @@ async fn shed(stream: tokio::net::TcpStream) -> u64 {
     u64::MAX
 }
 
-/// Resolves once the server is stopping (or its stop signal is gone).
-pub(crate) async fn stopped(stopping: &mut signal::Receiver<bool>) {
-    let _ = stopping.wait_for(|stop| *stop).await;
-}
-
 /// Answers one request; every failure becomes a `Status` response, never a dropped
 /// connection.
 async fn handle(request: Request<Incoming>, context: &Context) -> Response<Body> {
@@ -536,91 +418,8 @@ fn route(path: &str, call: &Call, context: &Context) -> Result<Response<Body>, F
     }
 }
 
-/// A JSON response.
-pub(crate) fn json_response(status: StatusCode, value: &impl serde::Serialize) -> Response<Body> {
-    respond(status, "application/json", serde_json::to_vec(value).unwrap_or_default())
-}
-
 fn aggregated_response(value: &Value) -> Response<Body> {
     respond(StatusCode::OK, discovery::AGGREGATED_DISCOVERY, serde_json::to_vec(value).unwrap_or_default())
-}
-
-/// The `Status` response of a failure.
-pub(crate) fn failure_response(failure: &Failure) -> Response<Body> {
-    let status = StatusCode::from_u16(failure.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let mut response =
-        respond(status, "application/json", serde_json::to_vec(&failure.to_status()).unwrap_or_default());
-    if let Some(seconds) = failure.retry_after_seconds {
-        response.headers_mut().insert(header::RETRY_AFTER, header::HeaderValue::from(seconds));
-    }
-    response
-}
-
-fn respond(status: StatusCode, content_type: &'static str, body: Vec<u8>) -> Response<Body> {
-    let mut response = Response::new(Full::new(Bytes::from(body)).boxed());
-    *response.status_mut() = status;
-    response.headers_mut().insert(header::CONTENT_TYPE, header::HeaderValue::from_static(content_type));
-    response
-}
-
-/// A streamed (chunked) JSON response fed by the returned sender: a watch. At most
-/// `buffer_bytes` of chunks wait for the client (see [`StreamSender::send`]).
-pub(crate) fn streaming_response(buffer_bytes: usize) -> (StreamSender, Response<Body>) {
-    let (sender, receiver) = mpsc::unbounded_channel::<(Bytes, OwnedSemaphorePermit)>();
-    let frames = futures::stream::unfold(receiver, |mut receiver| async move {
-        // The permit is returned once hyper has taken the chunk.
-        let (chunk, _room) = receiver.recv().await?;
-        Some((Ok::<_, Infallible>(Frame::data(chunk)), receiver))
-    });
-    let mut response = Response::new(BodyExt::boxed(StreamBody::new(frames)));
-    response.headers_mut().insert(header::CONTENT_TYPE, header::HeaderValue::from_static("application/json"));
-    let capacity = u32::try_from(buffer_bytes.clamp(1, Semaphore::MAX_PERMITS)).unwrap_or(u32::MAX);
-    (StreamSender { chunks: sender, room: Arc::new(Semaphore::new(capacity as usize)), capacity }, response)
-}
-
-/// The sending end of a streamed response, bounded in bytes.
-pub(crate) struct StreamSender {
-    chunks: mpsc::UnboundedSender<(Bytes, OwnedSemaphorePermit)>,
-    /// Bytes that may still be queued.
-    room: Arc<Semaphore>,
-    capacity: u32,
-}
-
-/// Why a chunk was not sent.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum SendFailed {
-    /// The client is gone.
-    Closed,
-    /// The client took nothing for the whole patience: it is too slow.
-    Stalled,
-}
-
-impl StreamSender {
-    /// Queues `chunk`, waiting up to `patience` for room (a chunk larger than the
-    /// buffer waits for the buffer to empty).
-    pub async fn send(&self, chunk: Bytes, patience: Duration) -> Result<(), SendFailed> {
-        let units = u32::try_from(chunk.len()).unwrap_or(u32::MAX).clamp(1, self.capacity);
-        let room = match tokio::time::timeout(patience, Arc::clone(&self.room).acquire_many_owned(units)).await {
-            Ok(Ok(room)) => room,
-            Ok(Err(_)) => return Err(SendFailed::Closed),
-            Err(_) => return Err(SendFailed::Stalled),
-        };
-        self.chunks.send((chunk, room)).map_err(|_| SendFailed::Closed)
-    }
-
-    /// Queues `chunk` if there is room now.
-    pub fn try_send(&self, chunk: Bytes) -> bool {
-        let units = u32::try_from(chunk.len()).unwrap_or(u32::MAX).clamp(1, self.capacity);
-        match Arc::clone(&self.room).try_acquire_many_owned(units) {
-            Ok(room) => self.chunks.send((chunk, room)).is_ok(),
-            Err(_) => false,
-        }
-    }
-
-    /// Resolves once the client is gone.
-    pub async fn closed(&self) {
-        self.chunks.closed().await;
-    }
 }
 
 fn header_text(headers: &HeaderMap, name: header::HeaderName) -> String {
@@ -666,14 +465,6 @@ fn percent_decode(text: &str) -> Result<String, Failure> {
         }
     }
     String::from_utf8(out).map_err(|_| Failure::bad_request(format!("\"{}\" is not UTF-8 once decoded", excerpt(text))))
-}
-
-/// At most the first 64 characters of a client's text, for a message.
-pub(crate) fn excerpt(text: &str) -> String {
-    match text.char_indices().nth(64) {
-        Some((at, _)) => format!("{}...", &text[..at]),
-        None => text.to_owned(),
-    }
 }
 
 #[cfg(test)]

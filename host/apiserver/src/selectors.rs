@@ -42,10 +42,43 @@ enum LabelRequirement {
     NotIn(String, Vec<String>),
 }
 
+/// Why a selector does not parse. Display is the message of the 400 the client gets,
+/// worded as kube-apiserver words it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum SelectorError {
+    /// A field selector term that is none of `f=v`, `f==v`, `f!=v`.
+    #[error("invalid selector: '{selector}'; can't understand '{term}'")]
+    FieldTerm {
+        /// The whole field selector.
+        selector: String,
+        /// The term at fault.
+        term: String,
+    },
+    /// A field the selector may not name (for pods, one outside Kubernetes' pod field
+    /// set; for other kinds, anything but `metadata.name` and `metadata.namespace`).
+    #[error("field label not supported: {0}")]
+    UnsupportedField(String),
+    /// A label selector with a `)` that closes nothing.
+    #[error("unbalanced ')' in selector '{0}'")]
+    UnopenedParenthesis(String),
+    /// A label selector with a `(` never closed.
+    #[error("unbalanced '(' in selector '{0}'")]
+    UnclosedParenthesis(String),
+    /// A label selector term that is not a requirement (`k`, `!k`, `k=v`, `k==v`,
+    /// `k!=v`, `k in (..)`, `k notin (..)`), or has a key or value that is not a label's.
+    #[error("unable to parse requirement: invalid selector '{selector}': can't understand '{term}'")]
+    LabelTerm {
+        /// The whole label selector.
+        selector: String,
+        /// The term at fault.
+        term: String,
+    },
+}
+
 impl Selector {
     /// Parses the two query values (absent or empty: no requirement); the error says
     /// what is wrong, for a 400.
-    pub fn parse(field_selector: Option<&str>, label_selector: Option<&str>) -> Result<Self, String> {
+    pub fn parse(field_selector: Option<&str>, label_selector: Option<&str>) -> Result<Self, SelectorError> {
         let fields = match field_selector {
             Some(text) => parse_fields(text)?,
             None => Vec::new(),
@@ -70,14 +103,14 @@ impl Selector {
     /// Selectors for a kind other than pods: only `metadata.name` and
     /// `metadata.namespace` may be named by a field selector (what kube-apiserver
     /// allows for every kind).
-    pub fn parse_metadata(field_selector: Option<&str>, label_selector: Option<&str>) -> Result<Self, String> {
+    pub fn parse_metadata(field_selector: Option<&str>, label_selector: Option<&str>) -> Result<Self, SelectorError> {
         let selector = Self::parse(field_selector, label_selector)?;
         match selector
             .fields
             .iter()
             .find(|requirement| !matches!(requirement.field, PodField::Name | PodField::Namespace))
         {
-            Some(requirement) => Err(format!("field label not supported: {:?}", requirement.field)),
+            Some(requirement) => Err(SelectorError::UnsupportedField(format!("{:?}", requirement.field))),
             None => Ok(selector),
         }
     }
@@ -95,7 +128,7 @@ impl Selector {
     }
 }
 
-fn parse_fields(text: &str) -> Result<Vec<FieldRequirement>, String> {
+fn parse_fields(text: &str) -> Result<Vec<FieldRequirement>, SelectorError> {
     let mut requirements = Vec::new();
     for term in text.split(',').map(str::trim).filter(|term| !term.is_empty()) {
         let (field, value, equal) = if let Some((field, value)) = term.split_once("!=") {
@@ -105,7 +138,7 @@ fn parse_fields(text: &str) -> Result<Vec<FieldRequirement>, String> {
         } else if let Some((field, value)) = term.split_once('=') {
             (field, value, true)
         } else {
-            return Err(format!("invalid selector: '{text}'; can't understand '{term}'"));
+            return Err(SelectorError::FieldTerm { selector: text.to_owned(), term: term.to_owned() });
         };
         let field = match field.trim() {
             "metadata.name" => PodField::Name,
@@ -118,7 +151,7 @@ fn parse_fields(text: &str) -> Result<Vec<FieldRequirement>, String> {
             "status.phase" => PodField::Phase,
             "status.podIP" => PodField::PodIp,
             "status.nominatedNodeName" => PodField::NominatedNodeName,
-            other => return Err(format!("field label not supported: {other}")),
+            other => return Err(SelectorError::UnsupportedField(other.to_owned())),
         };
         requirements.push(FieldRequirement { field, value: value.trim().to_owned(), equal });
     }
@@ -157,12 +190,12 @@ impl LabelRequirement {
 }
 
 /// Splits at the commas that are not inside a `( ... )` value set.
-fn top_level_terms(text: &str) -> Result<Vec<&str>, String> {
+fn top_level_terms(text: &str) -> Result<Vec<&str>, SelectorError> {
     let (mut terms, mut depth, mut start) = (Vec::new(), 0usize, 0usize);
     for (at, character) in text.char_indices() {
         match character {
             '(' => depth += 1,
-            ')' => depth = depth.checked_sub(1).ok_or_else(|| format!("unbalanced ')' in selector '{text}'"))?,
+            ')' => depth = depth.checked_sub(1).ok_or_else(|| SelectorError::UnopenedParenthesis(text.to_owned()))?,
             ',' if depth == 0 => {
                 terms.push(&text[start..at]);
                 start = at + 1;
@@ -171,18 +204,18 @@ fn top_level_terms(text: &str) -> Result<Vec<&str>, String> {
         }
     }
     if depth != 0 {
-        return Err(format!("unbalanced '(' in selector '{text}'"));
+        return Err(SelectorError::UnclosedParenthesis(text.to_owned()));
     }
     terms.push(&text[start..]);
     Ok(terms.into_iter().map(str::trim).filter(|term| !term.is_empty()).collect())
 }
 
-fn parse_labels(text: &str) -> Result<Vec<LabelRequirement>, String> {
+fn parse_labels(text: &str) -> Result<Vec<LabelRequirement>, SelectorError> {
     top_level_terms(text)?.into_iter().map(|term| parse_label_term(text, term)).collect()
 }
 
-fn parse_label_term(text: &str, term: &str) -> Result<LabelRequirement, String> {
-    let invalid = || format!("unable to parse requirement: invalid selector '{text}': can't understand '{term}'");
+fn parse_label_term(text: &str, term: &str) -> Result<LabelRequirement, SelectorError> {
+    let invalid = || SelectorError::LabelTerm { selector: text.to_owned(), term: term.to_owned() };
     let key = |key: &str| {
         let key = key.trim();
         let valid =
@@ -241,7 +274,10 @@ mod tests {
         assert!(!selects(Some("spec.nodeName!=node-1"), None, &a));
         assert!(selects(Some("metadata.namespace=ns,status.phase="), None, &a));
         assert!(!selects(Some("metadata.name=b"), None, &a));
-        assert_eq!(Selector::parse(Some("spec.image=x"), None), Err("field label not supported: spec.image".into()));
+        assert_eq!(
+            Selector::parse(Some("spec.image=x"), None),
+            Err(SelectorError::UnsupportedField("spec.image".into()))
+        );
         assert!(Selector::parse(Some("spec.nodeName"), None).is_err());
     }
 
@@ -267,5 +303,25 @@ mod tests {
         for bad in ["app in (web", "app ~ web", "a b", "app=(x)"] {
             assert!(Selector::parse(None, Some(bad)).is_err(), "{bad}");
         }
+    }
+
+    /// The messages are the 400s' bodies: worded as before the errors were typed.
+    #[test]
+    fn messages_are_the_bad_requests() {
+        let message =
+            |fields: Option<&str>, labels: Option<&str>| Selector::parse(fields, labels).unwrap_err().to_string();
+        assert_eq!(
+            message(Some("metadata.name=a,spec.nodeName"), None),
+            "invalid selector: 'metadata.name=a,spec.nodeName'; can't understand 'spec.nodeName'"
+        );
+        assert_eq!(message(Some("spec.image=x"), None), "field label not supported: spec.image");
+        assert_eq!(message(None, Some("a)")), "unbalanced ')' in selector 'a)'");
+        assert_eq!(message(None, Some("a in (b")), "unbalanced '(' in selector 'a in (b'");
+        assert_eq!(
+            message(None, Some("app ~ web,x")),
+            "unable to parse requirement: invalid selector 'app ~ web,x': can't understand 'app ~ web'"
+        );
+        let other_kind = Selector::parse_metadata(Some("spec.nodeName=n"), None).unwrap_err();
+        assert_eq!(other_kind.to_string(), "field label not supported: NodeName");
     }
 }

@@ -5,6 +5,7 @@
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ListMeta, Status, StatusCause, StatusDetails};
 
+use crate::excerpt::excerpt;
 use podstatus_backends::ApiError;
 
 /// One field-level reason of a 422 (`details.causes[]`), as kube-apiserver's field
@@ -25,7 +26,7 @@ impl Cause {
         Self {
             reason: "FieldValueInvalid",
             field: field.to_owned(),
-            message: format!("Invalid value: \"{}\": {detail}", super::routes::excerpt(value)),
+            message: format!("Invalid value: \"{}\": {detail}", excerpt(value)),
         }
     }
 
@@ -91,7 +92,7 @@ impl Failure {
         Self::new(
             415,
             "UnsupportedMediaType",
-            format!("the body of the request was in an unknown format: {}", super::routes::excerpt(content_type)),
+            format!("the body of the request was in an unknown format: {}", excerpt(content_type)),
         )
     }
 
@@ -124,18 +125,12 @@ impl Failure {
 
     /// 404 for an object of `resource` (a plural: `nodes`) that does not exist.
     pub fn not_found(resource: &'static str, name: &str) -> Self {
-        Self::about(
-            404,
-            "NotFound",
-            format!("{resource} \"{}\" not found", super::routes::excerpt(name)),
-            resource,
-            name,
-        )
+        Self::about(404, "NotFound", format!("{resource} \"{}\" not found", excerpt(name)), resource, name)
     }
 
     /// 409 `AlreadyExists`: a create of a name taken.
     pub fn already_exists(resource: &'static str, name: &str) -> Self {
-        let message = format!("{resource} \"{}\" already exists", super::routes::excerpt(name));
+        let message = format!("{resource} \"{}\" already exists", excerpt(name));
         Self::about(409, "AlreadyExists", message, resource, name)
     }
 
@@ -143,7 +138,7 @@ impl Failure {
     pub fn conflict(resource: &'static str, name: &str) -> Self {
         let message = format!(
             "Operation cannot be fulfilled on {resource} \"{}\": the object has been modified; please apply your changes to the latest version and try again",
-            super::routes::excerpt(name)
+            excerpt(name)
         );
         Self::about(409, "Conflict", message, resource, name)
     }
@@ -162,7 +157,7 @@ impl Failure {
     fn about(code: u16, reason: &'static str, message: String, resource: &'static str, name: &str) -> Self {
         let mut failure = Self::new(code, reason, message);
         failure.resource = resource;
-        failure.name = Some(super::routes::excerpt(name));
+        failure.name = Some(excerpt(name));
         failure
     }
 
@@ -191,9 +186,8 @@ impl Failure {
             [one] => one.clone(),
             many => format!("[{}]", many.join(", ")),
         };
-        let mut failure =
-            Self::new(422, "Invalid", format!("{kind} \"{}\" is invalid: {listed}", super::routes::excerpt(name)));
-        failure.name = Some(super::routes::excerpt(name));
+        let mut failure = Self::new(422, "Invalid", format!("{kind} \"{}\" is invalid: {listed}", excerpt(name)));
+        failure.name = Some(excerpt(name));
         failure.causes = causes;
         failure
     }

@@ -19,20 +19,28 @@ pub(crate) enum IncludeObject {
 
 impl IncludeObject {
     /// The query value (absent: Metadata); the error is for a 400.
-    pub fn parse(value: Option<&str>) -> Result<Self, String> {
+    pub fn parse(value: Option<&str>) -> Result<Self, IncludeObjectError> {
         match value {
             None | Some("Metadata") => Ok(Self::Metadata),
             Some("None") => Ok(Self::None),
             Some("Object") => Ok(Self::Object),
-            Some(other) => Err(format!("includeObject: unsupported value \"{other}\"")),
+            Some(other) => Err(IncludeObjectError::Unsupported(other.to_owned())),
         }
     }
+}
+
+/// Why an `includeObject=` value is refused. Display is the message of the 400.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum IncludeObjectError {
+    /// None of `None`, `Metadata`, `Object` (the value given).
+    #[error("includeObject: unsupported value \"{0}\"")]
+    Unsupported(String),
 }
 
 /// Whether the `Accept` header asks for a `Table` (meta.k8s.io v1 or v1beta1).
 pub(crate) fn wants_table(accept: &str) -> bool {
     accept.split(',').any(|media| {
-        let params = super::discovery::media_params(media);
+        let params = crate::discovery::media_params(media);
         params.contains(&("as", "Table")) && params.contains(&("g", "meta.k8s.io"))
     })
 }
@@ -278,6 +286,14 @@ pub(crate) fn human_duration(now: jiff::Timestamp, then: jiff::Timestamp) -> Str
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn include_object_values() {
+        assert_eq!(IncludeObject::parse(None), Ok(IncludeObject::Metadata));
+        assert_eq!(IncludeObject::parse(Some("Object")), Ok(IncludeObject::Object));
+        let refused = IncludeObject::parse(Some("All")).unwrap_err();
+        assert_eq!(refused.to_string(), "includeObject: unsupported value \"All\"");
+    }
 
     fn ago(seconds: i64) -> String {
         let now = jiff::Timestamp::from_second(1_000_000_000).expect("valid");

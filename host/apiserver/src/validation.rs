@@ -12,7 +12,8 @@ use k8s_openapi::api::core::v1::{Pod, PodSpec, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Serialize;
 
-use super::status_body::{Cause, Failure};
+use crate::excerpt::excerpt;
+use crate::status_body::{Cause, Failure};
 
 /// Kubernetes' `DNS1123SubdomainMaxLength`.
 const SUBDOMAIN_MAX: usize = 253;
@@ -161,7 +162,7 @@ pub(crate) fn check_size(
     let size = encoded_size(metadata, spec, status);
     if size > limit {
         let name = metadata.name.as_deref().unwrap_or_default();
-        return Err(Failure::object_too_large(&super::routes::excerpt(name), size, limit));
+        return Err(Failure::object_too_large(&excerpt(name), size, limit));
     }
     Ok(())
 }

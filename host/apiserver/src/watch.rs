@@ -22,10 +22,11 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Serialize;
 use tokio::sync::mpsc;
 
-use super::routes::{SendFailed, StreamSender, stopped};
-use super::selectors::Selector;
-use super::status_body::Failure;
-use super::table::{self, IncludeObject};
+use crate::response::{SendFailed, StreamSender};
+use crate::selectors::Selector;
+use crate::status_body::Failure;
+use crate::stopping::stopped;
+use crate::table::{self, IncludeObject};
 use podstatus_backends::{MemoryApiServer, PodEvent};
 
 /// One write, as the hub records it.
@@ -386,7 +387,7 @@ mod tests {
             timeout: Some(Duration::from_secs(u64::MAX)),
             initial_events_bookmark: false,
         };
-        let (out, response) = super::super::routes::streaming_response(1024);
+        let (out, response) = crate::response::streaming_response(1024);
         let (_stop, stopping) = tokio::sync::watch::channel(false);
         let first = runtime.block_on(async move {
             let watch = tokio::spawn(stream(subscription, format, out, Duration::from_secs(5), stopping));

@@ -494,9 +494,24 @@ mod json_text {
 pub(crate) mod clock {
     use super::*;
 
+    /// Why a trace's clock does not parse. Display is what the trace error reports.
+    #[derive(Debug, thiserror::Error)]
+    pub enum ClockError {
+        /// The text is not an RFC 3339 time.
+        #[error("clock {text:?} is not an RFC 3339 time: {source}")]
+        NotRfc3339 {
+            /// The clock as the trace gives it.
+            text: String,
+            /// What jiff found wrong with it.
+            #[source]
+            source: jiff::Error,
+        },
+    }
+
     /// Parses RFC 3339 (fractional seconds allowed) into the contract's time.
-    pub fn parse(text: &str) -> Result<Timestamp, String> {
-        let ts: jiff::Timestamp = text.parse().map_err(|e| format!("clock {text:?} is not an RFC 3339 time: {e}"))?;
+    pub fn parse(text: &str) -> Result<Timestamp, ClockError> {
+        let ts: jiff::Timestamp =
+            text.parse().map_err(|source| ClockError::NotRfc3339 { text: text.to_owned(), source })?;
         let nanos = ts.subsec_nanosecond();
         // jiff keeps the sign of the fraction with the seconds; the contract's time
         // never has a negative fraction.
@@ -561,6 +576,15 @@ mod tests {
         .unwrap();
         assert_eq!(t.clock, Timestamp { seconds: 1_767_222_000, nanoseconds: 250_000_000 });
         assert!(matches!(t.steps[0], Step::Sync));
+    }
+
+    #[test]
+    fn a_clock_that_is_no_time_is_reported_with_jiffs_reason() {
+        let error = clock::parse("yesterday").unwrap_err();
+        let reason = "yesterday".parse::<jiff::Timestamp>().unwrap_err();
+        assert_eq!(error.to_string(), format!("clock \"yesterday\" is not an RFC 3339 time: {reason}"));
+        assert!(std::error::Error::source(&error).is_some(), "the cause is kept");
+        assert!(err(r#"{"clock": "yesterday"}"#).starts_with("not a trace: clock \"yesterday\" is not an RFC 3339"));
     }
 
     #[test]
