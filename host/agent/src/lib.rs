@@ -36,7 +36,7 @@ mod timed_manager;
 
 pub use call_counts::{CallCount, CallCounters, Outcome, Verb};
 pub use circuit_breaker::CircuitBreaker;
-pub use go_duration::parse as parse_go_duration;
+pub use go_duration::{GoDurationError, parse as parse_go_duration};
 pub use kube_client::{
     FIELD_MANAGER, KubeApiServer, KubeClientConfig, KubeClientError, STATUS_CLIENT_PRODUCT, STATUS_CLIENT_USER_AGENT,
     status_client_config,
