@@ -82,7 +82,7 @@ fn the_agent_registers_its_node_renews_its_lease_and_runs_a_pod_to_ready_then_de
         status_update_frequency: Duration::from_secs(1),
         ..NodeConfig::new(NODE)
     };
-    let config = AgentConfig {
+    let agent = podstatus_agent::AgentConfig {
         node: NODE.into(),
         target: Target::Embedded("127.0.0.1:0".parse().expect("addr")),
         client: KubeClientConfig::default(),
@@ -90,10 +90,9 @@ fn the_agent_registers_its_node_renews_its_lease_and_runs_a_pod_to_ready_then_de
         metrics_addr: None,
         sync_period: Duration::from_secs(2),
         queue_capacity: DEFAULT_CAPACITY,
-        injected_faults: None,
         register_node: Some(node),
-        api_latency: None,
     };
+    let config = AgentConfig { agent, injected_faults: None, api_latency: None };
     let plugins = PluginRuntime::new(&RuntimeConfig { cache_dir: Some(cache_dir()), ..RuntimeConfig::default() })
         .expect("runtime");
     let image = plugins.load(PODSTATUS_V2).expect("v2 loads");

@@ -37,7 +37,7 @@ fn server() -> EmbeddedApiServer {
 }
 
 fn agent_config(target: Target) -> AgentConfig {
-    AgentConfig {
+    let agent = podstatus_agent::AgentConfig {
         node: NODE.into(),
         target,
         client: KubeClientConfig::default(),
@@ -45,10 +45,9 @@ fn agent_config(target: Target) -> AgentConfig {
         metrics_addr: None,
         sync_period: Duration::from_secs(1),
         queue_capacity: DEFAULT_CAPACITY,
-        injected_faults: None,
         register_node: None,
-        api_latency: None,
-    }
+    };
+    AgentConfig { agent, injected_faults: None, api_latency: None }
 }
 
 fn simulation(target: Target, pods: usize, churn: f64, seconds: f64) -> SimulateConfig {
@@ -179,7 +178,8 @@ fn the_check_names_a_pod_whose_api_server_status_is_not_the_cached_one() {
     let server = server();
     let store = Arc::clone(server.store());
     // No batch sync during the test: nothing may repair the tampering behind the check.
-    let config = AgentConfig { sync_period: Duration::from_secs(3600), ..agent_config(Target::Url(server.url())) };
+    let mut config = agent_config(Target::Url(server.url()));
+    config.sync_period = Duration::from_secs(3600);
     let plugins = runtime();
     let image = plugins.load(PODSTATUS_V1).expect("v1 loads");
     let agent = NodeAgent::start(&config, plugins, image).expect("the agent starts");
@@ -313,7 +313,8 @@ fn a_plugin_that_forgets_what_it_accepted_fails_the_check() {
     // accepted does.
     let server = server();
     let store = Arc::clone(server.store());
-    let config = AgentConfig { sync_period: Duration::from_secs(3600), ..agent_config(Target::Url(server.url())) };
+    let mut config = agent_config(Target::Url(server.url()));
+    config.sync_period = Duration::from_secs(3600);
     let plugins = runtime();
     let image = plugins.load(podstatus_test_programs::PROBER).expect("the prober loads");
     let agent = NodeAgent::start(&config, plugins, image).expect("the agent starts");
@@ -351,7 +352,8 @@ fn the_agents_guard_decides_by_what_the_node_reported() {
     // the IP the node reported does.
     let server = server();
     let store = Arc::clone(server.store());
-    let config = AgentConfig { sync_period: Duration::from_secs(3600), ..agent_config(Target::Url(server.url())) };
+    let mut config = agent_config(Target::Url(server.url()));
+    config.sync_period = Duration::from_secs(3600);
     let plugins = runtime();
     let image = plugins.load(podstatus_test_programs::PROBER).expect("the prober loads");
     let agent = NodeAgent::start(&config, plugins, image).expect("the agent starts");

@@ -70,6 +70,17 @@ pub struct SpecView {
     pub restart_policy: Option<String>,
 }
 
+impl SpecView {
+    /// A spec of these containers (in this order) and nothing else: what a test or a
+    /// caller that knows only the names needs.
+    pub fn with_containers(names: &[&str]) -> SpecView {
+        SpecView {
+            containers: names.iter().map(|n| NamedView { name: n.to_string() }).collect(),
+            ..SpecView::default()
+        }
+    }
+}
+
 /// A container of the spec, by name.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]

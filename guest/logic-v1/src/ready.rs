@@ -29,13 +29,9 @@ pub fn generate_pod_ready_condition(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use podstatus_core::NamedView;
 
     fn spec(names: &[&str]) -> SpecView {
-        SpecView {
-            containers: names.iter().map(|n| NamedView { name: n.to_string() }).collect(),
-            ..SpecView::default()
-        }
+        SpecView::with_containers(names)
     }
 
     fn cs(name: &str, ready: bool) -> ContainerStatus {

@@ -4,11 +4,11 @@
 use k8s_openapi::api::core::v1::{ContainerState, ContainerStateTerminated, PodStatus};
 use podstatus_core::{
     POD_INITIALIZED, POD_READY, PodView, find_condition, find_condition_mut, find_container_status,
-    find_container_status_mut, normalize_status, parse_status, status_equal,
+    find_container_status_mut, parse_status, status_equal,
 };
 use podstatus_logic::{
-    Engine, Imports, InvalidPod, Level, ManagerError, PodSync, Policy, Result, SyncOrigin, SyncRequest, SyncTarget,
-    UpdateOutcome,
+    ContainerProbe, Engine, Imports, InvalidPod, Level, ManagerError, PodSync, Policy, Result, SyncOrigin, SyncRequest,
+    SyncTarget, UpdateOutcome,
 };
 
 use crate::V1;
@@ -25,13 +25,8 @@ impl<I: Imports> Policy<I> for V1 {
     }
 
     /// Sets one container's readiness in the cached status and regenerates Ready.
-    fn set_container_readiness(
-        &self,
-        engine: &mut Engine<I>,
-        pod_uid: &str,
-        container_id: &str,
-        ready: bool,
-    ) -> Result<UpdateOutcome> {
+    fn set_container_readiness(&self, engine: &mut Engine<I>, probe: ContainerProbe<'_>) -> Result<UpdateOutcome> {
+        let ContainerProbe { pod_uid, container_id, passed: ready } = probe;
         let Some(pod_json) = engine.imports_mut().get_pod_by_uid(pod_uid) else {
             engine.log(Level::Debug, || format!("pod {pod_uid} has been deleted, no need to update readiness"));
             return Ok(UpdateOutcome::PodNotFound);
@@ -70,7 +65,7 @@ impl<I: Imports> Policy<I> for V1 {
     }
 
     /// The 2017 status manager has no startup probes.
-    fn set_container_startup(&self, _: &mut Engine<I>, _: &str, _: &str, _: bool) -> Result<UpdateOutcome> {
+    fn set_container_startup(&self, _: &mut Engine<I>, _: ContainerProbe<'_>) -> Result<UpdateOutcome> {
         Err(ManagerError::Unsupported(
             "set-container-startup: logic v1 (the 2017 status manager) has no startup probes".into(),
         ))
@@ -132,16 +127,10 @@ fn update_status_internal<I: Imports>(
 
     engine.keep_start_time(old_status, &mut status, &mut now);
 
-    normalize_status(&pod.spec, &mut status);
-    if let Some(cached) = &cached
-        && !force
-        && status_equal(&cached.status, &status)
-    {
-        engine.log(Level::Trace, || format!("ignoring same status for pod {}", pod.full_name()));
-        return Ok(UpdateOutcome::Unchanged);
-    }
-
     let pod_is_finished = cached.as_ref().is_some_and(|c| c.pod_is_finished);
-    let versioned = engine.cache_version(pod, status, cached.as_deref(), pod_is_finished);
+    let Some(versioned) = engine.cache_if_changed(pod, status, cached.as_deref(), force, pod_is_finished, status_equal)
+    else {
+        return Ok(UpdateOutcome::Unchanged);
+    };
     Ok(engine.enqueue(uid, versioned))
 }

@@ -5,11 +5,11 @@
 //! not ready whatever its containers say.
 
 use k8s_openapi::api::core::v1::{ContainerStatus, PodCondition, PodReadinessGate};
-use podstatus_core::{JsonError, SpecView};
 use podstatus_core::{
     CONTAINERS_NOT_READY, ContainersReadiness, POD_COMPLETED, POD_READY, POD_SUCCEEDED, UNKNOWN_CONTAINER_STATUSES,
     condition, find_condition_in,
 };
+use podstatus_core::{JsonError, SpecView};
 use serde::Deserialize;
 
 use crate::go_quote::go_quote;
@@ -112,13 +112,9 @@ fn terminal_reason(phase: Option<&str>) -> Option<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use podstatus_core::NamedView;
 
     fn spec(names: &[&str]) -> SpecView {
-        SpecView {
-            containers: names.iter().map(|n| NamedView { name: n.to_string() }).collect(),
-            ..SpecView::default()
-        }
+        SpecView::with_containers(names)
     }
 
     fn cs(name: &str, ready: bool) -> ContainerStatus {

@@ -23,8 +23,8 @@
 
 use k8s_openapi::api::core::v1::PodStatus;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use podstatus_core::{JsonError, go_canonical};
 use podstatus_core::status_equal;
+use podstatus_core::{JsonError, go_canonical};
 use serde_json::{Map, Value, json};
 
 /// The status lists merged by a key rather than replaced, with their `patchMergeKey`.

@@ -5,12 +5,10 @@
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::PodStatus;
-use podstatus_core::{
-    PodView, find_condition_mut, find_container_status, find_container_status_mut, normalize_status, parse_status,
-};
+use podstatus_core::{PodView, find_condition_mut, find_container_status, find_container_status_mut, parse_status};
 use podstatus_logic::{
-    Engine, InvalidPod, Level, ManagerError, PodSync, Policy, Result, SyncOrigin, SyncRequest, SyncTarget,
-    UpdateOutcome, VersionedStatus,
+    ContainerProbe, Engine, InvalidPod, Level, ManagerError, PodSync, Policy, Result, SyncOrigin, SyncRequest,
+    SyncTarget, UpdateOutcome, VersionedStatus,
 };
 
 use crate::V2;
@@ -39,13 +37,8 @@ impl<I: Imports> Policy<I> for V2 {
 
     /// Sets one container's readiness in the cached status and regenerates Ready (with
     /// the pod's readiness gates) and ContainersReady.
-    fn set_container_readiness(
-        &self,
-        engine: &mut Engine<I>,
-        pod_uid: &str,
-        container_id: &str,
-        ready: bool,
-    ) -> Result<UpdateOutcome> {
+    fn set_container_readiness(&self, engine: &mut Engine<I>, probe: ContainerProbe<'_>) -> Result<UpdateOutcome> {
+        let ContainerProbe { pod_uid, container_id, passed: ready } = probe;
         let Found { pod, pod_json, cached } = match find_container(engine, pod_uid, container_id, "readiness")? {
             Ok(found) => found,
             Err(outcome) => return Ok(outcome),
@@ -81,13 +74,8 @@ impl<I: Imports> Policy<I> for V2 {
     }
 
     /// Sets whether one container has passed its startup probe (its `started` flag).
-    fn set_container_startup(
-        &self,
-        engine: &mut Engine<I>,
-        pod_uid: &str,
-        container_id: &str,
-        started: bool,
-    ) -> Result<UpdateOutcome> {
+    fn set_container_startup(&self, engine: &mut Engine<I>, probe: ContainerProbe<'_>) -> Result<UpdateOutcome> {
+        let ContainerProbe { pod_uid, container_id, passed: started } = probe;
         let Found { pod, pod_json, cached } = match find_container(engine, pod_uid, container_id, "startup")? {
             Ok(found) => found,
             Err(outcome) => return Ok(outcome),
@@ -241,16 +229,10 @@ fn update_status_internal<I: Imports>(
     }
     engine.keep_start_time(old_status, &mut status, &mut now);
 
-    normalize_status(&pod.spec, &mut status);
-    if let Some(cached) = &cached
-        && !force
-        && is_pod_status_by_kubelet_equal(&cached.status, &status)
-    {
-        engine.log(Level::Trace, || format!("ignoring same status for pod {}", pod.full_name()));
+    let equal = is_pod_status_by_kubelet_equal;
+    let Some(versioned) = engine.cache_if_changed(pod, status, cached.as_deref(), force, pod_is_finished, equal) else {
         return Ok(UpdateOutcome::Unchanged);
-    }
-
-    let versioned = engine.cache_version(pod, status, cached.as_deref(), pod_is_finished);
+    };
     Ok(enqueue(engine, uid, versioned))
 }
 

@@ -3,8 +3,8 @@
 
 use k8s_openapi::api::core::v1::PodStatus;
 use podstatus_logic::{
-    ApiCall, ApiError, ApiPod, ApiReply, Engine, InvalidPod, LastWritten, Level, ManagerError, PodSync, Policy, Result,
-    SyncPolicy, SyncRequest, UnreadWrite, UpdateOutcome, VersionedStatus, Write, WritePlan,
+    ApiCall, ApiError, ApiPod, ApiReply, ContainerProbe, Engine, InvalidPod, LastWritten, Level, ManagerError, PodSync,
+    Policy, Result, SyncPolicy, SyncRequest, UnreadWrite, UpdateOutcome, VersionedStatus, Write, WritePlan,
 };
 use podstatus_logic_v2::conditions::merge_pod_status;
 use podstatus_logic_v2::patch::status_patch;
@@ -18,24 +18,12 @@ impl<I: Imports> Policy<I> for V3 {
         V2.set_pod_status(engine, pod_json, status_json)
     }
 
-    fn set_container_readiness(
-        &self,
-        engine: &mut Engine<I>,
-        pod_uid: &str,
-        container_id: &str,
-        ready: bool,
-    ) -> Result<UpdateOutcome> {
-        V2.set_container_readiness(engine, pod_uid, container_id, ready)
+    fn set_container_readiness(&self, engine: &mut Engine<I>, probe: ContainerProbe<'_>) -> Result<UpdateOutcome> {
+        V2.set_container_readiness(engine, probe)
     }
 
-    fn set_container_startup(
-        &self,
-        engine: &mut Engine<I>,
-        pod_uid: &str,
-        container_id: &str,
-        started: bool,
-    ) -> Result<UpdateOutcome> {
-        V2.set_container_startup(engine, pod_uid, container_id, started)
+    fn set_container_startup(&self, engine: &mut Engine<I>, probe: ContainerProbe<'_>) -> Result<UpdateOutcome> {
+        V2.set_container_startup(engine, probe)
     }
 
     fn terminate_pod(&self, engine: &mut Engine<I>, pod_json: &str) -> Result<UpdateOutcome> {

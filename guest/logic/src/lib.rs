@@ -32,7 +32,7 @@ pub use imports::{
     SyncRequest, Timestamp, UidTranslations,
 };
 pub use jobs::{BatchPlan, BatchSlice, PodSync, SyncOrigin, SyncStep, SyncTarget};
-pub use manager::{Manager, Policy, StatusManager};
+pub use manager::{ContainerProbe, Manager, Policy, StatusManager};
 pub use outcomes::{BatchReport, CachedStatus, SyncOutcome, UpdateOutcome};
 pub use status::{LastWritten, PendingSync, VersionedStatus};
 pub use sync_policy::{SyncPolicy, UnreadWrite, Write, WritePlan};

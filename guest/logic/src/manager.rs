@@ -60,28 +60,28 @@ pub trait StatusManager {
 pub trait Policy<I: Imports>: SyncPolicy<I> {
     /// `SetPodStatus`.
     fn set_pod_status(&self, engine: &mut Engine<I>, pod_json: &str, status_json: &str) -> Result<UpdateOutcome>;
-    /// `SetContainerReadiness`.
-    fn set_container_readiness(
-        &self,
-        engine: &mut Engine<I>,
-        pod_uid: &str,
-        container_id: &str,
-        ready: bool,
-    ) -> Result<UpdateOutcome>;
-    /// `SetContainerStartup`.
-    fn set_container_startup(
-        &self,
-        engine: &mut Engine<I>,
-        pod_uid: &str,
-        container_id: &str,
-        started: bool,
-    ) -> Result<UpdateOutcome>;
+    /// `SetContainerReadiness`: `probe.passed` is whether the container is ready.
+    fn set_container_readiness(&self, engine: &mut Engine<I>, probe: ContainerProbe<'_>) -> Result<UpdateOutcome>;
+    /// `SetContainerStartup`: `probe.passed` is whether the container has started.
+    fn set_container_startup(&self, engine: &mut Engine<I>, probe: ContainerProbe<'_>) -> Result<UpdateOutcome>;
     /// `TerminatePod`.
     fn terminate_pod(&self, engine: &mut Engine<I>, pod_json: &str) -> Result<UpdateOutcome>;
     /// Takes `request` off the sync queue (it is used up) and plans what handling it
     /// syncs: the snapshot it was queued with (2017), or a pass over every unwritten
     /// pod (1.27).
     fn plan_sync_pod(&self, engine: &mut Engine<I>, request: &SyncRequest) -> Result<Vec<PodSync>>;
+}
+
+/// One container's probe result, as `set-container-readiness` (ready) and
+/// `set-container-startup` (started) report it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ContainerProbe<'a> {
+    /// The pod's UID (a mirror pod's finds nothing: probes run on the node's pods).
+    pub pod_uid: &'a str,
+    /// The container's ID, as its status has it (`containerd://...`).
+    pub container_id: &'a str,
+    /// Whether the probe passed.
+    pub passed: bool,
 }
 
 /// The status manager of the logic version `P`, over `imports`: the one implementation
@@ -120,11 +120,11 @@ impl<I: Imports, P: Policy<I>> StatusManager for Manager<I, P> {
     }
 
     fn set_container_readiness(&mut self, pod_uid: &str, container_id: &str, ready: bool) -> Result<UpdateOutcome> {
-        self.policy.set_container_readiness(&mut self.engine, pod_uid, container_id, ready)
+        self.policy.set_container_readiness(&mut self.engine, ContainerProbe { pod_uid, container_id, passed: ready })
     }
 
     fn set_container_startup(&mut self, pod_uid: &str, container_id: &str, started: bool) -> Result<UpdateOutcome> {
-        self.policy.set_container_startup(&mut self.engine, pod_uid, container_id, started)
+        self.policy.set_container_startup(&mut self.engine, ContainerProbe { pod_uid, container_id, passed: started })
     }
 
     fn terminate_pod(&mut self, pod_json: &str) -> Result<UpdateOutcome> {

@@ -51,13 +51,14 @@ pub enum Target {
     },
 }
 
-/// How the agent runs.
+/// How the agent runs, against a `T` ([`Target`]; a harness that can start the
+/// API server itself has targets of its own, see `podstatus-simulate`).
 #[derive(Clone, Debug)]
-pub struct AgentConfig {
+pub struct AgentConfig<T = Target> {
     /// The node whose pods this agent manages.
     pub node: String,
     /// Where the API server is.
-    pub target: Target,
+    pub target: T,
     /// The client's rate limit and timeouts.
     pub client: KubeClientConfig,
     /// Static pod manifests (the kubelet's `--pod-manifest-path`).
@@ -71,6 +72,22 @@ pub struct AgentConfig {
     /// Register the node (its Node object and Lease, kept as the kubelet keeps them),
     /// described so; `None` leaves the API server's nodes alone (a test's agent).
     pub register_node: Option<NodeConfig>,
+}
+
+impl<T> AgentConfig<T> {
+    /// These settings against `target` instead.
+    pub fn with_target<U>(&self, target: U) -> AgentConfig<U> {
+        AgentConfig {
+            node: self.node.clone(),
+            target,
+            client: self.client.clone(),
+            manifest_dir: self.manifest_dir.clone(),
+            metrics_addr: self.metrics_addr,
+            sync_period: self.sync_period,
+            queue_capacity: self.queue_capacity,
+            register_node: self.register_node.clone(),
+        }
+    }
 }
 
 /// What can stop an agent from starting or swapping.

@@ -62,7 +62,7 @@ impl ClientArgs {
     /// The agent for node `node` (registered as `registration` says) against `target`,
     /// with these flags' client budget, manifests, metrics and sync period.
     pub fn agent_config(&self, node: &str, target: Target, registration: NodeConfig) -> AgentConfig {
-        AgentConfig {
+        let agent = podstatus_agent::AgentConfig {
             node: node.to_string(),
             target,
             client: KubeClientConfig {
@@ -74,9 +74,8 @@ impl ClientArgs {
             metrics_addr: self.metrics_addr,
             sync_period: self.sync_period,
             queue_capacity: DEFAULT_CAPACITY,
-            injected_faults: None,
             register_node: Some(registration),
-            api_latency: None,
-        }
+        };
+        AgentConfig { agent, injected_faults: None, api_latency: None }
     }
 }

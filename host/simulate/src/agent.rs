@@ -6,12 +6,12 @@
 //! API calls.
 
 use std::net::SocketAddr;
-use std::ops::Deref;
+use std::ops::{Deref, DerefMut};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use podstatus_agent::{KubeClientConfig, NodeConfig, STATUS_CLIENT_PRODUCT};
+use podstatus_agent::STATUS_CLIENT_PRODUCT;
 use podstatus_apiserver::{DelayedClient, EmbeddedApiServer, ServeOptions};
 use podstatus_backends::{ApiServer, FaultyApiServer, InjectedFaults, MemoryApiServer};
 use podstatus_runtime::{PluginImage, PluginRuntime};
@@ -34,30 +34,16 @@ pub enum Target {
     },
 }
 
-/// How the agent runs: [`podstatus_agent::AgentConfig`]'s settings, the embedded server
-/// as a target, and the simulator's additions.
+/// How the agent runs: [`podstatus_agent::AgentConfig`]'s settings (reached through
+/// this one, which derefs to them) against a [`Target`] that may be the embedded
+/// server, and the simulator's additions.
 #[derive(Clone, Debug)]
 pub struct AgentConfig {
-    /// The node whose pods this agent manages.
-    pub node: String,
-    /// Where the API server is.
-    pub target: Target,
-    /// The client's rate limit and timeouts.
-    pub client: KubeClientConfig,
-    /// Static pod manifests (the kubelet's `--pod-manifest-path`).
-    pub manifest_dir: Option<PathBuf>,
-    /// Where to serve metrics, if anywhere.
-    pub metrics_addr: Option<SocketAddr>,
-    /// The batch sync period.
-    pub sync_period: Duration,
-    /// The sync queue's capacity.
-    pub queue_capacity: usize,
+    /// The agent's own settings.
+    pub agent: podstatus_agent::AgentConfig<Target>,
     /// Fail some of the plugin's API calls on purpose (simulations, tests): the proof
     /// that a misbehaving API server loses no status.
     pub injected_faults: Option<InjectedFaults>,
-    /// Register the node (its Node object and Lease, kept as the kubelet keeps them),
-    /// described so; `None` leaves the API server's nodes alone (a test's agent).
-    pub register_node: Option<NodeConfig>,
     /// Have the embedded API server answer the status client (the plugin's GETs, status
     /// writes and DELETEs) this much later, as a cluster across a network would; its
     /// other clients (the watch, mirror pods, node and lease, callers of
@@ -66,19 +52,17 @@ pub struct AgentConfig {
     pub api_latency: Option<Duration>,
 }
 
-impl AgentConfig {
-    /// The agent's own configuration, against `target`.
-    fn for_agent(&self, target: podstatus_agent::Target) -> podstatus_agent::AgentConfig {
-        podstatus_agent::AgentConfig {
-            node: self.node.clone(),
-            target,
-            client: self.client.clone(),
-            manifest_dir: self.manifest_dir.clone(),
-            metrics_addr: self.metrics_addr,
-            sync_period: self.sync_period,
-            queue_capacity: self.queue_capacity,
-            register_node: self.register_node.clone(),
-        }
+impl Deref for AgentConfig {
+    type Target = podstatus_agent::AgentConfig<Target>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.agent
+    }
+}
+
+impl DerefMut for AgentConfig {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.agent
     }
 }
 
@@ -127,13 +111,15 @@ impl NodeAgent {
             }
         };
         let faults = config.injected_faults;
-        let agent =
-            podstatus_agent::NodeAgent::start_with_layer(&config.for_agent(target), plugins, image, |api_server| {
-                match faults {
-                    Some(faults) => Arc::new(FaultyApiServer::new(api_server, faults)) as Arc<dyn ApiServer>,
-                    None => api_server,
-                }
-            })?;
+        let agent = podstatus_agent::NodeAgent::start_with_layer(
+            &config.agent.with_target(target),
+            plugins,
+            image,
+            |api_server| match faults {
+                Some(faults) => Arc::new(FaultyApiServer::new(api_server, faults)) as Arc<dyn ApiServer>,
+                None => api_server,
+            },
+        )?;
         Ok(NodeAgent { agent, embedded })
     }
 

@@ -5,11 +5,11 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::PodStatus;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use podstatus_core::{PodView, is_zero};
+use podstatus_core::{PodView, is_zero, normalize_status};
 
 use super::Engine;
 use crate::error::{InvalidPod, Result};
-use crate::imports::Imports;
+use crate::imports::{Imports, Level};
 use crate::status::VersionedStatus;
 
 impl<I: Imports> Engine<I> {
@@ -35,6 +35,29 @@ impl<I: Imports> Engine<I> {
                 }
             }
         }
+    }
+
+    /// Normalises `status` and caches it as the next version of `pod`'s status after
+    /// `cached` (see [`Engine::cache_version`]), unless the update is not forced and
+    /// `equal` finds it the same as the cached one: then None, logged.
+    pub fn cache_if_changed(
+        &mut self,
+        pod: &PodView,
+        mut status: PodStatus,
+        cached: Option<&VersionedStatus>,
+        force: bool,
+        pod_is_finished: bool,
+        equal: impl FnOnce(&PodStatus, &PodStatus) -> bool,
+    ) -> Option<Arc<VersionedStatus>> {
+        normalize_status(&pod.spec, &mut status);
+        if let Some(cached) = cached
+            && !force
+            && equal(&cached.status, &status)
+        {
+            self.log(Level::Trace, || format!("ignoring same status for pod {}", pod.full_name()));
+            return None;
+        }
+        Some(self.cache_version(pod, status, cached, pod_is_finished))
     }
 
     /// Caches `status` as the next version of `pod`'s status after `cached` (the first

@@ -7,8 +7,8 @@ use crate::bindings::{
     StatusManager, SyncOutcome, SyncRequest, SyncStep, UpdateOutcome, v0_1_0, v0_1_1,
 };
 use crate::imports::HostState;
-use crate::plugin::limits::{CallUsage, FaultKind};
 use crate::plugin::call_error::{CallError, Result};
+use crate::plugin::limits::{CallUsage, FaultKind};
 use crate::plugin::plugin_trait::Plugin;
 
 /// The exports of a plugin, by the contract version it implements.

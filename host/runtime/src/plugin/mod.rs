@@ -12,12 +12,11 @@ mod runtime;
 pub mod split_sync;
 mod supervisor;
 
-pub use call_error::{CallError, Result, describe};
 pub use cache::{ArtifactCache, CacheOutcome, Evicted, EvictionPolicy, cache_key};
+pub use call_error::{CallError, Result, describe};
 pub use component::ComponentPlugin;
 pub use limits::{CallUsage, FaultKind, Limits};
 pub use native::{LogicVersion, NativePlugin};
 pub use plugin_trait::Plugin;
 pub use runtime::{LoadError, PluginImage, PluginRuntime, RuntimeConfig};
 pub use supervisor::{Backoff, RecoveryStats, SupervisedPlugin};
-

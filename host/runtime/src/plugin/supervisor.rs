@@ -20,11 +20,11 @@ use crate::bindings::{
     ApiReply, BatchPlan, BatchReport, BatchSlice, CachedStatus, Contract, PodSync, SyncOutcome, SyncRequest, SyncStep,
     UpdateOutcome,
 };
-use crate::plugin::limits::FaultKind;
-use crate::plugin::runtime::PluginImage;
 use crate::plugin::call_error::{CallError, Result};
 use crate::plugin::component::ComponentPlugin;
+use crate::plugin::limits::FaultKind;
 use crate::plugin::plugin_trait::Plugin;
+use crate::plugin::runtime::PluginImage;
 use crate::world::World;
 
 /// The format of the change sets the supervisor understands.
@@ -89,8 +89,9 @@ impl SupervisedPlugin {
     /// A supervised instance of `image` over `world`, starting from the empty state.
     pub fn new(image: PluginImage, world: World) -> Result<Self, crate::plugin::runtime::LoadError> {
         let mut instance = image.instantiate(world.clone())?;
-        let document =
-            instance.save_state().map_err(|e| crate::plugin::runtime::LoadError::Instantiate(wasmtime::format_err!("{e}")))?;
+        let document = instance
+            .save_state()
+            .map_err(|e| crate::plugin::runtime::LoadError::Instantiate(wasmtime::format_err!("{e}")))?;
         let shadow = StateShadow::parse(&document)
             .map_err(|e| crate::plugin::runtime::LoadError::Instantiate(wasmtime::format_err!("{e}")))?;
         Ok(SupervisedPlugin {
