@@ -5,32 +5,18 @@ use podstatus_logic::{Imports, Policy};
 
 use crate::shared;
 
-// The world is the contract's `status-manager`, included under a name of its own:
-// the generated export macros are named after the world, and the three contracts'
-// worlds share one name.
-wit_bindgen::generate!({
-    inline: "package podstatus:glue; world contract-0-1-0 { include kubelet:status/status-manager@0.1.0; }",
+shared::contract!(
+    world: "package podstatus:glue; world contract-0-1-0 { include kubelet:status/status-manager@0.1.0; }",
     path: "../../wit/status@0.1.0",
-    generate_all,
-    pub_export_macro: true,
-    default_bindings_module: "podstatus_glue::contract_0_1_0",
-});
+    module: "podstatus_glue::contract_0_1_0",
+    api_error: api_server::ApiError,
+);
 
 use exports::kubelet::status::manager as wit;
 use kubelet::status::api_server;
 
-/// Traps here when the failpoint is armed (only in the `failpoints` build).
-macro_rules! failpoint {
-    ($id:ident) => {
-        #[cfg(feature = "failpoints")]
-        crate::failpoints::hit(crate::failpoints::$id, kubelet::status::clock::now().nanoseconds);
-    };
-}
+use shared::failpoint;
 
-shared::plugin_type!();
-shared::outcome_conversions!();
-shared::api_error_conversion!(api_server::ApiError);
-shared::logging!();
 shared::manager_error_without_syncs!();
 
 impl<P: Policy<WitImports> + Default + 'static> wit::Guest for Plugin<P> {

@@ -2,6 +2,45 @@
 //! distinct (each WIT package generates its own), so the shared code is written once
 //! here as macros that each contract module expands over its own bindings.
 
+/// A contract module's bindings and the glue every contract has alike, for the module
+/// it is expanded in: `generate!` of the contract's world (`$world`, included under a
+/// name of its own: the generated export macros are named after the world, and the
+/// three contracts' worlds share one name), the plugin type ([`plugin_type`]), the
+/// outcome conversions, the API error conversion (from `$api_error`) and logging.
+macro_rules! contract {
+    (world: $world:literal, path: $path:literal, module: $module:literal, api_error: $api_error:path $(,)?) => {
+        wit_bindgen::generate!({
+            inline: $world,
+            path: $path,
+            generate_all,
+            pub_export_macro: true,
+            default_bindings_module: $module,
+        });
+
+        $crate::shared::plugin_type!();
+        $crate::shared::outcome_conversions!();
+        $crate::shared::api_error_conversion!($api_error);
+        $crate::shared::logging!();
+    };
+}
+pub(crate) use contract;
+
+/// Traps where it stands when the failpoint `$id` is armed (only in the `failpoints`
+/// build; see [`crate::failpoints`]), for the contract module it is used in.
+macro_rules! failpoint {
+    ($id:ident) => {
+        #[cfg(feature = "failpoints")]
+        $crate::failpoints::hit($crate::failpoints::$id, kubelet::status::clock::now().nanoseconds);
+    };
+}
+pub(crate) use failpoint;
+
+/// No failpoint: for the entry points of a contract that has none there.
+macro_rules! no_failpoint {
+    ($id:ident) => {};
+}
+pub(crate) use no_failpoint;
+
 /// The thread-local manager of a plugin instance and [`Plugin`](crate::contract_0_2_0::Plugin),
 /// the type a plugin program exports: expanded in a contract module, whose
 /// `WitImports` the manager runs over.

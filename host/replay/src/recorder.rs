@@ -98,6 +98,16 @@ impl RecordingApiServer {
         self.state().calls.push(call);
     }
 
+    /// Records a status write (`call`, noted before the write was handed on) once its
+    /// result is known: its outcome and the UID of the object written.
+    fn record_status_write(&self, mut call: Call, result: Result<Arc<Pod>>) -> Result<Arc<Pod>> {
+        call.outcome = outcome(&result);
+        call.subresource = Some("status");
+        call.target_uid = Some(result.as_ref().ok().and_then(|pod| pod.metadata.uid.clone()));
+        self.record(call, &result);
+        result
+    }
+
     fn call(&self, verb: &'static str, namespace: &str, name: &str, outcome: &'static str) -> Call {
         Call {
             step: self.step.load(Ordering::SeqCst),
@@ -138,16 +148,12 @@ impl ApiServer for RecordingApiServer {
 
     fn update_pod_status(&self, update: StatusUpdate) -> Result<Arc<Pod>> {
         // The call is noted before the update is handed on; its outcome once known.
-        let mut call = self.call("update", &update.namespace, &update.name, "ok");
+        let call = self.call("update", &update.namespace, &update.name, "ok");
         let result = match self.injected(FailVerb::Write, &update.namespace, &update.name) {
             Some(e) => Err(e),
             None => self.inner.update_pod_status(update),
         };
-        call.outcome = outcome(&result);
-        call.subresource = Some("status");
-        call.target_uid = Some(result.as_ref().ok().and_then(|pod| pod.metadata.uid.clone()));
-        self.record(call, &result);
-        result
+        self.record_status_write(call, result)
     }
 
     fn patch_pod_status(&self, patch: StatusPatch) -> Result<Arc<Pod>> {
@@ -159,11 +165,7 @@ impl ApiServer for RecordingApiServer {
             Some(e) => Err(e),
             None => self.inner.patch_pod_status(patch),
         };
-        call.outcome = outcome(&result);
-        call.subresource = Some("status");
-        call.target_uid = Some(result.as_ref().ok().and_then(|pod| pod.metadata.uid.clone()));
-        self.record(call, &result);
-        result
+        self.record_status_write(call, result)
     }
 
     fn delete_pod(&self, namespace: &str, name: &str, options: &DeleteOptions) -> Result<Arc<Pod>> {

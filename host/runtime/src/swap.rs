@@ -79,23 +79,15 @@ pub fn move_bulk(old: &mut dyn Plugin, new: &mut dyn Plugin) -> Result<usize, Sw
 pub fn load_checked(new: &mut dyn Plugin, state: &str) -> Result<(), SwapError> {
     new.load_state(state).map_err(SwapError::Refused)?;
     let held = new.save_state().map_err(SwapError::Refused)?;
-    let unreadable = |what: &str| {
-        SwapError::Refused(CallError::Rejected {
-            call: "save-state",
-            error: crate::bindings::ManagerError::InvalidState(format!("{what} cannot be read back")),
-        })
-    };
-    let expected: Entries<'_> = serde_json::from_str(state).map_err(|_| unreadable("the state"))?;
-    let actual: Entries<'_> = serde_json::from_str(&held).map_err(|_| unreadable("the new plugin's state"))?;
-    if let Some(difference) = expected.difference(&actual) {
-        return Err(SwapError::Refused(CallError::Rejected {
-            call: "load-state",
-            error: crate::bindings::ManagerError::InvalidState(format!(
-                "the new plugin answered ok but does not hold the state it was given: {difference}"
-            )),
-        }));
+    let expected: Entries<'_> = serde_json::from_str(state).map_err(|_| unreadable("save-state", "the state"))?;
+    let actual: Entries<'_> =
+        serde_json::from_str(&held).map_err(|_| unreadable("save-state", "the new plugin's state"))?;
+    match expected.difference(&actual) {
+        Some(difference) => {
+            Err(invalid_state("load-state", format!("does not hold the state it was given: {difference}")))
+        }
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// Applies `changes` to `new` and checks, from `new`'s own change set, that it holds
@@ -103,23 +95,32 @@ pub fn load_checked(new: &mut dyn Plugin, state: &str) -> Result<(), SwapError> 
 pub fn apply_checked(new: &mut dyn Plugin, changes: &str) -> Result<(), SwapError> {
     new.apply_state_changes(changes).map_err(SwapError::Refused)?;
     let held = new.save_state_changes().map_err(SwapError::Refused)?;
-    let unreadable = |what: &str| {
-        SwapError::Refused(CallError::Rejected {
-            call: "save-state-changes",
-            error: crate::bindings::ManagerError::InvalidState(format!("{what} cannot be read back")),
-        })
-    };
-    let expected: ChangesEntries<'_> = serde_json::from_str(changes).map_err(|_| unreadable("the change set"))?;
-    let actual: ChangesEntries<'_> = serde_json::from_str(&held).map_err(|_| unreadable("the new plugin's changes"))?;
-    if let Some(difference) = expected.patch.difference(&actual.patch) {
-        return Err(SwapError::Refused(CallError::Rejected {
-            call: "apply-state-changes",
-            error: crate::bindings::ManagerError::InvalidState(format!(
-                "the new plugin answered ok but does not hold the changes it was given: {difference}"
-            )),
-        }));
+    let call = "save-state-changes";
+    let expected: ChangesEntries<'_> = serde_json::from_str(changes).map_err(|_| unreadable(call, "the change set"))?;
+    let actual: ChangesEntries<'_> =
+        serde_json::from_str(&held).map_err(|_| unreadable(call, "the new plugin's changes"))?;
+    match expected.patch.difference(&actual.patch) {
+        Some(difference) => {
+            Err(invalid_state("apply-state-changes", format!("does not hold the changes it was given: {difference}")))
+        }
+        None => Ok(()),
     }
-    Ok(())
+}
+
+/// The new plugin's `call` answered a document that is not the state format.
+fn unreadable(call: &'static str, what: &str) -> SwapError {
+    SwapError::Refused(CallError::Rejected {
+        call,
+        error: crate::bindings::ManagerError::InvalidState(format!("{what} cannot be read back")),
+    })
+}
+
+/// The new plugin answered `call` with ok but does not hold what it was given.
+fn invalid_state(call: &'static str, what: String) -> SwapError {
+    SwapError::Refused(CallError::Rejected {
+        call,
+        error: crate::bindings::ManagerError::InvalidState(format!("the new plugin answered ok but {what}")),
+    })
 }
 
 /// A status entry of the state format, its body left as text.

@@ -313,16 +313,7 @@ impl Sandbox {
             let (backend_wall, backend_cpu) = std::mem::take(&mut self.backend);
             self.host_time += since.elapsed().saturating_sub(backend_wall) + backend_cpu;
         }
-        if let Some(budget) = self.limits.call_cpu_time
-            && self.guest_time + self.host_time > budget
-        {
-            self.breach = Some(FaultKind::CpuTime);
-            wasmtime::bail!(
-                "the plugin used more than its CPU time of {budget:?} for one call ({:?} of it in host imports)",
-                self.host_time
-            );
-        }
-        Ok(())
+        self.check_cpu_time()
     }
 
     /// The guest gets control; returns the epoch ticks it may run for.
@@ -339,6 +330,11 @@ impl Sandbox {
         if let Some(since) = self.guest_since.take() {
             self.guest_time += since.elapsed();
         }
+        self.check_cpu_time()
+    }
+
+    /// Traps once the call's guest and host time together pass its CPU time budget.
+    fn check_cpu_time(&mut self) -> wasmtime::Result<()> {
         if let Some(budget) = self.limits.call_cpu_time
             && self.guest_time + self.host_time > budget
         {
