@@ -35,6 +35,7 @@ pub mod generate;
 mod go_quote;
 mod imports;
 pub mod patch;
+mod policy;
 mod sync;
 mod updates;
 
@@ -45,13 +46,5 @@ pub use podstatus_logic::{
     PodSync, Result, StatusManager, StatusUpdate, SyncOrigin, SyncOutcome, SyncRequest, SyncStep, Timestamp,
     UidTranslations, UpdateOutcome,
 };
+pub use policy::{Manager, V2};
 pub use sync::{call_api, now};
-
-/// Logic v2's decisions: [`podstatus_logic::Policy`] (the 1.27 updates) and
-/// [`podstatus_logic::SyncPolicy`] (the 1.27 sync). Public so that a later version can
-/// keep them and change only what differs.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct V2;
-
-/// Logic v2's status manager over `I`.
-pub type Manager<I> = podstatus_logic::Manager<I, V2>;

@@ -10,10 +10,10 @@ use podstatus_logic::{
     Write, WritePlan,
 };
 
-use crate::V2;
 use crate::conditions::{is_pod_status_by_kubelet_equal, is_terminal, merge_pod_status};
 use crate::imports::{Imports, StatusPatch};
 use crate::patch::status_patch;
+use crate::policy::V2;
 
 impl<I: Imports> SyncPolicy<I> for V2 {
     const CHECKS_NEEDS_UPDATE: bool = false;

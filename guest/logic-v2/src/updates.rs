@@ -11,13 +11,13 @@ use podstatus_logic::{
     SyncTarget, UpdateOutcome, VersionedStatus,
 };
 
-use crate::V2;
 use crate::conditions::{
     TRANSITION_TIME_CONDITIONS, is_pod_status_by_kubelet_equal, is_terminal, update_last_transition_time,
 };
 use crate::containers::{check_container_state_transition, restart_policy, terminate_containers};
 use crate::generate::{POD_FAILED, generate_containers_ready_condition, generate_pod_ready_condition, readiness_gates};
 use crate::imports::Imports;
+use crate::policy::V2;
 
 /// A cached container found by ID, with its pod.
 struct Found {

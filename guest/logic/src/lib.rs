@@ -25,7 +25,8 @@ mod status;
 mod sync_policy;
 
 pub use api_pod::ApiPod;
-pub use engine::{Engine, STATE_CHANGES_FORMAT, STATE_FORMAT, STATE_VERSION};
+pub use engine::Engine;
+pub use engine::state::{STATE_CHANGES_FORMAT, STATE_FORMAT, STATE_VERSION};
 pub use error::{InvalidPod, ManagerError, Result};
 pub use imports::{
     ApiCall, ApiError, ApiReply, DeleteOptions, Imports, Level, MISFIT_REPLY, PatchImports, StatusPatch, StatusUpdate,

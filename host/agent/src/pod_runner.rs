@@ -21,8 +21,8 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Pod;
 
-use crate::TimedManager;
 use crate::lifecycle::{Event, PodLife, Stage};
+use crate::timed_manager::TimedManager;
 use podstatus_backends::PodManager;
 use podstatus_runtime::CallError;
 use podstatus_runtime::bindings::UpdateOutcome;

@@ -11,8 +11,8 @@ use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use k8s_openapi::api::core::v1::Pod;
 
-use super::api_server::{MemoryApiServer, PodEvent};
 use super::pod_identity::{identity, is_mirror_pod, is_static_pod};
+use crate::api_server::memory::{MemoryApiServer, PodEvent};
 
 /// Pods keyed by UID. Thread-safe; every method takes `&self`.
 ///
@@ -233,7 +233,7 @@ fn uid_of(pod: &Pod) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api_server::{ApiServer, StatusUpdate};
+    use crate::api_server::interface::{ApiServer, StatusUpdate};
     use crate::pod_identity::{CONFIG_MIRROR_ANNOTATION, CONFIG_SOURCE_ANNOTATION};
     use crate::testing::pod;
     use k8s_openapi::api::core::v1::PodStatus;

@@ -15,7 +15,8 @@ use podstatus_runtime::PluginRuntime;
 use podstatus_simulate::{NodeAgent, Signals, Target};
 
 use crate::node_args::NodeArgs;
-use crate::{PluginArgs, simulate_command};
+use crate::plugin_args::PluginArgs;
+use crate::simulate_command;
 
 /// Exit code when the agent could not start.
 const UNUSABLE: u8 = 2;

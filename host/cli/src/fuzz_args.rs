@@ -12,7 +12,7 @@ use podstatus_fuzz::{
 };
 use podstatus_runtime::{PluginRuntime, RuntimeConfig};
 
-use crate::Logic;
+use crate::plugin_args::Logic;
 
 /// Traces per run when neither `--traces` nor `--duration` is given.
 pub const DEFAULT_TRACES: u64 = 500;

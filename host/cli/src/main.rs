@@ -3,15 +3,16 @@
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::Duration;
 
 use crate::inspect::inspect;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use podstatus_plugins::{PODSTATUS_V1, PODSTATUS_V2, PODSTATUS_V3};
 use podstatus_replay as replay;
 use podstatus_replay::Trace;
-use podstatus_runtime::{LogicVersion, NativePlugin, Plugin, PluginRuntime, RuntimeConfig};
+use podstatus_runtime::{NativePlugin, Plugin, PluginRuntime};
+
+use crate::plugin_args::PluginArgs;
+use crate::simulate_command::SimulateArgs;
 
 /// The kubelet's pod status manager as a sandboxed WebAssembly plugin.
 #[derive(Parser)]
@@ -76,169 +77,13 @@ enum Command {
     },
 }
 
-/// `podstatus simulate`'s options.
-#[derive(clap::Args)]
-struct SimulateArgs {
-    /// Pods alive at once on the node (a deleted pod is replaced).
-    #[arg(long, default_value_t = 50)]
-    pods: usize,
-    /// Static pods, written to a temporary manifest folder (ignored with
-    /// --pod-manifest-path).
-    #[arg(long, default_value_t = 2)]
-    static_pods: usize,
-    /// Lifecycle events per second over all pods.
-    #[arg(long, default_value_t = 20.0)]
-    churn: f64,
-    /// How long the churn lasts (`15s`, `1m30s`; a bare number is seconds); 0 runs until
-    /// SIGINT or SIGTERM.
-    #[arg(long, value_name = "DURATION", default_value = "15s", value_parser = podstatus_agent::parse_go_duration)]
-    duration: Duration,
-    /// Stop once this many pods have lived whole lives (created, run, terminated and
-    /// deleted by the status manager), if that comes before --duration.
-    #[arg(long, value_name = "N")]
-    cycles: Option<u64>,
-    /// The generator's seed: the same seed gives the same pod lives.
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
-    /// The node the pods are bound to (the kubelet's --hostname-override).
-    #[arg(long, visible_alias = "hostname-override", default_value = "sim-node")]
-    node_name: String,
-    /// Where the embedded API server listens.
-    #[arg(long, default_value = "127.0.0.1:0")]
-    listen: std::net::SocketAddr,
-    #[command(flatten)]
-    client: crate::client_args::ClientArgs,
-    /// Hot-swap to this plugin during the run (with --swap-at), and on SIGHUP.
-    #[arg(long, value_name = "FILE.wasm")]
-    swap_to: Option<PathBuf>,
-    /// How far into the run to swap to --swap-to (`40s`; a bare number is seconds).
-    #[arg(long, value_name = "DURATION", requires = "swap_to", value_parser = podstatus_agent::parse_go_duration)]
-    swap_at: Option<Duration>,
-    /// How long the final flush and quiet sync may take.
-    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = podstatus_agent::parse_go_duration)]
-    flush_timeout: Duration,
-    /// Have the embedded API server answer the agent's status client (the plugin's GET
-    /// of a pod, status writes, DELETE) this much later, as a cluster across a network
-    /// would (`20ms`; a bare number is seconds). The pod watch, the pods' owners, node
-    /// and lease calls and the final check are not delayed. Only with the embedded
-    /// server: a real one's latency is its own.
-    #[arg(
-        long,
-        value_name = "DURATION",
-        value_parser = podstatus_agent::parse_go_duration,
-        conflicts_with_all = ["kubeconfig", "server"],
-    )]
-    api_latency: Option<Duration>,
-    /// Fail this fraction of the plugin's API calls on purpose (half refused before
-    /// sending, half sent with the answer lost): the final check shows nothing is lost.
-    #[arg(long, value_name = "FRACTION", default_value_t = 0.0)]
-    api_fault_rate: f64,
-    /// Print the summary as JSON instead of a table (as `-o json`).
-    #[arg(long)]
-    json: bool,
-    /// The summary's format, as kubectl's `-o`: `json`, or `text` (the table).
-    #[arg(short = 'o', long, value_enum, value_name = "FORMAT")]
-    output: Option<OutputFormat>,
-    /// No progress bar.
-    #[arg(long)]
-    quiet: bool,
-    #[command(flatten)]
-    node: node_args::NodeArgs,
-    #[command(flatten)]
-    plugin: PluginArgs,
-}
-
-/// How `simulate` prints its summary.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-enum OutputFormat {
-    /// The summary table.
-    Text,
-    /// One JSON document.
-    Json,
-}
-
-impl SimulateArgs {
-    /// Whether the summary is printed as JSON (`--json` or `-o json`).
-    fn json(&self) -> bool {
-        self.json || self.output == Some(OutputFormat::Json)
-    }
-}
-
-#[derive(clap::Args)]
-struct PluginArgs {
-    /// The plugin component; defaults to the one built from this checkout's guest/.
-    #[arg(long, value_name = "FILE.wasm")]
-    plugin: Option<PathBuf>,
-    /// Which built-in plugin to run: v1 (the 2017 kubelet, contract 0.1.0), v2
-    /// (Kubernetes 1.27, contract 0.1.1) or v3 (v2 writing each status version with one
-    /// PATCH and no GET, contract 0.1.1).
-    #[arg(long, value_enum, default_value_t = Logic::V1, conflicts_with = "plugin")]
-    logic: Logic,
-    /// Where compiled plugins are cached [default: $PODSTATUS_CACHE_DIR, else
-    /// $XDG_CACHE_HOME/podstatus, else ~/.cache/podstatus].
-    #[arg(long, value_name = "DIR")]
-    cache_dir: Option<PathBuf>,
-    /// Compile the plugin every time instead of using the cache.
-    #[arg(long)]
-    no_cache: bool,
-}
-
-/// The plugins built from this checkout.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Logic {
-    /// The 2017 kubelet (contract 0.1.0).
-    V1,
-    /// Kubernetes 1.27 (contract 0.1.1).
-    V2,
-    /// v2 writing each status version with one PATCH, no GET (contract 0.1.1).
-    V3,
-}
-
-impl Logic {
-    /// The built-in plugin of this logic version.
-    pub fn component(self) -> &'static [u8] {
-        match self {
-            Logic::V1 => PODSTATUS_V1,
-            Logic::V2 => PODSTATUS_V2,
-            Logic::V3 => PODSTATUS_V3,
-        }
-    }
-
-    /// The same logic version, linked natively (`--native`).
-    pub fn native(self) -> LogicVersion {
-        match self {
-            Logic::V1 => LogicVersion::V1,
-            Logic::V2 => LogicVersion::V2,
-            Logic::V3 => LogicVersion::V3,
-        }
-    }
-}
-
-impl PluginArgs {
-    fn bytes(&self) -> anyhow::Result<Vec<u8>> {
-        match (&self.plugin, self.logic) {
-            (Some(path), _) => std::fs::read(path).with_context(|| format!("reading plugin {}", path.display())),
-            (None, logic) => Ok(logic.component().to_vec()),
-        }
-    }
-
-    fn runtime_config(&self) -> RuntimeConfig {
-        if self.no_cache {
-            return RuntimeConfig { cache_dir: None, ..RuntimeConfig::default() };
-        }
-        match &self.cache_dir {
-            Some(dir) => RuntimeConfig { cache_dir: Some(dir.clone()), ..RuntimeConfig::default() },
-            None => RuntimeConfig::with_default_cache(),
-        }
-    }
-}
-
 mod agent_command;
 mod client_args;
 mod fuzz_args;
 mod inspect;
 mod logging;
 mod node_args;
+mod plugin_args;
 mod simulate_command;
 
 fn main() -> ExitCode {

@@ -2,6 +2,7 @@
 //! and signal handling `podstatus agent` shares with them): options to
 //! configuration, signals to flags, the summary to stdout, and exit codes.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -14,7 +15,93 @@ use podstatus_backends::MemoryApiServer;
 use podstatus_runtime::PluginRuntime;
 use podstatus_simulate::{AgentConfig, Signals, SimulateConfig};
 
-use crate::SimulateArgs;
+/// `podstatus simulate`'s options.
+#[derive(clap::Args)]
+pub struct SimulateArgs {
+    /// Pods alive at once on the node (a deleted pod is replaced).
+    #[arg(long, default_value_t = 50)]
+    pub pods: usize,
+    /// Static pods, written to a temporary manifest folder (ignored with
+    /// --pod-manifest-path).
+    #[arg(long, default_value_t = 2)]
+    pub static_pods: usize,
+    /// Lifecycle events per second over all pods.
+    #[arg(long, default_value_t = 20.0)]
+    pub churn: f64,
+    /// How long the churn lasts (`15s`, `1m30s`; a bare number is seconds); 0 runs until
+    /// SIGINT or SIGTERM.
+    #[arg(long, value_name = "DURATION", default_value = "15s", value_parser = podstatus_agent::parse_go_duration)]
+    pub duration: Duration,
+    /// Stop once this many pods have lived whole lives (created, run, terminated and
+    /// deleted by the status manager), if that comes before --duration.
+    #[arg(long, value_name = "N")]
+    pub cycles: Option<u64>,
+    /// The generator's seed: the same seed gives the same pod lives.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// The node the pods are bound to (the kubelet's --hostname-override).
+    #[arg(long, visible_alias = "hostname-override", default_value = "sim-node")]
+    pub node_name: String,
+    /// Where the embedded API server listens.
+    #[arg(long, default_value = "127.0.0.1:0")]
+    pub listen: std::net::SocketAddr,
+    #[command(flatten)]
+    pub client: crate::client_args::ClientArgs,
+    /// Hot-swap to this plugin during the run (with --swap-at), and on SIGHUP.
+    #[arg(long, value_name = "FILE.wasm")]
+    pub swap_to: Option<PathBuf>,
+    /// How far into the run to swap to --swap-to (`40s`; a bare number is seconds).
+    #[arg(long, value_name = "DURATION", requires = "swap_to", value_parser = podstatus_agent::parse_go_duration)]
+    pub swap_at: Option<Duration>,
+    /// How long the final flush and quiet sync may take.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = podstatus_agent::parse_go_duration)]
+    pub flush_timeout: Duration,
+    /// Have the embedded API server answer the agent's status client (the plugin's GET
+    /// of a pod, status writes, DELETE) this much later, as a cluster across a network
+    /// would (`20ms`; a bare number is seconds). The pod watch, the pods' owners, node
+    /// and lease calls and the final check are not delayed. Only with the embedded
+    /// server: a real one's latency is its own.
+    #[arg(
+        long,
+        value_name = "DURATION",
+        value_parser = podstatus_agent::parse_go_duration,
+        conflicts_with_all = ["kubeconfig", "server"],
+    )]
+    pub api_latency: Option<Duration>,
+    /// Fail this fraction of the plugin's API calls on purpose (half refused before
+    /// sending, half sent with the answer lost): the final check shows nothing is lost.
+    #[arg(long, value_name = "FRACTION", default_value_t = 0.0)]
+    pub api_fault_rate: f64,
+    /// Print the summary as JSON instead of a table (as `-o json`).
+    #[arg(long)]
+    pub json: bool,
+    /// The summary's format, as kubectl's `-o`: `json`, or `text` (the table).
+    #[arg(short = 'o', long, value_enum, value_name = "FORMAT")]
+    pub output: Option<OutputFormat>,
+    /// No progress bar.
+    #[arg(long)]
+    pub quiet: bool,
+    #[command(flatten)]
+    pub node: crate::node_args::NodeArgs,
+    #[command(flatten)]
+    pub plugin: crate::plugin_args::PluginArgs,
+}
+
+/// How `simulate` prints its summary.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum OutputFormat {
+    /// The summary table.
+    Text,
+    /// One JSON document.
+    Json,
+}
+
+impl SimulateArgs {
+    /// Whether the summary is printed as JSON (`--json` or `-o json`).
+    pub fn json(&self) -> bool {
+        self.json || self.output == Some(OutputFormat::Json)
+    }
+}
 
 /// Exit code when the final check finds pods whose API status is not the cached one.
 const CHECK_FAILED: u8 = 1;

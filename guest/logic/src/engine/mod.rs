@@ -20,11 +20,9 @@ use crate::outcomes::{CachedStatus, UpdateOutcome};
 use crate::status::{LastWritten, PendingSync, VersionedStatus};
 
 mod batch;
-mod state;
+pub(crate) mod state;
 mod syncs;
 mod updates;
-
-pub use state::{STATE_CHANGES_FORMAT, STATE_FORMAT, STATE_VERSION};
 
 /// The status manager's state and bookkeeping. All state is in ordered maps: a batch
 /// sync visits pods in UID order and nothing depends on hash order.

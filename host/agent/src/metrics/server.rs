@@ -16,7 +16,7 @@ use hyper_util::rt::TokioIo;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-use super::{CONTENT_TYPE, Metrics};
+use super::registry::{CONTENT_TYPE, Metrics};
 
 /// Why the metrics server could not start.
 #[derive(Debug, thiserror::Error)]

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use k8s_openapi::api::core::v1::Pod;
 
-use super::{ApiError, ApiServer, DeleteOptions, Result, StatusPatch, StatusUpdate};
+use super::interface::{ApiError, ApiServer, DeleteOptions, Result, StatusPatch, StatusUpdate};
 use crate::rng::{Entropy, SplitMix64};
 
 /// Which calls fail: about `rate` of them (0.0 to 1.0), chosen by a generator seeded
@@ -97,7 +97,7 @@ impl ApiServer for FaultyApiServer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api_server::MemoryApiServer;
+    use crate::api_server::memory::MemoryApiServer;
     use crate::testing::pod;
 
     fn store_with_pod() -> Arc<MemoryApiServer> {

@@ -76,7 +76,7 @@ use k8s_openapi::api::core::v1::{Pod, PodStatus};
 
 use serde_json::Value;
 
-use super::{ApiError, ApiServer, DeleteOptions, Result, StatusPatch, StatusUpdate};
+use super::interface::{ApiError, ApiServer, DeleteOptions, Result, StatusPatch, StatusUpdate};
 use crate::host_view::{HostView, ips_of};
 use crate::pod_identity::{identity, is_mirror_pod, is_static_pod};
 use crate::pod_manager::PodManager;
@@ -534,7 +534,7 @@ impl fmt::Debug for GuardedApiServer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api_server::MemoryApiServer;
+    use crate::api_server::memory::MemoryApiServer;
     use crate::deletion_safety::FixedDeletionSafety;
     use crate::pod_identity::{CONFIG_MIRROR_ANNOTATION, CONFIG_SOURCE_ANNOTATION};
     use crate::testing;

@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
-use super::{ApiError, ApiServer, DeleteOptions, Result, StatusPatch, StatusUpdate};
+use super::interface::{ApiError, ApiServer, DeleteOptions, Result, StatusPatch, StatusUpdate};
 
 /// The namespace the API server gives a pod that names none.
 const DEFAULT_NAMESPACE: &str = "default";

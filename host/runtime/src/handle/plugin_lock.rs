@@ -102,7 +102,7 @@ mod tests {
             queue: Arc::new(SyncQueue::new(10)),
         };
         // No scheduler: the test drives the locks.
-        Arc::new(PluginLock::new(Box::new(NativePlugin::new(world, crate::LogicVersion::V1))))
+        Arc::new(PluginLock::new(Box::new(NativePlugin::new(world, crate::plugin::LogicVersion::V1))))
     }
 
     /// Eight sync steps wait for the plugin while one holds it; a caller comes along
