@@ -173,6 +173,37 @@ fn a_body_declared_too_large_is_refused_before_it_is_read() {
 }
 
 #[test]
+fn a_client_that_sends_its_whole_oversized_body_reads_the_413() {
+    // As the official clients do: the whole body first, then the answer. The server
+    // answers at once and reads (and discards) what is still coming, so the client's
+    // writes succeed and the 413 is there to read, declared length or chunked.
+    let server = serve();
+    let body = vec![b' '; 8 << 20];
+    let declared =
+        format!("POST /api/v1/namespaces/ns/pods HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n", body.len());
+    let chunked = "POST /api/v1/namespaces/ns/pods HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
+    for head in [declared.as_str(), chunked] {
+        let mut stream = connect(server.local_addr());
+        stream.write_all(head.as_bytes()).expect("head");
+        let is_chunked = head.contains("chunked");
+        for piece in body.chunks(64 << 10) {
+            if is_chunked {
+                stream.write_all(format!("{:x}\r\n", piece.len()).as_bytes()).expect("chunk head");
+            }
+            stream.write_all(piece).expect("the server reads what the client still sends");
+            if is_chunked {
+                stream.write_all(b"\r\n").expect("chunk end");
+            }
+        }
+        if is_chunked {
+            stream.write_all(b"0\r\n\r\n").expect("last chunk");
+        }
+        let status = read_reply(&mut stream).status(413, "RequestEntityTooLarge");
+        assert_eq!(status["message"], "Request entity too large: limit is 3145728", "{head}");
+    }
+}
+
+#[test]
 fn stalled_bodies_are_bounded_and_time_out() {
     // Room for 4 bodies of 1 KiB at once; bodies must arrive within 10 s: long enough
     // that the fifth request finds the room still taken on a loaded machine (this test

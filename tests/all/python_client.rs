@@ -1,7 +1,8 @@
 //! The official Kubernetes Python client (`kubernetes` on PyPI) against the embedded API
 //! server: version, create, list by label and by `spec.nodeName`, status patches with a
 //! dict body (a strategic merge patch: conditions merge by type), a watch, a 404 as an
-//! `ApiException`, and a deletion. The client's side is `fixtures/clients/python_client.py`.
+//! `ApiException`, a body over the request limit answered 413 (an `ApiException` the
+//! client reads, not a broken pipe), and a deletion. The client's side is `fixtures/clients/python_client.py`.
 //!
 //! The interpreter: `$PODSTATUS_PYTHON` if set (it must have the client), else the venv
 //! `target/python`, which this test makes and fills with `pip install kubernetes` when it

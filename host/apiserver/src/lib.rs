@@ -34,6 +34,7 @@ mod object_tables;
 mod objects;
 mod options;
 mod pods;
+mod request_body;
 mod response;
 mod routes;
 mod selectors;

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::{HeaderMap, Method, Request, Response, StatusCode, header};
-use http_body_util::{BodyExt, Limited};
+use http_body_util::BodyExt;
 use hyper::body::{Body as _, Frame, Incoming, SizeHint};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use serde_json::Value;
@@ -34,6 +34,7 @@ use tokio::sync::{Notify, OwnedSemaphorePermit, watch as signal};
 use crate::call::{Call, Context, budget_units};
 use crate::excerpt::excerpt;
 use crate::objects::{LEASES, NODES, Part};
+use crate::request_body::{self, BodyError};
 use crate::response::{Body, failure_response, json_response, respond};
 use crate::stats::Held;
 use crate::status_body::Failure;
@@ -273,6 +274,13 @@ async fn shed(stream: tokio::net::TcpStream) -> u64 {
     u64::MAX
 }
 
+/// `response`, with the connection closed after it (the rest of the request's body is
+/// not read beyond the drain).
+fn closing(mut response: Response<Body>) -> Response<Body> {
+    response.headers_mut().insert(header::CONNECTION, header::HeaderValue::from_static("close"));
+    response
+}
+
 /// Answers one request; every failure becomes a `Status` response, never a dropped
 /// connection.
 async fn handle(request: Request<Incoming>, context: &Context) -> Response<Body> {
@@ -287,7 +295,9 @@ async fn handle(request: Request<Incoming>, context: &Context) -> Response<Body>
     let declared = body.size_hint().exact();
     let limit = u64::try_from(limits.max_body_bytes).unwrap_or(u64::MAX);
     if declared.is_some_and(|length| length > limit) {
-        return failure_response(&Failure::too_large(limits.max_body_bytes));
+        // Answered at once; what the client still sends is read and discarded.
+        request_body::drain(body);
+        return closing(failure_response(&Failure::too_large(limits.max_body_bytes)));
     }
     let reserve = declared.map_or(limits.max_body_bytes, |length| usize::try_from(length).unwrap_or(usize::MAX));
     let _reserved: Option<OwnedSemaphorePermit> = if reserve == 0 || body.is_end_stream() {
@@ -302,17 +312,11 @@ async fn handle(request: Request<Incoming>, context: &Context) -> Response<Body>
             }
         }
     };
-    let read = Limited::new(body, limits.max_body_bytes).collect();
+    let read = request_body::read_within(body, limits.max_body_bytes);
     let body = match tokio::time::timeout(limits.body_timeout, read).await {
-        Ok(Ok(collected)) => collected.to_bytes(),
-        Ok(Err(error)) => {
-            let failure = if error.downcast_ref::<http_body_util::LengthLimitError>().is_some() {
-                Failure::too_large(limits.max_body_bytes)
-            } else {
-                Failure::bad_request(format!("cannot read the request body: {error}"))
-            };
-            return failure_response(&failure);
-        }
+        Ok(Ok(body)) => body,
+        Ok(Err(BodyError::TooLarge)) => return closing(failure_response(&Failure::too_large(limits.max_body_bytes))),
+        Ok(Err(error)) => return failure_response(&Failure::bad_request(error.to_string())),
         Err(_) => return failure_response(&Failure::timeout()),
     };
     let response = match parse_query(parts.uri.query().unwrap_or_default()) {
