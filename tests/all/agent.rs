@@ -174,11 +174,7 @@ fn the_agent_registers_its_node_renews_its_lease_and_runs_a_pod_to_ready_then_de
 /// kubectl on the PATH (failing, never skipping, without one), isolated from any user
 /// configuration.
 fn kubectl(url: &str, args: &[&str]) -> String {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let kubectl = std::env::split_paths(&path)
-        .map(|dir| dir.join("kubectl"))
-        .find(|candidate| candidate.is_file())
-        .expect("kubectl is not on the PATH: install it (`apt-get install kubernetes-client`, as .ci/run does)");
+    let kubectl = podstatus_tests::kubectl();
     let home = std::env::temp_dir().join(format!("podstatus-agent-kubectl-{}", std::process::id()));
     std::fs::create_dir_all(&home).expect("scratch HOME");
     let output = Command::new(kubectl)

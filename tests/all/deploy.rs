@@ -136,11 +136,7 @@ fn the_image_and_the_statefulset_agree_on_the_user() {
 /// and the built set validates too.
 #[test]
 fn the_kustomization_builds_and_what_it_builds_validates() {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let kubectl = std::env::split_paths(&path)
-        .map(|dir| dir.join("kubectl"))
-        .find(|candidate| candidate.is_file())
-        .expect("kubectl is not on the PATH: install it (`apt-get install kubernetes-client`, as .ci/run does)");
+    let kubectl = podstatus_tests::kubectl();
     let scratch = std::env::temp_dir().join(format!("podstatus-kustomize-{}", std::process::id()));
     std::fs::create_dir_all(&scratch).expect("scratch dir");
     let out = Command::new(kubectl)

@@ -14,20 +14,11 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::Pod;
 use podstatus_apiserver::EmbeddedApiServer;
 use podstatus_backends::{ApiServer, DeleteOptions, MemoryApiServer, StatusUpdate};
+use podstatus_tests::kubectl;
 use serde_json::json;
 
 /// Generous: bounds waits for kubectl, never measures them.
 const PATIENCE: Duration = Duration::from_secs(60);
-
-/// The kubectl on the PATH. Without one the tests fail, never pass unrun: `.ci/run`
-/// installs Debian's `kubernetes-client` where the machine has none.
-fn kubectl() -> PathBuf {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .map(|dir| dir.join("kubectl"))
-        .find(|candidate| candidate.is_file())
-        .expect("kubectl is not on the PATH: install it (`apt-get install kubernetes-client`, as .ci/run does)")
-}
 
 /// A served store with a bound, running pod "web" and an unbound pod "loose".
 struct Fixture {

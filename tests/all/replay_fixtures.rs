@@ -6,36 +6,19 @@
 use std::fs;
 use std::path::PathBuf;
 
-use podstatus_tests::{check_fixture_report, fixtures_dir, render, replay_component, replay_native};
+use podstatus_tests::{
+    check_fixture_report, fixture_failures, fixture_traces, fixtures_dir, render, replay_component, replay_native,
+};
 
 fn traces() -> Vec<PathBuf> {
-    let mut traces: Vec<PathBuf> = fs::read_dir(fixtures_dir().join("replay"))
-        .expect("fixtures/replay exists")
-        .map(|e| e.expect("readable dir entry").path())
-        .filter(|p| p.to_string_lossy().ends_with(".trace.json"))
-        .collect();
-    traces.sort();
-    traces
+    fixture_traces("replay")
 }
 
 #[test]
 fn every_fixture_matches_its_report_and_expectations() {
     let traces = traces();
     assert!(!traces.is_empty(), "no fixtures found");
-    let mut failures = Vec::new();
-    for trace in &traces {
-        let name = trace.file_name().unwrap().to_string_lossy().into_owned();
-        let text = fs::read_to_string(trace).unwrap();
-        let outcome = match replay_component(&text, trace.parent().unwrap()) {
-            Ok(outcome) => outcome,
-            Err(e) => {
-                failures.push(format!("{name}: unusable trace: {e}"));
-                continue;
-            }
-        };
-        let rendered = render(&outcome);
-        failures.extend(check_fixture_report(trace, &text, &rendered));
-    }
+    let failures = fixture_failures(&traces, |trace, text| replay_component(text, trace.parent().unwrap()));
     assert!(failures.is_empty(), "{} of {} fixtures failed:\n{}", failures.len(), traces.len(), failures.join("\n"));
 }
 

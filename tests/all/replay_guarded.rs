@@ -15,7 +15,7 @@ use std::sync::OnceLock;
 use podstatus_runtime::PluginImage;
 use podstatus_test_programs::PROBER;
 use podstatus_tests::{
-    check_fixture_report, fixtures_dir, load, render, replay_component_guarded, replay_component_with, v1_image,
+    fixture_failures, fixture_traces, load, replay_component_guarded, replay_component_with, v1_image,
 };
 
 /// The node the fixtures' pods are bound to.
@@ -27,13 +27,7 @@ fn prober() -> &'static PluginImage {
 }
 
 fn traces() -> Vec<PathBuf> {
-    let mut traces: Vec<PathBuf> = fs::read_dir(fixtures_dir().join("replay-guarded"))
-        .expect("fixtures/replay-guarded exists")
-        .map(|e| e.expect("readable dir entry").path())
-        .filter(|p| p.to_string_lossy().ends_with(".trace.json"))
-        .collect();
-    traces.sort();
-    traces
+    fixture_traces("replay-guarded")
 }
 
 fn image_for(trace: &Path) -> &'static PluginImage {
@@ -48,20 +42,9 @@ fn image_for(trace: &Path) -> &'static PluginImage {
 fn every_guarded_fixture_matches_its_report_and_expectations() {
     let traces = traces();
     assert!(traces.len() >= 5, "fixtures missing");
-    let mut failures = Vec::new();
-    for trace in &traces {
-        let name = trace.file_name().unwrap().to_string_lossy().into_owned();
-        let text = fs::read_to_string(trace).unwrap();
-        let outcome = match replay_component_guarded(image_for(trace), &text, trace.parent().unwrap(), NODE) {
-            Ok(outcome) => outcome,
-            Err(e) => {
-                failures.push(format!("{name}: unusable trace: {e}"));
-                continue;
-            }
-        };
-        let rendered = render(&outcome);
-        failures.extend(check_fixture_report(trace, &text, &rendered));
-    }
+    let failures = fixture_failures(&traces, |trace, text| {
+        replay_component_guarded(image_for(trace), text, trace.parent().unwrap(), NODE)
+    });
     assert!(failures.is_empty(), "{} of {} fixtures failed:\n{}", failures.len(), traces.len(), failures.join("\n"));
 }
 

@@ -165,6 +165,43 @@ fn running() -> PodStatus {
     .unwrap()
 }
 
+/// An agent running `plugin` (`loads` says what failed if it does not load) against an
+/// embedded server of its own, with no batch sync within a test's time: nothing the
+/// agent does unasked may repair what a test does behind a check. The server (kept
+/// running while it is held), its store and the agent.
+fn agent_without_batch_syncs(plugin: &[u8], loads: &str) -> (EmbeddedApiServer, Arc<MemoryApiServer>, NodeAgent) {
+    let server = server();
+    let store = Arc::clone(server.store());
+    let mut config = agent_config(Target::Url(server.url()));
+    config.sync_period = Duration::from_secs(3600);
+    let plugins = runtime();
+    let image = plugins.load(plugin).expect(loads);
+    let agent = NodeAgent::start(&config, plugins, image).expect("the agent starts");
+    (server, store, agent)
+}
+
+/// What the check reads as the API server's: `store`'s pod of that namespace and name.
+fn reader_of(store: &MemoryApiServer) -> impl Fn(&str, &str) -> Result<Option<Pod>, OwnerError> + '_ {
+    |namespace, name| {
+        Ok(store
+            .list_pods()
+            .into_iter()
+            .find(|p| p.metadata.namespace.as_deref() == Some(namespace) && p.metadata.name.as_deref() == Some(name)))
+    }
+}
+
+/// Sets [`running`] as the status of every pod the agent's pod manager holds; each is
+/// queued.
+fn set_every_held_pod_running(agent: &NodeAgent) {
+    for held in agent.pod_manager().pods() {
+        let outcome = agent
+            .handle()
+            .set_pod_status(&serde_json::to_string(&*held).unwrap(), &serde_json::to_string(&running()).unwrap())
+            .unwrap();
+        assert!(matches!(outcome, UpdateOutcome::Queued), "{outcome:?}");
+    }
+}
+
 fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
     let deadline = Instant::now() + DEADLINE;
     while !done() {
@@ -175,26 +212,14 @@ fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
 
 #[test]
 fn the_check_names_a_pod_whose_api_server_status_is_not_the_cached_one() {
-    let server = server();
-    let store = Arc::clone(server.store());
     // No batch sync during the test: nothing may repair the tampering behind the check.
-    let mut config = agent_config(Target::Url(server.url()));
-    config.sync_period = Duration::from_secs(3600);
-    let plugins = runtime();
-    let image = plugins.load(PODSTATUS_V1).expect("v1 loads");
-    let agent = NodeAgent::start(&config, plugins, image).expect("the agent starts");
+    let (server, store, agent) = agent_without_batch_syncs(PODSTATUS_V1, "v1 loads");
 
     for (name, uid) in [("web-a", "uid-a"), ("web-b", "uid-b")] {
         store.create_pod(pod(name, uid)).unwrap();
     }
     wait_until("the watch brings both pods", || agent.pod_manager().pods().len() == 2);
-    for held in agent.pod_manager().pods() {
-        let outcome = agent
-            .handle()
-            .set_pod_status(&serde_json::to_string(&*held).unwrap(), &serde_json::to_string(&running()).unwrap())
-            .unwrap();
-        assert!(matches!(outcome, UpdateOutcome::Queued), "{outcome:?}");
-    }
+    set_every_held_pod_running(&agent);
     let phase = |name: &str| {
         let stored = store.list_pods().into_iter().find(|p| p.metadata.name.as_deref() == Some(name));
         stored.and_then(|p| p.status).and_then(|s| s.phase)
@@ -208,12 +233,7 @@ fn the_check_names_a_pod_whose_api_server_status_is_not_the_cached_one() {
     assert!(agent.metrics().rest_client_requests("200", "GET", &host) >= 3, "{}", agent.metrics().render());
     assert!(agent.metrics().rest_client_requests("200", "PUT", &host) >= 2, "{}", agent.metrics().render());
 
-    let read = |namespace: &str, name: &str| -> Result<Option<Pod>, OwnerError> {
-        Ok(store
-            .list_pods()
-            .into_iter()
-            .find(|p| p.metadata.namespace.as_deref() == Some(namespace) && p.metadata.name.as_deref() == Some(name)))
-    };
+    let read = reader_of(&store);
     let clean = check(agent.handle(), agent.pod_manager(), &read);
     assert_eq!(clean.compared, 2, "{clean:?}");
     assert!(clean.differing.is_empty(), "{clean:?}");
@@ -311,32 +331,16 @@ fn a_plugin_that_forgets_what_it_accepted_fails_the_check() {
     // writes nothing, and then holds nothing: comparing the API server with what the
     // plugin claims to hold would find nothing to compare. The host's record of what it
     // accepted does.
-    let server = server();
-    let store = Arc::clone(server.store());
-    let mut config = agent_config(Target::Url(server.url()));
-    config.sync_period = Duration::from_secs(3600);
-    let plugins = runtime();
-    let image = plugins.load(podstatus_test_programs::PROBER).expect("the prober loads");
-    let agent = NodeAgent::start(&config, plugins, image).expect("the agent starts");
+    let (_server, store, agent) = agent_without_batch_syncs(podstatus_test_programs::PROBER, "the prober loads");
 
     let mut forgetful = pod("web-f", "uid-f");
     forgetful.metadata.annotations = Some([("podstatus.test/probe".to_owned(), "forget".to_owned())].into());
     store.create_pod(forgetful).unwrap();
     wait_until("the watch brings the pod", || agent.pod_manager().pods().len() == 1);
-    let held = agent.pod_manager().pods().remove(0);
-    let outcome = agent
-        .handle()
-        .set_pod_status(&serde_json::to_string(&*held).unwrap(), &serde_json::to_string(&running()).unwrap())
-        .unwrap();
-    assert!(matches!(outcome, UpdateOutcome::Queued), "{outcome:?}");
+    set_every_held_pod_running(&agent);
     assert_eq!(agent.handle().get_pod_status("uid-f").unwrap(), None, "forgotten");
 
-    let read = |namespace: &str, name: &str| -> Result<Option<Pod>, OwnerError> {
-        Ok(store
-            .list_pods()
-            .into_iter()
-            .find(|p| p.metadata.namespace.as_deref() == Some(namespace) && p.metadata.name.as_deref() == Some(name)))
-    };
+    let read = reader_of(&store);
     let checked = check(agent.handle(), agent.pod_manager(), &read);
     assert_eq!(checked.compared, 1, "{checked:?}");
     assert_eq!(checked.differing.len(), 1, "{checked:?}");
@@ -350,13 +354,7 @@ fn the_agents_guard_decides_by_what_the_node_reported() {
     // The whole agent (kube-rs client, HTTP, watch, handle feeding the host's view) with
     // the prober: a forged IP and a force-delete of a running pod never reach the store;
     // the IP the node reported does.
-    let server = server();
-    let store = Arc::clone(server.store());
-    let mut config = agent_config(Target::Url(server.url()));
-    config.sync_period = Duration::from_secs(3600);
-    let plugins = runtime();
-    let image = plugins.load(podstatus_test_programs::PROBER).expect("the prober loads");
-    let agent = NodeAgent::start(&config, plugins, image).expect("the agent starts");
+    let (_server, store, agent) = agent_without_batch_syncs(podstatus_test_programs::PROBER, "the prober loads");
 
     let probing = |name: &str, uid: &str, probe: &str, ip: &str| {
         let mut pod = pod(name, uid);
@@ -374,13 +372,7 @@ fn the_agents_guard_decides_by_what_the_node_reported() {
         store.create_pod(pod).unwrap();
     }
     wait_until("the watch brings the pods", || agent.pod_manager().pods().len() == 3);
-    for held in agent.pod_manager().pods() {
-        let outcome = agent
-            .handle()
-            .set_pod_status(&serde_json::to_string(&*held).unwrap(), &serde_json::to_string(&running()).unwrap())
-            .unwrap();
-        assert!(matches!(outcome, UpdateOutcome::Queued), "{outcome:?}");
-    }
+    set_every_held_pod_running(&agent);
     let probed = |uid: &str| {
         let cached = agent.handle().get_pod_status(uid).unwrap().expect("held");
         let status: serde_json::Value = serde_json::from_str(&cached.status).unwrap();

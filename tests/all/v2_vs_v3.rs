@@ -11,8 +11,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::sync::OnceLock;
 
-use podstatus_tests::version_fixtures::{Fixture, Outcome, replay_report, trace_fixtures};
-use podstatus_tests::{fixtures_dir, partial_match, v2_image, v3_image};
+use podstatus_tests::version_fixtures::{
+    Fixture, Outcome, assert_no_fault_and_only_uid_guarded_patches, calls, expectation_failure, replay_report,
+    table_row, trace_fixtures,
+};
+use podstatus_tests::{fixtures_dir, v2_image, v3_image};
 use serde_json::{Value, json};
 
 const TABLE: &str = "v2-vs-v3.md";
@@ -23,14 +26,18 @@ struct Run {
     v3: Outcome,
 }
 
-
 fn runs() -> &'static [Run] {
     static RUNS: OnceLock<Vec<Run>> = OnceLock::new();
     RUNS.get_or_init(|| {
-        let runs: Vec<Run> = trace_fixtures(&[("replay", ""), ("replay-v2", "replay-v2/"), ("replay-v3", "replay-v3/")])
-            .into_iter()
-            .map(|fixture| Run { v2: replay_report(v2_image(), &fixture), v3: replay_report(v3_image(), &fixture), fixture })
-            .collect();
+        let runs: Vec<Run> =
+            trace_fixtures(&[("replay", ""), ("replay-v2", "replay-v2/"), ("replay-v3", "replay-v3/")])
+                .into_iter()
+                .map(|fixture| Run {
+                    v2: replay_report(v2_image(), &fixture),
+                    v3: replay_report(v3_image(), &fixture),
+                    fixture,
+                })
+                .collect();
         assert!(runs.len() > 60, "found only {} fixtures", runs.len());
         runs
     })
@@ -50,10 +57,6 @@ fn left_behind(report: &Value) -> Value {
     json!({"apiserver": pods, "results": report["results"], "fault": report["fault"]})
 }
 
-fn calls(report: &Value) -> &[Value] {
-    report["calls"].as_array().expect("calls is a list")
-}
-
 fn table_traces() -> BTreeSet<String> {
     let text = fs::read_to_string(fixtures_dir().join(TABLE)).expect("fixtures/v2-vs-v3.md exists");
     let mut traces = BTreeSet::new();
@@ -69,11 +72,8 @@ fn table_traces() -> BTreeSet<String> {
         if !line.starts_with('|') {
             break;
         }
-        let cells: Vec<&str> = line.trim_matches('|').split('|').map(str::trim).collect();
-        assert_eq!(cells.len(), 4, "a table row has four cells: {line}");
-        assert!(cells[..3].iter().all(|c| !c.is_empty()), "a row names its behaviour and both sides: {line}");
-        for trace in cells[3].split('`').skip(1).step_by(2).filter(|t| t.ends_with(".trace.json")) {
-            assert!(traces.insert(trace.to_owned()), "{trace} is listed twice");
+        for trace in table_row(line).1 {
+            assert!(traces.insert(trace.clone()), "{trace} is listed twice");
         }
     }
     traces
@@ -139,22 +139,7 @@ fn without_faults_v3_reads_only_after_a_refused_patch_and_writes_at_most_once_pe
 #[test]
 fn v3_never_faults_and_every_write_is_a_patch_guarded_by_the_pods_uid() {
     for run in runs() {
-        let key = &run.fixture.key;
-        let report = run.v3.as_ref().unwrap_or_else(|e| panic!("{key}: v3 cannot run the trace: {e}"));
-        assert_eq!(report["fault"], Value::Null, "{key}: v3 faulted");
-        for call in calls(report) {
-            match call["verb"].as_str() {
-                Some("get" | "delete") => {}
-                Some("patch") => {
-                    assert_eq!(call["subresource"], "status", "{key}: {call}");
-                    assert!(call["precondition_uid"].is_string(), "{key}: a patch without UID precondition: {call}");
-                    if call["outcome"] == "ok" {
-                        assert_eq!(call["precondition_uid"], call["target_uid"], "{key}: patched another pod: {call}");
-                    }
-                }
-                _ => panic!("{key}: v3 made a call other than get, patch or delete: {call}"),
-            }
-        }
+        assert_no_fault_and_only_uid_guarded_patches("v3", &run.fixture, &run.v3);
     }
 }
 
@@ -172,14 +157,7 @@ fn every_v3_trace_shows_what_it_claims_under_both_versions() {
                 failures.push(format!("{key}: no expect_{side} block"));
                 continue;
             };
-            match outcome {
-                Ok(report) => {
-                    if let Err(e) = partial_match(expected, report, "report") {
-                        failures.push(format!("{key}: {side}: expectation failed at {e}"));
-                    }
-                }
-                Err(e) => failures.push(format!("{key}: {side} cannot run the trace: {e}")),
-            }
+            failures.extend(expectation_failure(key, side, expected, outcome));
         }
     }
     assert!(added >= 4, "too few traces in fixtures/replay-v3");

@@ -289,3 +289,43 @@ pub fn check_fixture_report(trace: &Path, text: &str, rendered: &str) -> Vec<Str
     }
     failures
 }
+
+/// The traces (`*.trace.json`) of `fixtures/<folder>/`, sorted.
+pub fn fixture_traces(folder: &str) -> Vec<PathBuf> {
+    let mut traces: Vec<PathBuf> = std::fs::read_dir(fixtures_dir().join(folder))
+        .unwrap_or_else(|e| panic!("fixtures/{folder} exists: {e}"))
+        .map(|e| e.expect("readable dir entry").path())
+        .filter(|p| p.to_string_lossy().ends_with(".trace.json"))
+        .collect();
+    traces.sort();
+    traces
+}
+
+/// Every trace of `traces` replayed by `replay` (given the trace and its text) and held
+/// to [`check_fixture_report`]: what failed, each line naming the fixture; a trace that
+/// cannot be replayed is a failure too.
+pub fn fixture_failures(
+    traces: &[PathBuf],
+    replay: impl Fn(&Path, &str) -> Result<ReplayOutcome, TraceError>,
+) -> Vec<String> {
+    let mut failures = Vec::new();
+    for trace in traces {
+        let name = trace.file_name().unwrap().to_string_lossy().into_owned();
+        let text = std::fs::read_to_string(trace).unwrap();
+        match replay(trace, &text) {
+            Ok(outcome) => failures.extend(check_fixture_report(trace, &text, &render(&outcome))),
+            Err(e) => failures.push(format!("{name}: unusable trace: {e}")),
+        }
+    }
+    failures
+}
+
+/// The kubectl on the PATH. Without one the tests fail, never pass unrun: `.ci/run`
+/// installs Debian's `kubernetes-client` where the machine has none.
+pub fn kubectl() -> PathBuf {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|dir| dir.join("kubectl"))
+        .find(|candidate| candidate.is_file())
+        .expect("kubectl is not on the PATH: install it (`apt-get install kubernetes-client`, as .ci/run does)")
+}

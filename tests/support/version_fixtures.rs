@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use podstatus_runtime::PluginImage;
 use serde_json::Value;
 
-use crate::{fixtures_dir, replay_component_with};
+use crate::{fixtures_dir, partial_match, replay_component_with};
 
 /// A replay fixture, named as the comparison tables name it.
 pub struct Fixture {
@@ -46,4 +46,57 @@ pub fn replay_report(image: &PluginImage, fixture: &Fixture) -> Outcome {
     replay_component_with(image, &fixture.text, fixture.path.parent().unwrap())
         .map(|outcome| serde_json::to_value(&outcome.report).expect("the report serialises"))
         .map_err(|e| e.to_string())
+}
+
+/// The API calls a replay's report records.
+pub fn calls(report: &Value) -> &[Value] {
+    report["calls"].as_array().expect("calls is a list")
+}
+
+/// Checks that `version`'s replay of `fixture` ran, never faulted, and wrote only
+/// status patches guarded by the UID of the pod they patched (v2 and v3 promise this;
+/// v1 PUTs): the check each comparison makes of its newer side.
+pub fn assert_no_fault_and_only_uid_guarded_patches(version: &str, fixture: &Fixture, outcome: &Outcome) {
+    let key = &fixture.key;
+    let report = outcome.as_ref().unwrap_or_else(|e| panic!("{key}: {version} cannot run the trace: {e}"));
+    assert_eq!(report["fault"], Value::Null, "{key}: {version} faulted");
+    for call in calls(report) {
+        match call["verb"].as_str() {
+            Some("get" | "delete") => {}
+            Some("patch") => {
+                assert_eq!(call["subresource"], "status", "{key}: {call}");
+                assert!(call["precondition_uid"].is_string(), "{key}: a patch without UID precondition: {call}");
+                if call["outcome"] == "ok" {
+                    assert_eq!(call["precondition_uid"], call["target_uid"], "{key}: patched another pod: {call}");
+                }
+            }
+            _ => panic!("{key}: {version} made a call other than get, patch or delete: {call}"),
+        }
+    }
+}
+
+/// One row of a comparison table (`| behaviour | <one> | <other> | traces |`): its
+/// behaviour and the traces its last cell names. Panics unless the row has four cells
+/// and names its behaviour and both sides.
+pub fn table_row(line: &str) -> (String, Vec<String>) {
+    let cells: Vec<&str> = line.trim_matches('|').split('|').map(str::trim).collect();
+    assert_eq!(cells.len(), 4, "a table row has four cells: {line}");
+    assert!(cells[..3].iter().all(|c| !c.is_empty()), "a row names its behaviour and both sides: {line}");
+    (cells[0].to_owned(), traces_in(cells[3]))
+}
+
+/// The traces (`*.trace.json`, in backticks) a piece of a table's text names.
+pub fn traces_in(text: &str) -> Vec<String> {
+    text.split('`').skip(1).step_by(2).filter(|t| t.ends_with(".trace.json")).map(str::to_owned).collect()
+}
+
+/// A trace's `expect_<side>` block checked against `side`'s outcome: what failed, if
+/// anything (a missing block is the caller's to judge).
+pub fn expectation_failure(key: &str, side: &str, expected: &Value, outcome: &Outcome) -> Option<String> {
+    match outcome {
+        Ok(report) => {
+            partial_match(expected, report, "report").err().map(|e| format!("{key}: {side}: expectation failed at {e}"))
+        }
+        Err(e) => Some(format!("{key}: {side} cannot run the trace: {e}")),
+    }
 }

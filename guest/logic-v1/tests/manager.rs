@@ -777,90 +777,95 @@ fn being_deleted(world: &mut FakeWorld) {
     world.add_pod(doomed);
 }
 
+/// The sync's GET of ns/a, and nothing after it.
+fn get_only() -> Vec<Call> {
+    vec![Call::get("ns", "a")]
+}
+
+/// The GET, then the PUT guarded by the UID and resourceVersion `rv` as read.
+fn get_and_put(rv: &str) -> Vec<Call> {
+    vec![Call::get("ns", "a"), Call::update("ns", "a", Some("uid-a"), Some(rv))]
+}
+
+/// The GET, the PUT of the pod being deleted (resourceVersion 2), then its deletion.
+fn get_put_and_delete() -> Vec<Call> {
+    let mut calls = get_and_put("2");
+    calls.push(Call::delete("ns", "a", Some("uid-a"), Some(0)));
+    calls
+}
+
+/// The plain sync: nothing in the way, the status is written and stays cached. Every
+/// other case says how it differs.
+const WRITTEN: SyncCase = SyncCase {
+    name: "written",
+    before: no_op,
+    after: no_op,
+    outcome: SyncOutcome::Written,
+    calls: || get_and_put("1"),
+    still_cached: true,
+    written: true,
+};
+
 #[test]
 fn sync_pod_outcomes() {
     let cases = [
-        SyncCase {
-            name: "written",
-            before: no_op,
-            after: no_op,
-            outcome: SyncOutcome::Written,
-            calls: || vec![Call::get("ns", "a"), Call::update("ns", "a", Some("uid-a"), Some("1"))],
-            still_cached: true,
-            written: true,
-        },
+        WRITTEN,
         SyncCase {
             name: "written although the pod manager no longer has the pod",
-            before: no_op,
             after: |w| {
                 w.remove_managed_pod("uid-a");
             },
-            outcome: SyncOutcome::Written,
-            calls: || vec![Call::get("ns", "a"), Call::update("ns", "a", Some("uid-a"), Some("1"))],
-            still_cached: true,
-            written: true,
+            ..WRITTEN
         },
         SyncCase {
             name: "pod not found",
-            before: no_op,
             after: |w| {
                 w.remove_api_pod("ns", "a");
             },
             outcome: SyncOutcome::PodNotFound,
-            calls: || vec![Call::get("ns", "a")],
-            still_cached: true,
+            calls: get_only,
             written: false,
+            ..WRITTEN
         },
         SyncCase {
             name: "get failed",
-            before: no_op,
             after: |w| w.fail(Verb::GetPod, ApiError::Other("etcd is down".into())),
             outcome: SyncOutcome::GetFailed,
-            calls: || vec![Call::get("ns", "a")],
-            still_cached: true,
+            calls: get_only,
             written: false,
+            ..WRITTEN
         },
         SyncCase {
             name: "recreated",
-            before: no_op,
             after: |w| {
                 w.add_pod(pod("ns", "a", "uid-a2", &["a", "b"]));
             },
             outcome: SyncOutcome::Recreated,
-            calls: || vec![Call::get("ns", "a")],
+            calls: get_only,
             still_cached: false,
             written: false,
+            ..WRITTEN
         },
         SyncCase {
             name: "write failed",
-            before: no_op,
             after: |w| w.fail(Verb::UpdatePodStatus, ApiError::Conflict("raced".into())),
             outcome: SyncOutcome::WriteFailed,
-            calls: || vec![Call::get("ns", "a"), Call::update("ns", "a", Some("uid-a"), Some("1"))],
-            still_cached: true,
             written: false,
+            ..WRITTEN
         },
         SyncCase {
             name: "write failed: not found",
-            before: no_op,
             after: |w| w.fail(Verb::UpdatePodStatus, ApiError::NotFound("gone".into())),
             outcome: SyncOutcome::WriteFailed,
-            calls: || vec![Call::get("ns", "a"), Call::update("ns", "a", Some("uid-a"), Some("1"))],
-            still_cached: true,
             written: false,
+            ..WRITTEN
         },
         SyncCase {
             name: "deleted",
             before: being_deleted,
             after: |w| w.reclaimed = true,
             outcome: SyncOutcome::Deleted,
-            calls: || {
-                vec![
-                    Call::get("ns", "a"),
-                    Call::update("ns", "a", Some("uid-a"), Some("2")),
-                    Call::delete("ns", "a", Some("uid-a"), Some(0)),
-                ]
-            },
+            calls: get_put_and_delete,
             still_cached: false,
             written: false,
         },
@@ -872,24 +877,14 @@ fn sync_pod_outcomes() {
                 w.fail(Verb::DeletePod, ApiError::Other("timeout".into()));
             },
             outcome: SyncOutcome::DeleteFailed,
-            calls: || {
-                vec![
-                    Call::get("ns", "a"),
-                    Call::update("ns", "a", Some("uid-a"), Some("2")),
-                    Call::delete("ns", "a", Some("uid-a"), Some(0)),
-                ]
-            },
-            still_cached: true,
-            written: true,
+            calls: get_put_and_delete,
+            ..WRITTEN
         },
         SyncCase {
             name: "being deleted but not reclaimed",
             before: being_deleted,
-            after: no_op,
-            outcome: SyncOutcome::Written,
-            calls: || vec![Call::get("ns", "a"), Call::update("ns", "a", Some("uid-a"), Some("2"))],
-            still_cached: true,
-            written: true,
+            calls: || get_and_put("2"),
+            ..WRITTEN
         },
     ];
     for case in cases {
@@ -1287,27 +1282,23 @@ fn garbage_from_the_imports_is_a_typed_error() {
     for garbage in
         ["<html>502</html>", "null", "42", r#"{"metadata": 5}"#, r#"{"metadata": {"uid": ["x"]}}"#, "null-ish"]
     {
-        // API server: get.
-        let (world, pod) = world_with_pod_a();
-        let mut m = Manager::new(world);
-        set(&mut m, &pod, &running_status());
-        m.imports_mut().answer_garbage(Verb::GetPod, garbage);
-        let r = take_queue(&mut m).remove(0);
-        assert!(invalid_pod(m.sync_pod(&r).map(drop)), "get_pod {garbage}");
-
-        // API server: the pod returned by the write.
-        let (world, pod) = world_with_pod_a();
-        let mut m = Manager::new(world);
-        set(&mut m, &pod, &running_status());
-        m.imports_mut().answer_garbage(Verb::UpdatePodStatus, garbage);
-        let r = take_queue(&mut m).remove(0);
-        assert!(invalid_pod(m.sync_pod(&r).map(drop)), "update_pod_status {garbage}");
+        // Pod ns/a cached as running, `verb` answering with the garbage.
+        let running_with_garbage_from = |verb: Verb| {
+            let (world, pod) = world_with_pod_a();
+            let mut m = Manager::new(world);
+            set(&mut m, &pod, &running_status());
+            m.imports_mut().answer_garbage(verb, garbage);
+            m
+        };
+        // API server: get, and the pod returned by the write.
+        for (verb, what) in [(Verb::GetPod, "get_pod"), (Verb::UpdatePodStatus, "update_pod_status")] {
+            let mut m = running_with_garbage_from(verb);
+            let r = take_queue(&mut m).remove(0);
+            assert!(invalid_pod(m.sync_pod(&r).map(drop)), "{what} {garbage}");
+        }
 
         // Pod manager: by UID.
-        let (world, pod) = world_with_pod_a();
-        let mut m = Manager::new(world);
-        set(&mut m, &pod, &running_status());
-        m.imports_mut().answer_garbage(Verb::GetPodByUid, garbage);
+        let mut m = running_with_garbage_from(Verb::GetPodByUid);
         assert!(
             invalid_pod(m.set_container_readiness("uid-a", "containerd://a", true).map(drop)),
             "get_pod_by_uid {garbage}"

@@ -17,19 +17,15 @@ type M = Manager<FakeWorld>;
 /// from the API server (a request's and a batch's error) and a recreated pod: what each
 /// sync returned.
 fn scenario(m: &mut M, sync_pod: SyncPod<V1>, sync_batch: SyncBatch<V1>) -> Vec<String> {
-    let mut seen = Vec::new();
     let world = m.imports_mut();
+    world.reclaimed = true;
     let a = world.add_pod(pod("ns", "a", "uid-a", &["c"]));
     let b = world.add_pod(deleting(pod("ns", "b", "uid-b", &["c"])));
     let c = pod("ns", "c", "uid-c", &["c"]);
     world.add_managed_pod(c.clone());
-    world.reclaimed = true;
-    let drain = |m: &mut M, seen: &mut Vec<String>| {
-        while let Some(request) = m.imports_mut().pop_request() {
-            seen.push(format!("{:?}", sync_pod(m, &request)));
-        }
-    };
+    let drain = |m: &mut M, seen: &mut Vec<String>| drain_requests(m, sync_pod, seen);
 
+    let mut seen = Vec::new();
     set(m, &a, running("Running", false));
     set(m, &b, running("Succeeded", false));
     set(m, &c, running("Pending", false));
@@ -75,19 +71,15 @@ fn immediate_answers_make_the_calls_and_imports_of_the_blocking_path() {
 
 #[test]
 fn a_sync_waiting_for_its_get_lets_the_manager_serve_everything_else() {
-    let mut world = FakeWorld::new();
-    let a = world.add_pod(pod("ns", "a", "uid-a", &["c"]));
-    let b = world.add_pod(pod("ns", "b", "uid-b", &["c"]));
-    let mut m = Manager::new(world);
-    set(&mut m, &a, running("Pending", false));
-    set(&mut m, &b, running("Running", true));
+    let statuses = [("a", running("Pending", false)), ("b", running("Running", true))];
+    let (mut m, [a, _]): (M, _) = caching(FakeWorld::new(), statuses);
     let [ra, rb] = <[SyncRequest; 2]>::try_from(m.imports_mut().take_queue()).expect("two requests");
 
     let syncs = m.plan_sync_pod(&ra).unwrap();
     assert_eq!(syncs.len(), 1);
     assert_eq!((syncs[0].pod_uid.as_str(), syncs[0].origin), ("uid-a", SyncOrigin::Request));
     let id = syncs[0].id;
-    let SyncStep::Call(get) = m.start_sync(id).unwrap() else { panic!("a's sync reads the pod first") };
+    let get = call_of(m.start_sync(id), "a's sync reads the pod first");
     assert_eq!(get, ApiCall::GetPod { namespace: "ns".into(), name: "a".into() });
     assert_eq!(m.syncs_in_flight(), 1);
 
@@ -99,12 +91,10 @@ fn a_sync_waiting_for_its_get_lets_the_manager_serve_everything_else() {
     assert_eq!(m.imports_mut().api_status("ns", "b")["phase"], "Running");
 
     // a's sync goes on with the snapshot it was queued with (logic v1 writes snapshots).
-    let reply = m.imports_mut().answer(get);
-    let SyncStep::Call(put) = m.resume_sync(id, reply).unwrap() else { panic!("a's sync writes") };
+    let put = call_of(resume_answered(&mut m, id, get), "a's sync writes");
     let ApiCall::UpdatePodStatus(update) = &put else { panic!("v1 puts: {put:?}") };
     assert_eq!(serde_json::from_str::<Value>(&update.status).unwrap()["phase"], "Pending");
-    let reply = m.imports_mut().answer(put);
-    assert_eq!(m.resume_sync(id, reply), Ok(SyncStep::Done(SyncOutcome::Written)));
+    assert_eq!(resume_answered(&mut m, id, put), Ok(SyncStep::Done(SyncOutcome::Written)));
     assert_eq!(m.syncs_in_flight(), 0);
 
     // The newer version's own request writes it.
@@ -120,12 +110,8 @@ fn a_sync_waiting_for_its_get_lets_the_manager_serve_everything_else() {
 
 #[test]
 fn a_dropped_sync_writes_nothing_and_its_id_is_unknown() {
-    let mut world = FakeWorld::new();
-    let a = world.add_pod(pod("ns", "a", "uid-a", &["c"]));
-    let mut m = Manager::new(world);
-    set(&mut m, &a, running("Running", true));
-    let request = m.imports_mut().pop_request().unwrap();
-    let id = m.plan_sync_pod(&request).unwrap()[0].id;
+    let (mut m, _): (M, _) = caching(FakeWorld::new(), [("a", running("Running", true))]);
+    let id = plan_next_request(&mut m)[0].id;
 
     // Planned, then dropped.
     assert!(m.drop_sync(id));
@@ -134,10 +120,9 @@ fn a_dropped_sync_writes_nothing_and_its_id_is_unknown() {
 
     // Suspended in its GET, then dropped.
     let id = m.plan_sync_batch(&BatchSlice::WHOLE).syncs[0].id;
-    let SyncStep::Call(get) = m.start_sync(id).unwrap() else { panic!("the batch's sync reads first") };
+    let get = call_of(m.start_sync(id), "the batch's sync reads first");
     assert!(m.drop_sync(id));
-    let reply = m.imports_mut().answer(get);
-    assert_eq!(m.resume_sync(id, reply), Err(ManagerError::UnknownSync(id)));
+    assert_eq!(resume_answered(&mut m, id, get), Err(ManagerError::UnknownSync(id)));
     assert_eq!(m.syncs_in_flight(), 0);
     assert_eq!(m.imports_mut().take_verbs(), [Verb::GetPod]);
     assert!(m.imports_mut().api_status("ns", "a").get("phase").is_none());
@@ -153,18 +138,15 @@ fn unknown_ids_and_steps_out_of_turn_are_refused_and_change_nothing() {
     assert!(!m.drop_sync(7));
 
     set(&mut m, &a, running("Running", true));
-    let request = m.imports_mut().pop_request().unwrap();
-    let id = m.plan_sync_pod(&request).unwrap()[0].id;
+    let id = plan_next_request(&mut m)[0].id;
     // Not started: nothing to resume.
     assert_eq!(m.resume_sync(id, ApiReply::Pod(Ok("{}".into()))), Err(ManagerError::UnknownSync(id)));
-    let SyncStep::Call(get) = m.start_sync(id).unwrap() else { panic!("reads first") };
+    let get = call_of(m.start_sync(id), "reads first");
     // Started: not again.
     assert_eq!(m.start_sync(id), Err(ManagerError::UnknownSync(id)));
     assert_eq!(m.syncs_in_flight(), 1);
-    let reply = m.imports_mut().answer(get);
-    let SyncStep::Call(put) = m.resume_sync(id, reply).unwrap() else { panic!("writes") };
-    let reply = m.imports_mut().answer(put);
-    assert_eq!(m.resume_sync(id, reply), Ok(SyncStep::Done(SyncOutcome::Written)));
+    let put = call_of(resume_answered(&mut m, id, get), "writes");
+    assert_eq!(resume_answered(&mut m, id, put), Ok(SyncStep::Done(SyncOutcome::Written)));
     // A request's ID is not a sync's, and the sync's is gone once done.
     assert_eq!(m.resume_sync(id, ApiReply::Pod(Ok("{}".into()))), Err(ManagerError::UnknownSync(id)));
     // Each planned sync gets a new ID.
@@ -208,18 +190,14 @@ fn a_reply_that_does_not_fit_the_call_is_a_failed_call() {
 #[test]
 fn a_sync_that_fails_is_gone_and_logged_as_its_origin_says() {
     let mut world = FakeWorld::new();
-    let a = world.add_pod(pod("ns", "a", "uid-a", &["c"]));
     world.answer_garbage(Verb::GetPod, "not a pod");
-    let mut m = Manager::new(world);
-    set(&mut m, &a, running("Running", true));
-    let request = m.imports_mut().pop_request().unwrap();
+    let (mut m, _): (M, _) = caching(world, [("a", running("Running", true))]);
 
     // The request's: the error is the caller's to report; nothing is logged.
-    let id = m.plan_sync_pod(&request).unwrap()[0].id;
-    let SyncStep::Call(get) = m.start_sync(id).unwrap() else { panic!("reads first") };
-    let reply = m.imports_mut().answer(get);
+    let id = plan_next_request(&mut m)[0].id;
+    let get = call_of(m.start_sync(id), "reads first");
     m.imports_mut().logs.clear();
-    assert!(matches!(m.resume_sync(id, reply), Err(ManagerError::InvalidPod(_))));
+    assert!(matches!(resume_answered(&mut m, id, get), Err(ManagerError::InvalidPod(_))));
     assert_eq!(m.imports_mut().logs, []);
     assert_eq!(m.syncs_in_flight(), 0);
     assert_eq!(m.resume_sync(id, ApiReply::Pod(Ok("{}".into()))), Err(ManagerError::UnknownSync(id)));
@@ -228,9 +206,8 @@ fn a_sync_that_fails_is_gone_and_logged_as_its_origin_says() {
     let plan = m.plan_sync_batch(&BatchSlice::WHOLE);
     assert_eq!(plan.report, BatchReport { synced: 1, reconciled: 0, failed: 0 });
     let id = plan.syncs[0].id;
-    let SyncStep::Call(get) = m.start_sync(id).unwrap() else { panic!("reads first") };
-    let reply = m.imports_mut().answer(get);
-    let Err(e) = m.resume_sync(id, reply) else { panic!("garbage fails the sync") };
+    let get = call_of(m.start_sync(id), "reads first");
+    let Err(e) = resume_answered(&mut m, id, get) else { panic!("garbage fails the sync") };
     let (level, line) = m.imports_mut().logs.last().cloned().unwrap();
     assert_eq!((level, line), (Level::Error, format!("batch sync of pod uid-a failed: {e}")));
     assert_eq!(m.syncs_in_flight(), 0);
@@ -238,23 +215,17 @@ fn a_sync_that_fails_is_gone_and_logged_as_its_origin_says() {
 
 #[test]
 fn a_version_written_after_its_status_was_dropped_is_not_recorded() {
-    let mut world = FakeWorld::new();
-    let a = world.add_pod(pod("ns", "a", "uid-a", &["c"]));
-    let mut m = Manager::new(world);
-    set(&mut m, &a, running("Running", true));
-    let request = m.imports_mut().pop_request().unwrap();
-    let id = m.plan_sync_pod(&request).unwrap()[0].id;
-    let SyncStep::Call(get) = m.start_sync(id).unwrap() else { panic!("reads first") };
+    let (mut m, [a]): (M, _) = caching(FakeWorld::new(), [("a", running("Running", true))]);
+    let id = plan_next_request(&mut m)[0].id;
+    let get = call_of(m.start_sync(id), "reads first");
 
     // The pod's status is dropped, and cached again (its versions start again at 1).
     assert_eq!(m.remove_orphaned_statuses(&[]), 1);
     set(&mut m, &a, running("Pending", false));
     assert_eq!(m.get_pod_status("uid-a").unwrap().unwrap().version, 1);
 
-    let reply = m.imports_mut().answer(get);
-    let SyncStep::Call(put) = m.resume_sync(id, reply).unwrap() else { panic!("writes its snapshot") };
-    let reply = m.imports_mut().answer(put);
-    assert_eq!(m.resume_sync(id, reply), Ok(SyncStep::Done(SyncOutcome::Written)));
+    let put = call_of(resume_answered(&mut m, id, get), "writes its snapshot");
+    assert_eq!(resume_answered(&mut m, id, put), Ok(SyncStep::Done(SyncOutcome::Written)));
     // The new version 1 is not taken as written: its own request writes it.
     let state: Value = serde_json::from_str(&m.save_state().unwrap()).unwrap();
     assert_eq!(state["apiStatusVersions"], json!({}));

@@ -17,6 +17,28 @@ fn world_with_pod_a() -> (FakeWorld, Value) {
     (world, pod)
 }
 
+/// Pod ns/a cached in `phase`, not Ready, with container a ready and b not: what a
+/// readiness change of b makes of the conditions is v2's own. The manager and the pod.
+fn a_ready_b_not(phase: &str) -> (M, Value) {
+    let (world, pod) = world_with_pod_a();
+    let mut m = Manager::new(world);
+    set(
+        &mut m,
+        &pod,
+        &json!({"phase": phase, "conditions": [{"type": "Ready", "status": "False"}],
+                "containerStatuses": [container("a", true), container("b", false)]}),
+    );
+    (m, pod)
+}
+
+/// A manager over pods ns/a and ns/b (one container `c` each), nothing cached yet.
+fn pods_a_and_b() -> (M, Value, Value) {
+    let mut world = FakeWorld::v2();
+    let a = world.add_pod(pod("ns", "a", "uid-a", &["c"]));
+    let b = world.add_pod(pod("ns", "b", "uid-b", &["c"]));
+    (Manager::new(world), a, b)
+}
+
 fn v1(world: FakeWorld) -> V1 {
     let mut world = world;
     world.allow_puts = true;
@@ -163,14 +185,7 @@ fn v2_differs_from_v1_keeps_the_transition_times_of_every_kubelet_condition() {
 
 #[test]
 fn v2_differs_from_v1_readiness_also_generates_containers_ready() {
-    let (world, pod) = world_with_pod_a();
-    let mut m = Manager::new(world);
-    set(
-        &mut m,
-        &pod,
-        &json!({"phase": "Running", "conditions": [{"type": "Ready", "status": "False"}],
-                              "containerStatuses": [container("a", true), container("b", false)]}),
-    );
+    let (mut m, _) = a_ready_b_not("Running");
     assert_eq!(m.set_container_readiness("uid-a", "containerd://b", true), Ok(UpdateOutcome::Queued));
     let status = status_of(&mut m, "uid-a");
     assert_eq!(condition_types(&status), ["Ready", "ContainersReady"], "added when missing");
@@ -214,15 +229,8 @@ fn v2_differs_from_v1_ready_honours_readiness_gates() {
 
 #[test]
 fn v2_differs_from_v1_a_terminal_pod_is_never_ready() {
-    let (world, pod) = world_with_pod_a();
-    let mut m = Manager::new(world);
     // The readiness of a failed pod's containers does not make it ready.
-    set(
-        &mut m,
-        &pod,
-        &json!({"phase": "Failed", "conditions": [{"type": "Ready", "status": "False"}],
-                              "containerStatuses": [container("a", true), container("b", false)]}),
-    );
+    let (mut m, pod) = a_ready_b_not("Failed");
     m.set_container_readiness("uid-a", "containerd://b", true).unwrap();
     let status = status_of(&mut m, "uid-a");
     assert_eq!(condition(&status, "Ready")["reason"], "PodFailed", "v1 says True: every container is ready");
@@ -526,10 +534,7 @@ fn v2_differs_from_v1_a_sync_writes_the_latest_status_not_its_snapshot() {
 
 #[test]
 fn v2_differs_from_v1_a_sync_retries_other_unwritten_pods() {
-    let mut world = FakeWorld::v2();
-    let a = world.add_pod(pod("ns", "a", "uid-a", &["c"]));
-    let b = world.add_pod(pod("ns", "b", "uid-b", &["c"]));
-    let mut m = Manager::new(world);
+    let (mut m, a, b) = pods_a_and_b();
     set(&mut m, &a, &json!({"message": "a"}));
     m.imports_mut().fail(Verb::PatchPodStatus, ApiError::Other("unavailable".into()));
     assert_eq!(drain(&mut m), [SyncOutcome::WriteFailed]);
@@ -599,10 +604,7 @@ fn v2_differs_from_v1_a_request_refused_by_a_full_queue_is_queued_again_by_the_n
 
 #[test]
 fn a_lost_request_blocks_signals_only_until_the_batch_writes_its_pod() {
-    let mut world = FakeWorld::v2();
-    let a = world.add_pod(pod("ns", "a", "uid-a", &["c"]));
-    let b = world.add_pod(pod("ns", "b", "uid-b", &["c"]));
-    let mut m = Manager::new(world);
+    let (mut m, a, b) = pods_a_and_b();
     set(&mut m, &a, &json!({"message": "a"}));
     // The host lost the request (handed to an instance that faulted and was restored
     // from the state before the call): the state still holds its snapshot.

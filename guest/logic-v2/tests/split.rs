@@ -11,6 +11,13 @@ use serde_json::Value;
 
 type M = Manager<FakeWorld>;
 
+/// Pods ns/a and ns/b, both cached Running and ready: the one request they queue (v2
+/// signals once) plans a sync of each.
+fn two_running() -> M {
+    let statuses = [("a", running("Running", true)), ("b", running("Running", true))];
+    caching(FakeWorld::v2(), statuses).0
+}
+
 #[test]
 fn immediate_answers_make_the_calls_and_imports_of_the_blocking_path() {
     let scenario = |m: &mut M, sync_pod, sync_batch| pass_scenario(m, sync_pod, sync_batch, Verb::GetPod, "c");
@@ -28,13 +35,8 @@ fn immediate_answers_make_the_calls_and_imports_of_the_blocking_path() {
 
 #[test]
 fn a_request_plans_its_pod_first_then_every_other_cached_pod() {
-    let mut world = FakeWorld::v2();
-    let pods: Vec<Value> =
-        ["c", "a", "b"].iter().map(|n| world.add_pod(pod("ns", n, &format!("uid-{n}"), &["c"]))).collect();
-    let mut m = Manager::new(world);
-    for p in &pods {
-        set(&mut m, p, running("Running", true));
-    }
+    let statuses = ["c", "a", "b"].map(|n| (n, running("Running", true)));
+    let (mut m, _): (M, _) = caching(FakeWorld::v2(), statuses);
     let request = m.imports_mut().pop_request().expect("one signal");
     assert_eq!(m.imports_mut().pop_request(), None);
     let planned: Vec<(String, SyncOrigin)> =
@@ -48,13 +50,8 @@ fn a_request_plans_its_pod_first_then_every_other_cached_pod() {
 
 #[test]
 fn a_pass_plans_no_sync_of_a_pod_whose_latest_status_is_written() {
-    let mut world = FakeWorld::v2();
-    let pods: Vec<Value> =
-        ["a", "b", "c"].iter().map(|n| world.add_pod(pod("ns", n, &format!("uid-{n}"), &["c"]))).collect();
-    let mut m = Manager::new(world);
-    for p in &pods {
-        set(&mut m, p, running("Running", true));
-    }
+    let statuses = ["a", "b", "c"].map(|n| (n, running("Running", true)));
+    let (mut m, pods): (M, _) = caching(FakeWorld::v2(), statuses);
     let request = m.imports_mut().pop_request().unwrap();
     split_sync_pod(&mut m, &request).unwrap();
     // b changes again: the next pass plans a's request sync and b's, not c's (written).
@@ -84,14 +81,8 @@ fn a_pass_plans_no_sync_of_a_pod_whose_latest_status_is_written() {
 
 #[test]
 fn a_pass_sync_checks_when_it_starts_whether_its_pod_still_needs_writing() {
-    let mut world = FakeWorld::v2();
-    let a = world.add_pod(pod("ns", "a", "uid-a", &["c"]));
-    let b = world.add_pod(pod("ns", "b", "uid-b", &["c"]));
-    let mut m = Manager::new(world);
-    set(&mut m, &a, running("Running", true));
-    set(&mut m, &b, running("Running", true));
-    let request = m.imports_mut().pop_request().unwrap();
-    let syncs = m.plan_sync_pod(&request).unwrap();
+    let mut m = two_running();
+    let syncs = plan_next_request(&mut m);
 
     // Before they start, a batch writes both pods and a's status is dropped.
     let report = m.sync_batch();
@@ -107,18 +98,12 @@ fn a_pass_sync_checks_when_it_starts_whether_its_pod_still_needs_writing() {
 
 #[test]
 fn a_sync_waiting_for_its_get_lets_the_manager_serve_everything_else() {
-    let mut world = FakeWorld::v2();
-    let a = world.add_pod(pod("ns", "a", "uid-a", &["c"]));
-    let b = world.add_pod(pod("ns", "b", "uid-b", &["c"]));
-    let mut m = Manager::new(world);
-    set(&mut m, &a, running("Pending", false));
-    set(&mut m, &b, running("Running", true));
-    let request = m.imports_mut().pop_request().unwrap();
-    let syncs = m.plan_sync_pod(&request).unwrap();
-    let [a_sync, b_sync] = <[_; 2]>::try_from(syncs).unwrap();
+    let statuses = [("a", running("Pending", false)), ("b", running("Running", true))];
+    let (mut m, [a, _]): (M, _) = caching(FakeWorld::v2(), statuses);
+    let [a_sync, b_sync] = <[_; 2]>::try_from(plan_next_request(&mut m)).unwrap();
     assert_eq!((a_sync.pod_uid.as_str(), b_sync.pod_uid.as_str()), ("uid-a", "uid-b"));
 
-    let SyncStep::Call(get) = m.start_sync(a_sync.id).unwrap() else { panic!("v2 reads first") };
+    let get = call_of(m.start_sync(a_sync.id), "v2 reads first");
     // Meanwhile a newer status of a (a new signal: the last was taken), and b's whole sync.
     set(&mut m, &a, running("Running", true));
     assert_eq!(m.imports_mut().queue.len(), 1);
@@ -126,12 +111,10 @@ fn a_sync_waiting_for_its_get_lets_the_manager_serve_everything_else() {
     assert_eq!(m.syncs_in_flight(), 1);
 
     // a's sync writes the version that was latest when it started.
-    let reply = m.imports_mut().answer(get);
-    let SyncStep::Call(patch) = m.resume_sync(a_sync.id, reply).unwrap() else { panic!("v2 patches") };
+    let patch = call_of(resume_answered(&mut m, a_sync.id, get), "v2 patches");
     let ApiCall::PatchPodStatus(body) = &patch else { panic!("v2 patches: {patch:?}") };
     assert_eq!(serde_json::from_str::<Value>(&body.patch).unwrap()["status"]["phase"], "Pending");
-    let reply = m.imports_mut().answer(patch);
-    assert_eq!(m.resume_sync(a_sync.id, reply), Ok(SyncStep::Done(SyncOutcome::Written)));
+    assert_eq!(resume_answered(&mut m, a_sync.id, patch), Ok(SyncStep::Done(SyncOutcome::Written)));
 
     // The new signal's pass writes the newer version; b is written, so not planned.
     let request = m.imports_mut().pop_request().unwrap();
@@ -145,16 +128,10 @@ fn a_sync_waiting_for_its_get_lets_the_manager_serve_everything_else() {
 
 #[test]
 fn a_pass_sync_that_fails_is_logged_as_the_pass_logged_it() {
-    let mut world = FakeWorld::v2();
-    let a = world.add_pod(pod("ns", "a", "uid-a", &["c"]));
-    let b = world.add_pod(pod("ns", "b", "uid-b", &["c"]));
-    let mut m = Manager::new(world);
-    set(&mut m, &a, running("Running", true));
-    set(&mut m, &b, running("Running", true));
-    let request = m.imports_mut().pop_request().unwrap();
-    let b_sync = m.plan_sync_pod(&request).unwrap()[1].clone();
+    let mut m = two_running();
+    let b_sync = plan_next_request(&mut m)[1].clone();
     assert_eq!(b_sync.origin, SyncOrigin::Pass);
-    let SyncStep::Call(_) = m.start_sync(b_sync.id).unwrap() else { panic!("reads first") };
+    call_of(m.start_sync(b_sync.id), "reads first");
     let Err(e) = m.resume_sync(b_sync.id, ApiReply::Pod(Ok("not a pod".into()))) else { panic!("garbage fails") };
     assert!(matches!(e, ManagerError::InvalidPod(_)));
     let last = m.imports_mut().logs.last().cloned().unwrap();
@@ -164,15 +141,10 @@ fn a_pass_sync_that_fails_is_logged_as_the_pass_logged_it() {
 
 #[test]
 fn a_reply_that_does_not_fit_the_patch_is_a_failed_write() {
-    let mut world = FakeWorld::v2();
-    let a = world.add_pod(pod("ns", "a", "uid-a", &["c"]));
-    let mut m = Manager::new(world);
-    set(&mut m, &a, running("Running", true));
-    let request = m.imports_mut().pop_request().unwrap();
-    let id = m.plan_sync_pod(&request).unwrap()[0].id;
-    let SyncStep::Call(get) = m.start_sync(id).unwrap() else { panic!("reads first") };
-    let reply = m.imports_mut().answer(get);
-    let SyncStep::Call(ApiCall::PatchPodStatus(_)) = m.resume_sync(id, reply).unwrap() else { panic!("patches") };
+    let (mut m, _): (M, _) = caching(FakeWorld::v2(), [("a", running("Running", true))]);
+    let id = plan_next_request(&mut m)[0].id;
+    let get = call_of(m.start_sync(id), "reads first");
+    let ApiCall::PatchPodStatus(_) = call_of(resume_answered(&mut m, id, get), "patches") else { panic!("patches") };
     assert_eq!(m.resume_sync(id, ApiReply::Deleted(Ok(()))), Ok(SyncStep::Done(SyncOutcome::WriteFailed)));
     let (level, line) = m.imports_mut().logs.last().cloned().unwrap();
     assert_eq!(level, Level::Warn);
@@ -183,12 +155,7 @@ fn a_reply_that_does_not_fit_the_patch_is_a_failed_write() {
 
 #[test]
 fn a_request_whose_pod_is_gone_plans_only_the_others() {
-    let mut world = FakeWorld::v2();
-    let a = world.add_pod(pod("ns", "a", "uid-a", &["c"]));
-    let b = world.add_pod(pod("ns", "b", "uid-b", &["c"]));
-    let mut m = Manager::new(world);
-    set(&mut m, &a, running("Running", true));
-    set(&mut m, &b, running("Running", true));
+    let mut m = two_running();
     let request = m.imports_mut().pop_request().unwrap();
     assert_eq!(request.pod_uid, "uid-a");
     m.remove_orphaned_statuses(&["uid-b".to_string()]);
@@ -200,10 +167,7 @@ fn a_request_whose_pod_is_gone_plans_only_the_others() {
 
 #[test]
 fn the_blocking_pass_reports_a_request_whose_pod_is_gone_as_up_to_date() {
-    let mut world = FakeWorld::v2();
-    let a = world.add_pod(pod("ns", "a", "uid-a", &["c"]));
-    let mut m = Manager::new(world);
-    set(&mut m, &a, running("Running", true));
+    let (mut m, _): (M, _) = caching(FakeWorld::v2(), [("a", running("Running", true))]);
     let request = m.imports_mut().pop_request().unwrap();
     m.remove_orphaned_statuses(&[]);
     assert_eq!(m.sync_pod(&request), Ok(SyncOutcome::UpToDate));

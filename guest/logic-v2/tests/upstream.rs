@@ -460,7 +460,9 @@ fn terminate_pod_default_unknown_status() {
     use Expect::*;
 
     type Check = Vec<(&'static str, usize, Expect)>;
-    let cases: Vec<(&str, Value, Option<Check>)> = vec![
+    /// A case's name, init containers and container 0; then what becomes of each one's state.
+    type InitCase = (&'static str, Vec<Value>, Value, &'static [Expect], Expect);
+    let mut cases: Vec<(&str, Value, Option<Check>)> = vec![
         ("failed pod without statuses", new_pod(0, 1, json!({"phase": "Failed"})), None),
         ("running pod without statuses", new_pod(0, 1, json!({"phase": "Running"})), Some(vec![])),
         (
@@ -488,128 +490,47 @@ fn terminate_pod_default_unknown_status() {
             never(new_pod(0, 1, json!({"phase": "Running", "containerStatuses": [c("0", w())]}))),
             Some(vec![("containerStatuses", 0, Unknown)]),
         ),
-        (
-            "uninitialized pod defaults the first init container",
-            never(new_pod(
-                1,
-                1,
-                json!({"phase": "Running", "initContainerStatuses": [c("init-0", w())], "containerStatuses": [c("0", w())]}),
-            )),
-            Some(vec![("initContainerStatuses", 0, Unknown), ("containerStatuses", 0, Waiting)]),
-        ),
-        (
-            "uninitialized pod defaults only the first init container",
-            never(new_pod(
-                2,
-                1,
-                json!({"phase": "Running", "initContainerStatuses": [c("init-0", w()), c("init-1", w())],
-                                       "containerStatuses": [c("0", w())]}),
-            )),
-            Some(vec![
-                ("initContainerStatuses", 0, Unknown),
-                ("initContainerStatuses", 1, Waiting),
-                ("containerStatuses", 0, Waiting),
-            ]),
-        ),
-        (
-            "uninitialized pod defaults gaps",
-            never(new_pod(
-                4,
-                1,
-                json!({"phase": "Running",
-                "initContainerStatuses": [c("init-0", w()), c("init-1", w()), c("init-2", t(1)), c("init-3", w())],
-                "containerStatuses": [c("0", w())]}),
-            )),
-            Some(vec![
-                ("initContainerStatuses", 0, Unknown),
-                ("initContainerStatuses", 1, Unknown),
-                ("initContainerStatuses", 2, Terminated(1)),
-                ("initContainerStatuses", 3, Waiting),
-                ("containerStatuses", 0, Waiting),
-            ]),
-        ),
-        (
-            "failed last container is uninitialized",
-            never(new_pod(
-                3,
-                1,
-                json!({"phase": "Running",
-                "initContainerStatuses": [c("init-0", w()), c("init-1", w()), c("init-2", t(1))],
-                "containerStatuses": [c("0", w())]}),
-            )),
-            Some(vec![
-                ("initContainerStatuses", 0, Unknown),
-                ("initContainerStatuses", 1, Unknown),
-                ("initContainerStatuses", 2, Terminated(1)),
-                ("containerStatuses", 0, Waiting),
-            ]),
-        ),
-        (
-            "successful last container is initialized",
-            never(new_pod(
-                3,
-                1,
-                json!({"phase": "Running",
-                "initContainerStatuses": [c("init-0", w()), c("init-1", w()), c("init-2", t(0))],
-                "containerStatuses": [c("0", w())]}),
-            )),
-            Some(vec![
-                ("initContainerStatuses", 0, Unknown),
-                ("initContainerStatuses", 1, Unknown),
-                ("initContainerStatuses", 2, Terminated(0)),
-                ("containerStatuses", 0, Unknown),
-            ]),
-        ),
-        (
-            "successful last previous container is initialized, and container state is overwritten",
-            never(new_pod(
-                3,
-                1,
-                json!({"phase": "Running",
-                "initContainerStatuses": [c("init-0", w()), c("init-1", w()),
-                    {"name": "init-2", "image": "", "imageID": "", "ready": false, "restartCount": 0,
-                     "lastState": {"terminated": {"exitCode": 0}}, "state": {"waiting": {}}}],
-                "containerStatuses": [c("0", w())]}),
-            )),
-            Some(vec![
-                ("initContainerStatuses", 0, Unknown),
-                ("initContainerStatuses", 1, Unknown),
-                ("initContainerStatuses", 2, Unknown),
-                ("containerStatuses", 0, Unknown),
-            ]),
-        ),
-        (
-            "running container proves initialization",
-            never(new_pod(
-                1,
-                1,
-                json!({"phase": "Running", "initContainerStatuses": [c("init-0", w())],
-                                       "containerStatuses": [c("0", json!({"running": {}}))]}),
-            )),
-            Some(vec![("initContainerStatuses", 0, Unknown), ("containerStatuses", 0, Unknown)]),
-        ),
-        (
-            "evidence of terminated container proves initialization",
-            never(new_pod(
-                1,
-                1,
-                json!({"phase": "Running", "initContainerStatuses": [c("init-0", w())],
-                                       "containerStatuses": [c("0", t(0))]}),
-            )),
-            Some(vec![("initContainerStatuses", 0, Unknown), ("containerStatuses", 0, Terminated(0))]),
-        ),
-        (
-            "evidence of previously terminated container proves initialization",
-            never(new_pod(
-                1,
-                1,
-                json!({"phase": "Running", "initContainerStatuses": [c("init-0", w())],
-                "containerStatuses": [{"name": "0", "image": "", "imageID": "", "ready": false, "restartCount": 0,
-                                       "lastState": {"terminated": {"exitCode": 0}}}]}),
-            )),
-            Some(vec![("initContainerStatuses", 0, Unknown), ("containerStatuses", 0, Unknown)]),
-        ),
     ];
+    // Pods that never restart, running with these init containers (init-0, init-1, ...)
+    // and container 0: what each init container's state, then container 0's, becomes.
+    // Not left to rustfmt: one case to two or three lines keeps the table readable.
+    #[rustfmt::skip]
+    let init_cases: [InitCase; 9] = [
+        ("uninitialized pod defaults the first init container",
+            vec![c("init-0", w())], c("0", w()), &[Unknown], Waiting),
+        ("uninitialized pod defaults only the first init container",
+            vec![c("init-0", w()), c("init-1", w())], c("0", w()), &[Unknown, Waiting], Waiting),
+        ("uninitialized pod defaults gaps",
+            vec![c("init-0", w()), c("init-1", w()), c("init-2", t(1)), c("init-3", w())], c("0", w()),
+            &[Unknown, Unknown, Terminated(1), Waiting], Waiting),
+        ("failed last container is uninitialized",
+            vec![c("init-0", w()), c("init-1", w()), c("init-2", t(1))], c("0", w()),
+            &[Unknown, Unknown, Terminated(1)], Waiting),
+        ("successful last container is initialized",
+            vec![c("init-0", w()), c("init-1", w()), c("init-2", t(0))], c("0", w()),
+            &[Unknown, Unknown, Terminated(0)], Unknown),
+        ("successful last previous container is initialized, and container state is overwritten",
+            vec![c("init-0", w()), c("init-1", w()),
+                 json!({"name": "init-2", "image": "", "imageID": "", "ready": false, "restartCount": 0,
+                        "lastState": {"terminated": {"exitCode": 0}}, "state": {"waiting": {}}})],
+            c("0", w()), &[Unknown, Unknown, Unknown], Unknown),
+        ("running container proves initialization",
+            vec![c("init-0", w())], c("0", json!({"running": {}})), &[Unknown], Unknown),
+        ("evidence of terminated container proves initialization",
+            vec![c("init-0", w())], c("0", t(0)), &[Unknown], Terminated(0)),
+        ("evidence of previously terminated container proves initialization",
+            vec![c("init-0", w())],
+            json!({"name": "0", "image": "", "imageID": "", "ready": false, "restartCount": 0,
+                   "lastState": {"terminated": {"exitCode": 0}}}),
+            &[Unknown], Unknown),
+    ];
+    for (name, inits, container, init, expect) in init_cases {
+        let count = inits.len();
+        let status = json!({"phase": "Running", "initContainerStatuses": inits, "containerStatuses": [container]});
+        let mut checks: Check = init.iter().enumerate().map(|(i, e)| ("initContainerStatuses", i, *e)).collect();
+        checks.push(("containerStatuses", 0, expect));
+        cases.push((name, never(new_pod(count, 1, status)), Some(checks)));
+    }
 
     for (name, pod, checks) in cases {
         // A pod manager without pods, as upstream's table builds it.

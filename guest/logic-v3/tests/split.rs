@@ -25,16 +25,11 @@ fn immediate_answers_make_the_calls_and_imports_of_the_blocking_path() {
 
 #[test]
 fn the_first_call_is_the_patch_and_a_refused_one_goes_on_with_a_read() {
-    let mut world = FakeWorld::v2();
-    let a = world.add_pod(pod("ns", "a", "uid-a", &["c"]));
-    let b = world.add_pod(pod("ns", "b", "uid-b", &["c"]));
-    let mut m = Manager::new(world);
-    set(&mut m, &a, running("Running", true));
-    set(&mut m, &b, running("Running", true));
-    let request = m.imports_mut().pop_request().unwrap();
-    let [a_sync, b_sync] = <[_; 2]>::try_from(m.plan_sync_pod(&request).unwrap()).unwrap();
+    let statuses = [("a", running("Running", true)), ("b", running("Running", true))];
+    let (mut m, _): (M, _) = caching(FakeWorld::v2(), statuses);
+    let [a_sync, b_sync] = <[_; 2]>::try_from(plan_next_request(&mut m)).unwrap();
 
-    let SyncStep::Call(patch) = m.start_sync(a_sync.id).unwrap() else { panic!("v3 patches first") };
+    let patch = call_of(m.start_sync(a_sync.id), "v3 patches first");
     let ApiCall::PatchPodStatus(body) = &patch else { panic!("v3 patches without reading: {patch:?}") };
     assert_eq!(body.uid_precondition.as_deref(), Some("uid-a"));
     // While a's patch is out, b's sync runs to its end.
@@ -42,12 +37,10 @@ fn the_first_call_is_the_patch_and_a_refused_one_goes_on_with_a_read() {
 
     // The API server refuses a's patch: the sync reads, then patches what it read.
     let refused = ApiReply::Pod(Err(ApiError::Conflict("the object has been modified".into())));
-    let SyncStep::Call(get) = m.resume_sync(a_sync.id, refused).unwrap() else { panic!("reads") };
+    let get = call_of(m.resume_sync(a_sync.id, refused), "reads");
     assert_eq!(get, ApiCall::GetPod { namespace: "ns".into(), name: "a".into() });
-    let reply = m.imports_mut().answer(get);
-    let SyncStep::Call(patch) = m.resume_sync(a_sync.id, reply).unwrap() else { panic!("patches") };
-    let reply = m.imports_mut().answer(patch);
-    assert_eq!(m.resume_sync(a_sync.id, reply), Ok(SyncStep::Done(SyncOutcome::Written)));
+    let patch = call_of(resume_answered(&mut m, a_sync.id, get), "patches");
+    assert_eq!(resume_answered(&mut m, a_sync.id, patch), Ok(SyncStep::Done(SyncOutcome::Written)));
     assert_eq!(m.imports_mut().api_status("ns", "a")["phase"], "Running");
     use Verb::{GetPod as G, PatchPodStatus as P};
     assert_eq!(m.imports_mut().take_verbs(), [P, G, P]);
@@ -56,13 +49,9 @@ fn the_first_call_is_the_patch_and_a_refused_one_goes_on_with_a_read() {
 
 #[test]
 fn a_reply_that_does_not_fit_the_patch_sent_without_reading_is_a_failed_write() {
-    let mut world = FakeWorld::v2();
-    let a = world.add_pod(pod("ns", "a", "uid-a", &["c"]));
-    let mut m = Manager::new(world);
-    set(&mut m, &a, running("Running", true));
-    let request = m.imports_mut().pop_request().unwrap();
-    let id = m.plan_sync_pod(&request).unwrap()[0].id;
-    let SyncStep::Call(ApiCall::PatchPodStatus(_)) = m.start_sync(id).unwrap() else { panic!("patches first") };
+    let (mut m, _): (M, _) = caching(FakeWorld::v2(), [("a", running("Running", true))]);
+    let id = plan_next_request(&mut m)[0].id;
+    let ApiCall::PatchPodStatus(_) = call_of(m.start_sync(id), "patches first") else { panic!("patches first") };
     assert_eq!(m.resume_sync(id, ApiReply::Deleted(Ok(()))), Ok(SyncStep::Done(SyncOutcome::WriteFailed)));
     let (level, line) = m.imports_mut().logs.last().cloned().unwrap();
     assert_eq!(level, Level::Warn);

@@ -7,8 +7,8 @@
 //! generic functions.
 
 use podstatus_logic::{
-    BatchReport, BatchSlice, Level, Manager, ManagerError, Policy, StatusManager, SyncOrigin, SyncOutcome, SyncRequest,
-    SyncStep,
+    ApiCall, BatchReport, BatchSlice, Level, Manager, ManagerError, PodSync, Policy, StatusManager, SyncOrigin,
+    SyncOutcome, SyncRequest, SyncStep,
 };
 use serde_json::{Value, json};
 
@@ -22,6 +22,9 @@ pub type SyncPod<P> = fn(&mut M<P>, &SyncRequest) -> Result<SyncOutcome, Manager
 
 /// A host's `sync-batch`: the blocking one or [`split_sync_batch`].
 pub type SyncBatch<P> = fn(&mut M<P>) -> BatchReport;
+
+/// A scenario run once with each pair of drivers; what each sync returned.
+pub type Scenario<P> = fn(&mut M<P>, SyncPod<P>, SyncBatch<P>) -> Vec<String>;
 
 /// Sets a status, which must be accepted.
 pub fn set(m: &mut impl StatusManager, pod: &Value, status: Value) {
@@ -122,7 +125,7 @@ pub fn observed<P: Policy<FakeWorld>>(m: &mut M<P>, seen: Vec<String>) -> Observ
 /// leave no sync in flight and observe exactly the same, and returns what they saw.
 pub fn blocking_and_split_agree<P: Policy<FakeWorld> + Default>(
     world: fn() -> FakeWorld,
-    scenario: fn(&mut M<P>, SyncPod<P>, SyncBatch<P>) -> Vec<String>,
+    scenario: Scenario<P>,
 ) -> Observed {
     let mut blocking = M::<P>::new(world());
     let seen = scenario(&mut blocking, |m, r| m.sync_pod(r), |m| m.sync_batch());
@@ -197,4 +200,48 @@ pub fn pass_scenario<P: Policy<FakeWorld>>(
     drain(m, &mut seen);
     seen.push(format!("{:?}", sync_batch(m)));
     seen
+}
+
+/// A manager over `world` caching one status a pod: for each `(name, status)`, pod
+/// ns/`name` (UID `uid-name`, one container `c`) is added to the world, then its status
+/// set, in order; the pods as the world stored them. Most split-sync tests start here.
+pub fn caching<P: Policy<FakeWorld> + Default, const N: usize>(
+    mut world: FakeWorld,
+    statuses: [(&str, Value); N],
+) -> (M<P>, [Value; N]) {
+    let pods = statuses.each_ref().map(|(name, _)| world.add_pod(pod("ns", name, &format!("uid-{name}"), &["c"])));
+    let mut m = M::<P>::new(world);
+    for (pod, (_, status)) in pods.iter().zip(statuses) {
+        set(&mut m, pod, status);
+    }
+    (m, pods)
+}
+
+/// The syncs planned for the next request in the world's queue (which must be there).
+pub fn plan_next_request<P: Policy<FakeWorld>>(m: &mut M<P>) -> Vec<PodSync> {
+    let request = m.imports_mut().pop_request().expect("a queued request");
+    m.plan_sync_pod(&request).expect("plan_sync_pod")
+}
+
+/// The call a sync is suspended in after `step` (`what` says which was meant; any
+/// other step panics with it).
+pub fn call_of(step: Result<SyncStep, ManagerError>, what: &str) -> ApiCall {
+    match step {
+        Ok(SyncStep::Call(call)) => call,
+        other => panic!("{what}: {other:?}"),
+    }
+}
+
+/// Answers `call` from the world and resumes sync `id` with the answer: the next step.
+pub fn resume_answered<P: Policy<FakeWorld>>(m: &mut M<P>, id: u64, call: ApiCall) -> Result<SyncStep, ManagerError> {
+    let reply = m.imports_mut().answer(call);
+    m.resume_sync(id, reply)
+}
+
+/// Syncs every request in the world's queue with `sync_pod`, in order, noting in `seen`
+/// what each returned (what the scenarios call between their steps).
+pub fn drain_requests<P: Policy<FakeWorld>>(m: &mut M<P>, sync_pod: SyncPod<P>, seen: &mut Vec<String>) {
+    while let Some(request) = m.imports_mut().pop_request() {
+        seen.push(format!("{:?}", sync_pod(m, &request)));
+    }
 }
