@@ -135,6 +135,22 @@ impl Default for FakeWorld {
 }
 
 impl FakeWorld {
+    /// Stores `status` as the status of the API server's pod `key` (checked to exist)
+    /// with the next resourceVersion, as a status write by `verb` does; the pod as the
+    /// write answers it (or the garbage set for `verb`).
+    fn store_status(&mut self, key: &(String, String), status: Value, verb: Verb) -> String {
+        let rv = self.next_resource_version();
+        let stored = self.api.get_mut(key).expect("checked above");
+        stored["status"] = status;
+        stored["metadata"]["resourceVersion"] = json!(rv);
+        let stored = stored.clone();
+        self.follow(&stored);
+        match self.garbage.get(&verb) {
+            Some(text) => text.clone(),
+            None => stored.to_string(),
+        }
+    }
+
     /// A world for logic v2: a PUT of a status fails the test.
     pub fn v2() -> FakeWorld {
         FakeWorld { allow_puts: false, ..FakeWorld::new() }
@@ -364,16 +380,7 @@ impl V1Imports for FakeWorld {
         {
             return Err(ApiError::Conflict(format!("the object has been modified; resourceVersion {rv} is stale")));
         }
-        let rv = self.next_resource_version();
-        let stored = self.api.get_mut(&key).expect("checked above");
-        stored["status"] = status;
-        stored["metadata"]["resourceVersion"] = json!(rv);
-        let stored = stored.clone();
-        self.follow(&stored);
-        if let Some(text) = self.garbage.get(&Verb::UpdatePodStatus) {
-            return Ok(text.clone());
-        }
-        Ok(stored.to_string())
+        Ok(self.store_status(&key, status, Verb::UpdatePodStatus))
     }
 
     fn delete_pod(&mut self, namespace: &str, name: &str, options: DeleteOptions) -> Result<(), ApiError> {
@@ -484,16 +491,7 @@ impl Imports for FakeWorld {
         let patched = podstatus_core::apply_status_patch(current.as_ref(), &body)
             .unwrap_or_else(|e| panic!("the patched status is a core/v1 PodStatus: {e}"));
         let status = serde_json::to_value(patched).expect("a PodStatus serialises");
-        let rv = self.next_resource_version();
-        let stored = self.api.get_mut(&key).expect("checked above");
-        stored["status"] = status;
-        stored["metadata"]["resourceVersion"] = json!(rv);
-        let stored = stored.clone();
-        self.follow(&stored);
-        if let Some(text) = self.garbage.get(&Verb::PatchPodStatus) {
-            return Ok(text.clone());
-        }
-        Ok(stored.to_string())
+        Ok(self.store_status(&key, status, Verb::PatchPodStatus))
     }
 
     fn pod_could_have_running_containers(&mut self, pod_json: &str) -> bool {
