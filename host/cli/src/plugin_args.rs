@@ -13,9 +13,9 @@ pub struct PluginArgs {
     /// The plugin component; defaults to the one built from this checkout's guest/.
     #[arg(long, value_name = "FILE.wasm")]
     pub plugin: Option<PathBuf>,
-    /// Which built-in plugin to run: v1 (the 2017 kubelet, contract 0.1.0), v2
-    /// (Kubernetes 1.27, contract 0.1.1) or v3 (v2 writing each status version with one
-    /// PATCH and no GET, contract 0.1.1).
+    /// Which built-in plugin to run (each on contract 0.2.0; `--native` runs it as its
+    /// 0.1.x plugin): v1 (the 2017 kubelet), v2 (Kubernetes 1.27) or v3 (v2 writing each
+    /// status version with one PATCH and no GET).
     #[arg(long, value_enum, default_value_t = Logic::V1, conflicts_with = "plugin")]
     pub logic: Logic,
     /// Where compiled plugins are cached [default: $PODSTATUS_CACHE_DIR, else
@@ -30,11 +30,11 @@ pub struct PluginArgs {
 /// The plugins built from this checkout.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Logic {
-    /// The 2017 kubelet (contract 0.1.0).
+    /// The 2017 kubelet.
     V1,
-    /// Kubernetes 1.27 (contract 0.1.1).
+    /// Kubernetes 1.27.
     V2,
-    /// v2 writing each status version with one PATCH, no GET (contract 0.1.1).
+    /// v2 writing each status version with one PATCH, no GET.
     V3,
 }
 
