@@ -30,10 +30,6 @@ pub fn generate_pod_ready_condition(
 mod tests {
     use super::*;
 
-    fn spec(names: &[&str]) -> SpecView {
-        SpecView::with_containers(names)
-    }
-
     fn cs(name: &str, ready: bool) -> ContainerStatus {
         ContainerStatus { name: name.into(), ready, ..ContainerStatus::default() }
     }
@@ -44,16 +40,16 @@ mod tests {
 
     #[test]
     fn nil_statuses_are_unknown_but_empty_ones_are_not() {
-        let c = generate_pod_ready_condition(&spec(&["a"]), None, Some("Running"));
+        let c = generate_pod_ready_condition(&SpecView::with_containers(&["a"]), None, Some("Running"));
         assert_eq!(summary(&c), ("False".into(), Some(UNKNOWN_CONTAINER_STATUSES.into()), None));
-        let c = generate_pod_ready_condition(&spec(&["a"]), Some(&[]), Some("Running"));
+        let c = generate_pod_ready_condition(&SpecView::with_containers(&["a"]), Some(&[]), Some("Running"));
         assert_eq!(c.message.as_deref(), Some("containers with unknown status: [a]"));
     }
 
     #[test]
     fn messages_list_unknown_then_unready_in_spec_order() {
         let statuses = [cs("c", false), cs("b", true), cs("a", false)];
-        let c = generate_pod_ready_condition(&spec(&["a", "x", "c", "y"]), Some(&statuses), None);
+        let c = generate_pod_ready_condition(&SpecView::with_containers(&["a", "x", "c", "y"]), Some(&statuses), None);
         assert_eq!(
             summary(&c),
             (
@@ -67,16 +63,27 @@ mod tests {
 
     #[test]
     fn succeeded_pods_are_completed_unless_a_container_is_unknown() {
-        let c = generate_pod_ready_condition(&spec(&["a"]), Some(&[cs("a", false)]), Some(POD_SUCCEEDED));
+        let c = generate_pod_ready_condition(
+            &SpecView::with_containers(&["a"]),
+            Some(&[cs("a", false)]),
+            Some(POD_SUCCEEDED),
+        );
         assert_eq!(c.reason.as_deref(), Some(POD_COMPLETED));
-        let c = generate_pod_ready_condition(&spec(&["a", "b"]), Some(&[cs("a", true)]), Some(POD_SUCCEEDED));
+        let c = generate_pod_ready_condition(
+            &SpecView::with_containers(&["a", "b"]),
+            Some(&[cs("a", true)]),
+            Some(POD_SUCCEEDED),
+        );
         assert_eq!(c.reason.as_deref(), Some(CONTAINERS_NOT_READY));
     }
 
     #[test]
     fn all_ready_is_true_without_reason() {
-        let c =
-            generate_pod_ready_condition(&spec(&["a", "b"]), Some(&[cs("b", true), cs("a", true)]), Some("Running"));
+        let c = generate_pod_ready_condition(
+            &SpecView::with_containers(&["a", "b"]),
+            Some(&[cs("b", true), cs("a", true)]),
+            Some("Running"),
+        );
         assert_eq!(summary(&c), ("True".into(), None, None));
     }
 }

@@ -113,10 +113,6 @@ fn terminal_reason(phase: Option<&str>) -> Option<&'static str> {
 mod tests {
     use super::*;
 
-    fn spec(names: &[&str]) -> SpecView {
-        SpecView::with_containers(names)
-    }
-
     fn cs(name: &str, ready: bool) -> ContainerStatus {
         ContainerStatus { name: name.into(), ready, ..ContainerStatus::default() }
     }
@@ -127,7 +123,7 @@ mod tests {
 
     #[test]
     fn containers_ready_follows_generate_go() {
-        let s = spec(&["a", "b"]);
+        let s = SpecView::with_containers(&["a", "b"]);
         let c = generate_containers_ready_condition(&s, None, Some("Running"));
         assert_eq!(summary(&c), (CONTAINERS_READY, "False", Some(UNKNOWN_CONTAINER_STATUSES), None));
         let c = generate_containers_ready_condition(&s, Some(&[cs("b", false)]), Some("Running"));
@@ -154,7 +150,7 @@ mod tests {
 
     #[test]
     fn ready_copies_containers_ready_then_checks_readiness_gates() {
-        let s = spec(&["a"]);
+        let s = SpecView::with_containers(&["a"]);
         let gates = vec!["example.com/lb".to_string(), "example.com/dns".to_string()];
         let c = generate_pod_ready_condition(&s, &gates, &[], Some(&[cs("a", false)]), Some("Running"));
         assert_eq!(
