@@ -15,6 +15,7 @@ mod hostile;
 mod hostile_split;
 mod kube_client;
 mod kubectl;
+mod lying_plugins;
 mod metrics;
 mod overlap;
 mod plugin_faults;

@@ -207,32 +207,6 @@ fn recovery_is_counted_and_timed() {
     assert!(scene.plugin.sync_batch().is_ok());
 }
 
-/// The supervisor answers `accepted_status` from its copy of the state, without
-/// entering the instance: the answer is the instance's own, byte for byte, for every
-/// pod it holds, also right after a recovery; a UID it holds nothing under is asked of
-/// the instance (None here).
-#[test]
-fn the_accepted_status_from_the_state_copy_is_the_instances() {
-    let mut scene = Scene::new();
-    scene.prelude();
-    let compare = |scene: &mut Scene, p3_set: bool| {
-        for name in PODS {
-            let uid = format!("uid-{name}");
-            let from_copy = scene.plugin.accepted_status(&uid).unwrap();
-            let from_instance = scene.plugin.get_pod_status(&uid).unwrap();
-            assert_eq!(from_copy, from_instance, "{uid}");
-            assert_eq!(from_copy.is_some(), name != "p3" || p3_set, "{uid}: held or not");
-        }
-    };
-    compare(&mut scene, false);
-    scene.arm(SYNC_BATCH);
-    assert!(scene.plugin.sync_batch().is_err());
-    scene.tick();
-    scene.set("p3", "Running", true).unwrap();
-    compare(&mut scene, true);
-    assert_eq!(scene.plugin.accepted_status("uid-nobody").unwrap(), None);
-}
-
 /// Contract 0.2.0: a fault while syncs are in flight (their calls out, the host holding
 /// the answers) loses no accepted status. The restored instance knows none of the
 /// syncs (they are not state): each is refused when the host goes on with it, and a

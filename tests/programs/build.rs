@@ -4,7 +4,8 @@
 //! picks at run time (`PROBER`), `guests/split-adversary` forges what a 0.2.0 plugin
 //! hands the host (`SPLIT_ADVERSARY`), the `hostile` adversary gets three extra memories (see
 //! `extra_memories.rs`), and `guests/failpoints` is the real plugin with faults on
-//! demand (`FAILPOINTS` on contract 0.1.0, `FAILPOINTS_SPLIT` on 0.2.0). The build fails when a component is
+//! demand (`FAILPOINTS` on contract 0.1.0, `FAILPOINTS_SPLIT` on 0.2.0), and `guests/liar` the
+//! same lying in its state (`LIAR`, `LIAR_SPLIT`). The build fails when a component is
 //! used by no test under `tests/all/` or `host/cli/tests/`, so none is built for nothing.
 
 use std::fmt::Write;
@@ -63,7 +64,8 @@ fn main() {
         &[],
         "A hostile plugin of contract 0.2.0 forging plans, batch cursors and calls, its attack chosen by the name of the pod it is handed.",
     );
-    // The real plugin with faults on demand: two programs of one package, built in one run.
+    // The real plugin with faults on demand, and one that also lies in its state: two
+    // programs of each package, each package built in one run.
     let failpoints = [
         ("FAILPOINTS", "failpoints", "Logic v1 for contract 0.1.0 with faults on demand (guests/failpoints)."),
         (
@@ -72,17 +74,28 @@ fn main() {
             "Logic v1 for contract 0.2.0 with faults on demand (guests/failpoints).",
         ),
     ];
-    for (constant, _, _) in failpoints {
-        assert!(
-            test_sources.contains(constant),
-            "test program {constant} is used by no test: use it in a test or remove it"
-        );
-    }
-    let bins: Vec<&str> = failpoints.iter().map(|(_, bin, _)| *bin).collect();
-    let files = build_program_component_files(&workspace, &target_dir, "podstatus-test-failpoints", &[], &bins);
-    for ((constant, _, what), file) in failpoints.iter().zip(files) {
-        writeln!(generated, "/// {what}").unwrap();
-        writeln!(generated, "pub const {constant}: &[u8] = include_bytes!({:?});", file.display().to_string()).unwrap();
+    let liar = [
+        ("LIAR", "liar", "Logic v1 for contract 0.1.0 lying in its state, with faults on demand (guests/liar)."),
+        (
+            "LIAR_SPLIT",
+            "liar-split",
+            "Logic v1 for contract 0.2.0 lying in its state, with faults on demand (guests/liar).",
+        ),
+    ];
+    for (package, programs) in [("podstatus-test-failpoints", &failpoints), ("podstatus-test-liar", &liar)] {
+        for (constant, _, _) in programs {
+            assert!(
+                test_sources.contains(constant),
+                "test program {constant} is used by no test: use it in a test or remove it"
+            );
+        }
+        let bins: Vec<&str> = programs.iter().map(|(_, bin, _)| *bin).collect();
+        let files = build_program_component_files(&workspace, &target_dir, package, &[], &bins);
+        for ((constant, _, what), file) in programs.iter().zip(files) {
+            writeln!(generated, "/// {what}").unwrap();
+            writeln!(generated, "pub const {constant}: &[u8] = include_bytes!({:?});", file.display().to_string())
+                .unwrap();
+        }
     }
 
     let out = Path::new(&std::env::var("OUT_DIR").expect("set by cargo")).join("programs.rs");

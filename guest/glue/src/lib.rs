@@ -18,4 +18,6 @@ pub mod contract_0_1_1;
 pub mod contract_0_2_0;
 #[cfg(feature = "failpoints")]
 pub mod failpoints;
+#[cfg(feature = "lies")]
+pub mod lies;
 mod shared;

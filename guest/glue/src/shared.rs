@@ -118,7 +118,10 @@ macro_rules! common_exports {
         fn save_state() -> String {
             // Serialising our own types cannot fail; if it ever did, an empty document
             // would lose state silently, so trap instead: the host keeps its last copy.
-            Self::with(|m| m.save_state()).unwrap_or_else(|e| panic!("save-state: {e}"))
+            let state = Self::with(|m| m.save_state()).unwrap_or_else(|e| panic!("save-state: {e}"));
+            #[cfg(feature = "lies")]
+            let state = $crate::lies::state(state);
+            state
         }
 
         fn load_state(state: String) -> Result<(), wit::ManagerError> {
@@ -128,7 +131,10 @@ macro_rules! common_exports {
         fn save_state_changes() -> String {
             $fp!(SAVE_STATE_CHANGES);
             // As for save-state: losing changes silently would be worse than trapping.
-            Self::with(|m| m.save_state_changes()).unwrap_or_else(|e| panic!("save-state-changes: {e}"))
+            let changes = Self::with(|m| m.save_state_changes()).unwrap_or_else(|e| panic!("save-state-changes: {e}"));
+            #[cfg(feature = "lies")]
+            let changes = $crate::lies::changes(changes);
+            changes
         }
 
         fn apply_state_changes(changes: String) -> Result<(), wit::ManagerError> {

@@ -68,8 +68,8 @@ impl Plugin for MeteredPlugin {
         self.timed("get_pod_status", |p| p.get_pod_status(uid)).0
     }
 
-    fn accepted_status(&mut self, uid: &str) -> Result<Option<CachedStatus>> {
-        self.timed("accepted_status", |p| p.accepted_status(uid)).0
+    fn observe(&mut self, view: std::sync::Arc<podstatus_backends::HostView>) {
+        self.inner.observe(view);
     }
 
     fn set_pod_status(&mut self, pod: &str, status: &str) -> Result<UpdateOutcome> {

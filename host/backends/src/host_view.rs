@@ -32,6 +32,24 @@ pub struct Accepted {
     pub status: String,
 }
 
+/// A status the plugin accepted, with what the host knows of its pod: enough to hand
+/// the status back to a plugin that lost it (a state entry names the pod and whether
+/// it is finished).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AcceptedRecord {
+    /// The pod's UID (the node's pod: a static pod's, not its mirror pod's).
+    pub uid: String,
+    /// The status, as the plugin answered right after accepting it.
+    pub accepted: Accepted,
+    /// The pod's name, as the node reported it.
+    pub pod_name: String,
+    /// The pod's namespace, as the node reported it.
+    pub pod_namespace: String,
+    /// The node terminated the pod (upstream's `podIsFinished`: the status came from
+    /// TerminatePod or followed one).
+    pub finished: bool,
+}
+
 /// Why the host's view does not let a pod go.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum NotSafe {
@@ -62,6 +80,8 @@ struct Reported {
     ips: Vec<String>,
     /// The last status the plugin accepted.
     accepted: Option<Accepted>,
+    /// The node terminated the pod at some point.
+    terminated: bool,
 }
 
 /// A report of the node's, parsed from a manager call's JSON: parsing takes longer
@@ -126,7 +146,10 @@ impl HostView {
                 }
                 status
             }
-            None => terminated(entry.status.take().or_else(|| pod.status.clone()).unwrap_or_default()),
+            None => {
+                entry.terminated = true;
+                terminated(entry.status.take().or_else(|| pod.status.clone()).unwrap_or_default())
+            }
         };
         entry.status = Some(status);
         entry.pod = Some(Arc::new(pod));
@@ -154,6 +177,42 @@ impl HostView {
     /// The last status the plugin accepted for `uid`.
     pub fn accepted(&self, uid: &str) -> Option<Accepted> {
         self.read(uid, |reported| reported.accepted.clone())
+    }
+
+    /// Every status the plugin accepted that the view still holds, by UID: the host's
+    /// record a swap and a recovery hold a plugin's state against.
+    pub fn accepted_records(&self) -> Vec<AcceptedRecord> {
+        let pods = self.pods.read().unwrap_or_else(PoisonError::into_inner);
+        let mut records: Vec<AcceptedRecord> = pods
+            .iter()
+            .filter_map(|(uid, reported)| {
+                let accepted = reported.accepted.clone()?;
+                let meta = reported.pod.as_ref().map(|pod| &pod.metadata);
+                Some(AcceptedRecord {
+                    uid: uid.clone(),
+                    accepted,
+                    pod_name: meta.and_then(|m| m.name.clone()).unwrap_or_default(),
+                    pod_namespace: meta.and_then(|m| m.namespace.clone()).unwrap_or_default(),
+                    finished: reported.terminated,
+                })
+            })
+            .collect();
+        records.sort_unstable_by(|a, b| a.uid.cmp(&b.uid));
+        records
+    }
+
+    /// The plugin dropped the status of `uid` as it should (the pod was deleted from
+    /// the API server, or deleted and recreated): the record of it goes too.
+    pub fn forget_accepted(&self, uid: &str) {
+        if let Some(reported) = self.pods.write().unwrap_or_else(PoisonError::into_inner).get_mut(uid) {
+            reported.accepted = None;
+        }
+    }
+
+    /// Whether the node ever reported the pod `uid` or the plugin accepted a status of
+    /// it (and the view has not forgotten it since).
+    pub fn knows(&self, uid: &str) -> bool {
+        self.pods.read().unwrap_or_else(PoisonError::into_inner).contains_key(uid)
     }
 
     /// Forgets every pod whose UID is not in `keep`.
@@ -304,10 +363,31 @@ mod tests {
         view.accept("ua", Accepted { version: 2, status: "{\"phase\":\"Running\"}".into() });
         view.accept("ub", Accepted { version: 1, status: "{}".into() });
         assert_eq!(view.accepted("ua").map(|a| a.version), Some(2));
+        let uids: Vec<String> = view.accepted_records().into_iter().map(|r| r.uid).collect();
+        assert_eq!(uids, ["ua", "ub"]);
+        view.forget_accepted("ub");
+        assert_eq!(view.accepted("ub"), None);
+        assert!(view.knows("ub"), "the pod itself is still known");
+        view.accept("ub", Accepted { version: 1, status: "{}".into() });
         view.retain(&["ub".to_string()]);
         assert_eq!(view.accepted("ua"), None);
         assert_eq!(view.len(), 1);
         assert!(format!("{view:?}").contains("pods: 1"));
+    }
+
+    #[test]
+    fn an_accepted_record_names_its_pod_and_whether_the_node_terminated_it() {
+        let view = HostView::new(Arc::new(ContainersStopped));
+        let pod = testing::pod("a", "ua").build();
+        view.report_status(&pod, &status(json!({"phase": "Running"})));
+        view.accept("ua", Accepted { version: 1, status: "{}".into() });
+        let record = view.accepted_records().pop().expect("one record");
+        assert_eq!((record.pod_name.as_str(), record.pod_namespace.as_str()), ("a", "ns"));
+        assert!(!record.finished);
+        view.report_termination(&pod);
+        view.report_status(&pod, &status(json!({"phase": "Succeeded"})));
+        assert!(view.accepted_records()[0].finished, "a status after TerminatePod is finished too");
+        assert!(!view.knows("ub"));
     }
 
     #[test]

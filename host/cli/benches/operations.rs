@@ -99,10 +99,6 @@ fn bench(c: &mut Criterion) {
         });
 
         group.bench_function("get-pod-status", |b| b.iter(|| plugin.get_pod_status(black_box(fixture::UID)).unwrap()));
-        // What the host view records after each accepted update: the supervisor answers
-        // it from its state copy, the others as get-pod-status.
-        group
-            .bench_function("accepted-status", |b| b.iter(|| plugin.accepted_status(black_box(fixture::UID)).unwrap()));
 
         let mut ready = false;
         group.bench_function("set-container-readiness", |b| {

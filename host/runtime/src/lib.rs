@@ -33,5 +33,8 @@ pub use plugin::{
     Limits, LoadError, LogicVersion, NativePlugin, Plugin, PluginImage, PluginRuntime, RecoveryStats, Result,
     RuntimeConfig, SupervisedPlugin, cache_key, describe,
 };
-pub use swap::{SwapError, SwapReport, apply_checked, load_checked, move_bulk, move_changes};
+pub use swap::{
+    Findings, HeldState, RepairError, SwapError, SwapReport, apply_checked, load_checked, move_bulk, move_changes,
+    repair_from_record,
+};
 pub use world::World;

@@ -17,7 +17,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::api;
-use crate::bindings::{ApiCall, PodSync, SyncOrigin, SyncStep};
+use crate::bindings::{ApiCall, PodSync, SyncOrigin, SyncOutcome, SyncStep};
 use crate::plugin::{Plugin, Result};
 use crate::sync_table::SyncTable;
 use crate::world::World;
@@ -29,6 +29,8 @@ pub(crate) trait PluginHost: Send + Sync + 'static {
     fn plugin(&self) -> impl DerefMut<Target = Box<dyn Plugin>>;
     /// The runner of this plugin's syncs.
     fn runner(&self) -> &SyncRunner;
+    /// A sync of `pod_uid` ended with `outcome` (before the runner lets a swap go on).
+    fn sync_done(&self, pod_uid: &str, outcome: &SyncOutcome);
 }
 
 /// A sync suspended in an API call, on its way to a worker.
@@ -152,6 +154,7 @@ fn advance<H: PluginHost>(host: &Arc<H>, mut sync: PodSync, mut step: Result<Syn
             }
             Ok(SyncStep::Done(outcome)) => {
                 tracing::debug!(pod = %sync.pod_uid, sync = sync.id, origin = ?sync.origin, ?outcome, "synced");
+                host.sync_done(&sync.pod_uid, &outcome);
             }
             Err(e) if sync.origin == SyncOrigin::Request => {
                 tracing::error!(pod = %sync.pod_uid, sync = sync.id, "sync: {e}");

@@ -1,13 +1,14 @@
 //! The handle's side of a hot swap: when the running plugin's state moves (see
 //! [`crate::swap`] for how), what keeps serving meanwhile, and when calls are held.
 
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use super::TARGET;
 use super::shared::Shared;
 use crate::plugin::Plugin;
-use crate::swap::{SwapError, SwapReport, apply_checked, load_checked, move_changes};
+use crate::swap::{Findings, HeldState, SwapError, SwapReport, apply_checked, load_checked, repair_from_record};
 
 /// Change sets moved before the pause at most, during a swap.
 const PRECOPY_ROUNDS: usize = 4;
@@ -27,11 +28,15 @@ pub(super) fn swap(shared: &Shared, mut new: Box<dyn Plugin>) -> Result<SwapRepo
     let state = shared.plugin.lock().save_state().map_err(SwapError::Source)?;
     let save = start.elapsed();
     load_checked(new.as_mut(), &state)?;
+    // What the new plugin holds, to hold against the host's record at the switch.
+    let view = shared.host_view.get();
+    let mut held = view.and_then(|_| HeldState::from_state(&state));
     // Pre-copy, as live migration does: while moving the last change set took
     // long enough for much to change again, move the next one without pausing.
     for _ in 0..PRECOPY_ROUNDS {
         let changes = shared.plugin.lock().save_state_changes().map_err(SwapError::Source)?;
         apply_checked(new.as_mut(), &changes)?;
+        held.as_mut().map(|held| held.apply_changes(&changes));
         if changes.len() <= PRECOPY_DONE_BYTES {
             break;
         }
@@ -47,7 +52,19 @@ pub(super) fn swap(shared: &Shared, mut new: Box<dyn Plugin>) -> Result<SwapRepo
     }
     let mut running = shared.plugin.lock();
     let paused = Instant::now();
-    let changes_bytes = move_changes(running.as_mut(), new.as_mut())?;
+    let changes = running.save_state_changes().map_err(SwapError::Source)?;
+    apply_checked(new.as_mut(), &changes)?;
+    // No call comes in now: the record is the one the old plugin's answers made.
+    let repaired = match (view, held.as_mut()) {
+        (Some(view), Some(held)) => {
+            held.apply_changes(&changes);
+            repair_from_record(new.as_mut(), held, view, &running.world().pod_manager)?
+        }
+        _ => Findings::default(),
+    };
+    if let Some(view) = view {
+        new.observe(Arc::clone(view));
+    }
     // The swap's checks made the new plugin keep its changes for a follower: none.
     new.stop_following();
     let from = running.contract();
@@ -59,8 +76,17 @@ pub(super) fn swap(shared: &Shared, mut new: Box<dyn Plugin>) -> Result<SwapRepo
     let pause = paused.elapsed();
     drop(running);
     drop(old);
-    let report =
-        SwapReport { from, to, state_bytes: state.len(), changes_bytes, save, bulk, pause, total: start.elapsed() };
+    let report = SwapReport {
+        from,
+        to,
+        state_bytes: state.len(),
+        changes_bytes: changes.len(),
+        save,
+        bulk,
+        pause,
+        total: start.elapsed(),
+        repaired,
+    };
     tracing::info!(target: TARGET, ?report, "plugin swapped");
     Ok(report)
 }

@@ -75,7 +75,11 @@ impl ManagerHandle {
     /// while no other call can come in between). A handle observes one view: later
     /// calls are ignored (returns whether this one took).
     pub fn observe(&self, view: Arc<HostView>) -> bool {
-        self.shared.host_view.set(view).is_ok()
+        let took = self.shared.host_view.set(Arc::clone(&view)).is_ok();
+        if took {
+            self.shared.plugin.lock().observe(view);
+        }
+        took
     }
 
     /// The view this handle feeds, if any.
@@ -97,7 +101,9 @@ impl ManagerHandle {
         if !matches!(outcome, Ok(UpdateOutcome::Queued | UpdateOutcome::QueueFull)) {
             return;
         }
-        match plugin.accepted_status(uid) {
+        // Asked of the plugin, not taken from its change set: the record must not rest on
+        // the channel it is held against.
+        match plugin.get_pod_status(uid) {
             Ok(Some(cached)) => view.accept(uid, Accepted { version: cached.version, status: cached.status }),
             // The plugin accepted a status it does not hold: the final check will show it.
             Ok(None) => {

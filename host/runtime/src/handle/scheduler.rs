@@ -116,7 +116,11 @@ fn handle_request(shared: &Arc<Shared>, request: &SyncRequest, deadline: Instant
 fn plan_request(shared: &Arc<Shared>, request: &SyncRequest, shed: bool) {
     let mut plugin = shared.plugin.for_steps();
     if !plugin.contract().has_split_syncs() {
-        scheduler_v0_1::sync_request(plugin.as_mut(), request);
+        let outcome = scheduler_v0_1::sync_request(plugin.as_mut(), request);
+        // Under the lock still: a swap sees the status and its record go together.
+        if let Some(outcome) = outcome {
+            shared.note_outcome(&request.pod_uid, &outcome);
+        }
         return;
     }
     scheduler_v0_2::plan_request(shared, plugin, request, shed);

@@ -12,9 +12,12 @@ use super::TARGET;
 use crate::bindings::{SyncOutcome, SyncRequest};
 use crate::plugin::{Plugin, Result};
 
-/// Syncs a request taken off the queue, under the lock `plugin` is held by.
-pub(super) fn sync_request(plugin: &mut dyn Plugin, request: &SyncRequest) {
-    log_sync(request, plugin.sync_pod(request));
+/// Syncs a request taken off the queue, under the lock `plugin` is held by; its
+/// outcome, when it had one.
+pub(super) fn sync_request(plugin: &mut dyn Plugin, request: &SyncRequest) -> Option<SyncOutcome> {
+    let outcome = plugin.sync_pod(request);
+    log_sync(request, &outcome);
+    outcome.ok()
 }
 
 /// One batch sync (`what` names it in the log), under the lock `plugin` is held by.
@@ -24,7 +27,7 @@ pub(super) fn sync_batch(plugin: &mut dyn Plugin, what: &str) {
     }
 }
 
-fn log_sync(request: &SyncRequest, outcome: Result<SyncOutcome>) {
+fn log_sync(request: &SyncRequest, outcome: &Result<SyncOutcome>) {
     match outcome {
         Ok(outcome) => {
             tracing::debug!(target: TARGET, pod = %request.pod_uid, version = request.version, ?outcome, "synced")

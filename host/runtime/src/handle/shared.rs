@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use super::admission::ClientBudget;
 use super::config::SchedulerConfig;
 use super::plugin_lock::PluginLock;
+use crate::bindings::SyncOutcome;
 use crate::plugin::Plugin;
 use crate::sync_runner::{PluginHost, SyncRunner};
 use podstatus_backends::{HostView, SyncQueue};
@@ -66,6 +67,19 @@ impl Shared {
     }
 }
 
+impl Shared {
+    /// A sync of `pod_uid` ended with `outcome`: when the plugin dropped the pod's
+    /// status as it should (the pod was deleted, or deleted and recreated), the host's
+    /// record of it goes too, so that no swap or recovery hands it back.
+    pub(super) fn note_outcome(&self, pod_uid: &str, outcome: &SyncOutcome) {
+        if matches!(outcome, SyncOutcome::Deleted | SyncOutcome::Recreated)
+            && let Some(view) = self.host_view.get()
+        {
+            view.forget_accepted(pod_uid);
+        }
+    }
+}
+
 impl PluginHost for Shared {
     fn plugin(&self) -> impl DerefMut<Target = Box<dyn Plugin>> {
         self.plugin.for_steps()
@@ -73,5 +87,9 @@ impl PluginHost for Shared {
 
     fn runner(&self) -> &SyncRunner {
         &self.runner
+    }
+
+    fn sync_done(&self, pod_uid: &str, outcome: &SyncOutcome) {
+        self.note_outcome(pod_uid, outcome);
     }
 }

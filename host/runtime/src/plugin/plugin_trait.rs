@@ -4,6 +4,10 @@ use crate::bindings::{
     ApiReply, BatchPlan, BatchReport, BatchSlice, CachedStatus, Contract, PodSync, SyncOutcome, SyncRequest, SyncStep,
     UpdateOutcome,
 };
+use std::sync::Arc;
+
+use podstatus_backends::HostView;
+
 use crate::plugin::call_error::Result;
 use crate::world::World;
 
@@ -14,13 +18,10 @@ pub trait Plugin: Send {
     fn get_pod_status(&mut self, uid: &str) -> Result<Option<CachedStatus>>;
     /// Caches a pod's status and queues its write when it changed.
     fn set_pod_status(&mut self, pod: &str, status: &str) -> Result<UpdateOutcome>;
-    /// The status the plugin holds for `uid` right after a call accepted a change of
-    /// it, for a host that records what was accepted. The same answer as
-    /// [`Plugin::get_pod_status`] by default; a plugin that already holds a copy of
-    /// the state (the supervisor) answers from it without entering the instance again.
-    fn accepted_status(&mut self, uid: &str) -> Result<Option<CachedStatus>> {
-        self.get_pod_status(uid)
-    }
+    /// The host's view of the node's pods, with its record of accepted statuses, from
+    /// now on: a plugin that restores state by itself (the supervisor, after a fault)
+    /// holds what it restores against the record. Ignored by default.
+    fn observe(&mut self, _view: Arc<HostView>) {}
     /// Sets a container's readiness and regenerates the Ready condition.
     fn set_container_readiness(&mut self, pod_uid: &str, container_id: &str, ready: bool) -> Result<UpdateOutcome>;
     /// Sets whether a container passed its startup probe (contract 0.1.1 and later;

@@ -11,7 +11,10 @@
 //! again (backing off when it keeps failing) and loads the copy into it.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use podstatus_backends::HostView;
 
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -25,6 +28,7 @@ use crate::plugin::component::ComponentPlugin;
 use crate::plugin::limits::FaultKind;
 use crate::plugin::plugin_trait::Plugin;
 use crate::plugin::runtime::PluginImage;
+use crate::swap::HeldState;
 use crate::world::World;
 
 /// The format of the change sets the supervisor understands.
@@ -62,6 +66,10 @@ pub struct RecoveryStats {
     pub last_recovery: Option<Duration>,
     /// The longest recovery so far.
     pub max_recovery: Option<Duration>,
+    /// Statuses a restored instance was given from the host's record because the
+    /// state copy (the plugin's own change sets) did not hold them as accepted, and
+    /// invented ones taken out of it.
+    pub repaired_from_record: u64,
 }
 
 /// A component plugin that recovers from faults without losing accepted state.
@@ -83,6 +91,9 @@ pub struct SupervisedPlugin {
     following: Following,
     backoff: Backoff,
     stats: RecoveryStats,
+    /// The host's view, with its record of accepted statuses, once observed: a
+    /// restored instance is held against it (its own change sets built the copy).
+    record: Option<Arc<HostView>>,
 }
 
 impl SupervisedPlugin {
@@ -103,6 +114,7 @@ impl SupervisedPlugin {
             following: Following::No,
             backoff: Backoff::default(),
             stats: RecoveryStats::default(),
+            record: None,
         })
     }
 
@@ -239,6 +251,43 @@ impl SupervisedPlugin {
         self.instance = None;
     }
 
+    /// Holds the state `instance` was just restored from (`document`, the copy) against
+    /// the host's record, and gives the instance (and the copy) the record's statuses
+    /// where they disagree (see [`crate::swap::Findings`]). A plugin that lied in its
+    /// change sets is not believed after a fault either.
+    fn repair_from_record(&mut self, instance: &mut ComponentPlugin, document: &str) {
+        let Some(view) = &self.record else { return };
+        let Some(held) = HeldState::from_state(document) else { return };
+        let findings = held.audit(view, &self.world.pod_manager);
+        if findings.is_empty() {
+            return;
+        }
+        let repaired = findings.repair().map_err(|e| e.to_string()).and_then(|repair| {
+            instance.apply_state_changes(&repair).map_err(|e| e.to_string())?;
+            ChangeSet::parse(&repair).map_err(|e| e.to_string())
+        });
+        match repaired {
+            Ok(changes) => {
+                self.shadow.apply(&changes);
+                if self.following == Following::Yes {
+                    self.unsaved.merge(changes);
+                }
+                let count = findings.missing.len() + findings.altered.len() + findings.invented.len();
+                self.stats.repaired_from_record += count as u64;
+                tracing::warn!(
+                    pods = %findings.pods_shown(8),
+                    "the state copy disagreed with the host's record of accepted statuses: the restored instance \
+                     holds the record's"
+                );
+            }
+            Err(e) => tracing::error!(
+                pods = %findings.pods_shown(8),
+                "the state copy disagrees with the host's record of accepted statuses, and the record could not be \
+                 restored: {e}"
+            ),
+        }
+    }
+
     /// A fresh instance with the accepted state, retried with backoff.
     fn recover(&mut self, call: &'static str) -> Result<()> {
         let start = Instant::now();
@@ -255,7 +304,8 @@ impl SupervisedPlugin {
                     instance.load_state(&document).map(|()| instance).map_err(|e| e.to_string())
                 });
             match restored {
-                Ok(instance) => {
+                Ok(mut instance) => {
+                    self.repair_from_record(&mut instance, &document);
                     // Requests the faulted instance queued for changes that were never
                     // accepted refer to nothing the restored state holds.
                     let shadow = &self.shadow;
@@ -285,19 +335,12 @@ impl SupervisedPlugin {
 }
 
 impl Plugin for SupervisedPlugin {
-    fn get_pod_status(&mut self, uid: &str) -> Result<Option<CachedStatus>> {
-        self.run("get-pod-status", false, |p| p.get_pod_status(uid))
+    fn observe(&mut self, view: Arc<HostView>) {
+        self.record = Some(view);
     }
 
-    /// From the shadow, which the accepting call's change set has just brought up to
-    /// date: what recovery would restore is what is recorded as accepted. A UID the
-    /// shadow holds no status under (a mirror pod's, which the plugin translates) is
-    /// asked of the instance.
-    fn accepted_status(&mut self, uid: &str) -> Result<Option<CachedStatus>> {
-        match self.shadow.cached_status(uid) {
-            Some(cached) => Ok(Some(cached)),
-            None => self.get_pod_status(uid),
-        }
+    fn get_pod_status(&mut self, uid: &str) -> Result<Option<CachedStatus>> {
+        self.run("get-pod-status", false, |p| p.get_pod_status(uid))
     }
 
     fn set_pod_status(&mut self, pod: &str, status: &str) -> Result<UpdateOutcome> {
@@ -530,19 +573,6 @@ impl StateShadow {
         if let Some(next) = &changes.next_request_id {
             self.header.insert("nextRequestId".into(), next.clone());
         }
-    }
-
-    /// The status entry of `uid` as [`CachedStatus`]; None when there is none, or it is
-    /// not what the state format says an entry is.
-    fn cached_status(&self, uid: &str) -> Option<CachedStatus> {
-        #[derive(serde::Deserialize)]
-        struct Entry<'a> {
-            version: u64,
-            #[serde(borrow)]
-            status: &'a RawValue,
-        }
-        let entry: Entry<'_> = serde_json::from_str(self.maps[0].get(uid)?.get()).ok()?;
-        Some(CachedStatus { version: entry.version, status: entry.status.get().to_owned() })
     }
 
     fn has_pending(&self, id: u64) -> bool {

@@ -6,10 +6,15 @@
 //! (`save-state-changes`, `apply-state-changes`) moves while calls are held, so the
 //! pause follows the traffic during the swap, not the size of the state.
 
-use std::collections::BTreeMap;
+mod audit;
+mod document;
+
 use std::time::Duration;
 
-use serde_json::value::RawValue;
+pub use audit::{Findings, HeldState, RepairError};
+use document::{ChangesEntries, Entries};
+
+use podstatus_backends::{HostView, PodManager};
 
 use crate::bindings::Contract;
 use crate::plugin::{CallError, Plugin};
@@ -27,6 +32,19 @@ pub enum SwapError {
     /// The new plugin could not be loaded or instantiated.
     #[error("the new plugin could not be loaded: {0}")]
     Load(String),
+    /// The running plugin's state does not hold the statuses the host recorded it
+    /// accepted (left out, altered, or of pods never handed over: see [`Findings`]),
+    /// and the host's record could not be restored into the new plugin.
+    #[error(
+        "the running plugin's state disagrees with the host's record of accepted statuses for pods {pods}, and the \
+         record could not be restored into the new plugin: {reason}"
+    )]
+    Untrusted {
+        /// The pods whose statuses disagree (at most eight named).
+        pods: String,
+        /// Why the record could not be restored.
+        reason: String,
+    },
     /// The running plugin's syncs in flight did not finish in time (the API server is
     /// slow or unreachable); nothing was handed over.
     #[error("{pending} syncs of the running plugin were still in flight after {waited:?}")]
@@ -59,6 +77,10 @@ pub struct SwapReport {
     pub pause: Duration,
     /// From the start to the switch.
     pub total: Duration,
+    /// Where the old plugin's state disagreed with the host's record of accepted
+    /// statuses, repaired from the record in the new plugin (empty for an honest
+    /// plugin, and when the handle observes no host view).
+    pub repaired: Findings,
 }
 
 /// Moves the bulk of `old`'s state into `new` and checks that `new` holds it; returns
@@ -123,102 +145,32 @@ fn invalid_state(call: &'static str, what: String) -> SwapError {
     })
 }
 
-/// A status entry of the state format, its body left as text.
-#[derive(serde::Deserialize)]
-struct StatusEntry<'a> {
-    #[serde(default)]
-    version: Option<u64>,
-    /// Since state version 2; absent is false.
-    #[serde(default, rename = "podIsFinished")]
-    finished: Option<bool>,
-    #[serde(default, borrow)]
-    status: Option<&'a RawValue>,
-}
-
-impl StatusEntry<'_> {
-    fn same(&self, other: &StatusEntry<'_>) -> bool {
-        self.version == other.version
-            && self.finished.unwrap_or(false) == other.finished.unwrap_or(false)
-            && same_json(self.status, other.status)
+/// Holds `held` (what `new` was given: a state and the change sets after it) against
+/// the host's record in `view` and repairs `new` from the record where they disagree
+/// (see [`audit`](self::audit) for what counts and why it is repaired rather than
+/// refused). Returns what was repaired.
+pub fn repair_from_record(
+    new: &mut dyn Plugin,
+    held: &HeldState,
+    view: &HostView,
+    pods: &PodManager,
+) -> Result<Findings, SwapError> {
+    let findings = held.audit(view, pods);
+    if findings.is_empty() {
+        return Ok(findings);
     }
-}
-
-/// Equal as JSON: the same text, or (rarely: another plugin's formatting) the same
-/// value once this one entry is parsed.
-fn same_json(a: Option<&RawValue>, b: Option<&RawValue>) -> bool {
-    match (a, b) {
-        (None, None) => true,
-        (Some(a), Some(b)) => {
-            a.get() == b.get()
-                || matches!(
-                    (serde_json::from_str::<serde_json::Value>(a.get()), serde_json::from_str::<serde_json::Value>(b.get())),
-                    (Ok(a), Ok(b)) if a == b
-                )
-        }
-        _ => false,
-    }
-}
-
-/// The entries of a state document (or of a change set's patch: `None` removes).
-#[derive(serde::Deserialize)]
-struct Entries<'a> {
-    #[serde(default, borrow)]
-    statuses: BTreeMap<String, Option<StatusEntry<'a>>>,
-    #[serde(default, borrow, rename = "apiStatusVersions")]
-    written: BTreeMap<String, Option<&'a RawValue>>,
-    #[serde(default, borrow)]
-    pending: BTreeMap<String, Option<&'a RawValue>>,
-}
-
-#[derive(serde::Deserialize)]
-struct ChangesEntries<'a> {
-    #[serde(borrow)]
-    patch: Entries<'a>,
-}
-
-impl Entries<'_> {
-    /// The first entry `actual` does not hold as `self` has it, if any.
-    fn difference(&self, actual: &Entries<'_>) -> Option<String> {
-        fn shown(key: &str) -> &str {
-            let mut cut = key.len().min(64);
-            while !key.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            &key[..cut]
-        }
-        for (uid, entry) in &self.statuses {
-            let same = match (entry, actual.statuses.get(uid)) {
-                (Some(a), Some(Some(b))) => a.same(b),
-                (None, None | Some(None)) => true,
-                _ => false,
-            };
-            if !same {
-                return Some(format!("the status of pod {:?}", shown(uid)));
-            }
-        }
-        if let Some(uid) = actual.statuses.keys().find(|uid| !self.statuses.contains_key(*uid)) {
-            return Some(format!("a status of pod {:?} it was not given", shown(uid)));
-        }
-        for (uid, version) in &self.written {
-            let same = match (version, actual.written.get(uid)) {
-                (Some(a), Some(Some(b))) => same_json(Some(a), Some(b)),
-                (None, None | Some(None)) => true,
-                _ => false,
-            };
-            if !same {
-                return Some(format!("the written version of pod {:?}", shown(uid)));
-            }
-        }
-        for (id, entry) in &self.pending {
-            if entry.is_some() != actual.pending.get(id).is_some_and(Option::is_some) {
-                return Some(format!("pending request {:?}", shown(id)));
-            }
-        }
-        if actual.written.len() != self.written.len() || actual.pending.len() != self.pending.len() {
-            return Some("entries it was not given".into());
-        }
-        None
-    }
+    let untrusted = |reason: String| SwapError::Untrusted { pods: findings.pods_shown(8), reason };
+    let repair = findings.repair().map_err(|e| untrusted(e.to_string()))?;
+    apply_checked(new, &repair).map_err(|e| untrusted(e.to_string()))?;
+    tracing::warn!(
+        target: "podstatus::swap",
+        missing = findings.missing.len(),
+        altered = findings.altered.len(),
+        invented = findings.invented.len(),
+        pods = %findings.pods_shown(8),
+        "the plugin's state disagreed with the host's record of accepted statuses: repaired from the record"
+    );
+    Ok(findings)
 }
 
 /// Moves what changed in `old` since its last save into `new`; returns the change

@@ -1,0 +1,329 @@
+//! Holding a plugin's state against the host's own record of what it accepted.
+//!
+//! A plugin's `save-state` and `save-state-changes` are its word; the host's record
+//! ([`HostView::accepted_records`]) is what the plugin answered right after each call it
+//! accepted (its `get-pod-status`, asked by the host), kept outside the plugin. A state
+//! that leaves out an accepted status, holds it altered, or holds a status of a pod the
+//! node never handed over is repaired from the record before another instance serves
+//! from it: the statuses the record holds go back in as the record has them, the
+//! invented ones (and their queued requests) go out. Why repair and not refuse: the
+//! running plugin is the one that lied, and refusing would keep it serving; the record
+//! holds every accepted status whole (body, version, pod, whether it is finished), so
+//! what the node was told is accepted is exactly what the new instance holds.
+//!
+//! Statuses a plugin drops as it should are not held against it: the host forgets a
+//! record when a sync reports the pod deleted or recreated, and a record whose pod the
+//! pod manager no longer holds (a pod deleted from the API server in a batch sync,
+//! whose outcome the host does not see) is not restored.
+
+use std::collections::BTreeMap;
+
+use podstatus_backends::{AcceptedRecord, HostView, PodManager};
+use serde_json::value::RawValue;
+
+use super::document::{ChangesEntries, Entries, same_json, shown};
+
+/// Names the state format's change sets (the one format every logic version reads).
+const CHANGES_FORMAT: &str = "podstatus.kubelet.io/state-changes";
+/// The state format version whose change sets carry `podIsFinished`.
+const STATE_VERSION: u32 = 2;
+
+/// The statuses a state document holds (and the pods of its queued requests),
+/// followed through later change sets: what an instance that took the document and
+/// the changes holds.
+#[derive(Debug, Default)]
+pub struct HeldState {
+    statuses: BTreeMap<String, Held>,
+    /// Queued request ID (as the document keys it) -> its pod's UID.
+    pending: BTreeMap<String, String>,
+    /// The next request ID the state would hand out (a change set carries it).
+    next_request_id: u64,
+}
+
+#[derive(Debug)]
+struct Held {
+    version: Option<u64>,
+    status: Option<Box<RawValue>>,
+}
+
+/// A queued request's entry, read for its pod only.
+#[derive(serde::Deserialize)]
+struct PendingPod {
+    #[serde(default, rename = "podUid")]
+    pod_uid: String,
+}
+
+impl HeldState {
+    /// What `document` (a `save-state` answer) holds; `None` when it is not the state
+    /// format.
+    pub fn from_state(document: &str) -> Option<Self> {
+        let entries: Entries<'_> = serde_json::from_str(document).ok()?;
+        let mut held = HeldState::default();
+        held.overlay(&entries);
+        Some(held)
+    }
+
+    /// Follows a change set (a `save-state-changes` answer); false when it is not
+    /// the change set format (nothing changes then).
+    pub fn apply_changes(&mut self, changes: &str) -> bool {
+        match serde_json::from_str::<ChangesEntries<'_>>(changes) {
+            Ok(changes) => {
+                self.overlay(&changes.patch);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    fn overlay(&mut self, entries: &Entries<'_>) {
+        for (uid, entry) in &entries.statuses {
+            match entry {
+                Some(entry) => {
+                    let status = entry.status.map(|raw| raw.to_owned());
+                    self.statuses.insert(uid.clone(), Held { version: entry.version, status });
+                }
+                None => {
+                    self.statuses.remove(uid);
+                }
+            }
+        }
+        self.next_request_id = self.next_request_id.max(entries.next_request_id.unwrap_or(0));
+        for (id, entry) in &entries.pending {
+            let pod = entry.and_then(|raw| serde_json::from_str::<PendingPod>(raw.get()).ok());
+            match pod {
+                Some(pod) => self.pending.insert(id.clone(), pod.pod_uid),
+                None => self.pending.remove(id),
+            };
+        }
+    }
+
+    /// Holds this state against the host's record: `view`'s accepted statuses, and
+    /// `pods` for which pods the node still has. Forgets, in `view`, the records of
+    /// pods the pod manager no longer holds that this state dropped (dropped as they
+    /// should be).
+    pub fn audit(&self, view: &HostView, pods: &PodManager) -> Findings {
+        let mut findings = Findings { next_request_id: self.next_request_id, ..Findings::default() };
+        for record in view.accepted_records() {
+            let held = self.statuses.get(&record.uid);
+            let expected = RawValue::from_string(record.accepted.status.clone()).ok();
+            match held {
+                None if pods.get_any(&record.uid).is_none() => view.forget_accepted(&record.uid),
+                None => {
+                    findings.missing.push(record.uid.clone());
+                    findings.restore.push(record);
+                }
+                Some(held)
+                    if held.version != Some(record.accepted.version)
+                        || !same_json(held.status.as_deref(), expected.as_deref()) =>
+                {
+                    findings.altered.push(record.uid.clone());
+                    findings.restore.push(record);
+                }
+                Some(_) => {}
+            }
+        }
+        for uid in self.statuses.keys() {
+            if !view.knows(uid) && pods.get_any(uid).is_none() {
+                findings.invented.push(uid.clone());
+            }
+        }
+        findings.drop_pending =
+            self.pending.iter().filter(|(_, uid)| findings.invented.contains(uid)).map(|(id, _)| id.clone()).collect();
+        findings
+    }
+}
+
+/// Where a plugin's state and the host's record disagree, pod by pod (UIDs, sorted).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Findings {
+    /// Accepted statuses the state leaves out, of pods the node still has.
+    pub missing: Vec<String>,
+    /// Accepted statuses the state holds with another version or body.
+    pub altered: Vec<String>,
+    /// Statuses of pods the node never handed over (never reported, not in the pod
+    /// manager).
+    pub invented: Vec<String>,
+    /// The records that go back in.
+    restore: Vec<AcceptedRecord>,
+    /// Queued requests of invented pods, which go out with them.
+    drop_pending: Vec<String>,
+    /// The state's next request ID, which the repair carries unchanged.
+    next_request_id: u64,
+}
+
+/// Why the host's record could not be handed to a plugin.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RepairError {
+    /// The host knows no pod name for an accepted status (it accepted one of a pod the
+    /// node never reported), so a state entry for it cannot be written.
+    #[error("the host knows no pod name for the accepted status of pod {0:?}")]
+    UnnamedPod(String),
+    /// The accepted status, as the plugin answered it, is not JSON.
+    #[error("the accepted status of pod {0:?} is not JSON")]
+    NotJson(String),
+}
+
+impl Findings {
+    /// Whether the state holds exactly what the record does.
+    pub fn is_empty(&self) -> bool {
+        self.missing.is_empty() && self.altered.is_empty() && self.invented.is_empty()
+    }
+
+    /// Every pod named, for messages: at most `limit` UIDs (each cut to 64 bytes) and
+    /// how many more there are.
+    pub fn pods_shown(&self, limit: usize) -> String {
+        let all: Vec<&String> = self.missing.iter().chain(&self.altered).chain(&self.invented).collect();
+        let mut shown_pods: Vec<String> = all.iter().take(limit).map(|uid| format!("{:?}", shown(uid))).collect();
+        if all.len() > limit {
+            shown_pods.push(format!("and {} more", all.len() - limit));
+        }
+        shown_pods.join(", ")
+    }
+
+    /// The change set that makes a state hold what the record does: each missing or
+    /// altered status as the record has it, each invented one and its queued requests
+    /// removed. The written versions stay as they are: a restored status the API
+    /// server does not have yet is older than nothing written, so the batch writes it.
+    pub fn repair(&self) -> Result<String, RepairError> {
+        let mut statuses = serde_json::Map::new();
+        for record in &self.restore {
+            if record.pod_name.is_empty() {
+                return Err(RepairError::UnnamedPod(shown(&record.uid).to_owned()));
+            }
+            let status: serde_json::Value = serde_json::from_str(&record.accepted.status)
+                .map_err(|_| RepairError::NotJson(shown(&record.uid).to_owned()))?;
+            let mut entry = serde_json::json!({
+                "version": record.accepted.version,
+                "podName": record.pod_name,
+                "podNamespace": record.pod_namespace,
+                "status": status,
+            });
+            if record.finished {
+                entry["podIsFinished"] = true.into();
+            }
+            statuses.insert(record.uid.clone(), entry);
+        }
+        for uid in &self.invented {
+            statuses.insert(uid.clone(), serde_json::Value::Null);
+        }
+        let pending: serde_json::Map<String, serde_json::Value> =
+            self.drop_pending.iter().map(|id| (id.clone(), serde_json::Value::Null)).collect();
+        let changes = serde_json::json!({
+            "format": CHANGES_FORMAT,
+            "version": STATE_VERSION,
+            "patch": {"statuses": statuses, "apiStatusVersions": {}, "pending": pending,
+                "nextRequestId": self.next_request_id},
+        });
+        Ok(changes.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use podstatus_backends::ContainersStopped;
+    use podstatus_backends::host_view::Accepted;
+
+    use super::*;
+
+    fn pod(name: &str, uid: &str) -> k8s_openapi::api::core::v1::Pod {
+        serde_json::from_value(serde_json::json!({"metadata": {"name": name, "namespace": "ns", "uid": uid}})).unwrap()
+    }
+
+    fn state(statuses: serde_json::Value, pending: serde_json::Value) -> String {
+        serde_json::json!({"format": "podstatus.kubelet.io/state", "version": 2, "statuses": statuses,
+            "apiStatusVersions": {}, "pending": pending, "nextRequestId": 3})
+        .to_string()
+    }
+
+    /// A view that accepted `{"phase":"Running"}` as version 1 of pods a and b, whose
+    /// pods the pod manager holds.
+    fn world() -> (HostView, PodManager) {
+        let view = HostView::new(Arc::new(ContainersStopped));
+        let pods = PodManager::new();
+        for (name, uid) in [("a", "ua"), ("b", "ub")] {
+            view.report_status(&pod(name, uid), &Default::default());
+            view.accept(uid, Accepted { version: 1, status: r#"{"phase":"Running"}"#.into() });
+            pods.add_pod(pod(name, uid));
+        }
+        (view, pods)
+    }
+
+    #[test]
+    fn a_state_that_holds_the_record_has_no_findings() {
+        let (view, pods) = world();
+        let entry =
+            serde_json::json!({"version": 1, "podName": "a", "podNamespace": "ns", "status": {"phase": "Running"}});
+        let held = HeldState::from_state(&state(serde_json::json!({"ua": entry, "ub": entry}), serde_json::json!({})));
+        let findings = held.expect("the state format").audit(&view, &pods);
+        assert!(findings.is_empty(), "{findings:?}");
+    }
+
+    #[test]
+    fn omitted_altered_and_invented_statuses_are_found_and_repaired() {
+        let (view, pods) = world();
+        let altered =
+            serde_json::json!({"version": 1, "podName": "b", "podNamespace": "ns", "status": {"phase": "Failed"}});
+        let invented = serde_json::json!({"version": 9, "podName": "x", "podNamespace": "ns", "status": {}});
+        let document = state(
+            serde_json::json!({"ub": altered, "u-invented": invented}),
+            serde_json::json!({"7": {"podUid": "u-invented", "version": 9, "podName": "x", "podNamespace": "ns"}}),
+        );
+        let findings = HeldState::from_state(&document).unwrap().audit(&view, &pods);
+        assert_eq!(findings.missing, ["ua"]);
+        assert_eq!(findings.altered, ["ub"]);
+        assert_eq!(findings.invented, ["u-invented"]);
+        assert_eq!(findings.pods_shown(2), r#""ua", "ub", and 1 more"#);
+
+        let repair: serde_json::Value = serde_json::from_str(&findings.repair().unwrap()).unwrap();
+        let patch = &repair["patch"];
+        assert_eq!(patch["statuses"]["ua"]["status"], serde_json::json!({"phase": "Running"}));
+        assert_eq!(patch["statuses"]["ua"]["podName"], "a");
+        assert_eq!(patch["statuses"]["ub"]["version"], 1);
+        assert_eq!(patch["statuses"]["u-invented"], serde_json::Value::Null);
+        assert_eq!(patch["pending"]["7"], serde_json::Value::Null);
+        assert!(patch["statuses"]["ua"].get("podIsFinished").is_none());
+        assert_eq!(patch["nextRequestId"], 3, "the request counter stays where it was");
+    }
+
+    #[test]
+    fn a_change_set_moves_what_the_state_holds() {
+        let (view, pods) = world();
+        let entry =
+            serde_json::json!({"version": 1, "podName": "a", "podNamespace": "ns", "status": {"phase": "Running"}});
+        let mut held = HeldState::from_state(&state(serde_json::json!({"ua": entry}), serde_json::json!({}))).unwrap();
+        assert_eq!(held.audit(&view, &pods).missing, ["ub"]);
+        let newer = serde_json::json!({"version": 2, "podName": "b", "podNamespace": "ns", "status": {"phase": "Running"}});
+        let changes = serde_json::json!({"format": CHANGES_FORMAT, "version": 2,
+            "patch": {"statuses": {"ub": newer, "ua": null}, "apiStatusVersions": {}, "pending": {}, "nextRequestId": 3}});
+        assert!(held.apply_changes(&changes.to_string()));
+        assert!(!held.apply_changes("{not a change set"));
+        let findings = held.audit(&view, &pods);
+        assert_eq!((findings.missing, findings.altered), (vec!["ua".to_string()], vec!["ub".to_string()]));
+    }
+
+    #[test]
+    fn a_dropped_status_of_a_pod_the_node_no_longer_has_is_no_finding_and_its_record_goes() {
+        let (view, pods) = world();
+        pods.remove_pod("ua");
+        let entry =
+            serde_json::json!({"version": 1, "podName": "b", "podNamespace": "ns", "status": {"phase": "Running"}});
+        let held = HeldState::from_state(&state(serde_json::json!({"ub": entry}), serde_json::json!({}))).unwrap();
+        assert!(held.audit(&view, &pods).is_empty());
+        assert_eq!(view.accepted("ua"), None, "the record of the dropped status is forgotten");
+    }
+
+    #[test]
+    fn a_record_without_a_pod_name_cannot_be_repaired() {
+        let view = HostView::new(Arc::new(ContainersStopped));
+        view.accept("ua", Accepted { version: 1, status: "{}".into() });
+        let pods = PodManager::new();
+        pods.add_pod(pod("a", "ua"));
+        let findings =
+            HeldState::from_state(&state(serde_json::json!({}), serde_json::json!({}))).unwrap().audit(&view, &pods);
+        assert_eq!(findings.missing, ["ua"]);
+        assert_eq!(findings.repair(), Err(RepairError::UnnamedPod("ua".into())));
+        assert!(HeldState::from_state("{not json").is_none());
+    }
+}
