@@ -179,14 +179,16 @@ impl HostView {
         self.read(uid, |reported| reported.accepted.clone())
     }
 
-    /// Every status the plugin accepted that the view still holds, by UID: the host's
-    /// record a swap and a recovery hold a plugin's state against.
-    pub fn accepted_records(&self) -> Vec<AcceptedRecord> {
+    /// The statuses the plugin accepted for which `differs` is true, by UID: where a
+    /// plugin's state disagrees with the host's record, which a swap and a recovery
+    /// hold it against. Only those are copied out (the check runs while calls are
+    /// held, over every accepted status).
+    pub fn accepted_records_where(&self, mut differs: impl FnMut(&str, &Accepted) -> bool) -> Vec<AcceptedRecord> {
         let pods = self.pods.read().unwrap_or_else(PoisonError::into_inner);
         let mut records: Vec<AcceptedRecord> = pods
             .iter()
             .filter_map(|(uid, reported)| {
-                let accepted = reported.accepted.clone()?;
+                let accepted = reported.accepted.as_ref().filter(|accepted| differs(uid, accepted))?.clone();
                 let meta = reported.pod.as_ref().map(|pod| &pod.metadata);
                 Some(AcceptedRecord {
                     uid: uid.clone(),
@@ -363,8 +365,10 @@ mod tests {
         view.accept("ua", Accepted { version: 2, status: "{\"phase\":\"Running\"}".into() });
         view.accept("ub", Accepted { version: 1, status: "{}".into() });
         assert_eq!(view.accepted("ua").map(|a| a.version), Some(2));
-        let uids: Vec<String> = view.accepted_records().into_iter().map(|r| r.uid).collect();
+        let uids: Vec<String> = view.accepted_records_where(|_, _| true).into_iter().map(|r| r.uid).collect();
         assert_eq!(uids, ["ua", "ub"]);
+        let newer: Vec<String> = view.accepted_records_where(|_, a| a.version > 1).into_iter().map(|r| r.uid).collect();
+        assert_eq!(newer, ["ua"]);
         view.forget_accepted("ub");
         assert_eq!(view.accepted("ub"), None);
         assert!(view.knows("ub"), "the pod itself is still known");
@@ -381,12 +385,12 @@ mod tests {
         let pod = testing::pod("a", "ua").build();
         view.report_status(&pod, &status(json!({"phase": "Running"})));
         view.accept("ua", Accepted { version: 1, status: "{}".into() });
-        let record = view.accepted_records().pop().expect("one record");
+        let record = view.accepted_records_where(|_, _| true).pop().expect("one record");
         assert_eq!((record.pod_name.as_str(), record.pod_namespace.as_str()), ("a", "ns"));
         assert!(!record.finished);
         view.report_termination(&pod);
         view.report_status(&pod, &status(json!({"phase": "Succeeded"})));
-        assert!(view.accepted_records()[0].finished, "a status after TerminatePod is finished too");
+        assert!(view.accepted_records_where(|_, _| true)[0].finished, "a status after TerminatePod is finished too");
         assert!(!view.knows("ub"));
     }
 

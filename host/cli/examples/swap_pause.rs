@@ -1,6 +1,8 @@
 //! Measures a hot swap under load: how long calls are held (the pause) and how long the
 //! whole swap takes, with 1,000 and 10,000 cached pods, while writer threads keep
-//! changing statuses. Run in release:
+//! changing statuses; plain and supervised, and with a host view observed (the host's
+//! record of accepted statuses, which the switch holds the state against). Run in
+//! release:
 //!
 //! `cargo run --release -p podstatus --example swap_pause`
 
@@ -10,6 +12,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
 use podstatus_backends::FixedDeletionSafety;
+use podstatus_backends::HostView;
 use podstatus_backends::MemoryApiServer;
 use podstatus_backends::PodManager;
 use podstatus_backends::SyncQueue;
@@ -51,10 +54,13 @@ fn main() {
     let runtime = PluginRuntime::new(&RuntimeConfig::with_default_cache()).expect("runtime");
     let image = runtime.load(PODSTATUS_V1).expect("the plugin loads");
     println!(
-        "| cached pods | plugin | state moved | pause: calls held (median / max of {SWAPS}) | bulk save, one call (median) | whole swap (median) |"
+        "| cached pods | plugin | host record | state moved | pause: calls held (median / max of {SWAPS}) | bulk save, one call (median) | whole swap (median) |"
     );
-    println!("|---:|---|---:|---:|---:|---:|");
-    for (pods, supervised) in [(1_000, false), (1_000, true), (10_000, false), (10_000, true)] {
+    println!("|---:|---|---|---:|---:|---:|---:|");
+    let runs = [1_000, 10_000].into_iter().flat_map(|pods| {
+        [(false, false), (true, false), (false, true), (true, true)].map(|(sup, obs)| (pods, sup, obs))
+    });
+    for (pods, supervised, observed) in runs {
         let api = Arc::new(MemoryApiServer::new());
         let pod_manager = Arc::new(PodManager::new());
         for i in 0..pods {
@@ -78,6 +84,9 @@ fn main() {
         };
         let (manager, scheduler) =
             ManagerHandle::start(make(&image, &world), world.queue.clone(), SchedulerConfig::default());
+        if observed {
+            manager.observe(Arc::new(HostView::new(world.deletion_safety.clone())));
+        }
         let jsons: Arc<Vec<String>> = Arc::new((0..pods).map(|i| serde_json::to_string(&pod(i)).unwrap()).collect());
         for (i, json) in jsons.iter().enumerate() {
             manager.set_pod_status(json, &status(i, 0)).unwrap();
@@ -106,7 +115,9 @@ fn main() {
 
         let mut reports = Vec::new();
         for _ in 0..SWAPS {
-            reports.push(manager.swap(make(&image, &world)).expect("swap"));
+            let report = manager.swap(make(&image, &world)).expect("swap");
+            assert!(report.repaired.is_empty(), "an honest plugin is repaired nothing: {:?}", report.repaired);
+            reports.push(report);
             std::thread::sleep(Duration::from_millis(20));
         }
         stop.store(true, Ordering::Relaxed);
@@ -123,8 +134,9 @@ fn main() {
         saves.sort();
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
         println!(
-            "| {pods} | {} | {:.1} MB | {:.2} ms / {:.2} ms | {:.1} ms | {:.0} ms |",
+            "| {pods} | {} | {} | {:.1} MB | {:.2} ms / {:.2} ms | {:.1} ms | {:.0} ms |",
             if supervised { "supervised" } else { "plain" },
+            if observed { "held against" } else { "none" },
             reports[0].state_bytes as f64 / 1e6,
             ms(pauses[SWAPS / 2]),
             ms(pauses[SWAPS - 1]),

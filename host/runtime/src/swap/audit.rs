@@ -1,7 +1,7 @@
 //! Holding a plugin's state against the host's own record of what it accepted.
 //!
 //! A plugin's `save-state` and `save-state-changes` are its word; the host's record
-//! ([`HostView::accepted_records`]) is what the plugin answered right after each call it
+//! ([`HostView::accepted_records_where`]) is what the plugin answered right after each call it
 //! accepted (its `get-pod-status`, asked by the host), kept outside the plugin. A state
 //! that leaves out an accepted status, holds it altered, or holds a status of a pod the
 //! node never handed over is repaired from the record before another instance serves
@@ -18,6 +18,7 @@
 
 use std::collections::BTreeMap;
 
+use podstatus_backends::host_view::Accepted;
 use podstatus_backends::{AcceptedRecord, HostView, PodManager};
 use serde_json::value::RawValue;
 
@@ -103,23 +104,23 @@ impl HeldState {
     /// should be).
     pub fn audit(&self, view: &HostView, pods: &PodManager) -> Findings {
         let mut findings = Findings { next_request_id: self.next_request_id, ..Findings::default() };
-        for record in view.accepted_records() {
-            let held = self.statuses.get(&record.uid);
-            let expected = RawValue::from_string(record.accepted.status.clone()).ok();
-            match held {
+        let differs = |uid: &str, accepted: &Accepted| match self.statuses.get(uid) {
+            None => true,
+            Some(held) => {
+                held.version != Some(accepted.version) || !same_text(held.status.as_deref(), &accepted.status)
+            }
+        };
+        for record in view.accepted_records_where(differs) {
+            match self.statuses.get(&record.uid) {
                 None if pods.get_any(&record.uid).is_none() => view.forget_accepted(&record.uid),
                 None => {
                     findings.missing.push(record.uid.clone());
                     findings.restore.push(record);
                 }
-                Some(held)
-                    if held.version != Some(record.accepted.version)
-                        || !same_json(held.status.as_deref(), expected.as_deref()) =>
-                {
+                Some(_) => {
                     findings.altered.push(record.uid.clone());
                     findings.restore.push(record);
                 }
-                Some(_) => {}
             }
         }
         for uid in self.statuses.keys() {
@@ -131,6 +132,13 @@ impl HeldState {
             self.pending.iter().filter(|(_, uid)| findings.invented.contains(uid)).map(|(id, _)| id.clone()).collect();
         findings
     }
+}
+
+/// Whether a held status is the recorded one: the same text (an honest plugin writes
+/// both alike), or the same JSON once both are parsed (only then).
+fn same_text(held: Option<&RawValue>, recorded: &str) -> bool {
+    let Some(held) = held else { return false };
+    held.get() == recorded || RawValue::from_string(recorded.to_owned()).is_ok_and(|r| same_json(Some(held), Some(&r)))
 }
 
 /// Where a plugin's state and the host's record disagree, pod by pod (UIDs, sorted).
@@ -223,7 +231,6 @@ mod tests {
     use std::sync::Arc;
 
     use podstatus_backends::ContainersStopped;
-    use podstatus_backends::host_view::Accepted;
 
     use super::*;
 
@@ -294,7 +301,8 @@ mod tests {
             serde_json::json!({"version": 1, "podName": "a", "podNamespace": "ns", "status": {"phase": "Running"}});
         let mut held = HeldState::from_state(&state(serde_json::json!({"ua": entry}), serde_json::json!({}))).unwrap();
         assert_eq!(held.audit(&view, &pods).missing, ["ub"]);
-        let newer = serde_json::json!({"version": 2, "podName": "b", "podNamespace": "ns", "status": {"phase": "Running"}});
+        let newer =
+            serde_json::json!({"version": 2, "podName": "b", "podNamespace": "ns", "status": {"phase": "Running"}});
         let changes = serde_json::json!({"format": CHANGES_FORMAT, "version": 2,
             "patch": {"statuses": {"ub": newer, "ua": null}, "apiStatusVersions": {}, "pending": {}, "nextRequestId": 3}});
         assert!(held.apply_changes(&changes.to_string()));
