@@ -61,6 +61,34 @@ fn world_with_pod_a() -> (FakeWorld, Value) {
     (world, pod)
 }
 
+/// A manager over pods `ns/a` (uid-a) and `ns/b` (uid-b), container c each, in the API
+/// server and the pod manager.
+fn manager_with_pods_a_and_b() -> (M, Value, Value) {
+    let mut world = FakeWorld::new();
+    let (a, b) = world.add_pods_a_and_b();
+    (Manager::new(world), a, b)
+}
+
+/// A static pod `ns/<name>` (uid-static) with its mirror pod (uid-mirror) in the API
+/// server, its status set to Running.
+fn static_pod_running_with_its_mirror_pod(name: &str) -> (M, Value) {
+    let (s, mirror) = static_and_mirror("ns", name, "uid-static", "uid-mirror", &["c"]);
+    let mut world = FakeWorld::new();
+    world.add_managed_pod(s.clone());
+    world.add_pod(mirror);
+    let mut m = Manager::new(world);
+    set(&mut m, &s, &json!({"phase": "Running"}));
+    (m, s)
+}
+
+/// A manager over pod `ns/a` (`world_with_pod_a`) with the running status cached.
+fn pod_a_running() -> (M, Value) {
+    let (world, pod) = world_with_pod_a();
+    let mut m = Manager::new(world);
+    set(&mut m, &pod, &running_status());
+    (m, pod)
+}
+
 fn running_status() -> Value {
     json!({
         "phase": "Running",
@@ -100,10 +128,7 @@ fn versions_start_at_one_and_grow_by_one_per_accepted_change() {
 
 #[test]
 fn versions_are_per_pod() {
-    let mut world = FakeWorld::new();
-    let a = world.add_pod(pod("ns", "a", "uid-a", &["c"]));
-    let b = world.add_pod(pod("ns", "b", "uid-b", &["c"]));
-    let mut m = Manager::new(world);
+    let (mut m, a, b) = manager_with_pods_a_and_b();
     set(&mut m, &a, &json!({"phase": "Pending"}));
     set(&mut m, &a, &json!({"phase": "Running"}));
     set(&mut m, &b, &json!({"phase": "Pending"}));
@@ -144,6 +169,13 @@ fn full_status() -> Value {
 
 fn full_pod() -> Value {
     with_init_containers(pod("ns", "a", "uid-a", &["a", "b"]), &["i1", "i2"])
+}
+
+/// A manager over the full pod, in the API server and the pod manager.
+fn manager_with_full_pod() -> (M, Value) {
+    let mut world = FakeWorld::new();
+    let pod = world.add_pod(full_pod());
+    (Manager::new(world), pod)
 }
 
 /// Every time in `value` moved by `nanos` below the second.
@@ -229,9 +261,7 @@ fn an_update_that_changes_nothing_once_normalised_is_not_a_new_version() {
         ),
     ];
     for (name, edit, expected) in cases {
-        let mut world = FakeWorld::new();
-        let pod = world.add_pod(full_pod());
-        let mut m = Manager::new(world);
+        let (mut m, pod) = manager_with_full_pod();
         assert_eq!(set(&mut m, &pod, &full_status()), UpdateOutcome::Queued, "{name}");
         let before = status(&mut m, "uid-a");
         let mut changed = full_status();
@@ -248,9 +278,7 @@ fn an_update_that_changes_nothing_once_normalised_is_not_a_new_version() {
 
 #[test]
 fn the_cached_status_is_normalised() {
-    let mut world = FakeWorld::new();
-    let pod = world.add_pod(full_pod());
-    let mut m = Manager::new(world);
+    let (mut m, pod) = manager_with_full_pod();
     let mut messy = full_status();
     add_subseconds(&mut messy, 250_000_000);
     messy["containerStatuses"].as_array_mut().unwrap().reverse();
@@ -269,9 +297,7 @@ fn the_cached_status_is_normalised() {
 
 #[test]
 fn long_termination_messages_are_cut_to_each_containers_share() {
-    let mut world = FakeWorld::new();
-    let pod = world.add_pod(full_pod()); // 4 containers: 3072 bytes each
-    let mut m = Manager::new(world);
+    let (mut m, pod) = manager_with_full_pod(); // 4 containers: 3072 bytes each
     let mut s = full_status();
     s["containerStatuses"][1]["lastState"]["terminated"]["message"] = json!("x".repeat(5000));
     set(&mut m, &pod, &s);
@@ -498,12 +524,7 @@ fn the_old_status_comes_from_the_cache_else_the_mirror_pod_else_the_pod() {
 
 #[test]
 fn a_mirror_pods_uid_finds_its_static_pods_status() {
-    let (s, mirror) = static_and_mirror("ns", "a", "uid-static", "uid-mirror", &["c"]);
-    let mut world = FakeWorld::new();
-    world.add_managed_pod(s.clone());
-    world.add_pod(mirror);
-    let mut m = Manager::new(world);
-    set(&mut m, &s, &json!({"phase": "Running"}));
+    let (mut m, _) = static_pod_running_with_its_mirror_pod("a");
     assert_eq!(m.get_pod_status("uid-mirror").unwrap(), m.get_pod_status("uid-static").unwrap());
     assert!(m.get_pod_status("uid-mirror").unwrap().is_some());
     assert_eq!(m.get_pod_status("uid-unknown").unwrap(), None);
@@ -619,9 +640,7 @@ fn set_container_readiness_regenerates_the_ready_condition() {
 
 #[test]
 fn set_container_readiness_makes_a_pod_ready_and_stamps_the_transition() {
-    let (world, pod) = world_with_pod_a();
-    let mut m = Manager::new(world);
-    set(&mut m, &pod, &running_status());
+    let (mut m, pod) = pod_a_running();
     m.imports_mut().set_now(T0 + 5000, 1);
     assert_eq!(m.set_container_readiness("uid-a", "containerd://a", true).unwrap(), UpdateOutcome::Queued);
     let cached = status(&mut m, "uid-a");
@@ -687,9 +706,7 @@ fn assert_all_terminated(status: &Value, key: &str) {
 
 #[test]
 fn terminate_pod_terminates_every_container_and_forces_the_update() {
-    let mut world = FakeWorld::new();
-    let pod = world.add_pod(full_pod());
-    let mut m = Manager::new(world);
+    let (mut m, pod) = manager_with_full_pod();
     let mut s = full_status();
     s["initContainerStatuses"][1]["state"] = json!({"running": {"startedAt": time(T0)}});
     set(&mut m, &pod, &s);
@@ -921,9 +938,7 @@ fn a_written_version_is_up_to_date_for_every_older_request() {
 
 #[test]
 fn written_records_the_version_so_the_batch_has_nothing_to_do() {
-    let (world, pod) = world_with_pod_a();
-    let mut m = Manager::new(world);
-    set(&mut m, &pod, &running_status());
+    let (mut m, pod) = pod_a_running();
     assert_eq!(sync_next(&mut m), SyncOutcome::Written);
     m.imports_mut().take_calls();
     assert_eq!(m.sync_batch(), BatchReport::default());
@@ -943,9 +958,7 @@ fn failed_syncs_are_retried_by_the_batch() {
         ),
     ];
     for (name, fail, outcome) in cases {
-        let (world, pod) = world_with_pod_a();
-        let mut m = Manager::new(world);
-        set(&mut m, &pod, &running_status());
+        let (mut m, pod) = pod_a_running();
         fail(m.imports_mut());
         assert_eq!(sync_next(&mut m), *outcome, "{name}");
         m.imports_mut().failures.clear();
@@ -981,9 +994,7 @@ fn a_failed_delete_is_retried_until_the_pod_is_gone() {
 
 #[test]
 fn sync_pod_refuses_unknown_and_handled_requests() {
-    let (world, pod) = world_with_pod_a();
-    let mut m = Manager::new(world);
-    set(&mut m, &pod, &running_status());
+    let (mut m, pod) = pod_a_running();
     let request = take_queue(&mut m).remove(0);
 
     let never = SyncRequest { id: 99, pod_uid: "uid-a".into(), version: 1 };
@@ -1001,9 +1012,7 @@ fn sync_pod_refuses_unknown_and_handled_requests() {
 
 #[test]
 fn every_outcome_consumes_its_request() {
-    let (world, pod) = world_with_pod_a();
-    let mut m = Manager::new(world);
-    set(&mut m, &pod, &running_status());
+    let (mut m, pod) = pod_a_running();
     m.imports_mut().fail(Verb::GetPod, ApiError::Other("down".into()));
     let request = take_queue(&mut m).remove(0);
     assert_eq!(m.sync_pod(&request), Ok(SyncOutcome::GetFailed));
@@ -1014,8 +1023,7 @@ fn every_outcome_consumes_its_request() {
 fn a_full_queue_leaves_the_write_to_the_batch() {
     let mut world = FakeWorld::new();
     world.queue_capacity = 1;
-    let a = world.add_pod(pod("ns", "a", "uid-a", &["c"]));
-    let b = world.add_pod(pod("ns", "b", "uid-b", &["c"]));
+    let (a, b) = world.add_pods_a_and_b();
     let mut m = Manager::new(world);
     assert_eq!(set(&mut m, &a, &json!({"phase": "Running"})), UpdateOutcome::Queued);
     assert_eq!(set(&mut m, &b, &json!({"phase": "Running"})), UpdateOutcome::QueueFull);
@@ -1136,12 +1144,7 @@ fn the_batch_reconciles_drift() {
 
 #[test]
 fn the_batch_reconciles_a_mirror_pods_drift() {
-    let (s, mirror) = static_and_mirror("ns", "s", "uid-static", "uid-mirror", &["c"]);
-    let mut world = FakeWorld::new();
-    world.add_managed_pod(s.clone());
-    world.add_pod(mirror);
-    let mut m = Manager::new(world);
-    set(&mut m, &s, &json!({"phase": "Running"}));
+    let (mut m, _) = static_pod_running_with_its_mirror_pod("s");
     assert_eq!(m.sync_batch().synced, 1);
     m.imports_mut().drift_status("ns", "s", json!({"phase": "Unknown"}));
     assert_eq!(m.sync_batch(), BatchReport { synced: 1, reconciled: 1, failed: 0 });
@@ -1173,12 +1176,7 @@ fn the_batch_forgets_api_versions_of_pods_that_are_gone() {
 
 #[test]
 fn the_batch_keeps_the_api_version_of_a_mirror_pod_that_still_exists() {
-    let (s, mirror) = static_and_mirror("ns", "s", "uid-static", "uid-mirror", &["c"]);
-    let mut world = FakeWorld::new();
-    world.add_managed_pod(s.clone());
-    world.add_pod(mirror);
-    let mut m = Manager::new(world);
-    set(&mut m, &s, &json!({"phase": "Running"}));
+    let (mut m, s) = static_pod_running_with_its_mirror_pod("s");
     assert_eq!(m.sync_batch().synced, 1);
     assert_eq!(m.remove_orphaned_statuses(&[]), 1);
     assert_eq!(m.sync_batch(), BatchReport::default());
@@ -1260,9 +1258,7 @@ fn garbage_from_the_caller_is_refused_and_changes_nothing() {
         ),
     ];
     for (name, call, expected) in cases {
-        let (world, pod) = world_with_pod_a();
-        let mut m = Manager::new(world);
-        set(&mut m, &pod, &running_status());
+        let (mut m, pod) = pod_a_running();
         let state = m.save_state().unwrap();
         let pushed = m.imports_mut().pushed.len();
         let err = call(&mut m, &pod).expect_err(name);
@@ -1284,9 +1280,7 @@ fn garbage_from_the_imports_is_a_typed_error() {
     {
         // Pod ns/a cached as running, `verb` answering with the garbage.
         let running_with_garbage_from = |verb: Verb| {
-            let (world, pod) = world_with_pod_a();
-            let mut m = Manager::new(world);
-            set(&mut m, &pod, &running_status());
+            let (mut m, pod) = pod_a_running();
             m.imports_mut().answer_garbage(verb, garbage);
             m
         };
@@ -1316,10 +1310,7 @@ fn garbage_from_the_imports_is_a_typed_error() {
 
 #[test]
 fn garbage_from_the_imports_in_a_batch_is_counted_and_skipped() {
-    let mut world = FakeWorld::new();
-    let a = world.add_pod(pod("ns", "a", "uid-a", &["c"]));
-    let b = world.add_pod(pod("ns", "b", "uid-b", &["c"]));
-    let mut m = Manager::new(world);
+    let (mut m, a, b) = manager_with_pods_a_and_b();
     set(&mut m, &a, &json!({"phase": "Running"}));
     set(&mut m, &b, &json!({"phase": "Running"}));
     assert_eq!(sync_next(&mut m), SyncOutcome::Written); // a is written; b is not
@@ -1342,9 +1333,7 @@ fn garbage_from_the_imports_in_a_batch_is_counted_and_skipped() {
 /// request handed to `sync-pod` is used up either way (the batch sync retries the pod)."
 #[test]
 fn a_failed_sync_pod_uses_up_its_request_and_the_batch_retries() {
-    let (world, pod) = world_with_pod_a();
-    let mut m = Manager::new(world);
-    set(&mut m, &pod, &running_status());
+    let (mut m, pod) = pod_a_running();
     let request = take_queue(&mut m).remove(0);
     let before = cached(&mut m, "uid-a");
     m.imports_mut().answer_garbage(Verb::GetPod, "<html>502</html>");
@@ -1370,9 +1359,7 @@ fn a_failed_sync_pod_uses_up_its_request_and_the_batch_retries() {
 fn a_pod_without_uid_from_an_import_is_invalid() {
     let no_uid = r#"{"metadata": {"namespace": "ns", "name": "a"}}"#;
     for verb in [Verb::GetPod, Verb::UpdatePodStatus] {
-        let (world, pod) = world_with_pod_a();
-        let mut m = Manager::new(world);
-        set(&mut m, &pod, &running_status());
+        let (mut m, pod) = pod_a_running();
         m.imports_mut().answer_garbage(verb, no_uid);
         let request = take_queue(&mut m).remove(0);
         let result = m.sync_pod(&request);
@@ -1417,9 +1404,7 @@ fn a_json_array_is_not_a_pod() {
 
 #[test]
 fn logging_goes_through_the_imports() {
-    let (world, pod) = world_with_pod_a();
-    let mut m = Manager::new(world);
-    set(&mut m, &pod, &running_status());
+    let (mut m, pod) = pod_a_running();
     set(&mut m, &pod, &running_status());
     assert_eq!(m.set_container_readiness("uid-a", "containerd://nope", true).unwrap(), UpdateOutcome::UnknownContainer);
     let logs = &m.imports_mut().logs;

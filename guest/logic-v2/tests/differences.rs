@@ -34,8 +34,7 @@ fn a_ready_b_not(phase: &str) -> (M, Value) {
 /// A manager over pods ns/a and ns/b (one container `c` each), nothing cached yet.
 fn pods_a_and_b() -> (M, Value, Value) {
     let mut world = FakeWorld::v2();
-    let a = world.add_pod(pod("ns", "a", "uid-a", &["c"]));
-    let b = world.add_pod(pod("ns", "b", "uid-b", &["c"]));
+    let (a, b) = world.add_pods_a_and_b();
     (Manager::new(world), a, b)
 }
 
@@ -472,8 +471,7 @@ fn v2_differs_from_v1_deletes_a_finished_pod_already_failed_whatever_resources_s
 #[test]
 fn v2_differs_from_v1_one_request_signals_one_pass_over_every_unwritten_pod() {
     let mut world = FakeWorld::v2();
-    let a = world.add_pod(pod("ns", "a", "uid-a", &["c"]));
-    let b = world.add_pod(pod("ns", "b", "uid-b", &["c"]));
+    let (a, b) = world.add_pods_a_and_b();
     let mut m = Manager::new(world.clone());
     for message in ["1", "2", "3"] {
         assert_eq!(set(&mut m, &a, &json!({"message": message})), UpdateOutcome::Queued);
@@ -502,8 +500,7 @@ fn v2_differs_from_v1_a_pass_tries_each_pod_once() {
     let mut world = FakeWorld::v2();
     let gone = pod("ns", "gone", "uid-0", &["c"]);
     world.add_managed_pod(gone.clone());
-    let a = world.add_pod(pod("ns", "a", "uid-a", &["c"]));
-    let b = world.add_pod(pod("ns", "b", "uid-b", &["c"]));
+    let (a, b) = world.add_pods_a_and_b();
     let mut m = Manager::new(world);
     set(&mut m, &gone, &json!({"message": "gone"}));
     set(&mut m, &a, &json!({"message": "a"}));

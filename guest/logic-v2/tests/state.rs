@@ -10,8 +10,7 @@ use serde_json::{Value, json};
 /// Pods a and b, and a static pod s with its mirror pod m.
 fn world() -> (FakeWorld, Value, Value, Value) {
     let mut world = FakeWorld::v2();
-    let a = world.add_pod(pod("ns", "a", "uid-a", &["c"]));
-    let b = world.add_pod(pod("ns", "b", "uid-b", &["c"]));
+    let (a, b) = world.add_pods_a_and_b();
     let (s, mirror) = static_and_mirror("ns", "s", "uid-s", "uid-m", &["c"]);
     world.add_managed_pod(s.clone());
     world.add_pod(mirror);

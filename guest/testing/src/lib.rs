@@ -188,6 +188,14 @@ impl FakeWorld {
         stored
     }
 
+    /// Adds pods `ns/a` (uid-a) and `ns/b` (uid-b), one container `c` each, with
+    /// `add_pod`.
+    pub fn add_pods_a_and_b(&mut self) -> (Value, Value) {
+        let a = self.add_pod(pod("ns", "a", "uid-a", &["c"]));
+        let b = self.add_pod(pod("ns", "b", "uid-b", &["c"]));
+        (a, b)
+    }
+
     /// Adds (or replaces) `pod` in the API server with a fresh resourceVersion.
     pub fn add_api_pod(&mut self, mut pod: Value) -> Value {
         pod["metadata"]["resourceVersion"] = json!(self.next_resource_version());

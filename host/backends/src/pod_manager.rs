@@ -233,10 +233,9 @@ fn uid_of(pod: &Pod) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api_server::interface::{ApiServer, StatusUpdate};
+    use crate::api_server::interface::ApiServer;
     use crate::pod_identity::{CONFIG_MIRROR_ANNOTATION, CONFIG_SOURCE_ANNOTATION};
-    use crate::testing::pod;
-    use k8s_openapi::api::core::v1::PodStatus;
+    use crate::testing::{pod, running_update};
 
     fn static_pod(name: &str, uid: &str) -> Pod {
         pod(name, uid).annotations(&[(CONFIG_SOURCE_ANNOTATION, "file")]).build()
@@ -248,6 +247,19 @@ mod tests {
 
     fn api_pod(name: &str, uid: &str) -> Pod {
         pod(name, uid).annotations(&[(CONFIG_SOURCE_ANNOTATION, "api")]).build()
+    }
+
+    /// A pod manager holding static pods, then mirror pods, then API pods, each given
+    /// as (name, UID) and added in this order.
+    fn manager_with(statics: &[(&str, &str)], mirrors: &[(&str, &str)], api: &[(&str, &str)]) -> PodManager {
+        let manager = PodManager::new();
+        let kinds: [(fn(&str, &str) -> Pod, _); 3] = [(static_pod, statics), (mirror_pod, mirrors), (api_pod, api)];
+        for (build, pods) in kinds {
+            for (name, uid) in pods {
+                manager.add_pod(build(name, uid));
+            }
+        }
+        manager
     }
 
     fn uid(pod: Option<Arc<Pod>>) -> Option<String> {
@@ -269,10 +281,7 @@ mod tests {
 
     #[test]
     fn pods_are_found_by_full_name_through_replacements_and_removals() {
-        let manager = PodManager::new();
-        manager.add_pod(api_pod("web", "u2"));
-        manager.add_pod(api_pod("web", "u1"));
-        manager.add_pod(api_pod("db", "u3"));
+        let manager = manager_with(&[], &[], &[("web", "u2"), ("web", "u1"), ("db", "u3")]);
         let uids = |pods: Vec<Arc<Pod>>| pods.into_iter().filter_map(|p| p.metadata.uid.clone()).collect::<Vec<_>>();
         assert_eq!(uids(manager.named("ns", "web")), ["u1", "u2"], "in UID order");
         // A replacement under the same UID with another name moves it.
@@ -290,9 +299,7 @@ mod tests {
 
     #[test]
     fn get_pod_by_uid_hides_mirror_pods() {
-        let manager = PodManager::new();
-        manager.add_pod(static_pod("web", "s1"));
-        manager.add_pod(mirror_pod("web", "m1"));
+        let manager = manager_with(&[("web", "s1")], &[("web", "m1")], &[]);
         assert_eq!(uid(manager.get_pod_by_uid("s1")), Some("s1".into()));
         assert_eq!(manager.get_pod_by_uid("m1"), None);
         assert_eq!(uid(manager.get_any("m1")), Some("m1".into()));
@@ -302,11 +309,7 @@ mod tests {
 
     #[test]
     fn translate_pod_uid() {
-        let manager = PodManager::new();
-        manager.add_pod(static_pod("web", "s1"));
-        manager.add_pod(mirror_pod("web", "m1"));
-        manager.add_pod(mirror_pod("lonely", "m2"));
-        manager.add_pod(api_pod("api", "a1"));
+        let manager = manager_with(&[("web", "s1")], &[("web", "m1"), ("lonely", "m2")], &[("api", "a1")]);
         assert_eq!(manager.translate_pod_uid("m1"), "s1");
         assert_eq!(manager.translate_pod_uid("m2"), "m2");
         assert_eq!(manager.translate_pod_uid("s1"), "s1");
@@ -316,20 +319,13 @@ mod tests {
 
     #[test]
     fn translations_with_and_without_mirror() {
-        let manager = PodManager::new();
-        manager.add_pod(static_pod("web", "s1"));
-        manager.add_pod(static_pod("db", "s2"));
-        manager.add_pod(mirror_pod("web", "m1"));
-        manager.add_pod(api_pod("web", "a1"));
+        let manager = manager_with(&[("web", "s1"), ("db", "s2")], &[("web", "m1")], &[("web", "a1")]);
         assert_eq!(manager.get_uid_translations(), (map(&[("s1", "m1"), ("s2", "")]), map(&[("m1", "s1")])));
     }
 
     #[test]
     fn smallest_uid_wins_among_namesakes() {
-        let manager = PodManager::new();
-        for p in [static_pod("web", "s2"), static_pod("web", "s1"), mirror_pod("web", "m2"), mirror_pod("web", "m1")] {
-            manager.add_pod(p);
-        }
+        let manager = manager_with(&[("web", "s2"), ("web", "s1")], &[("web", "m2"), ("web", "m1")], &[]);
         assert_eq!(manager.translate_pod_uid("m2"), "s1");
         assert_eq!(
             manager.get_uid_translations(),
@@ -339,9 +335,7 @@ mod tests {
 
     #[test]
     fn pairing_is_recomputed_after_the_static_pod_leaves() {
-        let manager = PodManager::new();
-        manager.add_pod(static_pod("web", "s1"));
-        manager.add_pod(mirror_pod("web", "m1"));
+        let manager = manager_with(&[("web", "s1")], &[("web", "m1")], &[]);
         assert_eq!(uid(manager.remove_pod("s1")), Some("s1".into()));
         assert_eq!(manager.translate_pod_uid("m1"), "m1");
         assert_eq!(manager.get_uid_translations(), (map(&[]), map(&[])));
@@ -371,12 +365,7 @@ mod tests {
         manager.add_pod(api_pod("web", "a1"));
         api.create_pod(api_pod("web", "a1")).expect("create");
         api.create_pod(api_pod("other", "a2")).expect("create");
-        let update = StatusUpdate {
-            namespace: "ns".into(),
-            name: "web".into(),
-            status: PodStatus { phase: Some("Running".into()), ..Default::default() },
-            ..Default::default()
-        };
+        let update = running_update("ns", "web");
         let written = api.update_pod_status(update).expect("update");
         let held = manager.get_any("a1").expect("held");
         assert!(Arc::ptr_eq(&held, &written), "the pod manager holds the API server's object");

@@ -1,8 +1,10 @@
 //! Pods for the host's unit tests, built in one place so that every test module says
 //! only what its pods have that matters to it (annotations, a node, containers).
 
-use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
+use k8s_openapi::api::core::v1::{Container, Pod, PodSpec, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+use crate::StatusUpdate;
 
 /// A pod named `name` with `uid` in namespace "ns", with no spec until one is asked for.
 pub fn pod(name: &str, uid: &str) -> PodBuilder {
@@ -15,6 +17,16 @@ pub fn pod(name: &str, uid: &str) -> PodBuilder {
         },
         ..Default::default()
     })
+}
+
+/// A status write of phase Running to `namespace/name`, without preconditions.
+pub fn running_update(namespace: &str, name: &str) -> StatusUpdate {
+    StatusUpdate {
+        namespace: namespace.into(),
+        name: name.into(),
+        status: PodStatus { phase: Some("Running".into()), ..Default::default() },
+        ..Default::default()
+    }
 }
 
 /// A test pod being built; [`PodBuilder::build`] gives the pod.

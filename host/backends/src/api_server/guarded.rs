@@ -423,6 +423,13 @@ impl ApiServer for GuardedApiServer {
     fn get_pod(&self, namespace: &str, name: &str) -> Result<Arc<Pod>> {
         match self.owner(namespace, name)? {
             Some(_) => self.inner.get_pod(namespace, name),
+            // A pod the node itself reported, gone from the API server and then from
+            // the pod manager (deleted, by this node's status manager say): the API
+            // server's answer, as for a pod-manager pod that is gone. It tells the
+            // plugin nothing the node had not handed it.
+            None if self.host_view.reported_name(namespace, name) && self.api_copy(namespace, name)?.is_none() => {
+                self.inner.get_pod(namespace, name)
+            }
             None => Err(self.not_ours(Verb::Get, namespace, name)),
         }
     }
@@ -620,8 +627,13 @@ mod tests {
         }
 
         fn guard(&self, node_name: Option<&str>) -> GuardedApiServer {
+            self.guard_over(self.store.clone(), node_name)
+        }
+
+        /// The node's guard in front of `inner` (rather than the node's store).
+        fn guard_over(&self, inner: Arc<dyn ApiServer>, node_name: Option<&str>) -> GuardedApiServer {
             GuardedApiServer::new(
-                self.store.clone(),
+                inner,
                 Arc::clone(&self.pod_manager),
                 node_name.map(Into::into),
                 Arc::clone(&self.host_view),
@@ -653,6 +665,15 @@ mod tests {
         // A pod-manager pod gone from the API server is the API server's answer.
         node.store.remove_pod("ns", "a").expect("remove");
         assert_eq!(guard.get_pod("ns", "a").map_err(|e| e.reason()), Err("NotFound"));
+        // Gone from the pod manager too (a pod deleted and forgotten): refused, unless
+        // the node reported it, which makes it the API server's answer again; never
+        // once another pod of that name is in the API server (on another node).
+        let a = node.pod_manager.remove_pod("ua").expect("held");
+        forbidden(guard.get_pod("ns", "a"));
+        node.host_view.report_status(&a, &Default::default());
+        assert_eq!(guard.get_pod("ns", "a").map_err(|e| e.reason()), Err("NotFound"));
+        node.store.create_pod(pod("ns", "a", "ua2", "node-2")).expect("create");
+        forbidden(guard.get_pod("ns", "a"));
         // Without a node name only the pod manager's pods are the node's.
         let guard = node.guard(None);
         forbidden(guard.get_pod("ns", "b"));
@@ -660,18 +681,34 @@ mod tests {
         assert_eq!(guard.refusals(), Refusals { get: 1, ..Refusals::default() });
     }
 
-    #[test]
-    fn status_writes_reach_only_the_nodes_pods() {
+    /// A status write of each kind (`what`) through the node's guard: refused for
+    /// `kube-system/etcd` (`refused`), which stays untouched, and writing Running to each
+    /// of the node's pods (`owned`, given namespace, name and UID). The node and its guard.
+    fn writes_reach_only_the_nodes_pods(
+        what: &str,
+        refused: impl Fn(&GuardedApiServer) -> Result<Arc<Pod>>,
+        owned: impl Fn(&GuardedApiServer, &str, &str, &str) -> Result<Arc<Pod>>,
+    ) -> (Node, GuardedApiServer) {
         let node = Node::new();
         let guard = node.guard(Some(NODE));
         let before = node.store.get_pod("kube-system", "etcd").expect("get");
-        let message = forbidden(guard.update_pod_status(update("kube-system", "etcd", Some("ue"))));
-        assert_eq!(message, "status update of pod kube-system/etcd refused: not a pod of this node");
+        let message = forbidden(refused(&guard));
+        assert_eq!(message, format!("{what} of pod kube-system/etcd refused: not a pod of this node"));
         assert_eq!(node.store.get_pod("kube-system", "etcd").expect("get"), before, "untouched");
         for (namespace, name, uid) in [("ns", "a", "ua"), ("ns", "web", "m1"), ("ns", "b", "ub")] {
-            let written = guard.update_pod_status(update(namespace, name, Some(uid))).expect("owned");
+            let written = owned(&guard, namespace, name, uid).expect("owned");
             assert_eq!(written.status, Some(phase("Running")), "{namespace}/{name}");
         }
+        (node, guard)
+    }
+
+    #[test]
+    fn status_writes_reach_only_the_nodes_pods() {
+        let (node, _) = writes_reach_only_the_nodes_pods(
+            "status update",
+            |guard| guard.update_pod_status(update("kube-system", "etcd", Some("ue"))),
+            |guard, namespace, name, uid| guard.update_pod_status(update(namespace, name, Some(uid))),
+        );
         forbidden(node.guard(None).update_pod_status(update("ns", "b", None)));
     }
 
@@ -702,18 +739,17 @@ mod tests {
 
     #[test]
     fn status_patches_reach_only_the_nodes_pods() {
-        let node = Node::new();
-        let guard = node.guard(Some(NODE));
-        let before = node.store.get_pod("kube-system", "etcd").expect("get");
-        let body = json!({"metadata": {"uid": "ue"}, "status": {"phase": "Failed"}});
-        let message = forbidden(guard.patch_pod_status(patch("kube-system", "etcd", None, body)));
-        assert_eq!(message, "status patch of pod kube-system/etcd refused: not a pod of this node");
-        assert_eq!(node.store.get_pod("kube-system", "etcd").expect("get"), before, "untouched");
-        for (namespace, name, uid) in [("ns", "a", "ua"), ("ns", "web", "m1"), ("ns", "b", "ub")] {
-            let body = json!({"metadata": {"uid": uid}, "status": {"phase": "Running"}});
-            let written = guard.patch_pod_status(patch(namespace, name, Some(uid), body)).expect("owned");
-            assert_eq!(written.status, Some(phase("Running")), "{namespace}/{name}");
-        }
+        let (_, guard) = writes_reach_only_the_nodes_pods(
+            "status patch",
+            |guard| {
+                let body = json!({"metadata": {"uid": "ue"}, "status": {"phase": "Failed"}});
+                guard.patch_pod_status(patch("kube-system", "etcd", None, body))
+            },
+            |guard, namespace, name, uid| {
+                let body = json!({"metadata": {"uid": uid}, "status": {"phase": "Running"}});
+                guard.patch_pod_status(patch(namespace, name, Some(uid), body))
+            },
+        );
         assert_eq!(guard.refusals(), Refusals { patch_status: 1, ..Refusals::default() });
     }
 
@@ -853,12 +889,7 @@ mod tests {
     fn the_grace_period_is_the_hosts() {
         let node = Node::new();
         let inner = Spy::new(Arc::clone(&node.store), None);
-        let guard = GuardedApiServer::new(
-            inner.clone(),
-            Arc::clone(&node.pod_manager),
-            Some(NODE.into()),
-            Arc::clone(&node.host_view),
-        );
+        let guard = node.guard_over(inner.clone(), Some(NODE));
         node.deleting("ns", "a");
         let options = DeleteOptions { grace_period_seconds: Some(3600), ..precondition(Some("ua")) };
         guard.delete_pod("ns", "a", &options).expect("deleted");
@@ -1048,13 +1079,7 @@ mod tests {
     fn the_guards_lookups_are_not_the_plugins_calls() {
         let node = Node::new();
         let inner = Spy::new(Arc::clone(&node.store), None);
-        let guard = GuardedApiServer::new(
-            inner.clone(),
-            Arc::clone(&node.pod_manager),
-            Some(NODE.into()),
-            Arc::clone(&node.host_view),
-        )
-        .with_lookup(node.store.clone());
+        let guard = node.guard_over(inner.clone(), Some(NODE)).with_lookup(node.store.clone());
         node.deleting("ns", "b");
         guard.get_pod("ns", "b").expect("bound");
         forbidden(guard.get_pod("kube-system", "etcd"));
@@ -1084,13 +1109,7 @@ mod tests {
         let node = Node::new();
         let inner = Spy::new(Arc::new(MemoryApiServer::new()), None);
         inner.store.create_pod(pod("ns", "b", "other", "node-2")).expect("create");
-        let guard = GuardedApiServer::new(
-            inner.clone(),
-            Arc::clone(&node.pod_manager),
-            Some(NODE.into()),
-            Arc::clone(&node.host_view),
-        )
-        .with_lookup(node.store.clone());
+        let guard = node.guard_over(inner.clone(), Some(NODE)).with_lookup(node.store.clone());
         let error = guard.update_pod_status(update("ns", "b", None)).expect_err("pinned");
         assert_eq!(error.reason(), "Conflict");
         let error = guard.patch_pod_status(patch("ns", "b", None, json!({"status": {}}))).expect_err("pinned");
