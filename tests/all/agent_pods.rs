@@ -9,13 +9,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::{Pod, PodStatus};
+use k8s_openapi::api::core::v1::Pod;
 use podstatus_agent::PodWatch;
 use podstatus_agent::{CONFIG_HASH_ANNOTATION, ManifestError, StaticPods};
 use podstatus_apiserver::{EmbeddedApiServer, ServeOptions};
 use podstatus_backends::PodManager;
 use podstatus_backends::pod_identity::{CONFIG_MIRROR_ANNOTATION, CONFIG_SOURCE_ANNOTATION};
-use podstatus_backends::{ApiServer, MemoryApiServer, StatusUpdate};
+use podstatus_backends::testing::running_update;
+use podstatus_backends::{ApiServer, MemoryApiServer};
 use podstatus_tests::TestPod;
 
 const NODE: &str = "node-a";
@@ -95,12 +96,7 @@ fn pod_manager_follows_the_pods_bound_to_the_node() {
     eventually("the new pod is in the pod manager", || pod_manager.get_any("u1").is_some());
     assert!(pod_manager.get_any("x1").is_none(), "another node's pod stays out");
 
-    let update = StatusUpdate {
-        namespace: "ns".into(),
-        name: "web".into(),
-        status: PodStatus { phase: Some("Running".into()), ..Default::default() },
-        ..Default::default()
-    };
+    let update = running_update("ns", "web");
     let written = store.update_pod_status(update).expect("status write");
     eventually("the pod manager holds the written copy", || {
         pod_manager

@@ -148,6 +148,18 @@ impl Node {
         self.store.put_pod(object(pod)).expect("put");
     }
 
+    /// The static pod `kube-system/etcd-node-1` (s1) in the pod manager, and its mirror
+    /// pod (m1, as `edit` makes it) the node's. Both pods.
+    fn static_etcd_with_mirror_pod(&self, edit: impl FnOnce(Value) -> Value) -> (Value, Value) {
+        let static_pod =
+            with_annotations(pod("kube-system", "etcd-node-1", "s1", NODE), json!({CONFIG_SOURCE: "file"}));
+        let mirror_annotations = json!({CONFIG_SOURCE: "file", CONFIG_MIRROR: "hash"});
+        let mirror_pod = edit(with_annotations(pod("kube-system", "etcd-node-1", "m1", NODE), mirror_annotations));
+        self.pod_manager.add_pod(object(&static_pod));
+        self.own(&mirror_pod);
+        (static_pod, mirror_pod)
+    }
+
     /// The pod is only in the API server.
     fn in_api_server(&self, pod: &Value) {
         self.store.put_pod(object(pod)).expect("put");
@@ -161,18 +173,66 @@ impl Node {
     /// handle does), the plugin caches it and syncs the request it queued.
     fn sync(&self, plugin: &mut dyn Plugin, pod: &Value, status: &str) -> SyncOutcome {
         self.host_view.report_status_json(&pod.to_string(), status);
+        self.sync_unreported(plugin, pod, status)
+    }
+
+    /// The plugin caches `status` for `pod` (the host's view as it was) and syncs the
+    /// request it queued.
+    fn sync_unreported(&self, plugin: &mut dyn Plugin, pod: &Value, status: &str) -> SyncOutcome {
         assert_eq!(plugin.set_pod_status(&pod.to_string(), status).expect("set"), UpdateOutcome::Queued);
         let request = self.world.queue.pop().expect("a queued sync");
         plugin.sync_pod(&request).expect("sync")
+    }
+
+    /// `pod` syncs Running: it is written at `namespace/name`, and only its status
+    /// changes. The pod written.
+    fn writes_only_status(&self, plugin: &mut dyn Plugin, pod: &Value, namespace: &str, name: &str) -> Arc<Pod> {
+        let before = self.stored(namespace, name);
+        assert_eq!(self.sync(plugin, pod, RUNNING), SyncOutcome::Written);
+        let written = self.stored(namespace, name);
+        assert_eq!(phase(&written), Some("Running"));
+        assert_eq!(all_but_status(&written), all_but_status(&before), "the write changed only status");
+        written
+    }
+
+    /// `pod`, being deleted in the API server, syncs Succeeded and is deleted.
+    fn deletes(&self, plugin: &mut dyn Plugin, pod: Value) {
+        let deleting = being_deleted(pod);
+        self.in_api_server(&deleting);
+        assert_eq!(self.sync(plugin, &deleting, SUCCEEDED), SyncOutcome::Deleted);
     }
 
     fn plugin(&self) -> Box<dyn Plugin> {
         Box::new(v1_image().instantiate(self.world.clone()).expect("instantiate"))
     }
 
+    /// A node with a node name, and `kube-system/etcd` (ue) of another node in the API
+    /// server: the node, the pod and the pod as stored.
+    fn with_another_nodes_etcd() -> (Node, Value, Arc<Pod>) {
+        let node = Node::new(Some(NODE));
+        let etcd = pod("kube-system", "etcd", "ue", OTHER_NODE);
+        node.in_api_server(&etcd);
+        let before = node.stored("kube-system", "etcd");
+        (node, etcd, before)
+    }
+
+    /// A node with a node name, and the prober in its world.
+    fn with_prober() -> (Node, Box<dyn Plugin>) {
+        let node = Node::new(Some(NODE));
+        let prober = node.prober();
+        (node, prober)
+    }
+
     fn prober(&self) -> Box<dyn Plugin> {
         static IMAGE: std::sync::OnceLock<podstatus_runtime::PluginImage> = std::sync::OnceLock::new();
         Box::new(IMAGE.get_or_init(|| load(PROBER)).instantiate(self.world.clone()).expect("instantiate"))
+    }
+
+    /// The node reports `status` for `pod` and the prober syncs it, with `outcome`: what
+    /// its probe got back.
+    fn sync_probe(&self, prober: &mut dyn Plugin, pod: &Value, status: &str, outcome: SyncOutcome) -> String {
+        assert_eq!(self.sync(prober, pod, status), outcome);
+        Node::probed(prober, pod["metadata"]["uid"].as_str().expect("uid"))
     }
 
     /// What the prober's last probe of `uid` got back (`ok`, `forbidden: ...`, ...).
@@ -202,16 +262,8 @@ fn the_v1_plugin_syncs_and_deletes_its_own_pods_through_the_guard() {
     let mut plugin = node.plugin();
     let a = pod("ns", "a", "ua", NODE);
     node.own(&a);
-    let before = node.stored("ns", "a");
-
-    assert_eq!(node.sync(&mut *plugin, &a, RUNNING), SyncOutcome::Written);
-    let written = node.stored("ns", "a");
-    assert_eq!(phase(&written), Some("Running"));
-    assert_eq!(all_but_status(&written), all_but_status(&before), "the write changed only status");
-
-    let deleting = being_deleted(a);
-    node.in_api_server(&deleting);
-    assert_eq!(node.sync(&mut *plugin, &deleting, SUCCEEDED), SyncOutcome::Deleted);
+    node.writes_only_status(&mut *plugin, &a, "ns", "a");
+    node.deletes(&mut *plugin, a);
     assert_eq!(node.store.get_pod("ns", "a").map_err(|e| e.reason()), Err("NotFound"));
     assert_eq!(node.guard.refusals(), Refusals::default());
     assert_eq!(node.plugin_side.errors(), []);
@@ -224,15 +276,8 @@ fn a_pod_bound_to_the_node_is_reachable_when_a_node_name_is_configured() {
     // Bound to the node in the API server, not (yet) in the pod manager.
     let b = pod("ns", "b", "ub", NODE);
     node.in_api_server(&b);
-    let before = node.stored("ns", "b");
-    assert_eq!(node.sync(&mut *plugin, &b, RUNNING), SyncOutcome::Written);
-    let written = node.stored("ns", "b");
-    assert_eq!(phase(&written), Some("Running"));
-    assert_eq!(all_but_status(&written), all_but_status(&before), "the write changed only status");
-
-    let deleting = being_deleted(b);
-    node.in_api_server(&deleting);
-    assert_eq!(node.sync(&mut *plugin, &deleting, SUCCEEDED), SyncOutcome::Deleted);
+    node.writes_only_status(&mut *plugin, &b, "ns", "b");
+    node.deletes(&mut *plugin, b);
     assert!(node.store.list_pods().is_empty());
     assert_eq!(node.guard.refusals(), Refusals::default());
 
@@ -250,20 +295,9 @@ fn a_pod_bound_to_the_node_is_reachable_when_a_node_name_is_configured() {
 fn a_static_pods_status_is_written_to_its_mirror_pod_through_the_guard() {
     let node = Node::new(Some(NODE));
     let mut plugin = node.plugin();
-    let static_pod = with_annotations(pod("kube-system", "etcd-node-1", "s1", NODE), json!({CONFIG_SOURCE: "file"}));
-    let mirror_pod = with_annotations(
-        pod("kube-system", "etcd-node-1", "m1", NODE),
-        json!({CONFIG_SOURCE: "file", CONFIG_MIRROR: "hash"}),
-    );
-    node.pod_manager.add_pod(object(&static_pod));
-    node.own(&mirror_pod);
-    let before = node.stored("kube-system", "etcd-node-1");
-
-    assert_eq!(node.sync(&mut *plugin, &static_pod, RUNNING), SyncOutcome::Written);
-    let written = node.stored("kube-system", "etcd-node-1");
+    let (static_pod, _) = node.static_etcd_with_mirror_pod(|mirror_pod| mirror_pod);
+    let written = node.writes_only_status(&mut *plugin, &static_pod, "kube-system", "etcd-node-1");
     assert_eq!(written.metadata.uid.as_deref(), Some("m1"));
-    assert_eq!(phase(&written), Some("Running"));
-    assert_eq!(all_but_status(&written), all_but_status(&before), "the write changed only status");
     assert_eq!(node.guard.refusals(), Refusals::default());
 }
 
@@ -271,10 +305,7 @@ fn a_static_pods_status_is_written_to_its_mirror_pod_through_the_guard() {
 
 #[test]
 fn reading_a_pod_of_another_node_is_refused() {
-    let node = Node::new(Some(NODE));
-    let etcd = pod("kube-system", "etcd", "ue", OTHER_NODE);
-    node.in_api_server(&etcd);
-    let before = node.stored("kube-system", "etcd");
+    let (node, etcd, before) = Node::with_another_nodes_etcd();
     let refusal = "get of pod kube-system/etcd refused: not a pod of this node";
 
     // The real component, told of another node's pod, cannot read it.
@@ -290,10 +321,7 @@ fn reading_a_pod_of_another_node_is_refused() {
 
 #[test]
 fn writing_another_pods_status_is_refused() {
-    let node = Node::new(Some(NODE));
-    let etcd = pod("kube-system", "etcd", "ue", OTHER_NODE);
-    node.in_api_server(&etcd);
-    let before = node.stored("kube-system", "etcd");
+    let (node, _, before) = Node::with_another_nodes_etcd();
     let update = StatusUpdate {
         namespace: "kube-system".into(),
         name: "etcd".into(),
@@ -360,47 +388,39 @@ fn a_status_write_of_the_nodes_own_pod_changes_only_status() {
 }
 
 #[test]
-fn deleting_another_pod_is_refused() {
-    let node = Node::new(Some(NODE));
-    node.in_api_server(&pod("kube-system", "etcd", "ue", OTHER_NODE));
-    let options =
-        DeleteOptions { uid_precondition: Some("ue".into()), grace_period_seconds: Some(0), ..Default::default() };
-    let message = forbidden(node.world.api_server.delete_pod("kube-system", "etcd", &options));
-    assert_eq!(message, "delete of pod kube-system/etcd refused: not a pod of this node");
-    assert!(node.store.get_pod("kube-system", "etcd").is_ok(), "still there");
-    assert_eq!(node.guard.refusals(), Refusals { delete: 1, ..Refusals::default() });
-    still_serves(&node);
+fn deleting_is_refused_unless_pinned_to_a_pod_of_the_node() {
+    // (the pod deleted, the UID precondition, the refusal): another node's pod; no
+    // precondition; another node's pod's UID, and a UID no one has.
+    let cases = [
+        ("kube-system", "etcd", Some("ue"), "not a pod of this node"),
+        ("ns", "a", None, "no UID precondition"),
+        ("ns", "a", Some(""), "no UID precondition"),
+        ("ns", "a", Some("ue"), "UID precondition ue is not a pod of this node"),
+        ("ns", "a", Some("u9"), "UID precondition u9 is not a pod of this node"),
+    ];
+    for (namespace, name, uid, refusal) in cases {
+        let node = Node::new(Some(NODE));
+        node.own(&pod("ns", "a", "ua", NODE));
+        node.in_api_server(&pod("kube-system", "etcd", "ue", OTHER_NODE));
+        let message = refused_delete(&node, namespace, name, uid.map(Into::into));
+        assert_eq!(message, format!("delete of pod {namespace}/{name} refused: {refusal}"));
+        survives_refused_deletes(&node, namespace, name, 1);
+    }
 }
 
-#[test]
-fn deleting_without_a_precondition_is_refused() {
-    let node = Node::new(Some(NODE));
-    node.own(&pod("ns", "a", "ua", NODE));
-    for uid_precondition in [None, Some(String::new())] {
-        let options = DeleteOptions { uid_precondition, grace_period_seconds: Some(0), ..Default::default() };
-        let message = forbidden(node.world.api_server.delete_pod("ns", "a", &options));
-        assert_eq!(message, "delete of pod ns/a refused: no UID precondition");
-    }
-    assert!(node.store.get_pod("ns", "a").is_ok(), "still there");
-    assert_eq!(node.guard.refusals(), Refusals { delete: 2, ..Refusals::default() });
-    still_serves(&node);
+/// A delete of `namespace/name` with `uid_precondition` and no grace period, made
+/// straight to the server the plugin's imports forward to: the refusal's message.
+fn refused_delete(node: &Node, namespace: &str, name: &str, uid_precondition: Option<String>) -> String {
+    let options = DeleteOptions { uid_precondition, grace_period_seconds: Some(0), ..Default::default() };
+    forbidden(node.world.api_server.delete_pod(namespace, name, &options))
 }
 
-#[test]
-fn deleting_with_a_precondition_naming_a_uid_the_node_does_not_own_is_refused() {
-    let node = Node::new(Some(NODE));
-    node.own(&pod("ns", "a", "ua", NODE));
-    node.in_api_server(&pod("kube-system", "etcd", "ue", OTHER_NODE));
-    // Another node's pod's UID, and a UID no one has.
-    for uid in ["ue", "u9"] {
-        let options =
-            DeleteOptions { uid_precondition: Some(uid.into()), grace_period_seconds: Some(0), ..Default::default() };
-        let message = forbidden(node.world.api_server.delete_pod("ns", "a", &options));
-        assert_eq!(message, format!("delete of pod ns/a refused: UID precondition {uid} is not a pod of this node"));
-    }
-    assert!(node.store.get_pod("ns", "a").is_ok(), "still there");
-    assert_eq!(node.guard.refusals(), Refusals { delete: 2, ..Refusals::default() });
-    still_serves(&node);
+/// `namespace/name` is still there after `refused` refused deletes (and no other
+/// refusal), and the node still serves.
+fn survives_refused_deletes(node: &Node, namespace: &str, name: &str, refused: u64) {
+    assert!(node.store.get_pod(namespace, name).is_ok(), "still there");
+    assert_eq!(node.guard.refusals(), Refusals { delete: refused, ..Refusals::default() });
+    still_serves(node);
 }
 
 /// After refusals, the v1 plugin in the same world still syncs a pod of the node.
@@ -431,12 +451,10 @@ const RUNNING_WITH_IPS: &str = r#"{"phase": "Running", "podIP": "10.0.0.5", "pod
 fn a_running_pod_cannot_be_force_deleted() {
     // A StatefulSet pod whose container runs: deleting it would let its replacement run
     // beside it. No deletionTimestamp, a grace period of the plugin's choosing.
-    let node = Node::new(Some(NODE));
-    let mut prober = node.prober();
+    let (node, mut prober) = Node::with_prober();
     let db = probing(pod("ns", "db-0", "u-db", NODE), "delete");
     node.own(&db);
-    assert_eq!(node.sync(&mut *prober, &db, RUNNING_WITH_IPS), SyncOutcome::DeleteFailed);
-    let message = Node::probed(&mut *prober, "u-db");
+    let message = node.sync_probe(&mut *prober, &db, RUNNING_WITH_IPS, SyncOutcome::DeleteFailed);
     assert_eq!(
         message,
         "forbidden: delete of pod ns/db-0 refused: the pod is not being deleted (no deletionTimestamp)"
@@ -448,51 +466,40 @@ fn a_running_pod_cannot_be_force_deleted() {
     let deleting = being_deleted(db);
     node.own(&deleting);
     node.host_view.report_status_json(&deleting.to_string(), RUNNING_WITH_IPS);
-    assert_eq!(prober.set_pod_status(&deleting.to_string(), SUCCEEDED).expect("set"), UpdateOutcome::Queued);
-    let request = node.world.queue.pop().expect("queued");
-    assert_eq!(prober.sync_pod(&request).expect("sync"), SyncOutcome::DeleteFailed);
+    assert_eq!(node.sync_unreported(&mut *prober, &deleting, SUCCEEDED), SyncOutcome::DeleteFailed);
     let message = Node::probed(&mut *prober, "u-db");
     assert!(message.ends_with("by the node's own report a container of the pod may still run"), "{message}");
     assert!(node.store.get_pod("ns", "db-0").is_ok(), "still there");
 
     // Once the node has terminated it, the delete goes, with the host's grace period.
     node.host_view.report_termination(&object(&deleting));
-    assert_eq!(prober.set_pod_status(&deleting.to_string(), SUCCEEDED).expect("set"), UpdateOutcome::Queued);
-    let request = node.world.queue.pop().expect("queued");
-    assert_eq!(prober.sync_pod(&request).expect("sync"), SyncOutcome::Deleted);
+    assert_eq!(node.sync_unreported(&mut *prober, &deleting, SUCCEEDED), SyncOutcome::Deleted);
     assert_eq!(node.store.get_pod("ns", "db-0").map_err(|e| e.reason()), Err("NotFound"));
     assert_eq!(node.guard.refusals().delete, 2);
 }
 
 #[test]
 fn a_mirror_pod_cannot_be_deleted() {
-    let node = Node::new(Some(NODE));
-    let mut prober = node.prober();
-    let static_pod = with_annotations(pod("kube-system", "etcd-node-1", "s1", NODE), json!({CONFIG_SOURCE: "file"}));
-    let mirror_pod = being_deleted(with_annotations(
-        pod("kube-system", "etcd-node-1", "m1", NODE),
-        json!({CONFIG_SOURCE: "file", CONFIG_MIRROR: "hash", "podstatus.test/probe": "delete"}),
-    ));
-    node.pod_manager.add_pod(object(&static_pod));
-    node.own(&mirror_pod);
+    let (node, mut prober) = Node::with_prober();
+    let (static_pod, mirror_pod) = node.static_etcd_with_mirror_pod(|mut mirror_pod| {
+        mirror_pod["metadata"]["annotations"]["podstatus.test/probe"] = json!("delete");
+        being_deleted(mirror_pod)
+    });
     node.host_view.report_termination(&object(&mirror_pod));
     node.host_view.report_termination(&object(&static_pod));
-    assert_eq!(node.sync(&mut *prober, &mirror_pod, SUCCEEDED), SyncOutcome::DeleteFailed);
-    let message = Node::probed(&mut *prober, "m1");
+    let message = node.sync_probe(&mut *prober, &mirror_pod, SUCCEEDED, SyncOutcome::DeleteFailed);
     assert!(message.ends_with("a mirror pod is its static pod's to remove, not the status manager's"), "{message}");
     assert!(node.store.get_pod("kube-system", "etcd-node-1").is_ok(), "still there");
 }
 
 #[test]
 fn a_forged_ip_is_refused() {
-    let node = Node::new(Some(NODE));
-    let mut prober = node.prober();
+    let (node, mut prober) = Node::with_prober();
     let mut web = probing(pod("ns", "web", "u-web", NODE), "forge-ip");
     web["metadata"]["annotations"]["podstatus.test/ip"] = json!("10.66.6.6");
     node.own(&web);
     let before = node.stored("ns", "web");
-    assert_eq!(node.sync(&mut *prober, &web, RUNNING_WITH_IPS), SyncOutcome::WriteFailed);
-    let message = Node::probed(&mut *prober, "u-web");
+    let message = node.sync_probe(&mut *prober, &web, RUNNING_WITH_IPS, SyncOutcome::WriteFailed);
     assert_eq!(
         message,
         "forbidden: status update of pod ns/web refused: IP 10.66.6.6 was not reported by the node for this pod"
@@ -503,8 +510,7 @@ fn a_forged_ip_is_refused() {
     let mut api = probing(pod("ns", "api", "u-api", NODE), "forge-ip");
     api["metadata"]["annotations"]["podstatus.test/ip"] = json!("10.0.0.5");
     node.own(&api);
-    assert_eq!(node.sync(&mut *prober, &api, RUNNING), SyncOutcome::WriteFailed);
-    assert!(Node::probed(&mut *prober, "u-api").starts_with("forbidden: "));
+    assert!(node.sync_probe(&mut *prober, &api, RUNNING, SyncOutcome::WriteFailed).starts_with("forbidden: "));
 
     // The IP the node reported goes through.
     web["metadata"]["annotations"]["podstatus.test/ip"] = json!("10.0.0.5");
@@ -516,22 +522,19 @@ fn a_forged_ip_is_refused() {
 
 #[test]
 fn a_terminal_phase_cannot_be_revived() {
-    let node = Node::new(Some(NODE));
-    let mut prober = node.prober();
+    let (node, mut prober) = Node::with_prober();
     let mut job = probing(pod("ns", "job", "u-job", NODE), "revive");
     job["status"] = json!({"phase": "Succeeded"});
     node.own(&job);
     let before = node.stored("ns", "job");
-    assert_eq!(node.sync(&mut *prober, &job, SUCCEEDED), SyncOutcome::WriteFailed);
-    let message = Node::probed(&mut *prober, "u-job");
+    let message = node.sync_probe(&mut *prober, &job, SUCCEEDED, SyncOutcome::WriteFailed);
     assert!(message.contains("phase Succeeded is terminal, it does not go back to \"Running\""), "{message}");
     assert_eq!(node.stored("ns", "job"), before, "untouched");
 }
 
 #[test]
 fn a_stale_name_does_not_reach_a_pod_recreated_on_another_node() {
-    let node = Node::new(Some(NODE));
-    let mut prober = node.prober();
+    let (node, mut prober) = Node::with_prober();
     let cache = probing(pod("ns", "cache-0", "u-old", NODE), "stale-name");
     node.own(&cache);
     // Recreated under the same name on another node; the pod manager still holds the
@@ -539,8 +542,7 @@ fn a_stale_name_does_not_reach_a_pod_recreated_on_another_node() {
     node.store.remove_pod("ns", "cache-0").expect("remove");
     node.in_api_server(&pod("ns", "cache-0", "u-new", OTHER_NODE));
     let before = node.stored("ns", "cache-0");
-    assert_eq!(node.sync(&mut *prober, &cache, r#"{"phase": "Failed"}"#), SyncOutcome::WriteFailed);
-    let message = Node::probed(&mut *prober, "u-old");
+    let message = node.sync_probe(&mut *prober, &cache, r#"{"phase": "Failed"}"#, SyncOutcome::WriteFailed);
     assert!(message.starts_with("conflict: "), "pinned to the UID the host knows: {message}");
     assert_eq!(node.stored("ns", "cache-0"), before, "the other node's pod is untouched");
 }
