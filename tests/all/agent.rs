@@ -9,13 +9,14 @@
 use std::collections::BTreeSet;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, DeleteParams, PostParams};
 use podstatus_agent::{KubeClientConfig, NODE_LEASE_NAMESPACE, NodeConfig, PodRunner, VIRTUAL_NODE_TAINT};
 use podstatus_backends::DEFAULT_CAPACITY;
+use podstatus_backends::testing;
 use podstatus_plugins::PODSTATUS_V2;
 use podstatus_runtime::{PluginRuntime, RuntimeConfig};
 use podstatus_simulate::{AgentConfig, NodeAgent, Target};
@@ -26,15 +27,8 @@ const NODE: &str = "virtual-1";
 /// Generous: a loaded CI machine may be slow, and nothing waits this long when it works.
 const DEADLINE: Duration = Duration::from_secs(90);
 
-fn wait_until<T>(what: &str, mut probe: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + DEADLINE;
-    loop {
-        if let Some(value) = probe() {
-            return value;
-        }
-        assert!(Instant::now() < deadline, "{what} within {DEADLINE:?}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+fn wait_until<T>(what: &str, probe: impl FnMut() -> Option<T>) -> T {
+    testing::wait_for(what, DEADLINE, Duration::from_millis(50), probe)
 }
 
 /// Another client of the agent's API server (the pod's owner, the test's eyes).

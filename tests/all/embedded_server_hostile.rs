@@ -259,25 +259,12 @@ fn stalled_bodies_are_bounded_and_time_out() {
 
 #[test]
 fn watchers_that_never_read_are_closed_and_others_are_answered() {
-    let options = ServeOptions {
-        watcher_buffer_bytes: 64 << 10,
-        slow_watcher_timeout: Duration::from_millis(300),
-        ..ServeOptions::default()
-    };
-    let server = serve_with(options);
-    let addr = server.local_addr();
-    fill(&server);
-    let watchers: Vec<TcpStream> = (0..4)
-        .map(|_| {
-            let mut stream = connect(addr);
-            stream.write_all(b"GET /api/v1/pods?watch=true HTTP/1.1\r\nHost: x\r\n\r\n").expect("watch");
-            stream
-        })
-        .collect();
+    let options = ServeOptions { slow_watcher_timeout: Duration::from_millis(300), ..ServeOptions::default() };
+    let (server, watchers) = filled_with_silent_clients(options, "GET /api/v1/pods?watch=true");
     assert!(eventually(|| server.stats().slow_watches_closed == 4), "{:?}", server.stats());
     assert!(eventually(|| server.stats().open_watches == 0), "{:?}", server.stats());
     // The server answered all along and still does.
-    let reply = http(addr, "GET", "/api/v1/namespaces/ns/pods/p7", &[], b"");
+    let reply = http(server.local_addr(), "GET", "/api/v1/namespaces/ns/pods/p7", &[], b"");
     assert_eq!(reply.code, 200);
     // What a cut watcher reads: some events, then the end of the stream (it watches
     // again or lists, as clients do on a closed watch).
@@ -288,6 +275,21 @@ fn watchers_that_never_read_are_closed_and_others_are_answered() {
         events += chunk.iter().filter(|b| **b == b'\n').count();
     }
     assert!(events < 512, "the stream ended early: {events} events");
+}
+
+/// A server with `options` but a watcher buffer of 64 KiB, filled, and four clients
+/// that sent `request` (method and target) and read nothing.
+fn filled_with_silent_clients(options: ServeOptions, request: &str) -> (EmbeddedApiServer, Vec<TcpStream>) {
+    let server = serve_with(ServeOptions { watcher_buffer_bytes: 64 << 10, ..options });
+    fill(&server);
+    let clients = (0..4)
+        .map(|_| {
+            let mut stream = connect(server.local_addr());
+            stream.write_all(format!("{request} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes()).expect("request");
+            stream
+        })
+        .collect();
+    (server, clients)
 }
 
 /// 512 pods of 64 KiB: 32 MiB, more than the kernel's socket buffers on loopback hold.
@@ -303,34 +305,22 @@ fn fill(server: &EmbeddedApiServer) {
 
 #[test]
 fn lists_that_are_never_read_are_cut_and_others_are_answered() {
-    let options = ServeOptions {
-        watcher_buffer_bytes: 64 << 10,
-        body_timeout: Duration::from_millis(300),
-        ..ServeOptions::default()
-    };
-    let server = serve_with(options);
-    let addr = server.local_addr();
-    fill(&server);
-    let silent: Vec<TcpStream> = (0..4)
-        .map(|_| {
-            let mut stream = connect(addr);
-            stream.write_all(b"GET /api/v1/pods HTTP/1.1\r\nHost: x\r\n\r\n").expect("list");
-            stream
-        })
-        .collect();
+    let options = ServeOptions { body_timeout: Duration::from_millis(300), ..ServeOptions::default() };
+    let (server, silent) = filled_with_silent_clients(options, "GET /api/v1/pods");
     assert!(eventually(|| server.stats().slow_lists_closed == 4), "{:?}", server.stats());
-    assert_eq!(http(addr, "GET", "/api/v1/namespaces/ns/pods/p7", &[], b"").code, 200);
+    assert_eq!(http(server.local_addr(), "GET", "/api/v1/namespaces/ns/pods/p7", &[], b"").code, 200);
     // What a cut list's client gets: a part of the list, not valid JSON.
     let mut stream = silent.into_iter().next().expect("a client");
     let cut = read_reply(&mut stream);
     assert_eq!(cut.code, 200);
     assert!(serde_json::from_slice::<Value>(&cut.body).is_err(), "cut short: {} bytes", cut.body.len());
     // A client that reads gets all of it.
-    let whole = http(addr, "GET", "/api/v1/pods", &[], b"");
+    let whole = http(server.local_addr(), "GET", "/api/v1/pods", &[], b"");
     assert_eq!(whole.json()["items"].as_array().map(Vec::len), Some(512));
     assert!(cut.body.len() < whole.body.len());
     let table = [("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")];
-    let rows = http(addr, "GET", "/api/v1/namespaces/ns/pods?labelSelector=app%21%3Dx", &table, b"").json();
+    let rows =
+        http(server.local_addr(), "GET", "/api/v1/namespaces/ns/pods?labelSelector=app%21%3Dx", &table, b"").json();
     assert_eq!(rows["rows"].as_array().map(Vec::len), Some(512));
     assert_eq!(rows["kind"], "Table");
 }

@@ -1,11 +1,12 @@
 //! The thread-safe handle and the scheduler, with the real component.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
 use podstatus_backends::ApiServer;
 use podstatus_backends::MemoryApiServer;
+use podstatus_backends::testing;
 use podstatus_runtime::World;
 use podstatus_runtime::{ManagerHandle, SchedulerConfig};
 use podstatus_tests::v1_image;
@@ -30,12 +31,8 @@ fn running(i: usize) -> String {
     .to_string()
 }
 
-fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting until {what}");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+fn wait_until(what: &str, done: impl FnMut() -> bool) {
+    testing::wait_until(what, Duration::from_secs(20), Duration::from_millis(5), done)
 }
 
 fn setup(pods: usize) -> (Arc<MemoryApiServer>, World) {

@@ -12,6 +12,7 @@ use podstatus_agent::{ClientSource, connect};
 use podstatus_agent::{KubeApiServer, KubeClientConfig};
 use podstatus_agent::{Outcome, Verb};
 use podstatus_apiserver::EmbeddedApiServer;
+use podstatus_backends::testing;
 use podstatus_backends::{ApiError, ApiServer, DeleteOptions, MemoryApiServer, StatusPatch, StatusUpdate};
 use podstatus_runtime::Admission;
 use podstatus_runtime::{ManagerHandle, SchedulerConfig};
@@ -45,6 +46,30 @@ fn client(runtime: &tokio::runtime::Runtime, url: String, config: KubeClientConf
 /// The embedded API server over `store` on a loopback port.
 fn serve(store: &Arc<MemoryApiServer>) -> EmbeddedApiServer {
     EmbeddedApiServer::start(Arc::clone(store), "127.0.0.1:0".parse().unwrap()).expect("the embedded server starts")
+}
+
+/// The default config but for the call timeout and the breaker's first and longest
+/// backoff.
+fn timeouts(
+    call_timeout: Duration,
+    breaker_initial_backoff: Duration,
+    breaker_max_backoff: Duration,
+) -> KubeClientConfig {
+    KubeClientConfig { call_timeout, breaker_initial_backoff, breaker_max_backoff, ..KubeClientConfig::default() }
+}
+
+/// The embedded API server over `store` holding `pod`, and a client of it with the
+/// default config, its requests carried by the runtime returned beside it.
+fn served(
+    store: MemoryApiServer,
+    pod: Pod,
+) -> (Arc<MemoryApiServer>, EmbeddedApiServer, tokio::runtime::Runtime, KubeApiServer) {
+    let store = Arc::new(store);
+    store.put_pod(pod).unwrap();
+    let server = serve(&store);
+    let runtime = runtime();
+    let api = client(&runtime, server.url(), KubeClientConfig::default());
+    (store, server, runtime, api)
 }
 
 /// A server that accepts connections and never answers; stops accepting when dropped.
@@ -92,21 +117,13 @@ fn unavailable_message(result: Result<Arc<Pod>, ApiError>) -> String {
     }
 }
 
-fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + PATIENCE;
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting until {what}");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+fn wait_until(what: &str, done: impl FnMut() -> bool) {
+    testing::wait_until(what, PATIENCE, Duration::from_millis(10), done)
 }
 
 #[test]
 fn get_status_put_status_patch_and_delete_through_the_trait() {
-    let store = Arc::new(MemoryApiServer::new());
-    store.put_pod(pod("web", "u1")).unwrap();
-    let server = serve(&store);
-    let runtime = runtime();
-    let api = client(&runtime, server.url(), KubeClientConfig::default());
+    let (store, server, _runtime, api) = served(MemoryApiServer::new(), pod("web", "u1"));
 
     let got = api.get_pod("default", "web").unwrap();
     assert_eq!(got.metadata.uid.as_deref(), Some("u1"));
@@ -159,11 +176,7 @@ fn get_status_put_status_patch_and_delete_through_the_trait() {
 #[test]
 fn names_that_cannot_name_a_pod_are_refused_before_a_url() {
     // kube-rs puts the name into the path unescaped: `a?b` would GET pod `a`.
-    let store = Arc::new(MemoryApiServer::new());
-    store.put_pod(pod("a", "ua")).unwrap();
-    let server = serve(&store);
-    let runtime = runtime();
-    let api = client(&runtime, server.url(), KubeClientConfig::default());
+    let (store, server, _runtime, api) = served(MemoryApiServer::new(), pod("a", "ua"));
     for name in ["a?b", "a/status", "a#x", "..", "A", "a%3Fb"] {
         let error = api.get_pod("default", name).expect_err(name);
         assert_eq!((error.code(), error.reason()), (422, "Invalid"), "{name}: {error}");
@@ -181,11 +194,7 @@ fn names_that_cannot_name_a_pod_are_refused_before_a_url() {
 
 #[test]
 fn failed_preconditions_are_conflicts_and_absent_pods_not_found() {
-    let store = Arc::new(MemoryApiServer::new());
-    store.put_pod(pod("web", "u1")).unwrap();
-    let server = serve(&store);
-    let runtime = runtime();
-    let api = client(&runtime, server.url(), KubeClientConfig::default());
+    let (store, server, _runtime, api) = served(MemoryApiServer::new(), pod("web", "u1"));
     let update = |uid: &str, version: Option<String>| StatusUpdate {
         namespace: "default".into(),
         name: "web".into(),
@@ -236,14 +245,10 @@ fn failed_preconditions_are_conflicts_and_absent_pods_not_found() {
 
 #[test]
 fn a_graceful_delete_leaves_the_pod_terminating() {
-    let store = Arc::new(MemoryApiServer::with_graceful_deletion());
     // Kubernetes deletes a pod gracefully only once it is bound to a node.
     let mut bound = pod("web", "u1");
     bound.spec.as_mut().unwrap().node_name = Some("node-a".into());
-    store.put_pod(bound).unwrap();
-    let server = serve(&store);
-    let runtime = runtime();
-    let api = client(&runtime, server.url(), KubeClientConfig::default());
+    let (store, server, _runtime, api) = served(MemoryApiServer::with_graceful_deletion(), bound);
 
     let stale = DeleteOptions {
         uid_precondition: Some("u1".into()),
@@ -299,13 +304,8 @@ fn a_drained_bucket_fails_calls_fast_and_admission_waits_for_the_refill() {
 fn a_stalled_server_times_out_then_the_breaker_fails_calls_fast() {
     let stalled = StalledServer::start();
     let runtime = runtime();
-    let config = KubeClientConfig {
-        call_timeout: Duration::from_millis(300),
-        // Long enough that the next call surely lands inside the window.
-        breaker_initial_backoff: Duration::from_secs(600),
-        breaker_max_backoff: Duration::from_secs(600),
-        ..KubeClientConfig::default()
-    };
+    // A backoff long enough that the next call surely lands inside the window.
+    let config = timeouts(Duration::from_millis(300), Duration::from_secs(600), Duration::from_secs(600));
     let api = client(&runtime, stalled.url(), config);
 
     let message = unavailable_message(api.get_pod("default", "a"));
@@ -357,12 +357,7 @@ fn a_stalled_api_server_does_not_hold_up_other_threads() {
     let (_memory, mut world) = podstatus_tests::memory_world(pods.clone(), false, 64);
     let stalled = StalledServer::start();
     let runtime = runtime();
-    let config = KubeClientConfig {
-        call_timeout: Duration::from_millis(500),
-        breaker_initial_backoff: Duration::from_millis(200),
-        breaker_max_backoff: Duration::from_secs(2),
-        ..KubeClientConfig::default()
-    };
+    let config = timeouts(Duration::from_millis(500), Duration::from_millis(200), Duration::from_secs(2));
     let api = Arc::new(client(&runtime, stalled.url(), config));
     world.api_server = api.clone();
     let plugin = v1_image().instantiate(world.clone()).unwrap();

@@ -8,13 +8,14 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use podstatus_agent::{KubeClientConfig, NodeConfig};
 use podstatus_apiserver::EmbeddedApiServer;
 use podstatus_backends::DEFAULT_CAPACITY;
 use podstatus_backends::pod_identity::is_mirror_pod;
+use podstatus_backends::testing;
 use podstatus_backends::{MemoryApiServer, PodEvent};
 use podstatus_plugins::PODSTATUS_V1;
 use podstatus_runtime::bindings::UpdateOutcome;
@@ -202,12 +203,8 @@ fn set_every_held_pod_running(agent: &NodeAgent) {
     }
 }
 
-fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + DEADLINE;
-    while !done() {
-        assert!(Instant::now() < deadline, "{what} within {DEADLINE:?}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+fn wait_until(what: &str, done: impl FnMut() -> bool) {
+    testing::wait_until(what, DEADLINE, Duration::from_millis(20), done)
 }
 
 #[test]

@@ -1,5 +1,8 @@
 //! Pods for the host's unit tests, built in one place so that every test module says
-//! only what its pods have that matters to it (annotations, a node, containers).
+//! only what its pods have that matters to it (annotations, a node, containers); and
+//! the one polling wait the host's tests use.
+
+use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Container, Pod, PodSpec, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -77,4 +80,23 @@ impl PodBuilder {
     fn spec_mut(&mut self) -> &mut PodSpec {
         self.0.spec.get_or_insert_with(Default::default)
     }
+}
+
+/// Polls `probe` every `poll` until it gives a value, and returns that; panics saying
+/// `what` did not come `within` that long.
+pub fn wait_for<T>(what: &str, within: Duration, poll: Duration, mut probe: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + within;
+    loop {
+        if let Some(value) = probe() {
+            return value;
+        }
+        assert!(Instant::now() < deadline, "{what} within {within:?}");
+        std::thread::sleep(poll);
+    }
+}
+
+/// Polls `done` every `poll` until it holds; panics saying `what` did not happen
+/// `within` that long.
+pub fn wait_until(what: &str, within: Duration, poll: Duration, mut done: impl FnMut() -> bool) {
+    wait_for(what, within, poll, || done().then_some(()))
 }

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use podstatus_backends::testing;
 use serde_json::{Value, json};
 
 /// How long a process may take to do what a test waits for; far above what it needs.
@@ -58,15 +59,8 @@ fn request(addr: SocketAddr, method: &str, path: &str, body: Option<&Value>) -> 
     Some((code, serde_json::from_str(json).unwrap_or(Value::Null)))
 }
 
-fn wait_until<T>(what: &str, mut probe: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + DEADLINE;
-    loop {
-        if let Some(value) = probe() {
-            return value;
-        }
-        assert!(Instant::now() < deadline, "{what} within {DEADLINE:?}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+fn wait_until<T>(what: &str, probe: impl FnMut() -> Option<T>) -> T {
+    testing::wait_for(what, DEADLINE, Duration::from_millis(100), probe)
 }
 
 fn condition<'a>(object: &'a Value, kind: &str) -> Option<&'a Value> {
