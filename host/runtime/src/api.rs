@@ -187,6 +187,12 @@ mod tests {
         assert!(invalid_name("default", "-web").is_some());
         assert!(invalid_name(&"n".repeat(64), "web").is_some());
         assert!(invalid_name("default", &"w".repeat(254)).is_some());
+        // Nothing that could change a URL's path reaches one.
+        for (namespace, name) in
+            [("ns", "../x"), ("ns", "a/b"), ("..", "web"), ("ns", ".."), ("ns", "a%2fb"), ("a/b", "web")]
+        {
+            assert!(invalid_name(namespace, name).is_some(), "{namespace}/{name}");
+        }
         let Some(ApiError::NotFound(message)) = invalid_name("default", &"W".repeat(1 << 20)) else { panic!() };
         assert!(message.len() < 200, "the refusal is bounded: {message}");
     }

@@ -11,6 +11,8 @@ use crate::plugin::call_error::{CallError, Result};
 use crate::plugin::limits::{CallUsage, FaultKind};
 use crate::plugin::plugin_trait::Plugin;
 
+mod syncs;
+
 /// The exports of a plugin, by the contract version it implements.
 pub(crate) type Exports = PerContract<StatusManager, v0_1_1::StatusManager, v0_1_0::StatusManager>;
 
@@ -46,11 +48,13 @@ pub struct ComponentPlugin {
     /// Set once the instance has trapped: wasmtime forbids entering it again, and the
     /// host must re-instantiate (and restore state) instead.
     fault: Option<String>,
+    /// A 0.2.0 plugin's syncs not yet ended, under the host's IDs (see [`syncs`]).
+    syncs: syncs::Ledger,
 }
 
 impl ComponentPlugin {
     pub(crate) fn new(store: Store<HostState>, exports: Exports) -> Self {
-        ComponentPlugin { store, exports, fault: None }
+        ComponentPlugin { store, exports, fault: None, syncs: syncs::Ledger::default() }
     }
 
     /// The WIT package the plugin implements.
@@ -79,10 +83,12 @@ impl ComponentPlugin {
         self.store.data().sandbox.memory_bytes()
     }
 
-    /// Notes the UID of a pod handed to the plugin (what it may push requests for).
+    /// Notes the UID of a pod handed to the plugin (what it may push requests for),
+    /// and its namespace and name (what its syncs may call on).
     fn hand_pod(&mut self, pod: &str) {
-        if let Some(uid) = crate::imports::pod_uid(pod) {
+        if let Some((uid, namespace, name)) = syncs::identity(pod) {
             self.store.data_mut().hand(&uid);
+            self.syncs.name(&uid, &namespace, &name);
         }
     }
 
@@ -268,6 +274,7 @@ impl Plugin for ComponentPlugin {
         // The plugin drops the others' statuses: it has no business queuing them.
         let kept: std::collections::HashSet<&str> = keep.iter().map(String::as_str).collect();
         self.store.data_mut().handed.retain(|uid| kept.contains(&**uid));
+        self.syncs.keep_names(&kept);
         for uid in keep {
             self.store.data_mut().hand(uid);
         }
@@ -345,9 +352,16 @@ impl Plugin for ComponentPlugin {
             return Err(CallError::Unsupported { call: CALL, contract: self.contract() });
         };
         let manager = bindings.kubelet_status_manager().clone();
-        let step =
-            self.call(CALL, |_, s| manager.call_start_sync(s, id), |error| CallError::Rejected { call: CALL, error })?;
-        self.check_step(CALL, step)
+        // Only a planned sync, once: the plugin is not asked about any other ID.
+        let Some(plugin_id) = self.syncs.plugin_id(id, false) else {
+            return Err(CallError::Rejected { call: CALL, error: ManagerError::UnknownSync(id) });
+        };
+        let step = self.call(
+            CALL,
+            |_, s| manager.call_start_sync(s, plugin_id),
+            |error| CallError::Rejected { call: CALL, error },
+        );
+        self.settle(CALL, id, step, None)
     }
 
     fn resume_sync(&mut self, id: u64, reply: ApiReply) -> Result<SyncStep> {
@@ -367,12 +381,16 @@ impl Plugin for ComponentPlugin {
         // it: the sync's own pod was handed when it was planned, and finding the UID
         // means reading the whole pod (two of those were 7 µs of a 54 µs sync).
         self.check_input(CALL, "reply", len)?;
+        // Only a sync waiting for an answer.
+        let Some(plugin_id) = self.syncs.plugin_id(id, true) else {
+            return Err(CallError::Rejected { call: CALL, error: ManagerError::UnknownSync(id) });
+        };
         let step = self.call(
             CALL,
-            |_, s| manager.call_resume_sync(s, id, &reply),
+            |_, s| manager.call_resume_sync(s, plugin_id, &reply),
             |error| CallError::Rejected { call: CALL, error },
-        )?;
-        self.check_step(CALL, step)
+        );
+        self.settle(CALL, id, step, Some(&reply))
     }
 
     fn world(&self) -> &crate::world::World {
@@ -385,7 +403,8 @@ impl Plugin for ComponentPlugin {
             return Err(CallError::Unsupported { call: CALL, contract: self.contract() });
         };
         let manager = bindings.kubelet_status_manager().clone();
-        self.call_infallible(CALL, |_, s| manager.call_drop_sync(s, id))
+        let Some(plugin_id) = self.syncs.end(id) else { return Ok(false) };
+        self.call_infallible(CALL, |_, s| manager.call_drop_sync(s, plugin_id))
     }
 
     fn save_state(&mut self) -> Result<String> {
@@ -442,7 +461,10 @@ impl ComponentPlugin {
             self.fault = Some(message.clone());
             return Err(CallError::Fault { call, kind: FaultKind::ForeignUid, message });
         }
-        Ok(syncs)
+        self.syncs.plan(syncs).map_err(|(kind, message)| {
+            self.fault = Some(message.clone());
+            CallError::Fault { call, kind, message }
+        })
     }
 
     /// Whether `uid` names a pod the host handed this plugin (in a call, in loaded
@@ -492,6 +514,37 @@ impl ComponentPlugin {
             if len > limit {
                 return Err(self.oversized(call, "an API call", len, limit));
             }
+        }
+        Ok(step)
+    }
+
+    /// After a step of the sync `id` (`reply` the answer it was handed): an error ends
+    /// the sync (an `unknown-sync` names the host's ID), and a step is checked against
+    /// what the host saw of the sync ([`syncs::Ledger::step`]); a breach poisons the
+    /// instance.
+    fn settle(
+        &mut self,
+        call: &'static str,
+        id: u64,
+        result: Result<SyncStep>,
+        reply: Option<&ApiReply>,
+    ) -> Result<SyncStep> {
+        let step = match result {
+            Ok(step) => self.check_step(call, step)?,
+            Err(CallError::Rejected { call, error: ManagerError::UnknownSync(_) }) => {
+                self.syncs.end(id);
+                return Err(CallError::Rejected { call, error: ManagerError::UnknownSync(id) });
+            }
+            Err(e) => {
+                self.syncs.end(id);
+                return Err(e);
+            }
+        };
+        let state = self.store.data();
+        let max_calls = state.sandbox.limits().sync_calls;
+        if let Err((kind, message)) = self.syncs.step(id, &step, reply, &state.world, max_calls) {
+            self.fault = Some(message.clone());
+            return Err(CallError::Fault { call, kind, message });
         }
         Ok(step)
     }

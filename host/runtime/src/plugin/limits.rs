@@ -62,6 +62,10 @@ pub struct Limits {
     pub log_burst: u32,
     /// Plugin log lines: tokens refilled per second.
     pub log_per_second: u32,
+    /// API calls one sync of a 0.2.0 plugin may ask for. An honest sync asks for at
+    /// most four (logic v3: a patch refused, a read, the patch again, a delete); a sync
+    /// that asks call after call would hold its pod, and a worker, forever.
+    pub sync_calls: u32,
 }
 
 impl Default for Limits {
@@ -81,6 +85,7 @@ impl Default for Limits {
             call_import_bytes: 1 << 30,
             log_burst: 1_000,
             log_per_second: 100,
+            sync_calls: 16,
         }
     }
 }
@@ -148,6 +153,17 @@ pub enum FaultKind {
     /// It returned a batch slice whose `next` does not move past the slice's start, so
     /// the batch would never end.
     Cursor,
+    /// It planned a sync under the ID of one it has not ended, or the same pod twice in
+    /// one plan.
+    Plan,
+    /// One of its syncs asked for more API calls than [`Limits::sync_calls`].
+    SyncCalls,
+    /// One of its syncs asked for a call on another pod than the one it was planned for.
+    WrongPod,
+    /// One of its syncs ended claiming an outcome its calls do not show: `deleted`
+    /// without a delete the API server answered, `recreated` without a read that found
+    /// another pod under the name.
+    Outcome,
 }
 
 impl FaultKind {
@@ -165,6 +181,10 @@ impl FaultKind {
             FaultKind::ForeignUid => "foreign-uid",
             FaultKind::StateSize => "state-size",
             FaultKind::Cursor => "cursor",
+            FaultKind::Plan => "plan",
+            FaultKind::SyncCalls => "sync-calls",
+            FaultKind::WrongPod => "wrong-pod",
+            FaultKind::Outcome => "outcome",
         }
     }
 }

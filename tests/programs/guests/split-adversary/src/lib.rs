@@ -10,10 +10,20 @@
 //! - `foreign-plan`: `sync-batch` and `sync-pod` plan a sync of a UID never handed over;
 //! - `huge-call`: `sync-pod` plans an honest sync, whose `start-sync` asks for a GET of
 //!   a 5 MiB pod name (over the default boundary limit of 4 MiB);
+//! - `endless-sync`: the sync reads its own pod, and on every answer reads it again;
+//! - `wrong-pod`: the sync of that pod asks to read `ns/bystander` (another pod of the
+//!   node, which the reach guard lets through);
+//! - `traversal`: the sync asks to read the pod named `../kube-system/pods/etcd`;
+//! - `fake-deleted`: the sync asks to delete its pod and claims `deleted` whatever the
+//!   answer; `fake-recreated`: it reads its pod and claims `recreated` whatever it got;
+//! - `reused-id`: every `sync-pod` plans its sync under ID 7;
+//! - `repeat-plan`: `sync-pod` plans 100,000 syncs of the pod (distinct IDs);
+//! - `million-plan`: `sync-pod` plans 1,000,000 syncs of the pod;
 //!
-//! and anything else gets honest, empty answers.
+//! and anything else gets honest, empty answers (every sync done at once, whatever ID
+//! the host names).
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 
 wit_bindgen::generate!({
     world: "status-manager",
@@ -24,12 +34,23 @@ use exports::kubelet::status::manager::{
     ApiCall, ApiReply, BatchPlan, BatchReport, BatchSlice, CachedStatus, Guest, ManagerError, PodSync, SyncOrigin,
     SyncOutcome, SyncStep, UpdateOutcome,
 };
-use kubelet::status::api::PodName;
+use kubelet::status::api::{DeleteOptions, PodDeletion, PodName};
 use kubelet::status::types::SyncRequest;
 
 thread_local! {
     /// The attack (the last pod's name) and the UID of that pod.
     static TARGET: RefCell<(String, String)> = const { RefCell::new((String::new(), String::new())) };
+    /// The next sync ID it plans (the honest way: never one twice).
+    static NEXT_ID: Cell<u64> = const { Cell::new(1) };
+}
+
+fn next_id() -> u64 {
+    NEXT_ID.with(|n| n.replace(n.get() + 1))
+}
+
+/// A read of the pod `name` in `ns`.
+fn get(name: &str) -> SyncStep {
+    SyncStep::Call(ApiCall::GetPod(PodName { namespace: "ns".into(), name: name.into() }))
 }
 
 /// The string value of the first `"key": "..."` in `json` (whatever the spacing).
@@ -80,7 +101,13 @@ impl Guest for Adversary {
     fn sync_pod(request: SyncRequest) -> Result<Vec<PodSync>, ManagerError> {
         let (name, _) = attack();
         let pod_uid = if name == "foreign-plan" { MADE_UP.to_string() } else { request.pod_uid };
-        Ok(vec![PodSync { id: 1, pod_uid, origin: SyncOrigin::Request }])
+        let sync = |id| PodSync { id, pod_uid: pod_uid.clone(), origin: SyncOrigin::Request };
+        Ok(match name.as_str() {
+            "reused-id" => vec![sync(7)],
+            "repeat-plan" => (0..100_000).map(|_| sync(next_id())).collect(),
+            "million-plan" => (0..1_000_000).map(|_| sync(next_id())).collect(),
+            _ => vec![sync(next_id())],
+        })
     }
 
     fn sync_batch(slice: BatchSlice) -> BatchPlan {
@@ -98,15 +125,28 @@ impl Guest for Adversary {
 
     fn start_sync(_sync: u64) -> Result<SyncStep, ManagerError> {
         let (name, _) = attack();
-        if name == "huge-call" {
-            let name = "n".repeat(5 << 20);
-            return Ok(SyncStep::Call(ApiCall::GetPod(PodName { namespace: "ns".into(), name })));
-        }
-        Ok(SyncStep::Done(SyncOutcome::UpToDate))
+        Ok(match name.as_str() {
+            "huge-call" => get(&"n".repeat(5 << 20)),
+            "endless-sync" | "fake-recreated" => get(&name),
+            "wrong-pod" => get("bystander"),
+            "traversal" => get("../kube-system/pods/etcd"),
+            "fake-deleted" => SyncStep::Call(ApiCall::DeletePod(PodDeletion {
+                namespace: "ns".into(),
+                name,
+                options: DeleteOptions { uid_precondition: None, grace_period_seconds: Some(0) },
+            })),
+            _ => SyncStep::Done(SyncOutcome::UpToDate),
+        })
     }
 
     fn resume_sync(_sync: u64, _reply: ApiReply) -> Result<SyncStep, ManagerError> {
-        Ok(SyncStep::Done(SyncOutcome::UpToDate))
+        let (name, _) = attack();
+        Ok(match name.as_str() {
+            "endless-sync" => get(&name),
+            "fake-deleted" => SyncStep::Done(SyncOutcome::Deleted),
+            "fake-recreated" => SyncStep::Done(SyncOutcome::Recreated),
+            _ => SyncStep::Done(SyncOutcome::UpToDate),
+        })
     }
 
     fn drop_sync(_sync: u64) -> bool {

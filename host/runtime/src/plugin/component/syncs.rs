@@ -1,0 +1,232 @@
+//! The syncs a 0.2.0 instance planned and has not ended, as the host saw them.
+//!
+//! The plugin names its syncs and says what each did; the host takes its word for
+//! none of it. Each planned sync gets an ID of the host's own, unique in the process:
+//! the plugin's IDs start again at 1 in every instance, so without it a step of a sync
+//! of a faulted instance (a worker's answer coming back after the recovery) would reach
+//! the replacement's sync of the same number, another pod's. The ledger keeps what the
+//! host saw of each sync (its pod, where it stands, how many calls it asked for), and
+//! checks the host's steps against it before the plugin is entered (a sync is started
+//! once, resumed only while it waits for an answer; any other ID is refused as the
+//! contract refuses it, `unknown-sync`) and the plugin's steps after:
+//!
+//! - a plan names each pod at most once and no ID of a sync not yet ended;
+//! - a call is on the sync's own pod (its namespace and name) and a sync asks for at
+//!   most [`Limits::sync_calls`](crate::plugin::Limits::sync_calls) calls;
+//! - `deleted` ends a sync only right after a delete the API server answered, and
+//!   `recreated` only right after a read that found another pod under the name: the
+//!   host forgets its record of a pod's accepted status on either word.
+//!
+//! A breach is a fault ([`Breach`]): the instance is not entered again.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::bindings::{ApiCall, ApiReply, PodSync, SyncOutcome, SyncStep};
+use crate::plugin::limits::FaultKind;
+use crate::world::World;
+
+/// The next host ID of a sync, across every instance of the process.
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// A fault a plan or a step committed: which kind, and what happened.
+pub(super) type Breach = (FaultKind, String);
+
+/// The live syncs of one instance, by host ID.
+#[derive(Debug, Default)]
+pub(super) struct Ledger {
+    live: HashMap<u64, Live>,
+    /// The plugin's ID of each live sync to its host ID.
+    by_plugin: HashMap<u64, u64>,
+    /// Namespace and name of each pod handed over with them (a pod's never change),
+    /// for the pods the pod manager no longer holds.
+    names: HashMap<Box<str>, (Box<str>, Box<str>)>,
+}
+
+#[derive(Debug)]
+struct Live {
+    plugin_id: u64,
+    pod_uid: Box<str>,
+    /// The call it waits for an answer to; `None` while planned.
+    waiting: Option<Verb>,
+    /// Calls it asked for so far.
+    calls: u32,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Verb {
+    Get,
+    Write,
+    Delete,
+}
+
+impl Ledger {
+    /// Notes the namespace and name of the pod `uid`, as a pod the host handed over
+    /// says. Only names Kubernetes allows are kept (a call can name no other pod).
+    pub(super) fn name(&mut self, uid: &str, namespace: &str, name: &str) {
+        if crate::api::invalid_name(default_namespace(namespace), name).is_none() && !self.names.contains_key(uid) {
+            self.names.insert(uid.into(), (default_namespace(namespace).into(), name.into()));
+        }
+    }
+
+    /// Forgets the names of the pods `keep` does not hold.
+    pub(super) fn keep_names(&mut self, keep: &HashSet<&str>) {
+        self.names.retain(|uid, _| keep.contains(&**uid));
+    }
+
+    /// Takes a plan: each sync under a new host ID, or the breach.
+    pub(super) fn plan(&mut self, syncs: Vec<PodSync>) -> Result<Vec<PodSync>, Breach> {
+        let mut ids = HashSet::new();
+        let mut pods = HashSet::new();
+        for sync in &syncs {
+            if self.by_plugin.contains_key(&sync.id) || !ids.insert(sync.id) {
+                return Err((FaultKind::Plan, format!("planned sync {} again before it ended", sync.id)));
+            }
+            if !pods.insert(sync.pod_uid.as_str()) {
+                let uid = bounded(&sync.pod_uid);
+                return Err((FaultKind::Plan, format!("planned two syncs of pod {uid:?} in one plan")));
+            }
+        }
+        Ok(syncs
+            .into_iter()
+            .map(|sync| {
+                let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+                self.by_plugin.insert(sync.id, id);
+                let live = Live { plugin_id: sync.id, pod_uid: sync.pod_uid.as_str().into(), waiting: None, calls: 0 };
+                self.live.insert(id, live);
+                PodSync { id, ..sync }
+            })
+            .collect())
+    }
+
+    /// The plugin's ID of the sync `id` when it may be started (`waiting` false) or
+    /// resumed (`waiting` true) now.
+    pub(super) fn plugin_id(&self, id: u64, waiting: bool) -> Option<u64> {
+        self.live.get(&id).filter(|live| live.waiting.is_some() == waiting).map(|live| live.plugin_id)
+    }
+
+    /// The sync `id` is over (done, failed or dropped); its plugin ID, if it was live.
+    pub(super) fn end(&mut self, id: u64) -> Option<u64> {
+        let live = self.live.remove(&id)?;
+        self.by_plugin.remove(&live.plugin_id);
+        Some(live.plugin_id)
+    }
+
+    /// Checks the step the live sync `id` took, `reply` being the answer it was handed
+    /// (none when it started), and notes it: a sync that is done is over.
+    pub(super) fn step(
+        &mut self,
+        id: u64,
+        step: &SyncStep,
+        reply: Option<&ApiReply>,
+        world: &World,
+        max_calls: u32,
+    ) -> Result<(), Breach> {
+        let Some(live) = self.live.get(&id) else { return Ok(()) };
+        match step {
+            SyncStep::Call(call) => {
+                let (verb, namespace, name) = target(call);
+                if let Some((own_ns, own_name)) = self.pod_name(&live.pod_uid, world)
+                    && (default_namespace(namespace) != own_ns || name != own_name)
+                {
+                    let message = format!(
+                        "sync of pod {:?} ({own_ns}/{own_name}) asked for a call on pod {:?}/{:?}",
+                        bounded(&live.pod_uid),
+                        bounded(namespace),
+                        bounded(name)
+                    );
+                    return Err((FaultKind::WrongPod, message));
+                }
+                if live.calls >= max_calls {
+                    let message =
+                        format!("sync of pod {:?} asked for more than {max_calls} API calls", bounded(&live.pod_uid));
+                    return Err((FaultKind::SyncCalls, message));
+                }
+                let live = self.live.get_mut(&id).expect("looked up above");
+                live.calls += 1;
+                live.waiting = Some(verb);
+                Ok(())
+            }
+            SyncStep::Done(outcome) => {
+                let shown = bounded(&live.pod_uid).to_owned();
+                let fits = match outcome {
+                    SyncOutcome::Deleted => {
+                        live.waiting == Some(Verb::Delete) && matches!(reply, Some(ApiReply::Deleted(Ok(()))))
+                    }
+                    SyncOutcome::Recreated => {
+                        live.waiting == Some(Verb::Get) && reply.is_some_and(|r| found_another(r, &live.pod_uid, world))
+                    }
+                    _ => true,
+                };
+                self.end(id);
+                if !fits {
+                    let message = format!("sync of pod {shown:?} ended {outcome:?}, which its calls do not show");
+                    return Err((FaultKind::Outcome, message));
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// The namespace and name of the pod `uid`, when the host knows them.
+    fn pod_name(&self, uid: &str, world: &World) -> Option<(String, String)> {
+        if let Some((namespace, name)) = self.names.get(uid) {
+            return Some((namespace.to_string(), name.to_string()));
+        }
+        // Not handed over by name (the pod manager's pods reach the plugin by UID
+        // too): the pod manager's copy names it.
+        let pod = world.pod_manager.get_any(uid)?;
+        let namespace = default_namespace(pod.metadata.namespace.as_deref().unwrap_or_default()).to_owned();
+        Some((namespace, pod.metadata.name.clone()?))
+    }
+}
+
+/// Kubernetes' namespace of a pod that names none.
+fn default_namespace(namespace: &str) -> &str {
+    if namespace.is_empty() { "default" } else { namespace }
+}
+
+/// What a call does and the pod it names.
+fn target(call: &ApiCall) -> (Verb, &str, &str) {
+    match call {
+        ApiCall::GetPod(p) => (Verb::Get, &p.namespace, &p.name),
+        ApiCall::UpdatePodStatus(u) => (Verb::Write, &u.namespace, &u.name),
+        ApiCall::PatchPodStatus(p) => (Verb::Write, &p.namespace, &p.name),
+        ApiCall::DeletePod(d) => (Verb::Delete, &d.namespace, &d.name),
+    }
+}
+
+/// Whether `reply` (to a read) is a pod that is not `uid`'s, nor its mirror pod: the
+/// pod was deleted and recreated, as the plugin checks it.
+fn found_another(reply: &ApiReply, uid: &str, world: &World) -> bool {
+    let ApiReply::Pod(Ok(pod)) = reply else { return false };
+    let Some(found) = crate::imports::pod_uid(pod) else { return false };
+    let translated = world.pod_manager.translate_pod_uid(&found);
+    !translated.is_empty() && translated != uid
+}
+
+/// At most 64 bytes of a plugin-chosen string, for a message.
+fn bounded(text: &str) -> &str {
+    let mut cut = text.len().min(64);
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    &text[..cut]
+}
+
+/// A pod's UID, namespace and name in its JSON, without parsing the rest into a tree.
+pub(super) fn identity(pod_json: &str) -> Option<(String, String, String)> {
+    #[derive(serde::Deserialize)]
+    struct Pod {
+        #[serde(default)]
+        metadata: Meta,
+    }
+    #[derive(serde::Deserialize, Default)]
+    struct Meta {
+        uid: Option<String>,
+        namespace: Option<String>,
+        name: Option<String>,
+    }
+    let meta = serde_json::from_str::<Pod>(pod_json).ok()?.metadata;
+    Some((meta.uid?, meta.namespace.unwrap_or_default(), meta.name.unwrap_or_default()))
+}
