@@ -13,6 +13,22 @@ fn fresh_dir(name: &str) -> std::path::PathBuf {
     dir
 }
 
+/// A fresh cache in `name` with `PODSTATUS_V1` compiled into it: the config that uses
+/// the cache, and the artifact's path.
+fn cache_holding_v1(name: &str) -> (RuntimeConfig, std::path::PathBuf) {
+    let dir = fresh_dir(name);
+    let config = RuntimeConfig { cache_dir: Some(dir.clone()), ..RuntimeConfig::default() };
+    let runtime = PluginRuntime::new(&config).unwrap();
+    runtime.load(PODSTATUS_V1).unwrap();
+    let artifact = dir.join(format!("{}.cwasm", cache_key(runtime.engine(), PODSTATUS_V1)));
+    (config, artifact)
+}
+
+/// What loading `PODSTATUS_V1` in a new runtime with `config` did with the cache.
+fn load_outcome(config: &RuntimeConfig) -> CacheOutcome {
+    PluginRuntime::new(config).unwrap().load(PODSTATUS_V1).unwrap().cache_outcome()
+}
+
 #[test]
 fn a_second_start_does_not_recompile() {
     let dir = fresh_dir("cache-second-start");
@@ -28,15 +44,10 @@ fn a_second_start_does_not_recompile() {
 
 #[test]
 fn a_damaged_artifact_is_replaced() {
-    let dir = fresh_dir("cache-damaged");
-    let config = RuntimeConfig { cache_dir: Some(dir.clone()), ..RuntimeConfig::default() };
-    let runtime = PluginRuntime::new(&config).unwrap();
-    runtime.load(PODSTATUS_V1).unwrap();
-    let artifact = dir.join(format!("{}.cwasm", cache_key(runtime.engine(), PODSTATUS_V1)));
+    let (config, artifact) = cache_holding_v1("cache-damaged");
     std::fs::write(&artifact, b"garbage").unwrap();
-    let reloaded = PluginRuntime::new(&config).unwrap().load(PODSTATUS_V1).unwrap();
-    assert_eq!(reloaded.cache_outcome(), CacheOutcome::Compiled { stored: true });
-    assert_eq!(PluginRuntime::new(&config).unwrap().load(PODSTATUS_V1).unwrap().cache_outcome(), CacheOutcome::Hit);
+    assert_eq!(load_outcome(&config), CacheOutcome::Compiled { stored: true });
+    assert_eq!(load_outcome(&config), CacheOutcome::Hit);
 }
 
 #[test]
@@ -49,18 +60,13 @@ fn the_key_depends_on_the_bytes() {
 
 #[test]
 fn a_tampered_artifact_is_not_loaded() {
-    let dir = fresh_dir("cache-tampered");
-    let config = RuntimeConfig { cache_dir: Some(dir.clone()), ..RuntimeConfig::default() };
-    let runtime = PluginRuntime::new(&config).unwrap();
-    runtime.load(PODSTATUS_V1).unwrap();
-    let artifact = dir.join(format!("{}.cwasm", cache_key(runtime.engine(), PODSTATUS_V1)));
+    let (config, artifact) = cache_holding_v1("cache-tampered");
     // Same size, one byte changed: only the recorded digest can tell.
     let mut bytes = std::fs::read(&artifact).unwrap();
     let middle = bytes.len() / 2;
     bytes[middle] ^= 0xff;
     std::fs::write(&artifact, &bytes).unwrap();
-    let reloaded = PluginRuntime::new(&config).unwrap().load(PODSTATUS_V1).unwrap();
-    assert_eq!(reloaded.cache_outcome(), CacheOutcome::Compiled { stored: true });
+    assert_eq!(load_outcome(&config), CacheOutcome::Compiled { stored: true });
     assert_ne!(std::fs::read(&artifact).unwrap(), bytes, "the artifact was replaced");
 }
 
@@ -109,23 +115,19 @@ fn a_cache_under_a_directory_others_may_write_is_refused() {
 fn digests_live_apart_and_an_artifact_of_another_user_is_not_loaded() {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
 
-    let dir = fresh_dir("cache-digests");
-    let config = RuntimeConfig { cache_dir: Some(dir.clone()), ..RuntimeConfig::default() };
-    let runtime = PluginRuntime::new(&config).unwrap();
-    runtime.load(PODSTATUS_V1).unwrap();
-    let name = format!("{}.cwasm", cache_key(runtime.engine(), PODSTATUS_V1));
+    let (config, artifact) = cache_holding_v1("cache-digests");
+    let dir = artifact.parent().unwrap();
+    let name = artifact.file_name().unwrap().to_str().unwrap();
     let digest = dir.join("digests").join(format!("{name}.sha256"));
     assert!(digest.exists(), "the digest is in the private digests directory");
     assert!(!dir.join(format!("{name}.sha256")).exists(), "not beside the artifact");
     assert_eq!(std::fs::metadata(dir.join("digests")).unwrap().permissions().mode() & 0o777, 0o700);
-    let artifact = dir.join(&name);
     assert_eq!(std::fs::metadata(&artifact).unwrap().mode() & 0o777, 0o600);
 
     // An artifact others may write is not mapped (even with the right digest).
     std::fs::set_permissions(&artifact, std::fs::Permissions::from_mode(0o666)).unwrap();
-    let reloaded = PluginRuntime::new(&config).unwrap().load(PODSTATUS_V1).unwrap();
-    assert_eq!(reloaded.cache_outcome(), CacheOutcome::Compiled { stored: true });
-    assert_eq!(PluginRuntime::new(&config).unwrap().load(PODSTATUS_V1).unwrap().cache_outcome(), CacheOutcome::Hit);
+    assert_eq!(load_outcome(&config), CacheOutcome::Compiled { stored: true });
+    assert_eq!(load_outcome(&config), CacheOutcome::Hit);
 }
 
 const MIB: u64 = 1 << 20;

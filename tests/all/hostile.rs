@@ -37,17 +37,25 @@ fn pod(uid: &str, attack: &str) -> String {
     )
 }
 
+/// The hostile plugin under `limits`, handed pod u1 with `attack`: the call faults with
+/// `kind`, its message saying `says`. The plugin, and how long the call took.
+fn attacked(limits: Limits, attack: &str, kind: FaultKind, says: &str) -> (ComponentPlugin, Duration) {
+    let mut plugin = hostile(limits, world());
+    let start = Instant::now();
+    let (_, got, message) = fault(plugin.set_pod_status(&pod("u1", attack), "{}"));
+    let took = start.elapsed();
+    assert_eq!(got, kind, "{message}");
+    assert!(message.contains(says), "{message}");
+    (plugin, took)
+}
+
 #[test]
 fn import_amplification_is_stopped_by_the_bytes_budget() {
     let limits = Limits { call_import_bytes: 64 << 20, ..limits() };
-    let mut plugin = hostile(limits, world());
-    let start = Instant::now();
-    let (_, kind, message) = fault(plugin.set_pod_status(&pod("u1", "amplify"), "{}"));
-    assert_eq!(kind, FaultKind::Imports, "{message}");
-    assert!(message.contains("get-mirror-pod-by-pod"), "{message}");
+    let (mut plugin, took) = attacked(limits, "amplify", FaultKind::Imports, "get-mirror-pod-by-pod");
     let usage = plugin.last_call_usage();
     assert!(usage.import_bytes <= (64 << 20) + (4 << 20), "{usage:?}");
-    eprintln!("amplify (bytes): {:?} wall, {usage:?}", start.elapsed());
+    eprintln!("amplify (bytes): {took:?} wall, {usage:?}");
     // The instance is not entered again.
     assert!(matches!(plugin.set_pod_status(&pod("u2", "none"), "{}"), Err(CallError::Fault { .. })));
 }
@@ -56,15 +64,11 @@ fn import_amplification_is_stopped_by_the_bytes_budget() {
 fn import_amplification_is_stopped_by_host_cpu_time() {
     let limits =
         Limits { call_cpu_time: Some(Duration::from_millis(300)), call_import_bytes: u64::MAX, ..Limits::default() };
-    let mut plugin = hostile(limits, world());
-    let start = Instant::now();
-    let (_, kind, message) = fault(plugin.set_pod_status(&pod("u1", "amplify"), "{}"));
-    assert_eq!(kind, FaultKind::CpuTime, "{message}");
-    assert!(message.contains("in host imports"), "{message}");
+    let (plugin, took) = attacked(limits, "amplify", FaultKind::CpuTime, "in host imports");
     let usage = plugin.last_call_usage();
     assert!(usage.host_time > usage.guest_time, "the host's work counted: {usage:?}");
-    assert!(start.elapsed() < Duration::from_secs(10), "stopped near its budget: {:?}", start.elapsed());
-    eprintln!("amplify (time): {:?} wall, {usage:?}", start.elapsed());
+    assert!(took < Duration::from_secs(10), "stopped near its budget: {took:?}");
+    eprintln!("amplify (time): {took:?} wall, {usage:?}");
 }
 
 #[test]
@@ -87,10 +91,8 @@ fn memories_beside_the_main_one_share_its_limit() {
 #[test]
 fn cheap_imports_in_a_loop_are_stopped_by_the_count() {
     let limits = Limits { call_imports: 100_000, ..limits() };
-    let mut plugin = hostile(limits, world());
-    let (_, kind, message) = fault(plugin.set_pod_status(&pod("u1", "chatter"), "{}"));
-    assert_eq!(kind, FaultKind::Imports, "{message}");
-    assert!(message.contains("now: the plugin made more than 100000 import calls"), "{message}");
+    let says = "now: the plugin made more than 100000 import calls";
+    let (plugin, _) = attacked(limits, "chatter", FaultKind::Imports, says);
     assert_eq!(plugin.last_call_usage().imports, 100_001);
 }
 
@@ -219,17 +221,27 @@ fn running(uid: &str, message: &str) -> (String, String) {
     (pod, format!(r#"{{"phase":"Running","message":"{message}"}}"#))
 }
 
-#[test]
-fn a_swap_refuses_a_plugin_that_alters_status_bodies_in_the_state() {
+/// The v1 plugin holding pod u1 Running with `message`, and the hostile plugin in the
+/// same world (which lies where the message tells it to).
+fn v1_holding_u1_and_hostile(message: &str) -> (ComponentPlugin, ComponentPlugin) {
     let world = world();
     let mut old = podstatus_tests::v1_image().instantiate(world.clone()).unwrap();
-    let (pod, status) = running("u1", "lie-in-load");
+    let (pod, status) = running("u1", message);
     old.set_pod_status(&pod, &status).unwrap();
-    let mut new = hostile(limits(), world);
-    match move_bulk(&mut old, &mut new) {
-        Err(SwapError::Refused(e)) => assert!(e.to_string().contains("the status of pod \"u1\""), "{e}"),
+    (old, hostile(limits(), world))
+}
+
+fn assert_refused<T: std::fmt::Debug>(result: Result<T, SwapError>, says: &str) {
+    match result {
+        Err(SwapError::Refused(e)) => assert!(e.to_string().contains(says), "{e}"),
         other => panic!("expected a refusal, got {other:?}"),
     }
+}
+
+#[test]
+fn a_swap_refuses_a_plugin_that_alters_status_bodies_in_the_state() {
+    let (mut old, mut new) = v1_holding_u1_and_hostile("lie-in-load");
+    assert_refused(move_bulk(&mut old, &mut new), "the status of pod \"u1\"");
     // The same plugin, told no lie, takes the state.
     let mut honest = hostile(limits(), memory_world([], true, 10).1);
     let (pod, status) = running("u2", "fine");
@@ -241,18 +253,11 @@ fn a_swap_refuses_a_plugin_that_alters_status_bodies_in_the_state() {
 
 #[test]
 fn a_swap_refuses_a_plugin_that_alters_an_applied_change_set() {
-    let world = world();
-    let mut old = podstatus_tests::v1_image().instantiate(world.clone()).unwrap();
-    let (pod, status) = running("u1", "fine");
-    old.set_pod_status(&pod, &status).unwrap();
-    let mut new = hostile(limits(), world);
+    let (mut old, mut new) = v1_holding_u1_and_hostile("fine");
     move_bulk(&mut old, &mut new).unwrap();
     let (pod, status) = running("u2", "lie-in-apply");
     old.set_pod_status(&pod, &status).unwrap();
-    match move_changes(&mut old, &mut new) {
-        Err(SwapError::Refused(e)) => assert!(e.to_string().contains("does not hold the changes"), "{e}"),
-        other => panic!("expected a refusal, got {other:?}"),
-    }
+    assert_refused(move_changes(&mut old, &mut new), "does not hold the changes");
 }
 
 #[test]

@@ -26,8 +26,12 @@ fn limits() -> Limits {
 }
 
 fn runtime() -> PluginRuntime {
-    PluginRuntime::new(&RuntimeConfig { cache_dir: Some(cache_dir()), limits: limits(), ..RuntimeConfig::default() })
-        .unwrap()
+    runtime_with(limits())
+}
+
+/// A runtime with the shared cache and `limits`.
+fn runtime_with(limits: Limits) -> PluginRuntime {
+    PluginRuntime::new(&RuntimeConfig { cache_dir: Some(cache_dir()), limits, ..RuntimeConfig::default() }).unwrap()
 }
 
 /// After any adversary, a well-behaved plugin in the same runtime still works.
@@ -41,10 +45,7 @@ fn host_still_serves(runtime: &PluginRuntime) {
 
 #[test]
 fn an_infinite_loop_is_stopped_by_the_cpu_budget() {
-    let limits = Limits { call_cpu_time: Some(Duration::from_millis(200)), ..limits() };
-    let runtime =
-        PluginRuntime::new(&RuntimeConfig { cache_dir: Some(cache_dir()), limits, ..RuntimeConfig::default() })
-            .unwrap();
+    let runtime = runtime_with(Limits { call_cpu_time: Some(Duration::from_millis(200)), ..limits() });
     let mut plugin = runtime.load(ADVERSARY_INFINITE_LOOP).unwrap().instantiate(world()).unwrap();
     let start = Instant::now();
     let (call, kind, message) = fault(plugin.set_pod_status(POD, "{}"));
@@ -55,12 +56,7 @@ fn an_infinite_loop_is_stopped_by_the_cpu_budget() {
 
 #[test]
 fn fuel_stops_a_loop_deterministically() {
-    let config = RuntimeConfig {
-        cache_dir: Some(cache_dir()),
-        limits: Limits { call_fuel: Some(50_000_000), ..limits() },
-        ..RuntimeConfig::default()
-    };
-    let runtime = PluginRuntime::new(&config).unwrap();
+    let runtime = runtime_with(Limits { call_fuel: Some(50_000_000), ..limits() });
     let mut plugin = runtime.load(ADVERSARY_INFINITE_LOOP).unwrap().instantiate(world()).unwrap();
     let (_, kind, message) = fault(plugin.set_pod_status(POD, "{}"));
     assert_eq!(kind, FaultKind::Fuel, "{message}");
@@ -70,22 +66,34 @@ fn fuel_stops_a_loop_deterministically() {
 }
 
 #[test]
-fn a_memory_bomb_hits_the_memory_cap() {
-    let runtime = runtime();
-    let mut plugin = runtime.load(ADVERSARY_MEMORY_BOMB).unwrap().instantiate(world()).unwrap();
-    let (_, kind, message) = fault(plugin.set_pod_status(POD, "{}"));
-    assert_eq!(kind, FaultKind::Memory, "{message}");
-    assert!(message.contains("over its limit of 67108864 bytes"), "{message}");
-    host_still_serves(&runtime);
-}
-
-#[test]
-fn a_stack_overflow_is_a_fault_not_a_crash() {
-    let runtime = runtime();
-    let mut plugin = runtime.load(ADVERSARY_STACK_OVERFLOW).unwrap().instantiate(world()).unwrap();
-    let (_, kind, message) = fault(plugin.set_pod_status(POD, "{}"));
-    assert_eq!(kind, FaultKind::StackOverflow, "{message}");
-    host_still_serves(&runtime);
+fn each_adversary_faults_at_its_limit_and_the_host_still_serves() {
+    type Call = fn(&mut dyn Plugin) -> (&'static str, FaultKind, String);
+    let set: Call = |plugin| fault(plugin.set_pod_status(POD, "{}"));
+    let get: Call = |plugin| fault(plugin.get_pod_status("u1"));
+    // (case, adversary, the call that faults, the fault, what its message says): a
+    // memory bomb hits the memory cap; a stack overflow is a fault, not a crash; a huge
+    // output is refused at the boundary; an import called with absurd arguments traps
+    // naming the limit.
+    let cases: [(&str, &[u8], Call, FaultKind, &str); 4] = [
+        ("memory bomb", ADVERSARY_MEMORY_BOMB, set, FaultKind::Memory, "over its limit of 67108864 bytes"),
+        ("stack overflow", ADVERSARY_STACK_OVERFLOW, set, FaultKind::StackOverflow, ""),
+        ("huge output", ADVERSARY_HUGE_OUTPUT, get, FaultKind::Oversized, ""),
+        (
+            "absurd import",
+            ADVERSARY_ABSURD_IMPORT,
+            set,
+            FaultKind::Oversized,
+            "get-pod: namespace of 8388608 bytes exceeds the boundary limit",
+        ),
+    ];
+    for (name, adversary, call, kind, says) in cases {
+        let runtime = runtime();
+        let mut plugin = runtime.load(adversary).unwrap().instantiate(world()).unwrap();
+        let (_, got, message) = call(&mut plugin);
+        assert_eq!(got, kind, "{name}: {message}");
+        assert!(message.contains(says), "{name}: {message}");
+        host_still_serves(&runtime);
+    }
 }
 
 #[test]
@@ -121,25 +129,6 @@ fn garbage_output_is_reported_not_trusted() {
         podstatus_replay::run(&trace, &|w| Ok(Box::new(image.instantiate(w).unwrap()) as Box<dyn Plugin>)).unwrap();
     let fault = outcome.report.fault.expect("a fault");
     assert!(fault.message.contains("not JSON"), "{}", fault.message);
-}
-
-#[test]
-fn a_huge_output_is_refused_at_the_boundary() {
-    let runtime = runtime();
-    let mut plugin = runtime.load(ADVERSARY_HUGE_OUTPUT).unwrap().instantiate(world()).unwrap();
-    let (_, kind, message) = fault(plugin.get_pod_status("u1"));
-    assert_eq!(kind, FaultKind::Oversized, "{message}");
-    host_still_serves(&runtime);
-}
-
-#[test]
-fn an_import_called_with_absurd_arguments_traps_naming_the_limit() {
-    let runtime = runtime();
-    let mut plugin = runtime.load(ADVERSARY_ABSURD_IMPORT).unwrap().instantiate(world()).unwrap();
-    let (_, kind, message) = fault(plugin.set_pod_status(POD, "{}"));
-    assert_eq!(kind, FaultKind::Oversized, "{message}");
-    assert!(message.contains("get-pod: namespace of 8388608 bytes exceeds the boundary limit"), "{message}");
-    host_still_serves(&runtime);
 }
 
 #[test]

@@ -8,30 +8,18 @@ use crate::bindings::v0_1_1::kubelet::status::api_server::{
 };
 use crate::bindings::{self as host};
 use crate::imports::HostState;
+use crate::world::World;
 
 impl wit::Host for HostState {
     fn get_pod(&mut self, namespace: String, name: String) -> wasmtime::Result<Result<String, ApiError>> {
-        const IMPORT: &str = "get-pod";
-        self.charge(IMPORT, namespace.len() + name.len())?;
-        self.check_arg(IMPORT, "namespace", namespace.len())?;
-        self.check_arg(IMPORT, "name", name.len())?;
-        let world = &self.world;
-        let result = self.sandbox.backend_call(|| get_pod(world, &namespace, &name))?.map_err(old_error);
-        self.charge_result(IMPORT, result_len(&result))?;
-        Ok(result)
+        let args = [("namespace", namespace.len()), ("name", name.len())];
+        self.pod_call("get-pod", &args, |world| get_pod(world, &namespace, &name))
     }
 
     fn update_pod_status(&mut self, update: StatusUpdate) -> wasmtime::Result<Result<String, ApiError>> {
-        const IMPORT: &str = "update-pod-status";
-        let uid = update.uid_precondition.as_ref().map_or(0, String::len);
-        let rv = update.resource_version_precondition.as_ref().map_or(0, String::len);
-        self.charge(IMPORT, update.namespace.len() + update.name.len() + update.status.len() + uid + rv)?;
-        self.check_arg(IMPORT, "namespace", update.namespace.len())?;
-        self.check_arg(IMPORT, "name", update.name.len())?;
-        self.check_arg(IMPORT, "status", update.status.len())?;
-        self.check_arg(IMPORT, "uid precondition", uid)?;
-        self.check_arg(IMPORT, "resourceVersion precondition", rv)?;
-        let world = &self.world;
+        let [namespace, name, uid] = named_lens(&update.namespace, &update.name, &update.uid_precondition);
+        let rv = ("resourceVersion precondition", len_of(&update.resource_version_precondition));
+        let args = [namespace, name, ("status", update.status.len()), uid, rv];
         let update = host::StatusUpdate {
             namespace: update.namespace,
             name: update.name,
@@ -39,29 +27,19 @@ impl wit::Host for HostState {
             resource_version_precondition: update.resource_version_precondition,
             status: update.status,
         };
-        let result = self.sandbox.backend_call(|| update_pod_status(world, update))?.map_err(old_error);
-        self.charge_result(IMPORT, result_len(&result))?;
-        Ok(result)
+        self.pod_call("update-pod-status", &args, |world| update_pod_status(world, update))
     }
 
     fn patch_pod_status(&mut self, patch: StatusPatch) -> wasmtime::Result<Result<String, ApiError>> {
-        const IMPORT: &str = "patch-pod-status";
-        let uid = patch.uid_precondition.as_ref().map_or(0, String::len);
-        self.charge(IMPORT, patch.namespace.len() + patch.name.len() + patch.patch.len() + uid)?;
-        self.check_arg(IMPORT, "namespace", patch.namespace.len())?;
-        self.check_arg(IMPORT, "name", patch.name.len())?;
-        self.check_arg(IMPORT, "patch", patch.patch.len())?;
-        self.check_arg(IMPORT, "uid precondition", uid)?;
-        let world = &self.world;
+        let [namespace, name, uid] = named_lens(&patch.namespace, &patch.name, &patch.uid_precondition);
+        let args = [namespace, name, ("patch", patch.patch.len()), uid];
         let patch = host::StatusPatch {
             namespace: patch.namespace,
             name: patch.name,
             uid_precondition: patch.uid_precondition,
             patch: patch.patch,
         };
-        let result = self.sandbox.backend_call(|| patch_pod_status(world, patch))?.map_err(old_error);
-        self.charge_result(IMPORT, result_len(&result))?;
-        Ok(result)
+        self.pod_call("patch-pod-status", &args, |world| patch_pod_status(world, patch))
     }
 
     fn delete_pod(
@@ -71,11 +49,7 @@ impl wit::Host for HostState {
         options: DeleteOptions,
     ) -> wasmtime::Result<Result<(), ApiError>> {
         const IMPORT: &str = "delete-pod";
-        let uid = options.uid_precondition.as_ref().map_or(0, String::len);
-        self.charge(IMPORT, namespace.len() + name.len() + uid)?;
-        self.check_arg(IMPORT, "namespace", namespace.len())?;
-        self.check_arg(IMPORT, "name", name.len())?;
-        self.check_arg(IMPORT, "uid precondition", uid)?;
+        self.admit(IMPORT, &named_lens(&namespace, &name, &options.uid_precondition))?;
         let world = &self.world;
         let options = host::DeleteOptions {
             uid_precondition: options.uid_precondition,
@@ -87,6 +61,33 @@ impl wit::Host for HostState {
         }
         Ok(result)
     }
+}
+
+impl HostState {
+    /// One call of `import` that answers a pod: its arguments (`args`) admitted, `call`
+    /// made as a backend call, the pod or the error charged.
+    fn pod_call(
+        &mut self,
+        import: &str,
+        args: &[(&str, usize)],
+        call: impl FnOnce(&World) -> wasmtime::Result<Result<String, host::ApiError>>,
+    ) -> wasmtime::Result<Result<String, ApiError>> {
+        self.admit(import, args)?;
+        let world = &self.world;
+        let result = self.sandbox.backend_call(|| call(world))?.map_err(old_error);
+        self.charge_result(import, result_len(&result))?;
+        Ok(result)
+    }
+}
+
+/// The lengths of the arguments every call but `get-pod` has: the pod's namespace and
+/// name, and the UID precondition.
+fn named_lens(namespace: &str, name: &str, uid_precondition: &Option<String>) -> [(&'static str, usize); 3] {
+    [("namespace", namespace.len()), ("name", name.len()), ("uid precondition", len_of(uid_precondition))]
+}
+
+fn len_of(precondition: &Option<String>) -> usize {
+    precondition.as_ref().map_or(0, String::len)
 }
 
 /// The host's error as contract 0.1.1 names it (the same cases).

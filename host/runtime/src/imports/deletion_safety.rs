@@ -8,15 +8,12 @@ use crate::world::World;
 
 impl wit::Host for HostState {
     fn pod_resources_are_reclaimed(&mut self, pod: String, status: String) -> wasmtime::Result<bool> {
-        self.charge("pod-resources-are-reclaimed", pod.len() + status.len())?;
-        self.check_arg("pod-resources-are-reclaimed", "pod", pod.len())?;
-        self.check_arg("pod-resources-are-reclaimed", "status", status.len())?;
+        self.admit("pod-resources-are-reclaimed", &[("pod", pod.len()), ("status", status.len())])?;
         pod_resources_are_reclaimed(&self.world, &pod, &status)
     }
 
     fn pod_could_have_running_containers(&mut self, pod: String) -> wasmtime::Result<bool> {
-        self.charge("pod-could-have-running-containers", pod.len())?;
-        self.check_arg("pod-could-have-running-containers", "pod", pod.len())?;
+        self.admit("pod-could-have-running-containers", &[("pod", pod.len())])?;
         pod_could_have_running_containers(&self.world, &pod)
     }
 }

@@ -10,8 +10,7 @@ pub const MAX_MESSAGE_BYTES: usize = 16 * 1024;
 
 impl wit::Host for HostState {
     fn log(&mut self, level: Level, message: String) -> wasmtime::Result<()> {
-        self.charge("log", message.len())?;
-        self.check_arg("log", "message", message.len())?;
+        self.admit("log", &[("message", message.len())])?;
         // Only lines that would be written spend the plugin's log budget.
         if enabled(level) && self.log.take(message.len().min(MAX_MESSAGE_BYTES)) {
             log(level, &message);

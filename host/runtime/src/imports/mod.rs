@@ -55,6 +55,16 @@ impl HostState {
         self.sandbox.charge_import(import, bytes)
     }
 
+    /// Admits one call of `import` whose arguments are `args` (each named, by its length):
+    /// [`Self::charge`]s their bytes together, then [`Self::check_arg`]s each in turn.
+    pub(crate) fn admit(&mut self, import: &str, args: &[(&str, usize)]) -> wasmtime::Result<()> {
+        self.charge(import, args.iter().map(|(_, len)| len).sum())?;
+        for (what, len) in args {
+            self.check_arg(import, what, *len)?;
+        }
+        Ok(())
+    }
+
     /// Counts the bytes of an import's result.
     pub(crate) fn charge_result(&mut self, import: &str, bytes: usize) -> wasmtime::Result<()> {
         self.sandbox.charge_bytes(import, bytes)

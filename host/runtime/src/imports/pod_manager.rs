@@ -6,24 +6,21 @@ use crate::world::World;
 
 impl wit::Host for HostState {
     fn get_pod_by_uid(&mut self, uid: String) -> wasmtime::Result<Option<String>> {
-        self.charge("get-pod-by-uid", uid.len())?;
-        self.check_arg("get-pod-by-uid", "uid", uid.len())?;
+        self.admit("get-pod-by-uid", &[("uid", uid.len())])?;
         let pod = get_pod_by_uid(&self.world, &uid)?;
         self.charge_result("get-pod-by-uid", pod.as_ref().map_or(0, String::len))?;
         Ok(pod)
     }
 
     fn get_mirror_pod_by_pod(&mut self, pod: String) -> wasmtime::Result<Option<String>> {
-        self.charge("get-mirror-pod-by-pod", pod.len())?;
-        self.check_arg("get-mirror-pod-by-pod", "pod", pod.len())?;
+        self.admit("get-mirror-pod-by-pod", &[("pod", pod.len())])?;
         let mirror = get_mirror_pod_by_pod(&self.world, &pod)?;
         self.charge_result("get-mirror-pod-by-pod", mirror.as_ref().map_or(0, String::len))?;
         Ok(mirror)
     }
 
     fn translate_pod_uid(&mut self, uid: String) -> wasmtime::Result<String> {
-        self.charge("translate-pod-uid", uid.len())?;
-        self.check_arg("translate-pod-uid", "uid", uid.len())?;
+        self.admit("translate-pod-uid", &[("uid", uid.len())])?;
         let translated = self.world.pod_manager.translate_pod_uid(&uid);
         self.charge_result("translate-pod-uid", translated.len())?;
         Ok(translated)
