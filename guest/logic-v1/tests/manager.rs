@@ -640,7 +640,7 @@ fn set_container_readiness_regenerates_the_ready_condition() {
 
 #[test]
 fn set_container_readiness_makes_a_pod_ready_and_stamps_the_transition() {
-    let (mut m, pod) = pod_a_running();
+    let (mut m, _) = pod_a_running();
     m.imports_mut().set_now(T0 + 5000, 1);
     assert_eq!(m.set_container_readiness("uid-a", "containerd://a", true).unwrap(), UpdateOutcome::Queued);
     let cached = status(&mut m, "uid-a");
@@ -938,7 +938,7 @@ fn a_written_version_is_up_to_date_for_every_older_request() {
 
 #[test]
 fn written_records_the_version_so_the_batch_has_nothing_to_do() {
-    let (mut m, pod) = pod_a_running();
+    let (mut m, _) = pod_a_running();
     assert_eq!(sync_next(&mut m), SyncOutcome::Written);
     m.imports_mut().take_calls();
     assert_eq!(m.sync_batch(), BatchReport::default());
@@ -958,7 +958,7 @@ fn failed_syncs_are_retried_by_the_batch() {
         ),
     ];
     for (name, fail, outcome) in cases {
-        let (mut m, pod) = pod_a_running();
+        let (mut m, _) = pod_a_running();
         fail(m.imports_mut());
         assert_eq!(sync_next(&mut m), *outcome, "{name}");
         m.imports_mut().failures.clear();
@@ -994,7 +994,7 @@ fn a_failed_delete_is_retried_until_the_pod_is_gone() {
 
 #[test]
 fn sync_pod_refuses_unknown_and_handled_requests() {
-    let (mut m, pod) = pod_a_running();
+    let (mut m, _) = pod_a_running();
     let request = take_queue(&mut m).remove(0);
 
     let never = SyncRequest { id: 99, pod_uid: "uid-a".into(), version: 1 };
@@ -1012,7 +1012,7 @@ fn sync_pod_refuses_unknown_and_handled_requests() {
 
 #[test]
 fn every_outcome_consumes_its_request() {
-    let (mut m, pod) = pod_a_running();
+    let (mut m, _) = pod_a_running();
     m.imports_mut().fail(Verb::GetPod, ApiError::Other("down".into()));
     let request = take_queue(&mut m).remove(0);
     assert_eq!(m.sync_pod(&request), Ok(SyncOutcome::GetFailed));
@@ -1280,7 +1280,7 @@ fn garbage_from_the_imports_is_a_typed_error() {
     {
         // Pod ns/a cached as running, `verb` answering with the garbage.
         let running_with_garbage_from = |verb: Verb| {
-            let (mut m, pod) = pod_a_running();
+            let (mut m, _) = pod_a_running();
             m.imports_mut().answer_garbage(verb, garbage);
             m
         };
@@ -1333,7 +1333,7 @@ fn garbage_from_the_imports_in_a_batch_is_counted_and_skipped() {
 /// request handed to `sync-pod` is used up either way (the batch sync retries the pod)."
 #[test]
 fn a_failed_sync_pod_uses_up_its_request_and_the_batch_retries() {
-    let (mut m, pod) = pod_a_running();
+    let (mut m, _) = pod_a_running();
     let request = take_queue(&mut m).remove(0);
     let before = cached(&mut m, "uid-a");
     m.imports_mut().answer_garbage(Verb::GetPod, "<html>502</html>");
@@ -1359,7 +1359,7 @@ fn a_failed_sync_pod_uses_up_its_request_and_the_batch_retries() {
 fn a_pod_without_uid_from_an_import_is_invalid() {
     let no_uid = r#"{"metadata": {"namespace": "ns", "name": "a"}}"#;
     for verb in [Verb::GetPod, Verb::UpdatePodStatus] {
-        let (mut m, pod) = pod_a_running();
+        let (mut m, _) = pod_a_running();
         m.imports_mut().answer_garbage(verb, no_uid);
         let request = take_queue(&mut m).remove(0);
         let result = m.sync_pod(&request);

@@ -19,10 +19,7 @@ type M = Manager<FakeWorld>;
 fn scenario(m: &mut M, sync_pod: SyncPod<V1>, sync_batch: SyncBatch<V1>) -> Vec<String> {
     let world = m.imports_mut();
     world.reclaimed = true;
-    let a = world.add_pod(pod("ns", "a", "uid-a", &["c"]));
-    let b = world.add_pod(deleting(pod("ns", "b", "uid-b", &["c"])));
-    let c = pod("ns", "c", "uid-c", &["c"]);
-    world.add_managed_pod(c.clone());
+    let [a, b, c] = world.add_pods_a_b_c();
     let drain = |m: &mut M, seen: &mut Vec<String>| drain_requests(m, sync_pod, seen);
 
     let mut seen = Vec::new();
@@ -45,12 +42,8 @@ fn scenario(m: &mut M, sync_pod: SyncPod<V1>, sync_batch: SyncBatch<V1>) -> Vec<
     seen.push(format!("{:?}", sync_batch(m)));
     m.imports_mut().heal(Verb::GetPod);
 
-    // Deleted and recreated under the same name: the read finds another UID.
-    m.imports_mut().remove_api_pod("ns", "a");
-    m.imports_mut().add_api_pod(pod("ns", "a", "uid-a2", &["c"]));
-    set(m, &a, running("Running", false));
-    drain(m, &mut seen);
-    seen.push(format!("{:?}", sync_batch(m)));
+    // The read finds another UID.
+    recreate_a(m, &a, running("Running", false), sync_pod, sync_batch, &mut seen);
     seen
 }
 

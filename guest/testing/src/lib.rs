@@ -196,6 +196,17 @@ impl FakeWorld {
         (a, b)
     }
 
+    /// Adds the split-sync scenarios' first pods, one container `c` each: `ns/a`
+    /// (uid-a) with `add_pod`, `ns/b` (uid-b) being deleted with `add_pod`, and `ns/c`
+    /// (uid-c) in the pod manager only.
+    pub fn add_pods_a_b_c(&mut self) -> [Value; 3] {
+        let a = self.add_pod(pod("ns", "a", "uid-a", &["c"]));
+        let b = self.add_pod(deleting(pod("ns", "b", "uid-b", &["c"])));
+        let c = pod("ns", "c", "uid-c", &["c"]);
+        self.add_managed_pod(c.clone());
+        [a, b, c]
+    }
+
     /// Adds (or replaces) `pod` in the API server with a fresh resourceVersion.
     pub fn add_api_pod(&mut self, mut pod: Value) -> Value {
         pod["metadata"]["resourceVersion"] = json!(self.next_resource_version());

@@ -12,7 +12,7 @@ use podstatus_logic::{
 };
 use serde_json::{Value, json};
 
-use crate::{Call, FakeWorld, Verb, container, deleting, pod, static_and_mirror};
+use crate::{Call, FakeWorld, Verb, container, pod, static_and_mirror};
 
 /// A logic version's manager over the fake world.
 pub type M<P> = Manager<FakeWorld, P>;
@@ -154,20 +154,13 @@ pub fn pass_scenario<P: Policy<FakeWorld>>(
 ) -> Vec<String> {
     let mut seen = Vec::new();
     let world = m.imports_mut();
-    let a = world.add_pod(pod("ns", "a", "uid-a", &["c"]));
-    let b = world.add_pod(deleting(pod("ns", "b", "uid-b", &["c"])));
-    let c = pod("ns", "c", "uid-c", &["c"]);
-    world.add_managed_pod(c.clone());
+    let [a, b, c] = world.add_pods_a_b_c();
     let (s, mirror) = static_and_mirror("ns", "s", "uid-s", "uid-sm", &["c"]);
     world.add_managed_pod(s.clone());
     world.add_pod(mirror);
     let (t, _) = static_and_mirror("ns", "t", "uid-t", "uid-tm", &["c"]);
     world.add_managed_pod(t.clone());
-    let drain = |m: &mut M<P>, seen: &mut Vec<String>| {
-        while let Some(request) = m.imports_mut().pop_request() {
-            seen.push(format!("{:?}", sync_pod(m, &request)));
-        }
-    };
+    let drain = |m: &mut M<P>, seen: &mut Vec<String>| drain_requests(m, sync_pod, seen);
 
     set(m, &a, running("Running", false));
     set(m, &c, running("Pending", false));
@@ -192,14 +185,27 @@ pub fn pass_scenario<P: Policy<FakeWorld>>(
     seen.push(format!("{:?}", sync_batch(m)));
     m.imports_mut().heal(garbage);
 
-    // Deleted and recreated under the same name: the read (after the refused patch,
-    // for a version that patches first) finds another UID.
+    // The read (after the refused patch, for a version that patches first) finds
+    // another UID.
+    recreate_a(m, &a, running("Failed", false), sync_pod, sync_batch, &mut seen);
+    seen
+}
+
+/// Pod ns/a deleted from the API server and created again under the same name (UID
+/// uid-a2); then the old pod's `status` set and synced, and a batch, noted in `seen`.
+pub fn recreate_a<P: Policy<FakeWorld>>(
+    m: &mut M<P>,
+    a: &Value,
+    status: Value,
+    sync_pod: SyncPod<P>,
+    sync_batch: SyncBatch<P>,
+    seen: &mut Vec<String>,
+) {
     m.imports_mut().remove_api_pod("ns", "a");
     m.imports_mut().add_api_pod(pod("ns", "a", "uid-a2", &["c"]));
-    set(m, &a, running("Failed", false));
-    drain(m, &mut seen);
+    set(m, a, status);
+    drain_requests(m, sync_pod, seen);
     seen.push(format!("{:?}", sync_batch(m)));
-    seen
 }
 
 /// A manager over `world` caching one status a pod: for each `(name, status)`, pod
