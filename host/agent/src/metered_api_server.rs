@@ -110,12 +110,18 @@ mod tests {
         StatusUpdate { namespace: "ns".into(), name: name.into(), ..Default::default() }
     }
 
-    #[test]
-    fn counts_calls_by_verb_and_outcome() {
+    /// A store holding `ns/web` (u1), its metrics, and the metered server over both.
+    fn metered_web() -> (Arc<MemoryApiServer>, Arc<Metrics>, MeteredApiServer) {
         let memory = Arc::new(MemoryApiServer::new());
         memory.create_pod(pod("web", "u1").build()).expect("create");
         let metrics = Arc::new(Metrics::new());
-        let api = MeteredApiServer::new(memory, Arc::clone(&metrics));
+        let api = MeteredApiServer::new(memory.clone(), Arc::clone(&metrics));
+        (memory, metrics, api)
+    }
+
+    #[test]
+    fn counts_calls_by_verb_and_outcome() {
+        let (_, metrics, api) = metered_web();
         api.get_pod("ns", "web").expect("get");
         api.get_pod("ns", "nope").expect_err("absent");
         api.update_pod_status(update("web")).expect("update");
@@ -136,16 +142,14 @@ mod tests {
 
     #[test]
     fn a_write_closes_the_clock_of_its_pod_and_mirrors_translate() {
-        let memory = Arc::new(MemoryApiServer::new());
-        memory.create_pod(pod("web", "u1").build()).expect("create");
+        let (memory, metrics, api) = metered_web();
         memory
             .create_pod(pod("etcd", "m1").annotations(&[(CONFIG_MIRROR_ANNOTATION, "h")]).build())
             .expect("create mirror");
         let pod_manager = Arc::new(PodManager::new());
         pod_manager.add_pod(pod("etcd", "s1").annotations(&[(CONFIG_SOURCE_ANNOTATION, "file")]).build());
         pod_manager.add_pod(pod("etcd", "m1").annotations(&[(CONFIG_MIRROR_ANNOTATION, "h")]).build());
-        let metrics = Arc::new(Metrics::new());
-        let api = MeteredApiServer::new(memory, Arc::clone(&metrics)).with_pod_manager(pod_manager);
+        let api = api.with_pod_manager(pod_manager);
         let tracker = metrics.propagation();
         tracker.status_set("u1", Instant::now());
         tracker.status_set("s1", Instant::now());
@@ -159,10 +163,7 @@ mod tests {
 
     #[test]
     fn a_deleted_pod_stops_pending() {
-        let memory = Arc::new(MemoryApiServer::new());
-        memory.create_pod(pod("web", "u1").build()).expect("create");
-        let metrics = Arc::new(Metrics::new());
-        let api = MeteredApiServer::new(memory, Arc::clone(&metrics));
+        let (_, metrics, api) = metered_web();
         metrics.propagation().status_set("u1", Instant::now());
         api.delete_pod("ns", "web", &DeleteOptions::default()).expect("delete");
         assert_eq!(metrics.propagation().pending(), 0);

@@ -480,24 +480,27 @@ fn pod_body(call: &Call) -> Result<Pod, Failure> {
 }
 
 fn check_namespace(pod: &Pod, namespace: &str) -> Result<(), Failure> {
-    match pod.metadata.namespace.as_deref() {
-        Some(given) if !given.is_empty() && given != namespace => Err(Failure::bad_request(format!(
-            "the namespace of the provided object does not match the namespace sent on the request ({} != {})",
-            excerpt(given),
-            excerpt(namespace)
-        ))),
-        _ => Ok(()),
-    }
+    check_given(pod.metadata.namespace.as_deref(), namespace, |given, namespace| {
+        format!(
+            "the namespace of the provided object does not match the namespace sent on the request ({given} != {namespace})"
+        )
+    })
 }
 
 fn check_identity(pod: &Pod, namespace: &str, name: &str) -> Result<(), Failure> {
     check_namespace(pod, namespace)?;
-    match pod.metadata.name.as_deref() {
-        Some(given) if !given.is_empty() && given != name => Err(Failure::bad_request(format!(
-            "the name of the object ({}) does not match the name on the URL ({})",
-            excerpt(given),
-            excerpt(name)
-        ))),
+    check_given(pod.metadata.name.as_deref(), name, |given, name| {
+        format!("the name of the object ({given}) does not match the name on the URL ({name})")
+    })
+}
+
+/// A field the body gives (`given`, unless absent or empty) must be what the request
+/// says (`expected`); else a Bad Request with `message` of excerpts of both.
+fn check_given(given: Option<&str>, expected: &str, message: impl FnOnce(&str, &str) -> String) -> Result<(), Failure> {
+    match given {
+        Some(given) if !given.is_empty() && given != expected => {
+            Err(Failure::bad_request(message(&excerpt(given), &excerpt(expected))))
+        }
         _ => Ok(()),
     }
 }

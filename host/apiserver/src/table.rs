@@ -249,38 +249,35 @@ pub(crate) fn human_duration(now: jiff::Timestamp, then: jiff::Timestamp) -> Str
     if seconds < 0 {
         return "0s".into();
     }
-    if seconds < 60 * 2 {
-        return format!("{seconds}s");
+    let (count_of, unit, beside) = HUMAN_DURATION_STEPS
+        .iter()
+        .find(|(below, ..)| seconds < *below)
+        .map_or((YEAR, "y", None), |&(_, count_of, unit, beside)| (count_of, unit, beside));
+    let count = seconds / count_of;
+    match beside.map(|(of, name)| ((seconds / of) % (count_of / of), name)) {
+        Some((rest, name)) if rest != 0 => format!("{count}{unit}{rest}{name}"),
+        _ => format!("{count}{unit}"),
     }
-    let minutes = seconds / 60;
-    if minutes < 10 {
-        let rest = seconds % 60;
-        return if rest == 0 { format!("{minutes}m") } else { format!("{minutes}m{rest}s") };
-    }
-    if minutes < 60 * 3 {
-        return format!("{minutes}m");
-    }
-    let hours = minutes / 60;
-    if hours < 8 {
-        let rest = minutes % 60;
-        return if rest == 0 { format!("{hours}h") } else { format!("{hours}h{rest}m") };
-    }
-    if hours < 48 {
-        return format!("{hours}h");
-    }
-    if hours < 24 * 8 {
-        let rest = hours % 24;
-        return if rest == 0 { format!("{}d", hours / 24) } else { format!("{}d{rest}h", hours / 24) };
-    }
-    if hours < 24 * 365 * 2 {
-        return format!("{}d", hours / 24);
-    }
-    if hours < 24 * 365 * 8 {
-        let rest = (hours / 24) % 365;
-        return if rest == 0 { format!("{}y", hours / 24 / 365) } else { format!("{}y{rest}d", hours / 24 / 365) };
-    }
-    format!("{}y", hours / 24 / 365)
 }
+
+const MINUTE: i64 = 60;
+const HOUR: i64 = 60 * MINUTE;
+const DAY: i64 = 24 * HOUR;
+const YEAR: i64 = 365 * DAY;
+
+/// `HumanDuration`'s cascade: below this many seconds, the count of this unit (its
+/// seconds, its name), and what is left of the next smaller unit beside it, if that is
+/// shown and not zero ("3m12s" but "3m"). Past the last step: years alone.
+const HUMAN_DURATION_STEPS: [(i64, i64, &str, Option<(i64, &str)>); 8] = [
+    (2 * MINUTE, 1, "s", None),
+    (10 * MINUTE, MINUTE, "m", Some((1, "s"))),
+    (3 * HOUR, MINUTE, "m", None),
+    (8 * HOUR, HOUR, "h", Some((MINUTE, "m"))),
+    (48 * HOUR, HOUR, "h", None),
+    (8 * DAY, DAY, "d", Some((HOUR, "h"))),
+    (2 * YEAR, DAY, "d", None),
+    (8 * YEAR, YEAR, "y", Some((DAY, "d"))),
+];
 
 #[cfg(test)]
 mod tests {
@@ -310,6 +307,13 @@ mod tests {
             (7500, "125m"),
             (14700, "4h5m"),
             (30 * 3600, "30h"),
+            (51 * 3600, "2d3h"),
+            (193 * 3600, "8d"),
+            ((2 * 365 + 5) * 86400, "2y5d"),
+            (3 * 365 * 86400, "3y"),
+            (9 * 365 * 86400, "9y"),
+            (-1, "0s"),
+            (-2, "<invalid>"),
         ];
         for (seconds, text) in cases {
             assert_eq!(ago(seconds), text);

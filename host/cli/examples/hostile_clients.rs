@@ -74,12 +74,7 @@ fn run(attack: &str) -> Result<(), Box<dyn std::error::Error>> {
         "none" => row("none", "", before, addr)?,
         "half-sent" => {
             // 1,100 connections that send half a request and wait.
-            let mut half_sent = Vec::new();
-            for _ in 0..1100 {
-                let mut stream = TcpStream::connect(addr)?;
-                stream.write_all(b"GET /api/v1/pods HTTP/1.1\r\nHost: x\r\n")?;
-                half_sent.push(stream);
-            }
+            let _half_sent = clients(addr, 1100, b"GET /api/v1/pods HTTP/1.1\r\nHost: x\r\n")?;
             std::thread::sleep(Duration::from_millis(500));
             let stats = server.stats();
             let held = format!(
@@ -114,12 +109,8 @@ fn run(attack: &str) -> Result<(), Box<dyn std::error::Error>> {
         }
         "silent-watches" => {
             // 24 watches of the whole list that never read.
-            let mut watchers = Vec::new();
-            for _ in 0..24 {
-                let mut stream = TcpStream::connect(addr)?;
-                stream.write_all(b"GET /api/v1/namespaces/ns/pods?watch=true HTTP/1.1\r\nHost: x\r\n\r\n")?;
-                watchers.push(stream);
-            }
+            let _watchers =
+                clients(addr, 24, b"GET /api/v1/namespaces/ns/pods?watch=true HTTP/1.1\r\nHost: x\r\n\r\n")?;
             std::thread::sleep(Duration::from_secs(1));
             let held = format!("{} watches open", server.stats().open_watches);
             row("24 watches of the 8 MiB list that never read (after 1 s)", &held, before, addr)?;
@@ -132,18 +123,25 @@ fn run(attack: &str) -> Result<(), Box<dyn std::error::Error>> {
         }
         "silent-lists" => {
             // 24 lists of the whole list that are never read.
-            let mut listers = Vec::new();
-            for _ in 0..24 {
-                let mut stream = TcpStream::connect(addr)?;
-                stream.write_all(b"GET /api/v1/namespaces/ns/pods HTTP/1.1\r\nHost: x\r\n\r\n")?;
-                listers.push(stream);
-            }
+            let _listers = clients(addr, 24, b"GET /api/v1/namespaces/ns/pods HTTP/1.1\r\nHost: x\r\n\r\n")?;
             std::thread::sleep(Duration::from_secs(1));
             row("24 lists of the 8 MiB list that are never read (after 1 s)", "", before, addr)?;
         }
         other => return Err(format!("no attack {other:?}; one of {ATTACKS:?}").into()),
     }
     Ok(())
+}
+
+/// `count` connections to `addr` that sent `head` and then nothing: held open while the
+/// caller keeps them.
+fn clients(addr: SocketAddr, count: usize, head: &[u8]) -> std::io::Result<Vec<TcpStream>> {
+    (0..count)
+        .map(|_| {
+            let mut stream = TcpStream::connect(addr)?;
+            stream.write_all(head)?;
+            Ok(stream)
+        })
+        .collect()
 }
 
 fn row(attack: &str, held: &str, before: f64, addr: SocketAddr) -> Result<(), Box<dyn std::error::Error>> {

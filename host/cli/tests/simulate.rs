@@ -51,6 +51,16 @@ fn summary(out: &Output) -> Value {
     })
 }
 
+/// Runs `podstatus simulate ARGS`, which exits 0 with a summary whose check passed:
+/// the summary.
+fn passed_run(args: &[&str]) -> Value {
+    let out = simulate(args);
+    exited_0(&out);
+    let s = summary(&out);
+    check_passed(&s);
+    s
+}
+
 fn exited_0(out: &Output) {
     assert_eq!(
         out.status.code(),
@@ -100,10 +110,7 @@ fn v2_plugin(name: &str) -> TempFile {
 
 #[test]
 fn a_short_run_exits_0_with_a_json_summary_whose_check_passed() {
-    let out = simulate(&["--pods", "12", "--duration", "2", "--json", "--churn", "30"]);
-    exited_0(&out);
-    let s = summary(&out);
-    check_passed(&s);
+    let s = passed_run(&["--pods", "12", "--duration", "2", "--json", "--churn", "30"]);
     assert_eq!(s["plugin"], "kubelet:status@0.2.0");
     assert_eq!(s["pods"], 12);
     assert_eq!(s["static_pods"], 2, "the two static pods of the default manifest folder");
@@ -130,10 +137,7 @@ fn latency_shaped(latency: &Value) {
 
 #[test]
 fn an_api_latency_delays_the_status_client_and_the_summary_shows_what_it_cost() {
-    let out = simulate(&["--pods", "8", "--duration", "2", "--json", "--churn", "20", "--api-latency", "20ms"]);
-    exited_0(&out);
-    let s = summary(&out);
-    check_passed(&s);
+    let s = passed_run(&["--pods", "8", "--duration", "2", "--json", "--churn", "20", "--api-latency", "20ms"]);
     let written = s["statuses_written"].as_u64().unwrap();
     assert!(written > 0, "{s:#}");
     assert!(written <= calls(&s, "update_status", "Success"), "only the churn's writes count: {s:#}");
@@ -169,7 +173,7 @@ fn an_api_server_failing_a_third_of_the_calls_loses_no_status() {
     // Half the injected faults lose the answer of a call that did happen: the plugin
     // thinks a write failed that landed. Batch syncs every second retry the rest.
     for logic in ["v1", "v2", "v3"] {
-        let out = simulate(&[
+        let s = passed_run(&[
             "--pods",
             "12",
             "--duration",
@@ -184,9 +188,6 @@ fn an_api_server_failing_a_third_of_the_calls_loses_no_status() {
             "--logic",
             logic,
         ]);
-        exited_0(&out);
-        let s = summary(&out);
-        check_passed(&s);
         let failed: u64 =
             ["get", "update_status", "patch_status"].iter().map(|v| calls(&s, v, "ServiceUnavailable")).sum();
         assert!(failed > 0, "{logic}: faults were injected: {s:#}");
@@ -202,25 +203,23 @@ fn the_table_names_the_check_when_not_asked_for_json() {
     assert!(table.contains("plugin") && table.contains("kubelet:status@0.2.0"), "{table}");
 }
 
+/// A short run of `logic` on contract 0.2.0, which writes patches: the summary.
+fn patching_run(logic: &str) -> Value {
+    let s = passed_run(&["--logic", logic, "--pods", "12", "--duration", "2", "--json", "--churn", "30"]);
+    assert_eq!(s["plugin"], "kubelet:status@0.2.0");
+    assert!(calls(&s, "patch_status", "Success") > 0, "{logic} writes a patch with the UID precondition: {s:#}");
+    s
+}
+
 #[test]
 fn logic_v2_writes_statuses_as_patches() {
-    let out = simulate(&["--logic", "v2", "--pods", "12", "--duration", "2", "--json", "--churn", "30"]);
-    exited_0(&out);
-    let s = summary(&out);
-    check_passed(&s);
-    assert_eq!(s["plugin"], "kubelet:status@0.2.0");
-    assert!(calls(&s, "patch_status", "Success") > 0, "v2 writes a patch with the UID precondition: {s:#}");
+    let s = patching_run("v2");
     assert_eq!(calls(&s, "update_status", "Success"), 0, "v2 never replaces the status: {s:#}");
 }
 
 #[test]
 fn logic_v3_writes_each_version_with_one_patch_and_no_get() {
-    let out = simulate(&["--logic", "v3", "--pods", "12", "--duration", "2", "--json", "--churn", "30"]);
-    exited_0(&out);
-    let s = summary(&out);
-    check_passed(&s);
-    assert_eq!(s["plugin"], "kubelet:status@0.2.0");
-    assert!(calls(&s, "patch_status", "Success") > 0, "{s:#}");
+    let s = patching_run("v3");
     assert_eq!(calls(&s, "get", "Success"), 0, "v3 never reads before writing without faults: {s:#}");
     // About one call per version; deletes (and the batch's reconciliations) weigh more
     // on 12 pods for 2 s than on the README's 1,000 pods for 90 s (1.02 to 1.04).
@@ -233,10 +232,7 @@ fn a_swap_at_a_time_moves_to_v2_and_loses_nothing() {
     let v2 = v2_plugin("swap-at.wasm");
     let args =
         ["--pods", "12", "--churn", "30", "--duration", "3.5", "--json", "--swap-to", v2.path(), "--swap-at", "1"];
-    let out = simulate(&args);
-    exited_0(&out);
-    let s = summary(&out);
-    check_passed(&s);
+    let s = passed_run(&args);
     let swap = &s["swap"];
     assert_eq!(swap["error"], Value::Null, "{s:#}");
     assert_eq!(swap["from"], "kubelet:status@0.2.0", "{s:#}");
@@ -269,10 +265,7 @@ fn a_swap_at_a_time_happens_even_when_the_churn_is_more_than_the_node_keeps_up_w
         "--kube-api-burst",
         "1000",
     ];
-    let out = simulate(&args);
-    exited_0(&out);
-    let s = summary(&out);
-    check_passed(&s);
+    let s = passed_run(&args);
     assert_eq!(s["swap"]["error"], Value::Null, "{s:#}");
     assert_eq!(s["swap"]["to"], "kubelet:status@0.1.1", "{s:#}");
     let at = s["swap"]["at_seconds"].as_f64().unwrap();
@@ -284,10 +277,7 @@ fn a_swap_to_a_file_that_is_no_plugin_fails_and_the_old_plugin_keeps_serving() {
     let garbage = TempFile::new("garbage.wasm", b"\0asm this is not a component at all");
     let args =
         ["--pods", "10", "--churn", "30", "--duration", "2", "--json", "--swap-to", garbage.path(), "--swap-at", "0.5"];
-    let out = simulate(&args);
-    exited_0(&out);
-    let s = summary(&out);
-    check_passed(&s);
+    let s = passed_run(&args);
     let error = s["swap"]["error"].as_str().unwrap_or_else(|| panic!("the swap must fail: {s:#}"));
     assert!(!error.is_empty());
     assert_eq!(s["plugin"], "kubelet:status@0.2.0", "v1 kept serving: {s:#}");
@@ -421,6 +411,17 @@ impl Running {
         }
         (status, stdout, self.stderr_seen.join("\n"))
     }
+
+    /// SIGTERM: the process exits 0 with a summary whose check passed. The summary and
+    /// stderr.
+    fn terminated_and_passed(mut self) -> (Value, String) {
+        self.signal(libc::SIGTERM);
+        let (status, stdout, stderr) = self.wait();
+        assert_eq!(status.code(), Some(0), "{stderr}");
+        let s = parse_summary(&stdout, &stderr);
+        check_passed(&s);
+        (s, stderr)
+    }
 }
 
 impl Drop for Running {
@@ -443,12 +444,8 @@ fn parse_summary(stdout: &[u8], stderr: &str) -> Value {
 fn sigterm_stops_the_churn_flushes_and_exits_by_the_check() {
     let mut run = Running::start(&["--pods", "10"]);
     run.wait_for_writes("update_status");
-    run.signal(libc::SIGTERM);
-    let (status, stdout, stderr) = run.wait();
-    assert_eq!(status.code(), Some(0), "{stderr}");
+    let (s, stderr) = run.terminated_and_passed();
     assert!(stderr.contains("stopping; flushing pending statuses"), "{stderr}");
-    let s = parse_summary(&stdout, &stderr);
-    check_passed(&s);
     assert!(s["versions"].as_u64().unwrap() > 0, "{s:#}");
     assert!(calls(&s, "update_status", "Success") > 0, "{s:#}");
 }
@@ -461,11 +458,7 @@ fn sighup_swaps_to_the_swap_to_plugin_while_running() {
     run.signal(libc::SIGHUP);
     // v2 writes patches: once one is in the metrics, v2 is serving.
     run.wait_for_writes("patch_status");
-    run.signal(libc::SIGTERM);
-    let (status, stdout, stderr) = run.wait();
-    assert_eq!(status.code(), Some(0), "{stderr}");
-    let s = parse_summary(&stdout, &stderr);
-    check_passed(&s);
+    let (s, _) = run.terminated_and_passed();
     assert_eq!(s["swap"]["error"], Value::Null, "{s:#}");
     assert_eq!(s["swap"]["from"], "kubelet:status@0.2.0", "{s:#}");
     assert_eq!(s["swap"]["to"], "kubelet:status@0.1.1", "{s:#}");
@@ -496,12 +489,9 @@ fn flags_as_the_kubelets_writes_them() {
     // --hostname-override names the node, durations as Go writes them, -o json.
     let args =
         ["--hostname-override", "node-7", "--pods", "4", "--duration", "1s500ms", "--sync-period", "2s", "-o", "json"];
-    let out = simulate(&args);
-    exited_0(&out);
-    let s = summary(&out);
+    let s = passed_run(&args);
     assert_eq!(s["node"], "node-7", "{s:#}");
     assert!((1.5..10.0).contains(&s["seconds"].as_f64().unwrap()), "{s:#}");
-    check_passed(&s);
 }
 
 #[test]

@@ -315,6 +315,42 @@ impl<'e> Generator<'e> {
         self.steps.push(step);
     }
 
+    /// One of the pods for which `holds`, at random: its index; `None` (and nothing
+    /// drawn) when there is none.
+    fn pick_where(&mut self, holds: fn(&PodModel) -> bool) -> Option<usize> {
+        let candidates: Vec<usize> = (0..self.pods.len()).filter(|&i| holds(&self.pods[i])).collect();
+        if candidates.is_empty() {
+            return None;
+        }
+        Some(*self.r.pick(&candidates))
+    }
+
+    /// The pod manager forgets pod `i`.
+    fn pod_manager_remove(&mut self, i: usize) {
+        self.pods[i].in_pod_manager = false;
+        let uid = self.pods[i].uid.clone();
+        self.push(Step::PodManagerRemove { uid });
+    }
+
+    /// Pod `i` is deleted from the API server.
+    fn apiserver_delete(&mut self, i: usize) {
+        self.pods[i].in_api = false;
+        let (namespace, name) = (self.pods[i].namespace.clone(), self.pods[i].name.clone());
+        self.push(Step::ApiserverDelete { namespace, name });
+    }
+
+    /// `pod` is written to the API server and, by `chance` in a hundred, added to the
+    /// pod manager.
+    fn put(&mut self, pod: &mut PodModel, chance: u64) {
+        pod.in_api = true;
+        let object = self.object(pod, None);
+        self.push(Step::ApiserverPut { pod: object.clone() });
+        if self.r.chance(chance) {
+            pod.in_pod_manager = true;
+            self.push(Step::PodManagerAdd { pod: object });
+        }
+    }
+
     fn step(&mut self) {
         // One step in five scripts an interleaving: calls are held for a while, some
         // made out of order (by pod), while the rest of the script goes on.
@@ -494,26 +530,14 @@ impl<'e> Generator<'e> {
             2 => self.start_deletion(),
             3 => self.outside_status_write(),
             4 => self.new_mirror(),
-            5 => {
-                let candidates: Vec<usize> = (0..self.pods.len()).filter(|&i| self.pods[i].in_pod_manager).collect();
-                if candidates.is_empty() {
-                    return self.push(Step::SyncBatch);
-                }
-                let i = *self.r.pick(&candidates);
-                self.pods[i].in_pod_manager = false;
-                let uid = self.pods[i].uid.clone();
-                self.push(Step::PodManagerRemove { uid });
-            }
-            6 => {
-                let candidates: Vec<usize> = (0..self.pods.len()).filter(|&i| self.pods[i].in_api).collect();
-                if candidates.is_empty() {
-                    return self.push(Step::SyncBatch);
-                }
-                let i = *self.r.pick(&candidates);
-                self.pods[i].in_api = false;
-                let (namespace, name) = (self.pods[i].namespace.clone(), self.pods[i].name.clone());
-                self.push(Step::ApiserverDelete { namespace, name });
-            }
+            5 => match self.pick_where(|pod| pod.in_pod_manager) {
+                None => self.push(Step::SyncBatch),
+                Some(i) => self.pod_manager_remove(i),
+            },
+            6 => match self.pick_where(|pod| pod.in_api) {
+                None => self.push(Step::SyncBatch),
+                Some(i) => self.apiserver_delete(i),
+            },
             7 => {
                 let i = self.r.index(self.pods.len());
                 self.pods[i].in_pod_manager = true;
@@ -547,26 +571,16 @@ impl<'e> Generator<'e> {
         }
         let old = *self.r.pick(&candidates);
         if self.pods[old].in_api && self.r.chance(50) {
-            self.pods[old].in_api = false;
-            let (namespace, name) = (self.pods[old].namespace.clone(), self.pods[old].name.clone());
-            self.push(Step::ApiserverDelete { namespace, name });
+            self.apiserver_delete(old);
         }
         let old_model = self.pods[old].clone();
         let mut pod = self.new_pod(Kind::Regular, Some(&old_model));
-        pod.in_api = true;
         for other in self.pods.iter_mut().filter(|p| p.namespace == pod.namespace && p.name == pod.name) {
             other.in_api = false;
         }
-        let object = self.object(&pod, None);
-        self.push(Step::ApiserverPut { pod: object.clone() });
-        if self.r.chance(80) {
-            pod.in_pod_manager = true;
-            self.push(Step::PodManagerAdd { pod: object });
-        }
+        self.put(&mut pod, 80);
         if self.r.chance(50) && self.pods[old].in_pod_manager {
-            self.pods[old].in_pod_manager = false;
-            let uid = self.pods[old].uid.clone();
-            self.push(Step::PodManagerRemove { uid });
+            self.pod_manager_remove(old);
         }
         self.pods.push(pod);
     }
@@ -629,19 +643,11 @@ impl<'e> Generator<'e> {
                 self.push(Step::ApiserverDelete { namespace: namespace.clone(), name: name.clone() });
             }
             if self.pods[o].in_pod_manager && self.r.chance(70) {
-                self.pods[o].in_pod_manager = false;
-                let uid = self.pods[o].uid.clone();
-                self.push(Step::PodManagerRemove { uid });
+                self.pod_manager_remove(o);
             }
         }
         let mut mirror = self.mirror_of(s);
-        mirror.in_api = true;
-        let object = self.object(&mirror, None);
-        self.push(Step::ApiserverPut { pod: object.clone() });
-        if self.r.chance(85) {
-            mirror.in_pod_manager = true;
-            self.push(Step::PodManagerAdd { pod: object });
-        }
+        self.put(&mut mirror, 85);
         self.pods.push(mirror);
     }
 
