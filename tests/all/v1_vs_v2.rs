@@ -14,8 +14,8 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use podstatus_tests::version_fixtures::{
-    Fixture, Outcome, assert_no_fault_and_only_uid_guarded_patches, calls, expectation_failure, replay_report,
-    table_row, trace_fixtures, traces_in,
+    Fixture, Outcome, assert_no_fault_and_only_uid_guarded_patches, calls, check_added_traces, expectation_failure,
+    replayed_through, table_row, traces_in,
 };
 use podstatus_tests::{fixtures_dir, replay_component_with, v1_image, v2_image, workspace_dir};
 use serde_json::{Value, json};
@@ -44,16 +44,10 @@ impl Run {
 fn runs() -> &'static [Run] {
     static RUNS: OnceLock<Vec<Run>> = OnceLock::new();
     RUNS.get_or_init(|| {
-        let runs: Vec<Run> = trace_fixtures(&[("replay", ""), (V2_FOLDER, "replay-v2/")])
+        replayed_through(&[("replay", ""), (V2_FOLDER, "replay-v2/")], v1_image(), v2_image())
             .into_iter()
-            .map(|fixture| Run {
-                v1: replay_report(v1_image(), &fixture),
-                v2: replay_report(v2_image(), &fixture),
-                fixture,
-            })
-            .collect();
-        assert!(runs.len() > 60, "found only {} fixtures", runs.len());
-        runs
+            .map(|(fixture, v1, v2)| Run { fixture, v1, v2 })
+            .collect()
     })
 }
 
@@ -157,27 +151,19 @@ fn the_table_lists_exactly_the_traces_whose_reports_differ() {
 
 #[test]
 fn every_added_trace_shows_what_it_claims_under_both_versions() {
-    let mut failures = Vec::new();
-    let mut added = 0;
-    for run in runs().iter().filter(|r| r.fixture.key.starts_with("replay-v2/")) {
-        added += 1;
-        let key = &run.fixture.key;
-        let doc: Value = serde_json::from_str(&run.fixture.text).unwrap();
-        assert!(doc["description"].is_string(), "{key}: no description");
-        for (side, outcome) in [("v1", &run.v1), ("v2", &run.v2)] {
-            match (outcome, doc.get(format!("expect_{side}_error")), doc.get(format!("expect_{side}"))) {
-                (Err(e), Some(Value::String(expected)), _) if e.contains(expected.as_str()) => {}
-                (outcome, Some(expected), _) => {
-                    failures.push(format!("{key}: {side} should refuse the trace with {expected}, gave {outcome:?}"))
-                }
-                (Ok(_), None, Some(expected)) => failures.extend(expectation_failure(key, side, expected, outcome)),
-                (Err(e), None, _) => failures.push(format!("{key}: {side} cannot run the trace: {e}")),
-                (Ok(_), None, None) => failures.push(format!("{key}: no expect_{side} block")),
+    let added = runs().iter().filter(|r| r.fixture.key.starts_with("replay-v2/"));
+    let added = added.map(|run| (&run.fixture, [("v1", &run.v1), ("v2", &run.v2)]));
+    check_added_traces(added, V2_FOLDER, 1, |key, doc, side, outcome| {
+        match (outcome, doc.get(format!("expect_{side}_error")), doc.get(format!("expect_{side}"))) {
+            (Err(e), Some(Value::String(expected)), _) if e.contains(expected.as_str()) => vec![],
+            (outcome, Some(expected), _) => {
+                vec![format!("{key}: {side} should refuse the trace with {expected}, gave {outcome:?}")]
             }
+            (Ok(_), None, Some(expected)) => expectation_failure(key, side, expected, outcome).into_iter().collect(),
+            (Err(e), None, _) => vec![format!("{key}: {side} cannot run the trace: {e}")],
+            (Ok(_), None, None) => vec![format!("{key}: no expect_{side} block")],
         }
-    }
-    assert!(added > 0, "no traces in fixtures/{V2_FOLDER}");
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    });
 }
 
 #[test]

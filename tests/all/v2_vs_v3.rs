@@ -12,8 +12,8 @@ use std::fs;
 use std::sync::OnceLock;
 
 use podstatus_tests::version_fixtures::{
-    Fixture, Outcome, assert_no_fault_and_only_uid_guarded_patches, calls, expectation_failure, replay_report,
-    table_row, trace_fixtures,
+    Fixture, Outcome, assert_no_fault_and_only_uid_guarded_patches, calls, check_added_traces, expectation_failure,
+    replayed_through, table_row,
 };
 use podstatus_tests::{fixtures_dir, v2_image, v3_image};
 use serde_json::{Value, json};
@@ -29,17 +29,11 @@ struct Run {
 fn runs() -> &'static [Run] {
     static RUNS: OnceLock<Vec<Run>> = OnceLock::new();
     RUNS.get_or_init(|| {
-        let runs: Vec<Run> =
-            trace_fixtures(&[("replay", ""), ("replay-v2", "replay-v2/"), ("replay-v3", "replay-v3/")])
-                .into_iter()
-                .map(|fixture| Run {
-                    v2: replay_report(v2_image(), &fixture),
-                    v3: replay_report(v3_image(), &fixture),
-                    fixture,
-                })
-                .collect();
-        assert!(runs.len() > 60, "found only {} fixtures", runs.len());
-        runs
+        let folders = [("replay", ""), ("replay-v2", "replay-v2/"), ("replay-v3", "replay-v3/")];
+        replayed_through(&folders, v2_image(), v3_image())
+            .into_iter()
+            .map(|(fixture, v2, v3)| Run { fixture, v2, v3 })
+            .collect()
     })
 }
 
@@ -145,21 +139,10 @@ fn v3_never_faults_and_every_write_is_a_patch_guarded_by_the_pods_uid() {
 
 #[test]
 fn every_v3_trace_shows_what_it_claims_under_both_versions() {
-    let mut failures = Vec::new();
-    let mut added = 0;
-    for run in runs().iter().filter(|r| r.fixture.key.starts_with("replay-v3/")) {
-        added += 1;
-        let key = &run.fixture.key;
-        let doc: Value = serde_json::from_str(&run.fixture.text).unwrap();
-        assert!(doc["description"].is_string(), "{key}: no description");
-        for (side, outcome) in [("v2", &run.v2), ("v3", &run.v3)] {
-            let Some(expected) = doc.get(format!("expect_{side}")) else {
-                failures.push(format!("{key}: no expect_{side} block"));
-                continue;
-            };
-            failures.extend(expectation_failure(key, side, expected, outcome));
-        }
-    }
-    assert!(added >= 4, "too few traces in fixtures/replay-v3");
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    let added = runs().iter().filter(|r| r.fixture.key.starts_with("replay-v3/"));
+    let added = added.map(|run| (&run.fixture, [("v2", &run.v2), ("v3", &run.v3)]));
+    check_added_traces(added, "replay-v3", 4, |key, doc, side, outcome| match doc.get(format!("expect_{side}")) {
+        None => vec![format!("{key}: no expect_{side} block")],
+        Some(expected) => expectation_failure(key, side, expected, outcome).into_iter().collect(),
+    });
 }

@@ -100,3 +100,47 @@ pub fn expectation_failure(key: &str, side: &str, expected: &Value, outcome: &Ou
         Err(e) => Some(format!("{key}: {side} cannot run the trace: {e}")),
     }
 }
+
+/// Every trace of `folders` (as [`trace_fixtures`]) replayed through `first`, then
+/// `second`: each fixture with both outcomes. More than 60 of them, as every
+/// comparison expects.
+pub fn replayed_through(
+    folders: &[(&str, &str)],
+    first: &PluginImage,
+    second: &PluginImage,
+) -> Vec<(Fixture, Outcome, Outcome)> {
+    let runs: Vec<_> = trace_fixtures(folders)
+        .into_iter()
+        .map(|fixture| {
+            let (first, second) = (replay_report(first, &fixture), replay_report(second, &fixture));
+            (fixture, first, second)
+        })
+        .collect();
+    assert!(runs.len() > 60, "found only {} fixtures", runs.len());
+    runs
+}
+
+/// What each trace the comparison added (`added`: a fixture and its two plugins'
+/// outcomes, each named by its side) claims, checked: a description, and for each side
+/// `check(key, document, side, outcome)`'s failures. Panics with every failure, or when
+/// fewer than `at_least` traces are in `folder`.
+pub fn check_added_traces<'a>(
+    added: impl IntoIterator<Item = (&'a Fixture, [(&'a str, &'a Outcome); 2])>,
+    folder: &str,
+    at_least: usize,
+    check: impl Fn(&str, &Value, &str, &Outcome) -> Vec<String>,
+) {
+    let mut failures = Vec::new();
+    let mut count = 0;
+    for (fixture, sides) in added {
+        count += 1;
+        let key = &fixture.key;
+        let doc: Value = serde_json::from_str(&fixture.text).unwrap();
+        assert!(doc["description"].is_string(), "{key}: no description");
+        for (side, outcome) in sides {
+            failures.extend(check(key, &doc, side, outcome));
+        }
+    }
+    assert!(count >= at_least, "too few traces in fixtures/{folder}");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
