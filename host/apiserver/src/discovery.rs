@@ -97,6 +97,18 @@ fn object_resource(resource: &Resource) -> APIResource {
     }
 }
 
+/// The `/status` subresource `name` of a `kind`: read, patched and replaced.
+fn status_resource(name: &str, namespaced: bool, kind: &str) -> APIResource {
+    APIResource {
+        name: name.into(),
+        singular_name: String::new(),
+        namespaced,
+        kind: kind.into(),
+        verbs: ["get", "patch", "update"].map(String::from).to_vec(),
+        ..APIResource::default()
+    }
+}
+
 /// `/api/v1`: pods and their status subresource.
 pub(crate) fn core_v1_resources() -> Value {
     typed(&APIResourceList {
@@ -112,23 +124,9 @@ pub(crate) fn core_v1_resources() -> Value {
                 categories: Some(vec!["all".into()]),
                 ..APIResource::default()
             },
-            APIResource {
-                name: "pods/status".into(),
-                singular_name: String::new(),
-                namespaced: true,
-                kind: "Pod".into(),
-                verbs: ["get", "patch", "update"].map(String::from).to_vec(),
-                ..APIResource::default()
-            },
+            status_resource("pods/status", true, "Pod"),
             object_resource(&NODES),
-            APIResource {
-                name: "nodes/status".into(),
-                singular_name: String::new(),
-                namespaced: false,
-                kind: "Node".into(),
-                verbs: ["get", "patch", "update"].map(String::from).to_vec(),
-                ..APIResource::default()
-            },
+            status_resource("nodes/status", false, "Node"),
         ],
     })
 }
