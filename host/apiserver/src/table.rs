@@ -249,14 +249,11 @@ pub(crate) fn human_duration(now: jiff::Timestamp, then: jiff::Timestamp) -> Str
     if seconds < 0 {
         return "0s".into();
     }
-    let (count_of, unit, beside) = HUMAN_DURATION_STEPS
-        .iter()
-        .find(|(below, ..)| seconds < *below)
-        .map_or((YEAR, "y", None), |&(_, count_of, unit, beside)| (count_of, unit, beside));
-    let count = seconds / count_of;
-    match beside.map(|(of, name)| ((seconds / of) % (count_of / of), name)) {
-        Some((rest, name)) if rest != 0 => format!("{count}{unit}{rest}{name}"),
-        _ => format!("{count}{unit}"),
+    let step = HUMAN_DURATION_STEPS.iter().find(|step| seconds < step.below).unwrap_or(&YEARS);
+    let count = seconds / step.seconds;
+    match step.beside.map(|(of, name)| ((seconds / of) % (step.seconds / of), name)) {
+        Some((rest, name)) if rest != 0 => format!("{count}{}{rest}{name}", step.unit),
+        _ => format!("{count}{}", step.unit),
     }
 }
 
@@ -265,19 +262,33 @@ const HOUR: i64 = 60 * MINUTE;
 const DAY: i64 = 24 * HOUR;
 const YEAR: i64 = 365 * DAY;
 
-/// `HumanDuration`'s cascade: below this many seconds, the count of this unit (its
-/// seconds, its name), and what is left of the next smaller unit beside it, if that is
-/// shown and not zero ("3m12s" but "3m"). Past the last step: years alone.
-const HUMAN_DURATION_STEPS: [(i64, i64, &str, Option<(i64, &str)>); 8] = [
-    (2 * MINUTE, 1, "s", None),
-    (10 * MINUTE, MINUTE, "m", Some((1, "s"))),
-    (3 * HOUR, MINUTE, "m", None),
-    (8 * HOUR, HOUR, "h", Some((MINUTE, "m"))),
-    (48 * HOUR, HOUR, "h", None),
-    (8 * DAY, DAY, "d", Some((HOUR, "h"))),
-    (2 * YEAR, DAY, "d", None),
-    (8 * YEAR, YEAR, "y", Some((DAY, "d"))),
+/// One step of `HumanDuration`'s cascade: below `below` seconds, the count of `unit`
+/// (of `seconds` each), and what is left of the next smaller unit (its seconds, its
+/// name) if `beside` shows it and it is not zero ("3m12s" but "3m").
+struct DurationStep {
+    below: i64,
+    seconds: i64,
+    unit: &'static str,
+    beside: Option<(i64, &'static str)>,
+}
+
+const fn step(below: i64, seconds: i64, unit: &'static str, beside: Option<(i64, &'static str)>) -> DurationStep {
+    DurationStep { below, seconds, unit, beside }
+}
+
+const HUMAN_DURATION_STEPS: [DurationStep; 8] = [
+    step(2 * MINUTE, 1, "s", None),
+    step(10 * MINUTE, MINUTE, "m", Some((1, "s"))),
+    step(3 * HOUR, MINUTE, "m", None),
+    step(8 * HOUR, HOUR, "h", Some((MINUTE, "m"))),
+    step(48 * HOUR, HOUR, "h", None),
+    step(8 * DAY, DAY, "d", Some((HOUR, "h"))),
+    step(2 * YEAR, DAY, "d", None),
+    step(8 * YEAR, YEAR, "y", Some((DAY, "d"))),
 ];
+
+/// Past the last step: years alone.
+const YEARS: DurationStep = step(i64::MAX, YEAR, "y", None);
 
 #[cfg(test)]
 mod tests {

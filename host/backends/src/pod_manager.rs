@@ -253,11 +253,13 @@ mod tests {
     /// as (name, UID) and added in this order.
     fn manager_with(statics: &[(&str, &str)], mirrors: &[(&str, &str)], api: &[(&str, &str)]) -> PodManager {
         let manager = PodManager::new();
-        let kinds: [(fn(&str, &str) -> Pod, _); 3] = [(static_pod, statics), (mirror_pod, mirrors), (api_pod, api)];
-        for (build, pods) in kinds {
-            for (name, uid) in pods {
-                manager.add_pod(build(name, uid));
-            }
+        let pods = statics
+            .iter()
+            .map(|(name, uid)| static_pod(name, uid))
+            .chain(mirrors.iter().map(|(name, uid)| mirror_pod(name, uid)))
+            .chain(api.iter().map(|(name, uid)| api_pod(name, uid)));
+        for pod in pods {
+            manager.add_pod(pod);
         }
         manager
     }

@@ -414,7 +414,7 @@ impl Running {
 
     /// SIGTERM: the process exits 0 with a summary whose check passed. The summary and
     /// stderr.
-    fn terminated_and_passed(mut self) -> (Value, String) {
+    fn terminated_and_passed(self) -> (Value, String) {
         self.signal(libc::SIGTERM);
         let (status, stdout, stderr) = self.wait();
         assert_eq!(status.code(), Some(0), "{stderr}");
