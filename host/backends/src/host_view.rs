@@ -217,6 +217,17 @@ impl HostView {
         self.pods.read().unwrap_or_else(PoisonError::into_inner).contains_key(uid)
     }
 
+    /// Whether the node reported a pod named `namespace/name` (and the view has not
+    /// forgotten it since). Scans the view: asked only of a name the pod manager no
+    /// longer holds.
+    pub fn reported_name(&self, namespace: &str, name: &str) -> bool {
+        let pods = self.pods.read().unwrap_or_else(PoisonError::into_inner);
+        pods.values().filter_map(|reported| reported.pod.as_deref()).any(|pod| {
+            pod.metadata.name.as_deref() == Some(name)
+                && pod.metadata.namespace.as_deref().unwrap_or("default") == namespace
+        })
+    }
+
     /// Forgets every pod whose UID is not in `keep`.
     pub fn retain(&self, keep: &[String]) {
         let keep: std::collections::HashSet<&str> = keep.iter().map(String::as_str).collect();
@@ -392,6 +403,9 @@ mod tests {
         view.report_status(&pod, &status(json!({"phase": "Succeeded"})));
         assert!(view.accepted_records_where(|_, _| true)[0].finished, "a status after TerminatePod is finished too");
         assert!(!view.knows("ub"));
+        assert!(view.reported_name("ns", "a"));
+        assert!(!view.reported_name("ns", "b"));
+        assert!(!view.reported_name("other", "a"));
     }
 
     #[test]
