@@ -125,6 +125,18 @@ fn a_short_run_exits_0_with_a_json_summary_whose_check_passed() {
     assert!(s["api_server"].as_str().unwrap().starts_with("http://127.0.0.1:"), "{s:#}");
 }
 
+/// The default run's honest plugin (logic v1) is refused nothing: it reads a pod it has
+/// just deleted itself (a later version's request, as the seed's syncPod does), which
+/// the reach guard answers as the API server does (NotFound), not with a refusal.
+#[test]
+fn the_default_run_is_refused_no_api_call() {
+    let s = passed_run(&["--duration", "8", "--json"]);
+    assert!(calls(&s, "delete", "Success") > 0, "pods were deleted by the status manager: {s:#}");
+    for (verb, outcomes) in s["api_calls"].as_object().expect("api calls") {
+        assert_eq!(outcomes.get("Forbidden"), None, "{verb}: {s:#}");
+    }
+}
+
 /// A latency summary as `propagation_ms` has it: count, p50, p95, p99, max.
 fn latency_shaped(latency: &Value) {
     for field in ["p50", "p95", "p99", "max"] {
