@@ -90,18 +90,20 @@ fn tell(statuses: &mut serde_json::Map<String, Value>, channel: Channel) {
 
 /// `save-state`'s answer, with the lies told.
 pub fn state(document: String) -> String {
-    let Ok(mut doc) = serde_json::from_str::<Value>(&document) else { return document };
-    let Some(statuses) = doc.get_mut("statuses").and_then(Value::as_object_mut) else { return document };
-    learn(statuses);
-    tell(statuses, Channel::State);
-    doc.to_string()
+    told(document, "/statuses", Channel::State)
 }
 
 /// `save-state-changes`' answer, with the lies told.
 pub fn changes(document: String) -> String {
+    told(document, "/patch/statuses", Channel::Changes)
+}
+
+/// `document` with the lies of `channel` told into its statuses at `pointer`; as it is
+/// when it has none there.
+fn told(document: String, pointer: &str, channel: Channel) -> String {
     let Ok(mut doc) = serde_json::from_str::<Value>(&document) else { return document };
-    let Some(statuses) = doc.pointer_mut("/patch/statuses").and_then(Value::as_object_mut) else { return document };
+    let Some(statuses) = doc.pointer_mut(pointer).and_then(Value::as_object_mut) else { return document };
     learn(statuses);
-    tell(statuses, Channel::Changes);
+    tell(statuses, channel);
     doc.to_string()
 }

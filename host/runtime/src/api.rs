@@ -79,11 +79,9 @@ pub(crate) fn invalid_name(namespace: &str, name: &str) -> Option<ApiError> {
             && b[b.len() - 1].is_ascii_alphanumeric()
     }
     let shown = |s: &str| -> String {
-        let mut cut = s.len().min(64);
-        while !s.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        format!("{:?}{}", &s[..cut], if cut < s.len() { format!(" (+{} bytes)", s.len() - cut) } else { String::new() })
+        let cut = crate::shown::shown(s);
+        let more = s.len() - cut.len();
+        format!("{cut:?}{}", if more > 0 { format!(" (+{more} bytes)") } else { String::new() })
     };
     if !label(namespace, 63, false) {
         return Some(ApiError::NotFound(format!("{} is not a valid namespace", shown(namespace))));

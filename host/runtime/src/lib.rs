@@ -16,6 +16,7 @@ pub mod bindings;
 mod handle;
 mod imports;
 mod plugin;
+mod shown;
 mod swap;
 mod sync_runner;
 pub mod sync_table;

@@ -139,6 +139,11 @@ impl LogBucket {
 
 /// The UID in a pod's JSON, without parsing the rest of it into a tree.
 pub(crate) fn pod_uid(pod_json: &str) -> Option<String> {
+    pod_identity(pod_json).map(|(uid, _, _)| uid)
+}
+
+/// A pod's UID, namespace and name in its JSON, without parsing the rest into a tree.
+pub(crate) fn pod_identity(pod_json: &str) -> Option<(String, String, String)> {
     #[derive(serde::Deserialize)]
     struct Pod {
         #[serde(default)]
@@ -146,10 +151,12 @@ pub(crate) fn pod_uid(pod_json: &str) -> Option<String> {
     }
     #[derive(serde::Deserialize, Default)]
     struct Meta {
-        #[serde(default)]
         uid: Option<String>,
+        namespace: Option<String>,
+        name: Option<String>,
     }
-    serde_json::from_str::<Pod>(pod_json).ok()?.metadata.uid
+    let meta = serde_json::from_str::<Pod>(pod_json).ok()?.metadata;
+    Some((meta.uid?, meta.namespace.unwrap_or_default(), meta.name.unwrap_or_default()))
 }
 
 impl crate::bindings::kubelet::status::types::Host for HostState {}

@@ -17,13 +17,9 @@ impl wit::Host for HostState {
                 || self.world.pod_manager.get_any(&request.pod_uid).is_some());
         if !known {
             self.sandbox.breach = Some(FaultKind::ForeignUid);
-            let mut cut = request.pod_uid.len().min(64);
-            while !request.pod_uid.is_char_boundary(cut) {
-                cut -= 1;
-            }
             wasmtime::bail!(
                 "push: pod UID {:?} ({} bytes) was never handed to the plugin",
-                &request.pod_uid[..cut],
+                crate::shown::shown(&request.pod_uid),
                 request.pod_uid.len()
             );
         }

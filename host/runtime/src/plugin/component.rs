@@ -1,5 +1,6 @@
 //! A plugin instance running in wasmtime.
 
+use crate::shown::shown;
 use wasmtime::Store;
 
 use crate::bindings::{
@@ -86,7 +87,7 @@ impl ComponentPlugin {
     /// Notes the UID of a pod handed to the plugin (what it may push requests for),
     /// and its namespace and name (what its syncs may call on).
     fn hand_pod(&mut self, pod: &str) {
-        if let Some((uid, namespace, name)) = syncs::identity(pod) {
+        if let Some((uid, namespace, name)) = crate::imports::pod_identity(pod) {
             self.store.data_mut().hand(&uid);
             self.syncs.name(&uid, &namespace, &name);
         }
@@ -456,8 +457,7 @@ impl ComponentPlugin {
         }
         let foreign = syncs.iter().find(|s| !self.handed_over(&s.pod_uid));
         if let Some(foreign) = foreign {
-            let message =
-                format!("planned a sync of pod {:?}, which was never handed to it", bounded_uid(&foreign.pod_uid));
+            let message = format!("planned a sync of pod {:?}, which was never handed to it", shown(&foreign.pod_uid));
             self.fault = Some(message.clone());
             return Err(CallError::Fault { call, kind: FaultKind::ForeignUid, message });
         }
@@ -488,14 +488,14 @@ impl ComponentPlugin {
         let known = self.handed_over(&next);
         let forward = slice.after.as_ref().is_none_or(|after| *after < next);
         let (kind, message) = if !known {
-            let message = format!("continued a batch after pod {:?}, which was never handed to it", bounded_uid(&next));
+            let message = format!("continued a batch after pod {:?}, which was never handed to it", shown(&next));
             (FaultKind::ForeignUid, message)
         } else if !forward {
             let after = slice.after.as_deref().unwrap_or_default();
             let message = format!(
                 "continued a batch after pod {:?}, which is not after the slice's start {:?}",
-                bounded_uid(&next),
-                bounded_uid(after)
+                shown(&next),
+                shown(after)
             );
             (FaultKind::Cursor, message)
         } else {
@@ -564,15 +564,6 @@ impl ComponentPlugin {
         }
         Ok(state)
     }
-}
-
-/// At most 64 bytes of a UID the plugin made up, for a message.
-fn bounded_uid(uid: &str) -> &str {
-    let mut cut = uid.len().min(64);
-    while !uid.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    &uid[..cut]
 }
 
 /// The pod UIDs a state document or change set names (its statuses' and written

@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 
 use serde_json::value::RawValue;
 
+pub(super) use crate::shown::shown;
+
 /// A status entry of the state format, its body left as text.
 #[derive(serde::Deserialize)]
 pub(super) struct StatusEntry<'a> {
@@ -96,14 +98,4 @@ impl Entries<'_> {
         }
         None
     }
-}
-
-/// A key of the document as messages show it: at most 64 bytes of it (the plugin
-/// chose it, and it may be huge).
-pub(super) fn shown(key: &str) -> &str {
-    let mut cut = key.len().min(64);
-    while !key.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    &key[..cut]
 }

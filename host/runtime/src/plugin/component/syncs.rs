@@ -19,6 +19,7 @@
 //!
 //! A breach is a fault ([`Breach`]): the instance is not entered again.
 
+use crate::shown::shown;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -83,7 +84,7 @@ impl Ledger {
                 return Err((FaultKind::Plan, format!("planned sync {} again before it ended", sync.id)));
             }
             if !pods.insert(sync.pod_uid.as_str()) {
-                let uid = bounded(&sync.pod_uid);
+                let uid = shown(&sync.pod_uid);
                 return Err((FaultKind::Plan, format!("planned two syncs of pod {uid:?} in one plan")));
             }
         }
@@ -131,15 +132,15 @@ impl Ledger {
                 {
                     let message = format!(
                         "sync of pod {:?} ({own_ns}/{own_name}) asked for a call on pod {:?}/{:?}",
-                        bounded(&live.pod_uid),
-                        bounded(namespace),
-                        bounded(name)
+                        shown(&live.pod_uid),
+                        shown(namespace),
+                        shown(name)
                     );
                     return Err((FaultKind::WrongPod, message));
                 }
                 if live.calls >= max_calls {
                     let message =
-                        format!("sync of pod {:?} asked for more than {max_calls} API calls", bounded(&live.pod_uid));
+                        format!("sync of pod {:?} asked for more than {max_calls} API calls", shown(&live.pod_uid));
                     return Err((FaultKind::SyncCalls, message));
                 }
                 let live = self.live.get_mut(&id).expect("looked up above");
@@ -148,7 +149,7 @@ impl Ledger {
                 Ok(())
             }
             SyncStep::Done(outcome) => {
-                let shown = bounded(&live.pod_uid).to_owned();
+                let shown = shown(&live.pod_uid).to_owned();
                 let fits = match outcome {
                     SyncOutcome::Deleted => {
                         live.waiting == Some(Verb::Delete) && matches!(reply, Some(ApiReply::Deleted(Ok(()))))
@@ -203,30 +204,4 @@ fn found_another(reply: &ApiReply, uid: &str, world: &World) -> bool {
     let Some(found) = crate::imports::pod_uid(pod) else { return false };
     let translated = world.pod_manager.translate_pod_uid(&found);
     !translated.is_empty() && translated != uid
-}
-
-/// At most 64 bytes of a plugin-chosen string, for a message.
-fn bounded(text: &str) -> &str {
-    let mut cut = text.len().min(64);
-    while !text.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    &text[..cut]
-}
-
-/// A pod's UID, namespace and name in its JSON, without parsing the rest into a tree.
-pub(super) fn identity(pod_json: &str) -> Option<(String, String, String)> {
-    #[derive(serde::Deserialize)]
-    struct Pod {
-        #[serde(default)]
-        metadata: Meta,
-    }
-    #[derive(serde::Deserialize, Default)]
-    struct Meta {
-        uid: Option<String>,
-        namespace: Option<String>,
-        name: Option<String>,
-    }
-    let meta = serde_json::from_str::<Pod>(pod_json).ok()?.metadata;
-    Some((meta.uid?, meta.namespace.unwrap_or_default(), meta.name.unwrap_or_default()))
 }
