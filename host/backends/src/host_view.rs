@@ -12,7 +12,7 @@
 //! mirror pod's); [`HostView::retain`] forgets the pods the node no longer has, as
 //! `remove-orphaned-statuses` does for the plugin's cache.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, PoisonError, RwLock};
 
 use k8s_openapi::api::core::v1::{ContainerState, ContainerStateTerminated, ContainerStatus, Pod, PodStatus};
@@ -80,6 +80,8 @@ struct Reported {
     ips: Vec<String>,
     /// The last status the plugin accepted.
     accepted: Option<Accepted>,
+    /// The view's change count when `accepted` last changed (see [`HostView::change_mark`]).
+    accepted_at: u64,
     /// The node terminated the pod at some point.
     terminated: bool,
 }
@@ -113,13 +115,16 @@ pub struct HostView {
     deletion_safety: Arc<dyn DeletionSafety>,
     /// UID -> what the node reported.
     pods: RwLock<HashMap<String, Reported>>,
+    /// Counts the changes of accepted records, so a check can look again at only those
+    /// that changed since it last looked.
+    changes: std::sync::atomic::AtomicU64,
 }
 
 impl HostView {
     /// An empty view whose "can a container of this pod still run" is `deletion_safety`'s
     /// answer for the node's own copy of the pod and status.
     pub fn new(deletion_safety: Arc<dyn DeletionSafety>) -> Self {
-        HostView { deletion_safety, pods: RwLock::default() }
+        HostView { deletion_safety, pods: RwLock::default(), changes: Default::default() }
     }
 
     /// The node reported `status` for `pod` (SetPodStatus), before the plugin sees it.
@@ -171,7 +176,25 @@ impl HostView {
     /// The plugin accepted a change of the status of `uid` and now holds `accepted`.
     pub fn accept(&self, uid: &str, accepted: Accepted) {
         let mut pods = self.pods.write().unwrap_or_else(PoisonError::into_inner);
-        pods.entry(uid.to_owned()).or_default().accepted = Some(accepted);
+        let reported = pods.entry(uid.to_owned()).or_default();
+        reported.accepted = Some(accepted);
+        reported.accepted_at = self.next_change();
+    }
+
+    fn next_change(&self) -> u64 {
+        self.changes.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1
+    }
+
+    /// Where the record stands now: [`HostView::changed_since`] a mark names the
+    /// accepted records that changed after it was taken.
+    pub fn change_mark(&self) -> u64 {
+        self.changes.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The UIDs whose accepted record changed (or went) after `mark`.
+    pub fn changed_since(&self, mark: u64) -> BTreeSet<String> {
+        let pods = self.pods.read().unwrap_or_else(PoisonError::into_inner);
+        pods.iter().filter(|(_, reported)| reported.accepted_at > mark).map(|(uid, _)| uid.clone()).collect()
     }
 
     /// The last status the plugin accepted for `uid`.
@@ -179,14 +202,21 @@ impl HostView {
         self.read(uid, |reported| reported.accepted.clone())
     }
 
-    /// The statuses the plugin accepted for which `differs` is true, by UID: where a
-    /// plugin's state disagrees with the host's record, which a swap and a recovery
-    /// hold it against. Only those are copied out (the check runs while calls are
-    /// held, over every accepted status).
-    pub fn accepted_records_where(&self, mut differs: impl FnMut(&str, &Accepted) -> bool) -> Vec<AcceptedRecord> {
+    /// The statuses the plugin accepted for which `differs` is true, by UID, among
+    /// `only` (all when None): where a plugin's state disagrees with the host's record,
+    /// which a swap and a recovery hold it against. Only those are copied out (the
+    /// check may run while calls are held).
+    pub fn accepted_records_where(
+        &self,
+        only: Option<&BTreeSet<String>>,
+        mut differs: impl FnMut(&str, &Accepted) -> bool,
+    ) -> Vec<AcceptedRecord> {
         let pods = self.pods.read().unwrap_or_else(PoisonError::into_inner);
-        let mut records: Vec<AcceptedRecord> = pods
-            .iter()
+        let entries: Box<dyn Iterator<Item = (&String, &Reported)>> = match only {
+            Some(only) => Box::new(only.iter().filter_map(|uid| pods.get_key_value(uid))),
+            None => Box::new(pods.iter()),
+        };
+        let mut records: Vec<AcceptedRecord> = entries
             .filter_map(|(uid, reported)| {
                 let accepted = reported.accepted.as_ref().filter(|accepted| differs(uid, accepted))?.clone();
                 let meta = reported.pod.as_ref().map(|pod| &pod.metadata);
@@ -208,6 +238,7 @@ impl HostView {
     pub fn forget_accepted(&self, uid: &str) {
         if let Some(reported) = self.pods.write().unwrap_or_else(PoisonError::into_inner).get_mut(uid) {
             reported.accepted = None;
+            reported.accepted_at = self.next_change();
         }
     }
 
@@ -376,11 +407,19 @@ mod tests {
         view.accept("ua", Accepted { version: 2, status: "{\"phase\":\"Running\"}".into() });
         view.accept("ub", Accepted { version: 1, status: "{}".into() });
         assert_eq!(view.accepted("ua").map(|a| a.version), Some(2));
-        let uids: Vec<String> = view.accepted_records_where(|_, _| true).into_iter().map(|r| r.uid).collect();
+        let uids: Vec<String> = view.accepted_records_where(None, |_, _| true).into_iter().map(|r| r.uid).collect();
         assert_eq!(uids, ["ua", "ub"]);
-        let newer: Vec<String> = view.accepted_records_where(|_, a| a.version > 1).into_iter().map(|r| r.uid).collect();
+        let newer: Vec<String> =
+            view.accepted_records_where(None, |_, a| a.version > 1).into_iter().map(|r| r.uid).collect();
         assert_eq!(newer, ["ua"]);
+        let only_b = BTreeSet::from(["ub".to_string(), "unknown".to_string()]);
+        let of_b: Vec<String> =
+            view.accepted_records_where(Some(&only_b), |_, _| true).into_iter().map(|r| r.uid).collect();
+        assert_eq!(of_b, ["ub"]);
+        let mark = view.change_mark();
+        assert!(view.changed_since(mark).is_empty());
         view.forget_accepted("ub");
+        assert_eq!(view.changed_since(mark), BTreeSet::from(["ub".to_string()]), "a forgotten record changed");
         assert_eq!(view.accepted("ub"), None);
         assert!(view.knows("ub"), "the pod itself is still known");
         view.accept("ub", Accepted { version: 1, status: "{}".into() });
@@ -396,12 +435,15 @@ mod tests {
         let pod = testing::pod("a", "ua").build();
         view.report_status(&pod, &status(json!({"phase": "Running"})));
         view.accept("ua", Accepted { version: 1, status: "{}".into() });
-        let record = view.accepted_records_where(|_, _| true).pop().expect("one record");
+        let record = view.accepted_records_where(None, |_, _| true).pop().expect("one record");
         assert_eq!((record.pod_name.as_str(), record.pod_namespace.as_str()), ("a", "ns"));
         assert!(!record.finished);
         view.report_termination(&pod);
         view.report_status(&pod, &status(json!({"phase": "Succeeded"})));
-        assert!(view.accepted_records_where(|_, _| true)[0].finished, "a status after TerminatePod is finished too");
+        assert!(
+            view.accepted_records_where(None, |_, _| true)[0].finished,
+            "a status after TerminatePod is finished too"
+        );
         assert!(!view.knows("ub"));
         assert!(view.reported_name("ns", "a"));
         assert!(!view.reported_name("ns", "b"));

@@ -41,6 +41,17 @@ pub(super) fn swap(shared: &Shared, mut new: Box<dyn Plugin>) -> Result<SwapRepo
             break;
         }
     }
+    // The bulk and the pre-copied changes are held against the record while the old
+    // plugin still serves; at the switch only what changed since is looked at again.
+    let early = match (view, held.as_mut()) {
+        (Some(view), Some(held)) => {
+            // The pod manager taken out first: the plugin lock is not held meanwhile.
+            let pods = Arc::clone(&shared.plugin.lock().world().pod_manager);
+            let mark = view.change_mark();
+            Some((mark, held.audit(view, &pods)))
+        }
+        _ => None,
+    };
     let bulk = start.elapsed();
 
     // A 0.2.0 plugin's syncs in flight are not state: no new one is planned from
@@ -55,10 +66,11 @@ pub(super) fn swap(shared: &Shared, mut new: Box<dyn Plugin>) -> Result<SwapRepo
     let changes = running.save_state_changes().map_err(SwapError::Source)?;
     apply_checked(new.as_mut(), &changes)?;
     // No call comes in now: the record is the one the old plugin's answers made.
-    let repaired = match (view, held.as_mut()) {
-        (Some(view), Some(held)) => {
+    let repaired = match (view, held.as_mut(), early) {
+        (Some(view), Some(held), Some((mark, earlier))) => {
             held.apply_changes(&changes);
-            repair_from_record(new.as_mut(), held, view, &running.world().pod_manager)?
+            let findings = held.audit_again(view, &running.world().pod_manager, &earlier, mark);
+            repair_from_record(new.as_mut(), findings)?
         }
         _ => Findings::default(),
     };

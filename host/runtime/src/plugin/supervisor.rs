@@ -257,7 +257,7 @@ impl SupervisedPlugin {
     /// change sets is not believed after a fault either.
     fn repair_from_record(&mut self, instance: &mut ComponentPlugin, document: &str) {
         let Some(view) = &self.record else { return };
-        let Some(held) = HeldState::from_state(document) else { return };
+        let Some(mut held) = HeldState::from_state(document) else { return };
         let findings = held.audit(view, &self.world.pod_manager);
         if findings.is_empty() {
             return;

@@ -16,7 +16,7 @@
 //! pod manager no longer holds (a pod deleted from the API server in a batch sync,
 //! whose outcome the host does not see) is not restored.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use podstatus_backends::host_view::Accepted;
 use podstatus_backends::{AcceptedRecord, HostView, PodManager};
@@ -39,6 +39,8 @@ pub struct HeldState {
     pending: BTreeMap<String, String>,
     /// The next request ID the state would hand out (a change set carries it).
     next_request_id: u64,
+    /// Pods whose status changed since the last audit.
+    touched: BTreeSet<String>,
 }
 
 #[derive(Debug)]
@@ -78,6 +80,7 @@ impl HeldState {
 
     fn overlay(&mut self, entries: &Entries<'_>) {
         for (uid, entry) in &entries.statuses {
+            self.touched.insert(uid.clone());
             match entry {
                 Some(entry) => {
                     let status = entry.status.map(|raw| raw.to_owned());
@@ -102,7 +105,24 @@ impl HeldState {
     /// `pods` for which pods the node still has. Forgets, in `view`, the records of
     /// pods the pod manager no longer holds that this state dropped (dropped as they
     /// should be).
-    pub fn audit(&self, view: &HostView, pods: &PodManager) -> Findings {
+    pub fn audit(&mut self, view: &HostView, pods: &PodManager) -> Findings {
+        self.touched.clear();
+        self.audit_pods(view, pods, None)
+    }
+
+    /// [`HeldState::audit`] again, after `earlier` (taken when `view` stood at `mark`),
+    /// looking only at what may have changed since: the pods `earlier` found, those
+    /// whose status this state took since, and those whose record changed since. The
+    /// cost follows the changes, not the state: a swap checks its bulk while the old
+    /// plugin serves and only this while calls are held.
+    pub fn audit_again(&mut self, view: &HostView, pods: &PodManager, earlier: &Findings, mark: u64) -> Findings {
+        let mut only = std::mem::take(&mut self.touched);
+        only.extend(view.changed_since(mark));
+        only.extend(earlier.missing.iter().chain(&earlier.altered).chain(&earlier.invented).cloned());
+        self.audit_pods(view, pods, Some(&only))
+    }
+
+    fn audit_pods(&self, view: &HostView, pods: &PodManager, only: Option<&BTreeSet<String>>) -> Findings {
         let mut findings = Findings { next_request_id: self.next_request_id, ..Findings::default() };
         let differs = |uid: &str, accepted: &Accepted| match self.statuses.get(uid) {
             None => true,
@@ -110,7 +130,7 @@ impl HeldState {
                 held.version != Some(accepted.version) || !same_text(held.status.as_deref(), &accepted.status)
             }
         };
-        for record in view.accepted_records_where(differs) {
+        for record in view.accepted_records_where(only, differs) {
             match self.statuses.get(&record.uid) {
                 None if pods.get_any(&record.uid).is_none() => view.forget_accepted(&record.uid),
                 None => {
@@ -123,7 +143,11 @@ impl HeldState {
                 }
             }
         }
-        for uid in self.statuses.keys() {
+        let held: Box<dyn Iterator<Item = &String>> = match only {
+            Some(only) => Box::new(only.iter().filter(|uid| self.statuses.contains_key(*uid))),
+            None => Box::new(self.statuses.keys()),
+        };
+        for uid in held {
             if !view.knows(uid) && pods.get_any(uid).is_none() {
                 findings.invented.push(uid.clone());
             }
@@ -317,9 +341,35 @@ mod tests {
         pods.remove_pod("ua");
         let entry =
             serde_json::json!({"version": 1, "podName": "b", "podNamespace": "ns", "status": {"phase": "Running"}});
-        let held = HeldState::from_state(&state(serde_json::json!({"ub": entry}), serde_json::json!({}))).unwrap();
+        let mut held = HeldState::from_state(&state(serde_json::json!({"ub": entry}), serde_json::json!({}))).unwrap();
         assert!(held.audit(&view, &pods).is_empty());
         assert_eq!(view.accepted("ua"), None, "the record of the dropped status is forgotten");
+    }
+
+    #[test]
+    fn an_audit_again_looks_at_what_changed_since_and_what_it_found() {
+        let (view, pods) = world();
+        let entry = |name: &str, version: u64| serde_json::json!({"version": version, "podName": name, "podNamespace": "ns", "status": {"phase": "Running"}});
+        let mut held =
+            HeldState::from_state(&state(serde_json::json!({"ua": entry("a", 1)}), serde_json::json!({}))).unwrap();
+        let earlier = held.audit(&view, &pods);
+        assert_eq!(earlier.missing, ["ub"]);
+        let mark = view.change_mark();
+        // Since: the record of a moves on (the plugin accepted version 2), the state
+        // takes b, and takes an invented pod.
+        view.accept("ua", Accepted { version: 2, status: r#"{"phase":"Running"}"#.into() });
+        let changes = serde_json::json!({"format": CHANGES_FORMAT, "version": 2, "patch": {"statuses":
+            {"ub": entry("b", 1), "u-new": entry("x", 1)}, "apiStatusVersions": {}, "pending": {}, "nextRequestId": 3}});
+        assert!(held.apply_changes(&changes.to_string()));
+        let again = held.audit_again(&view, &pods, &earlier, mark);
+        assert_eq!(
+            (again.missing.len(), again.altered.clone(), again.invented.clone()),
+            (0, vec!["ua".into()], vec!["u-new".into()])
+        );
+        // Nothing changed since that: only what it found is looked at, and found again.
+        let mark = view.change_mark();
+        let third = held.audit_again(&view, &pods, &again, mark);
+        assert_eq!(third, again);
     }
 
     #[test]

@@ -14,8 +14,6 @@ use std::time::Duration;
 pub use audit::{Findings, HeldState, RepairError};
 use document::{ChangesEntries, Entries};
 
-use podstatus_backends::{HostView, PodManager};
-
 use crate::bindings::Contract;
 use crate::plugin::{CallError, Plugin};
 
@@ -145,17 +143,11 @@ fn invalid_state(call: &'static str, what: String) -> SwapError {
     })
 }
 
-/// Holds `held` (what `new` was given: a state and the change sets after it) against
-/// the host's record in `view` and repairs `new` from the record where they disagree
-/// (see [`audit`](self::audit) for what counts and why it is repaired rather than
-/// refused). Returns what was repaired.
-pub fn repair_from_record(
-    new: &mut dyn Plugin,
-    held: &HeldState,
-    view: &HostView,
-    pods: &PodManager,
-) -> Result<Findings, SwapError> {
-    let findings = held.audit(view, pods);
+/// Repairs `new` from the host's record where `findings` (what it was given, held
+/// against the record: [`HeldState::audit`]) say they disagree (see
+/// [`audit`](self::audit) for what counts and why it is repaired rather than refused).
+/// Returns what was repaired.
+pub fn repair_from_record(new: &mut dyn Plugin, findings: Findings) -> Result<Findings, SwapError> {
     if findings.is_empty() {
         return Ok(findings);
     }
