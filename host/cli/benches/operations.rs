@@ -17,6 +17,7 @@ use podstatus_backends::SyncQueue;
 use podstatus_backends::SystemClock;
 use podstatus_plugins::PODSTATUS_V1;
 use podstatus_runtime::World;
+use podstatus_runtime::bindings::UpdateOutcome;
 use podstatus_runtime::{Limits, NativePlugin, Plugin, PluginRuntime, RuntimeConfig, SupervisedPlugin};
 
 mod fixture;
@@ -107,6 +108,23 @@ fn bench(c: &mut Criterion) {
                 plugin.set_container_readiness(fixture::UID, "containerd://app-1", ready).unwrap()
             })
         });
+
+        // The kubelet's common case: a call that changes nothing (issue 27's baseline).
+        // The first call caches the status; every timed one after it is Unchanged.
+        plugin.set_pod_status(&pod, &statuses[0]).unwrap();
+        assert_eq!(plugin.set_pod_status(&pod, &statuses[0]).unwrap(), UpdateOutcome::Unchanged, "{kind}");
+        group.bench_function("set-pod-status-unchanged", |b| {
+            b.iter(|| plugin.set_pod_status(&pod, black_box(&statuses[0])).unwrap())
+        });
+        let cached: serde_json::Value =
+            serde_json::from_str(&plugin.get_pod_status(fixture::UID).unwrap().expect("cached").status).unwrap();
+        let containers = cached["containerStatuses"].as_array().expect("container statuses");
+        let app = containers.iter().find(|c| c["containerID"] == "containerd://app-1").expect("app-1");
+        let ready = app["ready"].as_bool().unwrap_or(false);
+        let same =
+            |plugin: &mut Box<dyn Plugin>| plugin.set_container_readiness(fixture::UID, "containerd://app-1", ready);
+        assert_eq!(same(&mut plugin).unwrap(), UpdateOutcome::Unchanged, "{kind}");
+        group.bench_function("set-container-readiness-unchanged", |b| b.iter(|| same(&mut plugin).unwrap()));
 
         // One pod's sync: GET, status PUT and bookkeeping, for a freshly queued change.
         let w = world(1);
