@@ -30,9 +30,14 @@ enum Channel {
     Changes,
 }
 
+/// The lie a pod's name asks for, wherever it is told.
+fn kind(name: &str) -> Option<&'static str> {
+    ["omit-", "alter-", "invent-"].into_iter().find(|kind| name.starts_with(kind))
+}
+
 /// The lie a pod's name asks for in `channel`.
 fn lie(name: &str, channel: Channel) -> Option<&'static str> {
-    let kind = ["omit-", "alter-", "invent-"].into_iter().find(|kind| name.starts_with(kind))?;
+    let kind = kind(name)?;
     let only = if name.contains("-in-state-") {
         Some(Channel::State)
     } else if name.contains("-in-changes-") {
@@ -54,7 +59,7 @@ fn learn(statuses: &serde_json::Map<String, Value>) {
         for (uid, entry) in statuses {
             if entry.is_null() {
                 seen.remove(uid);
-            } else if lie(name_of(entry), Channel::State).is_some() || lie(name_of(entry), Channel::Changes).is_some() {
+            } else if kind(name_of(entry)).is_some() {
                 seen.insert(uid.clone(), entry.clone());
             }
         }

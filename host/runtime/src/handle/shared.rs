@@ -65,9 +65,7 @@ impl Shared {
     pub(super) fn admit_request(&self, deadline: Instant) -> bool {
         self.admission.admit_request(self.split_syncs.load(Ordering::SeqCst), &self.queue, deadline)
     }
-}
 
-impl Shared {
     /// A sync of `pod_uid` ended with `outcome`: when the plugin dropped the pod's
     /// status as it should (the pod was deleted, or deleted and recreated), the host's
     /// record of it goes too, so that no swap or recovery hands it back.

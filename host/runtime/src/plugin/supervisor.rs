@@ -28,11 +28,8 @@ use crate::plugin::component::ComponentPlugin;
 use crate::plugin::limits::FaultKind;
 use crate::plugin::plugin_trait::Plugin;
 use crate::plugin::runtime::PluginImage;
-use crate::swap::HeldState;
+use crate::swap::{CHANGES_FORMAT, HeldState};
 use crate::world::World;
-
-/// The format of the change sets the supervisor understands.
-const CHANGES_FORMAT: &str = "podstatus.kubelet.io/state-changes";
 
 /// Backoff between recovery attempts that keep failing.
 #[derive(Clone, Debug)]

@@ -22,10 +22,8 @@ use podstatus_backends::host_view::Accepted;
 use podstatus_backends::{AcceptedRecord, HostView, PodManager};
 use serde_json::value::RawValue;
 
-use super::document::{ChangesEntries, Entries, same_json, shown};
+use super::document::{CHANGES_FORMAT, ChangesEntries, Entries, same_json, shown};
 
-/// Names the state format's change sets (the one format every logic version reads).
-const CHANGES_FORMAT: &str = "podstatus.kubelet.io/state-changes";
 /// The state format version whose change sets carry `podIsFinished`.
 const STATE_VERSION: u32 = 2;
 
@@ -62,7 +60,7 @@ impl HeldState {
     pub fn from_state(document: &str) -> Option<Self> {
         let entries: Entries<'_> = serde_json::from_str(document).ok()?;
         let mut held = HeldState::default();
-        held.overlay(&entries);
+        held.overlay(&entries, false);
         Some(held)
     }
 
@@ -71,16 +69,20 @@ impl HeldState {
     pub fn apply_changes(&mut self, changes: &str) -> bool {
         match serde_json::from_str::<ChangesEntries<'_>>(changes) {
             Ok(changes) => {
-                self.overlay(&changes.patch);
+                self.overlay(&changes.patch, true);
                 true
             }
             Err(_) => false,
         }
     }
 
-    fn overlay(&mut self, entries: &Entries<'_>) {
+    /// Takes `entries` on top of what is held; `touch`: note the statuses as changed
+    /// since the last audit (a change set's; a whole document is all new anyway).
+    fn overlay(&mut self, entries: &Entries<'_>, touch: bool) {
         for (uid, entry) in &entries.statuses {
-            self.touched.insert(uid.clone());
+            if touch {
+                self.touched.insert(uid.clone());
+            }
             match entry {
                 Some(entry) => {
                     let status = entry.status.map(|raw| raw.to_owned());

@@ -7,6 +7,10 @@ use serde_json::value::RawValue;
 
 pub(super) use crate::shown::shown;
 
+/// Names the state format's change sets (the one format every logic version reads and
+/// writes, `save-state-changes`).
+pub(crate) const CHANGES_FORMAT: &str = "podstatus.kubelet.io/state-changes";
+
 /// A status entry of the state format, its body left as text.
 #[derive(serde::Deserialize)]
 pub(super) struct StatusEntry<'a> {

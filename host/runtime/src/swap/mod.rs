@@ -12,6 +12,7 @@ mod document;
 use std::time::Duration;
 
 pub use audit::{Findings, HeldState, RepairError};
+pub(crate) use document::CHANGES_FORMAT;
 use document::{ChangesEntries, Entries};
 
 use crate::bindings::Contract;
