@@ -14,6 +14,7 @@ use podstatus_plugins::{PODSTATUS_V1, PODSTATUS_V1_ON_0_1, PODSTATUS_V2};
 use podstatus_runtime::bindings::{Timestamp, UpdateOutcome};
 use podstatus_runtime::{CallError, Findings, ManagerHandle, Plugin, SchedulerConfig, SupervisedPlugin, World};
 use podstatus_test_programs::{LIAR, LIAR_SPLIT};
+use podstatus_tests::gated_api::GatedApiServer;
 use podstatus_tests::{load, memory_world, running_status};
 use serde_json::json;
 
@@ -127,6 +128,33 @@ fn a_swap_from_a_plugin_whose_state_lies_hands_the_new_one_the_hosts_record_0_2_
     for channel in ["", "in-state-", "in-changes-"] {
         assert_found_every_lie(&swap_away(LIAR_SPLIT, PODSTATUS_V1_ON_0_1, channel), channel);
     }
+}
+
+/// Contract 0.2.0 with syncs in flight: every sync waits at the API server while the
+/// swap starts; the swap lets them finish on the liar, then repairs the new plugin from
+/// the record as before.
+#[test]
+fn a_swap_from_a_lying_0_2_plugin_with_syncs_in_flight_repairs_from_the_record() {
+    let names = liars("");
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let (api, mut world) = memory_world(names.iter().map(|name| pod(name)), false, 1000);
+    let gate = GatedApiServer::new(api.clone());
+    world.api_server = gate.clone();
+    let node = Node::over(api, world, unsupervised(LIAR_SPLIT));
+    for name in &names {
+        node.set(name, 1).unwrap();
+    }
+    assert!(gate.wait_in_flight(1, Duration::from_secs(20)), "a sync waits at the API server");
+    let swapper = {
+        let (manager, new) = (node.manager.clone(), load(PODSTATUS_V1_ON_0_1).instantiate(node.world.clone()).unwrap());
+        std::thread::spawn(move || manager.swap(Box::new(new)))
+    };
+    std::thread::sleep(Duration::from_millis(50));
+    assert!(!swapper.is_finished(), "the swap waits for the syncs in flight");
+    gate.open();
+    let report = swapper.join().unwrap().expect("swapped");
+    assert_found_every_lie(&report.repaired, "");
+    node.assert_holds_the_record(&names);
 }
 
 /// Under supervision the plugin's change sets build the supervisor's copy of its state,
