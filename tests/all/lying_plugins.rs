@@ -210,18 +210,25 @@ fn an_honest_swap_repairs_nothing_even_under_load_and_after_a_deletion() {
     for name in &names {
         node.set(name, 1).unwrap();
     }
+    // Every status written first: a request still running would see pod-0 being
+    // deleted and delete it before it is terminated.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while names.iter().any(|name| node.api.get_pod("default", name).map_or(true, |pod| pod.status.is_none())) {
+        assert!(std::time::Instant::now() < deadline, "every status is written");
+        std::thread::sleep(Duration::from_millis(5));
+    }
     // pod-0 is terminated, written and deleted: its status and its record go.
     let mut gone = pod("pod-0");
     gone.metadata.deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(Default::default()));
     node.api.put_pod(gone.clone()).unwrap();
     node.manager.terminate_pod(&serde_json::to_string(&gone).unwrap()).unwrap();
-    // The scheduler syncs the request, which deletes the pod.
+    // The scheduler syncs the request, which deletes the pod; the sync's outcome, once
+    // it returns, takes the record with it (the API server sees the deletion first).
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while node.api.get_pod("default", "pod-0").is_ok() {
-        assert!(std::time::Instant::now() < deadline, "pod-0 is deleted");
+    while node.api.get_pod("default", "pod-0").is_ok() || node.view.accepted("uid-pod-0").is_some() {
+        assert!(std::time::Instant::now() < deadline, "pod-0 is deleted and its record went with it");
         std::thread::sleep(Duration::from_millis(5));
     }
-    assert_eq!(node.view.accepted("uid-pod-0"), None, "the record of the deleted pod went with it");
 
     let writers: Vec<_> = (1..4)
         .map(|t| {

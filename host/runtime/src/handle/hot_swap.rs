@@ -25,12 +25,30 @@ pub(super) fn swap(shared: &Shared, mut new: Box<dyn Plugin>) -> Result<SwapRepo
     let start = Instant::now();
     // The bulk: saving it is one call like any other (others wait only for it);
     // loading it into the new plugin happens while the old one serves.
+    // Records that change after this mark may be newer than the saved state: traffic,
+    // not lies. The bulk is judged without them; the switch looks at them again.
+    let view = shared.host_view.get();
+    let mark = view.map_or(0, |view| view.change_mark());
     let state = shared.plugin.lock().save_state().map_err(SwapError::Source)?;
     let save = start.elapsed();
+    // Held against the host's record before the new plugin sees it (while the old one
+    // serves): a state that lies is repaired first, so that what is loaded is whole. At
+    // the switch only what changed since is looked at again.
+    let (state, mut held, early) = match view.zip(HeldState::from_state(&state)) {
+        Some((view, mut held)) => {
+            let pods = Arc::clone(&shared.plugin.lock().world().pod_manager);
+            let findings = held.audit(view, &pods).without(&view.changed_since(mark));
+            if findings.is_empty() {
+                (state, Some(held), Some((mark, findings)))
+            } else {
+                let repaired = findings.repair_document(&state).map_err(|e| findings.untrusted(e.to_string()))?;
+                let held = HeldState::from_state(&repaired);
+                (repaired, held, Some((mark, findings)))
+            }
+        }
+        None => (state, None, None),
+    };
     load_checked(new.as_mut(), &state)?;
-    // What the new plugin holds, to hold against the host's record at the switch.
-    let view = shared.host_view.get();
-    let mut held = view.and_then(|_| HeldState::from_state(&state));
     // Pre-copy, as live migration does: while moving the last change set took
     // long enough for much to change again, move the next one without pausing.
     for _ in 0..PRECOPY_ROUNDS {
@@ -41,17 +59,6 @@ pub(super) fn swap(shared: &Shared, mut new: Box<dyn Plugin>) -> Result<SwapRepo
             break;
         }
     }
-    // The bulk and the pre-copied changes are held against the record while the old
-    // plugin still serves; at the switch only what changed since is looked at again.
-    let early = match (view, held.as_mut()) {
-        (Some(view), Some(held)) => {
-            // The pod manager taken out first: the plugin lock is not held meanwhile.
-            let pods = Arc::clone(&shared.plugin.lock().world().pod_manager);
-            let mark = view.change_mark();
-            Some((mark, held.audit(view, &pods)))
-        }
-        _ => None,
-    };
     let bulk = start.elapsed();
 
     // A 0.2.0 plugin's syncs in flight are not state: no new one is planned from
@@ -67,10 +74,11 @@ pub(super) fn swap(shared: &Shared, mut new: Box<dyn Plugin>) -> Result<SwapRepo
     apply_checked(new.as_mut(), &changes)?;
     // No call comes in now: the record is the one the old plugin's answers made.
     let repaired = match (view, held.as_mut(), early) {
-        (Some(view), Some(held), Some((mark, earlier))) => {
+        (Some(view), Some(held), Some((mark, mut earlier))) => {
             held.apply_changes(&changes);
             let findings = held.audit_again(view, &running.world().pod_manager, &earlier, mark);
-            repair_from_record(new.as_mut(), findings)?
+            earlier.merge(repair_from_record(new.as_mut(), findings)?);
+            earlier
         }
         _ => Findings::default(),
     };

@@ -195,6 +195,9 @@ pub enum RepairError {
     /// The accepted status, as the plugin answered it, is not JSON.
     #[error("the accepted status of pod {0:?} is not JSON")]
     NotJson(String),
+    /// The document to repair is not a state document.
+    #[error("the state is not a state document")]
+    NotAState,
 }
 
 impl Findings {
@@ -219,6 +222,70 @@ impl Findings {
     /// removed. The written versions stay as they are: a restored status the API
     /// server does not have yet is older than nothing written, so the batch writes it.
     pub fn repair(&self) -> Result<String, RepairError> {
+        let mut statuses = self.restored_entries()?;
+        for uid in &self.invented {
+            statuses.insert(uid.clone(), serde_json::Value::Null);
+        }
+        let pending: serde_json::Map<String, serde_json::Value> =
+            self.drop_pending.iter().map(|id| (id.clone(), serde_json::Value::Null)).collect();
+        let changes = serde_json::json!({
+            "format": CHANGES_FORMAT,
+            "version": STATE_VERSION,
+            "patch": {"statuses": statuses, "apiStatusVersions": {}, "pending": pending,
+                "nextRequestId": self.next_request_id},
+        });
+        Ok(changes.to_string())
+    }
+
+    /// `document` (a whole state, the one these findings were taken of) as it must be
+    /// before another instance loads it: the record's statuses in, the invented ones and
+    /// their queued requests out. A state that left a status out may still hold the
+    /// request queued for it, which no plugin loads; so the bulk is repaired before it is
+    /// handed over, not after. Parses the whole document: only when there are findings.
+    pub fn repair_document(&self, document: &str) -> Result<String, RepairError> {
+        let mut doc: serde_json::Value = serde_json::from_str(document).map_err(|_| RepairError::NotAState)?;
+        let restored = self.restored_entries()?;
+        let statuses =
+            doc.get_mut("statuses").and_then(serde_json::Value::as_object_mut).ok_or(RepairError::NotAState)?;
+        statuses.extend(restored);
+        for uid in &self.invented {
+            statuses.remove(uid);
+        }
+        if let Some(pending) = doc.get_mut("pending").and_then(serde_json::Value::as_object_mut) {
+            for id in &self.drop_pending {
+                pending.remove(id);
+            }
+        }
+        Ok(doc.to_string())
+    }
+
+    /// These findings but for the statuses of `pods` (whose record moved on since the
+    /// state was taken: newer, not altered).
+    pub fn without(mut self, pods: &BTreeSet<String>) -> Findings {
+        self.missing.retain(|uid| !pods.contains(uid));
+        self.altered.retain(|uid| !pods.contains(uid));
+        self.restore.retain(|record| !pods.contains(&record.uid));
+        self
+    }
+
+    /// Adds what `later` found (a later look at the same swap), each pod once.
+    pub fn merge(&mut self, later: Findings) {
+        for (mine, theirs) in [
+            (&mut self.missing, later.missing),
+            (&mut self.altered, later.altered),
+            (&mut self.invented, later.invented),
+        ] {
+            mine.extend(theirs);
+            mine.sort_unstable();
+            mine.dedup();
+        }
+        self.restore.extend(later.restore);
+        self.drop_pending.extend(later.drop_pending);
+        self.next_request_id = self.next_request_id.max(later.next_request_id);
+    }
+
+    /// The state entries of the statuses that go back in, by UID.
+    fn restored_entries(&self) -> Result<serde_json::Map<String, serde_json::Value>, RepairError> {
         let mut statuses = serde_json::Map::new();
         for record in &self.restore {
             if record.pod_name.is_empty() {
@@ -237,18 +304,7 @@ impl Findings {
             }
             statuses.insert(record.uid.clone(), entry);
         }
-        for uid in &self.invented {
-            statuses.insert(uid.clone(), serde_json::Value::Null);
-        }
-        let pending: serde_json::Map<String, serde_json::Value> =
-            self.drop_pending.iter().map(|id| (id.clone(), serde_json::Value::Null)).collect();
-        let changes = serde_json::json!({
-            "format": CHANGES_FORMAT,
-            "version": STATE_VERSION,
-            "patch": {"statuses": statuses, "apiStatusVersions": {}, "pending": pending,
-                "nextRequestId": self.next_request_id},
-        });
-        Ok(changes.to_string())
+        Ok(statuses)
     }
 }
 

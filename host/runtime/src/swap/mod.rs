@@ -152,9 +152,8 @@ pub fn repair_from_record(new: &mut dyn Plugin, findings: Findings) -> Result<Fi
     if findings.is_empty() {
         return Ok(findings);
     }
-    let untrusted = |reason: String| SwapError::Untrusted { pods: findings.pods_shown(8), reason };
-    let repair = findings.repair().map_err(|e| untrusted(e.to_string()))?;
-    apply_checked(new, &repair).map_err(|e| untrusted(e.to_string()))?;
+    let repair = findings.repair().map_err(|e| findings.untrusted(e.to_string()))?;
+    apply_checked(new, &repair).map_err(|e| findings.untrusted(e.to_string()))?;
     tracing::warn!(
         target: "podstatus::swap",
         missing = findings.missing.len(),
@@ -164,6 +163,13 @@ pub fn repair_from_record(new: &mut dyn Plugin, findings: Findings) -> Result<Fi
         "the plugin's state disagreed with the host's record of accepted statuses: repaired from the record"
     );
     Ok(findings)
+}
+
+impl Findings {
+    /// The swap's refusal when these findings cannot be repaired, for `reason`.
+    pub fn untrusted(&self, reason: String) -> SwapError {
+        SwapError::Untrusted { pods: self.pods_shown(8), reason }
+    }
 }
 
 /// Moves what changed in `old` since its last save into `new`; returns the change
