@@ -431,6 +431,35 @@ mod tests {
     }
 
     #[test]
+    fn a_state_that_left_out_a_status_but_kept_its_request_is_repaired_whole() {
+        let (view, pods) = world();
+        let entry =
+            serde_json::json!({"version": 1, "podName": "b", "podNamespace": "ns", "status": {"phase": "Running"}});
+        let invented = serde_json::json!({"version": 1, "podName": "x", "podNamespace": "ns", "status": {}});
+        // ua left out, its queued request kept; an invented pod with a request of its own.
+        let document = state(
+            serde_json::json!({"ub": entry, "u-x": invented}),
+            serde_json::json!({"4": {"podUid": "ua", "version": 1, "podName": "a", "podNamespace": "ns"},
+                "5": {"podUid": "u-x", "version": 1, "podName": "x", "podNamespace": "ns"}}),
+        );
+        let mut held = HeldState::from_state(&document).unwrap();
+        let findings = held.audit(&view, &pods);
+        let repaired: serde_json::Value = serde_json::from_str(&findings.repair_document(&document).unwrap()).unwrap();
+        assert_eq!(repaired["statuses"]["ua"]["status"], serde_json::json!({"phase": "Running"}));
+        assert_eq!(repaired["statuses"]["ua"]["version"], 1, "the kept request refers to it again");
+        assert!(repaired["statuses"].get("u-x").is_none() && repaired["pending"].get("5").is_none());
+        assert!(repaired["pending"].get("4").is_some());
+        assert!(HeldState::from_state(&repaired.to_string()).unwrap().audit(&view, &pods).is_empty());
+        // Judged without ua (its record moved on since the save), only the invention is left.
+        let rest = findings.clone().without(&BTreeSet::from(["ua".to_string()]));
+        assert_eq!((rest.missing.len(), rest.invented.clone()), (0, vec!["u-x".to_string()]));
+        // Two looks at one swap name each pod once.
+        let mut merged = findings.clone();
+        merged.merge(findings);
+        assert_eq!(merged.missing, ["ua"]);
+    }
+
+    #[test]
     fn a_record_without_a_pod_name_cannot_be_repaired() {
         let view = HostView::new(Arc::new(ContainersStopped));
         view.accept("ua", Accepted { version: 1, status: "{}".into() });
