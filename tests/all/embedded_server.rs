@@ -94,7 +94,7 @@ fn discovery_answers_what_clients_ask() {
     {
         assert!(version[field].is_string(), "/version lacks {field}: {version}");
     }
-    assert_eq!((&version["major"], &version["minor"]), (&json!("1"), &json!("33")));
+    assert_eq!((&version["major"], &version["minor"]), (&json!("1"), &json!("35")));
     let api = http(addr, "GET", "/api/", &[], b"").json();
     assert_eq!(api["versions"], json!(["v1"]));
     assert_eq!(api["serverAddressByClientCIDRs"][0]["serverAddress"], json!(addr.to_string()));

@@ -563,7 +563,7 @@ fn discovery_and_statuses_keep_their_shapes() {
     let server = serve();
     let addr = server.local_addr();
     let version = http(addr, "GET", "/version", &[], b"").json();
-    assert_eq!((&version["major"], &version["minor"]), (&json!("1"), &json!("33")));
+    assert_eq!((&version["major"], &version["minor"]), (&json!("1"), &json!("35")));
     let api = http(addr, "GET", "/api", &[], b"").json();
     assert_eq!(api["kind"], "APIVersions");
     assert_eq!(api["serverAddressByClientCIDRs"][0]["serverAddress"], addr.to_string());

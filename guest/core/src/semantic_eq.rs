@@ -44,7 +44,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{
     ContainerState, ContainerStateRunning, ContainerStateTerminated, ContainerStateWaiting, ContainerStatus,
-    ContainerUser, HostIP, LinuxContainerUser, PodCondition, PodIP, PodResourceClaimStatus, PodStatus, ResourceClaim,
+    ContainerUser, HostIP, LinuxContainerUser, PodCondition, PodExtendedResourceClaimStatus, PodIP, PodResourceClaimStatus, PodStatus, ResourceClaim,
     ResourceHealth, ResourceRequirements, ResourceStatus, VolumeMountStatus,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
@@ -56,9 +56,11 @@ use crate::quantity::quantities_equal;
 /// Whether two pod statuses are equal under Go's `apiequality.Semantic.DeepEqual`.
 pub fn status_equal(a: &PodStatus, b: &PodStatus) -> bool {
     let PodStatus {
+        allocated_resources,
         conditions,
         container_statuses,
         ephemeral_container_statuses,
+        extended_resource_claim_status,
         host_ip,
         host_ips,
         init_container_statuses,
@@ -72,6 +74,7 @@ pub fn status_equal(a: &PodStatus, b: &PodStatus) -> bool {
         reason,
         resize,
         resource_claim_statuses,
+        resources,
         start_time,
     } = a;
     value_eq(observed_generation, &b.observed_generation, PartialEq::eq)
@@ -91,6 +94,16 @@ pub fn status_equal(a: &PodStatus, b: &PodStatus) -> bool {
         && list_eq(ephemeral_container_statuses, &b.ephemeral_container_statuses, container_status_eq)
         && value_eq(resize, &b.resize, PartialEq::eq)
         && list_eq(resource_claim_statuses, &b.resource_claim_statuses, resource_claim_status_eq)
+        && ptr_eq(extended_resource_claim_status, &b.extended_resource_claim_status, extended_claim_status_eq)
+        && resources_eq(allocated_resources, &b.allocated_resources)
+        && ptr_eq(resources, &b.resources, resource_requirements_eq)
+}
+
+/// `PodExtendedResourceClaimStatus` (Kubernetes 1.34): which claim holds the pod's
+/// extended resources, and which container request maps to which of its requests.
+fn extended_claim_status_eq(a: &PodExtendedResourceClaimStatus, b: &PodExtendedResourceClaimStatus) -> bool {
+    let PodExtendedResourceClaimStatus { request_mappings, resource_claim_name } = a;
+    resource_claim_name == &b.resource_claim_name && request_mappings == &b.request_mappings
 }
 
 // ---------------------------------------------------------------------------------------

@@ -20,8 +20,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 /// under test, nor the other way round.
 pub const VIRTUAL_NODE_TAINT: &str = "node.podstatus.io/virtual";
 /// The kubelet version a podstatus node reports: the API it speaks (k8s-openapi's
-/// `v1_33`), marked as ours.
-pub const KUBELET_VERSION: &str = "v1.33.0-podstatus";
+/// `v1_35`), marked as ours.
+pub const KUBELET_VERSION: &str = "v1.35.0-podstatus";
 
 /// What a virtual node says of itself.
 #[derive(Clone, Debug)]

@@ -16,9 +16,9 @@ use serde_json::Value;
 
 use crate::objects::{LEASES, NODES, Resource};
 
-/// The Kubernetes minor version announced: the API served is 1.33's (k8s-openapi's
-/// `v1_33`).
-const MINOR: &str = "33";
+/// The Kubernetes minor version announced: the API served is 1.35's (k8s-openapi's
+/// `v1_35`).
+const MINOR: &str = "35";
 
 /// The media type of aggregated discovery (kubectl 1.26+ asks for it first).
 pub(crate) const AGGREGATED_DISCOVERY: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
