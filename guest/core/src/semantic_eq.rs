@@ -44,8 +44,9 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{
     ContainerState, ContainerStateRunning, ContainerStateTerminated, ContainerStateWaiting, ContainerStatus,
-    ContainerUser, HostIP, LinuxContainerUser, PodCondition, PodExtendedResourceClaimStatus, PodIP, PodResourceClaimStatus, PodStatus, ResourceClaim,
-    ResourceHealth, ResourceRequirements, ResourceStatus, VolumeMountStatus,
+    ContainerUser, HostIP, LinuxContainerUser, PodCondition, PodExtendedResourceClaimStatus, PodIP,
+    PodResourceClaimStatus, PodStatus, ResourceClaim, ResourceHealth, ResourceRequirements, ResourceStatus,
+    VolumeMountStatus,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
