@@ -21,6 +21,7 @@ mod imports;
 mod jobs;
 mod manager;
 mod outcomes;
+mod resize;
 mod status;
 mod sync_policy;
 
@@ -35,5 +36,9 @@ pub use imports::{
 pub use jobs::{BatchPlan, BatchSlice, PodSync, SyncOrigin, SyncStep, SyncTarget};
 pub use manager::{ContainerProbe, Manager, Policy, StatusManager};
 pub use outcomes::{BatchReport, CachedStatus, SyncOutcome, UpdateOutcome};
+pub use resize::{
+    MAX_RESIZE_MESSAGE_BYTES, MAX_RESIZE_REASON_BYTES, POD_RESIZE_IN_PROGRESS, POD_RESIZE_PENDING, ResizeCondition,
+    ResizeConditions,
+};
 pub use status::{LastWritten, PendingSync, VersionedStatus};
 pub use sync_policy::{SyncPolicy, UnreadWrite, Write, WritePlan};

@@ -6,10 +6,12 @@
 //! logic version is one more [`Policy`].
 
 use crate::engine::Engine;
+use crate::error::ManagerError;
 use crate::error::Result;
 use crate::imports::{ApiReply, Imports, SyncRequest};
 use crate::jobs::{BatchPlan, BatchSlice, PodSync, SyncStep};
 use crate::outcomes::{BatchReport, CachedStatus, SyncOutcome, UpdateOutcome};
+use crate::resize::ResizeCondition;
 use crate::sync_policy::SyncPolicy;
 
 /// The kubelet's `status.Manager`, as every contract version exports it: one method per
@@ -52,6 +54,26 @@ pub trait StatusManager {
     fn save_state_changes(&mut self) -> Result<String>;
     /// Applies another instance's change set; on error nothing changes.
     fn apply_state_changes(&mut self, document: &str) -> Result<()>;
+    /// Caches the in-place resize condition `condition` of the pod `pod_uid` (status
+    /// True, with `reason`, `message` and `observed_generation`), as 1.35's
+    /// `SetPodResizePendingCondition` / `SetPodResizeInProgressCondition` do; a version
+    /// before 1.33 answers [`crate::ManagerError::Unsupported`].
+    fn set_pod_resize_condition(
+        &mut self,
+        pod_uid: &str,
+        condition: ResizeCondition,
+        reason: &str,
+        message: &str,
+        observed_generation: i64,
+    ) -> Result<()>;
+    /// Clears the resize condition `condition` of `pod_uid`: true when the condition was
+    /// set (upstream's `ClearPodResizeInProgressCondition`).
+    fn clear_pod_resize_condition(&mut self, pod_uid: &str, condition: ResizeCondition) -> Result<bool>;
+    /// JSON of each cached resize condition of `pod_uid` (core/v1 PodCondition),
+    /// PodResizePending first (upstream's `GetPodResizeConditions`). Upstream's
+    /// `IsPodResizeDeferred` / `IsPodResizeInfeasible` are this, then the pending
+    /// condition's reason being `Deferred` / `Infeasible`.
+    fn get_pod_resize_conditions(&mut self, pod_uid: &str) -> Result<Vec<String>>;
 }
 
 /// What a logic version decides: how each update changes the cached status, what a
@@ -70,6 +92,44 @@ pub trait Policy<I: Imports>: SyncPolicy<I> {
     /// syncs: the snapshot it was queued with (2017), or a pass over every unwritten
     /// pod (1.27).
     fn plan_sync_pod(&self, engine: &mut Engine<I>, request: &SyncRequest) -> Result<Vec<PodSync>>;
+
+    /// `SetPodResizePendingCondition` / `SetPodResizeInProgressCondition` (1.33+). The
+    /// default, for versions before in-place resize: unsupported.
+    fn set_pod_resize_condition(
+        &self,
+        _engine: &mut Engine<I>,
+        _pod_uid: &str,
+        condition: ResizeCondition,
+        _reason: &str,
+        _message: &str,
+        _observed_generation: i64,
+    ) -> Result<()> {
+        Err(no_resize(condition))
+    }
+
+    /// `ClearPodResizePendingCondition` / `ClearPodResizeInProgressCondition` (1.33+);
+    /// the default: unsupported.
+    fn clear_pod_resize_condition(
+        &self,
+        _engine: &mut Engine<I>,
+        _pod_uid: &str,
+        condition: ResizeCondition,
+    ) -> Result<bool> {
+        Err(no_resize(condition))
+    }
+
+    /// `GetPodResizeConditions` (1.33+); the default: unsupported.
+    fn get_pod_resize_conditions(&self, _engine: &mut Engine<I>, _pod_uid: &str) -> Result<Vec<String>> {
+        Err(ManagerError::Unsupported("this logic version has no in-place resize conditions (Kubernetes 1.33+)".into()))
+    }
+}
+
+/// What a version without in-place resize answers for `condition`.
+fn no_resize(condition: ResizeCondition) -> ManagerError {
+    ManagerError::Unsupported(format!(
+        "this logic version has no {} condition (in-place resize, Kubernetes 1.33+)",
+        condition.condition_type()
+    ))
 }
 
 /// One container's probe result, as `set-container-readiness` (ready) and
@@ -178,5 +238,24 @@ impl<I: Imports, P: Policy<I>> StatusManager for Manager<I, P> {
 
     fn apply_state_changes(&mut self, document: &str) -> Result<()> {
         self.engine.apply_state_changes(document)
+    }
+
+    fn set_pod_resize_condition(
+        &mut self,
+        pod_uid: &str,
+        condition: ResizeCondition,
+        reason: &str,
+        message: &str,
+        observed_generation: i64,
+    ) -> Result<()> {
+        self.policy.set_pod_resize_condition(&mut self.engine, pod_uid, condition, reason, message, observed_generation)
+    }
+
+    fn clear_pod_resize_condition(&mut self, pod_uid: &str, condition: ResizeCondition) -> Result<bool> {
+        self.policy.clear_pod_resize_condition(&mut self.engine, pod_uid, condition)
+    }
+
+    fn get_pod_resize_conditions(&mut self, pod_uid: &str) -> Result<Vec<String>> {
+        self.policy.get_pod_resize_conditions(&mut self.engine, pod_uid)
     }
 }

@@ -17,9 +17,13 @@ use crate::error::{ManagerError, Result};
 use crate::imports::{Imports, Level, SyncRequest};
 use crate::jobs::Job;
 use crate::outcomes::{CachedStatus, UpdateOutcome};
+use crate::resize::ResizeConditions;
 use crate::status::{LastWritten, PendingSync, VersionedStatus};
 
 mod batch;
+mod resize;
+#[cfg(test)]
+mod resize_tests;
 pub(crate) mod state;
 mod syncs;
 mod updates;
@@ -46,6 +50,10 @@ pub struct Engine<I: Imports> {
     /// Pod UID (as `statuses`) to what was last written for it, for logic that patches
     /// without reading first. Dropped with the pod's status.
     last_written: BTreeMap<String, Arc<LastWritten>>,
+    /// Pod UID (never translated) to its in-place resize conditions, apart from the
+    /// statuses as upstream keeps them (the kubelet sets them before and between status
+    /// updates); an entry is dropped with the pod's status, and none is empty.
+    resize_conditions: BTreeMap<String, ResizeConditions>,
     /// What changed since the state was last saved, for `save_state_changes`.
     changes: Changes,
     /// Syncs planned or suspended in a call, by ID (in order). Not part of the state.
@@ -61,6 +69,7 @@ pub(crate) struct Changes {
     pub statuses: BTreeSet<String>,
     pub api_versions: BTreeSet<String>,
     pub pending: BTreeSet<u64>,
+    pub resize_conditions: BTreeSet<String>,
 }
 
 impl<I: Imports> Engine<I> {
@@ -74,6 +83,7 @@ impl<I: Imports> Engine<I> {
             pending: BTreeMap::new(),
             next_request_id: 1,
             last_written: BTreeMap::new(),
+            resize_conditions: BTreeMap::new(),
             changes: Changes::default(),
             syncs: BTreeMap::new(),
             next_sync_id: 1,
@@ -215,12 +225,13 @@ impl<I: Imports> Engine<I> {
         self.note_status_change(uid);
     }
 
-    /// Drops the cached status of `uid` (and what was last written for it), noting the
-    /// change.
+    /// Drops the cached status of `uid` (with what was last written for it and its
+    /// resize conditions), noting the change.
     pub(crate) fn drop_status(&mut self, uid: &str) {
         for job in self.syncs.values_mut() {
             job.note_status_dropped(uid);
         }
+        self.drop_resize_conditions(uid);
         let written = self.last_written.remove(uid).is_some();
         if self.statuses.remove(uid).is_some() || written {
             self.reindex(uid);

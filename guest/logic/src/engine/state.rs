@@ -8,12 +8,13 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::PodStatus;
+use k8s_openapi::api::core::v1::{PodCondition, PodStatus};
 use serde::{Deserialize, Serialize};
 
 use super::{Changes, Engine};
 use crate::error::{ManagerError, Result};
 use crate::imports::Imports;
+use crate::resize::{ResizeCondition, ResizeConditions, check_resize_text};
 use crate::status::{LastWritten, PendingSync, VersionedStatus};
 
 /// Names the document format.
@@ -25,7 +26,10 @@ pub const STATE_CHANGES_FORMAT: &str = "podstatus.kubelet.io/state-changes";
 /// without it, so it loads as it is. The optional `lastWritten` of a status (logic v3's
 /// base for its next patch) came later without a new version: a reader that drops it
 /// loses only that shortcut (v3 then patches from the pod manager's copy), where one that
-/// dropped `podIsFinished` would never delete the pod.
+/// dropped `podIsFinished` would never delete the pod. So did the optional top-level
+/// `podResizeConditions` (logic v4's in-place resize conditions, absent when none is
+/// set): a reader that drops it forgets conditions the kubelet sets again at its next
+/// resize decision, and no other version reads them.
 pub const STATE_VERSION: u32 = 2;
 
 #[derive(Serialize, Deserialize)]
@@ -40,6 +44,20 @@ struct StateDocument {
     /// Queued sync requests by ID, with their snapshots.
     pending: BTreeMap<u64, PendingEntry>,
     next_request_id: u64,
+    /// Pod UID to its in-place resize conditions (logic v4); absent when there are
+    /// none, so every document of a version that never sets them is as it was.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pod_resize_conditions: BTreeMap<String, ResizeEntry>,
+}
+
+/// One pod's resize conditions, each absent until set.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ResizeEntry {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pod_resize_pending: Option<PodCondition>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pod_resize_in_progress: Option<PodCondition>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -92,6 +110,10 @@ struct StatePatch {
     api_status_versions: BTreeMap<String, Option<u64>>,
     pending: BTreeMap<u64, Option<PendingEntry>>,
     next_request_id: u64,
+    /// As the document's; a pod's entry replaces its conditions whole, `null` (or an
+    /// empty entry) drops them. Absent when none changed.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pod_resize_conditions: BTreeMap<String, Option<ResizeEntry>>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -123,6 +145,11 @@ impl<I: Imports> Engine<I> {
             api_status_versions: self.api_versions.clone(),
             pending,
             next_request_id: self.next_request_id,
+            pod_resize_conditions: self
+                .resize_conditions
+                .iter()
+                .map(|(uid, c)| (uid.clone(), resize_entry(c)))
+                .collect(),
         };
         let text = serde_json::to_string(&document)
             .map_err(|e| ManagerError::InvalidState(format!("cannot serialise state: {e}")))?;
@@ -158,6 +185,14 @@ impl<I: Imports> Engine<I> {
                 .map(|id| (id, self.pending.get(&id).map(|p| self.pending_entry(p))))
                 .collect(),
             next_request_id: self.next_request_id,
+            pod_resize_conditions: changes
+                .resize_conditions
+                .into_iter()
+                .map(|uid| {
+                    let entry = self.resize_conditions.get(&uid).map(resize_entry);
+                    (uid, entry)
+                })
+                .collect(),
         };
         let document = ChangesDocument { format: STATE_CHANGES_FORMAT.to_string(), version: STATE_VERSION, patch };
         serde_json::to_string(&document)
@@ -188,6 +223,11 @@ impl<I: Imports> Engine<I> {
             {
                 return Err(dangling(*id, entry));
             }
+        }
+        let mut resize_conditions = Vec::with_capacity(patch.pod_resize_conditions.len());
+        for (uid, entry) in patch.pod_resize_conditions {
+            let conditions = entry.map(|e| resize_conditions_of(&uid, e)).transpose()?;
+            resize_conditions.push((uid, conditions));
         }
 
         for (uid, entry) in patch.statuses {
@@ -224,6 +264,13 @@ impl<I: Imports> Engine<I> {
                 None => self.pending.remove(&id),
             };
             self.changes.pending.insert(id);
+        }
+        for (uid, conditions) in resize_conditions {
+            match conditions.filter(|c| !c.is_empty()) {
+                Some(conditions) => self.resize_conditions.insert(uid.clone(), conditions),
+                None => self.resize_conditions.remove(&uid),
+            };
+            self.changes.resize_conditions.insert(uid);
         }
         self.next_request_id = self.next_request_id.max(patch.next_request_id);
         Ok(())
@@ -264,8 +311,16 @@ impl<I: Imports> Engine<I> {
         for (id, entry) in doc.pending {
             pending.insert(id, resolve_pending(id, entry, &statuses)?);
         }
+        let mut resize_conditions = BTreeMap::new();
+        for (uid, entry) in doc.pod_resize_conditions {
+            let conditions = resize_conditions_of(&uid, entry)?;
+            if !conditions.is_empty() {
+                resize_conditions.insert(uid, conditions);
+            }
+        }
         let floor = pending.keys().next_back().map_or(1, |id| id + 1);
         self.statuses = statuses;
+        self.resize_conditions = resize_conditions;
         self.last_written = written;
         self.api_versions = doc.api_status_versions;
         self.reindex_all();
@@ -305,6 +360,30 @@ fn versioned(e: StatusEntry) -> VersionedStatus {
         pod_namespace: e.pod_namespace,
         pod_is_finished: e.pod_is_finished,
     }
+}
+
+fn resize_entry(c: &ResizeConditions) -> ResizeEntry {
+    ResizeEntry { pod_resize_pending: c.pending.clone(), pod_resize_in_progress: c.in_progress.clone() }
+}
+
+/// A document's resize entry for `uid`, refused unless each condition has its slot's
+/// type and the reason and message bounds a set would have enforced.
+fn resize_conditions_of(uid: &str, entry: ResizeEntry) -> Result<ResizeConditions> {
+    let conditions = ResizeConditions { pending: entry.pod_resize_pending, in_progress: entry.pod_resize_in_progress };
+    for which in [ResizeCondition::Pending, ResizeCondition::InProgress] {
+        let Some(condition) = conditions.get(which) else { continue };
+        if condition.type_ != which.condition_type() {
+            return Err(ManagerError::InvalidState(format!(
+                "resize condition {} of pod {uid} has type {:?}",
+                which.condition_type(),
+                condition.type_
+            )));
+        }
+        let (reason, message) = (condition.reason.as_deref(), condition.message.as_deref());
+        check_resize_text(which, reason.unwrap_or_default(), message.unwrap_or_default())
+            .map_err(|e| ManagerError::InvalidState(format!("pod {uid}: {e}")))?;
+    }
+    Ok(conditions)
 }
 
 fn is_false(flag: &bool) -> bool {
