@@ -11,13 +11,18 @@
 //! podstatus_glue::contract_0_2_0::export!(Plugin);
 //! ```
 //!
+//! Contract 0.2.1 is 0.2.0 plus the in-place resize calls: its module expands 0.2.0's
+//! split-sync glue (`split_shared`) and adds them.
+//!
 //! The glue knows nothing of what the logic decides, and the logic nothing of the glue.
 
 pub mod contract_0_1_0;
 pub mod contract_0_1_1;
 pub mod contract_0_2_0;
+pub mod contract_0_2_1;
 #[cfg(feature = "failpoints")]
 pub mod failpoints;
 #[cfg(feature = "lies")]
 pub mod lies;
 mod shared;
+mod split_shared;

@@ -13,8 +13,8 @@ use std::time::Instant;
 
 use crate::metrics::Metrics;
 use podstatus_runtime::bindings::{
-    ApiReply, BatchPlan, BatchReport, BatchSlice, CachedStatus, Contract, PodSync, SyncOutcome, SyncRequest, SyncStep,
-    UpdateOutcome,
+    ApiReply, BatchPlan, BatchReport, BatchSlice, CachedStatus, Contract, PodSync, ResizeCondition, SyncOutcome,
+    SyncRequest, SyncStep, UpdateOutcome,
 };
 use podstatus_runtime::{Plugin, Result, World};
 
@@ -66,6 +66,29 @@ fn pod_uid(pod_json: &str) -> Option<String> {
 impl Plugin for MeteredPlugin {
     fn get_pod_status(&mut self, uid: &str) -> Result<Option<CachedStatus>> {
         self.timed("get_pod_status", |p| p.get_pod_status(uid)).0
+    }
+
+    // The resize conditions change no status version: no propagation clock starts.
+    fn set_pod_resize_condition(
+        &mut self,
+        pod_uid: &str,
+        condition: ResizeCondition,
+        reason: &str,
+        message: &str,
+        observed_generation: i64,
+    ) -> Result<()> {
+        self.timed("set_pod_resize_condition", |p| {
+            p.set_pod_resize_condition(pod_uid, condition, reason, message, observed_generation)
+        })
+        .0
+    }
+
+    fn clear_pod_resize_condition(&mut self, pod_uid: &str, condition: ResizeCondition) -> Result<bool> {
+        self.timed("clear_pod_resize_condition", |p| p.clear_pod_resize_condition(pod_uid, condition)).0
+    }
+
+    fn get_pod_resize_conditions(&mut self, pod_uid: &str) -> Result<Vec<String>> {
+        self.timed("get_pod_resize_conditions", |p| p.get_pod_resize_conditions(pod_uid)).0
     }
 
     fn observe(&mut self, view: std::sync::Arc<podstatus_backends::HostView>) {

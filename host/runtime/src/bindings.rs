@@ -14,6 +14,20 @@
 //! gets bindings too ([`v0_1_0`]). Every older export is converted to the host's types
 //! at the call.
 //!
+//! Contract 0.2.1 only adds three `manager` functions (in-place resize) to 0.2.0, and
+//! the host keeps 0.2.0 as its vocabulary rather than moving to 0.2.1. wasmtime 48
+//! looks names up by semver in both directions (`NameMap::get` in wasmtime-environ: an
+//! exact name first, else the newest name of the same `major.minor` track for 0.x), for
+//! a linker's definitions as for a component's exports. So a 0.2.1 plugin's imports
+//! (`kubelet:status/pod-manager@0.2.1`, ...) are served by the 0.2.0 definitions the
+//! linker already has, and 0.2.0's bindings find and type-check every 0.2.0 function in
+//! its `manager@0.2.1` export (the types match structurally). Only the three new
+//! functions come from a 0.2.1 `bindgen!` ([`v0_2_1`]), loaded beside 0.2.0's from the
+//! same instance. Moving the vocabulary to 0.2.1 instead would not let the host load a
+//! 0.2.0 plugin with 0.2.1's bindings (they require the new functions), so it would
+//! need 0.2.0's bindings and a conversion of every one of its exports anyway: the
+//! larger change, for no new capability.
+//!
 //! Every import may trap (`trappable`): the host traps when the plugin breaches a limit
 //! or hands it something no correct plugin would, and answers expected failures with
 //! the WIT error types instead.
@@ -35,6 +49,9 @@ pub use kubelet::status::api::{
 /// The host's vocabulary for what crosses the boundary as plain records: the backends'
 /// own types, converted to and from the generated ones at the boundary.
 pub use podstatus_backends::{SyncRequest, Timestamp};
+/// Which in-place resize condition a `set-`/`clear-pod-resize-condition` call names:
+/// the one type the host takes from 0.2.1's bindings (0.2.0 has none).
+pub use v0_2_1::exports::kubelet::status::manager::ResizeCondition;
 
 /// A version of the `kubelet:status` contract that this host runs plugins of.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -46,13 +63,16 @@ pub enum Contract {
     /// `kubelet:status@0.2.0`: the plugin no longer calls the API server; syncs are
     /// state machines the host drives, so syncs of different pods overlap.
     V0_2_0,
+    /// `kubelet:status@0.2.1`: adds the in-place resize calls (logic v4).
+    V0_2_1,
 }
 
 impl Contract {
     /// Every version this host runs, oldest first.
-    pub const ALL: [Contract; 3] = [Contract::V0_1_0, Contract::V0_1_1, Contract::V0_2_0];
-    /// The version whose imports and types the host implements.
-    pub const NEWEST: Contract = Contract::V0_2_0;
+    pub const ALL: [Contract; 4] = [Contract::V0_1_0, Contract::V0_1_1, Contract::V0_2_0, Contract::V0_2_1];
+    /// The newest version this host serves (its imports are 0.2.0's, which 0.2.1's
+    /// match by semver; see the module's docs).
+    pub const NEWEST: Contract = Contract::V0_2_1;
 
     /// The WIT package, e.g. `kubelet:status@0.1.1`.
     pub fn package(self) -> &'static str {
@@ -60,6 +80,7 @@ impl Contract {
             Contract::V0_1_0 => "kubelet:status@0.1.0",
             Contract::V0_1_1 => "kubelet:status@0.1.1",
             Contract::V0_2_0 => "kubelet:status@0.2.0",
+            Contract::V0_2_1 => "kubelet:status@0.2.1",
         }
     }
 
@@ -74,6 +95,14 @@ impl Contract {
     /// Older plugins call the API server inside `sync-pod`, serially.
     pub fn has_split_syncs(self) -> bool {
         self >= Contract::V0_2_0
+    }
+
+    /// Whether plugins of this version export the in-place resize calls
+    /// (`set-pod-resize-condition`, `clear-pod-resize-condition`,
+    /// `get-pod-resize-conditions`); a 0.2.1 plugin whose logic has no in-place resize
+    /// answers them `unsupported`.
+    pub fn has_resize(self) -> bool {
+        self >= Contract::V0_2_1
     }
 }
 
@@ -114,6 +143,19 @@ pub mod v0_1_1 {
         world: "status-manager",
         path: "../../wit/status@0.1.1",
         imports: { default: trappable },
+        additional_derives: [PartialEq, Eq],
+    });
+
+    pub use exports::kubelet::status::manager;
+}
+
+/// The resize functions of plugins written against `kubelet:status@0.2.1` (logic v4):
+/// the host calls every other export of such a plugin through 0.2.0's bindings (see the
+/// module's docs), and serves its imports with 0.2.0's.
+pub mod v0_2_1 {
+    wasmtime::component::bindgen!({
+        world: "status-manager",
+        path: "../../wit/status@0.2.1",
         additional_derives: [PartialEq, Eq],
     });
 
@@ -193,6 +235,20 @@ macro_rules! convert_manager_types {
 }
 
 convert_manager_types!(v0_1_0::manager);
+
+impl From<v0_2_1::manager::ManagerError> for ManagerError {
+    fn from(value: v0_2_1::manager::ManagerError) -> Self {
+        use v0_2_1::manager::ManagerError as E;
+        match value {
+            E::InvalidPod(m) => ManagerError::InvalidPod(m),
+            E::InvalidStatus(m) => ManagerError::InvalidStatus(m),
+            E::UnknownRequest(id) => ManagerError::UnknownRequest(id),
+            E::UnknownSync(id) => ManagerError::UnknownSync(id),
+            E::Unsupported(m) => ManagerError::Unsupported(m),
+            E::InvalidState(m) => ManagerError::InvalidState(m),
+        }
+    }
+}
 convert_manager_types!(v0_1_1::manager);
 
 impl From<&SyncRequest> for v0_1_0::kubelet::status::types::SyncRequest {

@@ -22,7 +22,7 @@ mod sync_runner;
 pub mod sync_table;
 mod world;
 
-pub use bindings::Contract;
+pub use bindings::{Contract, ResizeCondition};
 pub use handle::admission::{ADMISSION_WAIT_MAX, Admission, SYNC_BATCH_CALLS, SYNC_POD_CALLS};
 pub use handle::config::{DEFAULT_CALL_PATIENCE, DEFAULT_MAX_CALLS_IN_FLIGHT, DEFAULT_SYNC_PERIOD, SchedulerConfig};
 pub use handle::hot_swap::SWAP_DRAIN_MAX;
@@ -31,8 +31,9 @@ pub use handle::scheduler::Scheduler;
 pub use plugin::split_sync;
 pub use plugin::{
     ArtifactCache, Backoff, CacheOutcome, CallError, CallUsage, ComponentPlugin, Evicted, EvictionPolicy, FaultKind,
-    Limits, LoadError, LogicVersion, NativePlugin, Plugin, PluginImage, PluginRuntime, RecoveryStats, Result,
-    RuntimeConfig, SupervisedPlugin, cache_key, describe,
+    Limits, LoadError, LogicVersion, MAX_RESIZE_CONDITION_BYTES, MAX_RESIZE_MESSAGE_BYTES, MAX_RESIZE_REASON_BYTES,
+    NativePlugin, Plugin, PluginImage, PluginRuntime, RecoveryStats, Result, RuntimeConfig, SupervisedPlugin,
+    cache_key, describe,
 };
 pub use swap::{
     Findings, HeldState, RepairError, SwapError, SwapReport, apply_checked, load_checked, move_bulk, move_changes,

@@ -5,17 +5,23 @@ use wasmtime::Store;
 
 use crate::bindings::{
     ApiReply, BatchPlan, BatchReport, BatchSlice, CachedStatus, Contract, ManagerError, PerContract, PodSync,
-    StatusManager, SyncOutcome, SyncRequest, SyncStep, UpdateOutcome, v0_1_0, v0_1_1,
+    ResizeCondition, StatusManager, SyncOutcome, SyncRequest, SyncStep, UpdateOutcome, v0_1_0, v0_1_1, v0_2_1,
 };
 use crate::imports::HostState;
 use crate::plugin::call_error::{CallError, Result};
 use crate::plugin::limits::{CallUsage, FaultKind};
 use crate::plugin::plugin_trait::Plugin;
 
+mod resize;
 mod syncs;
 
-/// The exports of a plugin, by the contract version it implements.
+/// The exports of a plugin, by the contract version it implements (a 0.2.1 plugin's
+/// are 0.2.0's, with [`ResizeExports`] beside them).
 pub(crate) type Exports = PerContract<StatusManager, v0_1_1::StatusManager, v0_1_0::StatusManager>;
+
+/// A 0.2.1 plugin's `manager` export as 0.2.1's bindings see it: the host calls only
+/// its resize functions (every other through [`Exports`]; see `bindings`' docs).
+pub(crate) type ResizeExports = v0_2_1::manager::Guest;
 
 /// Calls the same export of whichever contract version the plugin implements,
 /// converting an older contract's result (`$convert` turns its value into the host's
@@ -51,16 +57,21 @@ pub struct ComponentPlugin {
     fault: Option<String>,
     /// A 0.2.0 plugin's syncs not yet ended, under the host's IDs (see [`syncs`]).
     syncs: syncs::Ledger,
+    /// A 0.2.1 plugin's resize functions; none for older plugins, which have none.
+    resize: Option<ResizeExports>,
 }
 
 impl ComponentPlugin {
-    pub(crate) fn new(store: Store<HostState>, exports: Exports) -> Self {
-        ComponentPlugin { store, exports, fault: None, syncs: syncs::Ledger::default() }
+    pub(crate) fn new(store: Store<HostState>, exports: Exports, resize: Option<ResizeExports>) -> Self {
+        ComponentPlugin { store, exports, fault: None, syncs: syncs::Ledger::default(), resize }
     }
 
     /// The WIT package the plugin implements.
     pub fn contract(&self) -> Contract {
-        self.exports.contract()
+        match self.resize {
+            Some(_) => Contract::V0_2_1,
+            None => self.exports.contract(),
+        }
     }
 
     /// The fault that poisoned this instance, if any.
@@ -257,6 +268,25 @@ impl Plugin for ComponentPlugin {
                 error => CallError::Rejected { call: CALL, error },
             },
         )
+    }
+
+    fn set_pod_resize_condition(
+        &mut self,
+        pod_uid: &str,
+        condition: ResizeCondition,
+        reason: &str,
+        message: &str,
+        observed_generation: i64,
+    ) -> Result<()> {
+        self.resize_set(pod_uid, condition, reason, message, observed_generation)
+    }
+
+    fn clear_pod_resize_condition(&mut self, pod_uid: &str, condition: ResizeCondition) -> Result<bool> {
+        self.resize_clear(pod_uid, condition)
+    }
+
+    fn get_pod_resize_conditions(&mut self, pod_uid: &str) -> Result<Vec<String>> {
+        self.resize_get(pod_uid)
     }
 
     fn terminate_pod(&mut self, pod: &str) -> Result<UpdateOutcome> {

@@ -90,6 +90,19 @@ impl Default for Limits {
     }
 }
 
+/// The longest resize-condition reason the host passes a plugin, in bytes: a reason is
+/// one CamelCase word, and metav1.Condition's validation caps it at 1024. A longer one
+/// is refused ([`crate::CallError::TooLarge`]) before the plugin sees it.
+pub const MAX_RESIZE_REASON_BYTES: usize = 1024;
+/// The longest resize-condition message the host passes a plugin, in bytes
+/// (metav1.Condition's cap, 32 KiB), refused as [`MAX_RESIZE_REASON_BYTES`] is.
+pub const MAX_RESIZE_MESSAGE_BYTES: usize = 32 << 10;
+/// The longest resize condition a plugin may return, in bytes of JSON: the longest
+/// reason and message, escaped at worst six bytes a byte (`\u00XX`), and room for the
+/// type, status, times and generation. A plugin over it is faulted
+/// ([`FaultKind::Oversized`]).
+pub const MAX_RESIZE_CONDITION_BYTES: usize = 6 * (MAX_RESIZE_REASON_BYTES + MAX_RESIZE_MESSAGE_BYTES) + 1024;
+
 /// The engine's epoch advances every tick; a call's CPU budget is counted in ticks.
 pub const EPOCH_TICK: Duration = Duration::from_millis(5);
 
@@ -164,6 +177,10 @@ pub enum FaultKind {
     /// without a delete the API server answered, `recreated` without a read that found
     /// another pod under the name.
     Outcome,
+    /// It answered `get-pod-resize-conditions` with something the contract does not
+    /// allow: more than two conditions, one that is not a core/v1 PodCondition object,
+    /// or not PodResizePending then PodResizeInProgress, each at most once.
+    ResizeConditions,
 }
 
 impl FaultKind {
@@ -185,6 +202,7 @@ impl FaultKind {
             FaultKind::SyncCalls => "sync-calls",
             FaultKind::WrongPod => "wrong-pod",
             FaultKind::Outcome => "outcome",
+            FaultKind::ResizeConditions => "resize-conditions",
         }
     }
 }

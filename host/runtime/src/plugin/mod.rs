@@ -15,7 +15,9 @@ mod supervisor;
 pub use cache::{ArtifactCache, CacheOutcome, Evicted, EvictionPolicy, cache_key};
 pub use call_error::{CallError, Result, describe};
 pub use component::ComponentPlugin;
-pub use limits::{CallUsage, FaultKind, Limits};
+pub use limits::{
+    CallUsage, FaultKind, Limits, MAX_RESIZE_CONDITION_BYTES, MAX_RESIZE_MESSAGE_BYTES, MAX_RESIZE_REASON_BYTES,
+};
 pub use native::{LogicVersion, NativePlugin};
 pub use plugin_trait::Plugin;
 pub use runtime::{LoadError, PluginImage, PluginRuntime, RuntimeConfig};

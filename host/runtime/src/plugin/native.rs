@@ -13,7 +13,7 @@ use crate::api;
 use crate::bindings::kubelet::status::logging::Level;
 use crate::bindings::{
     ApiError, ApiReply, BatchPlan, BatchReport, BatchSlice, CachedStatus, Contract, DeleteOptions, ManagerError,
-    PodSync, StatusPatch, StatusUpdate, SyncOutcome, SyncRequest, SyncStep, UpdateOutcome,
+    PodSync, ResizeCondition, StatusPatch, StatusUpdate, SyncOutcome, SyncRequest, SyncStep, UpdateOutcome,
 };
 use crate::imports::{deletion_safety, logging, pod_manager};
 use crate::plugin::call_error::{CallError, Result};
@@ -291,7 +291,50 @@ impl Plugin for NativePlugin {
             .map_err(rejected("set-container-startup"))
     }
 
+    fn set_pod_resize_condition(
+        &mut self,
+        pod_uid: &str,
+        condition: ResizeCondition,
+        reason: &str,
+        message: &str,
+        observed_generation: i64,
+    ) -> Result<()> {
+        const CALL: &str = "set-pod-resize-condition";
+        self.manager
+            .set_pod_resize_condition(pod_uid, logic_condition(condition), reason, message, observed_generation)
+            .map_err(|e| resize_refused(CALL, self.contract, e))
+    }
+
+    fn clear_pod_resize_condition(&mut self, pod_uid: &str, condition: ResizeCondition) -> Result<bool> {
+        const CALL: &str = "clear-pod-resize-condition";
+        self.manager
+            .clear_pod_resize_condition(pod_uid, logic_condition(condition))
+            .map_err(|e| resize_refused(CALL, self.contract, e))
+    }
+
+    fn get_pod_resize_conditions(&mut self, pod_uid: &str) -> Result<Vec<String>> {
+        const CALL: &str = "get-pod-resize-conditions";
+        self.manager.get_pod_resize_conditions(pod_uid).map_err(|e| resize_refused(CALL, self.contract, e))
+    }
+
     fn contract(&self) -> Contract {
         self.contract
+    }
+}
+
+/// The host's resize condition as the logic's.
+fn logic_condition(condition: ResizeCondition) -> logic::ResizeCondition {
+    match condition {
+        ResizeCondition::Pending => logic::ResizeCondition::Pending,
+        ResizeCondition::InProgress => logic::ResizeCondition::InProgress,
+    }
+}
+
+/// A resize call the logic refused: a version without in-place resize says
+/// `unsupported`, as its component does (the host's typed "unsupported").
+fn resize_refused(call: &'static str, contract: Contract, e: logic::ManagerError) -> CallError {
+    match e {
+        logic::ManagerError::Unsupported(_) => CallError::Unsupported { call, contract },
+        e => rejected(call)(e),
     }
 }

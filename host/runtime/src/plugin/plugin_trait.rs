@@ -1,8 +1,8 @@
 //! The status manager's operations as the host calls them, whatever runs them.
 
 use crate::bindings::{
-    ApiReply, BatchPlan, BatchReport, BatchSlice, CachedStatus, Contract, PodSync, SyncOutcome, SyncRequest, SyncStep,
-    UpdateOutcome,
+    ApiReply, BatchPlan, BatchReport, BatchSlice, CachedStatus, Contract, PodSync, ResizeCondition, SyncOutcome,
+    SyncRequest, SyncStep, UpdateOutcome,
 };
 use std::sync::Arc;
 
@@ -27,6 +27,26 @@ pub trait Plugin: Send {
     /// Sets whether a container passed its startup probe (contract 0.1.1 and later;
     /// older plugins answer [`CallError::Unsupported`]).
     fn set_container_startup(&mut self, pod_uid: &str, container_id: &str, started: bool) -> Result<UpdateOutcome>;
+    /// Caches an in-place resize condition of a pod beside its status (contract 0.2.1;
+    /// older plugins, and 0.2.1 plugins whose logic has no in-place resize, answer
+    /// [`CallError::Unsupported`]). Queues no write: the kubelet puts the conditions
+    /// into the next status it sets.
+    fn set_pod_resize_condition(
+        &mut self,
+        pod_uid: &str,
+        condition: ResizeCondition,
+        reason: &str,
+        message: &str,
+        observed_generation: i64,
+    ) -> Result<()>;
+    /// Forgets an in-place resize condition of a pod; true when it was set (contract
+    /// 0.2.1, as [`Plugin::set_pod_resize_condition`]).
+    fn clear_pod_resize_condition(&mut self, pod_uid: &str, condition: ResizeCondition) -> Result<bool>;
+    /// The in-place resize conditions cached for a pod, each a core/v1 PodCondition as
+    /// JSON, PodResizePending first (contract 0.2.1, as
+    /// [`Plugin::set_pod_resize_condition`]). Upstream's `IsPodResizeDeferred` and
+    /// `IsPodResizeInfeasible` are this and a look at the pending condition's reason.
+    fn get_pod_resize_conditions(&mut self, pod_uid: &str) -> Result<Vec<String>>;
     /// Marks every container terminated and forces an update.
     fn terminate_pod(&mut self, pod: &str) -> Result<UpdateOutcome>;
     /// Drops the statuses of pods not in `keep`.

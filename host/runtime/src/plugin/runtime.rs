@@ -6,7 +6,7 @@ use std::sync::Arc;
 use wasmtime::component::{Component, Linker};
 use wasmtime::{CallHook, Config, Engine, Store};
 
-use crate::bindings::{Contract, PerContract, StatusManagerPre, v0_1_0, v0_1_1};
+use crate::bindings::{Contract, PerContract, StatusManagerIndices, StatusManagerPre, v0_1_0, v0_1_1, v0_2_1};
 use crate::imports::{self, HostState};
 use crate::plugin::cache::{ArtifactCache, CacheOutcome, EvictionPolicy};
 use crate::plugin::component::{ComponentPlugin, Exports};
@@ -23,9 +23,9 @@ pub enum LoadError {
     #[error("not a loadable WebAssembly component: {0:#}")]
     Compile(#[source] wasmtime::Error),
     /// The component does not implement a `status-manager` world this host serves
-    /// (`kubelet:status@0.1.0` or `@0.1.1`): it imports something the host does not
-    /// provide, or its exports are of another contract version.
-    #[error("the component does not implement kubelet:status/status-manager@0.1.0 or @0.1.1: {0:#}")]
+    /// (`kubelet:status@0.1.0`, `@0.1.1`, `@0.2.0` or `@0.2.1`): it imports something the
+    /// host does not provide, or its exports are of another contract version.
+    #[error("the component does not implement kubelet:status/status-manager@0.1.0, 0.1.1, 0.2.0 or 0.2.1: {0:#}")]
     WrongWorld(#[source] wasmtime::Error),
     /// Instantiation failed (for example the plugin's start-up trapped).
     #[error("instantiating the plugin: {0:#}")]
@@ -116,8 +116,17 @@ impl PluginRuntime {
         };
         let instance_pre = self.linker.instantiate_pre(&component).map_err(LoadError::WrongWorld)?;
         // The newest contract first: a 0.1.1 plugin also satisfies 0.1.0's exports.
+        let mut resize = None;
         let pre = match StatusManagerPre::new(instance_pre.clone()) {
-            Ok(pre) => Pre::V0_2_0(pre),
+            Ok(pre) => {
+                // 0.2.0's bindings also take a 0.2.1 plugin (semver lookup); one that
+                // has the resize functions is a 0.2.1 plugin, loaded through both.
+                if let Ok(extra) = v0_2_1::manager::GuestIndices::new(&instance_pre) {
+                    let base = StatusManagerIndices::new(&instance_pre).map_err(LoadError::WrongWorld)?;
+                    resize = Some(Arc::new(ResizeIndices { base, extra }));
+                }
+                Pre::V0_2_0(pre)
+            }
             Err(newest) => match v0_1_1::StatusManagerPre::new(instance_pre.clone()) {
                 Ok(pre) => Pre::V0_1_1(pre),
                 Err(middle) => match v0_1_0::StatusManagerPre::new(instance_pre) {
@@ -130,7 +139,7 @@ impl PluginRuntime {
                 },
             },
         };
-        Ok(PluginImage { pre, cache, limits: self.limits.clone(), _ticker: self.ticker.clone() })
+        Ok(PluginImage { pre, resize, cache, limits: self.limits.clone(), _ticker: self.ticker.clone() })
     }
 
     /// Reads and loads a plugin file.
@@ -145,10 +154,19 @@ impl PluginRuntime {
 type Pre =
     PerContract<StatusManagerPre<HostState>, v0_1_1::StatusManagerPre<HostState>, v0_1_0::StatusManagerPre<HostState>>;
 
+/// How a 0.2.1 plugin's exports are found in each instance: 0.2.0's (every call but
+/// the new ones) and 0.2.1's `manager` (for the resize functions), both looked up once.
+struct ResizeIndices {
+    base: StatusManagerIndices,
+    extra: v0_2_1::manager::GuestIndices,
+}
+
 /// A compiled, linked plugin, ready to be instantiated any number of times.
 #[derive(Clone)]
 pub struct PluginImage {
     pre: Pre,
+    /// Set for a 0.2.1 plugin (its `pre` is then the 0.2.0 one).
+    resize: Option<Arc<ResizeIndices>>,
     cache: CacheOutcome,
     limits: Limits,
     _ticker: Option<Arc<EpochTicker>>,
@@ -162,7 +180,10 @@ impl PluginImage {
 
     /// The WIT package the plugin implements.
     pub fn contract(&self) -> Contract {
-        self.pre.contract()
+        match self.resize {
+            Some(_) => Contract::V0_2_1,
+            None => self.pre.contract(),
+        }
     }
 
     /// The limits every instance of this image gets.
@@ -212,11 +233,19 @@ impl PluginImage {
         if let Some(fuel) = self.limits.call_fuel {
             store.set_fuel(fuel).map_err(LoadError::Instantiate)?;
         }
+        let mut resize = None;
         let exports = match &self.pre {
-            Pre::V0_2_0(pre) => Exports::V0_2_0(pre.instantiate(&mut store).map_err(LoadError::Instantiate)?),
+            Pre::V0_2_0(pre) => match &self.resize {
+                Some(indices) => {
+                    let instance = pre.instance_pre().instantiate(&mut store).map_err(LoadError::Instantiate)?;
+                    resize = Some(indices.extra.load(&mut store, &instance).map_err(LoadError::Instantiate)?);
+                    Exports::V0_2_0(indices.base.load(&mut store, &instance).map_err(LoadError::Instantiate)?)
+                }
+                None => Exports::V0_2_0(pre.instantiate(&mut store).map_err(LoadError::Instantiate)?),
+            },
             Pre::V0_1_1(pre) => Exports::V0_1_1(pre.instantiate(&mut store).map_err(LoadError::Instantiate)?),
             Pre::V0_1_0(pre) => Exports::V0_1_0(pre.instantiate(&mut store).map_err(LoadError::Instantiate)?),
         };
-        Ok(ComponentPlugin::new(store, exports))
+        Ok(ComponentPlugin::new(store, exports, resize))
     }
 }

@@ -20,8 +20,8 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use crate::bindings::{
-    ApiReply, BatchPlan, BatchReport, BatchSlice, CachedStatus, Contract, PodSync, SyncOutcome, SyncRequest, SyncStep,
-    UpdateOutcome,
+    ApiReply, BatchPlan, BatchReport, BatchSlice, CachedStatus, Contract, PodSync, ResizeCondition, SyncOutcome,
+    SyncRequest, SyncStep, UpdateOutcome,
 };
 use crate::plugin::call_error::{CallError, Result};
 use crate::plugin::component::ComponentPlugin;
@@ -354,6 +354,31 @@ impl Plugin for SupervisedPlugin {
         self.run_checked("set-container-startup", true, call, claims_a_status)
     }
 
+    // A set or a clear changes the state document's resize conditions: its changes are
+    // followed like an update's, so a restored instance and a swap's new plugin keep
+    // them.
+    fn set_pod_resize_condition(
+        &mut self,
+        pod_uid: &str,
+        condition: ResizeCondition,
+        reason: &str,
+        message: &str,
+        observed_generation: i64,
+    ) -> Result<()> {
+        let call = |p: &mut ComponentPlugin| {
+            p.set_pod_resize_condition(pod_uid, condition, reason, message, observed_generation)
+        };
+        self.run("set-pod-resize-condition", true, call)
+    }
+
+    fn clear_pod_resize_condition(&mut self, pod_uid: &str, condition: ResizeCondition) -> Result<bool> {
+        self.run("clear-pod-resize-condition", true, |p| p.clear_pod_resize_condition(pod_uid, condition))
+    }
+
+    fn get_pod_resize_conditions(&mut self, pod_uid: &str) -> Result<Vec<String>> {
+        self.run("get-pod-resize-conditions", false, |p| p.get_pod_resize_conditions(pod_uid))
+    }
+
     fn contract(&self) -> Contract {
         self.image.contract()
     }
@@ -479,15 +504,15 @@ fn claims_a_status(outcome: &UpdateOutcome, changes: &ChangeSet) -> std::result:
 /// inside them, so they are not parsed into trees (a status is hundreds of nodes).
 type Raw = Box<RawValue>;
 
-/// The host's copy of a plugin's state document: three maps and a counter, each entry
+/// The host's copy of a plugin's state document: its maps and a counter, each entry
 /// kept as the plugin wrote it, so any plugin version writing the documented format
 /// can be followed.
 #[derive(Clone, Debug)]
 struct StateShadow {
-    /// Every key of the document but the three maps (format, version, counters).
+    /// Every key of the document but the maps (format, version, counters).
     header: BTreeMap<String, Raw>,
-    /// statuses, apiStatusVersions, pending.
-    maps: [BTreeMap<String, Raw>; 3],
+    /// statuses, apiStatusVersions, pending, podResizeConditions ([`MAPS`]).
+    maps: [BTreeMap<String, Raw>; MAP_COUNT],
     /// The maps' keys and entries, in bytes (about the document's size).
     bytes: usize,
 }
@@ -496,7 +521,19 @@ fn entry_bytes(key: &str, value: &Raw) -> usize {
     key.len() + value.get().len() + 4
 }
 
-const MAPS: [&str; 3] = ["statuses", "apiStatusVersions", "pending"];
+/// How many maps the state format has.
+const MAP_COUNT: usize = 4;
+
+/// The state format's maps, by key. The first three are in every document; the last,
+/// logic v4's in-place resize conditions by pod UID, is optional and absent when
+/// empty (so every document of a version that never sets one reads, and is written
+/// back, as it was before it existed).
+const MAPS: [&str; MAP_COUNT] = ["statuses", "apiStatusVersions", "pending", "podResizeConditions"];
+
+/// Whether the map `key` may be absent (and is left out when empty).
+fn optional_map(key: &str) -> bool {
+    key == "podResizeConditions"
+}
 
 /// Why the supervisor could not read what the plugin handed it.
 #[derive(Debug, thiserror::Error)]
@@ -525,9 +562,13 @@ impl StateShadow {
         let what = "state document";
         let mut header: BTreeMap<String, Raw> =
             serde_json::from_str(document).map_err(|source| ShadowError::Json { what, key: None, source })?;
-        let mut maps: [BTreeMap<String, Raw>; 3] = Default::default();
+        let mut maps: [BTreeMap<String, Raw>; MAP_COUNT] = Default::default();
         for (slot, key) in maps.iter_mut().zip(MAPS) {
-            let raw = header.remove(key).ok_or(ShadowError::Missing(key))?;
+            let raw = match header.remove(key) {
+                Some(raw) => raw,
+                None if optional_map(key) => continue,
+                None => return Err(ShadowError::Missing(key)),
+            };
             *slot =
                 serde_json::from_str(raw.get()).map_err(|source| ShadowError::Json { what, key: Some(key), source })?;
         }
@@ -591,6 +632,9 @@ impl StateShadow {
             push(key, value.get());
         }
         for (key, map) in MAPS.into_iter().zip(&self.maps) {
+            if map.is_empty() && optional_map(key) {
+                continue;
+            }
             push(key, &serde_json::to_string(map).unwrap_or_else(|_| "{}".into()));
         }
         out.push('}');
@@ -598,11 +642,11 @@ impl StateShadow {
     }
 }
 
-/// A parsed change set (`save-state-changes`): for each of the document's three maps,
-/// the entries that changed (None: removed), and the request counter.
+/// A parsed change set (`save-state-changes`): for each of the document's maps, the
+/// entries that changed (None: removed), and the request counter.
 #[derive(Clone, Debug, Default)]
 struct ChangeSet {
-    maps: [BTreeMap<String, Option<Raw>>; 3],
+    maps: [BTreeMap<String, Option<Raw>>; MAP_COUNT],
     next_request_id: Option<Raw>,
     /// The format version of the change sets seen, to write them back.
     version: Option<Raw>,
@@ -658,6 +702,9 @@ impl ChangeSet {
     fn document(&self) -> String {
         let mut patch = String::from("{");
         for (i, (key, entries)) in MAPS.into_iter().zip(&self.maps).enumerate() {
+            if entries.is_empty() && optional_map(key) {
+                continue;
+            }
             if i > 0 {
                 patch.push(',');
             }
@@ -673,5 +720,37 @@ impl ChangeSet {
         patch.push('}');
         let version = self.version.as_ref().map_or("1", |v| v.get());
         format!("{{\"format\":{},\"version\":{version},\"patch\":{patch}}}", Value::from(CHANGES_FORMAT))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{ChangeSet, StateShadow};
+
+    const DOCUMENT: &str = r#"{"format":"podstatus.kubelet.io/state","version":2,"statuses":{},"apiStatusVersions":{},"pending":{},"nextRequestId":1}"#;
+
+    /// A document without resize conditions (every v1-v3 document) is written back
+    /// without the map, and one with them keeps them through a change set and a removal.
+    #[test]
+    fn resize_conditions_are_followed_and_absent_when_empty() {
+        let mut shadow = StateShadow::parse(DOCUMENT).expect("a document");
+        assert!(!shadow.document().contains("podResizeConditions"), "{}", shadow.document());
+        let set = ChangeSet::parse(
+            r#"{"format":"podstatus.kubelet.io/state-changes","version":2,"patch":{"statuses":{},"apiStatusVersions":{},"pending":{},"nextRequestId":1,"podResizeConditions":{"uid-a":{"podResizePending":{"type":"PodResizePending","status":"True","reason":"Deferred"}}}}}"#,
+        )
+        .expect("a change set");
+        shadow.apply(&set);
+        let held = shadow.document();
+        assert!(held.contains(r#""podResizeConditions":{"uid-a":{"podResizePending""#), "{held}");
+        assert!(set.document().contains(r#""podResizeConditions":{"uid-a""#), "{}", set.document());
+        let reparsed = StateShadow::parse(&held).expect("the copy reads back");
+        assert_eq!(reparsed.document(), held);
+        let cleared = ChangeSet::parse(
+            r#"{"format":"podstatus.kubelet.io/state-changes","version":2,"patch":{"podResizeConditions":{"uid-a":null}}}"#,
+        )
+        .expect("a change set");
+        shadow.apply(&cleared);
+        assert!(!shadow.document().contains("podResizeConditions"), "{}", shadow.document());
+        assert!(!ChangeSet::default().document().contains("podResizeConditions"));
     }
 }
