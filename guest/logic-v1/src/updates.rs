@@ -71,6 +71,11 @@ impl<I: Imports> Policy<I> for V1 {
         ))
     }
 
+    /// Never: without startup probes, every startup result is unsupported.
+    fn startup_unchanged(&self, _: &PodStatus, _: ContainerProbe<'_>) -> bool {
+        false
+    }
+
     /// Marks every container of `pod` terminated and forces an update.
     fn terminate_pod(&self, engine: &mut Engine<I>, pod_json: &str) -> Result<UpdateOutcome> {
         let pod = PodView::parse_with_uid(pod_json).map_err(|e| ManagerError::InvalidPod(e.to_string()))?;

@@ -151,6 +151,11 @@ pub trait Imports {
 
     // pod-manager
     fn get_pod_by_uid(&mut self, uid: &str) -> Option<String>;
+    /// Whether the pod manager has the pod with this UID: what a probe update that
+    /// changes nothing asks, without parsing the pod (`get-pod-by-uid`, the pod dropped).
+    fn has_pod(&mut self, uid: &str) -> bool {
+        self.get_pod_by_uid(uid).is_some()
+    }
     fn get_mirror_pod_by_pod(&mut self, pod_json: &str) -> Option<String>;
     fn translate_pod_uid(&mut self, uid: &str) -> String;
     fn get_uid_translations(&mut self) -> UidTranslations;

@@ -21,6 +21,7 @@ mod imports;
 mod jobs;
 mod manager;
 mod outcomes;
+mod repeats;
 mod resize;
 mod status;
 mod sync_policy;

@@ -5,12 +5,16 @@
 //! host's native plugin, the test drivers. A new operation is added here, once; a new
 //! logic version is one more [`Policy`].
 
+use k8s_openapi::api::core::v1::PodStatus;
+use podstatus_core::find_container_status;
+
 use crate::engine::Engine;
 use crate::error::ManagerError;
 use crate::error::Result;
 use crate::imports::{ApiReply, Imports, SyncRequest};
 use crate::jobs::{BatchPlan, BatchSlice, PodSync, SyncStep};
 use crate::outcomes::{BatchReport, CachedStatus, SyncOutcome, UpdateOutcome};
+use crate::repeats::{CallDigest, Repeats};
 use crate::resize::ResizeCondition;
 use crate::sync_policy::SyncPolicy;
 
@@ -88,6 +92,23 @@ pub trait Policy<I: Imports>: SyncPolicy<I> {
     fn set_container_startup(&self, engine: &mut Engine<I>, probe: ContainerProbe<'_>) -> Result<UpdateOutcome>;
     /// `TerminatePod`.
     fn terminate_pod(&self, engine: &mut Engine<I>, pod_json: &str) -> Result<UpdateOutcome>;
+
+    /// Whether a readiness result changes nothing in `cached`, the pod's cached status:
+    /// its container already has that readiness. Then the update ends before the pod is
+    /// read (the manager still asks the pod manager whether it has the pod, which comes
+    /// first in upstream's order). The default: the container's `ready` flag.
+    fn readiness_unchanged(&self, cached: &PodStatus, probe: ContainerProbe<'_>) -> bool {
+        find_container_status(cached, probe.container_id).is_some_and(|c| c.ready == probe.passed)
+    }
+
+    /// [`Policy::readiness_unchanged`] for a startup result: the default, the container's
+    /// `started` flag is set to it already (an unset flag is a change even to false, as
+    /// Go's `*bool` is nil until set). A version without startup probes says false, so
+    /// that its answer (unsupported) stays its own.
+    fn startup_unchanged(&self, cached: &PodStatus, probe: ContainerProbe<'_>) -> bool {
+        find_container_status(cached, probe.container_id).is_some_and(|c| c.started == Some(probe.passed))
+    }
+
     /// Takes `request` off the sync queue (it is used up) and plans what handling it
     /// syncs: the snapshot it was queued with (2017), or a pass over every unwritten
     /// pod (1.27).
@@ -149,12 +170,15 @@ pub struct ContainerProbe<'a> {
 pub struct Manager<I: Imports, P> {
     engine: Engine<I>,
     policy: P,
+    /// The last unchanged `SetPodStatus` call of each pod, answered again without
+    /// parsing while its pod's cached status stays the same.
+    repeats: Repeats,
 }
 
 impl<I: Imports, P: Policy<I> + Default> Manager<I, P> {
     /// An empty manager over `imports`.
     pub fn new(imports: I) -> Self {
-        Manager { engine: Engine::new(imports), policy: P::default() }
+        Manager { engine: Engine::new(imports), policy: P::default(), repeats: Repeats::default() }
     }
 }
 
@@ -170,21 +194,57 @@ impl<I: Imports, P> Manager<I, P> {
     }
 }
 
+impl<I: Imports, P: Policy<I>> Manager<I, P> {
+    /// Whether a probe result changes nothing, told from the cached status alone
+    /// (`unchanged`, one of the policy's) and the pod manager's having the pod.
+    fn probe_changes_nothing(
+        &mut self,
+        probe: ContainerProbe<'_>,
+        unchanged: fn(&P, &PodStatus, ContainerProbe<'_>) -> bool,
+    ) -> bool {
+        let same = self.engine.cached_ref(probe.pod_uid).is_some_and(|c| unchanged(&self.policy, &c.status, probe));
+        same && self.engine.imports_mut().has_pod(probe.pod_uid)
+    }
+}
+
 impl<I: Imports, P: Policy<I>> StatusManager for Manager<I, P> {
     fn get_pod_status(&mut self, uid: &str) -> Result<Option<CachedStatus>> {
         self.engine.get_pod_status(uid)
     }
 
+    /// The kubelet's common call first: a repeat of the pod's last unchanged call over
+    /// the same cached status is unchanged, told from digests (`crate::repeats`); any
+    /// other goes the policy's semantic way.
     fn set_pod_status(&mut self, pod_json: &str, status_json: &str) -> Result<UpdateOutcome> {
-        self.policy.set_pod_status(&mut self.engine, pod_json, status_json)
+        let call = CallDigest::of(pod_json, status_json);
+        if self.repeats.is_repeat(call, |uid| self.engine.cached_ref(uid)) {
+            return Ok(UpdateOutcome::Unchanged);
+        }
+        self.engine.take_found_unchanged();
+        let outcome = self.policy.set_pod_status(&mut self.engine, pod_json, status_json)?;
+        if outcome == UpdateOutcome::Unchanged
+            && let Some(uid) = self.engine.take_found_unchanged()
+            && let Some(cached) = self.engine.cached_ref(&uid)
+        {
+            self.repeats.note_unchanged(call, &uid, cached);
+        }
+        Ok(outcome)
     }
 
     fn set_container_readiness(&mut self, pod_uid: &str, container_id: &str, ready: bool) -> Result<UpdateOutcome> {
-        self.policy.set_container_readiness(&mut self.engine, ContainerProbe { pod_uid, container_id, passed: ready })
+        let probe = ContainerProbe { pod_uid, container_id, passed: ready };
+        if self.probe_changes_nothing(probe, P::readiness_unchanged) {
+            return Ok(UpdateOutcome::Unchanged);
+        }
+        self.policy.set_container_readiness(&mut self.engine, probe)
     }
 
     fn set_container_startup(&mut self, pod_uid: &str, container_id: &str, started: bool) -> Result<UpdateOutcome> {
-        self.policy.set_container_startup(&mut self.engine, ContainerProbe { pod_uid, container_id, passed: started })
+        let probe = ContainerProbe { pod_uid, container_id, passed: started };
+        if self.probe_changes_nothing(probe, P::startup_unchanged) {
+            return Ok(UpdateOutcome::Unchanged);
+        }
+        self.policy.set_container_startup(&mut self.engine, probe)
     }
 
     fn terminate_pod(&mut self, pod_json: &str) -> Result<UpdateOutcome> {
@@ -192,6 +252,7 @@ impl<I: Imports, P: Policy<I>> StatusManager for Manager<I, P> {
     }
 
     fn remove_orphaned_statuses(&mut self, keep: &[String]) -> u32 {
+        self.repeats.retain(keep);
         self.engine.remove_orphaned_statuses(keep)
     }
 
@@ -229,6 +290,7 @@ impl<I: Imports, P: Policy<I>> StatusManager for Manager<I, P> {
     }
 
     fn load_state(&mut self, document: &str) -> Result<()> {
+        self.repeats.clear();
         self.engine.load_state(document)
     }
 
@@ -237,6 +299,7 @@ impl<I: Imports, P: Policy<I>> StatusManager for Manager<I, P> {
     }
 
     fn apply_state_changes(&mut self, document: &str) -> Result<()> {
+        self.repeats.clear();
         self.engine.apply_state_changes(document)
     }
 

@@ -60,6 +60,9 @@ pub struct Engine<I: Imports> {
     syncs: BTreeMap<u64, Job>,
     /// The ID of the next planned sync.
     next_sync_id: u64,
+    /// The pod whose update [`Engine::cache_if_changed`] last found equal to its cached
+    /// status, for the manager to remember that call (`crate::repeats`).
+    found_unchanged: Option<String>,
 }
 
 /// Keys changed since the last save, so a host can follow the state call by call
@@ -87,6 +90,7 @@ impl<I: Imports> Engine<I> {
             changes: Changes::default(),
             syncs: BTreeMap::new(),
             next_sync_id: 1,
+            found_unchanged: None,
         }
     }
 
@@ -140,6 +144,16 @@ impl<I: Imports> Engine<I> {
     /// The cached status of `uid` (a static pod's own UID), if any.
     pub fn cached(&self, uid: &str) -> Option<Arc<VersionedStatus>> {
         self.statuses.get(uid).cloned()
+    }
+
+    /// [`Engine::cached`] without a new reference, for a look that keeps nothing.
+    pub(crate) fn cached_ref(&self, uid: &str) -> Option<&Arc<VersionedStatus>> {
+        self.statuses.get(uid)
+    }
+
+    /// The pod whose update was last found unchanged since the previous take, if any.
+    pub(crate) fn take_found_unchanged(&mut self) -> Option<String> {
+        self.found_unchanged.take()
     }
 
     /// Whether `version` (or a later one) was written to the API server for `uid` (a

@@ -55,6 +55,7 @@ impl<I: Imports> Engine<I> {
             && equal(&cached.status, &status)
         {
             self.log(Level::Trace, || format!("ignoring same status for pod {}", pod.full_name()));
+            self.found_unchanged = Some(pod.metadata.uid.clone());
             return None;
         }
         Some(self.cache_version(pod, status, cached, pod_is_finished))
