@@ -97,7 +97,10 @@ pub fn terminate_containers(spec: &SpecView, pod_status: &PodStatus, status: &mu
     }
 }
 
-fn mark_unknown_unless_terminated(status: &mut ContainerStatus) {
+/// Marks one container terminated with an unknown state (exit code 137) unless it is
+/// terminated already (public for logic v4, whose `terminate-pod` differs only in when
+/// the pod has initialized).
+pub fn mark_unknown_unless_terminated(status: &mut ContainerStatus) {
     if terminated(status).is_some() {
         return;
     }

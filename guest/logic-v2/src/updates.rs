@@ -237,8 +237,9 @@ fn update_status_internal<I: Imports>(
 }
 
 /// Signals the sync loop: queues a sync request for `uid` unless the slot is full
-/// already, in which case that request's pass writes this version too.
-fn enqueue<I: Imports>(engine: &mut Engine<I>, uid: &str, status: Arc<VersionedStatus>) -> UpdateOutcome {
+/// already, in which case that request's pass writes this version too. Public for the
+/// versions that keep 1.27's signal (logic v4).
+pub fn enqueue<I: Imports>(engine: &mut Engine<I>, uid: &str, status: Arc<VersionedStatus>) -> UpdateOutcome {
     if signal_waiting(engine) {
         engine.log(Level::Trace, || {
             format!("a sync is queued already; it will write version {} of pod {uid}", status.version)

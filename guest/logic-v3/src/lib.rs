@@ -29,7 +29,7 @@
 //! untouched, so a running agent swaps among the three both ways).
 
 mod policy;
-mod whole_conditions;
+pub mod whole_conditions;
 
 pub use podstatus_logic_v2::{
     ApiCall, ApiError, ApiReply, BatchPlan, BatchReport, BatchSlice, CachedStatus, DeleteOptions, Imports, Level,

@@ -1,0 +1,115 @@
+//! Container states in 1.35: the illegal-transition check over init containers too
+//! (restartable ones may always restart; a status out of step with the spec is an
+//! error), and `hasPodInitialized` with sidecars. What `terminate-pod` does with a
+//! container is 1.27's (logic v2's `containers`).
+
+use k8s_openapi::api::core::v1::{ContainerStatus, PodStatus};
+use podstatus_core::SpecView;
+use podstatus_logic_v2::containers::{
+    RESTART_ALWAYS, RESTART_ON_FAILURE, initialized_containers, mark_unknown_unless_terminated, restart_policy,
+};
+
+use crate::pod_spec::PodSpec135;
+
+/// Why 1.35 refuses a status update: a terminated container reported running again,
+/// or an old init container status that does not match the spec at its index.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum IllegalTransition {
+    /// A regular container that terminated and may not run again.
+    #[error("terminated container {0} attempted illegal transition to non-terminated state")]
+    Container(String),
+    /// An init container (not restartable) that terminated and may not run again.
+    #[error("terminated init container {0} attempted illegal transition to non-terminated state")]
+    InitContainer(String),
+    /// The old status's init container at some index is not the spec's there.
+    #[error("found mismatch between pod spec and status, container: {0}")]
+    Mismatch(String),
+}
+
+/// 1.35's `checkContainerStateTransition` from `old` to `new`: with restart policy
+/// `Always` anything goes; otherwise a regular container terminated in `old` (and not
+/// failed under `OnFailure`) may not be anything but terminated in `new`, and so may no
+/// init container except a restartable one. Each old init container status must be the
+/// spec's init container at its index.
+pub fn check_container_state_transition(
+    spec: &SpecView,
+    pod: &PodSpec135,
+    old: &PodStatus,
+    new: &PodStatus,
+) -> Result<(), IllegalTransition> {
+    let policy = restart_policy(spec);
+    if policy == RESTART_ALWAYS {
+        return Ok(());
+    }
+    let may_not_restart = |status: &ContainerStatus| {
+        terminated_exit(status).is_some_and(|exit| !(exit != 0 && policy == RESTART_ON_FAILURE))
+    };
+    let running_again = |new: Option<&[ContainerStatus]>, name: &str| {
+        new.unwrap_or_default().iter().any(|n| n.name == name && terminated_exit(n).is_none())
+    };
+    for old_status in old.container_statuses.iter().flatten().filter(|s| may_not_restart(s)) {
+        if running_again(new.container_statuses.as_deref(), &old_status.name) {
+            return Err(IllegalTransition::Container(old_status.name.clone()));
+        }
+    }
+    let old_init = old.init_container_statuses.as_deref().unwrap_or_default();
+    let names: Vec<&str> = old_init.iter().map(|s| s.name.as_str()).collect();
+    for (index, old_status) in old_init.iter().enumerate() {
+        let Some(container) = pod.init_container_at(&names, index) else {
+            return Err(IllegalTransition::Mismatch(old_status.name.clone()));
+        };
+        if container.restartable || !may_not_restart(old_status) {
+            continue;
+        }
+        if running_again(new.init_container_statuses.as_deref(), &old_status.name) {
+            return Err(IllegalTransition::InitContainer(old_status.name.clone()));
+        }
+    }
+    Ok(())
+}
+
+/// 1.35's `hasPodInitialized`, judged by the pod's own `status`: 1.27's, except that a
+/// last init container that is restartable (a sidecar) has initialized the pod once it
+/// runs and has started; one whose status does not match the spec at its index has not.
+pub fn has_pod_initialized(spec: &SpecView, pod: &PodSpec135, status: &PodStatus) -> bool {
+    if spec.init_containers.is_empty() {
+        return true;
+    }
+    let left_waiting = |s: &ContainerStatus| {
+        s.last_state.as_ref().is_some_and(|l| l.terminated.is_some())
+            || s.state.as_ref().is_none_or(|state| state.waiting.is_none())
+    };
+    if status.container_statuses.iter().flatten().any(left_waiting) {
+        return true;
+    }
+    let init = status.init_container_statuses.as_deref().unwrap_or_default();
+    let Some(last) = init.last() else {
+        return false;
+    };
+    let names: Vec<&str> = init.iter().map(|s| s.name.as_str()).collect();
+    let Some(container) = pod.init_container_at(&names, init.len() - 1) else {
+        return false;
+    };
+    if container.restartable {
+        let running = last.state.as_ref().is_some_and(|s| s.running.is_some());
+        return running && last.started == Some(true);
+    }
+    let last_exit = last.last_state.as_ref().and_then(|l| l.terminated.as_ref()).map(|t| t.exit_code);
+    last_exit == Some(0) || terminated_exit(last) == Some(0)
+}
+
+/// What `terminate-pod` does to the containers: 1.27's, with 1.35's `hasPodInitialized`
+/// (judged by `pod_status`, the status the pod is handed with).
+pub fn terminate_containers(spec: &SpecView, pod: &PodSpec135, pod_status: &PodStatus, status: &mut PodStatus) {
+    if has_pod_initialized(spec, pod, pod_status) {
+        status.container_statuses.iter_mut().flatten().for_each(mark_unknown_unless_terminated);
+    }
+    if let Some(init) = status.init_container_statuses.as_mut() {
+        let started = initialized_containers(init);
+        init[..started].iter_mut().for_each(mark_unknown_unless_terminated);
+    }
+}
+
+fn terminated_exit(status: &ContainerStatus) -> Option<i32> {
+    status.state.as_ref()?.terminated.as_ref().map(|t| t.exit_code)
+}
