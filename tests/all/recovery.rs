@@ -191,6 +191,24 @@ fn a_fault_anywhere_loses_nothing_accepted_and_writes_nothing_stale() {
     }
 }
 
+/// Issue 27: an update that changes nothing takes no change set (a fault in saving
+/// changes cannot follow one), and a changed one still does.
+#[test]
+fn an_update_that_changes_nothing_takes_no_change_set() {
+    let mut scene = Scene::new();
+    scene.prelude();
+    scene.arm(SAVE_STATE_CHANGES);
+    // The prelude left p1 Running and ready, and p2's app container ready.
+    let p1 = serde_json::to_string(&pod("p1")).unwrap();
+    assert_eq!(scene.plugin.set_pod_status(&p1, &status("Running", true)).unwrap(), UpdateOutcome::Unchanged);
+    let ready = scene.plugin.set_container_readiness("uid-p2", "containerd://app", true).unwrap();
+    assert_eq!(ready, UpdateOutcome::Unchanged);
+    assert_eq!(scene.plugin.stats().recoveries, 0, "no change set was taken");
+    let changed = scene.set("p1", "Running", false);
+    assert!(matches!(changed, Err(CallError::Fault { .. })), "a change takes its change set: {changed:?}");
+    assert_eq!(scene.plugin.stats().recoveries, 1);
+}
+
 #[test]
 fn recovery_is_counted_and_timed() {
     let mut scene = Scene::new();

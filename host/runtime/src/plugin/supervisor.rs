@@ -149,7 +149,21 @@ impl SupervisedPlugin {
         mutating: bool,
         f: impl FnOnce(&mut ComponentPlugin) -> Result<T>,
     ) -> Result<T> {
-        self.run_checked(call, mutating, f, |_, _| Ok(()))
+        self.run_checked(call, move |_: &Result<T>| mutating, f, |_, _| Ok(()))
+    }
+
+    /// Runs an update: its change set is taken, and checked against its answer, unless
+    /// the plugin answered that the update changed nothing (the kubelet's common call:
+    /// a change set then is a crossing and a parse for an empty document). A plugin
+    /// that changed its state all the same only delays its change to the next change
+    /// set, which holds everything since the last; the host's record of accepted
+    /// statuses is not touched by an unchanged answer either way.
+    fn run_update(
+        &mut self,
+        call: &'static str,
+        f: impl FnOnce(&mut ComponentPlugin) -> Result<UpdateOutcome>,
+    ) -> Result<UpdateOutcome> {
+        self.run_checked(call, |result| !matches!(result, Ok(outcome) if changes_nothing(outcome)), f, claims_a_status)
     }
 
     /// [`Self::run`], checking the change set against what the call reported: a plugin
@@ -157,7 +171,7 @@ impl SupervisedPlugin {
     fn run_checked<T>(
         &mut self,
         call: &'static str,
-        mutating: bool,
+        mutating: impl FnOnce(&Result<T>) -> bool,
         f: impl FnOnce(&mut ComponentPlugin) -> Result<T>,
         check: impl FnOnce(&T, &ChangeSet) -> std::result::Result<(), String>,
     ) -> Result<T> {
@@ -175,7 +189,7 @@ impl SupervisedPlugin {
             let _ = self.recover(call);
             return result;
         }
-        if mutating {
+        if mutating(&result) {
             let instance = self.instance.as_mut().expect("healthy after the call");
             let max_state = self.image.limits().max_state_bytes;
             let shadow = &self.shadow;
@@ -341,17 +355,17 @@ impl Plugin for SupervisedPlugin {
     }
 
     fn set_pod_status(&mut self, pod: &str, status: &str) -> Result<UpdateOutcome> {
-        self.run_checked("set-pod-status", true, |p| p.set_pod_status(pod, status), claims_a_status)
+        self.run_update("set-pod-status", |p| p.set_pod_status(pod, status))
     }
 
     fn set_container_readiness(&mut self, pod_uid: &str, container_id: &str, ready: bool) -> Result<UpdateOutcome> {
         let call = |p: &mut ComponentPlugin| p.set_container_readiness(pod_uid, container_id, ready);
-        self.run_checked("set-container-readiness", true, call, claims_a_status)
+        self.run_update("set-container-readiness", call)
     }
 
     fn set_container_startup(&mut self, pod_uid: &str, container_id: &str, started: bool) -> Result<UpdateOutcome> {
         let call = |p: &mut ComponentPlugin| p.set_container_startup(pod_uid, container_id, started);
-        self.run_checked("set-container-startup", true, call, claims_a_status)
+        self.run_update("set-container-startup", call)
     }
 
     // A set or a clear changes the state document's resize conditions: its changes are
@@ -384,7 +398,7 @@ impl Plugin for SupervisedPlugin {
     }
 
     fn terminate_pod(&mut self, pod: &str) -> Result<UpdateOutcome> {
-        self.run_checked("terminate-pod", true, |p| p.terminate_pod(pod), claims_a_status)
+        self.run_checked("terminate-pod", |_| true, |p| p.terminate_pod(pod), claims_a_status)
     }
 
     fn remove_orphaned_statuses(&mut self, keep: &[String]) -> Result<u32> {
@@ -492,6 +506,17 @@ enum Following {
 }
 
 /// A call that answered "a new status version was cached" must hand over a status.
+/// Whether an update's answer says it changed nothing in the plugin's state.
+fn changes_nothing(outcome: &UpdateOutcome) -> bool {
+    matches!(
+        outcome,
+        UpdateOutcome::Unchanged
+            | UpdateOutcome::PodNotFound
+            | UpdateOutcome::NotCached
+            | UpdateOutcome::UnknownContainer
+    )
+}
+
 fn claims_a_status(outcome: &UpdateOutcome, changes: &ChangeSet) -> std::result::Result<(), String> {
     let claims = matches!(outcome, UpdateOutcome::Queued | UpdateOutcome::QueueFull);
     if claims && !changes.maps[0].values().any(Option::is_some) {
