@@ -98,9 +98,9 @@ impl ComponentPlugin {
     /// Notes the UID of a pod handed to the plugin (what it may push requests for),
     /// and its namespace and name (what its syncs may call on).
     fn hand_pod(&mut self, pod: &str) {
-        if let Some((uid, namespace, name)) = crate::imports::pod_identity(pod) {
-            self.store.data_mut().hand(&uid);
-            self.syncs.name(&uid, &namespace, &name);
+        if let Some(pod) = crate::imports::pod_identity(pod) {
+            self.store.data_mut().hand(&pod.uid);
+            self.syncs.name(&pod.uid, &pod.namespace, &pod.name);
         }
     }
 
@@ -220,6 +220,7 @@ impl Plugin for ComponentPlugin {
         self.check_input("set-pod-status", "pod", pod.len())?;
         self.check_input("set-pod-status", "status", status.len())?;
         self.hand_pod(pod);
+        // The bindings take the WIT aliases `pod-json` and `status-json` as `&String`.
         let (pod, status) = (pod.to_string(), status.to_string());
         self.call(
             "set-pod-status",
