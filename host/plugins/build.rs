@@ -5,10 +5,11 @@ use podstatus_build_support::{build_program_component_files, guest_target_dir, w
 
 /// The programs of `guest/plugins` and the variable each one's component path is
 /// passed to `src/lib.rs` in.
-const PLUGINS: [(&str, &str); 6] = [
+const PLUGINS: [(&str, &str); 7] = [
     ("podstatus-v1", "PODSTATUS_V1_COMPONENT"),
     ("podstatus-v2", "PODSTATUS_V2_COMPONENT"),
     ("podstatus-v3", "PODSTATUS_V3_COMPONENT"),
+    ("podstatus-v4", "PODSTATUS_V4_COMPONENT"),
     ("podstatus-v1-on-0-1", "PODSTATUS_V1_ON_0_1_COMPONENT"),
     ("podstatus-v2-on-0-1", "PODSTATUS_V2_ON_0_1_COMPONENT"),
     ("podstatus-v3-on-0-1", "PODSTATUS_V3_ON_0_1_COMPONENT"),

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
-use podstatus_plugins::{PODSTATUS_V1, PODSTATUS_V2, PODSTATUS_V3};
+use podstatus_plugins::{PODSTATUS_V1, PODSTATUS_V2, PODSTATUS_V3, PODSTATUS_V4};
 use podstatus_runtime::{LogicVersion, RuntimeConfig};
 
 /// The options naming the plugin.
@@ -13,9 +13,11 @@ pub struct PluginArgs {
     /// The plugin component; defaults to the one built from this checkout's guest/.
     #[arg(long, value_name = "FILE.wasm")]
     pub plugin: Option<PathBuf>,
-    /// Which built-in plugin to run (each on contract 0.2.0; `--native` runs it as its
-    /// 0.1.x plugin): v1 (the 2017 kubelet), v2 (Kubernetes 1.27) or v3 (v2 writing each
-    /// status version with one PATCH and no GET).
+    /// Which built-in plugin to run (v1-v3 on contract 0.2.0, v4 on 0.2.1; `--native`
+    /// runs it with each sync's calls made at once, as a 0.1.x plugin does): v1 (the
+    /// 2017 kubelet), v2 (Kubernetes 1.27), v3 (v2 writing each status version with one
+    /// PATCH and no GET) or v4 (Kubernetes 1.35, written as v3 writes, with in-place
+    /// resize).
     #[arg(long, value_enum, default_value_t = Logic::V1, conflicts_with = "plugin")]
     pub logic: Logic,
     /// Where compiled plugins are cached [default: $PODSTATUS_CACHE_DIR, else
@@ -36,6 +38,8 @@ pub enum Logic {
     V2,
     /// v2 writing each status version with one PATCH, no GET.
     V3,
+    /// Kubernetes 1.35, written as v3 writes, with in-place resize (contract 0.2.1).
+    V4,
 }
 
 impl Logic {
@@ -45,6 +49,7 @@ impl Logic {
             Logic::V1 => PODSTATUS_V1,
             Logic::V2 => PODSTATUS_V2,
             Logic::V3 => PODSTATUS_V3,
+            Logic::V4 => PODSTATUS_V4,
         }
     }
 
@@ -54,6 +59,7 @@ impl Logic {
             Logic::V1 => LogicVersion::V1,
             Logic::V2 => LogicVersion::V2,
             Logic::V3 => LogicVersion::V3,
+            Logic::V4 => LogicVersion::V4,
         }
     }
 }

@@ -466,6 +466,24 @@ fn run_step(scene: &Scene, plugin: &mut dyn Plugin, step: &Step, index: usize) -
                 result => null(result),
             }
         }
+        Step::SetPodResizeCondition { uid, condition, reason, message, observed_generation } => resize_step(
+            index,
+            "set-pod-resize-condition",
+            plugin.set_pod_resize_condition(uid, resize_condition(*condition), reason, message, *observed_generation),
+            |()| Value::Null,
+        )?,
+        Step::ClearPodResizeCondition { uid, condition } => resize_step(
+            index,
+            "clear-pod-resize-condition",
+            plugin.clear_pod_resize_condition(uid, resize_condition(*condition)),
+            |cleared| serde_json::json!({ "cleared": cleared }),
+        )?,
+        Step::GetPodResizeConditions { uid } => {
+            match resize_step(index, "get-pod-resize-conditions", plugin.get_pod_resize_conditions(uid), |c| c)? {
+                Ok(conditions) => conditions_result(&conditions),
+                Err(e) => Err(e),
+            }
+        }
         Step::Swap { .. } | Step::HoldApi | Step::CompleteApi { .. } | Step::ReleaseApi => {
             unreachable!("the stepper swaps plugins and holds calls itself")
         }
@@ -492,6 +510,46 @@ fn sync_queued(scene: &Scene, plugin: &mut dyn Plugin) -> StepResult {
         }
     }
     Ok(Value::Null)
+}
+
+/// A resize step's answer: a plugin that does not export the call (an older contract,
+/// or a logic without in-place resize) makes the trace unusable, as
+/// `set-container-startup` does on contract 0.1.0; anything else is the step's result.
+fn resize_step<T, R>(
+    index: usize,
+    op: &str,
+    answer: Result<T, CallError>,
+    result: impl FnOnce(T) -> R,
+) -> Result<Result<R, CallError>, TraceError> {
+    match answer {
+        Err(CallError::Unsupported { contract, .. }) => {
+            let problem = Problem::Unsupported(format!(
+                "{op}: the plugin in use implements {contract} without in-place resize, which does not export it"
+            ));
+            Err(TraceError::Step { step: index, problem })
+        }
+        answer => Ok(answer.map(result)),
+    }
+}
+
+/// The trace's name of a resize condition as the host's.
+fn resize_condition(name: crate::trace::ResizeConditionName) -> podstatus_runtime::ResizeCondition {
+    match name {
+        crate::trace::ResizeConditionName::Pending => podstatus_runtime::ResizeCondition::Pending,
+        crate::trace::ResizeConditionName::InProgress => podstatus_runtime::ResizeCondition::InProgress,
+    }
+}
+
+/// `get-pod-resize-conditions`' result, recorded as `get-pod-status`'s is: each
+/// condition as JSON (the host has checked their shape and size already).
+fn conditions_result(conditions: &[String]) -> StepResult {
+    let parsed: Result<Vec<Value>, _> = conditions.iter().map(|c| serde_json::from_str::<Value>(c)).collect();
+    let conditions = parsed.map_err(|e| CallError::Fault {
+        kind: podstatus_runtime::FaultKind::ResizeConditions,
+        call: "get-pod-resize-conditions",
+        message: format!("returned a condition that is not JSON: {e}"),
+    })?;
+    Ok(serde_json::json!({ "conditions": conditions }))
 }
 
 fn get_result(found: Option<&podstatus_runtime::bindings::CachedStatus>) -> StepResult {

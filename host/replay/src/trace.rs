@@ -165,6 +165,16 @@ pub enum FailError {
     Unavailable,
 }
 
+/// Which in-place resize condition a resize step names (`pending`, `in-progress`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ResizeConditionName {
+    /// `PodResizePending`.
+    Pending,
+    /// `PodResizeInProgress`.
+    InProgress,
+}
+
 /// One step of the script (`shared/spec/replay-traces.md` says what each does).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "kebab-case")]
@@ -255,6 +265,37 @@ pub enum Step {
         container_id: String,
         /// Started or not.
         started: bool,
+    },
+    /// SetPodResizePendingCondition / SetPodResizeInProgressCondition (contract 0.2.1,
+    /// logic v4).
+    SetPodResizeCondition {
+        /// The pod's UID.
+        uid: String,
+        /// Which condition.
+        condition: ResizeConditionName,
+        /// Its reason (`Deferred`, `Infeasible`, `Error`, or empty).
+        #[serde(default)]
+        reason: String,
+        /// Its message.
+        #[serde(default)]
+        message: String,
+        /// The pod generation the decision was about.
+        #[serde(default)]
+        observed_generation: i64,
+    },
+    /// ClearPodResizePendingCondition / ClearPodResizeInProgressCondition (contract
+    /// 0.2.1, logic v4); records `{"cleared": bool}`.
+    ClearPodResizeCondition {
+        /// The pod's UID.
+        uid: String,
+        /// Which condition.
+        condition: ResizeConditionName,
+    },
+    /// GetPodResizeConditions (contract 0.2.1, logic v4); records
+    /// `{"conditions": [...]}`, PodResizePending first.
+    GetPodResizeConditions {
+        /// The pod's UID.
+        uid: String,
     },
     /// Hot-swap the running plugin for the one in this file.
     Swap {
@@ -374,6 +415,9 @@ fn check_step(step: &Step, known: &mut BTreeSet<String>) -> Result<(), Problem> 
         Step::TerminatePod { pod } => pod_ref(pod, known)?,
         Step::SetContainerReadiness { uid, .. }
         | Step::SetContainerStartup { uid, .. }
+        | Step::SetPodResizeCondition { uid, .. }
+        | Step::ClearPodResizeCondition { uid, .. }
+        | Step::GetPodResizeConditions { uid }
         | Step::GetPodStatus { uid }
         | Step::PodManagerRemove { uid } => known_uid(uid, known)?,
         Step::RemoveOrphanedStatuses { keep } => keep.iter().try_for_each(|uid| known_uid(uid, known))?,

@@ -29,6 +29,9 @@ pub enum LogicVersion {
     V2,
     /// 1.27's behaviour, one UID-guarded PATCH per version (`podstatus-logic-v3`).
     V3,
+    /// Kubernetes 1.35's, written as v3 writes, with the in-place resize conditions
+    /// (`podstatus-logic-v4`).
+    V4,
 }
 
 /// A logic version's manager over a [`World`], answering as its contract 0.1.x plugin
@@ -47,6 +50,9 @@ impl NativePlugin {
             LogicVersion::V1 => (Box::new(podstatus_logic_v1::Manager::new(imports)), Contract::V0_1_0),
             LogicVersion::V2 => (Box::new(podstatus_logic_v2::Manager::new(imports)), Contract::V0_1_1),
             LogicVersion::V3 => (Box::new(podstatus_logic_v3::Manager::new(imports)), Contract::V0_1_1),
+            // No 0.1.x plugin of v4 exists; natively it syncs as the others do (its
+            // calls made at once) and answers the resize calls, which 0.1.1 lacks.
+            LogicVersion::V4 => (Box::new(podstatus_logic_v4::Manager::new(imports)), Contract::V0_1_1),
         };
         NativePlugin { manager, contract, world }
     }
