@@ -299,3 +299,25 @@ fn a_swap_through_v2_keeps_resize_conditions_and_observed_generation() {
     assert_eq!(back.get_pod_resize_conditions(UID).unwrap(), before);
     assert_eq!(status_of(&mut back)["observedGeneration"], json!(4));
 }
+
+// Not upstream: what v2 does with v4's observedGeneration after a swap (docs/logic-versions.md).
+#[test]
+fn after_a_swap_v2_clears_observed_generation_with_its_next_write() {
+    let pod = test_pod(4);
+    let mut m = manager_with(&pod);
+    set(&mut m, &pod, &json!({"phase": "Running"}));
+    drain(&mut m);
+    assert_eq!(m.imports_mut().api_status("new", "foo")["observedGeneration"], json!(4));
+    let state = m.save_state().unwrap();
+
+    let mut world = FakeWorld::v2();
+    world.add_pod(with_status(pod.clone(), m.imports_mut().api_status("new", "foo")));
+    let mut v2 = podstatus_logic_v2::Manager::new(world);
+    v2.load_state(&state).unwrap();
+    let outcome = v2.set_pod_status(&pod.to_string(), &json!({"phase": "Running"}).to_string()).unwrap();
+    assert_eq!(outcome, UpdateOutcome::Queued, "losing observedGeneration is a new version");
+    while let Some(request) = v2.imports_mut().pop_request() {
+        v2.sync_pod(&request).unwrap();
+    }
+    assert!(v2.imports_mut().api_status("new", "foo").get("observedGeneration").is_none());
+}
