@@ -11,7 +11,6 @@ use std::sync::Arc;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp as JiffTimestamp;
-use podstatus_core::status_to_json;
 
 use crate::error::{ManagerError, Result};
 use crate::imports::{Imports, Level, SyncRequest};
@@ -25,6 +24,7 @@ mod resize;
 #[cfg(test)]
 mod resize_tests;
 pub(crate) mod state;
+mod status_json;
 mod syncs;
 mod updates;
 
@@ -63,6 +63,9 @@ pub struct Engine<I: Imports> {
     /// The pod whose update [`Engine::cache_if_changed`] last found equal to its cached
     /// status, for the manager to remember that call (`crate::repeats`).
     found_unchanged: Option<String>,
+    /// The JSON of the statuses cached last, for the change set, the record and the
+    /// syncs that ask right after an update (not state).
+    status_json: status_json::StatusJson,
 }
 
 /// Keys changed since the last save, so a host can follow the state call by call
@@ -91,6 +94,7 @@ impl<I: Imports> Engine<I> {
             syncs: BTreeMap::new(),
             next_sync_id: 1,
             found_unchanged: None,
+            status_json: status_json::StatusJson::default(),
         }
     }
 
@@ -104,10 +108,10 @@ impl<I: Imports> Engine<I> {
         let uid = self.imports.translate_pod_uid(uid);
         match self.statuses.get(&uid) {
             None => Ok(None),
-            Some(cached) => Ok(Some(CachedStatus {
-                version: cached.version,
-                status: status_to_json(&cached.status).map_err(|e| ManagerError::InvalidStatus(e.to_string()))?,
-            })),
+            Some(cached) => {
+                let text = self.status_json.of(cached)?;
+                Ok(Some(CachedStatus { version: cached.version, status: text.get().to_string() }))
+            }
         }
     }
 

@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{PodCondition, PodStatus};
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 
 use super::{Changes, Engine};
 use crate::error::{ManagerError, Result};
@@ -77,6 +78,39 @@ struct StatusEntry {
     last_written: Option<LastWrittenEntry>,
 }
 
+/// A status entry as written: [`StatusEntry`]'s fields in its order, borrowed from the
+/// cache rather than copied out of it, the status as the memo's text when there is one.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct StatusEntryOut<'a> {
+    version: u64,
+    pod_name: &'a str,
+    pod_namespace: &'a str,
+    #[serde(skip_serializing_if = "is_false")]
+    pod_is_finished: bool,
+    status: StatusOut<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    last_written: Option<LastWrittenOut<'a>>,
+}
+
+/// A status to write: serialised from the cache, or the text serialised already (the
+/// same bytes: compact JSON does not depend on where it is embedded).
+#[derive(Serialize)]
+#[serde(untagged)]
+enum StatusOut<'a> {
+    Cached(&'a PodStatus),
+    Text(&'a RawValue),
+}
+
+/// [`LastWrittenEntry`] as written, borrowed.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct LastWrittenOut<'a> {
+    uid: &'a str,
+    version: u64,
+    status: &'a PodStatus,
+}
+
 #[derive(Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct LastWrittenEntry {
@@ -116,6 +150,41 @@ struct StatePatch {
     pod_resize_conditions: BTreeMap<String, Option<ResizeEntry>>,
 }
 
+/// [`StateDocument`] as written, its statuses borrowed from the cache (a swap of a
+/// large state no longer copies every status before serialising it).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct StateDocumentOut<'a> {
+    format: &'static str,
+    version: u32,
+    statuses: BTreeMap<&'a str, StatusEntryOut<'a>>,
+    api_status_versions: &'a BTreeMap<String, u64>,
+    pending: BTreeMap<u64, PendingEntry>,
+    next_request_id: u64,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pod_resize_conditions: BTreeMap<String, ResizeEntry>,
+}
+
+/// [`StatePatch`] as written, its statuses borrowed.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct StatePatchOut<'a> {
+    statuses: BTreeMap<&'a str, Option<StatusEntryOut<'a>>>,
+    api_status_versions: BTreeMap<String, Option<u64>>,
+    pending: BTreeMap<u64, Option<PendingEntry>>,
+    next_request_id: u64,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pod_resize_conditions: BTreeMap<String, Option<ResizeEntry>>,
+}
+
+/// [`ChangesDocument`] as written.
+#[derive(Serialize)]
+struct ChangesDocumentOut<'a> {
+    format: &'static str,
+    version: u32,
+    patch: StatePatchOut<'a>,
+}
+
 #[derive(Serialize, Deserialize)]
 struct ChangesDocument {
     format: String,
@@ -135,14 +204,19 @@ impl<I: Imports> Engine<I> {
     /// The whole state as a JSON document `load_state` accepts. Saving also starts a
     /// new change set: `save_state_changes` then reports what changed after this.
     pub fn save_state(&mut self) -> Result<String> {
-        let statuses =
-            self.statuses.iter().map(|(uid, s)| (uid.clone(), status_entry(s, self.last_written.get(uid)))).collect();
+        let statuses = self
+            .statuses
+            .iter()
+            .map(|(uid, s)| {
+                (uid.as_str(), status_entry_out(s, StatusOut::Cached(&s.status), self.last_written.get(uid)))
+            })
+            .collect();
         let pending = self.pending.iter().map(|(id, p)| (*id, self.pending_entry(p))).collect();
-        let document = StateDocument {
-            format: STATE_FORMAT.to_string(),
+        let document = StateDocumentOut {
+            format: STATE_FORMAT,
             version: STATE_VERSION,
             statuses,
-            api_status_versions: self.api_versions.clone(),
+            api_status_versions: &self.api_versions,
             pending,
             next_request_id: self.next_request_id,
             pod_resize_conditions: self
@@ -162,15 +236,32 @@ impl<I: Imports> Engine<I> {
     /// each entry replaces the document's entry whole, `null` removes it).
     pub fn save_state_changes(&mut self) -> Result<String> {
         let changes = std::mem::take(&mut self.changes);
-        let patch = StatePatch {
-            statuses: changes
-                .statuses
-                .into_iter()
-                .map(|uid| {
-                    let entry = self.statuses.get(&uid).map(|s| status_entry(s, self.last_written.get(&uid)));
-                    (uid, entry)
-                })
-                .collect(),
+        // The changed statuses' text first (usually serialised already, for the call
+        // that changed them), then the document borrowing it.
+        let mut texts = Vec::with_capacity(changes.statuses.len());
+        for uid in &changes.statuses {
+            let text = match self.statuses.get(uid) {
+                Some(status) => Some(self.status_json.of(status)?),
+                None => None,
+            };
+            texts.push(text);
+        }
+        let statuses = changes
+            .statuses
+            .iter()
+            .zip(&texts)
+            .map(|(uid, text)| {
+                let entry = match (self.statuses.get(uid), text) {
+                    (Some(s), Some(text)) => {
+                        Some(status_entry_out(s, StatusOut::Text(text), self.last_written.get(uid)))
+                    }
+                    _ => None,
+                };
+                (uid.as_str(), entry)
+            })
+            .collect();
+        let patch = StatePatchOut {
+            statuses,
             api_status_versions: changes
                 .api_versions
                 .into_iter()
@@ -194,7 +285,7 @@ impl<I: Imports> Engine<I> {
                 })
                 .collect(),
         };
-        let document = ChangesDocument { format: STATE_CHANGES_FORMAT.to_string(), version: STATE_VERSION, patch };
+        let document = ChangesDocumentOut { format: STATE_CHANGES_FORMAT, version: STATE_VERSION, patch };
         serde_json::to_string(&document)
             .map_err(|e| ManagerError::InvalidState(format!("cannot serialise state changes: {e}")))
     }
@@ -320,6 +411,7 @@ impl<I: Imports> Engine<I> {
         }
         let floor = pending.keys().next_back().map_or(1, |id| id + 1);
         self.statuses = statuses;
+        self.status_json.clear();
         self.resize_conditions = resize_conditions;
         self.last_written = written;
         self.api_versions = doc.api_status_versions;
@@ -333,18 +425,18 @@ impl<I: Imports> Engine<I> {
     }
 }
 
-fn status_entry(s: &VersionedStatus, written: Option<&Arc<LastWritten>>) -> StatusEntry {
-    StatusEntry {
+fn status_entry_out<'a>(
+    s: &'a VersionedStatus,
+    status: StatusOut<'a>,
+    written: Option<&'a Arc<LastWritten>>,
+) -> StatusEntryOut<'a> {
+    StatusEntryOut {
         version: s.version,
-        pod_name: s.pod_name.clone(),
-        pod_namespace: s.pod_namespace.clone(),
+        pod_name: &s.pod_name,
+        pod_namespace: &s.pod_namespace,
         pod_is_finished: s.pod_is_finished,
-        status: s.status.clone(),
-        last_written: written.map(|w| LastWrittenEntry {
-            uid: w.uid.clone(),
-            version: w.version,
-            status: w.status.clone(),
-        }),
+        status,
+        last_written: written.map(|w| LastWrittenOut { uid: &w.uid, version: w.version, status: &w.status }),
     }
 }
 
@@ -431,4 +523,46 @@ fn resolve_pending(
         },
     };
     Ok(PendingSync { pod_uid: entry.pod_uid, status })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The borrowed entry writes the very bytes the owned one (the reader's type) does,
+    /// the status inlined or as text alike, so documents stay as they were.
+    #[test]
+    fn a_borrowed_entry_writes_what_the_owned_one_does() {
+        let status: PodStatus =
+            serde_json::from_str(r#"{"phase":"Running","conditions":[{"type":"Ready","status":"True"}]}"#).unwrap();
+        for (finished, written) in [(false, None), (true, Some(("uid-m", 3)))] {
+            let versioned = VersionedStatus {
+                status: status.clone(),
+                version: 4,
+                pod_name: "web".into(),
+                pod_namespace: "ns".into(),
+                pod_is_finished: finished,
+            };
+            let last = written
+                .map(|(uid, version)| Arc::new(LastWritten { uid: uid.into(), version, status: status.clone() }));
+            let owned = StatusEntry {
+                version: 4,
+                pod_name: "web".into(),
+                pod_namespace: "ns".into(),
+                pod_is_finished: finished,
+                status: status.clone(),
+                last_written: last.as_ref().map(|w| LastWrittenEntry {
+                    uid: w.uid.clone(),
+                    version: w.version,
+                    status: w.status.clone(),
+                }),
+            };
+            let expected = serde_json::to_string(&owned).unwrap();
+            let inline = status_entry_out(&versioned, StatusOut::Cached(&versioned.status), last.as_ref());
+            assert_eq!(serde_json::to_string(&inline).unwrap(), expected);
+            let text = serde_json::value::to_raw_value(&status).unwrap();
+            let as_text = status_entry_out(&versioned, StatusOut::Text(&text), last.as_ref());
+            assert_eq!(serde_json::to_string(&as_text).unwrap(), expected);
+        }
+    }
 }
