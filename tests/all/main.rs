@@ -25,6 +25,7 @@ mod reach;
 mod recovery;
 mod replay_fixtures;
 mod replay_guarded;
+mod resize;
 mod sandbox;
 mod simulate;
 mod split_syncs;
