@@ -195,6 +195,14 @@ impl ManagerHandle {
         self.shared.queue.len()
     }
 
+    /// How long the plugin has been held by calls, sync steps and the batch, in all,
+    /// since the handle started: the plugin's own time (no call of it waits for the
+    /// network) and the host's work around each call. What `simulate` reports per
+    /// status as the plugin's CPU.
+    pub fn plugin_busy(&self) -> std::time::Duration {
+        self.shared.plugin.held()
+    }
+
     /// The contract the running plugin implements.
     pub fn contract(&self) -> Contract {
         self.shared.plugin.lock().contract()

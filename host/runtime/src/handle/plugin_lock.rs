@@ -2,7 +2,7 @@
 //! and give way to the callers of the Manager operations, so that dozens of API
 //! workers resuming at once do not keep a caller waiting behind all of them.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -22,24 +22,39 @@ pub(super) struct PluginLock {
     /// it: at most one step contends with the callers for the plugin at a time (see
     /// [`PluginLock::for_steps`]).
     step_turn: Mutex<()>,
+    /// Nanoseconds the plugin lock was held, over the lock's life: the plugin's time
+    /// (its calls never wait for the network, so this is CPU) and the host's around it.
+    held_nanos: AtomicU64,
 }
 
 impl PluginLock {
     /// The lock over `plugin`.
     pub(super) fn new(plugin: Box<dyn Plugin>) -> Self {
-        PluginLock { plugin: Mutex::new(plugin), callers_waiting: AtomicUsize::new(0), step_turn: Mutex::new(()) }
+        PluginLock {
+            plugin: Mutex::new(plugin),
+            callers_waiting: AtomicUsize::new(0),
+            step_turn: Mutex::new(()),
+            held_nanos: AtomicU64::new(0),
+        }
     }
 
     /// The lock, taken as it comes (the scheduler's batch, a swap, a handle's queries).
-    pub(super) fn lock(&self) -> MutexGuard<'_, Box<dyn Plugin>> {
+    pub(super) fn lock(&self) -> Held<'_> {
         // A panic while the lock was held happened in host code between plugin calls;
         // the plugin itself reports faults as values, so its state is still coherent.
-        self.plugin.lock().unwrap_or_else(|p| p.into_inner())
+        let plugin = self.plugin.lock().unwrap_or_else(|p| p.into_inner());
+        Held { plugin, since: Instant::now(), held_nanos: &self.held_nanos }
+    }
+
+    /// How long the plugin lock has been held in all, over the lock's life (the
+    /// guards held now not counted until they are dropped).
+    pub(super) fn held(&self) -> Duration {
+        Duration::from_nanos(self.held_nanos.load(Ordering::Relaxed))
     }
 
     /// The lock for a caller of a Manager operation: counted as waiting until it has
     /// it, so that the syncs' steps (dozens of workers' resumes) let it go first.
-    pub(super) fn for_caller(&self) -> MutexGuard<'_, Box<dyn Plugin>> {
+    pub(super) fn for_caller(&self) -> Held<'_> {
         self.callers_waiting.fetch_add(1, Ordering::SeqCst);
         let plugin = self.lock();
         self.callers_waiting.fetch_sub(1, Ordering::SeqCst);
@@ -67,7 +82,7 @@ impl PluginLock {
 /// unlocked first (fields drop in order), so that the next step, given its turn, sees
 /// the callers that waited meanwhile and lets them go first.
 pub(super) struct StepGuard<'a> {
-    plugin: MutexGuard<'a, Box<dyn Plugin>>,
+    plugin: Held<'a>,
     _turn: MutexGuard<'a, ()>,
 }
 
@@ -79,6 +94,33 @@ impl std::ops::Deref for StepGuard<'_> {
 }
 
 impl std::ops::DerefMut for StepGuard<'_> {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.plugin
+    }
+}
+
+/// The plugin locked, timed: dropping it adds the time it was held to the lock's count.
+pub(super) struct Held<'a> {
+    plugin: MutexGuard<'a, Box<dyn Plugin>>,
+    since: Instant,
+    held_nanos: &'a AtomicU64,
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        let nanos = u64::try_from(self.since.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.held_nanos.fetch_add(nanos, Ordering::Relaxed);
+    }
+}
+
+impl std::ops::Deref for Held<'_> {
+    type Target = Box<dyn Plugin>;
+    fn deref(&self) -> &Self::Target {
+        &self.plugin
+    }
+}
+
+impl std::ops::DerefMut for Held<'_> {
     fn deref_mut(&mut self) -> &mut Self::Target {
         &mut self.plugin
     }
@@ -141,5 +183,18 @@ mod tests {
         let position = order.iter().position(|who| *who == "caller").unwrap();
         assert!(position <= 1, "the caller came after {position} steps: {order:?}");
         assert_eq!(order.len(), 9);
+    }
+
+    #[test]
+    fn the_time_the_plugin_is_held_is_counted_when_let_go() {
+        let lock = lock();
+        assert_eq!(lock.held(), Duration::ZERO);
+        {
+            let _caller = lock.for_caller();
+            std::thread::sleep(Duration::from_millis(5));
+            assert_eq!(lock.held(), Duration::ZERO, "counted when let go");
+        }
+        drop(lock.for_steps());
+        assert!(lock.held() >= Duration::from_millis(5), "{:?}", lock.held());
     }
 }
