@@ -32,3 +32,4 @@ mod split_syncs;
 mod swap;
 mod v1_vs_v2;
 mod v2_vs_v3;
+mod v2_vs_v4;
