@@ -86,3 +86,34 @@ fn logic_v3_patches_without_reading() {
     assert_eq!(verbs, ["patch"]);
     assert_eq!(startup.unwrap(), UpdateOutcome::UnknownContainer);
 }
+
+/// Issue 27: the host notes a pod handed in the same bytes only once; once
+/// `remove-orphaned-statuses` made it forget the pod, the same bytes handed again are
+/// noted again, so the pod's next sync is one of a pod handed over (here the pod
+/// manager no longer has it, so only the note can say so).
+#[test]
+fn a_pod_forgotten_as_an_orphan_and_handed_again_in_the_same_bytes_is_reachable() {
+    let pod = TestPod::new("a", "uid-a").container("app").build();
+    let (_api_server, world) = memory_world([pod.clone()], false, 100);
+    let mut plugin = load(PODSTATUS_V2).instantiate(world.clone()).unwrap();
+    let pod_json = serde_json::to_string(&pod).unwrap();
+    assert_eq!(plugin.set_pod_status(&pod_json, r#"{"phase":"Pending"}"#).unwrap(), UpdateOutcome::Queued);
+    let first = world.queue.pop().expect("a sync request");
+    for sync in plugin.plan_sync_pod(&first).unwrap() {
+        assert!(plugin.drop_sync(sync.id).unwrap());
+    }
+    assert_eq!(plugin.remove_orphaned_statuses(&[]).unwrap(), 1);
+    world.pod_manager.remove_pod("uid-a").expect("the pod manager had it");
+    assert_eq!(plugin.set_pod_status(&pod_json, r#"{"phase":"Running"}"#).unwrap(), UpdateOutcome::Queued);
+    let request = world.queue.pop().expect("a sync request");
+    let syncs = plugin.plan_sync_pod(&request).unwrap();
+    let id = syncs[0].id;
+    let mut step = plugin.start_sync(id).unwrap();
+    let outcome = loop {
+        match step {
+            SyncStep::Done(outcome) => break outcome,
+            SyncStep::Call(call) => step = plugin.resume_sync(id, api::perform(&world, call)).unwrap(),
+        }
+    };
+    assert_eq!(outcome, SyncOutcome::Written);
+}

@@ -1,6 +1,7 @@
 //! A plugin instance running in wasmtime.
 
 use crate::shown::shown;
+use std::collections::HashSet;
 use wasmtime::Store;
 
 use crate::bindings::{
@@ -59,11 +60,25 @@ pub struct ComponentPlugin {
     syncs: syncs::Ledger,
     /// A 0.2.1 plugin's resize functions; none for older plugins, which have none.
     resize: Option<ResizeExports>,
+    /// Digests of the pods handed whole whose identity is noted already (issue 27: the
+    /// kubelet hands the same pod over and over); forgotten with the notes they stand
+    /// for, and bounded.
+    handed_pods: HashSet<u128>,
 }
+
+/// How many handed pods' digests an instance keeps before it starts over.
+const HANDED_PODS_KEPT: usize = 4096;
 
 impl ComponentPlugin {
     pub(crate) fn new(store: Store<HostState>, exports: Exports, resize: Option<ResizeExports>) -> Self {
-        ComponentPlugin { store, exports, fault: None, syncs: syncs::Ledger::default(), resize }
+        ComponentPlugin {
+            store,
+            exports,
+            fault: None,
+            syncs: syncs::Ledger::default(),
+            resize,
+            handed_pods: HashSet::new(),
+        }
     }
 
     /// The WIT package the plugin implements.
@@ -97,10 +112,20 @@ impl ComponentPlugin {
 
     /// Notes the UID of a pod handed to the plugin (what it may push requests for),
     /// and its namespace and name (what its syncs may call on).
+    /// A pod handed before in the same bytes is known already: its digest says so,
+    /// without reading the JSON again.
     fn hand_pod(&mut self, pod: &str) {
-        if let Some(pod) = crate::imports::pod_identity(pod) {
-            self.store.data_mut().hand(&pod.uid);
-            self.syncs.name(&pod.uid, &pod.namespace, &pod.name);
+        let digest = xxhash_rust::xxh3::xxh3_128(pod.as_bytes());
+        if self.handed_pods.contains(&digest) {
+            return;
+        }
+        if let Some(identity) = crate::imports::pod_identity(pod) {
+            self.store.data_mut().hand(&identity.uid);
+            self.syncs.name(&identity.uid, &identity.namespace, &identity.name);
+            if self.handed_pods.len() >= HANDED_PODS_KEPT {
+                self.handed_pods.clear();
+            }
+            self.handed_pods.insert(digest);
         }
     }
 
@@ -307,6 +332,7 @@ impl Plugin for ComponentPlugin {
         let kept: std::collections::HashSet<&str> = keep.iter().map(String::as_str).collect();
         self.store.data_mut().handed.retain(|uid| kept.contains(&**uid));
         self.syncs.keep_names(&kept);
+        self.handed_pods.clear();
         for uid in keep {
             self.store.data_mut().hand(uid);
         }

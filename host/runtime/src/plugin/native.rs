@@ -120,6 +120,12 @@ impl logic::Imports for WorldImports {
         host_bug(pod_manager::get_pod_by_uid(&self.world, uid))
     }
 
+    /// Asked by a probe result that changes nothing: the pod manager's answer without
+    /// serialising the pod.
+    fn has_pod(&mut self, uid: &str) -> bool {
+        self.world.pod_manager.get_pod_by_uid(uid).is_some()
+    }
+
     fn get_mirror_pod_by_pod(&mut self, pod_json: &str) -> Option<String> {
         host_bug(pod_manager::get_mirror_pod_by_pod(&self.world, pod_json))
     }
