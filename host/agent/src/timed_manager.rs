@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use crate::metrics::Metrics;
 use podstatus_runtime::bindings::{CachedStatus, UpdateOutcome};
-use podstatus_runtime::{ManagerHandle, Result};
+use podstatus_runtime::{ManagerHandle, ResizeCondition, Result};
 
 /// A [`ManagerHandle`] whose Manager calls are timed into [`Metrics::caller_latency`].
 /// Cheap to clone.
@@ -49,6 +49,30 @@ impl TimedManager {
     /// [`ManagerHandle::set_container_startup`], timed.
     pub fn set_container_startup(&self, pod_uid: &str, container_id: &str, started: bool) -> Result<UpdateOutcome> {
         self.timed("set_container_startup", || self.handle.set_container_startup(pod_uid, container_id, started))
+    }
+
+    /// [`ManagerHandle::set_pod_resize_condition`], timed.
+    pub fn set_pod_resize_condition(
+        &self,
+        pod_uid: &str,
+        condition: ResizeCondition,
+        reason: &str,
+        message: &str,
+        observed_generation: i64,
+    ) -> Result<()> {
+        self.timed("set_pod_resize_condition", || {
+            self.handle.set_pod_resize_condition(pod_uid, condition, reason, message, observed_generation)
+        })
+    }
+
+    /// [`ManagerHandle::clear_pod_resize_condition`], timed.
+    pub fn clear_pod_resize_condition(&self, pod_uid: &str, condition: ResizeCondition) -> Result<bool> {
+        self.timed("clear_pod_resize_condition", || self.handle.clear_pod_resize_condition(pod_uid, condition))
+    }
+
+    /// [`ManagerHandle::get_pod_resize_conditions`], timed.
+    pub fn get_pod_resize_conditions(&self, pod_uid: &str) -> Result<Vec<String>> {
+        self.timed("get_pod_resize_conditions", || self.handle.get_pod_resize_conditions(pod_uid))
     }
 
     /// [`ManagerHandle::terminate_pod`], timed.

@@ -10,7 +10,7 @@ use super::hot_swap::{self, SWAP_DRAIN_MAX};
 use super::scheduler::Scheduler;
 use super::scheduler_v0_2::run_batch_in_slices;
 use super::shared::Shared;
-use crate::bindings::{BatchReport, CachedStatus, Contract, UpdateOutcome};
+use crate::bindings::{BatchReport, CachedStatus, Contract, ResizeCondition, UpdateOutcome};
 use crate::plugin::{Plugin, Result};
 use crate::swap::{SwapError, SwapReport};
 use podstatus_backends::host_view::Accepted;
@@ -148,6 +148,40 @@ impl ManagerHandle {
         let outcome = plugin.set_container_startup(pod_uid, container_id, started);
         self.note_accepted(plugin.as_mut(), Some(pod_uid), None, &outcome);
         outcome
+    }
+
+    /// Caches an in-place resize condition of a pod beside its status (plugins of
+    /// contract 0.2.1 whose logic has resize; see [`Plugin::set_pod_resize_condition`]).
+    /// Queues no write and makes no version, so the host's record has nothing to note:
+    /// the caller puts the conditions into the next status it sets.
+    pub fn set_pod_resize_condition(
+        &self,
+        pod_uid: &str,
+        condition: ResizeCondition,
+        reason: &str,
+        message: &str,
+        observed_generation: i64,
+    ) -> Result<()> {
+        self.shared.plugin.for_caller().set_pod_resize_condition(
+            pod_uid,
+            condition,
+            reason,
+            message,
+            observed_generation,
+        )
+    }
+
+    /// Forgets an in-place resize condition of a pod; true when it was set (see
+    /// [`Plugin::clear_pod_resize_condition`]).
+    pub fn clear_pod_resize_condition(&self, pod_uid: &str, condition: ResizeCondition) -> Result<bool> {
+        self.shared.plugin.for_caller().clear_pod_resize_condition(pod_uid, condition)
+    }
+
+    /// The in-place resize conditions cached for a pod, each a PodCondition as JSON,
+    /// PodResizePending first (see [`Plugin::get_pod_resize_conditions`]): what the
+    /// kubelet puts into every status it sets for the pod.
+    pub fn get_pod_resize_conditions(&self, pod_uid: &str) -> Result<Vec<String>> {
+        self.shared.plugin.for_caller().get_pod_resize_conditions(pod_uid)
     }
 
     /// Marks every container of the pod terminated.
