@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, BinaryHeap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::kubelet_1_35::{Call, Kubelet135, NewPaths};
 use crate::owners::Owners;
 use podstatus_agent::{LifeEvent as Event, LifeStage as Stage, PodKind as Kind, PodLife, SIMULATED_NAMESPACE};
 use podstatus_agent::{TimedManager, report};
@@ -39,6 +40,10 @@ pub struct DriverConfig {
     /// Stop once this many pods have lived their whole lives (deleted by the status
     /// manager after termination); `None` runs until the deadline.
     pub cycles: Option<u64>,
+    /// Play a Kubernetes 1.35 kubelet and its users too ([`Kubelet135`]: generations,
+    /// sidecars, in-place resizes through the plugin's resize calls): for a plugin
+    /// whose contract has them (logic v4).
+    pub kubelet_1_35: bool,
 }
 
 /// What the driver counted.
@@ -71,6 +76,8 @@ pub struct Driver {
     /// Counts so far.
     pub counts: DriverCounts,
     next_housekeeping: Instant,
+    /// The 1.35 kubelet's additions, when the run plays one.
+    kubelet: Option<Kubelet135>,
 }
 
 impl Driver {
@@ -93,7 +100,9 @@ impl Driver {
             lives.push(life);
         }
         let now = Instant::now();
+        let kubelet = config.kubelet_1_35.then(|| Kubelet135::new(config.seed));
         let mut driver = Driver {
+            kubelet,
             config,
             rng,
             lives,
@@ -108,6 +117,11 @@ impl Driver {
             driver.due.push(Reverse((at, slot)));
         }
         driver
+    }
+
+    /// What the 1.35 kubelet's paths did, when the run played one.
+    pub fn new_paths(&self) -> Option<NewPaths> {
+        self.kubelet.as_ref().map(|k| k.counts.clone())
     }
 
     /// Static pods among the lives.
@@ -179,8 +193,26 @@ impl Driver {
         }
         let deleting = held.as_ref().is_some_and(|p| p.metadata.deletion_timestamp.is_some());
         let now = jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
+        if let (Some(kubelet), Some(pod)) = (self.kubelet.as_mut(), held.as_ref())
+            && !deleting
+            && let Some(calls) = kubelet.step(&self.lives[slot], pod, &now, handle, owners)
+        {
+            self.count_calls(calls);
+            return self.interval();
+        }
         let was_terminated = self.lives[slot].stage == Stage::Terminated;
         let event = self.lives[slot].next(&mut self.rng, &now, deleting, held.is_some());
+        let mut calls = Vec::new();
+        let event = match (self.kubelet.as_mut(), held.as_ref(), event) {
+            (Some(kubelet), Some(pod), Event::SetStatus(status)) => {
+                Event::SetStatus(kubelet.status(&self.lives[slot], pod, status, &now, handle, &mut calls))
+            }
+            (Some(kubelet), Some(pod), Event::Kill(status)) => {
+                Event::Kill(kubelet.status(&self.lives[slot], pod, status, &now, handle, &mut calls))
+            }
+            (_, _, event) => event,
+        };
+        self.count_calls(calls);
         // A terminated pod that left the node was deleted by the status manager. Counted
         // here: the event that says so is a `Wait`, which returns early below.
         if was_terminated && self.lives[slot].stage == Stage::Gone {
@@ -208,10 +240,17 @@ impl Driver {
 
     fn create(&mut self, slot: usize, owners: &dyn Owners) -> Duration {
         let pod = self.lives[slot].manifest(&self.config.node);
+        let pod = match self.kubelet.as_mut() {
+            Some(kubelet) => kubelet.manifest(&self.lives[slot], pod),
+            None => pod,
+        };
         match owners.create(pod) {
             Ok(created) => {
                 self.lives[slot].uid = created.metadata.uid;
                 self.counts.created += 1;
+                if let Some(kubelet) = self.kubelet.as_mut() {
+                    kubelet.created(slot);
+                }
                 POLL
             }
             Err(e) => {
@@ -250,6 +289,15 @@ impl Driver {
             // is unknown to it): expected while a pod comes or goes.
             Ok(other) => *self.counts.faults.entry(format!("{op}: {}", outcome_name(other))).or_default() += 1,
             Err(e) => self.fault(op, &e),
+        }
+    }
+
+    fn count_calls(&mut self, calls: Vec<Call>) {
+        for call in calls {
+            match call {
+                Call::Update(op, outcome) => self.count(op, outcome),
+                Call::Failed(op, error) => self.fault(op, &error),
+            }
         }
     }
 

@@ -16,12 +16,14 @@
 mod agent;
 mod check;
 mod driver;
+mod kubelet_1_35;
 mod owners;
 mod simulation;
 mod summary;
 
 pub use agent::{AgentConfig, AgentError, NodeAgent, Target};
 pub use check::{ReadPod, check};
+pub use kubelet_1_35::NewPaths;
 pub use owners::{KubeOwners, OWNER_CALL_TIMEOUT, OwnerError, Owners};
 pub use simulation::{Progress, Signals, SimulateConfig, SimulateError, run, run_with_progress};
 pub use summary::{CallerLatency, Check, Difference, Latency, Summary, SwapSummary};

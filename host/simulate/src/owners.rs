@@ -6,7 +6,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 
 /// What the pods' owners do through the API server (a workload controller, a user).
 pub trait Owners {
@@ -15,6 +15,9 @@ pub trait Owners {
     /// Asks for the pod's deletion with its grace period: the API server marks it and
     /// the node does the rest.
     fn delete(&self, namespace: &str, name: &str) -> Result<(), OwnerError>;
+    /// Changes the pod with a JSON merge patch of its main resource (a spec change: an
+    /// in-place resize of its containers, with the generation it moves to).
+    fn patch(&self, namespace: &str, name: &str, patch: &serde_json::Value) -> Result<(), OwnerError>;
 }
 
 /// How long one owner call may take by default. The driver (which checks for SIGTERM
@@ -95,6 +98,11 @@ impl Owners for KubeOwners {
     fn delete(&self, namespace: &str, name: &str) -> Result<(), OwnerError> {
         // The pod's own grace period: the API server marks it, the node does the rest.
         self.block_on(self.pods(namespace).delete(name, &DeleteParams::default())).map(|_| ())
+    }
+
+    fn patch(&self, namespace: &str, name: &str, patch: &serde_json::Value) -> Result<(), OwnerError> {
+        let patch = Patch::Merge(patch);
+        self.block_on(self.pods(namespace).patch(name, &PatchParams::default(), &patch)).map(|_| ())
     }
 }
 

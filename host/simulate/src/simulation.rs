@@ -125,9 +125,13 @@ pub fn run_with_progress(
         node: config.agent.node.clone(),
         seed: config.seed,
         cycles: config.cycles,
+        // What makes v4's paths run (generations, sidecars, resizes) only for a plugin
+        // with the resize calls: every other run draws and reports as before.
+        kubelet_1_35: agent.handle().contract().has_resize(),
     };
     let mut driver = Driver::new(driver_config, agent.pod_manager());
     let cpu_at_start = summary::CpuTimes::now();
+    let busy_at_start = agent.handle().plugin_busy();
     let start = Instant::now();
     let until = config.duration.map_or(start + Duration::from_secs(86_400 * 365), |d| start + d);
     let mut swap = None;
@@ -159,6 +163,7 @@ pub fn run_with_progress(
         });
     });
     let seconds = start.elapsed().as_secs_f64();
+    let plugin_busy = agent.handle().plugin_busy().saturating_sub(busy_at_start);
     let statuses_written = statuses_written(agent.metrics());
     let cpu_steal_percent = cpu_at_start.zip(summary::CpuTimes::now()).and_then(|(a, b)| a.steal_percent_until(b));
 
@@ -188,6 +193,11 @@ pub fn run_with_progress(
         [Outcome::Throttled, Outcome::CircuitOpen].iter().filter_map(|o| client_refusals.get(o.as_str())).sum();
     let calls = api_calls.values().flat_map(|o| o.values()).sum::<u64>().saturating_sub(unsent);
     let counts = driver.counts.clone();
+    let handed: u64 = counts.updates.values().sum();
+    let mut new_paths = driver.new_paths();
+    if let (Some(paths), Ok(pods)) = (new_paths.as_mut(), stored.as_ref()) {
+        paths.count_api_pods(pods.values());
+    }
     let summary = Summary {
         plugin: agent.handle().contract().to_string(),
         api_server: agent.api_url().to_owned(),
@@ -208,6 +218,8 @@ pub fn run_with_progress(
         propagation_ms: metrics.propagation().snapshot().into(),
         caller_latency_ms: metrics.caller_latency().snapshot().into(),
         statuses_written,
+        plugin_busy_us_per_update: per_update_us(plugin_busy, handed),
+        new_paths,
         statuses_written_per_second: if seconds > 0.0 { statuses_written as f64 / seconds } else { 0.0 },
         pods_by_phase: stored.as_ref().map(|pods| owners::phases(pods.values())).unwrap_or_default(),
         faults: counts.faults,
@@ -237,6 +249,11 @@ pub fn run_with_progress(
 fn quiet_sync(agent: &NodeAgent, node_side: &TimedManager, driver: &mut Driver, timeout: Duration) {
     driver.housekeeping(node_side, agent.pod_manager());
     agent.flush(timeout);
+}
+
+/// The plugin's held time per update handed to it, in microseconds (0 without updates).
+fn per_update_us(busy: Duration, updates: u64) -> f64 {
+    if updates == 0 { 0.0 } else { busy.as_secs_f64() * 1e6 / updates as f64 }
 }
 
 /// Status writes (updates and patches) the API server accepted so far.

@@ -5,6 +5,7 @@ use std::fmt::{self, Write as _};
 
 use serde::Serialize;
 
+use crate::kubelet_1_35::NewPaths;
 use podstatus_agent::metrics::{CallerLatencySummary, LatencySummary};
 
 /// Everything `podstatus simulate` reports at the end.
@@ -55,6 +56,14 @@ pub struct Summary {
     pub statuses_written: u64,
     /// [`Summary::statuses_written`] per second of churn.
     pub statuses_written_per_second: f64,
+    /// How long the plugin was held during the churn (calls, sync steps, batches:
+    /// [`podstatus_runtime::ManagerHandle::plugin_busy`]) per status update handed to
+    /// it, in microseconds: the plugin's CPU per status, syncs included.
+    pub plugin_busy_us_per_update: f64,
+    /// What the paths of a 1.35 kubelet did (generations, sidecars, in-place resizes),
+    /// in runs of a plugin with the resize calls (`--logic v4`); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub new_paths: Option<NewPaths>,
     /// Pods in the API server by phase at the end (the node's pods only).
     pub pods_by_phase: BTreeMap<String, u64>,
     /// Plugin calls that failed, by what went wrong.
@@ -221,6 +230,10 @@ impl fmt::Display for Summary {
             "statuses written".into(),
             format!("{} ({:.1} per second)", self.statuses_written, self.statuses_written_per_second),
         ));
+        rows.push(("plugin busy / update".into(), format!("{:.1} us", self.plugin_busy_us_per_update)));
+        if let Some(paths) = &self.new_paths {
+            rows.extend(paths.rows());
+        }
         rows.push(("propagation".into(), self.propagation_ms.to_string()));
         rows.push(("caller latency".into(), self.caller_latency_ms.all.to_string()));
         for (op, latency) in &self.caller_latency_ms.by_operation {
@@ -331,6 +344,23 @@ mod tests {
         let table = summary.to_string();
         assert!(table.contains("differs: sim/web-0001-0: phase"), "{table}");
         assert!(table.contains("1 of 0 pods differ"), "{table}");
+    }
+
+    #[test]
+    fn plugin_busy_is_shown_and_the_new_paths_only_when_a_run_played_them() {
+        let mut summary = Summary { plugin_busy_us_per_update: 12.34, ..Summary::default() };
+        assert!(summary.to_string().contains("plugin busy / update  12.3 us"), "{summary}");
+        let json = serde_json::to_value(&summary).unwrap();
+        assert_eq!(json["plugin_busy_us_per_update"], 12.34);
+        assert!(json.get("new_paths").is_none(), "a run without them reports as before: {json}");
+        let mut paths = NewPaths { sidecar_pods: 3, resize_conditions_cleared: 2, ..NewPaths::default() };
+        paths.resize_conditions_set.insert("PodResizePending/Deferred".into(), 1);
+        summary.new_paths = Some(paths);
+        let table = summary.to_string();
+        assert!(table.contains("conditions set 1 (PodResizePending/Deferred 1), cleared 2"), "{table}");
+        assert!(table.contains("3 pods, 0 readiness results"), "{table}");
+        let json = serde_json::to_value(&summary).unwrap();
+        assert_eq!(json["new_paths"]["resize_conditions_set"]["PodResizePending/Deferred"], 1);
     }
 
     #[test]
