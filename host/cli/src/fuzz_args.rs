@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use podstatus_fuzz::{
-    CALL_FUEL, Campaign, Differential, Limit, ShrinkBudget, Summary, Target, run_campaign, write_finding,
+    CALL_FUEL, Campaign, Differential, FinalRules, Limit, ShrinkBudget, Summary, Target, run_campaign, write_finding,
 };
 use podstatus_runtime::{PluginRuntime, RuntimeConfig};
 
@@ -26,7 +26,8 @@ pub const DEFAULT_TRACES: u64 = 500;
 /// replay` accepts, and its path printed.
 ///
 /// With --against, the same traces run through two plugins and the first step where
-/// their reports differ is the finding.
+/// their reports differ is the finding (with --final-state, a difference in what they
+/// leave behind).
 ///
 /// Exit 0: no violation. Exit 1: a violation was found (the shrunk trace is written).
 /// Exit 2: the fuzzer could not run (a plugin that does not load, a bad argument).
@@ -61,6 +62,18 @@ pub struct FuzzArgs {
     /// faults the two cannot meet alike (on GETs, on any call, conflicts on writes).
     #[arg(long, value_name = "FILE.wasm")]
     pub against: Option<PathBuf>,
+    /// With --against: compare only what the two plugins leave behind once the trace
+    /// is quiet (the API server's pods without their resourceVersion, each plugin's
+    /// cache), not the results and calls in between. `--logic v3 --against v2` accepts
+    /// exactly the documented differences no write without a GET can avoid
+    /// (docs/logic-versions.md).
+    #[arg(long, requires = "against")]
+    pub final_state: bool,
+    /// Count the traces that break the check and go on instead of stopping at the
+    /// first (nothing is shrunk or written): prints the share and each trace's seed and
+    /// violation.
+    #[arg(long)]
+    pub tally: bool,
     /// Where shrunk failing traces are written.
     #[arg(long, value_name = "DIR", default_value = "fuzz-failures")]
     pub out: PathBuf,
@@ -136,16 +149,21 @@ fn run_inner(args: &FuzzArgs) -> anyhow::Result<ExitCode> {
         Some("v1") => Some(Logic::V1),
         Some("v2") => Some(Logic::V2),
         Some("v3") => Some(Logic::V3),
+        Some("v4") => Some(Logic::V4),
         _ => None,
     };
-    let mut differential = Differential::Exact;
+    let mut differential =
+        if args.final_state { Differential::FinalState(FinalRules::Equal) } else { Differential::Exact };
     let against = match &args.against {
         None => None,
         Some(path) if path.as_os_str() == "native" => Some((Target::Native(args.logic.native()), native_name)),
         Some(path) => match builtin(path) {
             Some(logic) => {
                 if args.plugin.is_none() && !args.native && args.logic == Logic::V3 && logic == Logic::V2 {
-                    differential = Differential::UnreadWrites;
+                    differential = match differential {
+                        Differential::FinalState(_) => Differential::FinalState(FinalRules::UnreadWrites),
+                        _ => Differential::UnreadWrites,
+                    };
                 }
                 Some((component(None, logic)?, format!("the built-in plugin (logic {})", logic_name(logic))))
             }
@@ -162,6 +180,7 @@ fn run_inner(args: &FuzzArgs) -> anyhow::Result<ExitCode> {
         differential,
         strict: args.strict,
         shrink: ShrinkBudget { max_time: args.shrink_time, ..ShrinkBudget::default() },
+        tally: args.tally,
     };
     match &against {
         Some((_, other)) => {
@@ -201,6 +220,17 @@ fn run_inner(args: &FuzzArgs) -> anyhow::Result<ExitCode> {
             ),
         )?;
     }
+    if args.tally {
+        let share = 100.0 * summary.tallied.len() as f64 / summary.traces.max(1) as f64;
+        print(
+            &mut out,
+            format!("{} of {} traces broke the check ({share:.1}%)", summary.tallied.len(), summary.traces),
+        )?;
+        for (seed, violation) in &summary.tallied {
+            print(&mut out, format!("  seed {seed}: {violation}"))?;
+        }
+        return Ok(if summary.tallied.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) });
+    }
     let Some(finding) = &summary.finding else {
         let verdict = if against.is_some() { "no difference" } else { "no violation" };
         print(&mut out, verdict.into())?;
@@ -228,5 +258,6 @@ pub(crate) fn logic_name(logic: Logic) -> &'static str {
         Logic::V1 => "v1",
         Logic::V2 => "v2",
         Logic::V3 => "v3",
+        Logic::V4 => "v4",
     }
 }

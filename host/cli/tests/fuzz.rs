@@ -53,6 +53,7 @@ fn campaign(target: Target, seed: u64, traces: u64, steps: usize) -> Campaign {
         against: None,
         strict: false,
         shrink: ShrinkBudget::default(),
+        tally: false,
     }
 }
 

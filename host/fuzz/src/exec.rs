@@ -9,6 +9,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
 
+use crate::final_state::{
+    Difference, FinalState, StaleCopies, differences, final_difference, read_cache as read_final_cache,
+    recreated_unseen,
+};
 use crate::invariants::{
     CacheView, Cached, Checker, Invariant, KnownIssue, Violation, Write, WriteSemantics, check_deterministic,
     check_quiescence, first_difference,
@@ -92,6 +96,16 @@ pub struct Run {
     pub steps: usize,
     /// Known issues seen (when checking, not strictly).
     pub known: BTreeMap<KnownIssue, usize>,
+    /// The plugin's cache after the last step, when the run was asked to read it
+    /// (None also when the plugin faulted).
+    pub cache: Option<BTreeMap<String, serde_json::Value>>,
+}
+
+impl Run {
+    /// What the run left behind.
+    pub fn final_state(&self) -> FinalState {
+        FinalState::of(&self.parsed, self.cache.clone())
+    }
 }
 
 /// Checks `trace` (without its quiescence steps, which this adds) against every
@@ -99,11 +113,12 @@ pub struct Run {
 /// check only when `strict`. `Err` only for a trace the replay refuses.
 pub fn check_trace(trace: &Trace, target: &Target, strict: bool) -> Result<CheckOutcome, TraceError> {
     let full = with_quiescence(trace);
-    let first = guarded(&full, trace.steps.len(), target, Some(strict))?;
+    let checking = Options { checks: Some(strict), ..Options::default() };
+    let first = guarded(&full, trace.steps.len(), target, checking)?;
     if first.violation.is_some() {
         return Ok(CheckOutcome { violation: first.violation, steps: first.steps, known: first.known });
     }
-    let second = guarded(&full, trace.steps.len(), target, None)?;
+    let second = guarded(&full, trace.steps.len(), target, Options::default())?;
     let violation = check_deterministic(&first.report, &second.report).err();
     Ok(CheckOutcome { violation, steps: first.steps + second.steps, known: first.known })
 }
@@ -132,6 +147,26 @@ pub enum Differential {
     /// patch answered 404 stands for the second's GET answered 404.
     /// Everything else (results, the other calls, the final API server) must match.
     UnreadWrites,
+    /// Only what the two leave behind is compared ([`crate::final_state`]): the API
+    /// server's pods and each plugin's cache after the quiescence steps, not the
+    /// results or calls in between; a difference is a finding unless `accept` accepts
+    /// it.
+    FinalState(FinalRules),
+}
+
+/// Which final-state differences [`Differential::FinalState`] accepts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FinalRules {
+    /// None: the two must leave the same state.
+    Equal,
+    /// The first plugin writes without reading first (logic v3) and the second reads
+    /// before each write (logic v2): a difference is accepted only where the pod
+    /// manager's copy the first plugin wrote from was not the API server's (the one
+    /// thing a write without a GET cannot know), which [`StaleCopies`] tells by
+    /// running the trace again with copies that follow the API server. The faults the
+    /// two cannot meet alike are left out of the trace, as for
+    /// [`Differential::UnreadWrites`].
+    UnreadWrites,
 }
 
 /// Runs `trace` (quiescence appended) through two plugins and returns the first step
@@ -149,10 +184,34 @@ pub fn compare_targets_with(
 ) -> Result<CheckOutcome, TraceError> {
     let trace = &comparable(trace, mode);
     let full = with_quiescence(trace);
-    let first = guarded(&full, trace.steps.len(), a, None)?;
-    let second = guarded(&full, trace.steps.len(), b, None)?;
-    let violation = report_difference_with(&first.parsed, &second.parsed, mode);
-    Ok(CheckOutcome { violation, steps: first.steps + second.steps, known: BTreeMap::new() })
+    let quiet_from = trace.steps.len();
+    let options = Options { read_cache: matches!(mode, Differential::FinalState(_)), ..Options::default() };
+    let first = guarded(&full, quiet_from, a, options)?;
+    let second = guarded(&full, quiet_from, b, options)?;
+    let mut steps = first.steps + second.steps;
+    let violation = match mode {
+        Differential::FinalState(rules) => {
+            let (fa, fb) = (first.final_state(), second.final_state());
+            let last = full.steps.len().saturating_sub(1);
+            let found = differences(&fa, &fb);
+            // Only a difference needs the counterfactual run.
+            let stale = if rules == FinalRules::UnreadWrites && !found.is_empty() {
+                let watched = Options { watched_copies: true, ..options };
+                let (wa, wb) = (guarded(&full, quiet_from, a, watched)?, guarded(&full, quiet_from, b, watched)?);
+                steps += wa.steps + wb.steps;
+                Some(StaleCopies::between(&wa.final_state(), &wb.final_state()))
+            } else {
+                None
+            };
+            let accepted = |d: &Difference| match &stale {
+                Some(stale) => stale.explains(d) || recreated_unseen(trace, &fa, &fb, d),
+                None => false,
+            };
+            final_difference(&fa, &fb, last, &accepted)
+        }
+        _ => report_difference_with(&first.parsed, &second.parsed, mode),
+    };
+    Ok(CheckOutcome { violation, steps, known: BTreeMap::new() })
 }
 
 /// `trace` as `mode` can compare it. For [`Differential::UnreadWrites`], the injected
@@ -160,13 +219,18 @@ pub fn compare_targets_with(
 /// step indices stay): a fault on GETs (or on any call) is used up by a GET the first
 /// plugin does not make, so the calls after it would fail on one side only; and a
 /// conflict on a write sends the first plugin to read and write again, where the second
-/// gives up until its next sync. Faults of writes and deletes with other errors stay.
+/// gives up until its next sync. Faults of writes and deletes with other errors stay,
+/// except in [`FinalRules::UnreadWrites`] when the trace holds calls (`hold-api`): a held
+/// sync of the first plugin is one call ahead of the second's at every `complete-api`
+/// (its write is its first call, the second's is its GET), so the write a fault meets
+/// is another write on either side.
 fn comparable(trace: &Trace, mode: Differential) -> Trace {
     let mut trace = trace.clone();
-    if mode == Differential::UnreadWrites {
+    if matches!(mode, Differential::UnreadWrites | Differential::FinalState(FinalRules::UnreadWrites)) {
+        let holds = mode != Differential::UnreadWrites && trace.steps.iter().any(|s| matches!(s, Step::HoldApi));
         for step in &mut trace.steps {
             if let Step::Fail { verb, error, .. } = step
-                && (matches!(verb, FailVerb::Get | FailVerb::Any) || *error == FailError::Conflict)
+                && (holds || matches!(verb, FailVerb::Get | FailVerb::Any) || *error == FailError::Conflict)
             {
                 *step = Step::AdvanceClock { ms: 0 };
             }
@@ -190,7 +254,7 @@ fn aligned(
     b: Vec<serde_json::Value>,
     mode: Differential,
 ) -> (Vec<serde_json::Value>, Vec<serde_json::Value>) {
-    if mode == Differential::Exact {
+    if mode != Differential::UnreadWrites {
         return (a, b);
     }
     let is_get = |c: &serde_json::Value| c["verb"] == "get";
@@ -262,8 +326,8 @@ pub fn report_difference_with(a: &Report, b: &Report, mode: Differential) -> Opt
 
 /// [`execute`], with a panic of native logic (a host bug or a logic bug: there is no
 /// sandbox to catch it) reported as a fault.
-fn guarded(full: &Trace, quiet_from: usize, target: &Target, checks: Option<bool>) -> Result<Run, TraceError> {
-    match catch_unwind(AssertUnwindSafe(|| execute(full, quiet_from, target, checks))) {
+fn guarded(full: &Trace, quiet_from: usize, target: &Target, options: Options) -> Result<Run, TraceError> {
+    match catch_unwind(AssertUnwindSafe(|| execute(full, quiet_from, target, options))) {
         Ok(run) => run,
         Err(panic) => {
             let message = panic
@@ -281,6 +345,7 @@ fn guarded(full: &Trace, quiet_from: usize, target: &Target, checks: Option<bool
                 )),
                 steps: 0,
                 known: BTreeMap::new(),
+                cache: None,
             })
         }
     }
@@ -291,10 +356,32 @@ thread_local! {
     static CURRENT_STEP: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
-/// Runs `full` (a trace whose steps from `quiet_from` on are the quiescence steps).
-/// With `checks` (`Some(strict)`), checks the per-step invariants after every step and
-/// quiescence at the end, stopping at the first violation.
-pub fn execute(full: &Trace, quiet_from: usize, target: &Target, checks: Option<bool>) -> Result<Run, TraceError> {
+/// How [`execute`] runs a trace.
+#[derive(Clone, Copy, Debug, Default)]
+struct Options {
+    /// `Some(strict)`: check the per-step invariants after every step and quiescence at
+    /// the end, stopping at the first violation.
+    checks: Option<bool>,
+    /// Read the plugin's cache for every UID the trace names after the last step (for
+    /// [`Differential::FinalState`]).
+    read_cache: bool,
+    /// The counterfactual world of [`StaleCopies`]: the pod manager's copies are the
+    /// API server's from the start, and a pod the pod manager adds takes the API
+    /// server's copy of that UID, as the kubelet's watch delivers it.
+    watched_copies: bool,
+}
+
+/// Runs `full` (a trace whose steps from `quiet_from` on are the quiescence steps) as
+/// `options` say.
+fn execute(full: &Trace, quiet_from: usize, target: &Target, options: Options) -> Result<Run, TraceError> {
+    let Options { checks, read_cache, watched_copies } = options;
+    let watched;
+    let full = if watched_copies {
+        watched = with_watched_copies(full);
+        &watched
+    } else {
+        full
+    };
     let observe = checks.is_some();
     let mut stepper = Stepper::new(full, &|world| target.instantiate(world))?;
     let events: Arc<Mutex<Vec<PodEvent>>> = Arc::default();
@@ -325,6 +412,9 @@ pub fn execute(full: &Trace, quiet_from: usize, target: &Target, checks: Option<
         CURRENT_STEP.set(stepper.next_step());
         let Some(step) = stepper.step()? else { break };
         steps += 1;
+        if watched_copies && let Step::PodManagerAdd { pod } = &full.steps[step] {
+            follow_api_server(&stepper, pod);
+        }
         if let Some(fault) = stepper.fault() {
             violation =
                 Some(Violation::new(Invariant::NoFault, step, format!("the plugin faulted: {}", fault.message)));
@@ -363,9 +453,32 @@ pub fn execute(full: &Trace, quiet_from: usize, target: &Target, checks: Option<
         violation =
             check_quiescence(full.steps.len() - 1, &cache, stepper.pod_manager(), stepper.store(), semantics).err();
     }
+    let cache = (read_cache && stepper.fault().is_none()).then(|| read_final_cache(&mut stepper, &uids)).flatten();
     let outcome = stepper.finish();
     let report = serde_json::to_vec(&outcome.report).unwrap_or_default();
-    Ok(Run { report, parsed: outcome.report, violation, steps, known: checker.known_issues().clone() })
+    Ok(Run { report, parsed: outcome.report, violation, steps, known: checker.known_issues().clone(), cache })
+}
+
+/// `full` with each of the pod manager's starting copies replaced by the API server's
+/// copy of the same UID, if it has one.
+fn with_watched_copies(full: &Trace) -> Trace {
+    let mut watched = full.clone();
+    for pod in &mut watched.pod_manager {
+        if let Some(api) =
+            full.apiserver.iter().find(|a| a.metadata.uid.is_some() && a.metadata.uid == pod.metadata.uid)
+        {
+            *pod = api.clone();
+        }
+    }
+    watched
+}
+
+/// After `pod-manager-add` of `pod`: the pod manager holds the API server's copy of
+/// its UID instead, if the API server has one.
+fn follow_api_server(stepper: &Stepper<'_>, pod: &Pod) {
+    if let Some(api) = pod.metadata.uid.as_deref().and_then(|uid| stepper.store().get_pod_by_uid(uid)) {
+        stepper.pod_manager().follow(&api);
+    }
 }
 
 /// The statuses a step wrote, from the store's change events: each successful write

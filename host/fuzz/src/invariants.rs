@@ -37,11 +37,14 @@ pub enum Invariant {
     Deterministic,
     /// Differential mode: two plugins give the same report for the same trace.
     SameReport,
+    /// Final-state differential mode: two plugins leave the same API server pods and
+    /// the same cache once the trace is quiet, whatever calls got them there.
+    SameFinalState,
 }
 
 impl Invariant {
     /// Every invariant, in the order of the list.
-    pub const ALL: [Invariant; 8] = [
+    pub const ALL: [Invariant; 9] = [
         Invariant::VersionMonotonic,
         Invariant::WriteOwnPod,
         Invariant::DeletePrecondition,
@@ -50,6 +53,7 @@ impl Invariant {
         Invariant::NoFault,
         Invariant::Deterministic,
         Invariant::SameReport,
+        Invariant::SameFinalState,
     ];
 
     /// The stable name.
@@ -63,6 +67,7 @@ impl Invariant {
             Invariant::NoFault => "no-fault",
             Invariant::Deterministic => "deterministic",
             Invariant::SameReport => "same-report",
+            Invariant::SameFinalState => "same-final-state",
         }
     }
 
@@ -262,7 +267,7 @@ impl WriteSemantics {
         match plugin.contract() {
             Contract::V0_1_0 => WriteSemantics::Replace,
             Contract::V0_1_1 => WriteSemantics::Merge,
-            Contract::V0_2_0 => match plugin.set_container_startup("", "", false) {
+            Contract::V0_2_0 | Contract::V0_2_1 => match plugin.set_container_startup("", "", false) {
                 Err(CallError::Unsupported { .. }) => WriteSemantics::Replace,
                 _ => WriteSemantics::Merge,
             },

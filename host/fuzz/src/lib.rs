@@ -6,11 +6,14 @@
 //! - [`invariants`]: what must hold after every step, and at the end.
 //! - [`exec`]: one trace run under the invariants (and differential runs).
 //! - [`shrink`]: delta debugging of a failing trace.
+//! - [`final_state`]: the differential that compares only what two plugins leave
+//!   behind.
 //!
 //! The invariants, with their names in findings:
 //! (a) `version-monotonic`, (b) `write-own-pod`, (c) `delete-precondition`,
 //! (d) `no-rollback`, (e) `quiescence`, (f) `no-fault`, (g) `deterministic`; and
-//! `same-report` for the differential mode.
+//! `same-report` for the differential mode, `same-final-state` for its final-state
+//! variant.
 //!
 //! (b) and (d) tell which pod a write belongs to by its content: the status written
 //! must be one the plugin had cached. That is logic v1's contract (it writes its cached
@@ -21,6 +24,7 @@
 
 mod byte_entropy;
 mod exec;
+mod final_state;
 mod generate;
 mod invariants;
 mod shrink;
@@ -33,9 +37,10 @@ use serde_json::{Map, Value, json};
 
 pub use byte_entropy::ByteEntropy;
 pub use exec::{
-    CheckOutcome, Differential, PluginMaker, Target, check_trace, compare_targets, compare_targets_with,
+    CheckOutcome, Differential, FinalRules, PluginMaker, Target, check_trace, compare_targets, compare_targets_with,
     report_difference, report_difference_with,
 };
+pub use final_state::{Difference, FinalState, Place, StaleCopies, differences, final_difference, recreated_unseen};
 pub use generate::{GenConfig, generate, generate_with};
 pub use invariants::{Invariant, KnownIssue, Violation, WriteSemantics};
 pub use shrink::{ShrinkBudget, Shrunk, shrink};
@@ -85,6 +90,9 @@ pub struct Campaign {
     pub strict: bool,
     /// How much shrinking a violation may cost.
     pub shrink: ShrinkBudget,
+    /// Count the traces that break the check and go on, instead of stopping at the
+    /// first and shrinking it: what measuring how often two versions differ needs.
+    pub tally: bool,
 }
 
 /// A violation found, shrunk.
@@ -115,6 +123,9 @@ pub struct Summary {
     pub finding: Option<Finding>,
     /// Known issues seen (not failed on): in how many traces each.
     pub known: BTreeMap<KnownIssue, u64>,
+    /// In a [`Campaign::tally`]: each trace that broke the check, by seed, with its
+    /// violation (unshrunk).
+    pub tallied: Vec<(u64, Violation)>,
 }
 
 impl Summary {
@@ -169,7 +180,14 @@ pub fn check(
 /// generator made a trace the replay refuses (a bug of the fuzzer itself).
 pub fn run_campaign(campaign: &Campaign, progress: &mut dyn FnMut(&Summary)) -> Result<Summary, GeneratorBug> {
     let started = Instant::now();
-    let mut summary = Summary { traces: 0, steps: 0, elapsed: Duration::ZERO, finding: None, known: BTreeMap::new() };
+    let mut summary = Summary {
+        traces: 0,
+        steps: 0,
+        elapsed: Duration::ZERO,
+        finding: None,
+        known: BTreeMap::new(),
+        tallied: Vec::new(),
+    };
     // Interleavings only where every plugin compared can hold its calls.
     let interleave = campaign.target.can_interleave() && campaign.against.as_ref().is_none_or(Target::can_interleave);
     let config = GenConfig { steps: campaign.steps, interleave };
@@ -190,24 +208,28 @@ pub fn run_campaign(campaign: &Campaign, progress: &mut dyn FnMut(&Summary)) -> 
         for issue in outcome.known.keys() {
             *summary.known.entry(*issue).or_default() += 1;
         }
-        if let Some(violation) = outcome.violation {
-            summary.elapsed = started.elapsed();
-            let shrunk = shrink_violation(
-                &trace,
-                violation.clone(),
-                &campaign.target,
-                against,
-                campaign.strict,
-                campaign.shrink,
-            );
-            summary.finding = Some(Finding {
-                seed,
-                steps_per_trace: campaign.steps,
-                original: violation,
-                original_steps: trace.steps.len(),
-                shrunk,
-            });
-            return Ok(summary);
+        match outcome.violation {
+            Some(violation) if campaign.tally => summary.tallied.push((seed, violation)),
+            Some(violation) => {
+                summary.elapsed = started.elapsed();
+                let shrunk = shrink_violation(
+                    &trace,
+                    violation.clone(),
+                    &campaign.target,
+                    against,
+                    campaign.strict,
+                    campaign.shrink,
+                );
+                summary.finding = Some(Finding {
+                    seed,
+                    steps_per_trace: campaign.steps,
+                    original: violation,
+                    original_steps: trace.steps.len(),
+                    shrunk,
+                });
+                return Ok(summary);
+            }
+            None => {}
         }
         if last_progress.elapsed() >= Duration::from_secs(5) {
             last_progress = Instant::now();
