@@ -49,3 +49,4 @@ pub use podstatus_logic::{
 pub use policy::{Manager, V2};
 pub use sync::{call_api, now};
 pub use updates::enqueue;
+pub use updates::{Found, find_container};

@@ -19,11 +19,15 @@ use crate::generate::{POD_FAILED, generate_containers_ready_condition, generate_
 use crate::imports::Imports;
 use crate::policy::V2;
 
-/// A cached container found by ID, with its pod.
-struct Found {
-    pod: PodView,
-    pod_json: String,
-    cached: Arc<VersionedStatus>,
+/// A cached container found by ID, with its pod (shared with later versions, whose
+/// probe updates start the same way).
+pub struct Found {
+    /// The pod manager's pod.
+    pub pod: PodView,
+    /// Its JSON, as the pod manager handed it.
+    pub pod_json: String,
+    /// The pod's cached status, which has the container.
+    pub cached: Arc<VersionedStatus>,
 }
 
 impl<I: Imports> Policy<I> for V2 {
@@ -146,7 +150,7 @@ impl<I: Imports> Policy<I> for V2 {
 
 /// The pod and cached status behind a container ID, or the outcome that ends a
 /// readiness or startup change before it starts.
-fn find_container<I: Imports>(
+pub fn find_container<I: Imports>(
     engine: &mut Engine<I>,
     pod_uid: &str,
     container_id: &str,

@@ -2,17 +2,15 @@
 //! with 1.35's refusals, transition times, observedGeneration and equality), the
 //! resize conditions, and 1.27's one-slot signal and pass (logic v2's, unchanged).
 
-use std::sync::Arc;
-
 use k8s_openapi::api::core::v1::PodStatus;
 use podstatus_core::{PodView, find_condition_mut, find_container_status, find_container_status_mut, parse_status};
 use podstatus_logic::{
     ContainerProbe, Engine, InvalidPod, Level, ManagerError, PodSync, Policy, ResizeCondition, Result, SyncRequest,
-    UpdateOutcome, VersionedStatus,
+    UpdateOutcome,
 };
 use podstatus_logic_v2::conditions::{is_terminal, update_last_transition_time};
 use podstatus_logic_v2::generate::POD_FAILED;
-use podstatus_logic_v2::{Imports, V2};
+use podstatus_logic_v2::{Found, Imports, V2, find_container};
 
 use crate::V4;
 use crate::conditions::{TRANSITION_TIME_CONDITIONS, is_pod_status_by_kubelet_equal};
@@ -156,41 +154,6 @@ impl<I: Imports> Policy<I> for V4 {
     fn get_pod_resize_conditions(&self, engine: &mut Engine<I>, pod_uid: &str) -> Result<Vec<String>> {
         engine.resize_conditions_json(pod_uid)
     }
-}
-
-/// A cached container found by ID, with its pod.
-struct Found {
-    pod: PodView,
-    pod_json: String,
-    cached: Arc<VersionedStatus>,
-}
-
-/// The pod and cached status behind a container ID (regular or init), or the outcome
-/// that ends a readiness or startup change before it starts.
-fn find_container<I: Imports>(
-    engine: &mut Engine<I>,
-    pod_uid: &str,
-    container_id: &str,
-    what: &str,
-) -> Result<std::result::Result<Found, UpdateOutcome>> {
-    let Some(pod_json) = engine.imports_mut().get_pod_by_uid(pod_uid) else {
-        engine.log(Level::Debug, || format!("pod {pod_uid} has been deleted, no need to update {what}"));
-        return Ok(Err(UpdateOutcome::PodNotFound));
-    };
-    let pod = PodView::parse_with_uid(&pod_json).invalid_pod(|| format!("pod manager's pod {pod_uid}"))?;
-    let Some(cached) = engine.cached(&pod.metadata.uid) else {
-        engine.log(Level::Info, || {
-            format!("container {what} changed before pod has synced: {} - {container_id}", pod.full_name())
-        });
-        return Ok(Err(UpdateOutcome::NotCached));
-    };
-    if find_container_status(&cached.status, container_id).is_none() {
-        engine.log(Level::Info, || {
-            format!("container {what} changed for unknown container: {} - {container_id}", pod.full_name())
-        });
-        return Ok(Err(UpdateOutcome::UnknownContainer));
-    }
-    Ok(Ok(Found { pod, pod_json, cached }))
 }
 
 /// 1.35's `updateStatusInternal`: 1.27's (logic v2's) with the illegal-transition check
