@@ -123,6 +123,8 @@ fn a_short_run_exits_0_with_a_json_summary_whose_check_passed() {
     assert!(!s["pods_by_phase"].as_object().unwrap().is_empty(), "{s:#}");
     assert_eq!(s["swap"], Value::Null);
     assert!(s["api_server"].as_str().unwrap().starts_with("http://127.0.0.1:"), "{s:#}");
+    assert!(s["plugin_busy_us_per_update"].as_f64().unwrap() > 0.0, "the plugin was held: {s:#}");
+    assert_eq!(s.get("new_paths"), None, "only a plugin with the resize calls plays 1.35's paths: {s:#}");
 }
 
 /// The default run's honest plugin (logic v1) is refused nothing: it reads a pod it has
@@ -220,6 +222,7 @@ fn patching_run(logic: &str) -> Value {
     let s = passed_run(&["--logic", logic, "--pods", "12", "--duration", "2", "--json", "--churn", "30"]);
     assert_eq!(s["plugin"], "kubelet:status@0.2.0");
     assert!(calls(&s, "patch_status", "Success") > 0, "{logic} writes a patch with the UID precondition: {s:#}");
+    assert_eq!(s.get("new_paths"), None, "{logic} has no resize calls: {s:#}");
     s
 }
 
@@ -237,6 +240,29 @@ fn logic_v3_writes_each_version_with_one_patch_and_no_get() {
     // on 12 pods for 2 s than on the README's 1,000 pods for 90 s (1.02 to 1.04).
     let per_version = s["api_calls_per_version"].as_f64().unwrap();
     assert!(per_version < 1.25, "{per_version} API calls per version: {s:#}");
+}
+
+/// Logic v4's paths run: generations moved by resizes, sidecars, resize conditions set
+/// and cleared through the plugin and written in the statuses, PodReadyToStartContainers;
+/// and the API server still equals the cache.
+#[test]
+fn logic_v4_runs_generations_sidecars_and_resizes_and_the_check_stays_clean() {
+    let s = passed_run(&["--logic", "v4", "--pods", "16", "--duration", "6", "--json", "--churn", "50"]);
+    assert_eq!(s["plugin"], "kubelet:status@0.2.1");
+    assert_eq!(s["faults"], serde_json::json!({}), "{s:#}");
+    let paths = &s["new_paths"];
+    let count = |field: &str| paths[field].as_u64().unwrap_or_else(|| panic!("{field}: {s:#}"));
+    assert!(count("sidecar_pods") > 0, "{s:#}");
+    assert!(count("spec_changes") > 0, "owners resized pods: {s:#}");
+    let set: u64 = paths["resize_conditions_set"].as_object().unwrap().values().map(|n| n.as_u64().unwrap()).sum();
+    assert!(set > 0, "{s:#}");
+    assert!(count("resize_conditions_cleared") > 0, "{s:#}");
+    assert!(count("statuses_with_resize_conditions") > 0, "{s:#}");
+    assert!(count("api_pods_with_observed_generation") > 0, "v4 set observedGeneration: {s:#}");
+    assert!(count("api_pods_ready_to_start_containers") > 0, "{s:#}");
+    assert!(count("api_pods_with_sidecar_status") > 0, "{s:#}");
+    assert!(calls(&s, "patch_status", "Success") > 0, "{s:#}");
+    assert!(s["plugin_busy_us_per_update"].as_f64().unwrap() > 0.0, "{s:#}");
 }
 
 #[test]
