@@ -5,6 +5,7 @@ mod agent;
 mod agent_pods;
 mod artifact_cache;
 mod bad_input;
+mod conformance_v4;
 mod deploy;
 mod embedded_server;
 mod embedded_server_hostile;
