@@ -347,3 +347,29 @@ fn a_swap_through_v2_keeps_resize_conditions_and_observed_generation() {
     let status: Value = serde_json::from_str(&cached.status).expect("status JSON");
     assert_eq!(status["observedGeneration"], json!(4));
 }
+
+// Not upstream: what the v2 component does with v4's observedGeneration after a swap
+// (docs/logic-versions.md): its next write drops it.
+#[test]
+fn after_a_swap_v2_clears_observed_generation_with_its_next_write() {
+    let pod = test_pod(4);
+    let mut case = case_with(&pod);
+    case.set(&pod, &json!({"phase": "Running"}));
+    assert_eq!(case.drain(), [SyncOutcome::Written]);
+    let written = case.api_status();
+    assert_eq!(written["observedGeneration"], json!(4));
+    let state = case.plugin.save_state().expect("save-state");
+
+    let (api, _, world) = world_with(&with_status(pod.clone(), written));
+    let mut v2 = load(PODSTATUS_V2).instantiate(world.clone()).expect("a v2 instance");
+    v2.load_state(&state).expect("v2 loads v4's state");
+    let outcome = v2.set_pod_status(&pod.to_string(), &json!({"phase": "Running"}).to_string()).expect("set");
+    assert_eq!(outcome, UpdateOutcome::Queued, "losing observedGeneration is a new version");
+    while let Some(request) = world.queue.pop() {
+        v2.sync_pod(&request).expect("sync-pod");
+    }
+    let stored = api.get_pod("new", "foo").expect("the pod is stored");
+    let status = serde_json::to_value(stored.status.clone().unwrap_or_default()).expect("status JSON");
+    assert_eq!(status["phase"], json!("Running"));
+    assert!(status.get("observedGeneration").is_none(), "{status}");
+}
