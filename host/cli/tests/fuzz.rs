@@ -13,7 +13,7 @@ use podstatus_fuzz::{
     Campaign, GenConfig, Invariant, KnownIssue, Limit, ShrinkBudget, Target, check_trace, compare_targets, generate,
     read_finding, run_campaign, shrink_violation,
 };
-use podstatus_plugins::PODSTATUS_V1;
+use podstatus_plugins::{PODSTATUS_V1, PODSTATUS_V2, PODSTATUS_V3, PODSTATUS_V4};
 use podstatus_replay::{self as replay, Trace};
 use podstatus_runtime::World;
 use podstatus_runtime::{NativePlugin, Plugin, PluginRuntime};
@@ -222,6 +222,54 @@ fn shrinking_keeps_the_violation_and_the_file_replays() {
 }
 
 // ---- the real plugin ----
+
+/// A static pod and its mirror pod; a status set and synced while the API calls are
+/// held; the static pod leaves the pod manager; the held patch is then released. The
+/// write lands on the mirror pod the sync was planned for, which the pod manager no
+/// longer pairs with anything: write-own-pod judges it by the pairing seen when the
+/// sync was planned. Found by `fuzz --logic v4` with random seeds (v2 and v3 met it too).
+fn held_mirror_write_trace() -> Trace {
+    let pod = |uid: &str, annotations: serde_json::Value| {
+        serde_json::json!({"metadata": {"name": "api-2", "namespace": "kube-system", "uid": uid,
+                                         "annotations": annotations},
+                           "spec": {"containers": [{"name": "proxy"}]}})
+    };
+    let source = "kubernetes.io/config.source";
+    let hash = "kubernetes.io/config.hash";
+    let static_pod = pod("static-1", serde_json::json!({source: "file", hash: "ef9424f9"}));
+    let mirror =
+        pod("mirror-1", serde_json::json!({source: "file", hash: "ef9424f9", "kubernetes.io/config.mirror": "ef9424f9"}));
+    Trace::from_value(serde_json::json!({
+        "apiserver": [mirror.clone()],
+        "pod_manager": [static_pod, mirror],
+        "steps": [
+            {"op": "hold-api"},
+            {"op": "set-pod-status", "pod": "static-1", "status": {"phase": "Running"}},
+            {"op": "sync"},
+            {"op": "pod-manager-remove", "uid": "static-1"},
+            {"op": "release-api"},
+        ],
+    }))
+    .expect("a valid trace")
+}
+
+#[test]
+fn a_held_sync_writing_to_the_mirror_of_a_static_pod_that_left_is_its_own_write() {
+    let runtime = PluginRuntime::new(&fuzz::runtime_config(Some(cache_dir()))).expect("runtime");
+    let trace = held_mirror_write_trace();
+    for (logic, bytes) in [("v2", PODSTATUS_V2), ("v3", PODSTATUS_V3), ("v4", PODSTATUS_V4)] {
+        let target = Target::Component(Box::new(runtime.load(bytes).expect("the plugin loads")));
+        let outcome = check_trace(&trace, &target, true).expect("the trace runs");
+        assert_eq!(outcome.violation, None, "logic {logic}");
+    }
+    // The write did happen, on the mirror pod, after the static pod left: the check
+    // had a write to judge.
+    let image = runtime.load(PODSTATUS_V4).unwrap();
+    let outcome = replay::run(&trace, &|world| Ok(Box::new(image.instantiate(world)?) as Box<dyn Plugin>)).unwrap();
+    let api = &outcome.report.apiserver[0];
+    assert_eq!(api.metadata.uid.as_deref(), Some("mirror-1"));
+    assert_eq!(api.status.as_ref().and_then(|s| s.phase.as_deref()), Some("Running"));
+}
 
 #[test]
 fn a_short_campaign_of_the_component_finds_no_violation() {

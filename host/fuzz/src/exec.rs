@@ -395,6 +395,7 @@ fn execute(full: &Trace, quiet_from: usize, target: &Target, options: Options) -
     let semantics = WriteSemantics::of(stepper.plugin());
     let checker = if checks == Some(true) { Checker::strict() } else { Checker::new() };
     let mut checker = checker.with_semantics(semantics);
+    checker.note_mirror_pairs(&stepper.pod_manager().get_uid_translations().1);
     let mut observer = CacheObserver::default();
     let mut api_statuses: BTreeMap<String, PodStatus> = full
         .apiserver
@@ -442,9 +443,8 @@ fn execute(full: &Trace, quiet_from: usize, target: &Target, options: Options) -
                 break;
             }
         };
-        let pod_manager = Arc::clone(stepper.pod_manager());
-        let translate = |uid: &str| pod_manager.translate_pod_uid(uid);
-        if let Err(v) = checker.step(step, &calls, &writes, &cache, &translate) {
+        checker.note_mirror_pairs(&stepper.pod_manager().get_uid_translations().1);
+        if let Err(v) = checker.step(step, &calls, &writes, &cache) {
             violation = Some(v);
             break;
         }

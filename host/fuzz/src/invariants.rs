@@ -4,7 +4,7 @@
 //! wrote, what the plugin has cached afterwards) so that tests can feed them hand-made
 //! worlds; [`Checker`] keeps the little history they need between steps.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
@@ -416,6 +416,11 @@ pub struct Checker {
     /// (namespace, name), or ("", pod UID) for a held sync's call -> the call that wrote the pod's status in the sync still
     /// going on for it (see [`SyncWrites`]).
     sync_writes: SyncWrites,
+    /// Mirror pod UID -> every static pod UID the pod manager ever translated it to. A
+    /// sync planned while a static pod was held may write after the pod manager has
+    /// let it go (a held call released later), so a write is judged by the pairings
+    /// seen up to it, not only by today's.
+    mirror_pairs: BTreeMap<String, BTreeSet<String>>,
 }
 
 /// The status write of each pod's sync in progress, across steps: a sync whose calls
@@ -453,20 +458,23 @@ impl Checker {
         &self.known
     }
 
+    /// Records the pod manager's mirror-to-static UID translations as they are now
+    /// (`get-uid-translations`' second map). Called before the first step and after
+    /// each one, so every pairing a planned sync could have seen is known.
+    pub fn note_mirror_pairs(&mut self, mirror_to_static: &BTreeMap<String, String>) {
+        for (mirror, static_uid) in mirror_to_static {
+            self.mirror_pairs.entry(mirror.clone()).or_default().insert(static_uid.clone());
+        }
+    }
+
     /// Checks one step: its calls and writes against what was cached before it (every
     /// status written must have been cached by an earlier step), then what is cached
-    /// after it. `translate` is the pod manager's mirror-to-static UID translation.
-    pub fn step(
-        &mut self,
-        step: usize,
-        calls: &[Call],
-        writes: &[Write],
-        cached: &CacheView,
-        translate: &dyn Fn(&str) -> String,
-    ) -> Result<(), Violation> {
+    /// after it. A write to a mirror pod may carry the status of any static pod it was
+    /// paired with so far ([`Checker::note_mirror_pairs`]).
+    pub fn step(&mut self, step: usize, calls: &[Call], writes: &[Write], cached: &CacheView) -> Result<(), Violation> {
         check_deletes(step, calls, self.semantics, &mut self.sync_writes)?;
         for write in writes {
-            self.check_write(step, write, translate)?;
+            self.check_write(step, write)?;
         }
         self.observe(step, cached)
     }
@@ -504,7 +512,7 @@ impl Checker {
     }
 
     /// (b) and (d) for one write.
-    fn check_write(&mut self, step: usize, write: &Write, translate: &dyn Fn(&str) -> String) -> Result<(), Violation> {
+    fn check_write(&mut self, step: usize, write: &Write) -> Result<(), Violation> {
         let target = &write.target_uid;
         let object = format!("{}/{} (UID {target})", write.namespace, write.name);
         // Every pod that ever had this status cached (equal as the plugin compares
@@ -524,10 +532,10 @@ impl Checker {
                 format!("a status was written to {object} that no pod ever had cached"),
             ));
         }
-        let translated = translate(target);
+        let statics = self.mirror_pairs.get(target.as_str());
         let own: Vec<(&str, Vec<(u32, u64)>)> = sources
             .iter()
-            .filter(|(key, _)| **key == target.as_str() || **key == translated)
+            .filter(|(key, _)| **key == target.as_str() || statics.is_some_and(|s| s.contains(**key)))
             .map(|(k, v)| (*k, v.clone()))
             .collect();
         if own.is_empty() {
@@ -921,19 +929,36 @@ mod tests {
         let mut c = Checker::new();
         c.observe(0, &cached(&[("old-uid", Some((1, "Running")))])).unwrap();
         // The pod was recreated: the old pod's status lands on the new object.
-        let v = c.step(1, &[update("web", "new-uid")], &[write("web", "new-uid", "Running")], &CacheView::new(), &same);
+        let v = c.step(1, &[update("web", "new-uid")], &[write("web", "new-uid", "Running")], &CacheView::new());
         let v = v.unwrap_err();
         assert_eq!(v.invariant, Invariant::WriteOwnPod);
         assert!(v.message.contains("old-uid"), "{}", v.message);
-        // On its own UID it is fine; on a mirror pod translating to it too.
+        // On its own UID it is fine; on a mirror pod that translated to it too.
         let mut c = Checker::new();
         c.observe(0, &cached(&[("static", Some((1, "Running")))])).unwrap();
-        let translate = |uid: &str| if uid == "mirror" { "static".to_string() } else { uid.to_string() };
-        c.step(1, &[update("web", "mirror")], &[write("web", "mirror", "Running")], &CacheView::new(), &translate)
-            .unwrap();
+        let unpaired = c.step(1, &[update("web", "mirror")], &[write("web", "mirror", "Running")], &CacheView::new());
+        assert_eq!(unpaired.unwrap_err().invariant, Invariant::WriteOwnPod);
+        c.note_mirror_pairs(&BTreeMap::from([("mirror".to_string(), "static".to_string())]));
+        c.step(2, &[update("web", "mirror")], &[write("web", "mirror", "Running")], &CacheView::new()).unwrap();
         // A status nobody had cached is caught too.
-        let v = c.step(2, &[], &[write("web", "mirror", "Failed")], &CacheView::new(), &translate).unwrap_err();
+        let v = c.step(3, &[], &[write("web", "mirror", "Failed")], &CacheView::new()).unwrap_err();
         assert_eq!(v.invariant, Invariant::WriteOwnPod);
+    }
+
+    #[test]
+    fn a_held_write_may_land_on_a_mirror_pod_after_its_static_pod_left() {
+        // The pairing was seen while the static pod was held; a sync planned then and
+        // released after the pod manager let the static pod go still writes its status
+        // to that mirror pod, as the kubelet's in-flight sync does.
+        let mut c = Checker::new();
+        c.observe(0, &cached(&[("static", Some((1, "Running")))])).unwrap();
+        c.note_mirror_pairs(&BTreeMap::from([("mirror".to_string(), "static".to_string())]));
+        c.note_mirror_pairs(&BTreeMap::new());
+        c.step(1, &[update("web", "mirror")], &[write("web", "mirror", "Running")], &CacheView::new()).unwrap();
+        // Another static pod's status was never paired with that mirror pod.
+        c.observe(2, &cached(&[("other", Some((1, "Failed")))])).unwrap();
+        let v = c.step(3, &[update("web", "mirror")], &[write("web", "mirror", "Failed")], &CacheView::new());
+        assert_eq!(v.unwrap_err().invariant, Invariant::WriteOwnPod);
     }
 
     #[test]
@@ -958,10 +983,10 @@ mod tests {
         let mut c = Checker::new();
         c.observe(0, &cached(&[("u1", Some((1, "Pending")))])).unwrap();
         c.observe(1, &cached(&[("u1", Some((2, "Running")))])).unwrap();
-        c.step(2, &[update("a", "u1")], &[write("a", "u1", "Running")], &CacheView::new(), &same).unwrap();
+        c.step(2, &[update("a", "u1")], &[write("a", "u1", "Running")], &CacheView::new()).unwrap();
         // Rewriting the same version is fine (a reconcile).
-        c.step(3, &[update("a", "u1")], &[write("a", "u1", "Running")], &CacheView::new(), &same).unwrap();
-        let v = c.step(4, &[update("a", "u1")], &[write("a", "u1", "Pending")], &CacheView::new(), &same).unwrap_err();
+        c.step(3, &[update("a", "u1")], &[write("a", "u1", "Running")], &CacheView::new()).unwrap();
+        let v = c.step(4, &[update("a", "u1")], &[write("a", "u1", "Pending")], &CacheView::new()).unwrap_err();
         assert_eq!(v.invariant, Invariant::NoRollback);
         assert!(v.message.contains("version 2 to version 1"), "{}", v.message);
     }
@@ -971,9 +996,9 @@ mod tests {
         let run = |mut c: Checker| {
             c.observe(0, &cached(&[("u1", Some((1, "Pending")))])).unwrap();
             c.observe(1, &cached(&[("u1", Some((2, "Running")))])).unwrap();
-            c.step(2, &[update("a", "u1")], &[write("a", "u1", "Running")], &CacheView::new(), &same).unwrap();
+            c.step(2, &[update("a", "u1")], &[write("a", "u1", "Running")], &CacheView::new()).unwrap();
             let stale = Write { from_queue: true, ..write("a", "u1", "Pending") };
-            let result = c.step(3, &[update("a", "u1")], &[stale], &CacheView::new(), &same);
+            let result = c.step(3, &[update("a", "u1")], &[stale], &CacheView::new());
             (c, result)
         };
         let (tolerant, result) = run(Checker::new());
