@@ -122,22 +122,28 @@ fn merge_list(current: Option<Value>, patch: &Value, merge_key: &str, order: Opt
             }
         }
     }
-    let mut items: Vec<Value> = items.into_iter().flatten().collect();
-    if let Some(Value::Array(order)) = order {
-        let mut rank: HashMap<Key, usize> = HashMap::with_capacity(order.len());
-        for (position, entry) in order.iter().enumerate() {
-            if let Some(key) = Key::of(entry, merge_key) {
-                rank.entry(key).or_insert(position);
-            }
+    let items: Vec<Value> = items.into_iter().flatten().collect();
+    // Go orders the merged list alike with or without `$setElementOrder`: the items the
+    // order names (without one, the patch's own items, in the patch's order) come in
+    // that order, interleaved with the items only the server has, in the server's
+    // (apimachinery's `mergeSlice` and `normalizeElementOrder`). So a whole list sent
+    // over a stored one ends in the patch's order.
+    let order = match order {
+        Some(Value::Array(order)) => order,
+        _ => patch_items,
+    };
+    let mut rank: HashMap<Key, usize> = HashMap::with_capacity(order.len());
+    for (position, entry) in order.iter().enumerate() {
+        if let Some(key) = Key::of(entry, merge_key) {
+            rank.entry(key).or_insert(position);
         }
-        let rank_of = |item: &Value| Key::of(item, merge_key).and_then(|key| rank.get(&key).copied());
-        let (mut named, server_only): (Vec<Value>, Vec<Value>) =
-            items.into_iter().partition(|item| rank_of(item).is_some());
-        named.sort_by_cached_key(|item| rank_of(item));
-        let live_of = |item: &Value| Key::of(item, merge_key).and_then(|key| live.get(&key).copied());
-        items = merge_sorted(server_only, named, &live_of);
     }
-    Ok(Value::Array(items))
+    let rank_of = |item: &Value| Key::of(item, merge_key).and_then(|key| rank.get(&key).copied());
+    let (mut named, server_only): (Vec<Value>, Vec<Value>) =
+        items.into_iter().partition(|item| rank_of(item).is_some());
+    named.sort_by_cached_key(|item| rank_of(item));
+    let live_of = |item: &Value| Key::of(item, merge_key).and_then(|key| live.get(&key).copied());
+    Ok(Value::Array(merge_sorted(server_only, named, &live_of)))
 }
 
 /// apimachinery's `mergeSortedSlice`: the items the patch's order does not name
@@ -224,6 +230,22 @@ mod tests {
         let types: Vec<String> =
             apply(Some(&current), &patch).unwrap().conditions.unwrap().into_iter().map(|c| c.type_).collect();
         assert_eq!(types, ["example.com/gate", "Ready", "ContainersReady", "other.io/x"]);
+    }
+
+    #[test]
+    fn a_list_without_an_order_takes_the_patchs_order() {
+        // A whole list sent over a stored one (the patch of a writer whose old status
+        // had no conditions): Go sorts the items the patch names by the patch itself,
+        // so they end in its order, and a server-only item keeps its live place.
+        let current = status(json!({"conditions": [
+            {"type": "Ready", "status": "True"}, {"type": "example.com/gate", "status": "True"}
+        ]}));
+        let patch = json!({"status": {"conditions": [
+            {"type": "Initialized", "status": "True"}, {"type": "Ready", "status": "False"}
+        ]}});
+        let types: Vec<String> =
+            apply(Some(&current), &patch).unwrap().conditions.unwrap().into_iter().map(|c| c.type_).collect();
+        assert_eq!(types, ["Initialized", "Ready", "example.com/gate"]);
     }
 
     #[test]
