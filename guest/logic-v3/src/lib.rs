@@ -30,6 +30,7 @@
 
 mod policy;
 pub mod whole_conditions;
+pub mod whole_status;
 
 pub use podstatus_logic_v2::{
     ApiCall, ApiError, ApiReply, BatchPlan, BatchReport, BatchSlice, CachedStatus, DeleteOptions, Imports, Level,

@@ -13,10 +13,10 @@ use podstatus_logic::{
 };
 use podstatus_logic_v2::patch::status_patch;
 use podstatus_logic_v2::{Imports, StatusPatch, V2, call_api, now};
-use podstatus_logic_v3::whole_conditions::whole_conditions;
+use podstatus_logic_v3::whole_status::whole_status;
 
 use crate::V4;
-use crate::conditions::{is_pod_status_by_kubelet_equal, merge_pod_status};
+use crate::conditions::{is_pod_status_by_kubelet_equal, merge_pod_status, owned_by_kubelet};
 use crate::pod_spec::PodSpec135;
 
 /// A patch planned over `base`, the status it was computed against, or nothing to send.
@@ -48,6 +48,16 @@ impl<I: Imports> SyncPolicy<I> for V4 {
             None => view.parse_status().invalid_pod(|| format!("status of {}", view.full_name()))?,
         };
         match plan_patch(manager, &pod, &base, status, true)? {
+            // Nothing to send for a pod being deleted: whether to delete it is decided
+            // over the pod as read, as upstream does. The pod manager's copy may be of a
+            // pod already deleted and recreated under another UID: its delete would only
+            // be refused, but it is a call no sync of upstream makes.
+            Planned::Nothing if view.is_being_deleted() && !view.is_mirror() => {
+                manager.log(Level::Debug, || {
+                    format!("pod {} is being deleted: reading it before deciding", view.full_name())
+                });
+                Ok(None)
+            }
             Planned::Nothing => {
                 manager.log(Level::Debug, || {
                     format!("status of pod {} is up-to-date at version {}", view.full_name(), status.version)
@@ -155,8 +165,9 @@ impl<I: Imports> SyncPolicy<I> for V4 {
 }
 
 /// 1.35's merge of `status` into `base` over `pod` and the strategic merge patch from
-/// `base` to it; `unread`: computed without reading, so each condition it names is sent
-/// whole (v3's `whole_conditions`).
+/// `base` to it; `unread`: computed without reading, so the patch carries the whole
+/// merged status (v3's `whole_status`): another writer may have changed any field on
+/// the server since the base.
 fn plan_patch<I: Imports>(
     manager: &mut Engine<I>,
     pod: &ApiPod,
@@ -174,7 +185,9 @@ fn plan_patch<I: Imports>(
         status_patch(&pod.view.metadata.uid, base, &merged).map_err(|e| ManagerError::InvalidStatus(e.to_string()))?;
     Ok(match patch {
         None => Planned::Nothing,
-        Some(patch) if unread => Planned::Send(whole_conditions(patch, &merged)),
+        // A shared condition (DisruptionTarget) is another writer's too: sent only
+        // when the merge changed it, as the diff already does.
+        Some(patch) if unread => Planned::Send(whole_status(patch, &merged, &owned_by_kubelet)),
         Some(patch) => Planned::Send(patch),
     })
 }

@@ -1,8 +1,8 @@
 //! Cases of Kubernetes 1.35's `pkg/kubelet/status/status_manager_test.go` and
 //! `generate_test.go` that show what v4 changes, each named after the upstream test it
-//! follows (the upstream name in a comment). Native, over the shared fake world; they
-//! move to `tests/all/conformance_v4.rs` through the `podstatus-v4` component once that
-//! plugin exists.
+//! follows (the upstream name in a comment). Native, over the shared fake world; the
+//! same cases run through the real `podstatus-v4` component in
+//! `tests/all/conformance_v4.rs`.
 //!
 //! Upstream's fixtures: `getTestPod()` is `new/foo` with UID `12345678`; its generation
 //! is set where the case needs one. Upstream's `FakePodDeletionSafetyProvider` says no
