@@ -237,8 +237,10 @@ fn held_mirror_write_trace() -> Trace {
     let source = "kubernetes.io/config.source";
     let hash = "kubernetes.io/config.hash";
     let static_pod = pod("static-1", serde_json::json!({source: "file", hash: "ef9424f9"}));
-    let mirror =
-        pod("mirror-1", serde_json::json!({source: "file", hash: "ef9424f9", "kubernetes.io/config.mirror": "ef9424f9"}));
+    let mirror = pod(
+        "mirror-1",
+        serde_json::json!({source: "file", hash: "ef9424f9", "kubernetes.io/config.mirror": "ef9424f9"}),
+    );
     Trace::from_value(serde_json::json!({
         "apiserver": [mirror.clone()],
         "pod_manager": [static_pod, mirror],

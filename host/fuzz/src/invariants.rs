@@ -899,10 +899,6 @@ mod tests {
         }
     }
 
-    fn same(uid: &str) -> String {
-        uid.to_string()
-    }
-
     #[test]
     fn names_round_trip() {
         for i in Invariant::ALL {
