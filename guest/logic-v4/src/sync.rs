@@ -1,7 +1,11 @@
 //! Logic v4's decisions in a sync: v3's way of writing (one UID-guarded strategic merge
 //! PATCH computed against what was last written or the pod manager's copy, no GET; a
 //! GET and v2's write only after a refused precondition or a conflict), with 1.35's
-//! `mergePodStatus` and `isPodStatusByKubeletEqual`; 1.27's `canBeDeleted`.
+//! `mergePodStatus` and `isPodStatusByKubeletEqual`; 1.27's `canBeDeleted`. Two
+//! things differ from v3, both found by `fuzz --logic v4`: every patch carries the
+//! whole merged status (the kubelet's own conditions whole, every other field of it),
+//! so it ends as computed whatever another writer did since its base; and a pod being
+//! deleted is read before the delete is decided when there was nothing to send.
 //!
 //! This is v3's `SyncPolicy` with the merge swapped: v3's code calls v2's merge
 //! directly, so until it is generic over the merge the flow is repeated here.
@@ -47,7 +51,7 @@ impl<I: Imports> SyncPolicy<I> for V4 {
             Some(written) => written.status.clone(),
             None => view.parse_status().invalid_pod(|| format!("status of {}", view.full_name()))?,
         };
-        match plan_patch(manager, &pod, &base, status, true)? {
+        match plan_patch(manager, &pod, &base, status)? {
             // Nothing to send for a pod being deleted: whether to delete it is decided
             // over the pod as read, as upstream does. The pod manager's copy may be of a
             // pod already deleted and recreated under another UID: its delete would only
@@ -118,7 +122,7 @@ impl<I: Imports> SyncPolicy<I> for V4 {
     fn plan_write(&self, manager: &mut Engine<I>, pod: ApiPod, status: &VersionedStatus) -> Result<WritePlan> {
         let view = &pod.view;
         let api_status = view.parse_status().invalid_pod(|| format!("status of {}", view.full_name()))?;
-        match plan_patch(manager, &pod, &api_status, status, false)? {
+        match plan_patch(manager, &pod, &api_status, status)? {
             Planned::Nothing => {
                 manager.log(Level::Debug, || {
                     format!("status of pod {} is up-to-date at version {}", view.full_name(), status.version)
@@ -165,15 +169,16 @@ impl<I: Imports> SyncPolicy<I> for V4 {
 }
 
 /// 1.35's merge of `status` into `base` over `pod` and the strategic merge patch from
-/// `base` to it; `unread`: computed without reading, so the patch carries the whole
-/// merged status (v3's `whole_status`): another writer may have changed any field on
-/// the server since the base.
+/// `base` to it, carrying the whole merged status (v3's `whole_status`): another writer
+/// may have changed any field on the server since the base, whether it was last
+/// written (a patch without reading) or read a moment ago (a patch held in flight lands after a write
+/// that came between; upstream's patch, a diff without a resourceVersion, then leaves
+/// half a condition).
 fn plan_patch<I: Imports>(
     manager: &mut Engine<I>,
     pod: &ApiPod,
     base: &PodStatus,
     status: &VersionedStatus,
-    unread: bool,
 ) -> Result<Planned> {
     let spec = PodSpec135::parse(&pod.json).invalid_pod(|| pod.view.full_name())?;
     let now = now(manager);
@@ -187,8 +192,7 @@ fn plan_patch<I: Imports>(
         None => Planned::Nothing,
         // A shared condition (DisruptionTarget) is another writer's too: sent only
         // when the merge changed it, as the diff already does.
-        Some(patch) if unread => Planned::Send(whole_status(patch, &merged, &owned_by_kubelet)),
-        Some(patch) => Planned::Send(patch),
+        Some(patch) => Planned::Send(whole_status(patch, &merged, &owned_by_kubelet)),
     })
 }
 
