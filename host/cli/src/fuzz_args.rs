@@ -43,7 +43,7 @@ pub struct FuzzArgs {
     /// seconds).
     #[arg(long, value_name = "DURATION", value_parser = podstatus_agent::parse_go_duration)]
     pub duration: Option<Duration>,
-    /// Steps per trace (two quiescence steps are added to each).
+    /// Steps per trace (four quiescence steps are added to each).
     #[arg(long, default_value_t = 40)]
     pub steps: usize,
     /// Run the logic natively instead of in the sandbox (same code, no boundary).

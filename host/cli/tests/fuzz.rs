@@ -278,8 +278,8 @@ fn a_short_campaign_of_the_component_finds_no_violation() {
     let summary = run_campaign(&campaign(component(), 20_260_101, 30, 40), &mut |_| {}).unwrap();
     assert!(summary.finding.is_none(), "{:#?}", summary.finding);
     assert_eq!(summary.traces, 30);
-    // Two runs of 43 steps per trace (40 and the quiescence steps).
-    assert_eq!(summary.steps, 30 * 86);
+    // Two runs of 44 steps per trace (40 and the four quiescence steps).
+    assert_eq!(summary.steps, 30 * 88);
 }
 
 #[test]
@@ -381,7 +381,7 @@ fn the_command_exits_0_without_a_violation_and_reports_rates() {
     let out = podstatus(&["fuzz", "--seed", "5", "--traces", "10", "--steps", "20"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
-    assert!(stdout.contains("10 traces, 460 steps"), "{stdout}");
+    assert!(stdout.contains("10 traces, 480 steps"), "{stdout}");
     assert!(stdout.contains("traces/s") && stdout.contains("steps/s") && stdout.contains("no violation"), "{stdout}");
     let native = podstatus(&["fuzz", "--native", "--seed", "5", "--duration", "0.2"]);
     assert_eq!(native.status.code(), Some(0), "{}", String::from_utf8_lossy(&native.stderr));

@@ -6,7 +6,7 @@
 //! step; what a node's users see is the API server's pods, and what the next sync
 //! starts from is the cache. So this mode compares those two, after the fuzzer's
 //! quiescence steps (faults removed, the queue drained, one batch sync, held calls
-//! made), and a difference is the finding, shrunk and written as any other.
+//! made, one more batch sync), and a difference is the finding, shrunk and written as any other.
 
 use std::collections::{BTreeMap, BTreeSet};
 
