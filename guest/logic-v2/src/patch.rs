@@ -228,7 +228,8 @@ fn go_fields(item: &Map<String, Value>) -> Map<String, Value> {
     item.iter().filter(|(_, value)| !is_go_zero(value)).map(|(k, v)| (k.clone(), v.clone())).collect()
 }
 
-fn is_go_zero(value: &Value) -> bool {
+/// Whether Go's JSON leaves `value` out (`omitempty`, or a zero `metav1.Time`).
+pub fn is_go_zero(value: &Value) -> bool {
     match value {
         Value::Null => true,
         Value::Bool(b) => !b,

@@ -16,6 +16,8 @@
 use k8s_openapi::api::core::v1::PodStatus;
 use serde_json::{Map, Value};
 
+use podstatus_logic_v2::patch::is_go_zero;
+
 use crate::whole_conditions::whole_conditions;
 
 /// The status lists the API server merges by key, with their key.
@@ -42,6 +44,8 @@ pub fn whole_status(patch: String, merged: &PodStatus, kubelet_writes: &dyn Fn(&
         }
         let merge_key = MERGE_LISTS.iter().find(|(list, _)| *list == key).map(|(_, k)| *k);
         match (status.get_mut(&key), merge_key, whole) {
+            // A field Go's JSON leaves out (an empty list, say) is not there to send.
+            (None, _, whole) if is_go_zero(&whole) => {}
             (None, _, whole) => {
                 status.insert(key, whole);
             }
@@ -104,6 +108,7 @@ mod tests {
         let merged = status(json!({
             "phase": "Failed", "startTime": "2026-01-24T05:32:45Z",
             "conditions": [{"type": "Ready", "status": "False", "reason": "PodFailed"}],
+            "containerStatuses": [],
         }));
         // Against a base that already had the phase and start time: only the condition.
         let patch = json!({"metadata": {"uid": "u"}, "status": {"conditions": [
@@ -114,6 +119,7 @@ mod tests {
         assert_eq!(sent["status"]["phase"], "Failed");
         assert_eq!(sent["status"]["startTime"], "2026-01-24T05:32:45Z");
         assert_eq!(sent["status"]["conditions"], json!([{"type": "Ready", "status": "False", "reason": "PodFailed"}]));
+        assert!(sent["status"].get("containerStatuses").is_none(), "Go leaves an empty list out: {sent}");
     }
 
     #[test]

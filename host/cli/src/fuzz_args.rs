@@ -65,8 +65,9 @@ pub struct FuzzArgs {
     /// With --against: compare only what the two plugins leave behind once the trace
     /// is quiet (the API server's pods without their resourceVersion, each plugin's
     /// cache), not the results and calls in between. `--logic v3 --against v2` accepts
-    /// exactly the documented differences no write without a GET can avoid
-    /// (docs/logic-versions.md).
+    /// exactly the documented differences no write without a GET can avoid, and
+    /// `--logic v4 --against v2` those and 1.35's refusal of statuses naming init
+    /// containers the spec lacks (docs/replay-and-fuzzing.md).
     #[arg(long, requires = "against")]
     pub final_state: bool,
     /// Count the traces that break the check and go on instead of stopping at the
@@ -159,9 +160,14 @@ fn run_inner(args: &FuzzArgs) -> anyhow::Result<ExitCode> {
         Some(path) if path.as_os_str() == "native" => Some((Target::Native(args.logic.native()), native_name)),
         Some(path) => match builtin(path) {
             Some(logic) => {
-                if args.plugin.is_none() && !args.native && args.logic == Logic::V3 && logic == Logic::V2 {
+                if args.plugin.is_none()
+                    && !args.native
+                    && matches!(args.logic, Logic::V3 | Logic::V4)
+                    && logic == Logic::V2
+                {
+                    let rules = if args.logic == Logic::V4 { FinalRules::Kubelet135 } else { FinalRules::UnreadWrites };
                     differential = match differential {
-                        Differential::FinalState(_) => Differential::FinalState(FinalRules::UnreadWrites),
+                        Differential::FinalState(_) => Differential::FinalState(rules),
                         _ => Differential::UnreadWrites,
                     };
                 }

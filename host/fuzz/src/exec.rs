@@ -171,6 +171,18 @@ pub enum FinalRules {
     /// two cannot meet alike are left out of the trace, as for
     /// [`Differential::UnreadWrites`].
     UnreadWrites,
+    /// [`FinalRules::UnreadWrites`] for logic v4 (Kubernetes 1.35, writing as v3 does)
+    /// against v2 (1.27), and 1.35's own classes: a trace that meets one (init
+    /// container statuses that are not the spec's; readiness of an init container) is
+    /// not compared ([`crate::kubelet_135`]).
+    Kubelet135,
+}
+
+impl FinalRules {
+    /// Whether the first plugin writes without reading first.
+    fn unread(self) -> bool {
+        matches!(self, FinalRules::UnreadWrites | FinalRules::Kubelet135)
+    }
 }
 
 /// Runs `trace` (quiescence appended) through two plugins and returns the first step
@@ -186,6 +198,9 @@ pub fn compare_targets_with(
     b: &Target,
     mode: Differential,
 ) -> Result<CheckOutcome, TraceError> {
+    if mode == Differential::FinalState(FinalRules::Kubelet135) && crate::kubelet_135::meets_a_135_class(trace) {
+        return Ok(CheckOutcome { violation: None, steps: 0, known: BTreeMap::new() });
+    }
     let trace = &comparable(trace, mode);
     let full = with_quiescence(trace);
     let quiet_from = trace.steps.len();
@@ -199,7 +214,7 @@ pub fn compare_targets_with(
             let last = full.steps.len().saturating_sub(1);
             let found = differences(&fa, &fb);
             // Only a difference needs the counterfactual run.
-            let stale = if rules == FinalRules::UnreadWrites && !found.is_empty() {
+            let stale = if rules.unread() && !found.is_empty() {
                 let watched = Options { watched_copies: true, ..options };
                 let (wa, wb) = (guarded(&full, quiet_from, a, watched)?, guarded(&full, quiet_from, b, watched)?);
                 steps += wa.steps + wb.steps;
@@ -230,7 +245,12 @@ pub fn compare_targets_with(
 /// is another write on either side.
 fn comparable(trace: &Trace, mode: Differential) -> Trace {
     let mut trace = trace.clone();
-    if matches!(mode, Differential::UnreadWrites | Differential::FinalState(FinalRules::UnreadWrites)) {
+    let unread = match mode {
+        Differential::UnreadWrites => true,
+        Differential::FinalState(rules) => rules.unread(),
+        Differential::Exact => false,
+    };
+    if unread {
         let holds = mode != Differential::UnreadWrites && trace.steps.iter().any(|s| matches!(s, Step::HoldApi));
         for step in &mut trace.steps {
             if let Step::Fail { verb, error, .. } = step

@@ -27,6 +27,7 @@ mod exec;
 mod final_state;
 mod generate;
 mod invariants;
+mod kubelet_135;
 mod shrink;
 
 use std::collections::BTreeMap;
