@@ -75,7 +75,10 @@ impl<I: Imports> SyncPolicy<I> for V3 {
                 format!("status of pod {} is up-to-date at version {}", view.full_name(), status.version)
             });
             // The version counts as written: what it was computed against stays the base.
-            manager.set_last_written(uid, LastWritten { uid: status_uid, version: status.version, status: base });
+            manager.set_last_written(
+                uid,
+                LastWritten { uid: status_uid, version: status.version, status: base, resource_version: None },
+            );
             return Ok(Some(WritePlan::Unchanged(pod)));
         };
         manager.log(Level::Debug, || format!("patching status of pod {} without reading: {patch}", view.full_name()));
@@ -181,6 +184,7 @@ fn record_translated<I: Imports>(manager: &mut Engine<I>, pod: &ApiPod, version:
 fn record<I: Imports>(manager: &mut Engine<I>, uid: &str, pod: &ApiPod, version: u64) -> Result<()> {
     let view = &pod.view;
     let status = view.parse_status().invalid_pod(|| format!("status of {}", view.full_name()))?;
-    manager.set_last_written(uid, LastWritten { uid: view.metadata.uid.clone(), version, status });
+    manager
+        .set_last_written(uid, LastWritten { uid: view.metadata.uid.clone(), version, status, resource_version: None });
     Ok(())
 }

@@ -47,9 +47,17 @@ impl<I: Imports> SyncPolicy<I> for V4 {
         }
         let view = &pod.view;
         let status_uid = view.metadata.uid.clone();
-        let base: PodStatus = match manager.written_base(uid, &status_uid) {
-            Some(written) => written.status.clone(),
-            None => view.parse_status().invalid_pod(|| format!("status of {}", view.full_name()))?,
+        // The last write is the base unless the pod manager's copy is newer: then
+        // another writer changed the pod since, and the copy (the watch's) shows how.
+        let written = manager.written_base(uid, &status_uid).filter(|written| {
+            !is_newer(view.metadata.resource_version.as_deref(), written.resource_version.as_deref())
+        });
+        let (base, base_version): (PodStatus, Option<String>) = match written {
+            Some(written) => (written.status.clone(), written.resource_version.clone()),
+            None => (
+                view.parse_status().invalid_pod(|| format!("status of {}", view.full_name()))?,
+                view.metadata.resource_version.clone(),
+            ),
         };
         match plan_patch(manager, &pod, &base, status)? {
             // Nothing to send for a pod being deleted: whether to delete it is decided
@@ -67,7 +75,13 @@ impl<I: Imports> SyncPolicy<I> for V4 {
                     format!("status of pod {} is up-to-date at version {}", view.full_name(), status.version)
                 });
                 // The version counts as written: what it was computed against stays the base.
-                manager.set_last_written(uid, LastWritten { uid: status_uid, version: status.version, status: base });
+                let record = LastWritten {
+                    uid: status_uid,
+                    version: status.version,
+                    status: base,
+                    resource_version: base_version,
+                };
+                manager.set_last_written(uid, record);
                 Ok(Some(WritePlan::Unchanged(pod)))
             }
             Planned::Send(patch) => {
@@ -220,6 +234,18 @@ fn record_translated<I: Imports>(manager: &mut Engine<I>, pod: &ApiPod, version:
 fn record<I: Imports>(manager: &mut Engine<I>, uid: &str, pod: &ApiPod, version: u64) -> Result<()> {
     let view = &pod.view;
     let status = view.parse_status().invalid_pod(|| format!("status of {}", view.full_name()))?;
-    manager.set_last_written(uid, LastWritten { uid: view.metadata.uid.clone(), version, status });
+    let resource_version = view.metadata.resource_version.clone();
+    manager.set_last_written(uid, LastWritten { uid: view.metadata.uid.clone(), version, status, resource_version });
     Ok(())
+}
+
+/// Whether `copy` is a newer resourceVersion than `written`. Kubernetes calls them
+/// opaque; etcd's (and the embedded server's) are integers that grow with every write,
+/// so two integers compare, and anything else is not known to be newer (the last write
+/// stays the base, as in v3).
+fn is_newer(copy: Option<&str>, written: Option<&str>) -> bool {
+    match (copy.and_then(|c| c.parse::<u64>().ok()), written.and_then(|w| w.parse::<u64>().ok())) {
+        (Some(copy), Some(written)) => copy > written,
+        _ => false,
+    }
 }

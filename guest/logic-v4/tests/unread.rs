@@ -63,3 +63,27 @@ fn a_pod_being_deleted_with_nothing_to_send_is_read_before_its_delete() {
     assert!(verbs.contains(&Verb::GetPod), "read before deciding: {verbs:?}");
     assert!(m.imports_mut().api_pod("ns", "a").is_some(), "the new pod stays");
 }
+
+#[test]
+fn a_pod_manager_copy_newer_than_the_last_write_is_the_base() {
+    let mut world = FakeWorld::v2();
+    let a = world.add_pod(pod("ns", "a", "uid-a", &["c"]));
+    let mut m = Manager::new(world);
+    let running = |ready: &str| json!({"phase": "Running", "conditions": [{"type": "Ready", "status": ready}]});
+    m.set_pod_status(&a.to_string(), &running("False").to_string()).unwrap();
+    drain(&mut m);
+    // Another writer sets a field the kubelet does not report; the watch brings the
+    // pod manager that copy, with a newer resourceVersion than v4's write.
+    let mut drifted = m.imports_mut().api_status("ns", "a");
+    drifted["message"] = json!("set by someone else");
+    m.imports_mut().drift_status("ns", "a", drifted);
+    m.imports_mut().take_calls();
+    m.set_pod_status(&a.to_string(), &running("True").to_string()).unwrap();
+    assert_eq!(drain(&mut m), [SyncOutcome::Written]);
+    assert_eq!(m.imports_mut().take_verbs(), [Verb::PatchPodStatus], "still one patch, no read");
+    // Patched from the newer copy, the field the kubelet does not set is removed, as
+    // 1.35's patch from the pod as read removes it; from the last write it would stay.
+    let api = m.imports_mut().api_status("ns", "a");
+    assert!(api.get("message").is_none(), "{api}");
+    assert_eq!(api["conditions"][0]["status"], "True");
+}

@@ -35,6 +35,9 @@ pub struct LastWritten {
     pub version: u64,
     /// The API server's status after the write.
     pub status: PodStatus,
+    /// The pod's `resourceVersion` after the write, when the version records it (v4):
+    /// a pod manager copy with a newer one shows a write that came after this one.
+    pub resource_version: Option<String>,
 }
 
 /// A status snapshot waiting in the host's queue.

@@ -390,8 +390,9 @@ struct Options {
     /// [`Differential::FinalState`]).
     read_cache: bool,
     /// The counterfactual world of [`StaleCopies`]: the pod manager's copies are the
-    /// API server's from the start, and a pod the pod manager adds takes the API
-    /// server's copy of that UID, as the kubelet's watch delivers it.
+    /// API server's from the start, a pod the pod manager adds takes the API server's
+    /// copy of that UID, and an outside writer's `apiserver-put` reaches the copy the
+    /// pod manager holds of that UID, as the kubelet's watch delivers them.
     watched_copies: bool,
 }
 
@@ -437,7 +438,7 @@ fn execute(full: &Trace, quiet_from: usize, target: &Target, options: Options) -
         CURRENT_STEP.set(stepper.next_step());
         let Some(step) = stepper.step()? else { break };
         steps += 1;
-        if watched_copies && let Step::PodManagerAdd { pod } = &full.steps[step] {
+        if watched_copies && let Step::PodManagerAdd { pod } | Step::ApiserverPut { pod } = &full.steps[step] {
             follow_api_server(&stepper, pod);
         }
         if let Some(fault) = stepper.fault() {
@@ -497,8 +498,8 @@ fn with_watched_copies(full: &Trace) -> Trace {
     watched
 }
 
-/// After `pod-manager-add` of `pod`: the pod manager holds the API server's copy of
-/// its UID instead, if the API server has one.
+/// After `pod-manager-add` or `apiserver-put` of `pod`: the pod manager holds the API
+/// server's copy of its UID instead, if it holds that UID and the API server has it.
 fn follow_api_server(stepper: &Stepper<'_>, pod: &Pod) {
     if let Some(api) = pod.metadata.uid.as_deref().and_then(|uid| stepper.store().get_pod_by_uid(uid)) {
         stepper.pod_manager().follow(&api);

@@ -30,7 +30,9 @@ pub const STATE_CHANGES_FORMAT: &str = "podstatus.kubelet.io/state-changes";
 /// dropped `podIsFinished` would never delete the pod. So did the optional top-level
 /// `podResizeConditions` (logic v4's in-place resize conditions, absent when none is
 /// set): a reader that drops it forgets conditions the kubelet sets again at its next
-/// resize decision, and no other version reads them.
+/// resize decision, and no other version reads them. And the optional `resourceVersion`
+/// of `lastWritten` (logic v4's, absent from v3's records): a reader that drops it
+/// patches from its last write where v4 would see a newer pod manager copy.
 pub const STATE_VERSION: u32 = 2;
 
 #[derive(Serialize, Deserialize)]
@@ -109,6 +111,8 @@ struct LastWrittenOut<'a> {
     uid: &'a str,
     version: u64,
     status: &'a PodStatus,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    resource_version: Option<&'a str>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -117,6 +121,9 @@ struct LastWrittenEntry {
     uid: String,
     version: u64,
     status: PodStatus,
+    /// Logic v4's: absent from v3's records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    resource_version: Option<String>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -436,12 +443,17 @@ fn status_entry_out<'a>(
         pod_namespace: &s.pod_namespace,
         pod_is_finished: s.pod_is_finished,
         status,
-        last_written: written.map(|w| LastWrittenOut { uid: &w.uid, version: w.version, status: &w.status }),
+        last_written: written.map(|w| LastWrittenOut {
+            uid: &w.uid,
+            version: w.version,
+            status: &w.status,
+            resource_version: w.resource_version.as_deref(),
+        }),
     }
 }
 
 fn last_written(e: LastWrittenEntry) -> LastWritten {
-    LastWritten { uid: e.uid, version: e.version, status: e.status }
+    LastWritten { uid: e.uid, version: e.version, status: e.status, resource_version: e.resource_version }
 }
 
 fn versioned(e: StatusEntry) -> VersionedStatus {
@@ -535,7 +547,8 @@ mod tests {
     fn a_borrowed_entry_writes_what_the_owned_one_does() {
         let status: PodStatus =
             serde_json::from_str(r#"{"phase":"Running","conditions":[{"type":"Ready","status":"True"}]}"#).unwrap();
-        for (finished, written) in [(false, None), (true, Some(("uid-m", 3)))] {
+        // Version 4's record carries a resourceVersion (v4's), version 3's none (v3's).
+        for (finished, written) in [(false, None), (true, Some(("uid-m", 3))), (false, Some(("uid-m", 4)))] {
             let versioned = VersionedStatus {
                 status: status.clone(),
                 version: 4,
@@ -543,8 +556,10 @@ mod tests {
                 pod_namespace: "ns".into(),
                 pod_is_finished: finished,
             };
-            let last = written
-                .map(|(uid, version)| Arc::new(LastWritten { uid: uid.into(), version, status: status.clone() }));
+            let last = written.map(|(uid, version)| {
+                let resource_version = (version % 2 == 0).then(|| format!("{version}0"));
+                Arc::new(LastWritten { uid: uid.into(), version, status: status.clone(), resource_version })
+            });
             let owned = StatusEntry {
                 version: 4,
                 pod_name: "web".into(),
@@ -555,6 +570,7 @@ mod tests {
                     uid: w.uid.clone(),
                     version: w.version,
                     status: w.status.clone(),
+                    resource_version: w.resource_version.clone(),
                 }),
             };
             let expected = serde_json::to_string(&owned).unwrap();
