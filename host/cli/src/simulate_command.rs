@@ -36,6 +36,11 @@ pub struct SimulateArgs {
     /// deleted by the status manager), if that comes before --duration.
     #[arg(long, value_name = "N")]
     pub cycles: Option<u64>,
+    /// How often each pod is synced again with nothing new, its last status sent to the
+    /// status manager once more, as the kubelet's pod workers do (`1m` by default, as
+    /// the kubelet's; up to half as long again, jittered); 0 never.
+    #[arg(long, visible_alias = "sync-frequency", value_name = "DURATION", default_value = "1m", value_parser = podstatus_agent::parse_go_duration)]
+    pub resync: Duration,
     /// The generator's seed: the same seed gives the same pod lives.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -149,6 +154,7 @@ fn simulate(args: &SimulateArgs) -> anyhow::Result<bool> {
         swap_at,
         swap_on_signal: args.swap_to.clone().or_else(|| args.plugin.plugin.clone()),
         flush_timeout: args.flush_timeout,
+        resync: (!args.resync.is_zero()).then_some(args.resync),
     };
     let plugins = PluginRuntime::new(&args.plugin.runtime_config()).context("plugin runtime")?;
     let image = plugins.load(&args.plugin.bytes()?).context("loading the plugin")?;

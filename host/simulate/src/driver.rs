@@ -25,6 +25,9 @@ const POLL: Duration = Duration::from_millis(20);
 const HOUSEKEEPING: Duration = Duration::from_secs(2);
 /// How often the driver ticks (progress, swaps) at least.
 const TICK: Duration = Duration::from_millis(50);
+/// How far past its interval a pod's resync may come (the kubelet's pod workers:
+/// `workerResyncIntervalJitterFactor`, `pkg/kubelet/pod_workers.go`).
+const RESYNC_JITTER: f64 = 0.5;
 
 /// How the driver runs.
 #[derive(Clone, Debug)]
@@ -44,6 +47,11 @@ pub struct DriverConfig {
     /// sidecars, in-place resizes through the plugin's resize calls): for a plugin
     /// whose contract has them (logic v4).
     pub kubelet_1_35: bool,
+    /// How often each pod is synced again with nothing new to report, as the kubelet's
+    /// pod workers do every `--sync-frequency` (1 minute by default), each calling
+    /// `SetPodStatus` with the status it generates, most often the one it sent last;
+    /// `None` never.
+    pub resync: Option<Duration>,
 }
 
 /// What the driver counted.
@@ -65,6 +73,9 @@ pub struct DriverCounts {
     pub deleted: u64,
     /// Owner calls that failed (logged; the pod's life waits and tries again).
     pub owner_errors: u64,
+    /// Resyncs: a pod's last status sent again ([`DriverConfig::resync`]). Their
+    /// outcomes are counted with the other calls' too.
+    pub resyncs: u64,
 }
 
 /// The simulated node: every pod's life and when its next event is due.
@@ -78,6 +89,15 @@ pub struct Driver {
     next_housekeeping: Instant,
     /// The 1.35 kubelet's additions, when the run plays one.
     kubelet: Option<Kubelet135>,
+    /// Each slot's last status sent, as sent (its pod's UID and the JSON), while it
+    /// is still the pod's whole news: any other report for the pod forgets it, so a
+    /// resync never sends what the node would no longer generate.
+    last_sent: Vec<Option<(String, String)>>,
+    /// When each slot's next resync is due (with [`DriverConfig::resync`]).
+    resyncs: BinaryHeap<Reverse<(Instant, usize)>>,
+    /// The resyncs' jitter, apart from the lives' generator: the same seed gives the
+    /// same pod lives with resyncs or without.
+    resync_rng: SplitMix64,
 }
 
 impl Driver {
@@ -101,11 +121,15 @@ impl Driver {
         }
         let now = Instant::now();
         let kubelet = config.kubelet_1_35.then(|| Kubelet135::new(config.seed));
+        let resync_rng = SplitMix64::new(config.seed ^ 0x7265_7379_6e63);
         let mut driver = Driver {
             kubelet,
             config,
             rng,
+            last_sent: vec![None; lives.len()],
             lives,
+            resyncs: BinaryHeap::new(),
+            resync_rng,
             due: BinaryHeap::new(),
             counts: DriverCounts::default(),
             next_housekeeping: now + HOUSEKEEPING,
@@ -115,6 +139,9 @@ impl Driver {
         for slot in 0..driver.lives.len() {
             let at = now + driver.interval();
             driver.due.push(Reverse((at, slot)));
+            if let Some(at) = driver.next_resync(now) {
+                driver.resyncs.push(Reverse((at, slot)));
+            }
         }
         driver
     }
@@ -150,7 +177,18 @@ impl Driver {
                 self.housekeeping(handle, pods);
                 self.next_housekeeping = now + HOUSEKEEPING;
             }
+            if let Some(&Reverse((at, slot))) = self.resyncs.peek()
+                && at <= now
+            {
+                self.resyncs.pop();
+                self.resync(slot, handle, pods);
+                if let Some(at) = self.next_resync(Instant::now()) {
+                    self.resyncs.push(Reverse((at, slot)));
+                }
+                continue;
+            }
             let Some(&Reverse((at, slot))) = self.due.peek() else { break };
+            let at = self.resyncs.peek().map_or(at, |&Reverse((resync, _))| resync.min(at));
             if at > now {
                 std::thread::sleep((at - now).min(until - now).min(TICK));
                 tick(self);
@@ -167,6 +205,40 @@ impl Driver {
                 last_tick = Instant::now();
             }
         }
+    }
+
+    /// When a resync that starts its interval at `now` is due: the interval, plus up to
+    /// half of it more (the pod workers' jitter), so pods do not resync in step.
+    fn next_resync(&mut self, now: Instant) -> Option<Instant> {
+        let interval = self.config.resync?;
+        let uniform = (Entropy::next_u64(&mut self.resync_rng) >> 11) as f64 / (1u64 << 53) as f64;
+        Some(now + interval.mul_f64(1.0 + RESYNC_JITTER * uniform))
+    }
+
+    /// A pod's sync with nothing new: its last status sent again, if that is still the
+    /// pod's news and the node still has the pod (not being deleted: its life reports
+    /// its end itself).
+    fn resync(&mut self, slot: usize, handle: &TimedManager, pods: &PodManager) {
+        let Some((uid, status)) = &self.last_sent[slot] else { return };
+        if self.lives[slot].uid.as_deref() != Some(uid.as_str()) {
+            return;
+        }
+        let Some(pod) = pods.get_pod_by_uid(uid).filter(|p| p.metadata.deletion_timestamp.is_none()) else {
+            return;
+        };
+        let outcome = handle.set_pod_status(&serde_json::to_string(&*pod).unwrap_or_default(), status);
+        self.counts.resyncs += 1;
+        self.count("set-pod-status", outcome);
+    }
+
+    /// Remembers what a report sent for a slot's pod: the status of a `SetStatus`, for
+    /// a resync to send again; anything else leaves nothing to send until the pod's
+    /// next status (its readiness or its end is news the last status does not hold).
+    fn note_sent(&mut self, slot: usize, event: &Event) {
+        self.last_sent[slot] = match (event, &self.lives[slot].uid) {
+            (Event::SetStatus(status), Some(uid)) => serde_json::to_string(status).ok().map(|json| (uid.clone(), json)),
+            _ => None,
+        };
     }
 
     /// Drops the statuses of pods the node no longer has.
@@ -197,6 +269,7 @@ impl Driver {
             && !deleting
             && let Some(calls) = kubelet.step(&self.lives[slot], pod, &now, handle, owners)
         {
+            self.last_sent[slot] = None;
             self.count_calls(calls);
             return self.interval();
         }
@@ -231,6 +304,7 @@ impl Driver {
                 for (op, outcome) in report(handle, &pod, &event) {
                     self.count(op, outcome);
                 }
+                self.note_sent(slot, &event);
             }
             // The pod left the node under our feet (deleted elsewhere): nothing to report.
             (_, None) => return POLL,
@@ -266,6 +340,7 @@ impl Driver {
         let old = &self.lives[slot];
         let (generation, kind) = (old.generation + 1, old.kind);
         self.lives[slot] = PodLife::new(slot, generation, kind, &mut self.rng);
+        self.last_sent[slot] = None;
         self.create(slot, owners)
     }
 

@@ -43,6 +43,9 @@ pub struct SimulateConfig {
     pub swap_on_signal: Option<PathBuf>,
     /// How long the final flush and quiet sync may take.
     pub flush_timeout: Duration,
+    /// How often each pod's last status is sent again, as the kubelet's pod workers
+    /// resync every `--sync-frequency`; `None` never.
+    pub resync: Option<Duration>,
 }
 
 /// Flags the signal handlers set.
@@ -128,6 +131,7 @@ pub fn run_with_progress(
         // What makes v4's paths run (generations, sidecars, resizes) only for a plugin
         // with the resize calls: every other run draws and reports as before.
         kubelet_1_35: agent.handle().contract().has_resize(),
+        resync: config.resync,
     };
     let mut driver = Driver::new(driver_config, agent.pod_manager());
     let cpu_at_start = summary::CpuTimes::now();
@@ -211,6 +215,7 @@ pub fn run_with_progress(
         updates: counts.updates,
         versions: counts.versions,
         unchanged: counts.unchanged,
+        resyncs: counts.resyncs,
         queue_full: counts.queue_full,
         api_calls_per_version: if counts.versions == 0 { 0.0 } else { calls as f64 / counts.versions as f64 },
         api_calls,

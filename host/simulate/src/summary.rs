@@ -35,6 +35,9 @@ pub struct Summary {
     pub versions: u64,
     /// Updates the plugin found unchanged after normalisation.
     pub unchanged: u64,
+    /// Of the updates, the resyncs: a pod's last status sent again, with nothing new
+    /// (`--sync-frequency`).
+    pub resyncs: u64,
     /// New versions the sync queue had no room for (the batch sync wrote them).
     pub queue_full: u64,
     /// API calls the plugin made, by verb then outcome.
@@ -215,7 +218,10 @@ impl fmt::Display for Summary {
         rows.push(("statuses set".into(), format!("{updates} ({by_op})")));
         rows.push((
             "versions".into(),
-            format!("{} new, {} unchanged, {} past a full queue", self.versions, self.unchanged, self.queue_full),
+            format!(
+                "{} new, {} unchanged ({} resyncs), {} past a full queue",
+                self.versions, self.unchanged, self.resyncs, self.queue_full
+            ),
         ));
         for (verb, outcomes) in &self.api_calls {
             let line = outcomes.iter().map(|(o, n)| format!("{o} {n}")).collect::<Vec<_>>().join(", ");
