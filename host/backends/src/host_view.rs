@@ -84,6 +84,32 @@ struct Reported {
     accepted_at: u64,
     /// The node terminated the pod at some point.
     terminated: bool,
+    /// The digest of the pod and status JSON of the node's last report, when that was
+    /// a status ([`report_digest`]): the same report again records nothing new.
+    report_digest: Option<u128>,
+}
+
+/// Digests of status reports in the index at most; past it the index starts over (it
+/// is a hint, checked against each pod's own digest, so forgetting costs a parse).
+const REPORT_DIGESTS_KEPT: usize = 65_536;
+
+/// The digest of a status report's pod and status JSON (the pod's length first, so no
+/// two pairs of texts run together into the same input).
+fn report_digest(pod: &str, status: &str) -> u128 {
+    let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+    hasher.update(&(pod.len() as u64).to_le_bytes());
+    hasher.update(pod.as_bytes());
+    hasher.update(status.as_bytes());
+    hasher.digest128()
+}
+
+/// A SetPodStatus report read before any lock is taken ([`HostView::prepare_status`]):
+/// parsed, or known by its digest as a repeat of a pod's last report.
+#[derive(Debug)]
+pub struct PreparedStatus {
+    digest: u128,
+    /// None: the digest names a pod whose last report this may repeat.
+    report: Option<NodeReport>,
 }
 
 /// A report of the node's, parsed from a manager call's JSON: parsing takes longer
@@ -118,13 +144,22 @@ pub struct HostView {
     /// Counts the changes of accepted records, so a check can look again at only those
     /// that changed since it last looked.
     changes: std::sync::atomic::AtomicU64,
+    /// Digest of a pod's last status report -> its UID: the kubelet reports the same
+    /// status over and over, and reading a pod and status again costs more than the
+    /// plugin's answer to them ([`HostView::prepare_status`]).
+    report_digests: RwLock<HashMap<u128, String>>,
 }
 
 impl HostView {
     /// An empty view whose "can a container of this pod still run" is `deletion_safety`'s
     /// answer for the node's own copy of the pod and status.
     pub fn new(deletion_safety: Arc<dyn DeletionSafety>) -> Self {
-        HostView { deletion_safety, pods: RwLock::default(), changes: Default::default() }
+        HostView {
+            deletion_safety,
+            pods: RwLock::default(),
+            changes: Default::default(),
+            report_digests: RwLock::default(),
+        }
     }
 
     /// The node reported `status` for `pod` (SetPodStatus), before the plugin sees it.
@@ -140,6 +175,43 @@ impl HostView {
     /// Records a report parsed beforehand ([`NodeReport::status`],
     /// [`NodeReport::termination`]); returns the pod's UID, None when it has none.
     pub fn record(&self, report: NodeReport) -> Option<String> {
+        self.record_digested(report, None)
+    }
+
+    /// Reads a SetPodStatus report before any lock is taken, as [`NodeReport::status`]
+    /// does, unless its bytes digest to a pod's last status report: then it is not
+    /// parsed, and [`HostView::record_prepared`] finds it has nothing new to record.
+    /// None when it does not parse (the plugin refuses it too).
+    pub fn prepare_status(&self, pod: &str, status: &str) -> Option<PreparedStatus> {
+        let digest = report_digest(pod, status);
+        if self.report_digests.read().unwrap_or_else(PoisonError::into_inner).contains_key(&digest) {
+            return Some(PreparedStatus { digest, report: None });
+        }
+        Some(PreparedStatus { digest, report: Some(NodeReport::status(pod, status)?) })
+    }
+
+    /// Records a report from [`HostView::prepare_status`] of `pod` and `status` (the
+    /// same texts); returns the pod's UID. A repeat of the pod's last report, still its
+    /// last, records nothing: the view already holds exactly that. One whose pod was
+    /// reported otherwise since is read and recorded after all.
+    pub fn record_prepared(&self, prepared: PreparedStatus, pod: &str, status: &str) -> Option<String> {
+        let PreparedStatus { digest, report } = prepared;
+        let report = match report {
+            Some(report) => report,
+            None => {
+                let uid = self.report_digests.read().unwrap_or_else(PoisonError::into_inner).get(&digest).cloned();
+                if let Some(uid) = uid
+                    && self.read(&uid, |reported| reported.report_digest == Some(digest))
+                {
+                    return Some(uid);
+                }
+                NodeReport::status(pod, status)?
+            }
+        };
+        self.record_digested(report, Some(digest))
+    }
+
+    fn record_digested(&self, report: NodeReport, digest: Option<u128>) -> Option<String> {
         let NodeReport { pod, status } = report;
         let uid = pod.metadata.uid.clone()?;
         let mut pods = self.pods.write().unwrap_or_else(PoisonError::into_inner);
@@ -158,6 +230,20 @@ impl HostView {
         };
         entry.status = Some(status);
         entry.pod = Some(Arc::new(pod));
+        let replaced = std::mem::replace(&mut entry.report_digest, digest);
+        drop(pods);
+        if replaced.is_some() || digest.is_some() {
+            let mut digests = self.report_digests.write().unwrap_or_else(PoisonError::into_inner);
+            if let Some(old) = replaced {
+                digests.remove(&old);
+            }
+            if let Some(digest) = digest {
+                if digests.len() >= REPORT_DIGESTS_KEPT {
+                    digests.clear();
+                }
+                digests.insert(digest, uid.clone());
+            }
+        }
         Some(uid)
     }
 
@@ -263,6 +349,10 @@ impl HostView {
     pub fn retain(&self, keep: &[String]) {
         let keep: std::collections::HashSet<&str> = keep.iter().map(String::as_str).collect();
         self.pods.write().unwrap_or_else(PoisonError::into_inner).retain(|uid, _| keep.contains(uid.as_str()));
+        self.report_digests
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|_, uid| keep.contains(uid.as_str()));
     }
 
     /// Whether the node reported `ip` as a pod or host IP of `uid`.
@@ -377,6 +467,44 @@ mod tests {
         }
         assert!(view.reported_ip("ua", "10.1.0.99"));
         assert!(!view.reported_ip("ua", "10.0.0.1"), "bounded: the oldest went");
+    }
+
+    fn record_json(view: &HostView, pod: &str, status: &str) -> Option<String> {
+        let prepared = view.prepare_status(pod, status)?;
+        view.record_prepared(prepared, pod, status)
+    }
+
+    /// A pod's last status report again in the same bytes is known by its digest and
+    /// records nothing new; once the pod was reported otherwise (terminated, or
+    /// forgotten), the same bytes are read and recorded again.
+    #[test]
+    fn a_repeated_status_report_is_known_by_its_digest_until_the_pod_is_reported_otherwise() {
+        let view = HostView::new(Arc::new(ContainersStopped));
+        let pod = serde_json::to_string(&testing::pod("a", "ua").build()).unwrap();
+        let running = r#"{"podIP":"10.0.0.1","containerStatuses":[{"name":"c","state":{"running":{}}}]}"#;
+        assert_eq!(record_json(&view, &pod, running).as_deref(), Some("ua"));
+        let repeat = view.prepare_status(&pod, running).expect("prepared");
+        assert!(repeat.report.is_none(), "a repeat is not parsed");
+        assert_eq!(view.record_prepared(repeat, &pod, running).as_deref(), Some("ua"));
+        assert!(view.reported_ip("ua", "10.0.0.1"));
+        let held: Pod = serde_json::from_str(&pod).unwrap();
+        assert_eq!(view.no_container_can_run("ua", &held), Err(NotSafe::ContainersMayRun));
+
+        // Terminated: the same status bytes again are news (the container runs again by
+        // the node's word), so they are read and recorded.
+        view.report_termination(&held);
+        assert_eq!(view.no_container_can_run("ua", &held), Ok(()));
+        assert_eq!(record_json(&view, &pod, running).as_deref(), Some("ua"));
+        assert_eq!(view.no_container_can_run("ua", &held), Err(NotSafe::ContainersMayRun));
+
+        // Forgotten: the digest goes with the pod, and the report is recorded anew.
+        view.retain(&[]);
+        assert!(!view.knows("ua"));
+        let after = view.prepare_status(&pod, running).expect("prepared");
+        assert!(after.report.is_some(), "the digest went with the pod");
+        assert_eq!(view.record_prepared(after, &pod, running).as_deref(), Some("ua"));
+        assert!(view.knows("ua") && view.reported_ip("ua", "10.0.0.1"));
+        assert_eq!(view.prepare_status("{", running).map(|p| p.report.is_some()), None, "not JSON");
     }
 
     #[test]

@@ -26,7 +26,7 @@ pub use api_server::{
 };
 pub use clock::{Clock, SystemClock, Timestamp, VirtualClock};
 pub use deletion_safety::{ContainersStopped, DeletionSafety, FixedDeletionSafety};
-pub use host_view::{AcceptedRecord, HostView, NodeReport};
+pub use host_view::{AcceptedRecord, HostView, NodeReport, PreparedStatus};
 pub use pod_identity::{full_name, is_mirror_pod, is_static_pod};
 pub use pod_manager::PodManager;
 pub use sync_queue::{BYTES_PER_REQUEST, DEFAULT_CAPACITY, SyncQueue, SyncRequest, Wait};

@@ -123,11 +123,12 @@ impl ManagerHandle {
 
     /// Caches a pod's status and queues its write when it changed.
     pub fn set_pod_status(&self, pod: &str, status: &str) -> Result<UpdateOutcome> {
-        // Parsed before the plugin is locked: other callers need not wait for it.
+        // Parsed before the plugin is locked, so other callers need not wait for it (not
+        // at all when it repeats the pod's last report, the kubelet's common call).
         let view = self.host_view();
-        let report = view.and_then(|_| NodeReport::status(pod, status));
+        let report = view.and_then(|view| view.prepare_status(pod, status));
         let mut plugin = self.shared.plugin.for_caller();
-        let uid = view.zip(report).and_then(|(view, report)| view.record(report));
+        let uid = view.zip(report).and_then(|(view, report)| view.record_prepared(report, pod, status));
         let outcome = plugin.set_pod_status(pod, status);
         self.note_accepted(plugin.as_mut(), uid.as_deref(), Some(status), &outcome);
         outcome

@@ -679,34 +679,42 @@ struct ChangeSet {
     bytes: usize,
 }
 
+/// A change set as the plugin writes it, read in one pass: each map's entries kept as
+/// text, so the host validates the document once and builds no trees.
 #[derive(serde::Deserialize)]
 struct ChangesDocument {
     format: String,
     version: Option<Raw>,
-    patch: BTreeMap<String, Raw>,
+    patch: PatchDocument,
+}
+
+/// A change set's `patch`: the state format's maps ([`MAPS`], each absent when nothing
+/// in it changed) and the request counter; other keys are ignored, as before.
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PatchDocument {
+    #[serde(default)]
+    statuses: BTreeMap<String, Option<Raw>>,
+    #[serde(default)]
+    api_status_versions: BTreeMap<String, Option<Raw>>,
+    #[serde(default)]
+    pending: BTreeMap<String, Option<Raw>>,
+    #[serde(default)]
+    pod_resize_conditions: BTreeMap<String, Option<Raw>>,
+    next_request_id: Option<Raw>,
 }
 
 impl ChangeSet {
     fn parse(text: &str) -> std::result::Result<ChangeSet, ShadowError> {
-        let what = "change set";
         let doc: ChangesDocument =
-            serde_json::from_str(text).map_err(|source| ShadowError::Json { what, key: None, source })?;
+            serde_json::from_str(text).map_err(|source| ShadowError::Json { what: "change set", key: None, source })?;
         if doc.format != CHANGES_FORMAT {
             return Err(ShadowError::Format);
         }
-        let mut set = ChangeSet { version: doc.version, ..ChangeSet::default() };
-        for (slot, key) in set.maps.iter_mut().zip(MAPS) {
-            if let Some(raw) = doc.patch.get(key) {
-                *slot = serde_json::from_str(raw.get()).map_err(|source| ShadowError::Json {
-                    what,
-                    key: Some(key),
-                    source,
-                })?;
-            }
-        }
-        set.next_request_id = doc.patch.get("nextRequestId").cloned();
-        set.bytes = set.maps.iter().flatten().map(|(k, v)| k.len() + v.as_ref().map_or(4, |v| v.get().len()) + 4).sum();
-        Ok(set)
+        let patch = doc.patch;
+        let maps = [patch.statuses, patch.api_status_versions, patch.pending, patch.pod_resize_conditions];
+        let bytes = maps.iter().flatten().map(|(k, v)| k.len() + v.as_ref().map_or(4, |v| v.get().len()) + 4).sum();
+        Ok(ChangeSet { maps, next_request_id: patch.next_request_id, version: doc.version, bytes })
     }
 
     /// Adds later changes on top of these.
