@@ -786,4 +786,36 @@ mod tests {
         assert!(!shadow.document().contains("podResizeConditions"), "{}", shadow.document());
         assert!(!ChangeSet::default().document().contains("podResizeConditions"));
     }
+
+    /// A change set is read in one pass: absent maps are empty, keys outside the format
+    /// are ignored, entries stay the plugin's text, removals are None, and a set of
+    /// another format or with a malformed entry is refused.
+    #[test]
+    fn a_change_set_reads_in_one_pass_and_refuses_what_is_not_one() {
+        let set = ChangeSet::parse(
+            r#"{"format":"podstatus.kubelet.io/state-changes","version":2,"patch":{"statuses":{"u1":{"version":3,"status":{"phase":"Running"}},"u2":null},"extra":{"x":1},"nextRequestId":7}}"#,
+        )
+        .expect("a change set");
+        assert_eq!(
+            set.maps[0]["u1"].as_ref().map(|raw| raw.get()),
+            Some(r#"{"version":3,"status":{"phase":"Running"}}"#)
+        );
+        assert!(set.maps[0]["u2"].is_none(), "a removal");
+        assert!(set.maps[1].is_empty() && set.maps[2].is_empty() && set.maps[3].is_empty());
+        assert_eq!(set.next_request_id.as_ref().map(|raw| raw.get()), Some("7"));
+        assert_eq!(set.version.as_ref().map(|raw| raw.get()), Some("2"));
+        let mut shadow = StateShadow::parse(DOCUMENT).expect("a document");
+        shadow.apply(&set);
+        assert!(shadow.document().contains(r#""statuses":{"u1":{"version":3,"status":{"phase":"Running"}}}"#));
+        assert!(shadow.document().contains(r#""nextRequestId":7"#), "{}", shadow.document());
+
+        let other = r#"{"format":"podstatus.kubelet.io/state","version":2,"patch":{}}"#;
+        assert!(matches!(ChangeSet::parse(other), Err(super::ShadowError::Format)));
+        let malformed = r#"{"format":"podstatus.kubelet.io/state-changes","version":2,"patch":{"pending":[]}}"#;
+        assert!(matches!(ChangeSet::parse(malformed), Err(super::ShadowError::Json { .. })));
+        assert!(
+            ChangeSet::parse(r#"{"format":"podstatus.kubelet.io/state-changes","patch":{"statuses":{"u1":tru}}}"#)
+                .is_err()
+        );
+    }
 }
