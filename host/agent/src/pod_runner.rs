@@ -241,8 +241,7 @@ pub fn report(
     event: &Event,
 ) -> Vec<(&'static str, Result<UpdateOutcome, CallError>)> {
     let set_status = |status: &k8s_openapi::api::core::v1::PodStatus| {
-        let status = serde_json::to_string(status).unwrap_or_default();
-        ("set-pod-status", handle.set_pod_status(&pod_json(pod), &status))
+        report_status_json(handle, pod, &serde_json::to_string(status).unwrap_or_default())
     };
     match event {
         Event::SetStatus(status) => vec![set_status(status)],
@@ -256,6 +255,16 @@ pub fn report(
         }
         Event::RequestDeletion | Event::Wait => Vec::new(),
     }
+}
+
+/// The `set-pod-status` of [`report`], for a status already serialised (one the caller
+/// keeps to send again, as the kubelet's resyncs do).
+pub fn report_status_json(
+    handle: &TimedManager,
+    pod: &Pod,
+    status: &str,
+) -> (&'static str, Result<UpdateOutcome, CallError>) {
+    ("set-pod-status", handle.set_pod_status(&pod_json(pod), status))
 }
 
 fn pod_json(pod: &Pod) -> String {

@@ -108,8 +108,14 @@ fn report_digest(pod: &str, status: &str) -> u128 {
 #[derive(Debug)]
 pub struct PreparedStatus {
     digest: u128,
-    /// None: the digest names a pod whose last report this may repeat.
-    report: Option<NodeReport>,
+    read: Read,
+}
+
+#[derive(Debug)]
+enum Read {
+    Parsed(Box<NodeReport>),
+    /// The digest was this pod's last report when prepared (checked again on record).
+    RepeatOf(String),
 }
 
 /// A report of the node's, parsed from a manager call's JSON: parsing takes longer
@@ -184,10 +190,12 @@ impl HostView {
     /// None when it does not parse (the plugin refuses it too).
     pub fn prepare_status(&self, pod: &str, status: &str) -> Option<PreparedStatus> {
         let digest = report_digest(pod, status);
-        if self.report_digests.read().unwrap_or_else(PoisonError::into_inner).contains_key(&digest) {
-            return Some(PreparedStatus { digest, report: None });
-        }
-        Some(PreparedStatus { digest, report: Some(NodeReport::status(pod, status)?) })
+        let repeat_of = self.report_digests.read().unwrap_or_else(PoisonError::into_inner).get(&digest).cloned();
+        let read = match repeat_of {
+            Some(uid) => Read::RepeatOf(uid),
+            None => Read::Parsed(Box::new(NodeReport::status(pod, status)?)),
+        };
+        Some(PreparedStatus { digest, read })
     }
 
     /// Records a report from [`HostView::prepare_status`] of `pod` and `status` (the
@@ -195,18 +203,13 @@ impl HostView {
     /// last, records nothing: the view already holds exactly that. One whose pod was
     /// reported otherwise since is read and recorded after all.
     pub fn record_prepared(&self, prepared: PreparedStatus, pod: &str, status: &str) -> Option<String> {
-        let PreparedStatus { digest, report } = prepared;
-        let report = match report {
-            Some(report) => report,
-            None => {
-                let uid = self.report_digests.read().unwrap_or_else(PoisonError::into_inner).get(&digest).cloned();
-                if let Some(uid) = uid
-                    && self.read(&uid, |reported| reported.report_digest == Some(digest))
-                {
-                    return Some(uid);
-                }
-                NodeReport::status(pod, status)?
+        let PreparedStatus { digest, read } = prepared;
+        let report = match read {
+            Read::Parsed(report) => *report,
+            Read::RepeatOf(uid) if self.read(&uid, |reported| reported.report_digest == Some(digest)) => {
+                return Some(uid);
             }
+            Read::RepeatOf(_) => NodeReport::status(pod, status)?,
         };
         self.record_digested(report, Some(digest))
     }
@@ -247,10 +250,13 @@ impl HostView {
         Some(uid)
     }
 
-    /// [`HostView::report_status`] for the JSON a manager call carries; returns the
-    /// pod's UID. JSON that does not parse is not recorded (the plugin refuses it too).
+    /// [`HostView::report_status`] for the JSON a manager call carries, prepared and
+    /// recorded at once ([`HostView::prepare_status`]: a repeat is not parsed again);
+    /// returns the pod's UID. JSON that does not parse is not recorded (the plugin
+    /// refuses it too).
     pub fn report_status_json(&self, pod: &str, status: &str) -> Option<String> {
-        self.record(NodeReport::status(pod, status)?)
+        let prepared = self.prepare_status(pod, status)?;
+        self.record_prepared(prepared, pod, status)
     }
 
     /// [`HostView::report_termination`] for the JSON a manager call carries; returns
@@ -469,11 +475,6 @@ mod tests {
         assert!(!view.reported_ip("ua", "10.0.0.1"), "bounded: the oldest went");
     }
 
-    fn record_json(view: &HostView, pod: &str, status: &str) -> Option<String> {
-        let prepared = view.prepare_status(pod, status)?;
-        view.record_prepared(prepared, pod, status)
-    }
-
     /// A pod's last status report again in the same bytes is known by its digest and
     /// records nothing new; once the pod was reported otherwise (terminated, or
     /// forgotten), the same bytes are read and recorded again.
@@ -482,9 +483,9 @@ mod tests {
         let view = HostView::new(Arc::new(ContainersStopped));
         let pod = serde_json::to_string(&testing::pod("a", "ua").build()).unwrap();
         let running = r#"{"podIP":"10.0.0.1","containerStatuses":[{"name":"c","state":{"running":{}}}]}"#;
-        assert_eq!(record_json(&view, &pod, running).as_deref(), Some("ua"));
+        assert_eq!(view.report_status_json(&pod, running).as_deref(), Some("ua"));
         let repeat = view.prepare_status(&pod, running).expect("prepared");
-        assert!(repeat.report.is_none(), "a repeat is not parsed");
+        assert!(matches!(repeat.read, Read::RepeatOf(_)), "a repeat is not parsed");
         assert_eq!(view.record_prepared(repeat, &pod, running).as_deref(), Some("ua"));
         assert!(view.reported_ip("ua", "10.0.0.1"));
         let held: Pod = serde_json::from_str(&pod).unwrap();
@@ -494,17 +495,17 @@ mod tests {
         // the node's word), so they are read and recorded.
         view.report_termination(&held);
         assert_eq!(view.no_container_can_run("ua", &held), Ok(()));
-        assert_eq!(record_json(&view, &pod, running).as_deref(), Some("ua"));
+        assert_eq!(view.report_status_json(&pod, running).as_deref(), Some("ua"));
         assert_eq!(view.no_container_can_run("ua", &held), Err(NotSafe::ContainersMayRun));
 
         // Forgotten: the digest goes with the pod, and the report is recorded anew.
         view.retain(&[]);
         assert!(!view.knows("ua"));
         let after = view.prepare_status(&pod, running).expect("prepared");
-        assert!(after.report.is_some(), "the digest went with the pod");
+        assert!(matches!(after.read, Read::Parsed(_)), "the digest went with the pod");
         assert_eq!(view.record_prepared(after, &pod, running).as_deref(), Some("ua"));
         assert!(view.knows("ua") && view.reported_ip("ua", "10.0.0.1"));
-        assert_eq!(view.prepare_status("{", running).map(|p| p.report.is_some()), None, "not JSON");
+        assert_eq!(view.prepare_status("{", running).map(|p| matches!(p.read, Read::Parsed(_))), None, "not JSON");
     }
 
     #[test]

@@ -25,6 +25,11 @@ impl dyn Entropy + '_ {
         low + self.below(high - low + 1)
     }
 
+    /// A number in `[0, 1)`, from the top 53 bits (every value an `f64` holds exactly).
+    pub fn unit(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
     /// True with probability `percent`/100.
     pub fn chance(&mut self, percent: u64) -> bool {
         self.below(100) < percent

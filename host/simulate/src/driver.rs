@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use crate::kubelet_1_35::{Call, Kubelet135, NewPaths};
 use crate::owners::Owners;
 use podstatus_agent::{LifeEvent as Event, LifeStage as Stage, PodKind as Kind, PodLife, SIMULATED_NAMESPACE};
-use podstatus_agent::{TimedManager, report};
+use podstatus_agent::{TimedManager, report, report_status_json};
 use podstatus_backends::PodManager;
 use podstatus_backends::rng::{Entropy, SplitMix64};
 use podstatus_runtime::CallError;
@@ -211,8 +211,8 @@ impl Driver {
     /// half of it more (the pod workers' jitter), so pods do not resync in step.
     fn next_resync(&mut self, now: Instant) -> Option<Instant> {
         let interval = self.config.resync?;
-        let uniform = (Entropy::next_u64(&mut self.resync_rng) >> 11) as f64 / (1u64 << 53) as f64;
-        Some(now + interval.mul_f64(1.0 + RESYNC_JITTER * uniform))
+        let entropy: &mut dyn Entropy = &mut self.resync_rng;
+        Some(now + interval.mul_f64(1.0 + RESYNC_JITTER * entropy.unit()))
     }
 
     /// A pod's sync with nothing new: its last status sent again, if that is still the
@@ -226,19 +226,9 @@ impl Driver {
         let Some(pod) = pods.get_pod_by_uid(uid).filter(|p| p.metadata.deletion_timestamp.is_none()) else {
             return;
         };
-        let outcome = handle.set_pod_status(&serde_json::to_string(&*pod).unwrap_or_default(), status);
+        let (op, outcome) = report_status_json(handle, &pod, status);
         self.counts.resyncs += 1;
-        self.count("set-pod-status", outcome);
-    }
-
-    /// Remembers what a report sent for a slot's pod: the status of a `SetStatus`, for
-    /// a resync to send again; anything else leaves nothing to send until the pod's
-    /// next status (its readiness or its end is news the last status does not hold).
-    fn note_sent(&mut self, slot: usize, event: &Event) {
-        self.last_sent[slot] = match (event, &self.lives[slot].uid) {
-            (Event::SetStatus(status), Some(uid)) => serde_json::to_string(status).ok().map(|json| (uid.clone(), json)),
-            _ => None,
-        };
+        self.count(op, outcome);
     }
 
     /// Drops the statuses of pods the node no longer has.
@@ -300,11 +290,20 @@ impl Driver {
                     self.counts.owner_errors += 1;
                 }
             }
+            // A status is kept, as sent, for a resync to send again; any other report
+            // leaves nothing to send until the pod's next status (its readiness or its
+            // end is news the last status does not hold).
+            (Event::SetStatus(status), Some(pod)) => {
+                let json = serde_json::to_string(&status).unwrap_or_default();
+                let (op, outcome) = report_status_json(handle, &pod, &json);
+                self.count(op, outcome);
+                self.last_sent[slot] = self.lives[slot].uid.clone().map(|uid| (uid, json));
+            }
             (event, Some(pod)) => {
                 for (op, outcome) in report(handle, &pod, &event) {
                     self.count(op, outcome);
                 }
-                self.note_sent(slot, &event);
+                self.last_sent[slot] = None;
             }
             // The pod left the node under our feet (deleted elsewhere): nothing to report.
             (_, None) => return POLL,
@@ -347,8 +346,8 @@ impl Driver {
     /// Time to a pod's next event: exponential, with the mean the churn asks for.
     fn interval(&mut self) -> Duration {
         let mean = self.lives.len() as f64 / self.config.churn.max(0.001);
-        let uniform = (Entropy::next_u64(&mut self.rng) >> 11) as f64 / (1u64 << 53) as f64;
-        Duration::from_secs_f64(-mean * (1.0 - uniform).ln()).min(Duration::from_secs(3600))
+        let entropy: &mut dyn Entropy = &mut self.rng;
+        Duration::from_secs_f64(-mean * (1.0 - entropy.unit()).ln()).min(Duration::from_secs(3600))
     }
 
     fn count(&mut self, op: &'static str, outcome: Result<UpdateOutcome, CallError>) {
