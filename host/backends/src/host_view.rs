@@ -12,7 +12,7 @@
 //! mirror pod's); [`HostView::retain`] forgets the pods the node no longer has, as
 //! `remove-orphaned-statuses` does for the plugin's cache.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::{Arc, PoisonError, RwLock};
 
 use k8s_openapi::api::core::v1::{ContainerState, ContainerStateTerminated, ContainerStatus, Pod, PodStatus};
@@ -89,9 +89,21 @@ struct Reported {
     report_digest: Option<u128>,
 }
 
+/// Names of forgotten pods remembered at most (the oldest go first). A pod the node
+/// no longer has is forgotten at once ([`HostView::retain`]), but a sync the plugin
+/// queued for it before may still read it; its name keeps that read the API server's
+/// answer (NotFound) instead of a refusal. A queued sync runs within seconds, and a
+/// node sees far fewer than this many pods go in that time.
+pub const FORGOTTEN_NAMES_KEPT: usize = 4_096;
+
 /// Digests of status reports in the index at most; past it the index starts over (it
 /// is a hint, checked against each pod's own digest, so forgetting costs a parse).
 const REPORT_DIGESTS_KEPT: usize = 65_536;
+
+/// A pod's namespace, as the API server defaults it.
+fn namespace_of(pod: &Pod) -> &str {
+    pod.metadata.namespace.as_deref().unwrap_or("default")
+}
 
 /// The digest of a status report's pod and status JSON (the pod's length first, so no
 /// two pairs of texts run together into the same input).
@@ -154,6 +166,9 @@ pub struct HostView {
     /// status over and over, and reading a pod and status again costs more than the
     /// plugin's answer to them ([`HostView::prepare_status`]).
     report_digests: RwLock<HashMap<u128, String>>,
+    /// `(namespace, name)` of the pods [`HostView::retain`] forgot, newest last, at most
+    /// [`FORGOTTEN_NAMES_KEPT`].
+    forgotten_names: RwLock<VecDeque<(String, String)>>,
 }
 
 impl HostView {
@@ -165,6 +180,7 @@ impl HostView {
             pods: RwLock::default(),
             changes: Default::default(),
             report_digests: RwLock::default(),
+            forgotten_names: RwLock::default(),
         }
     }
 
@@ -340,21 +356,41 @@ impl HostView {
         self.pods.read().unwrap_or_else(PoisonError::into_inner).contains_key(uid)
     }
 
-    /// Whether the node reported a pod named `namespace/name` (and the view has not
-    /// forgotten it since). Scans the view: asked only of a name the pod manager no
-    /// longer holds.
+    /// Whether the node reported a pod named `namespace/name`: one the view holds, or
+    /// one of the last [`FORGOTTEN_NAMES_KEPT`] it forgot. Scans the view: asked only of
+    /// a name the pod manager no longer holds.
     pub fn reported_name(&self, namespace: &str, name: &str) -> bool {
         let pods = self.pods.read().unwrap_or_else(PoisonError::into_inner);
-        pods.values().filter_map(|reported| reported.pod.as_deref()).any(|pod| {
-            pod.metadata.name.as_deref() == Some(name)
-                && pod.metadata.namespace.as_deref().unwrap_or("default") == namespace
-        })
+        let held = pods
+            .values()
+            .filter_map(|reported| reported.pod.as_deref())
+            .any(|pod| pod.metadata.name.as_deref() == Some(name) && namespace_of(pod) == namespace);
+        held || self
+            .forgotten_names
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .any(|(ns, n)| ns == namespace && n == name)
     }
 
-    /// Forgets every pod whose UID is not in `keep`.
+    /// Forgets every pod whose UID is not in `keep` (remembering the names of those
+    /// the node had handed over, for [`HostView::reported_name`]).
     pub fn retain(&self, keep: &[String]) {
         let keep: std::collections::HashSet<&str> = keep.iter().map(String::as_str).collect();
-        self.pods.write().unwrap_or_else(PoisonError::into_inner).retain(|uid, _| keep.contains(uid.as_str()));
+        let mut forgotten = Vec::new();
+        self.pods.write().unwrap_or_else(PoisonError::into_inner).retain(|uid, reported| {
+            let kept = keep.contains(uid.as_str());
+            if let (false, Some(pod)) = (kept, reported.pod.as_deref()) {
+                forgotten.push((namespace_of(pod).to_owned(), pod.metadata.name.clone().unwrap_or_default()));
+            }
+            kept
+        });
+        if !forgotten.is_empty() {
+            let mut names = self.forgotten_names.write().unwrap_or_else(PoisonError::into_inner);
+            names.extend(forgotten);
+            let excess = names.len().saturating_sub(FORGOTTEN_NAMES_KEPT);
+            names.drain(..excess);
+        }
         self.report_digests
             .write()
             .unwrap_or_else(PoisonError::into_inner)
@@ -577,6 +613,32 @@ mod tests {
         assert!(view.reported_name("ns", "a"));
         assert!(!view.reported_name("ns", "b"));
         assert!(!view.reported_name("other", "a"));
+    }
+
+    /// A sync the plugin queued before a pod was forgotten may still read it: the name
+    /// outlives the pod's record, for the last [`FORGOTTEN_NAMES_KEPT`] pods forgotten.
+    #[test]
+    fn a_forgotten_pods_name_is_remembered_for_the_last_pods_forgotten() {
+        let view = HostView::new(Arc::new(ContainersStopped));
+        view.report_status(&testing::pod("a", "ua").build(), &Default::default());
+        view.report_status(&testing::pod("b", "ub").build(), &Default::default());
+        view.retain(&["ub".to_owned()]);
+        assert!(!view.knows("ua"));
+        assert!(view.reported_name("ns", "a"), "forgotten, its name remembered");
+        assert!(view.reported_name("ns", "b"), "held");
+        assert!(!view.reported_name("other", "a"));
+        // The bound: once as many other pods are forgotten after it, its name goes.
+        for i in 0..FORGOTTEN_NAMES_KEPT - 1 {
+            let uid = format!("u{i}");
+            view.report_status(&testing::pod(&format!("p{i}"), &uid).build(), &Default::default());
+        }
+        view.retain(&["ub".to_owned()]);
+        assert!(view.reported_name("ns", "a"), "the oldest of exactly FORGOTTEN_NAMES_KEPT");
+        view.report_status(&testing::pod("c", "uc").build(), &Default::default());
+        view.retain(&["ub".to_owned()]);
+        assert!(!view.reported_name("ns", "a"), "one past the bound");
+        assert!(view.reported_name("ns", "c") && view.reported_name("ns", "p0"));
+        assert_eq!(view.forgotten_names.read().unwrap().len(), FORGOTTEN_NAMES_KEPT);
     }
 
     #[test]

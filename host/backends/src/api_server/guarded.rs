@@ -672,6 +672,10 @@ mod tests {
         forbidden(guard.get_pod("ns", "a"));
         node.host_view.report_status(&a, &Default::default());
         assert_eq!(guard.get_pod("ns", "a").map_err(|e| e.reason()), Err("NotFound"));
+        // The view forgetting the pod (housekeeping) leaves a sync queued before it the
+        // same answer.
+        node.host_view.retain(&[]);
+        assert_eq!(guard.get_pod("ns", "a").map_err(|e| e.reason()), Err("NotFound"));
         node.store.create_pod(pod("ns", "a", "ua2", "node-2")).expect("create");
         forbidden(guard.get_pod("ns", "a"));
         // Without a node name only the pod manager's pods are the node's.
