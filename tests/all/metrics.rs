@@ -39,7 +39,7 @@ fn scraped_over_http_after_real_calls() {
     let pods = [pod("web", "u1"), pod("db", "u2")];
     let (_api, world) = memory_world(pods.clone(), false, 100);
     let metrics = Arc::new(Metrics::new());
-    metrics.set_queue(Arc::clone(&world.queue));
+    metrics.add_queue(Arc::clone(&world.queue));
     let api: Arc<dyn ApiServer> = Arc::new(
         MeteredApiServer::new(Arc::clone(&world.api_server), Arc::clone(&metrics))
             .with_pod_manager(Arc::clone(&world.pod_manager)),

@@ -17,6 +17,7 @@
 
 mod call_counts;
 mod circuit_breaker;
+mod connection;
 mod go_duration;
 mod kube_client;
 mod kubeconfig;
@@ -36,6 +37,7 @@ mod timed_manager;
 
 pub use call_counts::{CallCount, CallCounters, Outcome, Verb};
 pub use circuit_breaker::CircuitBreaker;
+pub use connection::Connection;
 pub use go_duration::{GoDurationError, parse as parse_go_duration};
 pub use kube_client::{
     FIELD_MANAGER, KubeApiServer, KubeClientConfig, KubeClientError, STATUS_CLIENT_PRODUCT, STATUS_CLIENT_USER_AGENT,
@@ -52,7 +54,7 @@ pub use node_lease::NODE_LEASE_NAMESPACE;
 pub use node_object::{KUBELET_VERSION, NodeConfig, Readiness, VIRTUAL_NODE_TAINT};
 pub use node_registration::{NodeError, NodeRegistration};
 pub use pod_runner::{EXIT_CODE_ANNOTATION, PodRunner, RUN_FOR_ANNOTATION, report, report_status_json};
-pub use pod_watch::PodWatch;
+pub use pod_watch::{PodRoutes, PodWatch};
 pub use rate_limit::{RateLimitError, RateLimiter};
 pub use static_pods::{
     CONFIG_HASH_ANNOTATION, CONFIG_SEEN_ANNOTATION, FILE_SOURCE, ManifestError, MirrorError, POLL_INTERVAL, ScanReport,

@@ -215,7 +215,7 @@ mod tests {
         }
         let metrics = Arc::new(Metrics::new());
         let queue = Arc::new(SyncQueue::new(16));
-        metrics.set_queue(Arc::clone(&queue));
+        metrics.add_queue(Arc::clone(&queue));
         let api: Arc<dyn ApiServer> =
             Arc::new(MeteredApiServer::new(memory, Arc::clone(&metrics)).with_pod_manager(Arc::clone(&pod_manager)));
         let world = World {

@@ -13,8 +13,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::connection::Connection;
 use crate::kube_client::{KubeApiServer, KubeClientConfig, KubeClientError};
-use crate::kubeconfig::{self, ClientSource, ConnectError};
+use crate::kubeconfig::ConnectError;
 use crate::metered_api_server::MeteredApiServer;
 use crate::metered_plugin::MeteredPlugin;
 use crate::metrics::{Metrics, MetricsServer};
@@ -128,15 +129,13 @@ pub struct NodeAgent {
     /// The client itself, for what only it knows (calls it refused without sending).
     kube: Arc<KubeApiServer>,
     plugins: PluginRuntime,
-    client: kube::Client,
-    api_url: String,
-    // Dropped in this order after the fields above: sources first, then the runtime
-    // their tasks run on.
+    // Dropped in this order after the fields above: sources first, then the connection
+    // (the runtime their tasks run on, unless a fleet still shares it).
     registration: Option<NodeRegistration>,
     _static_pods: Option<StaticPods>,
-    _pod_watch: PodWatch,
+    pod_watch: Option<PodWatch>,
     _metrics_server: Option<MetricsServer>,
-    runtime: tokio::runtime::Runtime,
+    connection: Arc<Connection>,
 }
 
 /// How long the first list of the node's pods may take.
@@ -157,39 +156,39 @@ impl NodeAgent {
         image: PluginImage,
         layer: impl FnOnce(Arc<dyn ApiServer>) -> Arc<dyn ApiServer>,
     ) -> Result<Self, AgentError> {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .thread_name("podstatus-io")
-            .enable_all()
-            .build()
-            .map_err(AgentError::Runtime)?;
-        let source = match &config.target {
-            Target::Url(url) => ClientSource::Url(url.clone()),
-            Target::Kubeconfig { path: Some(path), context } => {
-                ClientSource::Kubeconfig { path: path.clone(), context: context.clone() }
-            }
-            Target::Kubeconfig { path: None, context } => ClientSource::Infer { context: context.clone() },
-        };
-        let kube_config = runtime.block_on(kubeconfig::load_config(&source))?;
-        let api_url = kube_config.cluster_url.to_string();
-        let metrics = Arc::new(Metrics::new());
-        // Two clients of one server: the plugin's (told apart by its User-Agent) and the
-        // rest of the agent's (watch, mirror pods, node, lease, the caller's own).
-        let (client, status_client) = {
-            // kube spawns its connection pool's tasks on the current runtime.
-            let _entered = runtime.enter();
-            let status_config = crate::kube_client::status_client_config(kube_config.clone());
-            (
-                crate::metrics::metered_client(kube_config, &metrics).map_err(ConnectError::Client)?,
-                crate::metrics::metered_client(status_config, &metrics).map_err(ConnectError::Client)?,
-            )
-        };
-        let kube = Arc::new(KubeApiServer::new(runtime.handle().clone(), status_client, config.client.clone())?);
+        let connection = Arc::new(Connection::open(&config.target)?);
+        let pod_manager = Arc::new(PodManager::new());
+        let pod_watch =
+            PodWatch::start(connection.client().clone(), &config.node, Arc::clone(&pod_manager), connection.runtime());
+        if !pod_watch.wait_synced(SYNC_TIMEOUT) {
+            return Err(AgentError::NotSynced(SYNC_TIMEOUT));
+        }
+        let mut agent = Self::start_on(connection, pod_manager, config, plugins, image, layer)?;
+        agent.pod_watch = Some(pod_watch);
+        Ok(agent)
+    }
+
+    /// Starts the agent of `config.node` on a shared `connection` (its target is not
+    /// read), with the pods a watch of the caller's puts in `pod_manager`: a fleet's
+    /// node. The node's own are its plugin, queue, guard, rate limit, registration and
+    /// static pods.
+    pub fn start_on<T>(
+        connection: Arc<Connection>,
+        pod_manager: Arc<PodManager>,
+        config: &AgentConfig<T>,
+        plugins: PluginRuntime,
+        image: PluginImage,
+        layer: impl FnOnce(Arc<dyn ApiServer>) -> Arc<dyn ApiServer>,
+    ) -> Result<Self, AgentError> {
+        let runtime = connection.runtime();
+        let client = connection.client().clone();
+        let metrics = Arc::clone(connection.metrics());
+        let kube =
+            Arc::new(KubeApiServer::new(runtime.clone(), connection.status_client().clone(), config.client.clone())?);
         let limiter = kube.rate_limiter();
 
-        let pod_manager = Arc::new(PodManager::new());
         let queue = Arc::new(SyncQueue::new(config.queue_capacity));
-        metrics.set_queue(Arc::clone(&queue));
+        metrics.add_queue(Arc::clone(&queue));
         let deletion_safety: Arc<dyn podstatus_backends::DeletionSafety> = Arc::new(ContainersStopped);
         // What the node reports, kept apart from the plugin: the guard decides by it.
         let host_view = Arc::new(podstatus_backends::HostView::new(Arc::clone(&deletion_safety)));
@@ -208,19 +207,13 @@ impl NodeAgent {
         let world = World { api_server: metered, ..world };
 
         let registration =
-            config.register_node.clone().map(|node| NodeRegistration::start(client.clone(), node, runtime.handle()));
-        let pod_watch = PodWatch::start(client.clone(), &config.node, Arc::clone(&pod_manager), runtime.handle());
-        if !pod_watch.wait_synced(SYNC_TIMEOUT) {
-            return Err(AgentError::NotSynced(SYNC_TIMEOUT));
-        }
+            config.register_node.clone().map(|node| NodeRegistration::start(client.clone(), node, runtime));
         let static_pods = match &config.manifest_dir {
-            Some(dir) => {
-                Some(StaticPods::start(dir, &config.node, client.clone(), Arc::clone(&pod_manager), runtime.handle())?)
-            }
+            Some(dir) => Some(StaticPods::start(dir, &config.node, client, Arc::clone(&pod_manager), runtime)?),
             None => None,
         };
         let metrics_server = match config.metrics_addr {
-            Some(addr) => Some(MetricsServer::start(addr, Arc::clone(&metrics), runtime.handle())?),
+            Some(addr) => Some(MetricsServer::start(addr, Arc::clone(&metrics), runtime)?),
             None => None,
         };
 
@@ -236,13 +229,11 @@ impl NodeAgent {
             metrics,
             kube,
             plugins,
-            client,
-            api_url,
             registration,
             _static_pods: static_pods,
-            _pod_watch: pod_watch,
+            pod_watch: None,
             _metrics_server: metrics_server,
-            runtime,
+            connection,
         })
     }
 
@@ -267,9 +258,10 @@ impl NodeAgent {
         self.registration.as_ref()
     }
 
-    /// The node's pod watch (how many times it listed, for logs and tests).
-    pub fn pod_watch(&self) -> &PodWatch {
-        &self._pod_watch
+    /// The node's own pod watch (how many times it listed, for logs and tests); `None`
+    /// for a node started on a shared watch ([`NodeAgent::start_on`]).
+    pub fn pod_watch(&self) -> Option<&PodWatch> {
+        self.pod_watch.as_ref()
     }
 
     /// The agent's metrics.
@@ -294,17 +286,22 @@ impl NodeAgent {
     /// The client the agent talks to its API server with (not the plugin's: that one's
     /// `User-Agent` is [`crate::STATUS_CLIENT_USER_AGENT`]).
     pub fn client(&self) -> &kube::Client {
-        &self.client
+        self.connection.client()
     }
 
     /// The runtime the agent's I/O runs on (for callers' own API requests).
     pub fn runtime(&self) -> &tokio::runtime::Handle {
-        self.runtime.handle()
+        self.connection.runtime()
     }
 
     /// Where the API server is.
     pub fn api_url(&self) -> &str {
-        &self.api_url
+        self.connection.api_url()
+    }
+
+    /// The connection the agent talks through (its own, or its fleet's).
+    pub fn connection(&self) -> &Arc<Connection> {
+        &self.connection
     }
 
     /// Hot-swaps the plugin for the component in `path`, compiled and instantiated

@@ -1,6 +1,8 @@
 //! The node's pods from the API server: kube-runtime's [`watcher`] of the pods bound to
 //! the node (`spec.nodeName`), feeding the [`PodManager`] as the kubelet's API source
-//! feeds its pod manager.
+//! feeds its pod manager. A fleet's nodes share one watch ([`PodWatch::start_routed`]),
+//! as a shared informer serves many consumers: one list and one watch for all of them,
+//! each pod handed to the pod manager of the node it is bound to ([`PodRoutes`]).
 //!
 //! The watcher lists once, then watches from the list's resourceVersion; a watch that
 //! ends or breaks is resumed from the last resourceVersion seen, and only a `410 Gone`
@@ -9,10 +11,10 @@
 //! added that the list lacks are removed; pods it did not add (static pods from the
 //! manifest folder, which the API server never has) are never touched.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::pin::pin;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -26,6 +28,38 @@ use podstatus_backends::PodManager;
 /// How long one watch request may stay open before it is renewed from the last
 /// resourceVersion seen (the API server caps it too).
 const WATCH_TIMEOUT_SECONDS: u32 = 290;
+
+/// Which pod manager a watched pod goes to: its node's, by `spec.nodeName`. Pods of
+/// nodes it does not name are not the watch's to hand over. Add every node before the
+/// watch starts: a node added later gets its pods from their next change on.
+#[derive(Debug, Default)]
+pub struct PodRoutes {
+    nodes: RwLock<HashMap<String, Arc<PodManager>>>,
+}
+
+impl PodRoutes {
+    /// Routes with no node yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The pods bound to `node` go to `pod_manager`.
+    pub fn add(&self, node: &str, pod_manager: Arc<PodManager>) {
+        self.nodes.write().unwrap_or_else(PoisonError::into_inner).insert(node.to_owned(), pod_manager);
+    }
+
+    /// The pod manager of `node`, if it is routed.
+    fn get(&self, node: &str) -> Option<Arc<PodManager>> {
+        self.nodes.read().unwrap_or_else(PoisonError::into_inner).get(node).cloned()
+    }
+
+    /// The only node routed, if there is exactly one (its watch can ask the API server
+    /// for that node's pods alone).
+    fn only(&self) -> Option<String> {
+        let nodes = self.nodes.read().unwrap_or_else(PoisonError::into_inner);
+        (nodes.len() == 1).then(|| nodes.keys().next().cloned()).flatten()
+    }
+}
 
 /// A running watch of the node's pods. Stops when [`PodWatch::stop`] is called or it is
 /// dropped; the pods it added stay in the pod manager.
@@ -53,12 +87,21 @@ impl PodWatch {
         pod_manager: Arc<PodManager>,
         runtime: &tokio::runtime::Handle,
     ) -> PodWatch {
+        let routes = PodRoutes::new();
+        routes.add(node_name, pod_manager);
+        Self::start_routed(client, Arc::new(routes), runtime)
+    }
+
+    /// Starts one watch for every node `routes` names, on `runtime`: of that node's pods
+    /// alone (a field selector) when it names one, else of every pod, each handed to its
+    /// node's pod manager.
+    pub fn start_routed(client: kube::Client, routes: Arc<PodRoutes>, runtime: &tokio::runtime::Handle) -> PodWatch {
         let synced = Arc::new(Synced::default());
         let follower = Follower {
             api: Api::all(client),
-            node: node_name.to_owned(),
-            pod_manager,
-            ours: HashSet::new(),
+            selector: routes.only().map(|node| format!("spec.nodeName={node}")),
+            routes,
+            ours: HashMap::new(),
             synced: Arc::clone(&synced),
         };
         PodWatch { task: runtime.spawn(follower.run()), synced }
@@ -103,17 +146,21 @@ impl Drop for PodWatch {
 /// The task's state.
 struct Follower {
     api: Api<Pod>,
-    node: String,
-    pod_manager: Arc<PodManager>,
-    /// UIDs this watch put in the pod manager: the only ones a relist may remove.
-    ours: HashSet<String>,
+    /// The field selector of the watch, if it asks for one node's pods.
+    selector: Option<String>,
+    routes: Arc<PodRoutes>,
+    /// UIDs this watch put in a pod manager, with their node: the only ones a relist
+    /// may remove.
+    ours: HashMap<String, String>,
     synced: Arc<Synced>,
 }
 
 impl Follower {
     async fn run(mut self) {
-        let config =
-            watcher::Config::default().fields(&format!("spec.nodeName={}", self.node)).timeout(WATCH_TIMEOUT_SECONDS);
+        let mut config = watcher::Config::default().timeout(WATCH_TIMEOUT_SECONDS);
+        if let Some(selector) = &self.selector {
+            config = config.fields(selector);
+        }
         let mut events = pin!(watcher(self.api.clone(), config).default_backoff());
         // UIDs listed since the (re)list began.
         let mut listed = HashSet::new();
@@ -121,33 +168,33 @@ impl Follower {
             match event {
                 Ok(Event::Init) => listed.clear(),
                 Ok(Event::InitApply(pod)) => {
-                    if self.on_node(&pod) {
+                    if let Some(pod_manager) = self.route(&pod) {
                         listed.insert(uid_of(&pod).to_owned());
-                        self.add(pod);
+                        self.add(&pod_manager, pod);
                     }
                 }
                 Ok(Event::InitDone) => self.listed(std::mem::take(&mut listed)),
-                Ok(Event::Apply(pod)) => {
-                    if self.on_node(&pod) {
-                        self.add(pod);
-                    } else {
-                        self.remove(&pod);
-                    }
-                }
+                Ok(Event::Apply(pod)) => match self.route(&pod) {
+                    Some(pod_manager) => self.add(&pod_manager, pod),
+                    None => self.remove(&pod),
+                },
                 Ok(Event::Delete(pod)) => self.remove(&pod),
                 // The watcher retries by itself (resume, or relist after a 410) once its
                 // backoff has passed.
-                Err(error) => tracing::warn!(node = %self.node, %error, "the pod watch failed; retrying"),
+                Err(error) => tracing::warn!(selector = ?self.selector, %error, "the pod watch failed; retrying"),
             }
         }
     }
 
     /// A (re)list is complete: pods of ours it lacks are gone.
     fn listed(&mut self, listed: HashSet<String>) {
-        for vanished in self.ours.iter().filter(|uid| !listed.contains(*uid)) {
-            self.pod_manager.remove_pod(vanished);
-        }
-        self.ours = listed;
+        self.ours.retain(|uid, node| {
+            let kept = listed.contains(uid);
+            if let (false, Some(pod_manager)) = (kept, self.routes.get(node)) {
+                pod_manager.remove_pod(uid);
+            }
+            kept
+        });
         self.synced.lists.fetch_add(1, Ordering::Relaxed);
         let mut done = self.synced.done.lock().unwrap_or_else(PoisonError::into_inner);
         if !*done {
@@ -156,26 +203,28 @@ impl Follower {
         }
     }
 
-    /// The field selector should ensure it; a server that ignores it must not fill the
-    /// pod manager with other nodes' pods.
-    fn on_node(&self, pod: &Pod) -> bool {
-        pod.spec.as_ref().and_then(|spec| spec.node_name.as_deref()) == Some(self.node.as_str())
+    /// The pod manager of the node `pod` is bound to, if the watch serves that node (a
+    /// field selector should ensure it; a server that ignores it must not fill a pod
+    /// manager with other nodes' pods).
+    fn route(&self, pod: &Pod) -> Option<Arc<PodManager>> {
+        self.routes.get(pod.spec.as_ref()?.node_name.as_deref()?)
     }
 
-    fn add(&mut self, pod: Pod) {
+    fn add(&mut self, pod_manager: &PodManager, pod: Pod) {
         let uid = uid_of(&pod);
+        let node = pod.spec.as_ref().and_then(|spec| spec.node_name.clone()).unwrap_or_default();
         if uid.is_empty() {
-            tracing::warn!(node = %self.node, name = ?pod.metadata.name, "ignoring a pod without UID from the API server");
+            tracing::warn!(%node, name = ?pod.metadata.name, "ignoring a pod without UID from the API server");
             return;
         }
-        self.ours.insert(uid.to_owned());
-        self.pod_manager.add_pod(pod);
+        self.ours.insert(uid.to_owned(), node);
+        pod_manager.add_pod(pod);
     }
 
     fn remove(&mut self, pod: &Pod) {
         let uid = uid_of(pod);
-        if self.ours.remove(uid) {
-            self.pod_manager.remove_pod(uid);
+        if let Some(pod_manager) = self.ours.remove(uid).and_then(|node| self.routes.get(&node)) {
+            pod_manager.remove_pod(uid);
         }
     }
 }

@@ -100,8 +100,9 @@ struct Families {
     plugin_calls: Family<OperationLabels, Histogram, fn() -> Histogram>,
     rest_client: RestClientMetrics,
     build_info: Family<BuildLabels, Gauge>,
-    /// The queue whose depth is reported; none until the agent sets it.
-    queue: Mutex<Option<Arc<SyncQueue>>>,
+    /// The queues whose depth is reported, summed (a fleet's nodes have one each);
+    /// none until an agent adds its own.
+    queues: Mutex<Vec<Arc<SyncQueue>>>,
     propagation: PropagationTracker,
     caller_latency: CallerLatency,
 }
@@ -123,7 +124,7 @@ impl Default for Metrics {
             plugin_calls: Family::new_with_constructor(|| Histogram::new(PLUGIN_CALL_BUCKETS)),
             rest_client: RestClientMetrics::default(),
             build_info,
-            queue: Mutex::new(None),
+            queues: Mutex::new(Vec::new()),
             propagation: PropagationTracker::new(),
             caller_latency: CallerLatency::new(),
         });
@@ -139,9 +140,10 @@ impl Metrics {
         Self::default()
     }
 
-    /// Reports `queue`'s depth (read at every scrape) from now on.
-    pub fn set_queue(&self, queue: Arc<SyncQueue>) {
-        *self.families.queue.lock().unwrap_or_else(PoisonError::into_inner) = Some(queue);
+    /// Reports `queue`'s depth (read at every scrape) from now on, summed with the
+    /// other queues added (the nodes of a fleet that share these metrics).
+    pub fn add_queue(&self, queue: Arc<SyncQueue>) {
+        self.families.queues.lock().unwrap_or_else(PoisonError::into_inner).push(queue);
     }
 
     /// Counts one API call; `outcome` is [`OUTCOME_OK`] or the failure's reason.
@@ -244,19 +246,26 @@ impl Collector for Families {
             "Pods with a status change not yet written to the API server.",
             &ConstGauge::new(self.propagation.pending() as i64),
         )?;
-        let queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner).clone();
-        if let Some(queue) = queue {
+        let (queues, depth, dropped) = {
+            let queues = self.queues.lock().unwrap_or_else(PoisonError::into_inner);
+            (
+                queues.len(),
+                queues.iter().map(|q| q.len()).sum::<usize>(),
+                queues.iter().map(|q| q.dropped()).sum::<u64>(),
+            )
+        };
+        if queues > 0 {
             write(
                 e,
                 SYNC_QUEUE_DEPTH,
                 "Sync requests waiting in the status sync queue.",
-                &ConstGauge::new(queue.len() as i64),
+                &ConstGauge::new(depth as i64),
             )?;
             write(
                 e,
                 SYNC_QUEUE_DROPPED,
                 "Sync requests refused because the queue was full (the batch sync catches up).",
-                &ConstCounter::new(queue.dropped()),
+                &ConstCounter::new(dropped),
             )?;
         }
         write(e, rest_client::REQUESTS, rest_client::REQUESTS_HELP, &self.rest_client.requests)?;
@@ -324,7 +333,7 @@ mod tests {
         let queue = Arc::new(SyncQueue::new(1));
         queue.push(SyncRequest { id: 1, pod_uid: "a".into(), version: 1 });
         queue.push(SyncRequest { id: 2, pod_uid: "b".into(), version: 1 });
-        metrics.set_queue(queue);
+        metrics.add_queue(queue);
         metrics.api_call("get", OUTCOME_OK);
         metrics.api_call("get", "NotFound");
         metrics.plugin_call("set_pod_status", Duration::from_micros(20));
