@@ -64,6 +64,7 @@ fn simulation(target: Target, pods: usize, churn: f64, seconds: f64) -> Simulate
         swap_on_signal: None,
         flush_timeout: Duration::from_secs(60),
         resync: None,
+        nodes: 1,
     }
 }
 
@@ -421,4 +422,42 @@ fn an_added_api_latency_needs_the_embedded_server() {
     let error = NodeAgent::start(&config, plugins, image).err().expect("refused");
     assert!(matches!(error, podstatus_simulate::AgentError::LatencyNeedsEmbeddedServer), "{error}");
     assert!(error.to_string().contains("embedded API server"), "{error}");
+}
+
+#[test]
+fn a_fleet_keeps_each_nodes_pods_on_its_node_and_every_status_in_the_api_server() {
+    // Three nodes in one process on one connection and one pod watch: each node's pods
+    // (named after its index) are bound to it and reach its plugin alone, each node
+    // registers and renews its own Node and Lease, and the check holds for all of them.
+    let server = server();
+    let mut config = simulation(Target::Url(server.url()), 12, 30.0, 4.0);
+    config.nodes = 3;
+    config.static_pods = 1;
+    config.agent.register_node = Some(NodeConfig::new(NODE));
+    let summary = run(config);
+
+    assert!(summary.passed(), "{summary}");
+    assert!(summary.check.compared >= 3, "{summary}");
+    let fleet = summary.fleet.as_ref().expect("a fleet reports its figures");
+    assert_eq!((fleet.nodes, fleet.nodes_ready), (3, 3), "{summary}");
+    assert!(fleet.lease_renewals >= 3, "every node renewed its Lease: {summary}");
+    assert_eq!(summary.static_pods, 3, "one static pod per node: {summary}");
+    let json = serde_json::to_value(&summary).expect("the summary serialises");
+    assert_eq!(json["nodes"], 3, "the fleet's figures sit beside the others: {json}");
+
+    let pods = server.store().list_pods();
+    for i in 0..3 {
+        let node = format!("{NODE}-{i}");
+        let prefix = format!("n{i}-");
+        let own: Vec<&Pod> =
+            pods.iter().filter(|p| p.metadata.name.as_deref().is_some_and(|n| n.starts_with(&prefix))).collect();
+        assert!(!own.is_empty(), "node {i} created pods");
+        for pod in own {
+            assert_eq!(pod.spec.as_ref().and_then(|s| s.node_name.as_deref()), Some(node.as_str()), "{pod:?}");
+        }
+        let mirror = format!("static-0-{node}");
+        assert!(pods.iter().any(|p| p.metadata.name.as_deref() == Some(mirror.as_str())), "{mirror} exists");
+        let stored = crate::raw_http::http(server.local_addr(), "GET", &format!("/api/v1/nodes/{node}"), &[], b"");
+        assert_eq!(stored.json()["metadata"]["name"], node.as_str(), "node {i} registered");
+    }
 }

@@ -196,6 +196,12 @@ impl PodLife {
         PodLife { host_ip: ip.to_owned(), ..self }
     }
 
+    /// The same life with `prefix-` before its name: the pods of a fleet's nodes share
+    /// one namespace, so each node's slots are told apart by their node's prefix.
+    pub fn with_name_prefix(self, prefix: &str) -> Self {
+        PodLife { name: format!("{prefix}-{}", self.name), ..self }
+    }
+
     /// The restart policy the life follows.
     pub fn restart_policy(&self) -> &str {
         &self.restart_policy

@@ -36,7 +36,7 @@ pub(crate) async fn renew_forever(
     node: String,
     duration: Duration,
     renew_interval: Duration,
-    renewed: impl Fn(MicroTime) + Send + 'static,
+    mut renewed: impl FnMut(MicroTime) + Send + 'static,
 ) {
     let leases: Api<Lease> = Api::namespaced(client.clone(), NODE_LEASE_NAMESPACE);
     let nodes: Api<Node> = Api::all(client);

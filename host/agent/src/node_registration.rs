@@ -48,6 +48,7 @@ pub struct NodeRegistration {
     nodes: Api<Node>,
     shutting_down: Arc<AtomicBool>,
     renewals: Arc<AtomicU64>,
+    late_renewals: Arc<AtomicU64>,
     runtime: tokio::runtime::Handle,
     tasks: Vec<tokio::task::JoinHandle<()>>,
 }
@@ -60,25 +61,40 @@ impl NodeRegistration {
         let nodes: Api<Node> = Api::all(client.clone());
         let shutting_down = Arc::new(AtomicBool::new(false));
         let renewals = Arc::new(AtomicU64::new(0));
+        let late_renewals = Arc::new(AtomicU64::new(0));
         let reporter =
             Reporter { nodes: nodes.clone(), config: config.clone(), shutting_down: Arc::clone(&shutting_down) };
-        let counted = Arc::clone(&renewals);
+        let (counted, late) = (Arc::clone(&renewals), Arc::clone(&late_renewals));
+        let lease_duration = config.lease_duration;
+        // The renew time before, to tell a renewal that came after the Lease expired.
+        let mut previous: Option<jiff::Timestamp> = None;
         let lease = node_lease::renew_forever(
             client,
             config.name.clone(),
             config.lease_duration,
             config.lease_renew_interval(),
-            move |_| {
+            move |renewed| {
                 counted.fetch_add(1, Ordering::Relaxed);
+                if previous.is_some_and(|before| expired_between(before, renewed.0, lease_duration)) {
+                    late.fetch_add(1, Ordering::Relaxed);
+                }
+                previous = Some(renewed.0);
             },
         );
         let tasks = vec![runtime.spawn(reporter.run()), runtime.spawn(lease)];
-        NodeRegistration { config, nodes, shutting_down, renewals, runtime: runtime.clone(), tasks }
+        NodeRegistration { config, nodes, shutting_down, renewals, late_renewals, runtime: runtime.clone(), tasks }
     }
 
     /// Successful Lease renewals so far (the first is the Lease's creation).
     pub fn lease_renewals(&self) -> u64 {
         self.renewals.load(Ordering::Relaxed)
+    }
+
+    /// Renewals that came after the Lease had expired (more than its duration after the
+    /// renewal before): each is a stretch in which the node controller could have marked
+    /// the node unreachable.
+    pub fn late_renewals(&self) -> u64 {
+        self.late_renewals.load(Ordering::Relaxed)
     }
 
     /// Reports the node as shutting down (Ready False, `KubeletNotReady`, "node is
@@ -97,6 +113,11 @@ impl NodeRegistration {
             Err(_) => Err(NodeError::Timeout(name)),
         }
     }
+}
+
+/// Whether a Lease renewed at `before` for `duration` had expired by `after`.
+fn expired_between(before: jiff::Timestamp, after: jiff::Timestamp, duration: Duration) -> bool {
+    after.duration_since(before).as_secs_f64() > duration.as_secs_f64()
 }
 
 impl Drop for NodeRegistration {
@@ -210,5 +231,21 @@ impl Reporter {
                 Err(error) => return Err(self.api_error(error)),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_renewal_is_late_only_past_the_lease_duration() {
+        let before: jiff::Timestamp = "2026-12-04T10:00:00Z".parse().unwrap();
+        let at = |seconds: i64| before + jiff::SignedDuration::from_secs(seconds);
+        let duration = Duration::from_secs(40);
+        assert!(!expired_between(before, at(10), duration), "on time, every quarter");
+        assert!(!expired_between(before, at(40), duration), "at the last instant the Lease held");
+        assert!(expired_between(before, at(41), duration), "the Lease had expired");
+        assert!(!expired_between(before, at(-5), duration), "a clock that stepped back is not lateness");
     }
 }

@@ -62,7 +62,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             f("/queue_full"),
             wall - run,
             f("/check/compared"),
-            f("/peak_rss_mib"),
+            f("/peak_memory_mib"),
             f("/statuses_written_per_second"),
             f("/caller_latency_ms/p50"),
             f("/caller_latency_ms/p99"),

@@ -21,6 +21,12 @@ pub struct SimulateArgs {
     /// Pods alive at once on the node (a deleted pod is replaced).
     #[arg(long, default_value_t = 50)]
     pub pods: usize,
+    /// Virtual nodes in this one process (a fleet), named NODE-0 .. NODE-(N-1) after
+    /// --node-name, each with its own plugin instance, queue, client budget, Node and
+    /// Lease; the pods and the churn are shared out among them (static pods are per
+    /// node). One connection and one pod watch serve them all.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub nodes: u32,
     /// Static pods, written to a temporary manifest folder (ignored with
     /// --pod-manifest-path).
     #[arg(long, default_value_t = 2)]
@@ -155,6 +161,7 @@ fn simulate(args: &SimulateArgs) -> anyhow::Result<bool> {
         swap_on_signal: args.swap_to.clone().or_else(|| args.plugin.plugin.clone()),
         flush_timeout: args.flush_timeout,
         resync: (!args.resync.is_zero()).then_some(args.resync),
+        nodes: args.nodes as usize,
     };
     let plugins = PluginRuntime::new(&args.plugin.runtime_config()).context("plugin runtime")?;
     let image = plugins.load(&args.plugin.bytes()?).context("loading the plugin")?;

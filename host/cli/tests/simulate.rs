@@ -212,6 +212,21 @@ fn an_api_server_failing_a_third_of_the_calls_loses_no_status() {
 }
 
 #[test]
+fn a_fleet_run_registers_every_node_and_reports_them_ready() {
+    let s = passed_run(&["--nodes", "3", "--pods", "9", "--duration", "3", "--json", "--churn", "30"]);
+    assert_eq!((s["nodes"].as_u64(), s["nodes_ready"].as_u64()), (Some(3), Some(3)), "{s:#}");
+    assert_eq!(s["leases_late"], 0, "{s:#}");
+    assert_eq!(s["static_pods"], 6, "the default two static pods on each node: {s:#}");
+    assert!(s["idle_memory_mib_per_node"].as_f64().is_some_and(|mib| mib >= 0.0), "{s:#}");
+    assert!(s["peak_memory_mib"].as_f64().is_some_and(|mib| mib > 0.0), "{s:#}");
+    for (verb, outcomes) in s["api_calls"].as_object().expect("api calls") {
+        assert_eq!(outcomes.get("Forbidden"), None, "{verb}: {s:#}");
+    }
+    let out = simulate(&["--nodes", "0"]);
+    assert_eq!(out.status.code(), Some(2), "a fleet of no node is refused");
+}
+
+#[test]
 fn the_table_names_the_check_when_not_asked_for_json() {
     let out = simulate(&["--pods", "10", "--duration", "1", "--quiet"]);
     exited_0(&out);

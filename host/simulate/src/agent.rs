@@ -92,33 +92,12 @@ impl NodeAgent {
     /// Starts the agent with `image` as its plugin, and the embedded API server first
     /// when that is its target.
     pub fn start(config: &AgentConfig, plugins: PluginRuntime, image: PluginImage) -> Result<Self, AgentError> {
-        if config.api_latency.is_some() && !matches!(config.target, Target::Embedded(_)) {
-            return Err(AgentError::LatencyNeedsEmbeddedServer);
-        }
-        let (embedded, target) = match &config.target {
-            Target::Embedded(addr) => {
-                let delayed_client =
-                    config.api_latency.map(|latency| DelayedClient { user_agent: STATUS_CLIENT_PRODUCT, latency });
-                let options = ServeOptions { delayed_client, ..ServeOptions::default() };
-                let store = Arc::new(MemoryApiServer::with_graceful_deletion());
-                let server = EmbeddedApiServer::start_with(store, *addr, options)?;
-                let url = server.url();
-                (Some(server), podstatus_agent::Target::Url(url))
-            }
-            Target::Url(url) => (None, podstatus_agent::Target::Url(url.clone())),
-            Target::Kubeconfig { path, context } => {
-                (None, podstatus_agent::Target::Kubeconfig { path: path.clone(), context: context.clone() })
-            }
-        };
-        let faults = config.injected_faults;
+        let (embedded, target) = resolve(config)?;
         let agent = podstatus_agent::NodeAgent::start_with_layer(
             &config.agent.with_target(target),
             plugins,
             image,
-            |api_server| match faults {
-                Some(faults) => Arc::new(FaultyApiServer::new(api_server, faults)) as Arc<dyn ApiServer>,
-                None => api_server,
-            },
+            fault_layer(config.injected_faults),
         )?;
         Ok(NodeAgent { agent, embedded })
     }
@@ -135,6 +114,39 @@ impl NodeAgent {
         let left = agent.shutdown(timeout);
         drop(embedded);
         left
+    }
+}
+
+/// The agent's target as the agent reaches it, and the embedded server started first
+/// when that is the target.
+pub(crate) fn resolve(
+    config: &AgentConfig,
+) -> Result<(Option<EmbeddedApiServer>, podstatus_agent::Target), AgentError> {
+    if config.api_latency.is_some() && !matches!(config.target, Target::Embedded(_)) {
+        return Err(AgentError::LatencyNeedsEmbeddedServer);
+    }
+    Ok(match &config.target {
+        Target::Embedded(addr) => {
+            let delayed_client =
+                config.api_latency.map(|latency| DelayedClient { user_agent: STATUS_CLIENT_PRODUCT, latency });
+            let options = ServeOptions { delayed_client, ..ServeOptions::default() };
+            let store = Arc::new(MemoryApiServer::with_graceful_deletion());
+            let server = EmbeddedApiServer::start_with(store, *addr, options)?;
+            let url = server.url();
+            (Some(server), podstatus_agent::Target::Url(url))
+        }
+        Target::Url(url) => (None, podstatus_agent::Target::Url(url.clone())),
+        Target::Kubeconfig { path, context } => {
+            (None, podstatus_agent::Target::Kubeconfig { path: path.clone(), context: context.clone() })
+        }
+    })
+}
+
+/// What goes between a plugin and its API server client: `faults`, when asked for.
+pub(crate) fn fault_layer(faults: Option<InjectedFaults>) -> impl FnOnce(Arc<dyn ApiServer>) -> Arc<dyn ApiServer> {
+    move |api_server| match faults {
+        Some(faults) => Arc::new(FaultyApiServer::new(api_server, faults)) as Arc<dyn ApiServer>,
+        None => api_server,
     }
 }
 

@@ -52,6 +52,9 @@ pub struct DriverConfig {
     /// `SetPodStatus` with the status it generates, most often the one it sent last;
     /// `None` never.
     pub resync: Option<Duration>,
+    /// Put before every pod's name (`PREFIX-web-0001-0`): a fleet's nodes create their
+    /// pods in one namespace.
+    pub name_prefix: Option<String>,
 }
 
 /// What the driver counted.
@@ -76,6 +79,25 @@ pub struct DriverCounts {
     /// Resyncs: a pod's last status sent again ([`DriverConfig::resync`]). Their
     /// outcomes are counted with the other calls' too.
     pub resyncs: u64,
+}
+
+impl DriverCounts {
+    /// Adds another node's counts to these (a fleet's summary).
+    pub fn add(&mut self, other: &DriverCounts) {
+        for (op, n) in &other.updates {
+            *self.updates.entry(op).or_default() += n;
+        }
+        for (fault, n) in &other.faults {
+            *self.faults.entry(fault.clone()).or_default() += n;
+        }
+        self.versions += other.versions;
+        self.unchanged += other.unchanged;
+        self.queue_full += other.queue_full;
+        self.created += other.created;
+        self.deleted += other.deleted;
+        self.owner_errors += other.owner_errors;
+        self.resyncs += other.resyncs;
+    }
 }
 
 /// The simulated node: every pod's life and when its next event is due.
@@ -109,7 +131,7 @@ impl Driver {
         let mut lives: Vec<PodLife> = (0..config.pods)
             .map(|slot| {
                 let kind = if entropy.chance(75) { Kind::Service } else { Kind::Job };
-                PodLife::new(slot, 0, kind, entropy)
+                named(PodLife::new(slot, 0, kind, entropy), config.name_prefix.as_deref())
             })
             .collect();
         // The pod manager's pairing already knows every static pod (mirror pods aside).
@@ -338,7 +360,8 @@ impl Driver {
     fn replace(&mut self, slot: usize, owners: &dyn Owners) -> Duration {
         let old = &self.lives[slot];
         let (generation, kind) = (old.generation + 1, old.kind);
-        self.lives[slot] = PodLife::new(slot, generation, kind, &mut self.rng);
+        self.lives[slot] =
+            named(PodLife::new(slot, generation, kind, &mut self.rng), self.config.name_prefix.as_deref());
         self.last_sent[slot] = None;
         self.create(slot, owners)
     }
@@ -387,6 +410,14 @@ impl Driver {
             *out.entry(stage_name(life.stage)).or_default() += 1;
         }
         out
+    }
+}
+
+/// `life` under the driver's name prefix, if it has one.
+fn named(life: PodLife, prefix: Option<&str>) -> PodLife {
+    match prefix {
+        Some(prefix) => life.with_name_prefix(prefix),
+        None => life,
     }
 }
 

@@ -139,6 +139,22 @@ impl NewPaths {
         ]
     }
 
+    /// Adds another node's counts to these (a fleet's summary).
+    pub fn add(&mut self, other: &NewPaths) {
+        self.sidecar_pods += other.sidecar_pods;
+        self.sidecar_readiness += other.sidecar_readiness;
+        self.spec_changes += other.spec_changes;
+        for (kind, n) in &other.resize_conditions_set {
+            *self.resize_conditions_set.entry(kind.clone()).or_default() += n;
+        }
+        self.resize_conditions_cleared += other.resize_conditions_cleared;
+        self.resizes_done += other.resizes_done;
+        self.statuses_with_resize_conditions += other.statuses_with_resize_conditions;
+        self.api_pods_with_observed_generation += other.api_pods_with_observed_generation;
+        self.api_pods_ready_to_start_containers += other.api_pods_ready_to_start_containers;
+        self.api_pods_with_sidecar_status += other.api_pods_with_sidecar_status;
+    }
+
     /// Counts, over the API server's pods at the end, those showing the new paths.
     pub fn count_api_pods<'a>(&mut self, pods: impl IntoIterator<Item = &'a Pod>) {
         for status in pods.into_iter().filter_map(|p| p.status.as_ref()) {

@@ -16,6 +16,7 @@
 mod agent;
 mod check;
 mod driver;
+mod fleet;
 mod kubelet_1_35;
 mod owners;
 mod simulation;
@@ -26,4 +27,4 @@ pub use check::{ReadPod, check};
 pub use kubelet_1_35::NewPaths;
 pub use owners::{KubeOwners, OWNER_CALL_TIMEOUT, OwnerError, Owners};
 pub use simulation::{Progress, Signals, SimulateConfig, SimulateError, run, run_with_progress};
-pub use summary::{CallerLatency, Check, Difference, Latency, Summary, SwapSummary};
+pub use summary::{CallerLatency, Check, Difference, FleetFigures, Latency, Summary, SwapSummary};

@@ -79,6 +79,14 @@ impl KubeOwners {
     }
 }
 
+impl KubeOwners {
+    /// Every pod the API server has, in one LIST: a fleet's final check and counts.
+    pub fn all_pods(&self) -> Result<Vec<Pod>, OwnerError> {
+        let api: Api<Pod> = Api::all(self.client.clone());
+        self.block_on(api.list(&ListParams::default())).map(|list| list.items)
+    }
+}
+
 /// Pods counted by phase (`Unknown` without one).
 pub fn phases<'a>(pods: impl IntoIterator<Item = &'a Pod>) -> BTreeMap<String, u64> {
     let mut phases = BTreeMap::new();

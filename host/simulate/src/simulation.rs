@@ -13,11 +13,13 @@ use k8s_openapi::api::core::v1::Pod;
 
 use crate::agent::{AgentConfig, AgentError, NodeAgent};
 use crate::check;
-use crate::driver::{Driver, DriverConfig};
+use crate::driver::{Driver, DriverConfig, DriverCounts};
+use crate::kubelet_1_35::NewPaths;
 use crate::owners::{self, KubeOwners, OwnerError};
-use crate::summary::{self, Summary, SwapSummary};
+use crate::summary::{self, Check, Summary, SwapSummary};
 use podstatus_agent::metrics::{Metrics, OUTCOME_OK};
 use podstatus_agent::{Outcome, TimedManager, VERB_PATCH_STATUS, VERB_UPDATE_STATUS};
+use podstatus_backends::PodManager;
 use podstatus_runtime::{PluginImage, PluginRuntime};
 
 /// How a simulation runs.
@@ -46,6 +48,9 @@ pub struct SimulateConfig {
     /// How often each pod's last status is sent again, as the kubelet's pod workers
     /// resync every `--sync-frequency`; `None` never.
     pub resync: Option<Duration>,
+    /// Virtual nodes in the process: above 1, a fleet ([`crate::fleet`]) of nodes named
+    /// `NODE-0` .. `NODE-(N-1)`, the pods and churn shared out among them.
+    pub nodes: usize,
 }
 
 /// Flags the signal handlers set.
@@ -63,6 +68,9 @@ pub enum SimulateError {
     /// The agent did not start.
     #[error(transparent)]
     Agent(#[from] AgentError),
+    /// A fleet node's driver thread could not start.
+    #[error("starting a node's driver thread: {0}")]
+    Spawn(#[source] std::io::Error),
     /// The manifest folder for the static pods could not be written.
     #[error("writing static pod manifests to {dir}: {source}")]
     Manifests {
@@ -103,24 +111,15 @@ pub fn run_with_progress(
     signals: &Signals,
     progress: &mut dyn FnMut(&Progress),
 ) -> Result<Summary, SimulateError> {
-    let manifests = match (&config.agent.manifest_dir, config.static_pods) {
-        (None, n) if n > 0 => {
-            // One folder per run: runs in one process (an embedder's, tests) must not
-            // share it, or the first to finish removes the others' static pods.
-            static RUNS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-            let run = RUNS.fetch_add(1, Ordering::Relaxed);
-            let dir = std::env::temp_dir().join(format!("podstatus-simulate-{}-{run}", std::process::id()));
-            write_manifests(&dir, n).map_err(|source| SimulateError::Manifests { dir: dir.clone(), source })?;
-            config.agent.manifest_dir = Some(dir.clone());
-            Some(TempDir(dir))
-        }
-        _ => None,
-    };
+    if config.nodes > 1 {
+        return crate::fleet::run(config, plugins, image, signals, progress);
+    }
+    let manifests = write_static_pods(&mut config)?;
     let started = Instant::now();
     let agent = NodeAgent::start(&config.agent, plugins, image)?;
     tracing::info!(took = ?started.elapsed(), api_server = agent.api_url(), "agent started");
     let owners = KubeOwners::new(agent.client().clone(), agent.runtime().clone());
-    wait_for_mirrors(&agent, config.static_pods, Duration::from_secs(10));
+    wait_for_mirrors(agent.pod_manager(), config.static_pods, Duration::from_secs(10));
 
     let driver_config = DriverConfig {
         pods: config.pods,
@@ -132,6 +131,7 @@ pub fn run_with_progress(
         // with the resize calls: every other run draws and reports as before.
         kubelet_1_35: agent.handle().contract().has_resize(),
         resync: config.resync,
+        name_prefix: None,
     };
     let mut driver = Driver::new(driver_config, agent.pod_manager());
     let cpu_at_start = summary::CpuTimes::now();
@@ -184,55 +184,24 @@ pub fn run_with_progress(
     let check = check::check(agent.handle(), agent.pod_manager(), &read);
     tracing::info!(compared = check.compared, differing = check.differing.len(), "checked");
 
-    let metrics = agent.metrics();
-    let mut api_calls = BTreeMap::<String, BTreeMap<String, u64>>::new();
-    for (verb, outcome, count) in metrics.api_call_counts() {
-        *api_calls.entry(verb).or_default().entry(outcome).or_default() += count;
-    }
-    // Calls the client refused before sending (throttled, circuit open) cost the API
-    // server nothing; timed-out ones were sent and count. The two counts are read at
-    // different moments while the scheduler runs: saturate rather than underflow.
-    let client_refusals = agent.client_refusals();
-    let unsent: u64 =
-        [Outcome::Throttled, Outcome::CircuitOpen].iter().filter_map(|o| client_refusals.get(o.as_str())).sum();
-    let calls = api_calls.values().flat_map(|o| o.values()).sum::<u64>().saturating_sub(unsent);
-    let counts = driver.counts.clone();
-    let handed: u64 = counts.updates.values().sum();
-    let mut new_paths = driver.new_paths();
-    if let (Some(paths), Ok(pods)) = (new_paths.as_mut(), stored.as_ref()) {
-        paths.count_api_pods(pods.values());
-    }
-    let summary = Summary {
+    let observed = Observed {
         plugin: agent.handle().contract().to_string(),
-        api_server: agent.api_url().to_owned(),
+        api_url: agent.api_url(),
         node: config.agent.node.clone(),
-        seed: config.seed,
-        pods: config.pods,
+        metrics: agent.metrics(),
+        client_refusals: agent.client_refusals(),
+        counts: driver.counts.clone(),
         static_pods: driver.static_pods(),
-        pods_created: counts.created,
-        pods_deleted: counts.deleted,
+        plugin_busy,
         seconds,
-        updates: counts.updates,
-        versions: counts.versions,
-        unchanged: counts.unchanged,
-        resyncs: counts.resyncs,
-        queue_full: counts.queue_full,
-        api_calls_per_version: if counts.versions == 0 { 0.0 } else { calls as f64 / counts.versions as f64 },
-        api_calls,
-        client_refusals,
-        propagation_ms: metrics.propagation().snapshot().into(),
-        caller_latency_ms: metrics.caller_latency().snapshot().into(),
         statuses_written,
-        plugin_busy_us_per_update: per_update_us(plugin_busy, handed),
-        new_paths,
-        statuses_written_per_second: if seconds > 0.0 { statuses_written as f64 / seconds } else { 0.0 },
-        pods_by_phase: stored.as_ref().map(|pods| owners::phases(pods.values())).unwrap_or_default(),
-        faults: counts.faults,
-        swap,
+        new_paths: driver.new_paths(),
+        stored: &stored,
         check,
-        peak_rss_mib: summary::peak_rss_mib(),
+        swap,
         cpu_steal_percent,
     };
+    let summary = summarize(&config, observed);
     // As `podstatus agent` at its end: the node reported as shutting down.
     if let Some(registration) = agent.registration()
         && let Err(e) = registration.mark_shutting_down(Duration::from_secs(10))
@@ -248,10 +217,92 @@ pub fn run_with_progress(
     Ok(summary)
 }
 
+/// What a run observed, for its summary: one node's, or a fleet's added up.
+pub(crate) struct Observed<'a> {
+    /// The contract of the plugin that ran last.
+    pub plugin: String,
+    pub api_url: &'a str,
+    pub node: String,
+    /// The metrics the node (or every node of a fleet) counted into.
+    pub metrics: &'a Metrics,
+    pub client_refusals: BTreeMap<String, u64>,
+    pub counts: DriverCounts,
+    pub static_pods: usize,
+    pub plugin_busy: Duration,
+    pub seconds: f64,
+    pub statuses_written: u64,
+    /// Before the API server's pods are counted in.
+    pub new_paths: Option<NewPaths>,
+    /// The API server's pods at the end, by (namespace, name).
+    pub stored: &'a Result<BTreeMap<(String, String), Pod>, OwnerError>,
+    pub check: Check,
+    pub swap: Option<SwapSummary>,
+    pub cpu_steal_percent: Option<f64>,
+}
+
+/// The summary of a run of `config` that observed `observed`.
+pub(crate) fn summarize(config: &SimulateConfig, observed: Observed<'_>) -> Summary {
+    let Observed { metrics, counts, stored, mut new_paths, .. } = observed;
+    let mut api_calls = BTreeMap::<String, BTreeMap<String, u64>>::new();
+    for (verb, outcome, count) in metrics.api_call_counts() {
+        *api_calls.entry(verb).or_default().entry(outcome).or_default() += count;
+    }
+    // Calls the client refused before sending (throttled, circuit open) cost the API
+    // server nothing; timed-out ones were sent and count. The two counts are read at
+    // different moments while the scheduler runs: saturate rather than underflow.
+    let unsent: u64 = [Outcome::Throttled, Outcome::CircuitOpen]
+        .iter()
+        .filter_map(|o| observed.client_refusals.get(o.as_str()))
+        .sum();
+    let calls = api_calls.values().flat_map(|o| o.values()).sum::<u64>().saturating_sub(unsent);
+    let handed: u64 = counts.updates.values().sum();
+    if let (Some(paths), Ok(pods)) = (new_paths.as_mut(), stored.as_ref()) {
+        paths.count_api_pods(pods.values());
+    }
+    let seconds = observed.seconds;
+    Summary {
+        plugin: observed.plugin,
+        api_server: observed.api_url.to_owned(),
+        node: observed.node,
+        seed: config.seed,
+        pods: config.pods,
+        static_pods: observed.static_pods,
+        pods_created: counts.created,
+        pods_deleted: counts.deleted,
+        seconds,
+        api_calls_per_version: if counts.versions == 0 { 0.0 } else { calls as f64 / counts.versions as f64 },
+        updates: counts.updates,
+        versions: counts.versions,
+        unchanged: counts.unchanged,
+        resyncs: counts.resyncs,
+        queue_full: counts.queue_full,
+        api_calls,
+        client_refusals: observed.client_refusals,
+        propagation_ms: metrics.propagation().snapshot().into(),
+        caller_latency_ms: metrics.caller_latency().snapshot().into(),
+        statuses_written: observed.statuses_written,
+        plugin_busy_us_per_update: per_update_us(observed.plugin_busy, handed),
+        new_paths,
+        statuses_written_per_second: if seconds > 0.0 { observed.statuses_written as f64 / seconds } else { 0.0 },
+        pods_by_phase: stored.as_ref().map(|pods| owners::phases(pods.values())).unwrap_or_default(),
+        faults: counts.faults,
+        swap: observed.swap,
+        check: observed.check,
+        peak_memory_mib: summary::peak_rss_mib(),
+        cpu_steal_percent: observed.cpu_steal_percent,
+        fleet: None,
+    }
+}
+
 /// After the churn: drop orphans, let the queue drain, then batch-sync until nothing is
 /// left to write (the rate limit may refuse some writes of a batch: the next one
 /// takes them), all within `timeout`.
-fn quiet_sync(agent: &NodeAgent, node_side: &TimedManager, driver: &mut Driver, timeout: Duration) {
+pub(crate) fn quiet_sync(
+    agent: &podstatus_agent::NodeAgent,
+    node_side: &TimedManager,
+    driver: &mut Driver,
+    timeout: Duration,
+) {
     driver.housekeeping(node_side, agent.pod_manager());
     agent.flush(timeout);
 }
@@ -262,11 +313,11 @@ fn per_update_us(busy: Duration, updates: u64) -> f64 {
 }
 
 /// Status writes (updates and patches) the API server accepted so far.
-fn statuses_written(metrics: &Metrics) -> u64 {
+pub(crate) fn statuses_written(metrics: &Metrics) -> u64 {
     [VERB_UPDATE_STATUS, VERB_PATCH_STATUS].iter().map(|verb| metrics.api_calls(verb, OUTCOME_OK)).sum()
 }
 
-fn do_swap(agent: &NodeAgent, path: &std::path::Path, at: Duration) -> SwapSummary {
+pub(crate) fn do_swap(agent: &podstatus_agent::NodeAgent, path: &std::path::Path, at: Duration) -> SwapSummary {
     let at_seconds = at.as_secs_f64();
     match agent.swap_to_file(path) {
         Ok(report) => SwapSummary {
@@ -285,23 +336,40 @@ fn do_swap(agent: &NodeAgent, path: &std::path::Path, at: Duration) -> SwapSumma
 }
 
 /// (namespace, name) of a pod.
-fn key(pod: &Pod) -> (String, String) {
+pub(crate) fn key(pod: &Pod) -> (String, String) {
     (pod.metadata.namespace.clone().unwrap_or_default(), pod.metadata.name.clone().unwrap_or_default())
 }
 
 /// Waits until each static pod has its mirror pod (created by the agent, seen through
 /// the watch), so static pods' statuses have somewhere to go from the start.
-fn wait_for_mirrors(agent: &NodeAgent, static_pods: usize, timeout: Duration) {
+pub(crate) fn wait_for_mirrors(pod_manager: &PodManager, static_pods: usize, timeout: Duration) {
     let deadline = Instant::now() + timeout;
     while Instant::now() < deadline {
         // Static UID -> mirror UID, "" while a static pod has none yet.
-        let (static_to_mirror, _) = agent.pod_manager().get_uid_translations();
+        let (static_to_mirror, _) = pod_manager.get_uid_translations();
         if static_to_mirror.len() >= static_pods && static_to_mirror.values().all(|mirror| !mirror.is_empty()) {
             return;
         }
         std::thread::sleep(Duration::from_millis(20));
     }
     tracing::warn!("static pods or their mirror pods did not all appear within {timeout:?}");
+}
+
+/// Writes `config.static_pods` manifests to a folder of the run's own, and points the
+/// agent at it, when no folder was given; the folder goes when the guard drops.
+pub(crate) fn write_static_pods(config: &mut SimulateConfig) -> Result<Option<TempDir>, SimulateError> {
+    if config.agent.manifest_dir.is_some() || config.static_pods == 0 {
+        return Ok(None);
+    }
+    // One folder per run: runs in one process (an embedder's, tests) must not share
+    // it, or the first to finish removes the others' static pods.
+    static RUNS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let run = RUNS.fetch_add(1, Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("podstatus-simulate-{}-{run}", std::process::id()));
+    write_manifests(&dir, config.static_pods)
+        .map_err(|source| SimulateError::Manifests { dir: dir.clone(), source })?;
+    config.agent.manifest_dir = Some(dir.clone());
+    Ok(Some(TempDir(dir)))
 }
 
 /// Static pod manifests, as a user would drop them into the kubelet's folder.
@@ -323,7 +391,7 @@ fn write_manifests(dir: &std::path::Path, count: usize) -> std::io::Result<()> {
 }
 
 /// A folder removed when dropped.
-struct TempDir(PathBuf);
+pub(crate) struct TempDir(PathBuf);
 
 impl Drop for TempDir {
     fn drop(&mut self) {

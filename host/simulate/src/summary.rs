@@ -75,12 +75,38 @@ pub struct Summary {
     pub swap: Option<SwapSummary>,
     /// The final check: the API server against the plugin's cache.
     pub check: Check,
-    /// Peak resident memory of the process, in MiB (Linux only).
-    pub peak_rss_mib: Option<f64>,
+    /// Peak resident memory of the process (VmHWM: the embedded API server and every
+    /// node of a fleet included), in MiB (Linux only).
+    pub peak_memory_mib: Option<f64>,
     /// The share of the machine's CPU time the hypervisor gave to others during the
     /// churn, in percent (Linux only): a virtual machine's neighbours stretch every
     /// latency figure, so the figures are read beside it.
     pub cpu_steal_percent: Option<f64>,
+    /// A fleet's own figures (`--nodes` above 1), beside the others (which then add up
+    /// every node's); absent for one node.
+    #[serde(flatten)]
+    pub fleet: Option<FleetFigures>,
+}
+
+/// What only a fleet reports: its nodes, their Leases, and what a node costs.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct FleetFigures {
+    /// Virtual nodes in the process.
+    pub nodes: usize,
+    /// Of them, those whose Node reported Ready at the end of the churn.
+    pub nodes_ready: usize,
+    /// Lease renewals over all nodes.
+    pub lease_renewals: u64,
+    /// Renewals that came after their Lease had expired.
+    pub leases_late: u64,
+    /// Seconds from the first node's start to the last's (plugins loaded, Nodes
+    /// registered).
+    pub start_seconds: f64,
+    /// Resident memory the started nodes added before any pod, per node, in MiB
+    /// (Linux only).
+    pub idle_memory_mib_per_node: Option<f64>,
+    /// Pods created per second of churn, over all nodes.
+    pub pods_created_per_second: f64,
 }
 
 /// Latency percentiles, in milliseconds.
@@ -263,7 +289,23 @@ impl fmt::Display for Summary {
             };
             rows.push(("swap".into(), text));
         }
-        if let Some(mib) = self.peak_rss_mib {
+        if let Some(fleet) = &self.fleet {
+            rows.push((
+                "fleet".into(),
+                format!(
+                    "{} nodes ({} Ready), started in {:.1} s, {:.1} pods created per second",
+                    fleet.nodes, fleet.nodes_ready, fleet.start_seconds, fleet.pods_created_per_second
+                ),
+            ));
+            rows.push((
+                "leases".into(),
+                format!("{} renewals, {} after their Lease expired", fleet.lease_renewals, fleet.leases_late),
+            ));
+            if let Some(mib) = fleet.idle_memory_mib_per_node {
+                rows.push(("memory / idle node".into(), format!("{mib:.2} MiB")));
+            }
+        }
+        if let Some(mib) = self.peak_memory_mib {
             rows.push(("peak memory".into(), format!("{mib:.0} MiB")));
         }
         if let Some(steal) = self.cpu_steal_percent {
@@ -319,8 +361,18 @@ impl CpuTimes {
 
 /// The process's peak resident set (VmHWM), in MiB, where the OS tells it.
 pub fn peak_rss_mib() -> Option<f64> {
+    proc_status_mib("VmHWM:")
+}
+
+/// The process's resident set now (VmRSS), in MiB, where the OS tells it.
+pub fn rss_mib() -> Option<f64> {
+    proc_status_mib("VmRSS:")
+}
+
+/// A figure of `/proc/self/status` given in kB, in MiB.
+fn proc_status_mib(key: &str) -> Option<f64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let line = status.lines().find(|l| l.starts_with(key))?;
     let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kib / 1024.0)
 }

@@ -59,7 +59,9 @@ impl RuntimeConfig {
     }
 }
 
-/// One engine and linker, shared by every plugin it loads.
+/// One engine and linker, shared by every plugin it loads. A clone shares them (and the
+/// CPU clock): the nodes of a fleet each hold one, to load what they swap to.
+#[derive(Clone)]
 pub struct PluginRuntime {
     engine: Engine,
     linker: Linker<HostState>,
