@@ -77,6 +77,44 @@ fn syncs_of_many_pods_overlap_and_callers_are_served_while_every_call_waits() {
 }
 
 #[test]
+fn handles_sharing_a_call_pool_keep_their_own_limit_and_the_pool_caps_them_all() {
+    // Two nodes' handles, each allowed 3 calls at once, on a pool of 4 threads: every
+    // call waits at its node's gate, so what is in flight is what the limits allow.
+    const PODS: usize = 8;
+    let pool = podstatus_runtime::CallPool::new(4).expect("a pool starts");
+    let config = SchedulerConfig { max_calls_in_flight: 3, call_pool: Some(pool), ..SchedulerConfig::default() };
+    let nodes: Vec<_> = (0..2)
+        .map(|_| {
+            let (store, gate, world) = gated_world(PODS);
+            let plugin = v2_image().instantiate(world.clone()).unwrap();
+            let (manager, scheduler) = ManagerHandle::start(Box::new(plugin), world.queue.clone(), config.clone());
+            for i in 0..PODS {
+                assert_eq!(manager.set_pod_status(&pod_json(i), &running_status(1)).unwrap(), UpdateOutcome::Queued);
+            }
+            (store, gate, manager, scheduler)
+        })
+        .collect();
+    let in_flight = || nodes.iter().map(|(_, gate, _, _)| gate.in_flight()).sum::<usize>();
+    eventually("the pool's four threads are all in a call", || in_flight() == 4);
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(in_flight(), 4, "no fifth call while four are out");
+    for (_, gate, _, _) in &nodes {
+        assert!(gate.in_flight() <= 3, "a node past its own limit: {}", gate.in_flight());
+    }
+
+    for (_, gate, _, _) in &nodes {
+        gate.open();
+    }
+    for (store, gate, _, scheduler) in nodes {
+        eventually("every pod's status is in its node's API server", || {
+            (0..PODS).all(|i| restarts_in_api(&store, i) == Some(1))
+        });
+        assert_eq!(scheduler.shutdown(WAIT), 0);
+        assert!(gate.max_in_flight() <= 3, "a node's calls past its limit: {}", gate.max_in_flight());
+    }
+}
+
+#[test]
 fn a_pods_later_versions_wait_behind_its_sync_and_coalesce() {
     let (store, gate, world) = gated_world(1);
     let plugin = v2_image().instantiate(world.clone()).unwrap();

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use crate::kubeconfig::{self, ClientSource, ConnectError};
 use crate::metrics::Metrics;
 use crate::node::{AgentError, Target};
+use podstatus_runtime::CallPool;
 
 /// I/O worker threads of a connection's runtime, whatever the number of nodes on it:
 /// their work is waiting on sockets.
@@ -24,6 +25,8 @@ pub struct Connection {
     status_client: kube::Client,
     api_url: String,
     metrics: Arc<Metrics>,
+    /// The threads the plugins' API calls are made on, when the nodes share them.
+    call_pool: Option<Arc<CallPool>>,
     // Dropped last: the clients' connection tasks run on it.
     runtime: tokio::runtime::Runtime,
 }
@@ -57,7 +60,19 @@ impl Connection {
                 crate::metrics::metered_client(status_config, &metrics).map_err(ConnectError::Client)?,
             )
         };
-        Ok(Connection { client, status_client, api_url, metrics, runtime })
+        Ok(Connection { client, status_client, api_url, metrics, call_pool: None, runtime })
+    }
+
+    /// The same connection, the plugins of every node on it making their API calls on
+    /// `pool`'s threads (a fleet's: a fixed number of threads whatever the number of
+    /// nodes) instead of on workers of each node's own.
+    pub fn with_call_pool(self, pool: Arc<CallPool>) -> Self {
+        Connection { call_pool: Some(pool), ..self }
+    }
+
+    /// The shared call threads, if the nodes share them.
+    pub fn call_pool(&self) -> Option<&Arc<CallPool>> {
+        self.call_pool.as_ref()
     }
 
     /// The agent's client (not the plugin's).

@@ -218,8 +218,12 @@ impl NodeAgent {
         };
 
         let plugin = supervised(&image, &world, &metrics)?;
-        let scheduler_config =
-            SchedulerConfig { sync_period: config.sync_period, admission: Some(limiter), ..SchedulerConfig::default() };
+        let scheduler_config = SchedulerConfig {
+            sync_period: config.sync_period,
+            admission: Some(limiter),
+            call_pool: connection.call_pool().cloned(),
+            ..SchedulerConfig::default()
+        };
         let (handle, scheduler) = podstatus_runtime::ManagerHandle::start(plugin, queue, scheduler_config);
         handle.observe(host_view);
         Ok(NodeAgent {

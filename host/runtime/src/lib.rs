@@ -13,6 +13,7 @@
 
 pub mod api;
 pub mod bindings;
+mod call_pool;
 mod handle;
 mod imports;
 mod plugin;
@@ -23,6 +24,7 @@ pub mod sync_table;
 mod world;
 
 pub use bindings::{Contract, ResizeCondition};
+pub use call_pool::CallPool;
 pub use handle::admission::{ADMISSION_WAIT_MAX, Admission, SYNC_BATCH_CALLS, SYNC_POD_CALLS};
 pub use handle::config::{DEFAULT_CALL_PATIENCE, DEFAULT_MAX_CALLS_IN_FLIGHT, DEFAULT_SYNC_PERIOD, SchedulerConfig};
 pub use handle::hot_swap::SWAP_DRAIN_MAX;

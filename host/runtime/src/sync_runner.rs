@@ -9,7 +9,12 @@
 //! long enough to resume the sync, and goes on with its next call or, once it is over,
 //! with the next sync of the same pod. Callers of the Manager operations wait for the
 //! plugin only while it computes.
+//!
+//! The workers are the runner's own threads, or the threads of a [`CallPool`] it shares
+//! with other runners (a fleet's nodes): then the runner keeps its calls past its limit
+//! in a backlog of its own and has at most that many tasks on the pool at once.
 
+use std::collections::VecDeque;
 use std::ops::DerefMut;
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
@@ -18,6 +23,7 @@ use std::time::{Duration, Instant};
 
 use crate::api;
 use crate::bindings::{ApiCall, PodSync, SyncOrigin, SyncOutcome, SyncStep};
+use crate::call_pool::CallPool;
 use crate::plugin::{Plugin, Result};
 use crate::sync_table::SyncTable;
 use crate::world::World;
@@ -46,6 +52,15 @@ enum Calls {
     NotStarted,
     /// Workers take calls from here.
     Running(Sender<Job>),
+    /// Calls go to a shared pool: at most `max_calls` tasks of this runner on it at once
+    /// (`active`), each taking calls from the backlog until it is empty.
+    Pooled {
+        pool: Arc<CallPool>,
+        backlog: VecDeque<Job>,
+        active: usize,
+        /// Set by [`SyncRunner::stop`]: no call is taken any more.
+        stopping: bool,
+    },
     /// The runner stopped: no call is made any more.
     Stopped,
 }
@@ -57,6 +72,8 @@ pub(crate) struct SyncRunner {
     idle: Condvar,
     calls: Mutex<Calls>,
     workers: Mutex<Vec<JoinHandle<()>>>,
+    /// Signalled when a pooled runner's last active task ends.
+    drained: Condvar,
     /// Held while a request's or batch's syncs are planned and admitted, and by a swap
     /// while it drains and hands over: no sync is planned by a plugin on its way out.
     gate: Mutex<()>,
@@ -68,13 +85,19 @@ pub(crate) struct SyncRunner {
 
 impl SyncRunner {
     /// A runner of at most `max_calls` calls at once, each waiting at most `patience`
-    /// for its token. Workers start with the first call.
-    pub(crate) fn new(max_calls: usize, patience: Duration) -> Self {
+    /// for its token, made on `pool`'s threads, or else on workers of its own that start
+    /// with the first call.
+    pub(crate) fn new(max_calls: usize, patience: Duration, pool: Option<Arc<CallPool>>) -> Self {
+        let calls = match pool {
+            Some(pool) => Calls::Pooled { pool, backlog: VecDeque::new(), active: 0, stopping: false },
+            None => Calls::NotStarted,
+        };
         SyncRunner {
             table: Mutex::new(SyncTable::new()),
             idle: Condvar::new(),
-            calls: Mutex::new(Calls::NotStarted),
+            calls: Mutex::new(calls),
             workers: Mutex::new(Vec::new()),
+            drained: Condvar::new(),
             gate: Mutex::new(()),
             max_calls: max_calls.max(1),
             patience,
@@ -121,9 +144,23 @@ impl SyncRunner {
         next
     }
 
+    fn calls(&self) -> MutexGuard<'_, Calls> {
+        self.calls.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// Stops the workers once their calls are made; syncs still waiting are forgotten.
     pub(crate) fn stop(&self) {
-        *self.calls.lock().unwrap_or_else(PoisonError::into_inner) = Calls::Stopped;
+        let mut calls = self.calls();
+        if let Calls::Pooled { backlog, stopping, .. } = &mut *calls {
+            *stopping = true;
+            backlog.clear();
+            // The pool's threads are not ours to join: wait for this runner's tasks.
+            while matches!(&*calls, Calls::Pooled { active, .. } if *active > 0) {
+                calls = self.drained.wait(calls).unwrap_or_else(PoisonError::into_inner);
+            }
+        }
+        *calls = Calls::Stopped;
+        drop(calls);
         let workers = std::mem::take(&mut *self.workers.lock().unwrap_or_else(PoisonError::into_inner));
         for worker in workers {
             let _ = worker.join();
@@ -176,10 +213,10 @@ fn advance<H: PluginHost>(host: &Arc<H>, mut sync: PodSync, mut step: Result<Syn
     }
 }
 
-/// Hands a call to the workers, starting them on first use.
+/// Hands a call to the workers, starting them on first use (or to the pool).
 fn dispatch<H: PluginHost>(host: &Arc<H>, job: Job) {
     let runner = host.runner();
-    let mut calls = runner.calls.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut calls = runner.calls();
     if matches!(*calls, Calls::NotStarted) {
         let (sender, receiver) = channel();
         let receiver = Arc::new(Mutex::new(receiver));
@@ -196,12 +233,26 @@ fn dispatch<H: PluginHost>(host: &Arc<H>, job: Job) {
         }
         *calls = Calls::Running(sender);
     }
-    let job = match &*calls {
+    let job = match &mut *calls {
         Calls::Running(sender) => match sender.send(job) {
             Ok(()) => return,
             Err(unsent) => unsent.0,
         },
-        Calls::NotStarted | Calls::Stopped => job,
+        Calls::Pooled { pool, backlog, active, stopping: false } => {
+            backlog.push_back(job);
+            if *active >= runner.max_calls {
+                return;
+            }
+            *active += 1;
+            let (pool, drainer) = (Arc::clone(pool), Arc::clone(host));
+            drop(calls);
+            // The runner holds the pool, so the pool is not shutting down: it takes it.
+            if pool.submit(Box::new(move || drain(&drainer))).is_err() {
+                tracing::error!("the call pool refused a task: its calls wait for the next sync");
+            }
+            return;
+        }
+        Calls::Pooled { stopping: true, .. } | Calls::NotStarted | Calls::Stopped => job,
     };
     drop(calls);
     // Stopping: the call is not made; the sync ends here (its status stays cached).
@@ -211,17 +262,46 @@ fn dispatch<H: PluginHost>(host: &Arc<H>, job: Job) {
     let _ = runner.finish(&job.sync.pod_uid, job.sync.id);
 }
 
+/// A pooled runner's task on a pool thread: makes the backlog's calls until it is
+/// empty (or the runner stops).
+fn drain<H: PluginHost>(host: &Arc<H>) {
+    let runner = host.runner();
+    podstatus_backends::patience::set(runner.patience);
+    loop {
+        let job = {
+            let mut calls = runner.calls();
+            let Calls::Pooled { backlog, active, stopping, .. } = &mut *calls else { return };
+            match backlog.pop_front().filter(|_| !*stopping) {
+                Some(job) => job,
+                None => {
+                    *active -= 1;
+                    if *active == 0 {
+                        runner.drained.notify_all();
+                    }
+                    return;
+                }
+            }
+        };
+        call(host, job);
+    }
+}
+
+/// Makes a job's call holding nothing, then resumes its sync under the plugin lock.
+fn call<H: PluginHost>(host: &Arc<H>, Job { sync, call, world }: Job) {
+    let reply = api::perform(&world, call);
+    let (step, world) = {
+        let mut plugin = host.plugin();
+        (plugin.resume_sync(sync.id, reply), plugin.world().clone())
+    };
+    advance(host, sync, step, world);
+}
+
 /// A worker: makes calls holding nothing, resumes their syncs under the plugin lock.
 fn work<H: PluginHost>(host: &Arc<H>, receiver: &Mutex<Receiver<Job>>) {
     podstatus_backends::patience::set(host.runner().patience);
     loop {
         let job = receiver.lock().unwrap_or_else(PoisonError::into_inner).recv();
-        let Ok(Job { sync, call, world }) = job else { return };
-        let reply = api::perform(&world, call);
-        let (step, world) = {
-            let mut plugin = host.plugin();
-            (plugin.resume_sync(sync.id, reply), plugin.world().clone())
-        };
-        advance(host, sync, step, world);
+        let Ok(job) = job else { return };
+        call(host, job);
     }
 }

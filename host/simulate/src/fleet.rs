@@ -5,7 +5,8 @@
 //! its client budget (QPS and burst, as a kubelet has one per node), its Node and Lease.
 //! What the nodes share is what a process needs once: the engine and the compiled
 //! component (one [`PluginImage`], instantiated per node), one [`Connection`] (the HTTP
-//! clients and their pool, the I/O runtime, the metrics every node counts into) and one
+//! clients and their pool, the I/O runtime, the metrics every node counts into, a
+//! [`CallPool`] of threads for every plugin's API calls) and one
 //! pod watch for the fleet, fanned out by `spec.nodeName` ([`PodRoutes`]), as a shared
 //! informer serves its consumers.
 //!
@@ -30,10 +31,13 @@ use crate::simulation::{self, Observed, Progress, Signals, SimulateConfig, Simul
 use crate::summary::{self, Check, FleetFigures, Summary, SwapSummary};
 use podstatus_agent::{Connection, PodRoutes, PodWatch};
 use podstatus_backends::{InjectedFaults, PodManager};
-use podstatus_runtime::{PluginImage, PluginRuntime};
+use podstatus_runtime::{CallPool, PluginImage, PluginRuntime};
 
 /// How long the fleet's first list of pods may take.
 const SYNC_TIMEOUT: Duration = Duration::from_secs(60);
+/// Threads making the plugins' API calls for the whole fleet (a node alone has up to
+/// 64 of its own): each node keeps its own limit of calls in flight within them.
+const CALL_THREADS: usize = 32;
 /// How often the main thread looks at the drivers (progress, the swap).
 const TICK: Duration = Duration::from_millis(100);
 
@@ -53,7 +57,8 @@ pub(crate) fn run(
 ) -> Result<Summary, SimulateError> {
     let manifests = simulation::write_static_pods(&mut config)?;
     let (embedded, target) = agent::resolve(&config.agent)?;
-    let connection = Arc::new(Connection::open(&target).map_err(AgentError::from)?);
+    let pool = CallPool::new(CALL_THREADS).map_err(|e| AgentError::from(podstatus_agent::AgentError::Runtime(e)))?;
+    let connection = Arc::new(Connection::open(&target).map_err(AgentError::from)?.with_call_pool(pool));
     let names: Vec<String> = (0..config.nodes).map(|i| format!("{}-{i}", config.agent.node)).collect();
     let routes = PodRoutes::new();
     let pod_managers: Vec<Arc<PodManager>> = names

@@ -4,6 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::admission::Admission;
+use crate::call_pool::CallPool;
 use crate::plugin::split_sync::DEFAULT_BATCH_SLICE_PODS;
 
 /// The seed's batch sync period.
@@ -35,6 +36,9 @@ pub struct SchedulerConfig {
     /// rate limiter, [`podstatus_backends::KubeApiServer::rate_limiter`]);
     /// `None` syncs at once (the in-memory API server needs no pacing).
     pub admission: Option<Arc<dyn Admission>>,
+    /// Make those calls on this pool's threads, shared with other handles (a fleet's
+    /// nodes), instead of on workers of the handle's own.
+    pub call_pool: Option<Arc<CallPool>>,
 }
 
 impl Default for SchedulerConfig {
@@ -45,6 +49,7 @@ impl Default for SchedulerConfig {
             call_patience: DEFAULT_CALL_PATIENCE,
             batch_slice_pods: DEFAULT_BATCH_SLICE_PODS,
             admission: None,
+            call_pool: None,
         }
     }
 }
@@ -57,6 +62,7 @@ impl std::fmt::Debug for SchedulerConfig {
             .field("call_patience", &self.call_patience)
             .field("batch_slice_pods", &self.batch_slice_pods)
             .field("admission", &self.admission.as_ref().map(|_| "..."))
+            .field("call_pool", &self.call_pool)
             .finish()
     }
 }

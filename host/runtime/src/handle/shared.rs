@@ -52,7 +52,7 @@ impl Shared {
             stopping: AtomicBool::new(false),
             admission: ClientBudget::new(config.admission.clone()),
             host_view: OnceLock::new(),
-            runner: SyncRunner::new(config.max_calls_in_flight, config.call_patience),
+            runner: SyncRunner::new(config.max_calls_in_flight, config.call_patience, config.call_pool.clone()),
             sync_period: config.sync_period,
             batch_resume: Mutex::new(None),
             split_syncs: AtomicBool::new(split_syncs),
