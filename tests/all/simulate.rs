@@ -65,6 +65,7 @@ fn simulation(target: Target, pods: usize, churn: f64, seconds: f64) -> Simulate
         flush_timeout: Duration::from_secs(60),
         resync: None,
         nodes: 1,
+        arrival_rate: None,
     }
 }
 

@@ -27,6 +27,10 @@ pub struct SimulateArgs {
     /// node). One connection and one pod watch serve them all.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub nodes: u32,
+    /// Create the first pods at this many a second over all nodes, one after another (as
+    /// a workload scaled up at once), instead of at the churn's rate.
+    #[arg(long, value_name = "PODS_PER_SECOND", value_parser = positive_rate)]
+    pub create_rate: Option<f64>,
     /// Static pods, written to a temporary manifest folder (ignored with
     /// --pod-manifest-path).
     #[arg(long, default_value_t = 2)]
@@ -98,6 +102,14 @@ pub struct SimulateArgs {
     pub plugin: crate::plugin_args::PluginArgs,
 }
 
+/// A rate above zero (a finite number).
+fn positive_rate(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(rate) if rate.is_finite() && rate > 0.0 => Ok(rate),
+        _ => Err(format!("{text:?} is not a rate above zero")),
+    }
+}
+
 /// How `simulate` prints its summary.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum OutputFormat {
@@ -162,6 +174,7 @@ fn simulate(args: &SimulateArgs) -> anyhow::Result<bool> {
         flush_timeout: args.flush_timeout,
         resync: (!args.resync.is_zero()).then_some(args.resync),
         nodes: args.nodes as usize,
+        arrival_rate: args.create_rate,
     };
     let plugins = PluginRuntime::new(&args.plugin.runtime_config()).context("plugin runtime")?;
     let image = plugins.load(&args.plugin.bytes()?).context("loading the plugin")?;

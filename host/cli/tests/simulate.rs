@@ -213,7 +213,22 @@ fn an_api_server_failing_a_third_of_the_calls_loses_no_status() {
 
 #[test]
 fn a_fleet_run_registers_every_node_and_reports_them_ready() {
-    let s = passed_run(&["--nodes", "3", "--pods", "9", "--duration", "3", "--json", "--churn", "30"]);
+    // At one event a second, 30 pods would take 30 s to arrive: --create-rate has them
+    // all within the run.
+    let s = passed_run(&[
+        "--nodes",
+        "3",
+        "--pods",
+        "30",
+        "--duration",
+        "3",
+        "--json",
+        "--churn",
+        "1",
+        "--create-rate",
+        "300",
+    ]);
+    assert!(s["pods_created"].as_u64().unwrap() >= 30, "{s:#}");
     assert_eq!((s["nodes"].as_u64(), s["nodes_ready"].as_u64()), (Some(3), Some(3)), "{s:#}");
     assert_eq!(s["leases_late"], 0, "{s:#}");
     assert_eq!(s["static_pods"], 6, "the default two static pods on each node: {s:#}");
@@ -224,6 +239,11 @@ fn a_fleet_run_registers_every_node_and_reports_them_ready() {
     }
     let out = simulate(&["--nodes", "0"]);
     assert_eq!(out.status.code(), Some(2), "a fleet of no node is refused");
+    for rate in ["0", "-5", "NaN", "inf"] {
+        let out = simulate(&[&format!("--create-rate={rate}")]);
+        assert_eq!(out.status.code(), Some(2), "--create-rate {rate}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("not a rate above zero"), "{rate}");
+    }
 }
 
 #[test]

@@ -55,6 +55,10 @@ pub struct DriverConfig {
     /// Put before every pod's name (`PREFIX-web-0001-0`): a fleet's nodes create their
     /// pods in one namespace.
     pub name_prefix: Option<String>,
+    /// Create the first pods at this many a second, one after another, as a workload
+    /// scaled up at once would have them; `None` has them arrive like any event, at the
+    /// churn's rate.
+    pub arrival_rate: Option<f64>,
 }
 
 /// What the driver counted.
@@ -159,7 +163,10 @@ impl Driver {
         // Pods arrive like every other event, at the churn's rate: a node does not get
         // all its pods in one instant, and the first writes then fit the QPS budget.
         for slot in 0..driver.lives.len() {
-            let at = now + driver.interval();
+            let at = match driver.config.arrival_rate.filter(|rate| *rate > 0.0) {
+                Some(rate) => now + Duration::from_secs_f64(slot as f64 / rate),
+                None => now + driver.interval(),
+            };
             driver.due.push(Reverse((at, slot)));
             if let Some(at) = driver.next_resync(now) {
                 driver.resyncs.push(Reverse((at, slot)));

@@ -133,6 +133,7 @@ pub(crate) fn run(
                 kubelet_1_35,
                 resync: config.resync,
                 name_prefix: Some(format!("n{i}")),
+                arrival_rate: config.arrival_rate.map(|rate| rate / names.len() as f64),
             };
             let (owners, stop) = (&owners, &stop);
             let spawned =

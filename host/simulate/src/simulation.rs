@@ -51,6 +51,9 @@ pub struct SimulateConfig {
     /// Virtual nodes in the process: above 1, a fleet ([`crate::fleet`]) of nodes named
     /// `NODE-0` .. `NODE-(N-1)`, the pods and churn shared out among them.
     pub nodes: usize,
+    /// Create the first pods at this many a second over all nodes, instead of at the
+    /// churn's rate.
+    pub arrival_rate: Option<f64>,
 }
 
 /// Flags the signal handlers set.
@@ -132,6 +135,7 @@ pub fn run_with_progress(
         kubelet_1_35: agent.handle().contract().has_resize(),
         resync: config.resync,
         name_prefix: None,
+        arrival_rate: config.arrival_rate,
     };
     let mut driver = Driver::new(driver_config, agent.pod_manager());
     let cpu_at_start = summary::CpuTimes::now();
