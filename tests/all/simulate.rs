@@ -462,3 +462,48 @@ fn a_fleet_keeps_each_nodes_pods_on_its_node_and_every_status_in_the_api_server(
         assert_eq!(stored.json()["metadata"]["name"], node.as_str(), "node {i} registered");
     }
 }
+
+#[test]
+fn hostile_plugins_in_a_fleet_are_contained_to_their_own_nodes() {
+    // Honest nodes beside nodes whose plugin (the hostile adversary, told its attack by
+    // an annotation of its nodes' pods) loops on an import, floods the log or amplifies
+    // its imports: each hostile node faults within its own limits and its supervisor
+    // recovers it, every node stays Ready, and the honest nodes' statuses all reach the
+    // API server.
+    use podstatus_simulate::NodeGroup;
+    use podstatus_test_programs::ADVERSARY_HOSTILE;
+    let limits = podstatus_runtime::Limits {
+        call_cpu_time: Some(Duration::from_millis(200)),
+        ..podstatus_runtime::Limits::default()
+    };
+    let plugins =
+        PluginRuntime::new(&RuntimeConfig { cache_dir: Some(cache_dir()), limits, ..RuntimeConfig::default() })
+            .expect("runtime");
+    let hostile = plugins.load(ADVERSARY_HOSTILE).expect("the adversary loads");
+    let attack = |name: &str| NodeGroup {
+        pod_annotations: BTreeMap::from([("a".to_owned(), format!("attack={name}"))]),
+        ..NodeGroup::new(name, 1, hostile.clone())
+    };
+    let groups = vec![
+        NodeGroup::new("honest", 3, plugins.load(PODSTATUS_V1).expect("v1 loads")),
+        attack("chatter"),
+        attack("log-flood"),
+        attack("amplify"),
+    ];
+    let server = server();
+    let mut config = simulation(Target::Url(server.url()), 18, 40.0, 4.0);
+    config.agent.register_node = Some(NodeConfig::new(NODE));
+    config.static_pods = 0;
+    let summary = podstatus_simulate::run_fleet(config, plugins, groups, &Signals::default(), &mut |_| {})
+        .expect("the fleet runs");
+
+    let fleet = summary.fleet.as_ref().expect("a fleet reports its figures");
+    assert_eq!((fleet.nodes, fleet.nodes_ready), (6, 6), "{summary}");
+    let by_name = |name: &str| fleet.groups.iter().find(|g| g.name == name).unwrap_or_else(|| panic!("{name}"));
+    let honest = by_name("honest");
+    assert_eq!((honest.nodes, honest.faults, honest.differing), (3, 0, 0), "{summary}");
+    assert!(honest.compared >= 3, "{summary}");
+    for hostile in ["chatter", "log-flood", "amplify"] {
+        assert!(by_name(hostile).faults > 0, "the {hostile} node faulted: {summary}");
+    }
+}

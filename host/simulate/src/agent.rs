@@ -92,7 +92,7 @@ impl NodeAgent {
     /// Starts the agent with `image` as its plugin, and the embedded API server first
     /// when that is its target.
     pub fn start(config: &AgentConfig, plugins: PluginRuntime, image: PluginImage) -> Result<Self, AgentError> {
-        let (embedded, target) = resolve(config)?;
+        let (embedded, target) = resolve(config, ServeOptions::default().max_connections)?;
         let agent = podstatus_agent::NodeAgent::start_with_layer(
             &config.agent.with_target(target),
             plugins,
@@ -118,9 +118,10 @@ impl NodeAgent {
 }
 
 /// The agent's target as the agent reaches it, and the embedded server started first
-/// when that is the target.
+/// (admitting `max_connections` at once) when that is the target.
 pub(crate) fn resolve(
     config: &AgentConfig,
+    max_connections: usize,
 ) -> Result<(Option<EmbeddedApiServer>, podstatus_agent::Target), AgentError> {
     if config.api_latency.is_some() && !matches!(config.target, Target::Embedded(_)) {
         return Err(AgentError::LatencyNeedsEmbeddedServer);
@@ -129,7 +130,7 @@ pub(crate) fn resolve(
         Target::Embedded(addr) => {
             let delayed_client =
                 config.api_latency.map(|latency| DelayedClient { user_agent: STATUS_CLIENT_PRODUCT, latency });
-            let options = ServeOptions { delayed_client, ..ServeOptions::default() };
+            let options = ServeOptions { delayed_client, max_connections, ..ServeOptions::default() };
             let store = Arc::new(MemoryApiServer::with_graceful_deletion());
             let server = EmbeddedApiServer::start_with(store, *addr, options)?;
             let url = server.url();

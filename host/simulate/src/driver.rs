@@ -59,6 +59,9 @@ pub struct DriverConfig {
     /// scaled up at once would have them; `None` has them arrive like any event, at the
     /// churn's rate.
     pub arrival_rate: Option<f64>,
+    /// Annotations every pod is created with, beside its own (a fleet group's: what a
+    /// workload of that group's nodes carries).
+    pub annotations: BTreeMap<String, String>,
 }
 
 /// What the driver counted.
@@ -341,7 +344,11 @@ impl Driver {
     }
 
     fn create(&mut self, slot: usize, owners: &dyn Owners) -> Duration {
-        let pod = self.lives[slot].manifest(&self.config.node);
+        let mut pod = self.lives[slot].manifest(&self.config.node);
+        if !self.config.annotations.is_empty() {
+            let annotations = pod.metadata.annotations.get_or_insert_with(Default::default);
+            annotations.extend(self.config.annotations.iter().map(|(k, v)| (k.clone(), v.clone())));
+        }
         let pod = match self.kubelet.as_mut() {
             Some(kubelet) => kubelet.manifest(&self.lives[slot], pod),
             None => pod,

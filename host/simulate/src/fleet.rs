@@ -28,7 +28,7 @@ use crate::check;
 use crate::driver::{Driver, DriverConfig, DriverCounts};
 use crate::owners::{KubeOwners, OwnerError};
 use crate::simulation::{self, Observed, Progress, Signals, SimulateConfig, SimulateError};
-use crate::summary::{self, Check, FleetFigures, Summary, SwapSummary};
+use crate::summary::{self, Check, FleetFigures, GroupFigures, Summary, SwapSummary};
 use podstatus_agent::{Connection, PodRoutes, PodWatch};
 use podstatus_backends::{InjectedFaults, PodManager};
 use podstatus_runtime::{CallPool, PluginImage, PluginRuntime};
@@ -41,22 +41,57 @@ const CALL_THREADS: usize = 32;
 /// How often the main thread looks at the drivers (progress, the swap).
 const TICK: Duration = Duration::from_millis(100);
 
+/// Nodes of a fleet that run one plugin: each node its own instance of `image`.
+#[derive(Clone)]
+pub struct NodeGroup {
+    /// The group's name in the summary (`v2`, `canary`).
+    pub name: String,
+    /// How many nodes.
+    pub nodes: usize,
+    /// The plugin they run.
+    pub image: PluginImage,
+    /// Annotations the pods of its nodes are created with (what a plugin may read
+    /// them for is its own business: a test's adversary picks its attack so).
+    pub pod_annotations: BTreeMap<String, String>,
+}
+
+impl NodeGroup {
+    /// `nodes` nodes named `name`, running `image`, their pods without annotations of
+    /// the group's.
+    pub fn new(name: &str, nodes: usize, image: PluginImage) -> Self {
+        NodeGroup { name: name.to_owned(), nodes, image, pod_annotations: BTreeMap::new() }
+    }
+}
+
 /// One node's driver after the churn, and the plugin time it held.
 struct NodeRun {
     driver: Driver,
     plugin_busy: Duration,
 }
 
-/// Runs `config` as a fleet of `config.nodes` nodes; see the module documentation.
-pub(crate) fn run(
+/// Runs `config` as a fleet of `groups`' nodes, numbered in the groups' order (the
+/// nodes of the first group first); `config.nodes` is not read. See the module
+/// documentation.
+pub fn run_fleet(
     mut config: SimulateConfig,
     plugins: PluginRuntime,
-    image: PluginImage,
+    groups: Vec<NodeGroup>,
     signals: &Signals,
     progress: &mut dyn FnMut(&Progress),
 ) -> Result<Summary, SimulateError> {
+    // Node i's group.
+    let group_of: Vec<usize> =
+        groups.iter().enumerate().flat_map(|(g, group)| std::iter::repeat_n(g, group.nodes)).collect();
+    if group_of.is_empty() {
+        return Err(SimulateError::NoNodes);
+    }
+    config.nodes = group_of.len();
     let manifests = simulation::write_static_pods(&mut config)?;
-    let (embedded, target) = agent::resolve(&config.agent)?;
+    // The fleet's own server admits what the fleet opens at once (past its cap it closes
+    // idle connections, which the clients see as failed requests): a request in flight
+    // per driver, per Lease and per Node report, and the call threads'.
+    let connections = podstatus_apiserver::ServeOptions::default().max_connections + 3 * config.nodes + CALL_THREADS;
+    let (embedded, target) = agent::resolve(&config.agent, connections)?;
     let pool = CallPool::new(CALL_THREADS).map_err(|e| AgentError::from(podstatus_agent::AgentError::Runtime(e)))?;
     let connection = Arc::new(Connection::open(&target).map_err(AgentError::from)?.with_call_pool(pool));
     let names: Vec<String> = (0..config.nodes).map(|i| format!("{}-{i}", config.agent.node)).collect();
@@ -94,7 +129,7 @@ pub(crate) fn run(
             Arc::clone(pod_manager),
             &node,
             plugins.clone(),
-            image.clone(),
+            groups[group_of[i]].image.clone(),
             layer,
         )
         .map_err(AgentError::from)?;
@@ -113,7 +148,6 @@ pub(crate) fn run(
         simulation::wait_for_mirrors(pod_manager, config.static_pods, Duration::from_secs(10));
     }
 
-    let kubelet_1_35 = agents[0].handle().contract().has_resize();
     let owners = KubeOwners::new(connection.client().clone(), connection.runtime().clone());
     let cpu_at_start = summary::CpuTimes::now();
     let start = Instant::now();
@@ -130,10 +164,12 @@ pub(crate) fn run(
                 node: names[i].clone(),
                 seed: config.seed.wrapping_add(i as u64),
                 cycles: config.cycles.map(|cycles| cycles.div_ceil(names.len() as u64)),
-                kubelet_1_35,
+                // As one node's run: a 1.35 kubelet beside a plugin with the resize calls.
+                kubelet_1_35: agent.handle().contract().has_resize(),
                 resync: config.resync,
                 name_prefix: Some(format!("n{i}")),
                 arrival_rate: config.arrival_rate.map(|rate| rate / names.len() as f64),
+                annotations: groups[group_of[i]].pod_annotations.clone(),
             };
             let (owners, stop) = (&owners, &stop);
             let spawned =
@@ -205,8 +241,24 @@ pub(crate) fn run(
     let (mut plugin_busy, mut static_pods) = (Duration::ZERO, 0);
     let mut client_refusals = BTreeMap::<String, u64>::new();
     let (mut lease_renewals, mut leases_late) = (0, 0);
-    for (agent, run) in agents.iter().zip(&runs) {
+    let mut by_group: Vec<GroupFigures> = groups
+        .iter()
+        .map(|group| GroupFigures {
+            name: group.name.clone(),
+            plugin: group.image.contract().to_string(),
+            nodes: group.nodes,
+            ..GroupFigures::default()
+        })
+        .collect();
+    let mut group_busy = vec![(Duration::ZERO, 0u64); groups.len()];
+    for (i, (agent, run)) in agents.iter().zip(&runs).enumerate() {
         let node_check = check::check(agent.handle(), agent.pod_manager(), &read);
+        let group = &mut by_group[group_of[i]];
+        group.add(&run.driver.counts, &node_check);
+        group.plugin = agent.handle().contract().to_string();
+        let busy = &mut group_busy[group_of[i]];
+        busy.0 += run.plugin_busy;
+        busy.1 += run.driver.counts.updates.values().sum::<u64>();
         check.compared += node_check.compared;
         check.differing.extend(node_check.differing);
         counts.add(&run.driver.counts);
@@ -251,6 +303,14 @@ pub(crate) fn run(
         start_seconds,
         idle_memory_mib_per_node,
         pods_created_per_second: if seconds > 0.0 { pods_created as f64 / seconds } else { 0.0 },
+        groups: by_group
+            .into_iter()
+            .zip(group_busy)
+            .map(|(group, (busy, updates))| GroupFigures {
+                plugin_busy_us_per_update: simulation::per_update_us(busy, updates),
+                ..group
+            })
+            .collect(),
     });
 
     for agent in &agents {

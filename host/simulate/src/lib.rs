@@ -24,7 +24,8 @@ mod summary;
 
 pub use agent::{AgentConfig, AgentError, NodeAgent, Target};
 pub use check::{ReadPod, check};
+pub use fleet::{NodeGroup, run_fleet};
 pub use kubelet_1_35::NewPaths;
 pub use owners::{KubeOwners, OWNER_CALL_TIMEOUT, OwnerError, Owners};
 pub use simulation::{Progress, Signals, SimulateConfig, SimulateError, run, run_with_progress};
-pub use summary::{CallerLatency, Check, Difference, FleetFigures, Latency, Summary, SwapSummary};
+pub use summary::{CallerLatency, Check, Difference, FleetFigures, GroupFigures, Latency, Summary, SwapSummary};

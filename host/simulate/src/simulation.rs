@@ -71,6 +71,9 @@ pub enum SimulateError {
     /// The agent did not start.
     #[error(transparent)]
     Agent(#[from] AgentError),
+    /// A fleet was asked for with no node in it.
+    #[error("a fleet needs at least one node")]
+    NoNodes,
     /// A fleet node's driver thread could not start.
     #[error("starting a node's driver thread: {0}")]
     Spawn(#[source] std::io::Error),
@@ -115,7 +118,8 @@ pub fn run_with_progress(
     progress: &mut dyn FnMut(&Progress),
 ) -> Result<Summary, SimulateError> {
     if config.nodes > 1 {
-        return crate::fleet::run(config, plugins, image, signals, progress);
+        let all = crate::fleet::NodeGroup::new("all", config.nodes, image);
+        return crate::fleet::run_fleet(config, plugins, vec![all], signals, progress);
     }
     let manifests = write_static_pods(&mut config)?;
     let started = Instant::now();
@@ -136,6 +140,7 @@ pub fn run_with_progress(
         resync: config.resync,
         name_prefix: None,
         arrival_rate: config.arrival_rate,
+        annotations: BTreeMap::new(),
     };
     let mut driver = Driver::new(driver_config, agent.pod_manager());
     let cpu_at_start = summary::CpuTimes::now();
@@ -312,7 +317,7 @@ pub(crate) fn quiet_sync(
 }
 
 /// The plugin's held time per update handed to it, in microseconds (0 without updates).
-fn per_update_us(busy: Duration, updates: u64) -> f64 {
+pub(crate) fn per_update_us(busy: Duration, updates: u64) -> f64 {
     if updates == 0 { 0.0 } else { busy.as_secs_f64() * 1e6 / updates as f64 }
 }
 

@@ -107,6 +107,42 @@ pub struct FleetFigures {
     pub idle_memory_mib_per_node: Option<f64>,
     /// Pods created per second of churn, over all nodes.
     pub pods_created_per_second: f64,
+    /// The figures of each group of nodes running one plugin.
+    pub groups: Vec<GroupFigures>,
+}
+
+/// A group of a fleet's nodes, running one plugin: what its nodes did, added up.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct GroupFigures {
+    /// The group's name.
+    pub name: String,
+    /// The contract its nodes ran last.
+    pub plugin: String,
+    /// Its nodes.
+    pub nodes: usize,
+    /// Pods its nodes' owners created.
+    pub pods_created: u64,
+    /// Updates that made a new version.
+    pub versions: u64,
+    /// Plugin calls that failed, all kinds together.
+    pub faults: u64,
+    /// Pods of its nodes the final check compared.
+    pub compared: u64,
+    /// Of them, those whose API status is not the cached one.
+    pub differing: usize,
+    /// The plugin's held time per update handed to it, in microseconds.
+    pub plugin_busy_us_per_update: f64,
+}
+
+impl GroupFigures {
+    /// Adds a node's counts and check to the group's.
+    pub(crate) fn add(&mut self, counts: &crate::driver::DriverCounts, check: &Check) {
+        self.pods_created += counts.created;
+        self.versions += counts.versions;
+        self.faults += counts.faults.values().sum::<u64>();
+        self.compared += check.compared;
+        self.differing += check.differing.len();
+    }
 }
 
 /// Latency percentiles, in milliseconds.
@@ -303,6 +339,22 @@ impl fmt::Display for Summary {
             ));
             if let Some(mib) = fleet.idle_memory_mib_per_node {
                 rows.push(("memory / idle node".into(), format!("{mib:.2} MiB")));
+            }
+            for group in &fleet.groups {
+                rows.push((
+                    format!("  group {}", group.name),
+                    format!(
+                        "{} nodes on {}: {} pods, {} versions, {} faults, {} of {} pods differ, plugin {:.1} us / update",
+                        group.nodes,
+                        group.plugin,
+                        group.pods_created,
+                        group.versions,
+                        group.faults,
+                        group.differing,
+                        group.compared,
+                        group.plugin_busy_us_per_update
+                    ),
+                ));
             }
         }
         if let Some(mib) = self.peak_memory_mib {
