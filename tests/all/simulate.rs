@@ -66,6 +66,7 @@ fn simulation(target: Target, pods: usize, churn: f64, seconds: f64) -> Simulate
         resync: None,
         nodes: 1,
         arrival_rate: None,
+        canary: None,
     }
 }
 

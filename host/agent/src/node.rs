@@ -311,8 +311,13 @@ impl NodeAgent {
     /// Hot-swaps the plugin for the component in `path`, compiled and instantiated
     /// before anything pauses; on failure the running plugin keeps serving.
     pub fn swap_to_file(&self, path: &Path) -> Result<SwapReport, AgentError> {
-        let image = self.plugins.load_file(path)?;
-        let plugin = supervised(&image, &self.world, &self.metrics)?;
+        self.swap_to_image(&self.plugins.load_file(path)?)
+    }
+
+    /// Hot-swaps the plugin for a new instance of `image` (compiled once, for many
+    /// nodes: a fleet's rollout); on failure the running plugin keeps serving.
+    pub fn swap_to_image(&self, image: &PluginImage) -> Result<SwapReport, AgentError> {
+        let plugin = supervised(image, &self.world, &self.metrics)?;
         Ok(self.handle.swap(plugin)?)
     }
 

@@ -25,8 +25,9 @@ use kube::api::{Api, ListParams};
 
 use crate::agent::{self, AgentError};
 use crate::check;
-use crate::driver::{Driver, DriverConfig, DriverCounts};
+use crate::driver::{Driver, DriverConfig, DriverCounts, LiveCounts};
 use crate::owners::{KubeOwners, OwnerError};
+use crate::rollout::{Fleet, Rollout};
 use crate::simulation::{self, Observed, Progress, Signals, SimulateConfig, SimulateError};
 use crate::summary::{self, Check, FleetFigures, GroupFigures, Summary, SwapSummary};
 use podstatus_agent::{Connection, PodRoutes, PodWatch};
@@ -147,6 +148,21 @@ pub fn run_fleet(
     for pod_manager in &pod_managers {
         simulation::wait_for_mirrors(pod_manager, config.static_pods, Duration::from_secs(10));
     }
+    let live: Vec<Arc<LiveCounts>> = (0..names.len()).map(|_| Arc::default()).collect();
+    let mut rollout = match config.canary.clone() {
+        Some(canary) => {
+            let rollout = canary.rollout;
+            let group = groups
+                .iter()
+                .position(|g| g.name == rollout.group)
+                .ok_or_else(|| SimulateError::UnknownCanaryGroup(rollout.group.clone()))?;
+            let image = plugins.load_file(&rollout.plugin).map_err(SimulateError::CanaryPlugin)?;
+            let (canary, rest): (Vec<usize>, Vec<usize>) = (0..names.len()).partition(|&i| group_of[i] == group);
+            Some(Rollout::new(rollout, image, canary, rest))
+        }
+        None => None,
+    };
+    let group_images: Vec<&PluginImage> = group_of.iter().map(|&g| &groups[g].image).collect();
 
     let owners = KubeOwners::new(connection.client().clone(), connection.runtime().clone());
     let cpu_at_start = summary::CpuTimes::now();
@@ -170,6 +186,7 @@ pub fn run_fleet(
                 name_prefix: Some(format!("n{i}")),
                 arrival_rate: config.arrival_rate.map(|rate| rate / names.len() as f64),
                 annotations: groups[group_of[i]].pod_annotations.clone(),
+                live: Some(Arc::clone(&live[i])),
             };
             let (owners, stop) = (&owners, &stop);
             let spawned =
@@ -195,6 +212,10 @@ pub fn run_fleet(
                 stop.store(true, Ordering::SeqCst);
             }
             let elapsed = start.elapsed();
+            if let Some(rollout) = rollout.as_mut() {
+                let fleet = Fleet { agents: &agents, live: &live, group_images: group_images.clone() };
+                rollout.tick(elapsed, &fleet);
+            }
             if let Some((path, _)) = swap_at.as_ref().filter(|(_, at)| elapsed >= *at) {
                 swap = Some(swap_all(&agents, path, elapsed));
                 swap_at = None;
@@ -295,6 +316,7 @@ pub fn run_fleet(
         cpu_steal_percent,
     };
     let mut summary = simulation::summarize(&config, observed);
+    summary.rollout = rollout.map(Rollout::summary);
     summary.fleet = Some(FleetFigures {
         nodes: names.len(),
         nodes_ready,

@@ -19,6 +19,7 @@ mod driver;
 mod fleet;
 mod kubelet_1_35;
 mod owners;
+mod rollout;
 mod simulation;
 mod summary;
 
@@ -27,5 +28,8 @@ pub use check::{ReadPod, check};
 pub use fleet::{NodeGroup, run_fleet};
 pub use kubelet_1_35::NewPaths;
 pub use owners::{KubeOwners, OWNER_CALL_TIMEOUT, OwnerError, Owners};
-pub use simulation::{Progress, Signals, SimulateConfig, SimulateError, run, run_with_progress};
-pub use summary::{CallerLatency, Check, Difference, FleetFigures, GroupFigures, Latency, Summary, SwapSummary};
+pub use rollout::CanaryConfig;
+pub use simulation::{CanaryShare, Progress, Signals, SimulateConfig, SimulateError, run, run_with_progress};
+pub use summary::{
+    CallerLatency, Check, Difference, FleetFigures, GroupFigures, Latency, RolloutSummary, Summary, SwapSummary,
+};

@@ -54,6 +54,18 @@ pub struct SimulateConfig {
     /// Create the first pods at this many a second over all nodes, instead of at the
     /// churn's rate.
     pub arrival_rate: Option<f64>,
+    /// Roll a plugin out to a share of a fleet's nodes first, then to all or none.
+    pub canary: Option<CanaryShare>,
+}
+
+/// A canary rollout over a fleet split in two groups, `base` and `canary`.
+#[derive(Clone, Debug)]
+pub struct CanaryShare {
+    /// The share of the nodes in the canary (above 0, below 1; at least one node, and
+    /// one left outside).
+    pub share: f64,
+    /// How it runs (its group is `canary`).
+    pub rollout: crate::rollout::CanaryConfig,
 }
 
 /// Flags the signal handlers set.
@@ -71,6 +83,15 @@ pub enum SimulateError {
     /// The agent did not start.
     #[error(transparent)]
     Agent(#[from] AgentError),
+    /// A canary rollout was asked for with fewer than two nodes.
+    #[error("a canary rollout needs a fleet of two nodes or more (--nodes)")]
+    CanaryNeedsAFleet,
+    /// The canary's group is not among the fleet's.
+    #[error("the canary group {0:?} is not one of the fleet's groups")]
+    UnknownCanaryGroup(String),
+    /// The plugin to roll out did not load.
+    #[error("loading the canary's plugin: {0}")]
+    CanaryPlugin(#[source] podstatus_runtime::LoadError),
     /// A fleet was asked for with no node in it.
     #[error("a fleet needs at least one node")]
     NoNodes,
@@ -117,9 +138,21 @@ pub fn run_with_progress(
     signals: &Signals,
     progress: &mut dyn FnMut(&Progress),
 ) -> Result<Summary, SimulateError> {
+    if config.canary.is_some() && config.nodes < 2 {
+        return Err(SimulateError::CanaryNeedsAFleet);
+    }
     if config.nodes > 1 {
-        let all = crate::fleet::NodeGroup::new("all", config.nodes, image);
-        return crate::fleet::run_fleet(config, plugins, vec![all], signals, progress);
+        let groups = match &config.canary {
+            Some(canary) => {
+                let nodes = ((config.nodes as f64 * canary.share).ceil() as usize).clamp(1, config.nodes - 1);
+                vec![
+                    crate::fleet::NodeGroup::new("base", config.nodes - nodes, image.clone()),
+                    crate::fleet::NodeGroup::new(&canary.rollout.group, nodes, image),
+                ]
+            }
+            None => vec![crate::fleet::NodeGroup::new("all", config.nodes, image)],
+        };
+        return crate::fleet::run_fleet(config, plugins, groups, signals, progress);
     }
     let manifests = write_static_pods(&mut config)?;
     let started = Instant::now();
@@ -141,6 +174,7 @@ pub fn run_with_progress(
         name_prefix: None,
         arrival_rate: config.arrival_rate,
         annotations: BTreeMap::new(),
+        live: None,
     };
     let mut driver = Driver::new(driver_config, agent.pod_manager());
     let cpu_at_start = summary::CpuTimes::now();
@@ -300,6 +334,7 @@ pub(crate) fn summarize(config: &SimulateConfig, observed: Observed<'_>) -> Summ
         peak_memory_mib: summary::peak_rss_mib(),
         cpu_steal_percent: observed.cpu_steal_percent,
         fleet: None,
+        rollout: None,
     }
 }
 

@@ -86,6 +86,42 @@ pub struct Summary {
     /// every node's); absent for one node.
     #[serde(flatten)]
     pub fleet: Option<FleetFigures>,
+    /// A fleet's canary rollout, if one was asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rollout: Option<RolloutSummary>,
+}
+
+/// What a canary rollout did.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct RolloutSummary {
+    /// The canary group.
+    pub group: String,
+    /// The plugin rolled out.
+    pub to: String,
+    /// Nodes in the canary.
+    pub canary_nodes: usize,
+    /// Seconds into the churn the canary moved.
+    pub started_at_seconds: f64,
+    /// Seconds into the churn the rollout was decided.
+    pub decided_at_seconds: f64,
+    /// `promoted`, `rolled back`, or not decided when the churn ended first.
+    pub decision: String,
+    /// Why.
+    pub reason: String,
+    /// Faults per update of the canary while it was watched.
+    pub canary_fault_rate: f64,
+    /// Faults per update of the other nodes over the same time.
+    pub rest_fault_rate: f64,
+    /// The canary's plugin time per update while it was watched, in microseconds.
+    pub canary_plugin_us_per_update: f64,
+    /// The other nodes' plugin time per update over the same time, in microseconds.
+    pub rest_plugin_us_per_update: f64,
+    /// How long the canary's nodes took to swap, in milliseconds.
+    pub canary_swap_ms: f64,
+    /// How long the promotion (every other node) or the rollback (the canary's) took.
+    pub decision_swap_ms: f64,
+    /// Swaps that failed (those nodes kept their plugin).
+    pub swap_errors: usize,
 }
 
 /// What only a fleet reports: its nodes, their Leases, and what a node costs.
@@ -356,6 +392,22 @@ impl fmt::Display for Summary {
                     ),
                 ));
             }
+        }
+        if let Some(rollout) = &self.rollout {
+            rows.push((
+                "rollout".into(),
+                format!(
+                    "{} ({} nodes) to {}: {} at {:.1} s ({}); canary swapped in {:.0} ms, decision in {:.0} ms",
+                    rollout.group,
+                    rollout.canary_nodes,
+                    rollout.to,
+                    rollout.decision,
+                    rollout.decided_at_seconds,
+                    rollout.reason,
+                    rollout.canary_swap_ms,
+                    rollout.decision_swap_ms
+                ),
+            ));
         }
         if let Some(mib) = self.peak_memory_mib {
             rows.push(("peak memory".into(), format!("{mib:.0} MiB")));
