@@ -19,6 +19,7 @@ mod call_counts;
 mod circuit_breaker;
 mod connection;
 mod go_duration;
+mod heartbeat;
 mod kube_client;
 mod kubeconfig;
 mod lifecycle;

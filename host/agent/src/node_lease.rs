@@ -10,7 +10,9 @@
 //!   exist yet, and the reference is added at a later renewal;
 //! - a renewal updates the Lease last read (or created), and only after a failure reads
 //!   it again; a failed renewal is retried with exponential backoff (200 ms doubling
-//!   up to 7 s) rather than waiting a whole interval.
+//!   up to 7 s) rather than waiting a whole interval;
+//! - the waits between renewals are jittered as `wait.JitterUntil` jitters them, and a
+//!   node's phase places its renewals within the interval ([`crate::heartbeat`]).
 //!
 //! Hand-written: kube-runtime has no node-lease helper (its Lease support is for
 //! leader election), and the kubelet's loop is a few lines.
@@ -22,6 +24,8 @@ use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta, OwnerReference};
 use kube::api::{Api, PostParams};
 
+use crate::heartbeat::Pacer;
+
 /// The namespace of node leases.
 pub const NODE_LEASE_NAMESPACE: &str = "kube-node-lease";
 /// The first pause after a failed renewal (the kubelet's lease controller's).
@@ -29,13 +33,13 @@ const FIRST_RETRY: Duration = Duration::from_millis(200);
 /// The longest pause between retries (the kubelet's `maxBackoff`).
 const MAX_RETRY: Duration = Duration::from_secs(7);
 
-/// Renews the node's Lease every `renew_interval` until the task is dropped, telling
-/// `renewed` the renew time of each successful renewal.
+/// Renews the node's Lease at the waits of `pacer` (every renew interval) until the task
+/// is dropped, telling `renewed` the renew time of each successful renewal.
 pub(crate) async fn renew_forever(
     client: kube::Client,
     node: String,
     duration: Duration,
-    renew_interval: Duration,
+    mut pacer: Pacer,
     mut renewed: impl FnMut(MicroTime) + Send + 'static,
 ) {
     let leases: Api<Lease> = Api::namespaced(client.clone(), NODE_LEASE_NAMESPACE);
@@ -50,7 +54,7 @@ pub(crate) async fn renew_forever(
                 }
                 latest = Some(lease);
                 retry = FIRST_RETRY;
-                tokio::time::sleep(renew_interval).await;
+                tokio::time::sleep(pacer.next_wait()).await;
             }
             Err(error) => {
                 tracing::warn!(node = %node, %error, "renewing the node lease failed; retrying in {retry:?}");

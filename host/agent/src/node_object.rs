@@ -45,6 +45,10 @@ pub struct NodeConfig {
     /// How often the status is written even if nothing changed (the kubelet's
     /// `nodeStatusReportFrequency`, 5 min): the Lease is the heartbeat in between.
     pub status_report_frequency: Duration,
+    /// Where in each interval the node's Lease renewals and status checks fall, as a
+    /// fraction of the interval (0 up to but excluding 1): a fleet spreads its nodes'
+    /// phases so that they do not all renew at once ([`crate::heartbeat`]).
+    pub heartbeat_phase: f64,
 }
 
 impl NodeConfig {
@@ -60,6 +64,7 @@ impl NodeConfig {
             lease_duration: Duration::from_secs(40),
             status_update_frequency: Duration::from_secs(10),
             status_report_frequency: Duration::from_secs(300),
+            heartbeat_phase: 0.0,
         }
     }
 

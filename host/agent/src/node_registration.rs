@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, PostParams};
 
+use crate::heartbeat::Pacer;
 use crate::node_lease;
 use crate::node_object::{self, NodeConfig, Readiness};
 
@@ -72,7 +73,7 @@ impl NodeRegistration {
             client,
             config.name.clone(),
             config.lease_duration,
-            config.lease_renew_interval(),
+            Pacer::new(&config.name, config.lease_renew_interval(), config.heartbeat_phase),
             move |renewed| {
                 counted.fetch_add(1, Ordering::Relaxed);
                 if previous.is_some_and(|before| expired_between(before, renewed.0, lease_duration)) {
@@ -146,6 +147,7 @@ impl Reporter {
         let mut registered = false;
         let mut retry = FIRST_RETRY;
         let mut last_report: Option<Instant> = None;
+        let mut pacer = Pacer::new(&self.config.name, self.config.status_update_frequency, self.config.heartbeat_phase);
         loop {
             if !registered {
                 match self.register().await {
@@ -163,7 +165,7 @@ impl Reporter {
                     }
                 }
             }
-            tokio::time::sleep(self.config.status_update_frequency).await;
+            tokio::time::sleep(pacer.next_wait()).await;
             let due = last_report.is_none_or(|at| at.elapsed() >= self.config.status_report_frequency);
             match self.report(due).await {
                 Ok(true) => last_report = Some(Instant::now()),
