@@ -258,8 +258,8 @@ fn progress_bar(enabled: bool, duration: Option<Duration>) -> ProgressBar {
 }
 
 pub fn serve(listen: std::net::SocketAddr) -> ExitCode {
-    let server = match EmbeddedApiServer::start(std::sync::Arc::new(MemoryApiServer::with_graceful_deletion()), listen)
-    {
+    let store = MemoryApiServer::with_graceful_deletion().skipping_unchanged_writes();
+    let server = match EmbeddedApiServer::start(std::sync::Arc::new(store), listen) {
         Ok(server) => server,
         Err(e) => {
             eprintln!("podstatus serve: {e}");

@@ -131,7 +131,9 @@ pub(crate) fn resolve(
             let delayed_client =
                 config.api_latency.map(|latency| DelayedClient { user_agent: STATUS_CLIENT_PRODUCT, latency });
             let options = ServeOptions { delayed_client, max_connections, ..ServeOptions::default() };
-            let store = Arc::new(MemoryApiServer::with_graceful_deletion());
+            // As kube-apiserver: graceful deletion, and writes that change nothing not
+            // persisted (no new resourceVersion, no event).
+            let store = Arc::new(MemoryApiServer::with_graceful_deletion().skipping_unchanged_writes());
             let server = EmbeddedApiServer::start_with(store, *addr, options)?;
             let url = server.url();
             (Some(server), podstatus_agent::Target::Url(url))

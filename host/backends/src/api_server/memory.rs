@@ -61,6 +61,9 @@ pub struct MemoryApiServer {
     listeners: Mutex<Vec<PodListener>>,
     /// Kubernetes' graceful deletion of bound pods (off: deletion is immediate).
     graceful_deletion: bool,
+    /// A status write that leaves the status as stored is not persisted (off: every
+    /// write gets a new resourceVersion, as the replay world specifies).
+    skip_unchanged_writes: bool,
 }
 
 #[derive(Default)]
@@ -104,6 +107,19 @@ impl MemoryApiServer {
     /// either way.
     pub fn with_graceful_deletion() -> Self {
         Self { graceful_deletion: true, ..Self::default() }
+    }
+
+    /// This store, with status writes that change nothing not persisted, as
+    /// kube-apiserver's etcd3 store does (`GuaranteedUpdate` returns early when the
+    /// updated object's bytes are the stored ones): the stored pod is the answer, with
+    /// its resourceVersion, and no watcher hears of it. Preconditions are checked
+    /// first all the same. Without it every write gets a new resourceVersion and an
+    /// event, changed or not (the replay world's contract). What it saves: a node that
+    /// writes again what it wrote (a resync, a reconcile after its copy of the pod lags)
+    /// costs watchers nothing.
+    pub fn skipping_unchanged_writes(mut self) -> Self {
+        self.skip_unchanged_writes = true;
+        self
     }
 
     /// Whether this store deletes gracefully (see [`MemoryApiServer::with_graceful_deletion`]).
@@ -217,14 +233,13 @@ impl MemoryApiServer {
     ) -> Result<Arc<Pod>, E> {
         let StatusUpdate { namespace, name, uid_precondition, resource_version_precondition, status } = update;
         let key = (namespace, name);
-        self.write(|store| {
+        self.write_if(|store| {
             let Store { pods, resource_version } = store;
             let stored = pods.get_mut(&key).ok_or_else(|| not_found(&key.0, &key.1))?;
             check_uid(stored, &key.1, uid_precondition.as_deref())?;
             check_resource_version(stored, &key.1, resource_version_precondition.as_deref())?;
             check(stored, &status)?;
-            replace_status(stored, next_resource_version(resource_version), status);
-            Ok((Arc::clone(stored), PodEvent::Modified(Arc::clone(stored))))
+            Ok(self.write_status(stored, resource_version, status))
         })
     }
 
@@ -237,7 +252,7 @@ impl MemoryApiServer {
     ) -> Result<Arc<Pod>, E> {
         let StatusPatch { namespace, name, uid_precondition, patch } = patch;
         let key = (namespace, name);
-        self.write(|store| {
+        self.write_if(|store| {
             let Store { pods, resource_version } = store;
             let stored = pods.get_mut(&key).ok_or_else(|| not_found(&key.0, &key.1))?;
             check_uid(stored, &key.1, uid_precondition.as_deref())?;
@@ -246,9 +261,24 @@ impl MemoryApiServer {
             let status = podstatus_core::apply_status_patch(stored.status.as_ref(), &patch)
                 .map_err(|e| invalid(&key.1, &e.to_string()))?;
             check(stored, &status)?;
-            replace_status(stored, next_resource_version(resource_version), status);
-            Ok((Arc::clone(stored), PodEvent::Modified(Arc::clone(stored))))
+            Ok(self.write_status(stored, resource_version, status))
         })
+    }
+
+    /// Gives `stored` the new `status` and the next resourceVersion, and the event that
+    /// tells of it; none when the status is the stored one and this store skips such
+    /// writes ([`MemoryApiServer::skipping_unchanged_writes`]).
+    fn write_status(
+        &self,
+        stored: &mut Arc<Pod>,
+        resource_version: &mut u64,
+        status: PodStatus,
+    ) -> (Arc<Pod>, Option<PodEvent>) {
+        if self.skip_unchanged_writes && stored.status.as_ref() == Some(&status) {
+            return (Arc::clone(stored), None);
+        }
+        replace_status(stored, next_resource_version(resource_version), status);
+        (Arc::clone(stored), Some(PodEvent::Modified(Arc::clone(stored))))
     }
 
     /// An outside writer deletes the pod, with no preconditions. Returns its last state
@@ -511,6 +541,40 @@ mod tests {
         let deleted = api.delete_pod("ns", "a", &DeleteOptions::default()).expect("delete");
         assert_eq!(rv(&deleted), "5");
         assert_eq!(api.resource_version(), 5);
+    }
+
+    #[test]
+    fn a_store_that_skips_unchanged_writes_persists_only_changes() {
+        let api = MemoryApiServer::new().skipping_unchanged_writes();
+        api.create_pod(pod("ns", "a", "uid-a")).expect("create");
+        let events = Arc::new(Mutex::new(0));
+        let heard = Arc::clone(&events);
+        api.subscribe(Box::new(move |_| *lock(&heard) += 1));
+        let running = status_update(None, None, phase("Running"));
+        let written = api.update_pod_status(running.clone()).expect("a change");
+        assert_eq!((rv(&written), *lock(&events)), ("2", 1));
+
+        // The same status again, by update and by patch: the stored pod, as it was.
+        let again = api.update_pod_status(running).expect("the same status");
+        assert_eq!((rv(&again), *lock(&events)), ("2", 1));
+        let patch = StatusPatch {
+            namespace: "ns".into(),
+            name: "a".into(),
+            uid_precondition: Some("uid-a".into()),
+            patch: serde_json::json!({"status": {"phase": "Running"}}),
+        };
+        let patched = api.patch_pod_status(patch.clone()).expect("a patch that changes nothing");
+        assert_eq!((rv(&patched), *lock(&events), api.resource_version()), ("2", 1, 2));
+
+        // Preconditions still hold a write that would change nothing.
+        let stale = status_update(Some("uid-a"), Some("1"), phase("Running"));
+        assert_eq!(api.update_pod_status(stale).map_err(|e| e.reason()), Err("Conflict"));
+        let other = StatusPatch { uid_precondition: Some("uid-b".into()), ..patch };
+        assert_eq!(api.patch_pod_status(other).map_err(|e| e.reason()), Err("Conflict"));
+
+        // A change is a write again.
+        let failed = api.update_pod_status(status_update(None, None, phase("Failed"))).expect("a change");
+        assert_eq!((rv(&failed), *lock(&events)), ("3", 2));
     }
 
     #[test]
