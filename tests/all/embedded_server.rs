@@ -177,6 +177,79 @@ fn pods_are_created_read_and_listed_with_selectors() {
 }
 
 #[test]
+fn lists_come_in_pages_cut_from_one_snapshot() {
+    let server = serve();
+    let addr = server.local_addr();
+    for name in ["a", "b", "c", "d", "e"] {
+        create(addr, &pod(name, if name == "c" { "node-2" } else { "node-1" }, json!({})));
+    }
+    let get = |query: &str| http(addr, "GET", &format!("/api/v1/namespaces/ns/pods?{query}"), &[], b"");
+    let first = get("limit=2").json();
+    assert_eq!(names(&first), ["a", "b"]);
+    let token = first["metadata"]["continue"].as_str().expect("more are left: a continue token").to_owned();
+    let list_version = rv(&first);
+
+    // Writes between pages do not show in the pages still to come: every page is cut
+    // from the first one's snapshot, as etcd serves a continued list at its revision.
+    create(addr, &pod("bb", "node-1", json!({})));
+    let status = json!({"metadata": {"name": "d", "namespace": "ns"}, "status": {"phase": "Running"}});
+    let put = http(addr, "PUT", "/api/v1/namespaces/ns/pods/d/status", &[], status.to_string().as_bytes());
+    assert_eq!(put.code, 200);
+    let second = get(&format!("limit=2&continue={token}")).json();
+    assert_eq!((names(&second), rv(&second)), (vec!["c", "d"], list_version));
+    assert_eq!(second["items"][1]["status"]["phase"], "Pending", "d as it was when the list began");
+    let token = second["metadata"]["continue"].as_str().expect("e is left").to_owned();
+    let last = get(&format!("limit=2&continue={token}")).json();
+    assert_eq!(names(&last), ["e"]);
+    assert!(last["metadata"]["continue"].is_null(), "the last page has no token: {last}");
+
+    // The snapshot went with its last page: the token is now too old, 410 as for a
+    // token older than etcd's compaction; a new list sees the writes.
+    let gone = get(&format!("limit=2&continue={token}"));
+    assert_eq!((gone.code, gone.json()["reason"].clone()), (410, json!("Expired")));
+    assert_eq!(names(&get("limit=10").json()), ["a", "b", "bb", "c", "d", "e"]);
+
+    // Selectors count only the pods they keep; tables page too (kubectl asks for both).
+    let node_1 = get("limit=3&fieldSelector=spec.nodeName%3Dnode-1").json();
+    assert_eq!(names(&node_1), ["a", "b", "bb"]);
+    let token = node_1["metadata"]["continue"].as_str().expect("d and e are left").to_owned();
+    let rest = get(&format!("limit=3&fieldSelector=spec.nodeName%3Dnode-1&continue={token}")).json();
+    assert_eq!(names(&rest), ["d", "e"]);
+    let accept = [("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io,application/json")];
+    let table = http(addr, "GET", "/api/v1/namespaces/ns/pods?limit=4", &accept, b"").json();
+    assert_eq!(table["rows"].as_array().map(Vec::len), Some(4));
+    assert!(table["metadata"]["continue"].is_string(), "{table}");
+
+    // What a client sends is read as kube-apiserver reads it.
+    for (query, code) in [("limit=x", 400), ("continue=%25%25", 400), ("continue=abc&resourceVersion=3", 400)] {
+        let refused = get(query);
+        assert_eq!((refused.code, refused.json()["reason"].clone()), (code, json!("BadRequest")), "{query}");
+    }
+    assert_eq!(names(&get("limit=0").json()).len(), 6, "limit 0: no limit");
+
+    // kube-rs follows the tokens to the end.
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    runtime.block_on(async {
+        let api = kube_api(&server);
+        let (mut seen, mut token) = (Vec::new(), None::<String>);
+        loop {
+            let mut params = ListParams::default().limit(2);
+            if let Some(token) = token.take() {
+                params = params.continue_token(&token);
+            }
+            let page = api.list(&params).await.expect("a page");
+            assert!(page.items.len() <= 2);
+            seen.extend(page.items.into_iter().filter_map(|p| p.metadata.name));
+            match page.metadata.continue_ {
+                Some(next) if !next.is_empty() => token = Some(next),
+                _ => break,
+            }
+        }
+        assert_eq!(seen, ["a", "b", "bb", "c", "d", "e"]);
+    });
+}
+
+#[test]
 fn a_table_gives_kubectls_wide_columns() {
     let server = serve();
     let addr = server.local_addr();

@@ -11,6 +11,7 @@ use tokio::sync::{Semaphore, watch as signal};
 
 use crate::objects::ObjectStore;
 use crate::options::ServeOptions;
+use crate::paging::ListSnapshots;
 use crate::stats::Counters;
 use crate::status_body::Failure;
 use crate::watch::WatchHub;
@@ -28,6 +29,8 @@ pub(crate) struct Context {
     pub objects: Arc<ObjectStore>,
     /// The watch hub, fed by the store.
     pub hub: Arc<WatchHub>,
+    /// The snapshots of pod lists being read in pages.
+    pub list_snapshots: ListSnapshots,
     /// host:port, for `/api`'s `serverAddressByClientCIDRs`.
     pub server_address: String,
     /// The server's limits.

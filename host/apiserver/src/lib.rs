@@ -19,10 +19,13 @@
 //!
 //! Give it a store made with [`MemoryApiServer::with_graceful_deletion`]: a status
 //! manager deletes a pod only once it has a `deletionTimestamp`, which a store that
-//! deletes at once never gives (the server works with either).
+//! deletes at once never gives (the server works with either). Make it also
+//! [`MemoryApiServer::skipping_unchanged_writes`] to answer a status write that changes
+//! nothing as kube-apiserver does: the stored pod, no new resourceVersion, no event.
 //!
 //! [`MemoryApiServer`]: podstatus_backends::MemoryApiServer
 //! [`MemoryApiServer::with_graceful_deletion`]: podstatus_backends::MemoryApiServer::with_graceful_deletion
+//! [`MemoryApiServer::skipping_unchanged_writes`]: podstatus_backends::MemoryApiServer::skipping_unchanged_writes
 
 mod call;
 mod client_latency;
@@ -33,6 +36,7 @@ mod object_handlers;
 mod object_tables;
 mod objects;
 mod options;
+mod paging;
 mod pods;
 mod request_body;
 mod response;

@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 use crate::call::{Call, Context};
 use crate::excerpt::excerpt;
 use crate::identifiers::{new_uid, random_suffix};
+use crate::paging::{self, PageRequest};
 use crate::response::{Body, SendFailed, json_response, streaming_response};
 use crate::selectors::Selector;
 use crate::stats::Held;
@@ -46,15 +47,35 @@ pub(crate) fn list_or_watch(
     if call.flag("watch") {
         return start_watch(call, context, namespace, selector, table);
     }
-    let (resource_version, pods) = context.store.snapshot();
+    let paging = PageRequest::parse(call.param("limit"), call.param("continue"), call.param("resourceVersion"))?;
+    let (resource_version, pods) = match &paging.after {
+        Some(after) => match context.list_snapshots.find(after.resource_version) {
+            Some(pods) => (after.resource_version, pods),
+            None => return Err(Failure::continue_expired()),
+        },
+        None => {
+            let (resource_version, pods) = context.store.snapshot();
+            (resource_version, Arc::new(pods))
+        }
+    };
     let namespace = namespace.map(str::to_owned);
     let keep = move |pod: &Pod| {
         namespace.as_deref().is_none_or(|ns| pod.metadata.namespace.as_deref() == Some(ns)) && selector.matches(pod)
     };
+    let (items, next) = paging::page(&pods, paging.after.as_ref().map(|c| &c.after), paging.limit, keep);
+    let token = next.map(|key| paging::encode(resource_version, key));
+    match &token {
+        Some(_) if paging.after.is_none() => context.list_snapshots.keep(resource_version, Arc::clone(&pods)),
+        Some(_) => {}
+        None => context.list_snapshots.release(resource_version),
+    }
     let (document, encode): (Vec<u8>, Encoder) = match table {
         Some(include) => {
             let now = now();
-            let empty = table::table(std::iter::empty(), Some(resource_version), include, now);
+            let mut empty = table::table(std::iter::empty(), Some(resource_version), include, now);
+            if let Some(token) = &token {
+                empty["metadata"]["continue"] = serde_json::Value::String(token.clone());
+            }
             let encode: Encoder =
                 Box::new(move |pod, out| serde_json::to_writer(out, &table::row(pod, include, now)).is_ok());
             (serde_json::to_vec(&empty).unwrap_or_default(), encode)
@@ -63,7 +84,11 @@ pub(crate) fn list_or_watch(
             let empty = PodListBody {
                 kind: "PodList",
                 api_version: "v1",
-                metadata: ListMeta { resource_version: Some(resource_version.to_string()), ..ListMeta::default() },
+                metadata: ListMeta {
+                    resource_version: Some(resource_version.to_string()),
+                    continue_: token,
+                    ..ListMeta::default()
+                },
                 items: Vec::new(),
             };
             let encode: Encoder = Box::new(|pod, out| serde_json::to_writer(out, pod).is_ok());
@@ -74,7 +99,7 @@ pub(crate) fn list_or_watch(
     let Some(head) = document.strip_suffix(b"]}").filter(|head| head.ends_with(b"[")) else {
         return Err(ApiError::Internal { message: "a list document without its items at the end".into() }.into());
     };
-    Ok(stream_list(context, pods, keep, head.to_vec(), encode))
+    Ok(stream_list(context, items, |_: &Pod| true, head.to_vec(), encode))
 }
 
 /// Encodes one list item after `out`; false if it cannot be encoded.

@@ -82,6 +82,7 @@ impl EmbeddedApiServer {
             store: Arc::clone(&store),
             objects: Arc::new(ObjectStore::new(options.max_objects, options.max_object_bytes)),
             hub,
+            list_snapshots: Default::default(),
             server_address: local_addr.to_string(),
             body_budget: Arc::new(tokio::sync::Semaphore::new(budget_units(options.body_bytes_in_flight))),
             options,

@@ -102,6 +102,17 @@ impl Failure {
         Self::new(410, "Expired", format!("too old resource version: {requested} ({oldest})"))
     }
 
+    /// 410 for a list continued from a snapshot the server no longer keeps (kube-apiserver's
+    /// words for a token older than etcd's compaction): the client lists again.
+    pub fn continue_expired() -> Self {
+        Self::new(
+            410,
+            "Expired",
+            "The provided continue parameter is too old to display a consistent list result. You can start a new \
+             list without the continue parameter.",
+        )
+    }
+
     /// 410 for a watcher cut off because it fell behind: it must list again.
     pub fn fell_behind() -> Self {
         Self::new(410, "Expired", "the watch fell behind the writes and was closed; list again")

@@ -26,7 +26,7 @@ use kube::api::{Api, ListParams};
 use crate::agent::{self, AgentError};
 use crate::check;
 use crate::driver::{Driver, DriverConfig, DriverCounts, LiveCounts};
-use crate::owners::{KubeOwners, OwnerError};
+use crate::owners::KubeOwners;
 use crate::rollout::{Fleet, Rollout};
 use crate::simulation::{self, Observed, Progress, Signals, SimulateConfig, SimulateError};
 use crate::summary::{self, Check, FleetFigures, GroupFigures, Summary, SwapSummary};
@@ -118,6 +118,8 @@ pub fn run_fleet(
         node.node = name.clone();
         if let Some(registration) = node.register_node.as_mut() {
             registration.name = name.clone();
+            // Node i of n renews i/n of an interval after node 0 (see heartbeat.rs).
+            registration.heartbeat_phase = i as f64 / names.len() as f64;
         }
         // One metrics endpoint serves the fleet: every node counts into its registry.
         if i > 0 {
@@ -246,12 +248,8 @@ pub fn run_fleet(
     tracing::info!(took = ?quiet.elapsed(), "quiet sync done");
 
     let ours: HashSet<&str> = names.iter().map(String::as_str).collect();
-    let stored: Result<BTreeMap<(String, String), Pod>, OwnerError> = owners.all_pods().map(|pods| {
-        pods.into_iter()
-            .filter(|pod| pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).is_some_and(|n| ours.contains(n)))
-            .map(|pod| (simulation::key(&pod), pod))
-            .collect()
-    });
+    let ours = |pod: &Pod| pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).is_some_and(|n| ours.contains(n));
+    let stored = owners.stored_pods(None, ours);
     let read = |namespace: &str, name: &str| match &stored {
         Ok(pods) => Ok(pods.get(&(namespace.to_owned(), name.to_owned())).cloned()),
         Err(e) => Err(e.clone()),

@@ -6,6 +6,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 
 /// What the pods' owners do through the API server (a workload controller, a user).
@@ -70,20 +71,80 @@ impl KubeOwners {
         Api::namespaced(self.client.clone(), namespace)
     }
 
-    /// The node's pods as the API server has them: one LIST, which serves both the
-    /// final check and the count by phase.
-    pub fn node_pods(&self, node: &str) -> Result<Vec<Pod>, OwnerError> {
+    /// The pods of `node` as the API server has them, for the final check and the
+    /// counts by phase ([`KubeOwners::stored_pods`]).
+    pub fn node_pods(&self, node: &str) -> Result<StoredPods, OwnerError> {
+        self.stored_pods(Some(&format!("spec.nodeName={node}")), |_| true)
+    }
+
+    /// The pods the API server has (of `field_selector`, and those `keep` takes), for a
+    /// final check and its counts. Listed in pages of [`LIST_PAGE`], as an informer
+    /// lists, and each kept as its identity and status alone: a fleet checks 100,000
+    /// pods, and their specs (most of a pod) read whole at once would be the run's peak
+    /// of memory. A list whose snapshot the server let go mid-way (410) starts over, a
+    /// few times at most.
+    pub fn stored_pods(
+        &self,
+        field_selector: Option<&str>,
+        keep: impl Fn(&Pod) -> bool,
+    ) -> Result<StoredPods, OwnerError> {
         let api: Api<Pod> = Api::all(self.client.clone());
-        let params = ListParams::default().fields(&format!("spec.nodeName={node}"));
-        self.block_on(api.list(&params)).map(|list| list.items)
+        let mut attempt = 0;
+        'list: loop {
+            attempt += 1;
+            let mut pods = StoredPods::new();
+            let mut token: Option<String> = None;
+            loop {
+                let mut params = ListParams::default().limit(LIST_PAGE);
+                if let Some(selector) = field_selector {
+                    params = params.fields(selector);
+                }
+                if let Some(token) = token.take() {
+                    params = params.continue_token(&token);
+                }
+                let page = match self.block_on(api.list(&params)) {
+                    Ok(page) => page,
+                    Err(OwnerError::Api(e)) if attempt < LIST_ATTEMPTS && is_expired(&e) => continue 'list,
+                    Err(e) => return Err(e),
+                };
+                for pod in page.items.into_iter().filter(|pod| keep(pod)) {
+                    let pod = identity_and_status(pod);
+                    pods.insert(crate::simulation::key(&pod), pod);
+                }
+                match page.metadata.continue_ {
+                    Some(next) if !next.is_empty() => token = Some(next),
+                    _ => return Ok(pods),
+                }
+            }
+        }
     }
 }
 
-impl KubeOwners {
-    /// Every pod the API server has, in one LIST: a fleet's final check and counts.
-    pub fn all_pods(&self) -> Result<Vec<Pod>, OwnerError> {
-        let api: Api<Pod> = Api::all(self.client.clone());
-        self.block_on(api.list(&ListParams::default())).map(|list| list.items)
+/// Pods by (namespace, name), each its identity and status alone.
+pub type StoredPods = BTreeMap<(String, String), Pod>;
+
+/// Pods a final check lists per request (kube-rs' watcher and kubectl page by 500 too).
+pub const LIST_PAGE: u32 = 500;
+/// Lists started over at most when the server let a list's snapshot go mid-way.
+const LIST_ATTEMPTS: usize = 3;
+
+/// A 410: a continued list's snapshot is gone.
+fn is_expired(error: &kube::Error) -> bool {
+    matches!(error, kube::Error::Api(status) if status.code == 410)
+}
+
+/// `pod` with only what a check reads: its name, namespace and UID, and its status.
+fn identity_and_status(pod: Pod) -> Pod {
+    let metadata = pod.metadata;
+    Pod {
+        metadata: ObjectMeta {
+            name: metadata.name,
+            namespace: metadata.namespace,
+            uid: metadata.uid,
+            ..ObjectMeta::default()
+        },
+        spec: None,
+        status: pod.status,
     }
 }
 

@@ -15,7 +15,7 @@ use crate::agent::{AgentConfig, AgentError, NodeAgent};
 use crate::check;
 use crate::driver::{Driver, DriverConfig, DriverCounts};
 use crate::kubelet_1_35::NewPaths;
-use crate::owners::{self, KubeOwners, OwnerError};
+use crate::owners::{self, KubeOwners, OwnerError, StoredPods};
 use crate::summary::{self, Check, Summary, SwapSummary};
 use podstatus_agent::metrics::{Metrics, OUTCOME_OK};
 use podstatus_agent::{Outcome, TimedManager, VERB_PATCH_STATUS, VERB_UPDATE_STATUS};
@@ -217,9 +217,8 @@ pub fn run_with_progress(
     let quiet = Instant::now();
     quiet_sync(&agent, &node_side, &mut driver, config.flush_timeout);
     tracing::info!(took = ?quiet.elapsed(), stages = ?driver.stages(), "quiet sync done");
-    // One LIST of the node's pods serves the check and the count by phase.
-    let stored: Result<BTreeMap<(String, String), Pod>, OwnerError> =
-        owners.node_pods(&config.agent.node).map(|pods| pods.into_iter().map(|pod| (key(&pod), pod)).collect());
+    // One list of the node's pods serves the check and the count by phase.
+    let stored = owners.node_pods(&config.agent.node);
     let read = |namespace: &str, name: &str| match &stored {
         Ok(pods) => Ok(pods.get(&(namespace.to_owned(), name.to_owned())).cloned()),
         Err(e) => Err(e.clone()),
@@ -277,7 +276,7 @@ pub(crate) struct Observed<'a> {
     /// Before the API server's pods are counted in.
     pub new_paths: Option<NewPaths>,
     /// The API server's pods at the end, by (namespace, name).
-    pub stored: &'a Result<BTreeMap<(String, String), Pod>, OwnerError>,
+    pub stored: &'a Result<StoredPods, OwnerError>,
     pub check: Check,
     pub swap: Option<SwapSummary>,
     pub cpu_steal_percent: Option<f64>,
