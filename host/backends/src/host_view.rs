@@ -11,11 +11,21 @@
 //! Entries are keyed by the UID of the pod the node reported (a static pod's, not its
 //! mirror pod's); [`HostView::retain`] forgets the pods the node no longer has, as
 //! `remove-orphaned-statuses` does for the plugin's cache.
+//!
+//! A report is kept as the JSON it came in, with what is asked of it at every call read
+//! out at once (the pod's identity, the IPs): the view is on the path of every status
+//! the node reports, and a node of a fleet holds one per pod, so it parses neither the
+//! pod nor the status whole (about 40 µs and 12 KiB a pod as k8s-openapi objects). The
+//! rare question that needs them whole, whether a container can still run, reads them
+//! then.
 
+use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::{Arc, PoisonError, RwLock};
 
 use k8s_openapi::api::core::v1::{ContainerState, ContainerStateTerminated, ContainerStatus, Pod, PodStatus};
+use serde::Deserialize;
+use serde_json::value::RawValue;
 
 use crate::deletion_safety::DeletionSafety;
 
@@ -71,11 +81,13 @@ impl NotSafe {
 
 #[derive(Debug, Default)]
 struct Reported {
-    /// The pod as the node last handed it over.
-    pod: Option<Arc<Pod>>,
-    /// The status the node last reported (with every container terminated once the
-    /// node terminated the pod).
-    status: Option<PodStatus>,
+    /// The pod as the node last handed it over, as JSON.
+    pod: Option<Box<str>>,
+    /// Its namespace and name (empty until the node reports the pod).
+    namespace: String,
+    name: String,
+    /// The status the node last reported.
+    status: Option<LastStatus>,
     /// Every pod and host IP the node reported for the pod, oldest first.
     ips: Vec<String>,
     /// The last status the plugin accepted.
@@ -87,6 +99,15 @@ struct Reported {
     /// The digest of the pod and status JSON of the node's last report, when that was
     /// a status ([`report_digest`]): the same report again records nothing new.
     report_digest: Option<u128>,
+}
+
+/// A status the node reported, as JSON.
+#[derive(Debug)]
+struct LastStatus {
+    json: Box<str>,
+    /// Read with every container terminated: the node terminated the pod since it
+    /// reported this status (TerminatePod stops them all).
+    stopped: bool,
 }
 
 /// Names of forgotten pods remembered at most (the oldest go first). A pod the node
@@ -130,26 +151,123 @@ enum Read {
     RepeatOf(String),
 }
 
-/// A report of the node's, parsed from a manager call's JSON: parsing takes longer
-/// than recording, so a caller parses before it takes any lock and records
+/// A report of the node's, read from a manager call's JSON: reading takes longer
+/// than recording, so a caller reads before it takes any lock and records
 /// ([`HostView::record`]) right before the plugin sees the call.
 #[derive(Debug)]
 pub struct NodeReport {
-    pod: Pod,
+    /// The pod's UID; None when it has none (nothing is recorded then).
+    uid: Option<String>,
+    namespace: String,
+    name: String,
+    pod: Box<str>,
     /// None: the node terminated the pod.
-    status: Option<PodStatus>,
+    status: Option<ReportedStatus>,
+}
+
+#[derive(Debug)]
+struct ReportedStatus {
+    json: Box<str>,
+    ips: Vec<String>,
 }
 
 impl NodeReport {
-    /// SetPodStatus's pod and status; None when either does not parse (the plugin
-    /// refuses it too).
+    /// SetPodStatus's pod and status; None when either is not a JSON object (the
+    /// plugin refuses it too). Only the pod's identity and the status's IPs are read.
     pub fn status(pod: &str, status: &str) -> Option<Self> {
-        Some(NodeReport { pod: serde_json::from_str(pod).ok()?, status: Some(serde_json::from_str(status).ok()?) })
+        let ips = StatusIps::read(status)?.ips();
+        let mut report = Self::termination(pod)?;
+        report.status = Some(ReportedStatus { json: status.into(), ips });
+        Some(report)
     }
 
-    /// TerminatePod's pod; None when it does not parse.
+    /// TerminatePod's pod; None when it is not a JSON object.
     pub fn termination(pod: &str) -> Option<Self> {
-        Some(NodeReport { pod: serde_json::from_str(pod).ok()?, status: None })
+        let identity = PodIdentity::read(pod)?;
+        let metadata = identity.metadata.unwrap_or_default();
+        Some(NodeReport {
+            uid: metadata.uid.map(Cow::into_owned),
+            namespace: metadata.namespace.map_or_else(|| "default".to_owned(), Cow::into_owned),
+            name: metadata.name.map(Cow::into_owned).unwrap_or_default(),
+            pod: pod.into(),
+            status: None,
+        })
+    }
+
+    /// The report of a pod and status the caller holds as objects.
+    fn of(pod: &Pod, status: Option<&PodStatus>) -> Self {
+        let json = serde_json::to_string(pod).unwrap_or_default();
+        let status = status.map(|status| ReportedStatus {
+            json: serde_json::to_string(status).unwrap_or_default().into(),
+            ips: ips_of(status).map(str::to_owned).collect(),
+        });
+        NodeReport {
+            uid: pod.metadata.uid.clone(),
+            namespace: namespace_of(pod).to_owned(),
+            name: pod.metadata.name.clone().unwrap_or_default(),
+            pod: json.into(),
+            status,
+        }
+    }
+}
+
+/// What a report's pod is read for at once: whose it is, and its own status (the one a
+/// termination stops when the node reported none before).
+#[derive(Deserialize)]
+struct PodIdentity<'a> {
+    #[serde(default, borrow)]
+    metadata: Option<MetaIdentity<'a>>,
+    #[serde(default, borrow)]
+    status: Option<&'a RawValue>,
+}
+
+#[derive(Default, Deserialize)]
+struct MetaIdentity<'a> {
+    #[serde(default, borrow)]
+    uid: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    name: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    namespace: Option<Cow<'a, str>>,
+}
+
+impl<'a> PodIdentity<'a> {
+    /// `json`'s identity, if it is a JSON object (serde would take a list of the
+    /// fields' values too, which no client sends for a pod).
+    fn read(json: &'a str) -> Option<Self> {
+        json.trim_start().starts_with('{').then(|| serde_json::from_str(json).ok()).flatten()
+    }
+}
+
+/// The IPs a status carries, read without the rest of it.
+#[derive(Deserialize)]
+struct StatusIps<'a> {
+    #[serde(default, borrow, rename = "podIP")]
+    pod_ip: Option<Cow<'a, str>>,
+    #[serde(default, borrow, rename = "hostIP")]
+    host_ip: Option<Cow<'a, str>>,
+    #[serde(default, borrow, rename = "podIPs")]
+    pod_ips: Option<Vec<IpEntry<'a>>>,
+    #[serde(default, borrow, rename = "hostIPs")]
+    host_ips: Option<Vec<IpEntry<'a>>>,
+}
+
+#[derive(Deserialize)]
+struct IpEntry<'a> {
+    #[serde(default, borrow)]
+    ip: Option<Cow<'a, str>>,
+}
+
+impl<'a> StatusIps<'a> {
+    fn read(json: &'a str) -> Option<Self> {
+        json.trim_start().starts_with('{').then(|| serde_json::from_str(json).ok()).flatten()
+    }
+
+    /// The IPs, as [`ips_of`] lists them.
+    fn ips(self) -> Vec<String> {
+        let singles = [self.pod_ip, self.host_ip].into_iter().flatten();
+        let lists = self.pod_ips.into_iter().flatten().chain(self.host_ips.into_iter().flatten());
+        singles.chain(lists.filter_map(|entry| entry.ip)).filter(|ip| !ip.is_empty()).map(Cow::into_owned).collect()
     }
 }
 
@@ -186,12 +304,12 @@ impl HostView {
 
     /// The node reported `status` for `pod` (SetPodStatus), before the plugin sees it.
     pub fn report_status(&self, pod: &Pod, status: &PodStatus) {
-        self.record(NodeReport { pod: pod.clone(), status: Some(status.clone()) });
+        self.record(NodeReport::of(pod, Some(status)));
     }
 
     /// The node terminated `pod` (TerminatePod): every container of it is stopped.
     pub fn report_termination(&self, pod: &Pod) {
-        self.record(NodeReport { pod: pod.clone(), status: None });
+        self.record(NodeReport::of(pod, None));
     }
 
     /// Records a report parsed beforehand ([`NodeReport::status`],
@@ -231,24 +349,30 @@ impl HostView {
     }
 
     fn record_digested(&self, report: NodeReport, digest: Option<u128>) -> Option<String> {
-        let NodeReport { pod, status } = report;
-        let uid = pod.metadata.uid.clone()?;
+        let NodeReport { uid, namespace, name, pod, status } = report;
+        let uid = uid?;
         let mut pods = self.pods.write().unwrap_or_else(PoisonError::into_inner);
         let entry = pods.entry(uid.clone()).or_default();
         let status = match status {
-            Some(status) => {
-                for ip in ips_of(&status) {
+            Some(ReportedStatus { json, ips }) => {
+                for ip in &ips {
                     remember(&mut entry.ips, ip);
                 }
-                status
+                LastStatus { json, stopped: false }
             }
             None => {
                 entry.terminated = true;
-                terminated(entry.status.take().or_else(|| pod.status.clone()).unwrap_or_default())
+                // The status the node reported last, else the pod's own, all stopped.
+                let json = match entry.status.take() {
+                    Some(last) => last.json,
+                    None => PodIdentity::read(&pod).and_then(|p| p.status).map_or("{}".into(), |s| s.get().into()),
+                };
+                LastStatus { json, stopped: true }
             }
         };
         entry.status = Some(status);
-        entry.pod = Some(Arc::new(pod));
+        entry.pod = Some(pod);
+        (entry.namespace, entry.name) = (namespace, name);
         let replaced = std::mem::replace(&mut entry.report_digest, digest);
         drop(pods);
         if replaced.is_some() || digest.is_some() {
@@ -327,12 +451,11 @@ impl HostView {
         let mut records: Vec<AcceptedRecord> = entries
             .filter_map(|(uid, reported)| {
                 let accepted = reported.accepted.as_ref().filter(|accepted| differs(uid, accepted))?.clone();
-                let meta = reported.pod.as_ref().map(|pod| &pod.metadata);
                 Some(AcceptedRecord {
                     uid: uid.clone(),
                     accepted,
-                    pod_name: meta.and_then(|m| m.name.clone()).unwrap_or_default(),
-                    pod_namespace: meta.and_then(|m| m.namespace.clone()).unwrap_or_default(),
+                    pod_name: reported.name.clone(),
+                    pod_namespace: reported.namespace.clone(),
                     finished: reported.terminated,
                 })
             })
@@ -363,8 +486,7 @@ impl HostView {
         let pods = self.pods.read().unwrap_or_else(PoisonError::into_inner);
         let held = pods
             .values()
-            .filter_map(|reported| reported.pod.as_deref())
-            .any(|pod| pod.metadata.name.as_deref() == Some(name) && namespace_of(pod) == namespace);
+            .any(|reported| reported.pod.is_some() && reported.name == name && reported.namespace == namespace);
         held || self
             .forgotten_names
             .read()
@@ -380,8 +502,8 @@ impl HostView {
         let mut forgotten = Vec::new();
         self.pods.write().unwrap_or_else(PoisonError::into_inner).retain(|uid, reported| {
             let kept = keep.contains(uid.as_str());
-            if let (false, Some(pod)) = (kept, reported.pod.as_deref()) {
-                forgotten.push((namespace_of(pod).to_owned(), pod.metadata.name.clone().unwrap_or_default()));
+            if !kept && reported.pod.is_some() {
+                forgotten.push((std::mem::take(&mut reported.namespace), std::mem::take(&mut reported.name)));
             }
             kept
         });
@@ -405,14 +527,23 @@ impl HostView {
     /// `Ok` when, by the node's own report, no container of `uid` can run any more:
     /// the deletion-safety backend asked with the node's last status for it (all
     /// containers terminated once the node terminated it) and the node's copy of the
-    /// pod (`pod` when the node handed over none).
+    /// pod (`pod` when the node handed over none). A report that does not read as a
+    /// pod and status counts as none.
     pub fn no_container_can_run(&self, uid: &str, pod: &Pod) -> Result<(), NotSafe> {
-        let pods = self.pods.read().unwrap_or_else(PoisonError::into_inner);
-        let Some(Reported { pod: reported_pod, status: Some(status), .. }) = pods.get(uid) else {
-            return Err(NotSafe::Unreported);
+        let (reported_pod, status) = {
+            let pods = self.pods.read().unwrap_or_else(PoisonError::into_inner);
+            let Some(Reported { pod: reported_pod, status: Some(status), .. }) = pods.get(uid) else {
+                return Err(NotSafe::Unreported);
+            };
+            let reported_pod = match reported_pod.as_deref() {
+                Some(json) => Some(serde_json::from_str::<Pod>(json).map_err(|_| NotSafe::Unreported)?),
+                None => None,
+            };
+            let parsed: PodStatus = serde_json::from_str(&status.json).map_err(|_| NotSafe::Unreported)?;
+            (reported_pod, if status.stopped { terminated(parsed) } else { parsed })
         };
-        let pod = reported_pod.as_deref().unwrap_or(pod);
-        if self.deletion_safety.pod_resources_are_reclaimed(pod, status) {
+        let pod = reported_pod.as_ref().unwrap_or(pod);
+        if self.deletion_safety.pod_resources_are_reclaimed(pod, &status) {
             Ok(())
         } else {
             Err(NotSafe::ContainersMayRun)
@@ -542,6 +673,27 @@ mod tests {
         assert_eq!(view.record_prepared(after, &pod, running).as_deref(), Some("ua"));
         assert!(view.knows("ua") && view.reported_ip("ua", "10.0.0.1"));
         assert_eq!(view.prepare_status("{", running).map(|p| matches!(p.read, Read::Parsed(_))), None, "not JSON");
+    }
+
+    /// The IPs read without parsing the status are the ones the parsed status carries,
+    /// escapes and all; a report that reads as JSON but not as a status is recorded,
+    /// and counts as no report where the status must be read whole.
+    #[test]
+    fn a_report_is_read_only_as_far_as_asked() {
+        let text = r#"{"phase":"Running","hostIP":"192.168.0.1","hostIPs":[{"ip":"192.168.0.1"},{"ip":"fd00::\u0031"}],
+            "podIP":"","podIPs":[{"ip":"10.0.0.1"},{}],"containerStatuses":[{"name":"c","ready":true}]}"#;
+        let parsed: PodStatus = serde_json::from_str(text).unwrap();
+        let typed: Vec<&str> = ips_of(&parsed).collect();
+        assert_eq!(StatusIps::read(text).unwrap().ips(), typed);
+        assert_eq!(typed, ["192.168.0.1", "10.0.0.1", "192.168.0.1", "fd00::1"]);
+
+        let view = HostView::new(Arc::new(ContainersStopped));
+        let pod = serde_json::to_string(&testing::pod("a", "ua").build()).unwrap();
+        let odd = r#"{"podIP": "10.0.0.9", "containerStatuses": "none"}"#;
+        assert_eq!(view.report_status_json(&pod, odd).as_deref(), Some("ua"));
+        assert!(view.reported_ip("ua", "10.0.0.9"));
+        let held: Pod = serde_json::from_str(&pod).unwrap();
+        assert_eq!(view.no_container_can_run("ua", &held), Err(NotSafe::Unreported));
     }
 
     #[test]
