@@ -1142,6 +1142,34 @@ fn the_batch_reconciles_drift() {
     }
 }
 
+/// A batch reads a pod it agreed with before in the same bytes without parsing it again
+/// (the engine's `batch_reads`); drift that comes after an agreement is still seen, of a
+/// pod and of a static pod's mirror pod, and the same calls are made either way.
+#[test]
+fn the_batch_sees_drift_that_comes_after_it_agreed() {
+    let running = json!({"phase": "Running", "containerStatuses": [container("a", true), container("b", true)]});
+    let (world, pod) = world_with_pod_a();
+    let mut m = Manager::new(world);
+    set(&mut m, &pod, &running);
+    assert_eq!(sync_next(&mut m), SyncOutcome::Written);
+    m.imports_mut().take_calls();
+    assert_eq!(m.sync_batch(), BatchReport::default(), "no drift: a full read");
+    let full_read = m.imports_mut().take_calls();
+    assert_eq!(m.sync_batch(), BatchReport::default(), "no drift: the same bytes");
+    assert_eq!(m.imports_mut().take_calls(), full_read);
+    m.imports_mut().drift_status("ns", "a", json!({"phase": "Failed"}));
+    assert_eq!(m.sync_batch(), BatchReport { synced: 1, reconciled: 1, failed: 0 }, "drift after agreeing");
+    assert_eq!(m.imports_mut().api_status("ns", "a"), status(&mut m, "uid-a"));
+    assert_eq!(m.sync_batch(), BatchReport::default());
+
+    let (mut m, _) = static_pod_running_with_its_mirror_pod("s");
+    assert_eq!(m.sync_batch().synced, 1);
+    assert_eq!(m.sync_batch(), BatchReport::default(), "the mirror pod agrees");
+    assert_eq!(m.sync_batch(), BatchReport::default(), "in the same bytes");
+    m.imports_mut().drift_status("ns", "s", json!({"phase": "Unknown"}));
+    assert_eq!(m.sync_batch(), BatchReport { synced: 1, reconciled: 1, failed: 0 }, "the mirror pod drifted");
+}
+
 #[test]
 fn the_batch_reconciles_a_mirror_pods_drift() {
     let (mut m, _) = static_pod_running_with_its_mirror_pod("s");

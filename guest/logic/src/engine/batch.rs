@@ -6,10 +6,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Bound;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::PodStatus;
 use podstatus_core::{PodView, normalize_status};
 
 use super::Engine;
+use super::batch_reads::{Agreement, digest};
 use crate::api_pod::ApiPod;
 use crate::error::{InvalidPod, Result};
 use crate::imports::{Imports, Level};
@@ -39,6 +39,9 @@ impl<I: Imports> Engine<I> {
             for uid in &gone {
                 self.drop_api_version(uid);
             }
+            // What the batch learnt of pods no longer cached goes with them.
+            let (statuses, api_versions) = (&self.statuses, &self.api_versions);
+            self.batch_reads.retain(|uid| statuses.contains_key(uid) || api_versions.contains_key(uid));
         }
 
         let after = match &slice.after {
@@ -64,7 +67,7 @@ impl<I: Imports> Engine<I> {
             };
             let decision = self
                 .needs_update(policy, &status_uid, &status)
-                .and_then(|update| Ok((update, !update && self.needs_reconcile(policy, &uid, &status.status)?)));
+                .and_then(|update| Ok((update, !update && self.needs_reconcile(policy, &uid, &status)?)));
             match decision {
                 Ok((true, _)) => updates.push((uid, status)),
                 Ok((false, true)) => {
@@ -136,28 +139,85 @@ impl<I: Imports> Engine<I> {
         let Some(pod_json) = self.imports.get_pod_by_uid(uid) else {
             return Ok(false);
         };
+        // A pod the API server is not deleting (or a mirror pod) cannot be deleted, by
+        // every version's rule: the same bytes again need no second look.
+        let read = digest(&pod_json);
+        if self.batch_reads.undeletable(uid, read) {
+            return Ok(false);
+        }
         let pod = ApiPod::parse(pod_json, || format!("pod manager's pod {uid}"))?;
+        if !pod.view.is_being_deleted() || pod.view.is_mirror() {
+            self.batch_reads.note_undeletable(uid, read);
+            return Ok(false);
+        }
         policy.can_be_deleted(self, &pod, status)
     }
 
     /// `needsReconcile`: the API server's status of `uid` (as the pod manager has it)
     /// differs from the cache: the kubelet is the source of truth, so drift is written
     /// over.
-    fn needs_reconcile<P: SyncPolicy<I>>(&mut self, policy: &P, uid: &str, status: &PodStatus) -> Result<bool> {
+    fn needs_reconcile<P: SyncPolicy<I>>(
+        &mut self,
+        policy: &P,
+        uid: &str,
+        cached: &Arc<VersionedStatus>,
+    ) -> Result<bool> {
         let Some(pod_json) = self.imports.get_pod_by_uid(uid) else {
             return Ok(false);
         };
-        let mut pod = PodView::parse_with_uid(&pod_json).invalid_pod(|| format!("pod manager's pod {uid}"))?;
+        // The same bytes that agreed with this very cached status before agree again
+        // (`batch_reads`); the imports are made as on the full way.
+        let pod_read = digest(&pod_json);
+        let mirror_json = match self.batch_reads.agreement(uid, pod_read, cached) {
+            Some(Agreement::Plain) => return Ok(false),
+            Some(Agreement::Static { mirror }) => {
+                let Some(mirror_json) = self.imports.get_mirror_pod_by_pod(&pod_json) else {
+                    return Ok(false);
+                };
+                if digest(&mirror_json) == mirror {
+                    return Ok(false);
+                }
+                Some(mirror_json)
+            }
+            None => None,
+        };
+        let drifted = self.reconcile_read(policy, uid, cached, &pod_json, pod_read, mirror_json);
+        if !matches!(drifted, Ok(false)) {
+            self.batch_reads.forget_agreement(uid);
+        }
+        drifted
+    }
+
+    /// [`Engine::needs_reconcile`]'s full way: `pod_json` (read as `pod_read`) and, for
+    /// a static pod, its mirror pod (`mirror_json` when read already) parsed, the API
+    /// status normalised and compared with `cached`; an agreement is remembered.
+    fn reconcile_read<P: SyncPolicy<I>>(
+        &mut self,
+        policy: &P,
+        uid: &str,
+        cached: &Arc<VersionedStatus>,
+        pod_json: &str,
+        pod_read: u128,
+        mirror_json: Option<String>,
+    ) -> Result<bool> {
+        let mut pod = PodView::parse_with_uid(pod_json).invalid_pod(|| format!("pod manager's pod {uid}"))?;
         // Only a static pod's mirror pod carries its status in the API server.
+        let mut mirror_read = None;
         if pod.is_static() {
-            let Some(mirror_json) = self.imports.get_mirror_pod_by_pod(&pod_json) else {
-                return Ok(false);
+            let mirror_json = match mirror_json {
+                Some(json) => json,
+                None => match self.imports.get_mirror_pod_by_pod(pod_json) {
+                    Some(json) => json,
+                    None => return Ok(false),
+                },
             };
+            mirror_read = Some(digest(&mirror_json));
             pod = PodView::parse_with_uid(&mirror_json).invalid_pod(|| format!("mirror pod of {uid}"))?;
         }
         let mut api_status = pod.parse_status().invalid_pod(|| format!("status of {}", pod.full_name()))?;
         normalize_status(&pod.spec, &mut api_status);
-        if policy.status_equal(&api_status, status) {
+        if policy.status_equal(&api_status, &cached.status) {
+            self.batch_reads.note_agreed(uid, pod_read, mirror_read, cached);
             return Ok(false);
         }
         self.log(Level::Info, || {

@@ -20,6 +20,7 @@ use crate::resize::ResizeConditions;
 use crate::status::{LastWritten, PendingSync, VersionedStatus};
 
 mod batch;
+mod batch_reads;
 mod resize;
 #[cfg(test)]
 mod resize_tests;
@@ -66,6 +67,8 @@ pub struct Engine<I: Imports> {
     /// The JSON of the statuses cached last, for the change set, the record and the
     /// syncs that ask right after an update (not state).
     status_json: status_json::StatusJson,
+    /// What the batch learnt from the pods it read, by their digests (not state).
+    batch_reads: batch_reads::BatchReads,
 }
 
 /// Keys changed since the last save, so a host can follow the state call by call
@@ -95,6 +98,7 @@ impl<I: Imports> Engine<I> {
             next_sync_id: 1,
             found_unchanged: None,
             status_json: status_json::StatusJson::default(),
+            batch_reads: batch_reads::BatchReads::default(),
         }
     }
 
