@@ -54,7 +54,9 @@ pub use node::{AgentConfig, AgentError, NodeAgent, Target};
 pub use node_lease::NODE_LEASE_NAMESPACE;
 pub use node_object::{KUBELET_VERSION, NodeConfig, Readiness, VIRTUAL_NODE_TAINT};
 pub use node_registration::{NodeError, NodeRegistration};
-pub use pod_runner::{EXIT_CODE_ANNOTATION, PodRunner, RUN_FOR_ANNOTATION, report, report_status_json};
+pub use pod_runner::{
+    EXIT_CODE_ANNOTATION, PodRunner, RUN_FOR_ANNOTATION, report, report_pod_status_json, report_status_json,
+};
 pub use pod_watch::{PodRoutes, PodWatch};
 pub use rate_limit::{RateLimitError, RateLimiter};
 pub use static_pods::{

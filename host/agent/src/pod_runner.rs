@@ -264,7 +264,17 @@ pub fn report_status_json(
     pod: &Pod,
     status: &str,
 ) -> (&'static str, Result<UpdateOutcome, CallError>) {
-    ("set-pod-status", handle.set_pod_status(&pod_json(pod), status))
+    report_pod_status_json(handle, &pod_json(pod), status)
+}
+
+/// [`report_status_json`] for a pod the caller holds as JSON already (the pod manager
+/// keeps each pod's: [`podstatus_backends::PodManager::json_of`]).
+pub fn report_pod_status_json(
+    handle: &TimedManager,
+    pod_json: &str,
+    status: &str,
+) -> (&'static str, Result<UpdateOutcome, CallError>) {
+    ("set-pod-status", handle.set_pod_status(pod_json, status))
 }
 
 fn pod_json(pod: &Pod) -> String {

@@ -5,9 +5,13 @@
 //!
 //! Pods are held as `Arc<Pod>`, shared with the API server's events and handed to
 //! readers without copying; a held pod is only ever replaced, never changed in place.
+//! Each held pod also keeps its JSON once someone asks for it ([`PodManager::json_of`]):
+//! the plugin reads every cached pod's pod from here in every periodic batch, and the
+//! node hands a pod's JSON with every status it reports, so a pod is serialised once
+//! per version instead of once per read.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, OnceLock, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use k8s_openapi::api::core::v1::Pod;
 
@@ -29,12 +33,30 @@ pub struct PodManager {
 #[derive(Debug, Default)]
 struct Held {
     /// UID -> pod. A pod without a UID is held under the empty UID.
-    by_uid: BTreeMap<String, Arc<Pod>>,
+    by_uid: BTreeMap<String, HeldPod>,
     /// (namespace, name) -> the UIDs of the held pods of that full name.
     by_name: BTreeMap<(String, String), BTreeSet<String>>,
     /// The UIDs of the static and mirror pods: the only ones UID translations name
     /// (asked for by every batch slice).
     paired: BTreeSet<String>,
+}
+
+/// A held pod, and its JSON once asked for.
+#[derive(Debug)]
+struct HeldPod {
+    pod: Arc<Pod>,
+    json: OnceLock<Arc<str>>,
+}
+
+impl HeldPod {
+    fn new(pod: Arc<Pod>) -> Self {
+        HeldPod { pod, json: OnceLock::new() }
+    }
+
+    /// The pod's JSON, serialised on the first ask.
+    fn json(&self) -> Arc<str> {
+        Arc::clone(self.json.get_or_init(|| serde_json::to_string(&*self.pod).unwrap_or_default().into()))
+    }
 }
 
 impl Held {
@@ -47,15 +69,15 @@ impl Held {
         } else {
             self.paired.remove(&uid);
         }
-        let replaced = self.by_uid.insert(uid.clone(), pod)?;
-        if identity(&replaced) != identity(&self.by_uid[&uid]) {
+        let replaced = self.by_uid.insert(uid.clone(), HeldPod::new(pod))?.pod;
+        if identity(&replaced) != identity(&self.by_uid[&uid].pod) {
             self.unname(&replaced, &uid);
         }
         Some(replaced)
     }
 
     fn remove(&mut self, uid: &str) -> Option<Arc<Pod>> {
-        let removed = self.by_uid.remove(uid)?;
+        let removed = self.by_uid.remove(uid)?.pod;
         self.unname(&removed, uid);
         self.paired.remove(uid);
         Some(removed)
@@ -74,13 +96,13 @@ impl Held {
     }
 
     /// The held pods of `pod`'s full name, in UID order.
-    fn named<'a>(&'a self, pod: &Pod) -> impl Iterator<Item = &'a Arc<Pod>> + 'a {
+    fn named<'a>(&'a self, pod: &Pod) -> impl Iterator<Item = &'a HeldPod> + 'a {
         let (namespace, name) = identity(pod);
         self.named_as(namespace, name)
     }
 
     /// The held pods of the full name `namespace/name`, in UID order.
-    fn named_as<'a>(&'a self, namespace: &str, name: &str) -> impl Iterator<Item = &'a Arc<Pod>> + 'a {
+    fn named_as<'a>(&'a self, namespace: &str, name: &str) -> impl Iterator<Item = &'a HeldPod> + 'a {
         // Borrowed-tuple lookups are not possible on a map of owned tuples; the key is
         // built once per lookup.
         let key = (namespace.to_owned(), name.to_owned());
@@ -109,25 +131,32 @@ impl PodManager {
 
     /// The pod with this UID, mirror pods included.
     pub fn get_any(&self, uid: &str) -> Option<Arc<Pod>> {
-        self.read().by_uid.get(uid).cloned()
+        self.read().by_uid.get(uid).map(|held| Arc::clone(&held.pod))
     }
 
     /// All pods, sorted by UID.
     pub fn pods(&self) -> Vec<Arc<Pod>> {
-        self.read().by_uid.values().cloned().collect()
+        self.read().by_uid.values().map(|held| Arc::clone(&held.pod)).collect()
     }
 
     /// The pods of the full name `namespace/name` (several while a recreated pod's old
     /// copy is still held), sorted by UID. A pod without namespace is in `default`, so
     /// none is in the empty one.
     pub fn named(&self, namespace: &str, name: &str) -> Vec<Arc<Pod>> {
-        self.read().named_as(namespace, name).cloned().collect()
+        self.read().named_as(namespace, name).map(|held| Arc::clone(&held.pod)).collect()
     }
 
     /// The pod with this UID; mirror pods are not found this way (the status manager
     /// relies on that to skip them).
     pub fn get_pod_by_uid(&self, uid: &str) -> Option<Arc<Pod>> {
-        self.read().by_uid.get(uid).filter(|pod| !is_mirror_pod(pod)).cloned()
+        self.read().by_uid.get(uid).filter(|held| !is_mirror_pod(&held.pod)).map(|held| Arc::clone(&held.pod))
+    }
+
+    /// [`PodManager::get_pod_by_uid`], with the pod's JSON (serialised once per pod).
+    pub fn get_pod_json_by_uid(&self, uid: &str) -> Option<(Arc<Pod>, Arc<str>)> {
+        let held = self.read();
+        let found = held.by_uid.get(uid).filter(|held| !is_mirror_pod(&held.pod))?;
+        Some((Arc::clone(&found.pod), found.json()))
     }
 
     /// The mirror pod of `pod`, which need not be held here: only a static pod has one.
@@ -135,7 +164,25 @@ impl PodManager {
         if !is_pairable_static(pod) {
             return None;
         }
-        mirror_of(&self.read(), pod).cloned()
+        mirror_of(&self.read(), pod).map(|held| Arc::clone(&held.pod))
+    }
+
+    /// The JSON of [`PodManager::get_mirror_pod_by_pod`] (serialised once per pod).
+    pub fn get_mirror_pod_json_by_pod(&self, pod: &Pod) -> Option<Arc<str>> {
+        if !is_pairable_static(pod) {
+            return None;
+        }
+        mirror_of(&self.read(), pod).map(HeldPod::json)
+    }
+
+    /// `pod`'s JSON: the one kept for it when `pod` is the very pod held under its UID,
+    /// else serialised now.
+    pub fn json_of(&self, pod: &Arc<Pod>) -> Arc<str> {
+        let held = self.read();
+        match held.by_uid.get(uid_of(pod)).filter(|held| Arc::ptr_eq(&held.pod, pod)) {
+            Some(held) => held.json(),
+            None => serde_json::to_string(&**pod).unwrap_or_default().into(),
+        }
     }
 
     /// A mirror pod's UID becomes its static pod's UID; any other UID, unknown ones
@@ -144,9 +191,9 @@ impl PodManager {
         let pods = self.read();
         pods.by_uid
             .get(uid)
-            .filter(|pod| is_mirror_pod(pod))
-            .and_then(|mirror| static_of(&pods, mirror))
-            .map_or_else(|| uid.to_owned(), |pod| uid_of(pod).to_owned())
+            .filter(|held| is_mirror_pod(&held.pod))
+            .and_then(|mirror| static_of(&pods, &mirror.pod))
+            .map_or_else(|| uid.to_owned(), |held| uid_of(&held.pod).to_owned())
     }
 
     /// (static UID -> mirror UID, `""` when it has no mirror pod yet, for every static
@@ -155,13 +202,14 @@ impl PodManager {
         let pods = self.read();
         let mut static_to_mirror = BTreeMap::new();
         let mut mirror_to_static = BTreeMap::new();
-        for (uid, pod) in pods.paired.iter().filter_map(|uid| Some((uid, pods.by_uid.get(uid)?))) {
+        for (uid, held) in pods.paired.iter().filter_map(|uid| Some((uid, pods.by_uid.get(uid)?))) {
+            let pod = &held.pod;
             if is_mirror_pod(pod) {
                 if let Some(static_pod) = static_of(&pods, pod) {
-                    mirror_to_static.insert(uid.clone(), uid_of(static_pod).to_owned());
+                    mirror_to_static.insert(uid.clone(), uid_of(&static_pod.pod).to_owned());
                 }
             } else if is_static_pod(pod) {
-                let mirror_uid = mirror_of(&pods, pod).map_or("", |mirror| uid_of(mirror));
+                let mirror_uid = mirror_of(&pods, pod).map_or("", |mirror| uid_of(&mirror.pod));
                 static_to_mirror.insert(uid.clone(), mirror_uid.to_owned());
             }
         }
@@ -217,13 +265,13 @@ fn is_pairable_static(pod: &Pod) -> bool {
 }
 
 /// The mirror pod with the smallest UID sharing `pod`'s full name.
-fn mirror_of<'a>(pods: &'a Held, pod: &Pod) -> Option<&'a Arc<Pod>> {
-    pods.named(pod).find(|other| is_mirror_pod(other))
+fn mirror_of<'a>(pods: &'a Held, pod: &Pod) -> Option<&'a HeldPod> {
+    pods.named(pod).find(|other| is_mirror_pod(&other.pod))
 }
 
 /// The static pod with the smallest UID sharing `mirror`'s full name.
-fn static_of<'a>(pods: &'a Held, mirror: &Pod) -> Option<&'a Arc<Pod>> {
-    pods.named(mirror).find(|other| is_pairable_static(other))
+fn static_of<'a>(pods: &'a Held, mirror: &Pod) -> Option<&'a HeldPod> {
+    pods.named(mirror).find(|other| is_pairable_static(&other.pod))
 }
 
 fn uid_of(pod: &Pod) -> &str {

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use crate::kubelet_1_35::{Call, Kubelet135, NewPaths};
 use crate::owners::Owners;
 use podstatus_agent::{LifeEvent as Event, LifeStage as Stage, PodKind as Kind, PodLife, SIMULATED_NAMESPACE};
-use podstatus_agent::{TimedManager, report, report_status_json};
+use podstatus_agent::{TimedManager, report, report_pod_status_json};
 use podstatus_backends::PodManager;
 use podstatus_backends::rng::{Entropy, SplitMix64};
 use podstatus_runtime::CallError;
@@ -270,7 +270,7 @@ impl Driver {
         let Some(pod) = pods.get_pod_by_uid(uid).filter(|p| p.metadata.deletion_timestamp.is_none()) else {
             return;
         };
-        let (op, outcome) = report_status_json(handle, &pod, status);
+        let (op, outcome) = report_pod_status_json(handle, &pods.json_of(&pod), status);
         self.counts.resyncs += 1;
         self.count(op, outcome);
     }
@@ -339,7 +339,7 @@ impl Driver {
             // end is news the last status does not hold).
             (Event::SetStatus(status), Some(pod)) => {
                 let json = serde_json::to_string(&status).unwrap_or_default();
-                let (op, outcome) = report_status_json(handle, &pod, &json);
+                let (op, outcome) = report_pod_status_json(handle, &pods.json_of(&pod), &json);
                 self.count(op, outcome);
                 self.last_sent[slot] = self.lives[slot].uid.clone().map(|uid| (uid, json));
             }

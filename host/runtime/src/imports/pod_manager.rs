@@ -1,7 +1,7 @@
 //! `kubelet:status/pod-manager`: forwards to the world's [`PodManager`].
 
 use crate::bindings::kubelet::status::pod_manager::{self as wit, UidTranslations};
-use crate::imports::{HostState, PodMeta, parse_from_plugin, to_json};
+use crate::imports::{HostState, PodMeta, parse_from_plugin};
 use crate::world::World;
 
 impl wit::Host for HostState {
@@ -63,13 +63,15 @@ impl crate::bindings::v0_1_1::kubelet::status::pod_manager::Host for HostState {
 
 use crate::bindings::v0_1_1::kubelet::status::pod_manager::UidTranslations as OldTranslations;
 
+/// The pod's JSON as the pod manager keeps it: serialised once per version of the pod,
+/// not for every read (the batch reads every cached pod's pod every ten seconds).
 pub(crate) fn get_pod_by_uid(world: &World, uid: &str) -> wasmtime::Result<Option<String>> {
-    world.pod_manager.get_pod_by_uid(uid).map(|pod| to_json(&*pod)).transpose()
+    Ok(world.pod_manager.get_pod_json_by_uid(uid).map(|(_, json)| String::from(&*json)))
 }
 
 pub(crate) fn get_mirror_pod_by_pod(world: &World, pod_json: &str) -> wasmtime::Result<Option<String>> {
     let pod = parse_from_plugin::<PodMeta>("get-mirror-pod-by-pod", "a pod", pod_json)?.into_pod();
-    world.pod_manager.get_mirror_pod_by_pod(&pod).map(|mirror| to_json(&*mirror)).transpose()
+    Ok(world.pod_manager.get_mirror_pod_json_by_pod(&pod).map(|json| String::from(&*json)))
 }
 
 pub(crate) fn get_uid_translations(world: &World) -> UidTranslations {
