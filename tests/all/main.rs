@@ -14,6 +14,7 @@ mod embedded_server_nodes;
 mod handle;
 mod hostile;
 mod hostile_split;
+mod instance_pool;
 mod kube_client;
 mod kubectl;
 mod lying_plugins;

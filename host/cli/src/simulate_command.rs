@@ -12,7 +12,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use podstatus_apiserver::EmbeddedApiServer;
 use podstatus_backends::InjectedFaults;
 use podstatus_backends::MemoryApiServer;
-use podstatus_runtime::PluginRuntime;
+use podstatus_runtime::{PluginRuntime, PoolSize};
 use podstatus_simulate::{AgentConfig, CanaryConfig, CanaryShare, Signals, SimulateConfig};
 
 /// `podstatus simulate`'s options.
@@ -27,6 +27,10 @@ pub struct SimulateArgs {
     /// node). One connection and one pod watch serve them all.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub nodes: u32,
+    /// Allocate each plugin instance on demand, instead of from wasmtime's pooling
+    /// allocator sized for the fleet (a fleet's default; for comparisons).
+    #[arg(long)]
+    pub on_demand_instances: bool,
     /// Create the first pods at this many a second over all nodes, one after another (as
     /// a workload scaled up at once), instead of at the churn's rate.
     #[arg(long, value_name = "PODS_PER_SECOND", value_parser = positive_rate)]
@@ -225,7 +229,11 @@ fn simulate(args: &SimulateArgs) -> anyhow::Result<bool> {
             _ => None,
         },
     };
-    let plugins = PluginRuntime::new(&args.plugin.runtime_config()).context("plugin runtime")?;
+    let mut runtime = args.plugin.runtime_config();
+    if args.nodes > 1 && !args.on_demand_instances {
+        runtime.pool = Some(PoolSize::for_nodes(args.nodes as usize));
+    }
+    let plugins = PluginRuntime::new(&runtime).context("plugin runtime")?;
     let image = plugins.load(&args.plugin.bytes()?).context("loading the plugin")?;
     let signals = Signals::default();
     install_signal_handlers(&signals, "stopping; flushing pending statuses")?;

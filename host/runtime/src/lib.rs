@@ -34,7 +34,7 @@ pub use plugin::split_sync;
 pub use plugin::{
     ArtifactCache, Backoff, CacheOutcome, CallError, CallUsage, ComponentPlugin, Evicted, EvictionPolicy, FaultKind,
     Limits, LoadError, LogicVersion, MAX_RESIZE_CONDITION_BYTES, MAX_RESIZE_MESSAGE_BYTES, MAX_RESIZE_REASON_BYTES,
-    NativePlugin, Plugin, PluginImage, PluginRuntime, RecoveryStats, Result, RuntimeConfig, SupervisedPlugin,
+    NativePlugin, Plugin, PluginImage, PluginRuntime, PoolSize, RecoveryStats, Result, RuntimeConfig, SupervisedPlugin,
     cache_key, describe,
 };
 pub use swap::{

@@ -20,5 +20,5 @@ pub use limits::{
 };
 pub use native::{LogicVersion, NativePlugin};
 pub use plugin_trait::Plugin;
-pub use runtime::{LoadError, PluginImage, PluginRuntime, RuntimeConfig};
+pub use runtime::{LoadError, PluginImage, PluginRuntime, PoolSize, RuntimeConfig};
 pub use supervisor::{Backoff, RecoveryStats, SupervisedPlugin};

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use wasmtime::component::{Component, Linker};
-use wasmtime::{CallHook, Config, Engine, Store};
+use wasmtime::{CallHook, Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store};
 
 use crate::bindings::{Contract, PerContract, StatusManagerIndices, StatusManagerPre, v0_1_0, v0_1_1, v0_2_1};
 use crate::imports::{self, HostState};
@@ -50,6 +50,55 @@ pub struct RuntimeConfig {
     pub limits: Limits,
     /// When the artifact cache removes artifacts.
     pub cache_eviction: EvictionPolicy,
+    /// Plugin instances to keep slots for in wasmtime's pooling allocator (None: each
+    /// instance is allocated on demand). See [`PoolSize`].
+    pub pool: Option<PoolSize>,
+}
+
+/// How many plugin instances a runtime's pool holds at once: a fleet's nodes, and
+/// those being swapped or recovered (each is a second instance for a moment).
+///
+/// With a pool, every instance's memories and tables are slots reserved once, when the
+/// runtime starts, and handed out and back with the copy-on-write image of the
+/// plugin's memory mapped in, instead of a fresh mapping per instance: what a fleet of
+/// a thousand instances of one component, swapped now and then, is built for. Each slot
+/// takes address space, not memory: a memory slot is the 4 GiB (and guard) a 32-bit
+/// memory needs to run without bounds checks, and every instance has the slots its
+/// limits allow ([`Limits::memories`], [`Limits::tables`], [`Limits::instances`]),
+/// so that a plugin that takes all it may cannot starve another node of its slots.
+/// When the pool is full, another instance is refused (a swap or recovery then
+/// fails and the running plugin keeps serving).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PoolSize {
+    /// Plugin instances alive at once, at most.
+    pub instances: u32,
+}
+
+impl PoolSize {
+    /// A pool for `nodes` nodes: one instance each, and a quarter more (at least 8)
+    /// for the swaps and recoveries under way.
+    pub fn for_nodes(nodes: usize) -> Self {
+        let nodes = u32::try_from(nodes).unwrap_or(u32::MAX);
+        PoolSize { instances: nodes.saturating_add((nodes / 4).max(8)) }
+    }
+
+    /// wasmtime's configuration of this pool for instances within `limits`.
+    fn config(self, limits: &Limits) -> PoolingAllocationConfig {
+        let per = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+        let mut pool = PoolingAllocationConfig::default();
+        pool.total_component_instances(self.instances)
+            .max_core_instances_per_component(per(limits.instances))
+            .total_core_instances(self.instances.saturating_mul(per(limits.instances)))
+            .max_memories_per_component(per(limits.memories))
+            .max_memories_per_module(per(limits.memories))
+            .total_memories(self.instances.saturating_mul(per(limits.memories)))
+            .max_tables_per_component(per(limits.tables))
+            .max_tables_per_module(per(limits.tables))
+            .total_tables(self.instances.saturating_mul(per(limits.tables)))
+            .table_elements(limits.table_elements)
+            .max_memory_size(limits.memory_bytes);
+        pool
+    }
 }
 
 impl RuntimeConfig {
@@ -85,6 +134,9 @@ impl PluginRuntime {
         wasm.epoch_interruption(limits.call_cpu_time.is_some());
         wasm.consume_fuel(limits.call_fuel.is_some());
         wasm.max_wasm_stack(limits.max_wasm_stack);
+        if let Some(pool) = config.pool {
+            wasm.allocation_strategy(InstanceAllocationStrategy::Pooling(pool.config(&limits)));
+        }
         let engine = Engine::new(&wasm).map_err(LoadError::Engine)?;
         let mut linker = Linker::new(&engine);
         imports::add_to_linker(&mut linker).map_err(LoadError::Engine)?;
