@@ -306,8 +306,9 @@ fn logic_v4_runs_generations_sidecars_and_resizes_and_the_check_stays_clean() {
 #[test]
 fn a_swap_at_a_time_moves_to_v2_and_loses_nothing() {
     let v2 = v2_plugin("swap-at.wasm");
-    let args =
-        ["--pods", "12", "--churn", "30", "--duration", "3.5", "--json", "--swap-to", v2.path(), "--swap-at", "1"];
+    // Long enough after the swap for v2 to write even on a loaded machine (a full test
+    // run starts many of these at once on two cores).
+    let args = ["--pods", "12", "--churn", "30", "--duration", "6", "--json", "--swap-to", v2.path(), "--swap-at", "1"];
     let s = passed_run(&args);
     let swap = &s["swap"];
     assert_eq!(swap["error"], Value::Null, "{s:#}");
