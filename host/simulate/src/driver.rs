@@ -201,7 +201,9 @@ impl Driver {
     }
 
     /// Runs events until `until` or until `stop` is set, calling `tick` between events
-    /// (progress, swaps). Returns early when stopped.
+    /// (progress, swaps). Returns early when stopped. A fleet runs many drivers on a few
+    /// threads instead ([`crate::driver_pool`]), through [`Driver::next_at`] and
+    /// [`Driver::run_due`].
     pub fn run(
         &mut self,
         handle: &TimedManager,
@@ -214,40 +216,62 @@ impl Driver {
         let mut last_tick = Instant::now();
         while !stop.load(Ordering::SeqCst) {
             let now = Instant::now();
-            if now >= until || self.config.cycles.is_some_and(|cycles| self.counts.deleted >= cycles) {
+            if now >= until || self.finished() {
                 break;
             }
-            if now >= self.next_housekeeping {
-                self.housekeeping(handle, pods);
-                self.next_housekeeping = now + HOUSEKEEPING;
-            }
-            if let Some(&Reverse((at, slot))) = self.resyncs.peek()
-                && at <= now
-            {
-                self.resyncs.pop();
-                self.resync(slot, handle, pods);
-                if let Some(at) = self.next_resync(Instant::now()) {
-                    self.resyncs.push(Reverse((at, slot)));
-                }
-                continue;
-            }
-            let Some(&Reverse((at, slot))) = self.due.peek() else { break };
-            let at = self.resyncs.peek().map_or(at, |&Reverse((resync, _))| resync.min(at));
+            let Some(at) = self.next_at() else { break };
             if at > now {
                 std::thread::sleep((at - now).min(until - now).min(TICK));
                 tick(self);
                 last_tick = Instant::now();
                 continue;
             }
-            self.due.pop();
-            let wait = self.step(slot, handle, pods, owners);
-            self.due.push(Reverse((Instant::now() + wait, slot)));
+            self.run_due(handle, pods, owners, now);
             // A driver behind its schedule never sleeps: it must still tick, or a swap
             // due (or signalled) would wait for the churn to end.
             if last_tick.elapsed() >= TICK {
                 tick(self);
                 last_tick = Instant::now();
             }
+        }
+    }
+
+    /// Whether the run asked for a number of pod lives and they are all over.
+    pub fn finished(&self) -> bool {
+        self.config.cycles.is_some_and(|cycles| self.counts.deleted >= cycles)
+    }
+
+    /// When the driver has something to do next: a pod's event, a resync or the
+    /// housekeeping; None when it has no pod at all.
+    pub fn next_at(&self) -> Option<Instant> {
+        let Reverse((event, _)) = self.due.peek()?;
+        let resync = self.resyncs.peek().map(|Reverse((at, _))| *at);
+        Some(resync.map_or(*event, |resync| resync.min(*event)).min(self.next_housekeeping))
+    }
+
+    /// Does what is due at `now`: the housekeeping when it is due, then one resync or
+    /// one pod's event (a resync first).
+    pub fn run_due(&mut self, handle: &TimedManager, pods: &PodManager, owners: &dyn Owners, now: Instant) {
+        if now >= self.next_housekeeping {
+            self.housekeeping(handle, pods);
+            self.next_housekeeping = now + HOUSEKEEPING;
+        }
+        if let Some(&Reverse((at, slot))) = self.resyncs.peek()
+            && at <= now
+        {
+            self.resyncs.pop();
+            self.resync(slot, handle, pods);
+            if let Some(at) = self.next_resync(Instant::now()) {
+                self.resyncs.push(Reverse((at, slot)));
+            }
+            return;
+        }
+        if let Some(&Reverse((at, slot))) = self.due.peek()
+            && at <= now
+        {
+            self.due.pop();
+            let wait = self.step(slot, handle, pods, owners);
+            self.due.push(Reverse((Instant::now() + wait, slot)));
         }
     }
 

@@ -26,6 +26,7 @@ use kube::api::{Api, ListParams};
 use crate::agent::{self, AgentError};
 use crate::check;
 use crate::driver::{Driver, DriverConfig, DriverCounts, LiveCounts};
+use crate::driver_pool::{self, PooledNode};
 use crate::owners::KubeOwners;
 use crate::rollout::{Fleet, Rollout};
 use crate::simulation::{self, Observed, Progress, Signals, SimulateConfig, SimulateError};
@@ -173,9 +174,11 @@ pub fn run_fleet(
     let mut swap = None;
     // The drivers' stop: the signal's, or the fleet's own when a driver cannot start.
     let stop = AtomicBool::new(false);
-    let runs: Result<Vec<NodeRun>, SimulateError> = std::thread::scope(|scope| {
-        let mut threads = Vec::with_capacity(agents.len());
-        for (i, agent) in agents.iter().enumerate() {
+    let busy_at_start: Vec<Duration> = agents.iter().map(|agent| agent.handle().plugin_busy()).collect();
+    let nodes: Vec<PooledNode<'_>> = agents
+        .iter()
+        .enumerate()
+        .map(|(i, agent)| {
             let driver_config = DriverConfig {
                 pods: share(config.pods, names.len(), i),
                 churn: config.churn / names.len() as f64,
@@ -190,25 +193,21 @@ pub fn run_fleet(
                 annotations: groups[group_of[i]].pod_annotations.clone(),
                 live: Some(Arc::clone(&live[i])),
             };
-            let (owners, stop) = (&owners, &stop);
-            let spawned =
-                std::thread::Builder::new().name(format!("podstatus-node-{i}")).spawn_scoped(scope, move || {
-                    let node_side = agent.node_side();
-                    let busy_at_start = agent.handle().plugin_busy();
-                    let mut driver = Driver::new(driver_config, agent.pod_manager());
-                    driver.run(&node_side, agent.pod_manager(), owners, until, stop, |_| {});
-                    NodeRun { driver, plugin_busy: agent.handle().plugin_busy().saturating_sub(busy_at_start) }
-                });
-            match spawned {
-                Ok(thread) => threads.push(thread),
-                Err(e) => {
-                    stop.store(true, Ordering::SeqCst);
-                    return Err(SimulateError::Spawn(e));
-                }
+            PooledNode {
+                driver: Driver::new(driver_config, agent.pod_manager()),
+                side: agent.node_side(),
+                pods: agent.pod_manager(),
             }
-        }
+        })
+        .collect();
+    let runs: Result<Vec<NodeRun>, SimulateError> = std::thread::scope(|scope| {
+        let (owners, stop) = (&owners, &stop);
+        let drivers = std::thread::Builder::new()
+            .name("podstatus-node-pool".into())
+            .spawn_scoped(scope, move || driver_pool::run(nodes, owners, until, stop))
+            .map_err(SimulateError::Spawn)?;
         let mut swap_at = config.swap_at.clone();
-        while !threads.iter().all(|t| t.is_finished()) {
+        while !drivers.is_finished() {
             std::thread::sleep(TICK);
             if signals.stop.load(Ordering::SeqCst) {
                 stop.store(true, Ordering::SeqCst);
@@ -230,7 +229,16 @@ pub fn run_fleet(
             });
         }
         // A driver that panicked is a bug of the host: its panic goes on up.
-        Ok(threads.into_iter().map(|t| t.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect())
+        let nodes =
+            drivers.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)).map_err(SimulateError::Spawn)?;
+        Ok(nodes
+            .into_iter()
+            .zip(agents.iter().zip(&busy_at_start))
+            .map(|(node, (agent, busy))| NodeRun {
+                driver: node.driver,
+                plugin_busy: agent.handle().plugin_busy().saturating_sub(*busy),
+            })
+            .collect())
     });
     let mut runs = runs?;
     let seconds = start.elapsed().as_secs_f64();

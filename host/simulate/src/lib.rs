@@ -16,6 +16,7 @@
 mod agent;
 mod check;
 mod driver;
+mod driver_pool;
 mod fleet;
 mod kubelet_1_35;
 mod owners;
