@@ -18,6 +18,7 @@
 mod call_counts;
 mod circuit_breaker;
 mod connection;
+mod fleet;
 mod go_duration;
 mod kube_client;
 mod kubeconfig;
@@ -32,12 +33,16 @@ mod node_registration;
 mod pod_runner;
 mod pod_watch;
 mod rate_limit;
+mod rollout;
 mod static_pods;
 mod timed_manager;
 
 pub use call_counts::{CallCount, CallCounters, Outcome, Verb};
 pub use circuit_breaker::CircuitBreaker;
 pub use connection::Connection;
+pub use fleet::{
+    CALL_THREADS, CANARY_GROUP, Fleet, FleetError, FleetGroup, FleetSpec, StartProgress, SwapOutcome, canary_nodes,
+};
 pub use go_duration::{GoDurationError, parse as parse_go_duration};
 pub use kube_client::{
     FIELD_MANAGER, KubeApiServer, KubeClientConfig, KubeClientError, STATUS_CLIENT_PRODUCT, STATUS_CLIENT_USER_AGENT,
@@ -56,6 +61,10 @@ pub use node_registration::{NodeError, NodeRegistration};
 pub use pod_runner::{EXIT_CODE_ANNOTATION, PodRunner, RUN_FOR_ANNOTATION, report, report_status_json};
 pub use pod_watch::{PodRoutes, PodWatch};
 pub use rate_limit::{RateLimitError, RateLimiter};
+pub use rollout::{
+    CanaryPlan, CanaryStatus, Criterion, DecidedBy, Decision, Figures, GroupStatus, Outcome as RolloutOutcome, Rollout,
+    RolloutError, RolloutPolicy, RolloutStatus, Verdict, judge,
+};
 pub use static_pods::{
     CONFIG_HASH_ANNOTATION, CONFIG_SEEN_ANNOTATION, FILE_SOURCE, ManifestError, MirrorError, POLL_INTERVAL, ScanReport,
     StaticPods, StaticPodsError,
