@@ -67,6 +67,7 @@ fn simulation(target: Target, pods: usize, churn: f64, seconds: f64) -> Simulate
         nodes: 1,
         arrival_rate: None,
         canary: None,
+        logic: "podstatus-v1".into(),
     }
 }
 
@@ -483,6 +484,7 @@ fn hostile_plugins_in_a_fleet_are_contained_to_their_own_nodes() {
     let hostile = plugins.load(ADVERSARY_HOSTILE).expect("the adversary loads");
     let attack = |name: &str| NodeGroup {
         pod_annotations: BTreeMap::from([("a".to_owned(), format!("attack={name}"))]),
+        logic: "adversary-hostile".into(),
         ..NodeGroup::new(name, 1, hostile.clone())
     };
     let groups = vec![

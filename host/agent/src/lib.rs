@@ -18,7 +18,9 @@
 mod call_counts;
 mod circuit_breaker;
 mod connection;
+mod control_server;
 mod fleet;
+mod fleet_control;
 mod go_duration;
 mod kube_client;
 mod kubeconfig;
@@ -40,9 +42,14 @@ mod timed_manager;
 pub use call_counts::{CallCount, CallCounters, Outcome, Verb};
 pub use circuit_breaker::CircuitBreaker;
 pub use connection::Connection;
+pub use control_server::{
+    ControlAnswer, ControlCommand, ControlError, ControlLimits, ControlRequest, ControlServeError, ControlServer,
+    StartCanary, parse_share,
+};
 pub use fleet::{
     CALL_THREADS, CANARY_GROUP, Fleet, FleetError, FleetGroup, FleetSpec, StartProgress, SwapOutcome, canary_nodes,
 };
+pub use fleet_control::{PluginCatalog, serve_commands};
 pub use go_duration::{GoDurationError, parse as parse_go_duration};
 pub use kube_client::{
     FIELD_MANAGER, KubeApiServer, KubeClientConfig, KubeClientError, STATUS_CLIENT_PRODUCT, STATUS_CLIENT_USER_AGENT,

@@ -106,6 +106,8 @@ pub struct RolloutSummary {
     pub decided_at_seconds: f64,
     /// `promoted`, `rolled back`, or not decided when the churn ended first.
     pub decision: String,
+    /// `automatic` (the rollout itself), or `operator`.
+    pub decided_by: String,
     /// Why.
     pub reason: String,
     /// Faults per update of the canary while it was watched.
@@ -116,12 +118,24 @@ pub struct RolloutSummary {
     pub canary_plugin_us_per_update: f64,
     /// The other nodes' plugin time per update over the same time, in microseconds.
     pub rest_plugin_us_per_update: f64,
+    /// The canary's propagation p99 while it was watched, in milliseconds.
+    pub canary_p99_ms: f64,
+    /// The other nodes' over the same time, in milliseconds.
+    pub rest_p99_ms: f64,
+    /// The canary's API calls per status version while it was watched.
+    pub canary_api_calls_per_version: f64,
+    /// The other nodes' over the same time.
+    pub rest_api_calls_per_version: f64,
     /// How long the canary's nodes took to swap, in milliseconds.
     pub canary_swap_ms: f64,
     /// How long the promotion (every other node) or the rollback (the canary's) took.
     pub decision_swap_ms: f64,
+    /// The longest pause of one node's status manager in those swaps, in milliseconds.
+    pub decision_max_pause_ms: f64,
     /// Swaps that failed (those nodes kept their plugin).
     pub swap_errors: usize,
+    /// Every criterion of the comparison, with both sides' figures and samples.
+    pub verdict: Option<podstatus_agent::Verdict>,
 }
 
 /// What only a fleet reports: its nodes, their Leases, and what a node costs.
