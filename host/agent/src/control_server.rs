@@ -393,22 +393,50 @@ async fn handle(request: Request<Incoming>, shared: &Shared) -> ControlAnswer {
 async fn read_body(request: Request<Incoming>, limits: &ControlLimits) -> Result<Bytes, ControlError> {
     let too_large = ControlError::BodyTooLarge { limit: limits.max_body_bytes };
     let declared = request.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    let mut body = request.into_body();
     if declared.is_some_and(|len| len > limits.max_body_bytes as u64) {
+        drain(body, limits);
         return Err(too_large);
     }
-    let mut body = request.into_body();
     let read = async {
         let mut read = BytesMut::new();
         while let Some(frame) = body.frame().await {
             let Ok(data) = frame.map_err(ControlError::BodyRead)?.into_data() else { continue };
             if read.len() + data.len() > limits.max_body_bytes {
-                return Err(ControlError::BodyTooLarge { limit: limits.max_body_bytes });
+                return Ok(None);
             }
             read.extend_from_slice(&data);
         }
-        Ok(read.freeze())
+        Ok(Some(read.freeze()))
     };
-    tokio::time::timeout(limits.read_timeout, read).await.map_err(|_| ControlError::BodyTimeout(limits.read_timeout))?
+    match tokio::time::timeout(limits.read_timeout, read).await {
+        Ok(Ok(Some(read))) => Ok(read),
+        Ok(Ok(None)) => {
+            drain(body, limits);
+            Err(too_large)
+        }
+        Ok(Err(error)) => Err(error),
+        Err(_) => Err(ControlError::BodyTimeout(limits.read_timeout)),
+    }
+}
+
+/// Reads and discards the rest of a body refused as too large, up to a few times the
+/// limit and for at most the read timeout, while the answer is written: a client still
+/// sending then reads its 413 instead of a reset connection.
+fn drain(mut body: Incoming, limits: &ControlLimits) {
+    let (most, patience) = (limits.max_body_bytes.saturating_mul(16), limits.read_timeout);
+    tokio::spawn(async move {
+        let discard = async {
+            let mut discarded = 0usize;
+            while let Some(Ok(frame)) = body.frame().await {
+                discarded += frame.data_ref().map_or(0, |data| data.len());
+                if discarded > most {
+                    break;
+                }
+            }
+        };
+        let _ = tokio::time::timeout(patience, discard).await;
+    });
 }
 
 fn start_canary(body: Bytes) -> Result<ControlCommand, ControlError> {
@@ -425,7 +453,7 @@ fn share<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<f64, D::Er
         Text(String),
     }
     let share = match Share::deserialize(deserializer)? {
-        Share::Number(share) => Some(share),
+        Share::Number(share) => Some(share).filter(|share| *share > 0.0 && *share < 1.0),
         Share::Text(text) => parse_share(&text),
     };
     share.ok_or_else(|| serde::de::Error::custom("share: not a share of the nodes above 0 and below 100%"))
@@ -467,7 +495,13 @@ mod tests {
         assert_eq!(parsed, StartCanary { share: 0.2, to: "v3".into() });
         let parsed: StartCanary = serde_json::from_str(r#"{"share": "20%", "to": "v3"}"#).expect("a percentage");
         assert_eq!(parsed.share, 0.2);
-        for bad in [r#"{"share": 2, "to": "v3"}"#, r#"{"share": "x", "to": "v3"}"#, r#"{"to": "v3"}"#] {
+        for bad in [
+            r#"{"share": 2, "to": "v3"}"#,
+            r#"{"share": 0, "to": "v3"}"#,
+            r#"{"share": -0.5, "to": "v3"}"#,
+            r#"{"share": "x", "to": "v3"}"#,
+            r#"{"to": "v3"}"#,
+        ] {
             assert!(serde_json::from_str::<StartCanary>(bad).is_err(), "{bad}");
         }
         let unknown = serde_json::from_str::<StartCanary>(r#"{"share": 0.2, "to": "v3", "nodes": [1]}"#);
