@@ -422,6 +422,21 @@ impl fmt::Display for Summary {
                     rollout.decision_swap_ms
                 ),
             ));
+            rows.push((
+                "  canary / rest".into(),
+                format!(
+                    "propagation p99 {:.1} / {:.1} ms, API calls per version {:.2} / {:.2}, faults per update \
+                     {:.4} / {:.4}, plugin {:.1} / {:.1} us per update",
+                    rollout.canary_p99_ms,
+                    rollout.rest_p99_ms,
+                    rollout.canary_api_calls_per_version,
+                    rollout.rest_api_calls_per_version,
+                    rollout.canary_fault_rate,
+                    rollout.rest_fault_rate,
+                    rollout.canary_plugin_us_per_update,
+                    rollout.rest_plugin_us_per_update
+                ),
+            ));
         }
         if let Some(mib) = self.peak_memory_mib {
             rows.push(("peak memory".into(), format!("{mib:.0} MiB")));
