@@ -354,6 +354,9 @@ async fn answer(request: Request<Incoming>, shared: &Shared) -> Response<Full<By
     }
 }
 
+/// How a path's command is made from its body.
+type CommandOf = fn(Bytes) -> Result<ControlCommand, ControlError>;
+
 async fn handle(request: Request<Incoming>, shared: &Shared) -> ControlAnswer {
     let limits = &shared.limits;
     let target = request.uri().path_and_query().map_or("", |pq| pq.as_str());
@@ -361,7 +364,7 @@ async fn handle(request: Request<Incoming>, shared: &Shared) -> ControlAnswer {
         return Err(ControlError::PathTooLong { len: target.len(), limit: limits.max_path_bytes });
     }
     let path = request.uri().path().to_owned();
-    let (command_of, allowed): (fn(Bytes) -> Result<ControlCommand, ControlError>, _) = match path.as_str() {
+    let (command_of, allowed): (CommandOf, _) = match path.as_str() {
         "/rollout" => (|_| Ok(ControlCommand::Status), Method::GET),
         "/rollout/promote" => (|_| Ok(ControlCommand::Promote), Method::POST),
         "/rollout/rollback" => (|_| Ok(ControlCommand::RollBack), Method::POST),

@@ -296,9 +296,16 @@ pub fn run_fleet(
         groups: by_group
             .into_iter()
             .zip(group_busy)
-            .map(|(group, (busy, updates))| GroupFigures {
-                plugin_busy_us_per_update: simulation::per_update_us(busy, updates),
-                ..group
+            .map(|(group, (busy, updates))| {
+                // What the group's nodes counted into their metrics, the final flush included.
+                let tally = fleet.metrics().group_snapshot(&group.name);
+                GroupFigures {
+                    plugin_busy_us_per_update: simulation::per_update_us(busy, updates),
+                    propagation_ms: tally.propagation.summary().into(),
+                    api_calls_per_version: podstatus_agent::Figures::of(&tally).api_calls_per_version,
+                    recoveries: tally.recoveries,
+                    ..group
+                }
             })
             .collect(),
     });

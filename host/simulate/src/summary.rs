@@ -182,6 +182,13 @@ pub struct GroupFigures {
     pub differing: usize,
     /// The plugin's held time per update handed to it, in microseconds.
     pub plugin_busy_us_per_update: f64,
+    /// Status set until written to the API server, its nodes' writes only, in
+    /// milliseconds (from the group's metrics, the final flush included).
+    pub propagation_ms: Latency,
+    /// The API calls its nodes' plugins made per status version.
+    pub api_calls_per_version: f64,
+    /// Plugin instances its nodes' supervisors restored after a fault.
+    pub recoveries: u64,
 }
 
 impl GroupFigures {
@@ -394,15 +401,19 @@ impl fmt::Display for Summary {
                 rows.push((
                     format!("  group {}", group.name),
                     format!(
-                        "{} nodes on {}: {} pods, {} versions, {} faults, {} of {} pods differ, plugin {:.1} us / update",
+                        "{} nodes on {}: {} pods, {} versions, {} faults ({} recoveries), {} of {} pods differ, \
+                         plugin {:.1} us / update, propagation p99 {:.1} ms, {:.2} API calls / version",
                         group.nodes,
                         group.plugin,
                         group.pods_created,
                         group.versions,
                         group.faults,
+                        group.recoveries,
                         group.differing,
                         group.compared,
-                        group.plugin_busy_us_per_update
+                        group.plugin_busy_us_per_update,
+                        group.propagation_ms.p99,
+                        group.api_calls_per_version
                     ),
                 ));
             }
