@@ -11,6 +11,12 @@
 //! through the lives of [`PodLife`] (`podstatus agent`), reporting them as the kubelet's
 //! pod workers do ([`report`]).
 //!
+//! [`Fleet`] runs N such nodes in one process (`podstatus fleet`, `simulate --nodes`),
+//! sharing one engine, one connection and one pod watch, their metrics labelled by
+//! group and logic ([`metrics::MetricsScope`]); [`Rollout`] moves a canary share of
+//! them to another plugin by hot swap and promotes or rolls it back, by command
+//! ([`ControlServer`], the fleet's HTTP control endpoint) or by itself ([`judge`]).
+//!
 //! The simulator (`podstatus simulate`), the embedded API server as a target, added API
 //! latency and injected faults are not here: they are `podstatus-simulate`'s, which
 //! runs this agent ([`NodeAgent::start_with_layer`] takes its faults).
