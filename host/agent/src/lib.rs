@@ -22,6 +22,7 @@
 //! runs this agent ([`NodeAgent::start_with_layer`] takes its faults).
 
 mod call_counts;
+mod canary_verdict;
 mod circuit_breaker;
 mod connection;
 mod control_server;
@@ -46,6 +47,7 @@ mod static_pods;
 mod timed_manager;
 
 pub use call_counts::{CallCount, CallCounters, Outcome, Verb};
+pub use canary_verdict::{Criterion, Figures, RolloutPolicy, Verdict, judge};
 pub use circuit_breaker::CircuitBreaker;
 pub use connection::Connection;
 pub use control_server::{
@@ -75,8 +77,8 @@ pub use pod_runner::{EXIT_CODE_ANNOTATION, PodRunner, RUN_FOR_ANNOTATION, report
 pub use pod_watch::{PodRoutes, PodWatch};
 pub use rate_limit::{RateLimitError, RateLimiter};
 pub use rollout::{
-    CanaryPlan, CanaryStatus, Criterion, DecidedBy, Decision, Figures, GroupStatus, Outcome as RolloutOutcome, Rollout,
-    RolloutError, RolloutPolicy, RolloutStatus, Verdict, judge,
+    CanaryPlan, CanaryStatus, DecidedBy, Decision, GroupStatus, Outcome as RolloutOutcome, Rollout, RolloutError,
+    RolloutStatus,
 };
 pub use static_pods::{
     CONFIG_HASH_ANNOTATION, CONFIG_SEEN_ANNOTATION, FILE_SOURCE, ManifestError, MirrorError, POLL_INTERVAL, ScanReport,
