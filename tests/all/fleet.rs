@@ -283,6 +283,11 @@ fn a_canary_rolled_back_over_http_returns_to_its_group_plugin_and_loses_nothing(
     let fleet = Running::start(3, "v2", manual());
     fleet.create_pods(6);
     fleet.wait_running(6);
+    // Only a plugin the fleet was given, by name: never a path a client sends.
+    let (code, refused) = fleet.control("POST", "/rollout/canary", Some(json!({"share": 0.5, "to": "/tmp/x.wasm"})));
+    assert_eq!(code, 422, "{refused}");
+    assert!(refused["error"].as_str().unwrap_or_default().contains("can roll out v1, v2, v3"), "{refused}");
+    assert_eq!(fleet.rollout()["state"], "idle");
     let (code, status) = fleet.control("POST", "/rollout/canary", Some(json!({"share": 0.5, "to": "v3"})));
     assert_eq!(code, 200, "{status}");
     assert_eq!(status["nodes_by_logic"], json!({"podstatus-v2": 1, "podstatus-v3": 2}), "{status}");
