@@ -11,6 +11,8 @@ mod embedded_server;
 mod embedded_server_hostile;
 mod embedded_server_latency;
 mod embedded_server_nodes;
+mod fleet;
+mod fleet_control;
 mod handle;
 mod hostile;
 mod hostile_split;

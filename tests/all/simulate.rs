@@ -67,6 +67,7 @@ fn simulation(target: Target, pods: usize, churn: f64, seconds: f64) -> Simulate
         nodes: 1,
         arrival_rate: None,
         canary: None,
+        logic: "podstatus-v1".into(),
     }
 }
 
@@ -483,6 +484,7 @@ fn hostile_plugins_in_a_fleet_are_contained_to_their_own_nodes() {
     let hostile = plugins.load(ADVERSARY_HOSTILE).expect("the adversary loads");
     let attack = |name: &str| NodeGroup {
         pod_annotations: BTreeMap::from([("a".to_owned(), format!("attack={name}"))]),
+        logic: "adversary-hostile".into(),
         ..NodeGroup::new(name, 1, hostile.clone())
     };
     let groups = vec![
@@ -504,7 +506,15 @@ fn hostile_plugins_in_a_fleet_are_contained_to_their_own_nodes() {
     let honest = by_name("honest");
     assert_eq!((honest.nodes, honest.faults, honest.differing), (3, 0, 0), "{summary}");
     assert!(honest.compared >= 3, "{summary}");
+    // The honest group's own metrics: its writes timed, nothing restored.
+    assert_eq!(honest.recoveries, 0, "{summary}");
+    assert!(honest.propagation_ms.count >= 3, "{summary}");
     for hostile in ["chatter", "log-flood", "amplify"] {
         assert!(by_name(hostile).faults > 0, "the {hostile} node faulted: {summary}");
+    }
+    // The CPU budget stops the chatter and a limit the amplifier, each a trap after
+    // which the node's supervisor restores its instance.
+    for trapped in ["chatter", "amplify"] {
+        assert!(by_name(trapped).recoveries > 0, "the {trapped} node's supervisor restored it: {summary}");
     }
 }

@@ -11,13 +11,23 @@
 //! through the lives of [`PodLife`] (`podstatus agent`), reporting them as the kubelet's
 //! pod workers do ([`report`]).
 //!
+//! [`Fleet`] runs N such nodes in one process (`podstatus fleet`, `simulate --nodes`),
+//! sharing one engine, one connection and one pod watch, their metrics labelled by
+//! group and logic ([`metrics::MetricsScope`]); [`Rollout`] moves a canary share of
+//! them to another plugin by hot swap and promotes or rolls it back, by command
+//! ([`ControlServer`], the fleet's HTTP control endpoint) or by itself ([`judge`]).
+//!
 //! The simulator (`podstatus simulate`), the embedded API server as a target, added API
 //! latency and injected faults are not here: they are `podstatus-simulate`'s, which
 //! runs this agent ([`NodeAgent::start_with_layer`] takes its faults).
 
 mod call_counts;
+mod canary_verdict;
 mod circuit_breaker;
 mod connection;
+mod control_server;
+mod fleet;
+mod fleet_control;
 mod go_duration;
 mod heartbeat;
 mod kube_client;
@@ -33,12 +43,22 @@ mod node_registration;
 mod pod_runner;
 mod pod_watch;
 mod rate_limit;
+mod rollout;
 mod static_pods;
 mod timed_manager;
 
 pub use call_counts::{CallCount, CallCounters, Outcome, Verb};
+pub use canary_verdict::{Criterion, Figures, RolloutPolicy, Verdict, judge};
 pub use circuit_breaker::CircuitBreaker;
 pub use connection::Connection;
+pub use control_server::{
+    ControlAnswer, ControlCommand, ControlError, ControlLimits, ControlRequest, ControlServeError, ControlServer,
+    StartCanary, parse_share,
+};
+pub use fleet::{
+    CALL_THREADS, CANARY_GROUP, Fleet, FleetError, FleetGroup, FleetSpec, StartProgress, SwapOutcome, canary_nodes,
+};
+pub use fleet_control::{PluginCatalog, serve_commands};
 pub use go_duration::{GoDurationError, parse as parse_go_duration};
 pub use kube_client::{
     FIELD_MANAGER, KubeApiServer, KubeClientConfig, KubeClientError, STATUS_CLIENT_PRODUCT, STATUS_CLIENT_USER_AGENT,
@@ -59,6 +79,10 @@ pub use pod_runner::{
 };
 pub use pod_watch::{PodRoutes, PodWatch};
 pub use rate_limit::{RateLimitError, RateLimiter};
+pub use rollout::{
+    CanaryPlan, CanaryStatus, DecidedBy, Decision, GroupStatus, Outcome as RolloutOutcome, Rollout, RolloutError,
+    RolloutStatus,
+};
 pub use static_pods::{
     CONFIG_HASH_ANNOTATION, CONFIG_SEEN_ANNOTATION, FILE_SOURCE, ManifestError, MirrorError, POLL_INTERVAL, ScanReport,
     StaticPods, StaticPodsError,

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use k8s_openapi::api::core::v1::Pod;
 
-use crate::metrics::{Metrics, OUTCOME_OK};
+use crate::metrics::{Metrics, MetricsScope, OUTCOME_OK};
 use podstatus_backends::PodManager;
 use podstatus_backends::{ApiServer, DeleteOptions, Result, StatusPatch, StatusUpdate};
 
@@ -22,10 +22,11 @@ pub const VERB_DELETE: &str = "delete";
 
 /// Counts every call into [`Metrics`] (outcome `Success` or the [`podstatus_backends::ApiError`]'s
 /// Kubernetes reason) and, for each successful status write, observes
-/// the time since that pod's first unwritten status change.
+/// the time since that pod's first unwritten status change; through the node's
+/// [`MetricsScope`] (its group and logic labels in a fleet).
 pub struct MeteredApiServer {
     inner: Arc<dyn ApiServer>,
-    metrics: Arc<Metrics>,
+    scope: Arc<MetricsScope>,
     /// Translates a mirror pod's UID (what a write of a static pod's status returns) to
     /// its static pod's, the UID the plugin's callers set statuses under.
     pod_manager: Option<Arc<PodManager>>,
@@ -36,7 +37,12 @@ impl MeteredApiServer {
     /// writes of static pods' statuses (which land on their mirror pods) are counted but
     /// not timed.
     pub fn new(inner: Arc<dyn ApiServer>, metrics: Arc<Metrics>) -> Self {
-        MeteredApiServer { inner, metrics, pod_manager: None }
+        Self::scoped(inner, MetricsScope::unlabelled(metrics))
+    }
+
+    /// Meters `inner` into `scope` (a fleet node's labels).
+    pub fn scoped(inner: Arc<dyn ApiServer>, scope: Arc<MetricsScope>) -> Self {
+        MeteredApiServer { inner, scope, pod_manager: None }
     }
 
     /// Times static pods too: the written mirror pod's UID is translated through
@@ -51,7 +57,7 @@ impl MeteredApiServer {
             Ok(_) => OUTCOME_OK,
             Err(error) => error.reason(),
         };
-        self.metrics.api_call(verb, outcome);
+        self.scope.api_call(verb, outcome);
     }
 
     fn written(&self, result: &Result<Arc<Pod>>) {
@@ -61,9 +67,7 @@ impl MeteredApiServer {
             Some(pod_manager) => pod_manager.translate_pod_uid(uid),
             None => uid.to_owned(),
         };
-        if let Some(took) = self.metrics.propagation().status_written(&uid, Instant::now()) {
-            self.metrics.status_synced(took);
-        }
+        self.scope.status_written(&uid, Instant::now());
     }
 }
 
@@ -93,7 +97,7 @@ impl ApiServer for MeteredApiServer {
         self.count(VERB_DELETE, &result);
         if let Ok(pod) = &result {
             // The pod is gone: a change still pending for it will never be written.
-            self.metrics.propagation().forget(pod.metadata.uid.as_deref().unwrap_or_default());
+            self.scope.metrics().propagation().forget(pod.metadata.uid.as_deref().unwrap_or_default());
         }
         result
     }

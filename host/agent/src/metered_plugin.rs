@@ -1,6 +1,10 @@
-//! A [`Plugin`] in front of any other that times every call by operation and starts the
-//! propagation clock of a pod when a call caches a new status version for it. The
-//! plugin itself stays free of metrics (and of any way to fake them).
+//! A [`Plugin`] in front of any other that times every call by operation, counts the
+//! status updates it is handed (and the new versions among them) and the calls that
+//! fault, and starts the propagation clock of a pod when a call caches a new status
+//! version for it. In front of a [`SupervisedPlugin`] it also counts the instances the
+//! supervisor restored. The plugin itself stays free of metrics (and of any way to
+//! fake them). Everything is recorded through the node's [`MetricsScope`]: with its
+//! group and logic labels in a fleet, without labels for a single agent.
 //!
 //! The clock starts when the call that set the status *began*: that is when the caller
 //! handed the change over, so the latency covers the whole way to the API server.
@@ -11,41 +15,73 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, MetricsScope};
 use podstatus_runtime::bindings::{
     ApiReply, BatchPlan, BatchReport, BatchSlice, CachedStatus, Contract, PodSync, ResizeCondition, SyncOutcome,
     SyncRequest, SyncStep, UpdateOutcome,
 };
-use podstatus_runtime::{Plugin, Result, World};
+use podstatus_runtime::{CallError, Plugin, Result, SupervisedPlugin, World};
 
 /// Times calls into `inner` and tells [`Metrics::propagation`] about new status versions.
-pub struct MeteredPlugin {
-    inner: Box<dyn Plugin>,
-    metrics: Arc<Metrics>,
+pub struct MeteredPlugin<P: Plugin + ?Sized = dyn Plugin> {
+    inner: Box<P>,
+    scope: Arc<MetricsScope>,
+    /// How many instances `inner` has restored so far (0 for a plugin without a
+    /// supervisor), read after a fault.
+    recoveries: fn(&P) -> u64,
+    /// `recoveries` when last read: what is new since is counted.
+    recoveries_seen: u64,
 }
 
 impl MeteredPlugin {
-    /// Meters `inner` into `metrics`.
+    /// Meters `inner` into `metrics`, without labels.
     pub fn new(inner: Box<dyn Plugin>, metrics: Arc<Metrics>) -> Self {
-        MeteredPlugin { inner, metrics }
+        Self::scoped(inner, MetricsScope::unlabelled(metrics))
+    }
+
+    /// Meters `inner` into `scope` (a fleet node's labels).
+    pub fn scoped(inner: Box<dyn Plugin>, scope: Arc<MetricsScope>) -> Self {
+        MeteredPlugin { inner, scope, recoveries: |_| 0, recoveries_seen: 0 }
     }
 
     /// The plugin behind the meter.
     pub fn into_inner(self) -> Box<dyn Plugin> {
         self.inner
     }
+}
 
-    fn timed<T>(&mut self, operation: &'static str, call: impl FnOnce(&mut dyn Plugin) -> T) -> (T, Instant) {
+impl MeteredPlugin<SupervisedPlugin> {
+    /// Meters a supervised plugin into `scope`, its recoveries included.
+    pub fn supervised(inner: SupervisedPlugin, scope: Arc<MetricsScope>) -> Self {
+        let recoveries_seen = inner.stats().recoveries;
+        MeteredPlugin { inner: Box::new(inner), scope, recoveries: |p| p.stats().recoveries, recoveries_seen }
+    }
+}
+
+impl<P: Plugin + ?Sized> MeteredPlugin<P> {
+    fn timed<T>(&mut self, operation: &'static str, call: impl FnOnce(&mut P) -> Result<T>) -> (Result<T>, Instant) {
         let started = Instant::now();
         let result = call(self.inner.as_mut());
-        self.metrics.plugin_call(operation, started.elapsed());
+        self.scope.plugin_call(operation, started.elapsed());
+        if let Err(CallError::Fault { kind, .. }) = &result {
+            self.scope.plugin_fault(kind.as_str());
+            // A supervisor restores the instance within the faulting call.
+            let recoveries = (self.recoveries)(&self.inner);
+            if recoveries > self.recoveries_seen {
+                self.scope.plugin_recovered(recoveries - self.recoveries_seen);
+                self.recoveries_seen = recoveries;
+            }
+        }
         (result, started)
     }
 
-    /// Starts `uid`'s clock at `started` if the outcome cached a new version.
+    /// A status update of `uid` handed to the plugin at `started`: counted, and its
+    /// clock started if the outcome cached a new version.
     fn note(&self, result: &Result<UpdateOutcome>, uid: Option<&str>, started: Instant) {
-        if let (Ok(UpdateOutcome::Queued | UpdateOutcome::QueueFull), Some(uid)) = (result, uid) {
-            self.metrics.propagation().status_set(uid, started);
+        let new_version = matches!(result, Ok(UpdateOutcome::Queued | UpdateOutcome::QueueFull));
+        self.scope.status_update(new_version);
+        if let (true, Some(uid)) = (new_version, uid) {
+            self.scope.metrics().propagation().status_set(uid, started);
         }
     }
 }
@@ -63,7 +99,7 @@ fn pod_uid(pod_json: &str) -> Option<String> {
     serde_json::from_str::<PodUid>(pod_json).ok()?.metadata?.uid
 }
 
-impl Plugin for MeteredPlugin {
+impl<P: Plugin + ?Sized> Plugin for MeteredPlugin<P> {
     fn get_pod_status(&mut self, uid: &str) -> Result<Option<CachedStatus>> {
         self.timed("get_pod_status", |p| p.get_pod_status(uid)).0
     }
@@ -97,9 +133,9 @@ impl Plugin for MeteredPlugin {
 
     fn set_pod_status(&mut self, pod: &str, status: &str) -> Result<UpdateOutcome> {
         let (result, started) = self.timed("set_pod_status", |p| p.set_pod_status(pod, status));
-        if matches!(result, Ok(UpdateOutcome::Queued | UpdateOutcome::QueueFull)) {
-            self.note(&result, pod_uid(pod).as_deref(), started);
-        }
+        // The UID is parsed only for a new version: the common unchanged update costs no parse.
+        let uid = matches!(result, Ok(UpdateOutcome::Queued | UpdateOutcome::QueueFull)).then(|| pod_uid(pod));
+        self.note(&result, uid.flatten().as_deref(), started);
         result
     }
 
@@ -119,9 +155,8 @@ impl Plugin for MeteredPlugin {
 
     fn terminate_pod(&mut self, pod: &str) -> Result<UpdateOutcome> {
         let (result, started) = self.timed("terminate_pod", |p| p.terminate_pod(pod));
-        if matches!(result, Ok(UpdateOutcome::Queued | UpdateOutcome::QueueFull)) {
-            self.note(&result, pod_uid(pod).as_deref(), started);
-        }
+        let uid = matches!(result, Ok(UpdateOutcome::Queued | UpdateOutcome::QueueFull)).then(|| pod_uid(pod));
+        self.note(&result, uid.flatten().as_deref(), started);
         result
     }
 
@@ -129,7 +164,7 @@ impl Plugin for MeteredPlugin {
         let (result, _) = self.timed("remove_orphaned_statuses", |p| p.remove_orphaned_statuses(keep));
         if result.is_ok() {
             // Their statuses are gone from the plugin: nothing of theirs will be written.
-            self.metrics.propagation().retain(keep);
+            self.scope.metrics().propagation().retain(keep);
         }
         result
     }

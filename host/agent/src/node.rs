@@ -18,7 +18,7 @@ use crate::kube_client::{KubeApiServer, KubeClientConfig, KubeClientError};
 use crate::kubeconfig::ConnectError;
 use crate::metered_api_server::MeteredApiServer;
 use crate::metered_plugin::MeteredPlugin;
-use crate::metrics::{Metrics, MetricsServer};
+use crate::metrics::{Metrics, MetricsScope, MetricsServer};
 use crate::node_object::NodeConfig;
 use crate::node_registration::NodeRegistration;
 use crate::pod_watch::PodWatch;
@@ -126,6 +126,9 @@ pub struct NodeAgent {
     scheduler: Option<Scheduler>,
     world: World,
     metrics: Arc<Metrics>,
+    /// What the node's samples are labelled with (nothing for a single agent); kept
+    /// for the plugin a swap brings.
+    scope: Arc<MetricsScope>,
     /// The client itself, for what only it knows (calls it refused without sending).
     kube: Arc<KubeApiServer>,
     plugins: PluginRuntime,
@@ -180,6 +183,21 @@ impl NodeAgent {
         image: PluginImage,
         layer: impl FnOnce(Arc<dyn ApiServer>) -> Arc<dyn ApiServer>,
     ) -> Result<Self, AgentError> {
+        let scope = MetricsScope::unlabelled(Arc::clone(connection.metrics()));
+        Self::start_scoped(connection, pod_manager, config, plugins, image, layer, scope)
+    }
+
+    /// [`NodeAgent::start_on`], the node's samples recorded through `scope` (a fleet
+    /// node's group and logic labels, [`crate::Fleet`]).
+    pub fn start_scoped<T>(
+        connection: Arc<Connection>,
+        pod_manager: Arc<PodManager>,
+        config: &AgentConfig<T>,
+        plugins: PluginRuntime,
+        image: PluginImage,
+        layer: impl FnOnce(Arc<dyn ApiServer>) -> Arc<dyn ApiServer>,
+        scope: Arc<MetricsScope>,
+    ) -> Result<Self, AgentError> {
         let runtime = connection.runtime();
         let client = connection.client().clone();
         let metrics = Arc::clone(connection.metrics());
@@ -202,7 +220,7 @@ impl NodeAgent {
         .guarded(Some(config.node.clone()), Arc::clone(&host_view));
         let behind_metering = layer(Arc::clone(&world.api_server));
         let metered: Arc<dyn ApiServer> = Arc::new(
-            MeteredApiServer::new(behind_metering, Arc::clone(&metrics)).with_pod_manager(Arc::clone(&pod_manager)),
+            MeteredApiServer::scoped(behind_metering, Arc::clone(&scope)).with_pod_manager(Arc::clone(&pod_manager)),
         );
         let world = World { api_server: metered, ..world };
 
@@ -217,7 +235,7 @@ impl NodeAgent {
             None => None,
         };
 
-        let plugin = supervised(&image, &world, &metrics)?;
+        let plugin = supervised(&image, &world, &scope)?;
         let scheduler_config = SchedulerConfig {
             sync_period: config.sync_period,
             admission: Some(limiter),
@@ -231,6 +249,7 @@ impl NodeAgent {
             scheduler: Some(scheduler),
             world,
             metrics,
+            scope,
             kube,
             plugins,
             registration,
@@ -271,6 +290,11 @@ impl NodeAgent {
     /// The agent's metrics.
     pub fn metrics(&self) -> &Arc<Metrics> {
         &self.metrics
+    }
+
+    /// What the node's samples are labelled with.
+    pub fn metrics_scope(&self) -> &Arc<MetricsScope> {
+        &self.scope
     }
 
     /// Calls the client gave up on, by outcome: throttled by the rate limit or failed
@@ -317,7 +341,7 @@ impl NodeAgent {
     /// Hot-swaps the plugin for a new instance of `image` (compiled once, for many
     /// nodes: a fleet's rollout); on failure the running plugin keeps serving.
     pub fn swap_to_image(&self, image: &PluginImage) -> Result<SwapReport, AgentError> {
-        let plugin = supervised(image, &self.world, &self.metrics)?;
+        let plugin = supervised(image, &self.world, &self.scope)?;
         Ok(self.handle.swap(plugin)?)
     }
 
@@ -351,7 +375,7 @@ impl NodeAgent {
 }
 
 /// The plugin as an agent runs it: recovering from faults, metered.
-fn supervised(image: &PluginImage, world: &World, metrics: &Arc<Metrics>) -> Result<Box<dyn Plugin>, AgentError> {
+fn supervised(image: &PluginImage, world: &World, scope: &Arc<MetricsScope>) -> Result<Box<dyn Plugin>, AgentError> {
     let plugin = SupervisedPlugin::new(image.clone(), world.clone())?;
-    Ok(Box::new(MeteredPlugin::new(Box::new(plugin), Arc::clone(metrics))))
+    Ok(Box::new(MeteredPlugin::supervised(plugin, Arc::clone(scope))))
 }

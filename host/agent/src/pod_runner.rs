@@ -12,6 +12,13 @@
 //! `Always` pod's containers restart. A pod with a `deletionTimestamp` has its
 //! containers stopped and is handed to `terminate-pod`; the status manager deletes it
 //! from the API server once it may.
+//!
+//! One runner thread may run the pods of several nodes ([`PodRunner::start_many`]): a
+//! fleet (`podstatus fleet`) shares its nodes out over a few runners instead of
+//! starting a thread per node. A node whose plugin is slow to answer (a hostile one
+//! looping until its CPU budget stops it) then delays the next reports of the nodes on
+//! its runner, not what those reports measure: each node's calls are timed, and its
+//! propagation clocks started, when its own calls are made.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -52,12 +59,26 @@ impl PodRunner {
     /// Runs the pods of `pods` through `handle` (every call timed, as the node's side's
     /// calls are: [`crate::NodeAgent::node_side`]), reporting `host_ip` as their host.
     pub fn start(handle: TimedManager, pods: Arc<PodManager>, host_ip: String) -> Self {
+        Self::start_many(vec![(handle, pods)], host_ip)
+    }
+
+    /// Runs the pods of several nodes on one thread: each node's pods through its own
+    /// status manager, one node after another at every tick.
+    pub fn start_many(nodes: Vec<(TimedManager, Arc<PodManager>)>, host_ip: String) -> Self {
         let stop = Arc::new(AtomicBool::new(false));
         let stopping = Arc::clone(&stop);
-        let thread = std::thread::Builder::new()
-            .name("podstatus-pods".into())
-            .spawn(move || Runtime { handle, pods, host_ip, running: BTreeMap::new(), slots: 0 }.run(&stopping))
-            .ok();
+        let nodes: Vec<Runtime> = nodes
+            .into_iter()
+            .map(|(handle, pods)| Runtime {
+                handle,
+                pods,
+                host_ip: host_ip.clone(),
+                running: BTreeMap::new(),
+                slots: 0,
+            })
+            .collect();
+        let thread =
+            std::thread::Builder::new().name("podstatus-pods".into()).spawn(move || run(nodes, &stopping)).ok();
         if thread.is_none() {
             tracing::error!("could not start the pod runner's thread");
         }
@@ -92,6 +113,7 @@ struct Running {
     exits_at: Option<Instant>,
 }
 
+/// One node's pods, as its runner sees them.
 struct Runtime {
     handle: TimedManager,
     pods: Arc<PodManager>,
@@ -101,46 +123,61 @@ struct Runtime {
     slots: usize,
 }
 
+/// A runner's loop: every node's pods stepped at each tick, their orphans dropped at
+/// each housekeeping.
+fn run(mut nodes: Vec<Runtime>, stop: &AtomicBool) {
+    let mut next_housekeeping = Instant::now() + HOUSEKEEPING;
+    while !stop.load(Ordering::SeqCst) {
+        let housekeeping = Instant::now() >= next_housekeeping;
+        for node in &mut nodes {
+            if stop.load(Ordering::SeqCst) {
+                return;
+            }
+            node.tick(housekeeping);
+        }
+        if housekeeping {
+            next_housekeeping = Instant::now() + HOUSEKEEPING;
+        }
+        std::thread::sleep(TICK);
+    }
+}
+
 impl Runtime {
-    fn run(mut self, stop: &AtomicBool) {
-        let mut next_housekeeping = Instant::now() + HOUSEKEEPING;
-        while !stop.load(Ordering::SeqCst) {
-            let pods = self.pods.pods();
-            let held: Vec<Arc<Pod>> =
-                pods.into_iter().filter(|pod| self.pods.get_pod_by_uid(uid_of(pod)).is_some()).collect();
-            let now = Instant::now();
-            for pod in &held {
-                let uid = uid_of(pod);
-                if uid.is_empty() {
-                    continue;
-                }
-                if !self.running.contains_key(uid) {
-                    let life = PodLife::of_pod(pod, self.slots).with_host_ip(&self.host_ip);
-                    self.slots += 1;
-                    tracing::debug!(pod = %life.name(), "starting the pod");
-                    self.running.insert(uid.to_owned(), Running { life, next: now, ready: false, exits_at: None });
-                }
-                if let Some(running) = self.running.get_mut(uid)
-                    && running.next <= now
-                    && let Some(event) = step(running, pod, now)
-                {
-                    for (op, outcome) in report(&self.handle, pod, &event) {
-                        if let Err(error) = outcome {
-                            tracing::warn!(pod = %running.life.name(), "{op}: {error}");
-                        }
+    /// Steps the pods that are due; drops the statuses of pods gone when `housekeeping`.
+    fn tick(&mut self, housekeeping: bool) {
+        let pods = self.pods.pods();
+        let held: Vec<Arc<Pod>> =
+            pods.into_iter().filter(|pod| self.pods.get_pod_by_uid(uid_of(pod)).is_some()).collect();
+        let now = Instant::now();
+        for pod in &held {
+            let uid = uid_of(pod);
+            if uid.is_empty() {
+                continue;
+            }
+            if !self.running.contains_key(uid) {
+                let life = PodLife::of_pod(pod, self.slots).with_host_ip(&self.host_ip);
+                self.slots += 1;
+                tracing::debug!(pod = %life.name(), "starting the pod");
+                self.running.insert(uid.to_owned(), Running { life, next: now, ready: false, exits_at: None });
+            }
+            if let Some(running) = self.running.get_mut(uid)
+                && running.next <= now
+                && let Some(event) = step(running, pod, now)
+            {
+                for (op, outcome) in report(&self.handle, pod, &event) {
+                    if let Err(error) = outcome {
+                        tracing::warn!(pod = %running.life.name(), "{op}: {error}");
                     }
                 }
             }
-            // Pods the node no longer has: deleted by the status manager, or elsewhere.
-            self.running.retain(|uid, _| held.iter().any(|pod| uid_of(pod) == uid));
-            if now >= next_housekeeping {
-                let keep: Vec<String> = self.pods.pods().iter().filter_map(|p| p.metadata.uid.clone()).collect();
-                if let Err(error) = self.handle.remove_orphaned_statuses(&keep) {
-                    tracing::warn!("remove-orphaned-statuses: {error}");
-                }
-                next_housekeeping = now + HOUSEKEEPING;
+        }
+        // Pods the node no longer has: deleted by the status manager, or elsewhere.
+        self.running.retain(|uid, _| held.iter().any(|pod| uid_of(pod) == uid));
+        if housekeeping {
+            let keep: Vec<String> = self.pods.pods().iter().filter_map(|p| p.metadata.uid.clone()).collect();
+            if let Err(error) = self.handle.remove_orphaned_statuses(&keep) {
+                tracing::warn!("remove-orphaned-statuses: {error}");
             }
-            std::thread::sleep(TICK);
         }
     }
 }

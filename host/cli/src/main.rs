@@ -68,6 +68,20 @@ enum Command {
     /// --server, the in-cluster service account is used. SIGINT/SIGTERM: stop taking work, flush, report the node as
     /// shutting down (a second one exits at once); SIGHUP re-reads --plugin.
     Agent(Box<agent_command::AgentArgs>),
+    /// `agent` for N virtual nodes in one process (NAME-0 .. NAME-(N-1)), each with its
+    /// own plugin instance, queue, client budget, Node and Lease, sharing one engine,
+    /// one connection and one pod watch; groups of nodes on a plugin each, and canary
+    /// rollouts between plugins by hot swap.
+    ///
+    /// A canary (--canary, or POST /rollout/canary on the control endpoint) moves a
+    /// share of the nodes to another plugin; it is compared with the rest (propagation
+    /// p99, API calls per status version, faults and plugin time per update) and
+    /// promoted or rolled back, by POST /rollout/promote or /rollout/rollback or by
+    /// itself after --canary-watch. GET /rollout shows where it stands. Metrics carry
+    /// `group` and `logic` labels. SIGINT/SIGTERM: stop taking work, flush, report the
+    /// nodes as shutting down (a second one exits at once). Exit 0 when everything was
+    /// written, 1 when statuses were left unwritten, 2 when the fleet could not start.
+    Fleet(Box<fleet_command::FleetArgs>),
     /// Serve the embedded API server (an empty in-memory store) until SIGINT, for
     /// kubectl and other clients.
     Serve {
@@ -79,12 +93,15 @@ enum Command {
 
 mod agent_command;
 mod client_args;
+mod fleet_command;
 mod fuzz_args;
 mod inspect;
 mod logging;
 mod node_args;
 mod plugin_args;
+mod rollout_args;
 mod simulate_command;
+mod work_progress;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -106,6 +123,7 @@ fn main() -> ExitCode {
         Command::Replay { trace, plugin, native, node } => replay_command(&trace, &plugin, native, node),
         Command::Simulate(args) => simulate_command::run(&args),
         Command::Agent(args) => agent_command::run(&args),
+        Command::Fleet(args) => fleet_command::run(&args),
         Command::Serve { listen } => simulate_command::serve(listen),
         Command::Inspect { plugin } => match inspect_command(&plugin) {
             Ok(()) => ExitCode::SUCCESS,

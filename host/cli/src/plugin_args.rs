@@ -53,6 +53,16 @@ impl Logic {
         }
     }
 
+    /// Its name in a fleet's `logic` metric label (the built plugin's file stem).
+    pub fn label(self) -> &'static str {
+        match self {
+            Logic::V1 => "podstatus-v1",
+            Logic::V2 => "podstatus-v2",
+            Logic::V3 => "podstatus-v3",
+            Logic::V4 => "podstatus-v4",
+        }
+    }
+
     /// The same logic version, linked natively (`--native`).
     pub fn native(self) -> LogicVersion {
         match self {
@@ -69,6 +79,15 @@ impl PluginArgs {
         match (&self.plugin, self.logic) {
             (Some(path), _) => std::fs::read(path).with_context(|| format!("reading plugin {}", path.display())),
             (None, logic) => Ok(logic.component().to_vec()),
+        }
+    }
+
+    /// What the plugin is called in a fleet's `logic` metric label: the file's stem,
+    /// or the built-in one's (`podstatus-v1`).
+    pub fn logic_label(&self) -> String {
+        match &self.plugin {
+            Some(path) => podstatus_simulate::file_logic(path),
+            None => self.logic.label().to_owned(),
         }
     }
 

@@ -37,9 +37,10 @@ pub struct SimulateArgs {
     pub create_rate: Option<f64>,
     /// Roll --canary-plugin out to this share of the fleet's nodes first (`10%`, or
     /// `0.1`): at --canary-at they swap to it, and after --canary-watch the rest follow
-    /// (promoted) or the canary swaps back (rolled back), by faults and plugin time per
-    /// update against the other nodes'.
-    #[arg(long, value_name = "SHARE", requires = "canary_plugin", value_parser = canary_share)]
+    /// (promoted) or the canary swaps back (rolled back), by propagation p99, API calls
+    /// per status version, faults and plugin time per update against the other nodes'
+    /// (the --canary-max-* thresholds).
+    #[arg(long, value_name = "SHARE", requires = "canary_plugin", value_parser = crate::rollout_args::canary_share)]
     pub canary: Option<f64>,
     /// The plugin a canary rollout moves to.
     #[arg(long, value_name = "FILE.wasm", requires = "canary")]
@@ -47,17 +48,12 @@ pub struct SimulateArgs {
     /// How far into the churn the canary moves.
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = podstatus_agent::parse_go_duration)]
     pub canary_at: Duration,
-    /// How long the canary is compared with the other nodes before the decision.
+    /// How long the canary is compared with the other nodes before the decision (it
+    /// waits on while the canary has too few samples to judge).
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = podstatus_agent::parse_go_duration)]
     pub canary_watch: Duration,
-    /// Roll back when the canary faults on this share of its updates more than the
-    /// other nodes do.
-    #[arg(long, value_name = "FRACTION", default_value_t = 0.01)]
-    pub canary_max_fault_rate: f64,
-    /// Roll back when the canary's plugin time per update is this many times the other
-    /// nodes'.
-    #[arg(long, value_name = "FACTOR", default_value_t = 2.0)]
-    pub canary_max_slowdown: f64,
+    #[command(flatten)]
+    pub rollout: crate::rollout_args::RolloutArgs,
     /// Static pods, written to a temporary manifest folder (ignored with
     /// --pod-manifest-path).
     #[arg(long, default_value_t = 2)]
@@ -127,18 +123,6 @@ pub struct SimulateArgs {
     pub node: crate::node_args::NodeArgs,
     #[command(flatten)]
     pub plugin: crate::plugin_args::PluginArgs,
-}
-
-/// A share of the nodes: `10%` or `0.1`, above 0 and below 1.
-fn canary_share(text: &str) -> Result<f64, String> {
-    let share = match text.strip_suffix('%') {
-        Some(percent) => percent.trim().parse::<f64>().map(|p| p / 100.0),
-        None => text.parse::<f64>(),
-    };
-    match share {
-        Ok(share) if share > 0.0 && share < 1.0 => Ok(share),
-        _ => Err(format!("{text:?} is not a share of the nodes above 0 and below 100%")),
-    }
 }
 
 /// A rate above zero (a finite number).
@@ -218,16 +202,15 @@ fn simulate(args: &SimulateArgs) -> anyhow::Result<bool> {
             (Some(share), Some(plugin)) => Some(CanaryShare {
                 share,
                 rollout: CanaryConfig {
-                    group: "canary".into(),
+                    group: podstatus_agent::CANARY_GROUP.into(),
                     plugin: plugin.clone(),
                     at: args.canary_at,
-                    watch: args.canary_watch,
-                    max_fault_rate: args.canary_max_fault_rate,
-                    max_slowdown: args.canary_max_slowdown,
+                    policy: args.rollout.policy(args.canary_watch, true),
                 },
             }),
             _ => None,
         },
+        logic: args.plugin.logic_label(),
     };
     let mut runtime = args.plugin.runtime_config();
     if args.nodes > 1 && !args.on_demand_instances {

@@ -247,6 +247,49 @@ fn a_fleet_run_registers_every_node_and_reports_them_ready() {
 }
 
 #[test]
+fn a_fleets_canary_is_decided_by_itself_and_the_check_holds() {
+    // Half the nodes move from v1 to v3 one second in, are watched for two, and are
+    // promoted or rolled back by the rollout itself; either way nothing is lost.
+    let v3 = TempFile::new("canary-v3.wasm", podstatus_plugins::PODSTATUS_V3);
+    let s = passed_run(&[
+        "--nodes",
+        "4",
+        "--pods",
+        "16",
+        "--churn",
+        "30",
+        "--create-rate",
+        "100",
+        "--duration",
+        "5",
+        "--json",
+        "--canary",
+        "50%",
+        "--canary-plugin",
+        v3.path(),
+        "--canary-at",
+        "1",
+        "--canary-watch",
+        "2",
+        "--canary-min-samples",
+        "5",
+    ]);
+    let rollout = &s["rollout"];
+    assert_eq!((&rollout["group"], &rollout["canary_nodes"]), (&Value::from("canary"), &Value::from(2)), "{s:#}");
+    let decision = rollout["decision"].as_str().unwrap_or_default();
+    assert!(["promoted", "rolled back"].contains(&decision), "{s:#}");
+    assert_eq!(rollout["decided_by"], "automatic", "{s:#}");
+    let criteria = rollout["verdict"]["criteria"].as_array().expect("the comparison's criteria");
+    assert_eq!(criteria.len(), 4, "{s:#}");
+    assert!(criteria.iter().any(|c| c["judged"] == true), "decided on samples: {s:#}");
+    let groups: Vec<&str> = s["groups"].as_array().unwrap().iter().filter_map(|g| g["name"].as_str()).collect();
+    assert_eq!(groups, ["base", "canary"], "{s:#}");
+    let out = simulate(&["--nodes", "1", "--canary", "50%", "--canary-plugin", v3.path(), "--duration", "1"]);
+    assert_eq!(out.status.code(), Some(2), "a canary needs a fleet");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("two nodes or more"));
+}
+
+#[test]
 fn the_table_names_the_check_when_not_asked_for_json() {
     let out = simulate(&["--pods", "10", "--duration", "1", "--quiet"]);
     exited_0(&out);

@@ -6,8 +6,7 @@
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::kubelet_1_35::{Call, Kubelet135, NewPaths};
@@ -63,17 +62,6 @@ pub struct DriverConfig {
     /// Annotations every pod is created with, beside its own (a fleet group's: what a
     /// workload of that group's nodes carries).
     pub annotations: BTreeMap<String, String>,
-    /// Counts read while the driver runs (a fleet's rollout compares its groups by them).
-    pub live: Option<Arc<LiveCounts>>,
-}
-
-/// What a driver counted so far, readable from another thread while it runs.
-#[derive(Debug, Default)]
-pub struct LiveCounts {
-    /// Calls handed to the plugin.
-    pub updates: AtomicU64,
-    /// Of them, those that failed (the plugin faulted, refused or was too large).
-    pub faults: AtomicU64,
 }
 
 /// What the driver counted.
@@ -425,9 +413,6 @@ impl Driver {
 
     fn count(&mut self, op: &'static str, outcome: Result<UpdateOutcome, CallError>) {
         *self.counts.updates.entry(op).or_default() += 1;
-        if let Some(live) = &self.config.live {
-            live.updates.fetch_add(1, Ordering::Relaxed);
-        }
         match outcome {
             Ok(UpdateOutcome::Queued) => self.counts.versions += 1,
             Ok(UpdateOutcome::QueueFull) => {
@@ -453,9 +438,6 @@ impl Driver {
 
     fn fault(&mut self, op: &str, error: &CallError) {
         tracing::warn!("{op}: {error}");
-        if let Some(live) = &self.config.live {
-            live.faults.fetch_add(1, Ordering::Relaxed);
-        }
         *self.counts.faults.entry(format!("{op}: {}", fault_kind(error))).or_default() += 1;
     }
 

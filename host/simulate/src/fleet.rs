@@ -1,67 +1,59 @@
-//! `podstatus simulate --nodes N`: a fleet of N virtual nodes in one process (issue 28).
+//! `podstatus simulate --nodes N`: a fleet of N virtual nodes in one process (issue 28),
+//! on [`podstatus_agent::Fleet`] (what `podstatus fleet` runs too): each node a whole
+//! node agent of its own (plugin instance, queue, guard, client budget, Node and
+//! Lease), the nodes sharing the engine and compiled components, one connection with
+//! its call pool, and one pod watch fanned out by `spec.nodeName`.
 //!
-//! Each node is a whole [`podstatus_agent::NodeAgent`] of its own: its plugin instance
-//! (own state, limits and supervisor), its sync queue and scheduler, its reach guard,
-//! its client budget (QPS and burst, as a kubelet has one per node), its Node and Lease.
-//! What the nodes share is what a process needs once: the engine and the compiled
-//! component (one [`PluginImage`], instantiated per node), one [`Connection`] (the HTTP
-//! clients and their pool, the I/O runtime, the metrics every node counts into, a
-//! [`CallPool`] of threads for every plugin's API calls) and one
-//! pod watch for the fleet, fanned out by `spec.nodeName` ([`PodRoutes`]), as a shared
-//! informer serves its consumers.
-//!
-//! The simulated side is a [`Driver`] per node on a thread of its own, with the node's
-//! share of the pods and the churn and its own seed; pod names carry the node's index
+//! The simulated side is a [`Driver`] per node, the drivers run on a few threads
+//! ([`crate::driver_pool`]), each with the node's share of the pods and the churn and
+//! its own seed; pod names carry the node's index
 //! (`n3-web-0001-0`), as the nodes' pods share the namespace. At the end every node's
-//! cache is checked against the API server as one node's is, from one LIST.
+//! cache is checked against the API server as one node's is, from one list (in pages).
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::{Node, Pod};
-use kube::api::{Api, ListParams};
+use k8s_openapi::api::core::v1::Pod;
 
-use crate::agent::{self, AgentError};
+use crate::agent;
 use crate::check;
-use crate::driver::{Driver, DriverConfig, DriverCounts, LiveCounts};
+use crate::driver::{Driver, DriverConfig, DriverCounts};
 use crate::driver_pool::{self, PooledNode};
 use crate::owners::KubeOwners;
-use crate::rollout::{Fleet, Rollout};
+use crate::rollout::SimulatedRollout;
 use crate::simulation::{self, Observed, Progress, Signals, SimulateConfig, SimulateError};
 use crate::summary::{self, Check, FleetFigures, GroupFigures, Summary, SwapSummary};
-use podstatus_agent::{Connection, PodRoutes, PodWatch};
-use podstatus_backends::{InjectedFaults, PodManager};
-use podstatus_runtime::{CallPool, PluginImage, PluginRuntime};
+use podstatus_agent::{Fleet, FleetGroup, FleetSpec, StartProgress};
+use podstatus_backends::{ApiServer, InjectedFaults};
+use podstatus_runtime::{PluginImage, PluginRuntime};
 
-/// How long the fleet's first list of pods may take.
-const SYNC_TIMEOUT: Duration = Duration::from_secs(60);
-/// Threads making the plugins' API calls for the whole fleet (a node alone has up to
-/// 64 of its own): each node keeps its own limit of calls in flight within them.
-const CALL_THREADS: usize = 32;
-/// How often the main thread looks at the drivers (progress, the swap).
+/// How often the main thread looks at the drivers (progress, the swap, the rollout).
 const TICK: Duration = Duration::from_millis(100);
 
 /// Nodes of a fleet that run one plugin: each node its own instance of `image`.
 #[derive(Clone)]
 pub struct NodeGroup {
-    /// The group's name in the summary (`v2`, `canary`).
+    /// The group's name in the summary and its metrics' `group` label (`v2`, `canary`).
     pub name: String,
     /// How many nodes.
     pub nodes: usize,
     /// The plugin they run.
     pub image: PluginImage,
+    /// The plugin's name in the metrics' `logic` label; empty: the run's
+    /// ([`SimulateConfig::logic`]).
+    pub logic: String,
     /// Annotations the pods of its nodes are created with (what a plugin may read
     /// them for is its own business: a test's adversary picks its attack so).
     pub pod_annotations: BTreeMap<String, String>,
 }
 
 impl NodeGroup {
-    /// `nodes` nodes named `name`, running `image`, their pods without annotations of
-    /// the group's.
+    /// `nodes` nodes named `name`, running `image` (labelled as the run's plugin),
+    /// their pods without annotations of the group's.
     pub fn new(name: &str, nodes: usize, image: PluginImage) -> Self {
-        NodeGroup { name: name.to_owned(), nodes, image, pod_annotations: BTreeMap::new() }
+        NodeGroup { name: name.to_owned(), nodes, image, logic: String::new(), pod_annotations: BTreeMap::new() }
     }
 }
 
@@ -89,69 +81,45 @@ pub fn run_fleet(
     }
     config.nodes = group_of.len();
     let manifests = simulation::write_static_pods(&mut config)?;
-    // The fleet's own server admits what the fleet opens at once (past its cap it closes
-    // idle connections, which the clients see as failed requests): a request in flight
-    // per driver, per Lease and per Node report, and the call threads'.
-    let connections = podstatus_apiserver::ServeOptions::default().max_connections + 3 * config.nodes + CALL_THREADS;
+    let connections = podstatus_apiserver::ServeOptions::default().max_connections + Fleet::connections(config.nodes);
     let (embedded, target) = agent::resolve(&config.agent, connections)?;
-    let pool = CallPool::new(CALL_THREADS).map_err(|e| AgentError::from(podstatus_agent::AgentError::Runtime(e)))?;
-    let connection = Arc::new(Connection::open(&target).map_err(AgentError::from)?.with_call_pool(pool));
-    let names: Vec<String> = (0..config.nodes).map(|i| format!("{}-{i}", config.agent.node)).collect();
-    let routes = PodRoutes::new();
-    let pod_managers: Vec<Arc<PodManager>> = names
-        .iter()
-        .map(|name| {
-            let pod_manager = Arc::new(PodManager::new());
-            routes.add(name, Arc::clone(&pod_manager));
-            pod_manager
-        })
-        .collect();
-    let watch = PodWatch::start_routed(connection.client().clone(), Arc::new(routes), connection.runtime());
-    if !watch.wait_synced(SYNC_TIMEOUT) {
-        return Err(AgentError::Agent(podstatus_agent::AgentError::NotSynced(SYNC_TIMEOUT)).into());
-    }
-
-    let memory_before = summary::rss_mib();
-    let started = Instant::now();
-    let mut agents = Vec::with_capacity(names.len());
-    for (i, (name, pod_manager)) in names.iter().zip(&pod_managers).enumerate() {
-        let mut node = config.agent.agent.with_target(());
-        node.node = name.clone();
-        if let Some(registration) = node.register_node.as_mut() {
-            registration.name = name.clone();
-            // Node i of n renews i/n of an interval after node 0 (see heartbeat.rs).
-            registration.heartbeat_phase = i as f64 / names.len() as f64;
+    let spec = FleetSpec {
+        groups: groups
+            .iter()
+            .map(|group| {
+                let logic = if group.logic.is_empty() { &config.logic } else { &group.logic };
+                FleetGroup::new(&group.name, group.nodes, group.image.clone(), logic)
+            })
+            .collect(),
+        per_node_labels: false,
+    };
+    let injected = config.agent.injected_faults;
+    let layer = move |i: usize, api_server: Arc<dyn ApiServer>| {
+        let faults = injected.map(|f| InjectedFaults { seed: f.seed.wrapping_add(i as u64), ..f });
+        agent::fault_layer(faults)(api_server)
+    };
+    let mut memory_before = None;
+    let mut started = Instant::now();
+    let fleet = Fleet::start(&target, &config.agent.agent, spec, &plugins, &layer, &mut |step| match step {
+        StartProgress::Connected => {
+            memory_before = summary::rss_mib();
+            started = Instant::now();
         }
-        // One metrics endpoint serves the fleet: every node counts into its registry.
-        if i > 0 {
-            node.metrics_addr = None;
-        }
-        let faults = config.agent.injected_faults.map(|f| InjectedFaults { seed: f.seed.wrapping_add(i as u64), ..f });
-        let layer = agent::fault_layer(faults);
-        let node_agent = podstatus_agent::NodeAgent::start_on(
-            Arc::clone(&connection),
-            Arc::clone(pod_manager),
-            &node,
-            plugins.clone(),
-            groups[group_of[i]].image.clone(),
-            layer,
-        )
-        .map_err(AgentError::from)?;
-        agents.push(node_agent);
-        progress(&Progress {
+        StartProgress::NodeStarted { started: done, total } => progress(&Progress {
             elapsed: started.elapsed(),
             duration: None,
-            message: format!("{} of {} nodes started", i + 1, names.len()),
-        });
-    }
+            message: format!("{done} of {total} nodes started"),
+        }),
+    })
+    .map_err(SimulateError::Fleet)?;
     let start_seconds = started.elapsed().as_secs_f64();
+    let names = fleet.names().to_vec();
+    let agents = fleet.agents();
     let idle_memory_mib_per_node =
         memory_before.zip(summary::rss_mib()).map(|(before, after)| (after - before).max(0.0) / names.len() as f64);
-    tracing::info!(nodes = names.len(), took = ?started.elapsed(), "fleet started");
-    for pod_manager in &pod_managers {
-        simulation::wait_for_mirrors(pod_manager, config.static_pods, Duration::from_secs(10));
+    for agent in agents {
+        simulation::wait_for_mirrors(agent.pod_manager(), config.static_pods, Duration::from_secs(10));
     }
-    let live: Vec<Arc<LiveCounts>> = (0..names.len()).map(|_| Arc::default()).collect();
     let mut rollout = match config.canary.clone() {
         Some(canary) => {
             let rollout = canary.rollout;
@@ -160,12 +128,13 @@ pub fn run_fleet(
                 .position(|g| g.name == rollout.group)
                 .ok_or_else(|| SimulateError::UnknownCanaryGroup(rollout.group.clone()))?;
             let image = plugins.load_file(&rollout.plugin).map_err(SimulateError::CanaryPlugin)?;
-            let (canary, rest): (Vec<usize>, Vec<usize>) = (0..names.len()).partition(|&i| group_of[i] == group);
-            Some(Rollout::new(rollout, image, canary, rest))
+            let logic = simulation::file_logic(&rollout.plugin);
+            let canary: Vec<usize> = (0..names.len()).filter(|&i| group_of[i] == group).collect();
+            Some(SimulatedRollout::new(rollout, image, logic, canary))
         }
         None => None,
     };
-    let group_images: Vec<&PluginImage> = group_of.iter().map(|&g| &groups[g].image).collect();
+    let connection = fleet.connection();
 
     let owners = KubeOwners::new(connection.client().clone(), connection.runtime().clone());
     let cpu_at_start = summary::CpuTimes::now();
@@ -191,7 +160,6 @@ pub fn run_fleet(
                 name_prefix: Some(format!("n{i}")),
                 arrival_rate: config.arrival_rate.map(|rate| rate / names.len() as f64),
                 annotations: groups[group_of[i]].pod_annotations.clone(),
-                live: Some(Arc::clone(&live[i])),
             };
             PooledNode {
                 driver: Driver::new(driver_config, agent.pod_manager()),
@@ -214,11 +182,10 @@ pub fn run_fleet(
             }
             let elapsed = start.elapsed();
             if let Some(rollout) = rollout.as_mut() {
-                let fleet = Fleet { agents: &agents, live: &live, group_images: group_images.clone() };
                 rollout.tick(elapsed, &fleet);
             }
             if let Some((path, _)) = swap_at.as_ref().filter(|(_, at)| elapsed >= *at) {
-                swap = Some(swap_all(&agents, path, elapsed));
+                swap = Some(swap_all(agents, path, elapsed));
                 swap_at = None;
             }
             let queued: usize = agents.iter().map(|a| a.handle().queue_len()).sum();
@@ -244,7 +211,7 @@ pub fn run_fleet(
     let seconds = start.elapsed().as_secs_f64();
     let statuses_written = simulation::statuses_written(connection.metrics());
     let cpu_steal_percent = cpu_at_start.zip(summary::CpuTimes::now()).and_then(|(a, b)| a.steal_percent_until(b));
-    let nodes_ready = ready_nodes(&connection, &names);
+    let nodes_ready = fleet.ready_nodes();
 
     let quiet = Instant::now();
     std::thread::scope(|scope| {
@@ -322,7 +289,7 @@ pub fn run_fleet(
         cpu_steal_percent,
     };
     let mut summary = simulation::summarize(&config, observed);
-    summary.rollout = rollout.map(Rollout::summary);
+    summary.rollout = rollout.map(|rollout| rollout.summary(&fleet));
     summary.fleet = Some(FleetFigures {
         nodes: names.len(),
         nodes_ready,
@@ -334,26 +301,25 @@ pub fn run_fleet(
         groups: by_group
             .into_iter()
             .zip(group_busy)
-            .map(|(group, (busy, updates))| GroupFigures {
-                plugin_busy_us_per_update: simulation::per_update_us(busy, updates),
-                ..group
+            .map(|(group, (busy, updates))| {
+                // What the group's nodes counted into their metrics, the final flush included.
+                let tally = fleet.metrics().group_snapshot(&group.name);
+                GroupFigures {
+                    plugin_busy_us_per_update: simulation::per_update_us(busy, updates),
+                    propagation_ms: tally.propagation.summary().into(),
+                    api_calls_per_version: podstatus_agent::Figures::of(&tally).api_calls_per_version,
+                    recoveries: tally.recoveries,
+                    ..group
+                }
             })
             .collect(),
     });
 
-    for agent in &agents {
-        if let Some(registration) = agent.registration()
-            && let Err(e) = registration.mark_shutting_down(Duration::from_secs(10))
-        {
-            tracing::warn!("reporting the node as shutting down: {e}");
-        }
-    }
-    let left: usize = agents.into_iter().map(|agent| agent.shutdown(config.flush_timeout)).sum();
+    fleet.mark_shutting_down(Duration::from_secs(10));
+    let left = fleet.shutdown(config.flush_timeout);
     if left > 0 {
         tracing::warn!("{left} sync requests were left unwritten at shutdown");
     }
-    drop(watch);
-    drop(connection);
     drop(embedded);
     drop(manifests);
     Ok(summary)
@@ -370,44 +336,16 @@ fn share(total: usize, nodes: usize, i: usize) -> usize {
 fn swap_all(agents: &[podstatus_agent::NodeAgent], path: &std::path::Path, at: Duration) -> SwapSummary {
     let began = Instant::now();
     let mut rollout = SwapSummary::default();
+    let logic = simulation::file_logic(path);
     for agent in agents {
         let swap = simulation::do_swap(agent, path, at);
         if swap.error.is_some() {
             return swap;
         }
+        agent.metrics_scope().set_logic(&logic);
         rollout = SwapSummary { pause_ms: rollout.pause_ms.max(swap.pause_ms), ..swap };
     }
     SwapSummary { total_ms: began.elapsed().as_secs_f64() * 1000.0, ..rollout }
-}
-
-/// How many of the fleet's Nodes report Ready now (0 when they cannot be read).
-fn ready_nodes(connection: &Connection, names: &[String]) -> usize {
-    let nodes: Api<Node> = Api::all(connection.client().clone());
-    let listed = connection
-        .runtime()
-        .block_on(async { tokio::time::timeout(Duration::from_secs(30), nodes.list(&ListParams::default())).await });
-    let ours: HashSet<&str> = names.iter().map(String::as_str).collect();
-    match listed {
-        Ok(Ok(list)) => list
-            .items
-            .iter()
-            .filter(|node| node.metadata.name.as_deref().is_some_and(|n| ours.contains(n)))
-            .filter(|node| {
-                node.status
-                    .as_ref()
-                    .and_then(|s| s.conditions.as_ref())
-                    .is_some_and(|conditions| conditions.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
-            })
-            .count(),
-        Ok(Err(e)) => {
-            tracing::warn!("listing the fleet's nodes: {e}");
-            0
-        }
-        Err(_) => {
-            tracing::warn!("listing the fleet's nodes: no answer within 30 s");
-            0
-        }
-    }
 }
 
 #[cfg(test)]

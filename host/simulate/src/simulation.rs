@@ -56,6 +56,9 @@ pub struct SimulateConfig {
     pub arrival_rate: Option<f64>,
     /// Roll a plugin out to a share of a fleet's nodes first, then to all or none.
     pub canary: Option<CanaryShare>,
+    /// The name of the plugin the run starts with, for a fleet's `logic` metric label
+    /// (`podstatus-v1`, a plugin file's stem).
+    pub logic: String,
 }
 
 /// A canary rollout over a fleet split in two groups, `base` and `canary`.
@@ -95,6 +98,9 @@ pub enum SimulateError {
     /// A fleet was asked for with no node in it.
     #[error("a fleet needs at least one node")]
     NoNodes,
+    /// The fleet did not start.
+    #[error(transparent)]
+    Fleet(podstatus_agent::FleetError),
     /// A fleet node's driver thread could not start.
     #[error("starting a node's driver thread: {0}")]
     Spawn(#[source] std::io::Error),
@@ -174,7 +180,6 @@ pub fn run_with_progress(
         name_prefix: None,
         arrival_rate: config.arrival_rate,
         annotations: BTreeMap::new(),
-        live: None,
     };
     let mut driver = Driver::new(driver_config, agent.pod_manager());
     let cpu_at_start = summary::CpuTimes::now();
@@ -376,6 +381,12 @@ pub(crate) fn do_swap(agent: &podstatus_agent::NodeAgent, path: &std::path::Path
             SwapSummary { at_seconds, error: Some(e.to_string()), ..SwapSummary::default() }
         }
     }
+}
+
+/// The `logic` label of the plugin in `path`: the file's stem (`podstatus-v3` for
+/// `target/guest/podstatus-v3.wasm`).
+pub fn file_logic(path: &std::path::Path) -> String {
+    path.file_stem().map_or_else(|| path.display().to_string(), |stem| stem.to_string_lossy().into_owned())
 }
 
 /// (namespace, name) of a pod.

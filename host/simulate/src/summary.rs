@@ -106,6 +106,8 @@ pub struct RolloutSummary {
     pub decided_at_seconds: f64,
     /// `promoted`, `rolled back`, or not decided when the churn ended first.
     pub decision: String,
+    /// `automatic` (the rollout itself), or `operator`.
+    pub decided_by: String,
     /// Why.
     pub reason: String,
     /// Faults per update of the canary while it was watched.
@@ -116,12 +118,24 @@ pub struct RolloutSummary {
     pub canary_plugin_us_per_update: f64,
     /// The other nodes' plugin time per update over the same time, in microseconds.
     pub rest_plugin_us_per_update: f64,
+    /// The canary's propagation p99 while it was watched, in milliseconds.
+    pub canary_p99_ms: f64,
+    /// The other nodes' over the same time, in milliseconds.
+    pub rest_p99_ms: f64,
+    /// The canary's API calls per status version while it was watched.
+    pub canary_api_calls_per_version: f64,
+    /// The other nodes' over the same time.
+    pub rest_api_calls_per_version: f64,
     /// How long the canary's nodes took to swap, in milliseconds.
     pub canary_swap_ms: f64,
     /// How long the promotion (every other node) or the rollback (the canary's) took.
     pub decision_swap_ms: f64,
+    /// The longest pause of one node's status manager in those swaps, in milliseconds.
+    pub decision_max_pause_ms: f64,
     /// Swaps that failed (those nodes kept their plugin).
     pub swap_errors: usize,
+    /// Every criterion of the comparison, with both sides' figures and samples.
+    pub verdict: Option<podstatus_agent::Verdict>,
 }
 
 /// What only a fleet reports: its nodes, their Leases, and what a node costs.
@@ -168,6 +182,13 @@ pub struct GroupFigures {
     pub differing: usize,
     /// The plugin's held time per update handed to it, in microseconds.
     pub plugin_busy_us_per_update: f64,
+    /// Status set until written to the API server, its nodes' writes only, in
+    /// milliseconds (from the group's metrics, the final flush included).
+    pub propagation_ms: Latency,
+    /// The API calls its nodes' plugins made per status version.
+    pub api_calls_per_version: f64,
+    /// Plugin instances its nodes' supervisors restored after a fault.
+    pub recoveries: u64,
 }
 
 impl GroupFigures {
@@ -380,15 +401,19 @@ impl fmt::Display for Summary {
                 rows.push((
                     format!("  group {}", group.name),
                     format!(
-                        "{} nodes on {}: {} pods, {} versions, {} faults, {} of {} pods differ, plugin {:.1} us / update",
+                        "{} nodes on {}: {} pods, {} versions, {} faults ({} recoveries), {} of {} pods differ, \
+                         plugin {:.1} us / update, propagation p99 {:.1} ms, {:.2} API calls / version",
                         group.nodes,
                         group.plugin,
                         group.pods_created,
                         group.versions,
                         group.faults,
+                        group.recoveries,
                         group.differing,
                         group.compared,
-                        group.plugin_busy_us_per_update
+                        group.plugin_busy_us_per_update,
+                        group.propagation_ms.p99,
+                        group.api_calls_per_version
                     ),
                 ));
             }
@@ -406,6 +431,21 @@ impl fmt::Display for Summary {
                     rollout.reason,
                     rollout.canary_swap_ms,
                     rollout.decision_swap_ms
+                ),
+            ));
+            rows.push((
+                "  canary / rest".into(),
+                format!(
+                    "propagation p99 {:.1} / {:.1} ms, API calls per version {:.2} / {:.2}, faults per update \
+                     {:.4} / {:.4}, plugin {:.1} / {:.1} us per update",
+                    rollout.canary_p99_ms,
+                    rollout.rest_p99_ms,
+                    rollout.canary_api_calls_per_version,
+                    rollout.rest_api_calls_per_version,
+                    rollout.canary_fault_rate,
+                    rollout.rest_fault_rate,
+                    rollout.canary_plugin_us_per_update,
+                    rollout.rest_plugin_us_per_update
                 ),
             ));
         }

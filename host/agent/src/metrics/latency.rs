@@ -69,6 +69,35 @@ impl LatencyHistogram {
         let at = |q: f64| Duration::from_nanos(self.histogram.value_at_quantile(q)).min(self.max);
         LatencySummary { count: self.histogram.len(), p50: at(0.50), p95: at(0.95), p99: at(0.99), max: self.max }
     }
+
+    /// Latencies recorded so far.
+    pub fn count(&self) -> u64 {
+        self.histogram.len()
+    }
+
+    /// Adds every latency `other` recorded (a group's nodes summed).
+    pub fn add(&mut self, other: &LatencyHistogram) {
+        // Both have the same bounds (made by `new`): adding cannot run out of range.
+        if let Err(error) = self.histogram.add(&other.histogram) {
+            tracing::warn!(?error, "adding latency histograms");
+        }
+        self.max = self.max.max(other.max);
+    }
+
+    /// The latencies recorded since `before`, a copy of this histogram taken earlier:
+    /// a window of samples (a canary's since it started), not every sample since the
+    /// process started. The largest is then the top of the largest sample's bucket (the
+    /// exact one is not kept per window). A `before` that is not an earlier copy (it
+    /// holds samples this one does not) gives the whole of this one.
+    pub fn since(&self, before: &LatencyHistogram) -> LatencyHistogram {
+        let mut window = self.clone();
+        if window.histogram.subtract(&before.histogram).is_err() {
+            return self.clone();
+        }
+        let top = if window.histogram.is_empty() { 0 } else { window.histogram.max() };
+        window.max = Duration::from_nanos(top).min(self.max);
+        window
+    }
 }
 
 #[cfg(test)]
@@ -106,6 +135,31 @@ mod tests {
         assert_eq!(summary.max, Duration::MAX, "the exact maximum is kept");
         assert!(summary.p99 >= Duration::from_secs(3_600), "{summary:?}");
         assert!(summary.p50 >= Duration::from_secs(3_600), "{summary:?}");
+    }
+
+    #[test]
+    fn a_window_holds_only_the_samples_since_its_start() {
+        let mut histogram = LatencyHistogram::new();
+        for _ in 0..100 {
+            histogram.record(Duration::from_millis(1));
+        }
+        let start = histogram.clone();
+        for _ in 0..10 {
+            histogram.record(Duration::from_millis(500));
+        }
+        let window = histogram.since(&start);
+        assert_eq!(window.count(), 10);
+        let summary = window.summary();
+        assert!(summary.p50 >= Duration::from_millis(500), "{summary:?}");
+        assert!(summary.max >= Duration::from_millis(500) && summary.max <= Duration::from_millis(501), "{summary:?}");
+        assert_eq!(histogram.since(&histogram).summary(), LatencySummary::default(), "an empty window");
+        assert_eq!(start.since(&histogram).count(), 100, "not an earlier copy: the whole histogram");
+
+        let mut sum = LatencyHistogram::new();
+        sum.add(&start);
+        sum.add(&window);
+        assert_eq!(sum.count(), 110);
+        assert_eq!(sum.summary().max, window.summary().max);
     }
 
     #[test]

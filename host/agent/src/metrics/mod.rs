@@ -20,6 +20,8 @@ pub mod propagation;
 mod registry;
 pub mod rest_client;
 mod rest_client_families;
+mod scope;
+mod series;
 pub mod server;
 
 pub use caller_latency::{CallerLatency, CallerLatencySummary};
@@ -27,4 +29,6 @@ pub use latency::{LatencyHistogram, LatencySummary};
 pub use propagation::PropagationTracker;
 pub use registry::*;
 pub use rest_client::{RestClientLayer, RestClientService, metered_client};
+pub use scope::MetricsScope;
+pub use series::{GroupSnapshot, GroupTally, SeriesLabels};
 pub use server::{MetricsServer, ServeError};

@@ -1,10 +1,10 @@
 //! The node's metrics: the families, the registry they are encoded from, and the
 //! handle ([`Metrics`]) every part of the agent records through.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
 use prometheus_client::collector::Collector;
@@ -19,6 +19,7 @@ use super::caller_latency::CallerLatency;
 use super::process;
 use super::propagation::PropagationTracker;
 use super::rest_client_families::{self as rest_client, RestClientMetrics};
+use super::series::{CurrentSeries, GroupSnapshot, GroupTally, SeriesLabels};
 use podstatus_backends::SyncQueue;
 
 /// The `Content-Type` of a scrape answer: OpenMetrics text, which Prometheus reads.
@@ -49,22 +50,44 @@ pub const PLUGIN_CALL_BUCKETS: [f64; 10] =
     [0.00001, 0.00004, 0.00016, 0.00064, 0.00256, 0.01024, 0.04096, 0.16384, 0.65536, 2.62144];
 /// Always 1, labelled with what was built (as `kubernetes_build_info`).
 pub const BUILD_INFO: &str = "podstatus_build_info";
+/// Status updates handed to the plugin.
+pub const STATUS_UPDATES: &str = "podstatus_status_updates_total";
+/// Status updates that made a new status version.
+pub const STATUS_VERSIONS: &str = "podstatus_status_versions_total";
+/// Plugin calls that faulted, by kind.
+pub const PLUGIN_FAULTS: &str = "podstatus_plugin_faults_total";
+/// Plugin instances the supervisor restored after a fault.
+pub const PLUGIN_RECOVERIES: &str = "podstatus_plugin_recoveries_total";
+/// A fleet's nodes by group and logic, at scrape time (absent for a single agent).
+pub const FLEET_NODES: &str = "podstatus_fleet_nodes";
 
 /// The outcome label of a successful API call; failures carry the Kubernetes `Status`
 /// reason (`NotFound`, `Conflict`, ...).
 pub const OUTCOME_OK: &str = "Success";
 
-/// `podstatus_api_calls_total`'s labels.
+/// `podstatus_api_calls_total`'s labels: the node's series, then verb and outcome.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ApiCallLabels {
+    #[prometheus(flatten)]
+    series: SeriesLabels,
     verb: String,
     outcome: String,
 }
 
-/// `podstatus_plugin_call_duration_seconds`' label.
+/// `podstatus_plugin_call_duration_seconds`' labels.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct OperationLabels {
+    #[prometheus(flatten)]
+    series: SeriesLabels,
     operation: String,
+}
+
+/// `podstatus_plugin_faults_total`'s labels.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct FaultLabels {
+    #[prometheus(flatten)]
+    series: SeriesLabels,
+    kind: String,
 }
 
 /// `podstatus_build_info`'s labels.
@@ -86,18 +109,29 @@ pub struct Metrics {
     registry: Registry,
 }
 
-/// What is recorded; written by its [`Collector`] impl.
+/// What is recorded; written by its [`Collector`] impl. Every family a rollout compares
+/// or an operator reads per group is keyed by the node's [`SeriesLabels`] (none for a
+/// single agent).
 #[derive(Debug)]
 struct Families {
-    sync_duration: Histogram,
+    sync_duration: Family<SeriesLabels, Histogram, fn() -> Histogram>,
     /// Observations of `sync_duration`: prometheus-client does not give a histogram's
     /// count back.
     sync_count: AtomicU64,
     api_calls: Family<ApiCallLabels, Counter>,
-    /// The (verb, outcome) pairs seen, sorted, for summaries: a prometheus-client
-    /// family cannot be listed.
-    api_call_labels: Mutex<BTreeSet<(String, String)>>,
+    /// Every (verb, outcome) pair's count over all series, sorted, for summaries: a
+    /// prometheus-client family cannot be listed.
+    api_call_totals: Mutex<BTreeMap<(String, String), u64>>,
     plugin_calls: Family<OperationLabels, Histogram, fn() -> Histogram>,
+    status_updates: Family<SeriesLabels, Counter>,
+    status_versions: Family<SeriesLabels, Counter>,
+    plugin_faults: Family<FaultLabels, Counter>,
+    plugin_recoveries: Family<SeriesLabels, Counter>,
+    /// Each group's tally, by group name (`""` for unlabelled nodes).
+    groups: Mutex<BTreeMap<String, Arc<GroupTally>>>,
+    /// The labelled nodes' series (a fleet's nodes), for the nodes per group and
+    /// logic; one dropped with its node is skipped and pruned at the next scrape.
+    nodes: Mutex<Vec<Weak<CurrentSeries>>>,
     rest_client: RestClientMetrics,
     build_info: Family<BuildLabels, Gauge>,
     /// The queues whose depth is reported, summed (a fleet's nodes have one each);
@@ -117,11 +151,17 @@ impl Default for Metrics {
             })
             .set(1);
         let families = Arc::new(Families {
-            sync_duration: Histogram::new(POD_STATUS_SYNC_BUCKETS),
+            sync_duration: Family::new_with_constructor(|| Histogram::new(POD_STATUS_SYNC_BUCKETS)),
             sync_count: AtomicU64::new(0),
             api_calls: Family::default(),
-            api_call_labels: Mutex::new(BTreeSet::new()),
+            api_call_totals: Mutex::new(BTreeMap::new()),
             plugin_calls: Family::new_with_constructor(|| Histogram::new(PLUGIN_CALL_BUCKETS)),
+            status_updates: Family::default(),
+            status_versions: Family::default(),
+            plugin_faults: Family::default(),
+            plugin_recoveries: Family::default(),
+            groups: Mutex::new(BTreeMap::new()),
+            nodes: Mutex::new(Vec::new()),
             rest_client: RestClientMetrics::default(),
             build_info,
             queues: Mutex::new(Vec::new()),
@@ -146,44 +186,96 @@ impl Metrics {
         self.families.queues.lock().unwrap_or_else(PoisonError::into_inner).push(queue);
     }
 
-    /// Counts one API call; `outcome` is [`OUTCOME_OK`] or the failure's reason.
+    /// Counts one API call without labels; `outcome` is [`OUTCOME_OK`] or the
+    /// failure's reason. (A node counts through its [`MetricsScope`].)
     pub fn api_call(&self, verb: &str, outcome: &str) {
-        let labels = ApiCallLabels { verb: verb.to_owned(), outcome: outcome.to_owned() };
+        self.api_call_in(&SeriesLabels::none(), verb, outcome);
+    }
+
+    pub(super) fn api_call_in(&self, series: &SeriesLabels, verb: &str, outcome: &str) {
+        let labels = ApiCallLabels { series: series.clone(), verb: verb.to_owned(), outcome: outcome.to_owned() };
         self.families.api_calls.get_or_create(&labels).inc();
-        let mut seen = self.families.api_call_labels.lock().unwrap_or_else(PoisonError::into_inner);
-        if !seen.contains(&(labels.verb.clone(), labels.outcome.clone())) {
-            seen.insert((labels.verb, labels.outcome));
-        }
+        let mut totals = self.families.api_call_totals.lock().unwrap_or_else(PoisonError::into_inner);
+        *totals.entry((labels.verb, labels.outcome)).or_default() += 1;
     }
 
-    /// The number of API calls with this verb and outcome so far.
+    /// The number of API calls with this verb and outcome so far, over every series.
     pub fn api_calls(&self, verb: &str, outcome: &str) -> u64 {
-        let labels = ApiCallLabels { verb: verb.to_owned(), outcome: outcome.to_owned() };
-        self.families.api_calls.get(&labels).map_or(0, |counter| counter.get())
+        let totals = self.families.api_call_totals.lock().unwrap_or_else(PoisonError::into_inner);
+        totals.get(&(verb.to_owned(), outcome.to_owned())).copied().unwrap_or(0)
     }
 
-    /// Every (verb, outcome, count), sorted by verb then outcome: what a summary prints.
+    /// Every (verb, outcome, count) over every series, sorted by verb then outcome:
+    /// what a summary prints.
     pub fn api_call_counts(&self) -> Vec<(String, String, u64)> {
-        let seen = self.families.api_call_labels.lock().unwrap_or_else(PoisonError::into_inner).clone();
-        seen.into_iter()
-            .map(|(verb, outcome)| {
-                let count = self.api_calls(&verb, &outcome);
-                (verb, outcome, count)
-            })
-            .collect()
+        let totals = self.families.api_call_totals.lock().unwrap_or_else(PoisonError::into_inner);
+        totals.iter().map(|((verb, outcome), count)| (verb.clone(), outcome.clone(), *count)).collect()
     }
 
-    /// Records one plugin call of `operation` that took `took`.
+    /// Records one plugin call of `operation` that took `took`, without labels.
     pub fn plugin_call(&self, operation: &str, took: Duration) {
-        let labels = OperationLabels { operation: operation.to_owned() };
+        self.plugin_call_in(&SeriesLabels::none(), operation, took);
+    }
+
+    pub(super) fn plugin_call_in(&self, series: &SeriesLabels, operation: &str, took: Duration) {
+        let labels = OperationLabels { series: series.clone(), operation: operation.to_owned() };
         self.families.plugin_calls.get_or_create(&labels).observe(took.as_secs_f64());
     }
 
-    /// Records a status write `took` after the pod's first unwritten change.
+    /// Records a status write `took` after the pod's first unwritten change, without
+    /// labels.
     pub fn status_synced(&self, took: Duration) {
+        self.status_synced_in(&SeriesLabels::none(), took);
+    }
+
+    pub(super) fn status_synced_in(&self, series: &SeriesLabels, took: Duration) {
         // Upstream truncates to milliseconds before observing.
-        self.families.sync_duration.observe(Duration::from_millis(took.as_millis() as u64).as_secs_f64());
+        let seconds = Duration::from_millis(took.as_millis() as u64).as_secs_f64();
+        self.families.sync_duration.get_or_create(series).observe(seconds);
         self.families.sync_count.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(super) fn status_update_in(&self, series: &SeriesLabels, new_version: bool) {
+        self.families.status_updates.get_or_create(series).inc();
+        if new_version {
+            self.families.status_versions.get_or_create(series).inc();
+        }
+    }
+
+    pub(super) fn plugin_fault_in(&self, series: &SeriesLabels, kind: &str) {
+        self.families.plugin_faults.get_or_create(&FaultLabels { series: series.clone(), kind: kind.to_owned() }).inc();
+    }
+
+    pub(super) fn plugin_recovered_in(&self, series: &SeriesLabels, count: u64) {
+        self.families.plugin_recoveries.get_or_create(series).inc_by(count);
+    }
+
+    /// Makes `series`' propagation histogram exist from now on, so a scrape shows its
+    /// zero buckets before the first write (as a single agent's always has).
+    pub(super) fn open_series(&self, series: &SeriesLabels) {
+        let _ = self.families.sync_duration.get_or_create(series);
+    }
+
+    /// The tally of `group`, made on first use.
+    pub(super) fn group_tally(&self, group: &str) -> Arc<GroupTally> {
+        let mut groups = self.families.groups.lock().unwrap_or_else(PoisonError::into_inner);
+        Arc::clone(groups.entry(group.to_owned()).or_default())
+    }
+
+    /// What the nodes of `group` counted so far (nothing, for a group never seen).
+    pub fn group_snapshot(&self, group: &str) -> GroupSnapshot {
+        let tally = self.families.groups.lock().unwrap_or_else(PoisonError::into_inner).get(group).cloned();
+        tally.map(|tally| tally.snapshot()).unwrap_or_default()
+    }
+
+    /// The groups counted into so far, sorted.
+    pub fn group_names(&self) -> Vec<String> {
+        self.families.groups.lock().unwrap_or_else(PoisonError::into_inner).keys().cloned().collect()
+    }
+
+    /// Counts a node in [`FLEET_NODES`] by its series while it lives.
+    pub(super) fn add_node(&self, series: &Arc<CurrentSeries>) {
+        self.families.nodes.lock().unwrap_or_else(PoisonError::into_inner).push(Arc::downgrade(series));
     }
 
     /// The observations of [`POD_STATUS_SYNC_DURATION`] so far.
@@ -240,6 +332,33 @@ impl Collector for Families {
             "Duration in seconds of calls into the status manager plugin, by operation.",
             &self.plugin_calls,
         )?;
+        write(
+            e,
+            STATUS_UPDATES,
+            "Status updates handed to the status manager plugin (set, readiness, startup, terminate).",
+            &self.status_updates,
+        )?;
+        write(e, STATUS_VERSIONS, "Status updates that made a new status version.", &self.status_versions)?;
+        write(
+            e,
+            PLUGIN_FAULTS,
+            "Calls into the status manager plugin that faulted (trapped or breached a limit), by kind.",
+            &self.plugin_faults,
+        )?;
+        write(
+            e,
+            PLUGIN_RECOVERIES,
+            "Plugin instances restored with their accepted state after a fault.",
+            &self.plugin_recoveries,
+        )?;
+        let nodes = self.nodes_by_series();
+        if !nodes.is_empty() {
+            let family: Family<SeriesLabels, Gauge> = Family::default();
+            for (SeriesKey(series), count) in nodes {
+                family.get_or_create(&series).set(count);
+            }
+            write(e, FLEET_NODES, "A fleet's nodes, by group and the logic each runs now.", &family)?;
+        }
         write(
             e,
             PENDING_PODS,
@@ -311,6 +430,35 @@ impl Collector for Families {
             )?;
         }
         Ok(())
+    }
+}
+
+impl Families {
+    /// The live labelled nodes counted by their labels (without the node's name).
+    fn nodes_by_series(&self) -> BTreeMap<SeriesKey, i64> {
+        let mut nodes = self.nodes.lock().unwrap_or_else(PoisonError::into_inner);
+        nodes.retain(|series| series.strong_count() > 0);
+        let mut counts = BTreeMap::new();
+        for series in nodes.iter().filter_map(Weak::upgrade) {
+            *counts.entry(SeriesKey(series.get().labels.without_node())).or_default() += 1;
+        }
+        counts
+    }
+}
+
+/// Labels in a stable order (group, then logic) for the nodes gauge.
+#[derive(Debug, PartialEq, Eq)]
+struct SeriesKey(SeriesLabels);
+
+impl PartialOrd for SeriesKey {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for SeriesKey {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        (self.0.group(), self.0.logic()).cmp(&(other.0.group(), other.0.logic()))
     }
 }
 

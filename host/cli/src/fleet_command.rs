@@ -1,0 +1,424 @@
+//! `podstatus fleet`: `podstatus agent` for N virtual nodes in one process (issue 28).
+//! Each node registers its Node and renews its Lease, runs the pods scheduled to it
+//! through the pod runner, every status through its own plugin instance; the nodes
+//! share one engine, one connection and one pod watch (`podstatus_agent::Fleet`).
+//! Groups of nodes run a plugin each, a canary moves a share of the nodes to another
+//! one, and the control endpoint promotes it or rolls it back (the rollout also decides
+//! by itself). On SIGTERM: no new work, flush, nodes reported as shutting down.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use podstatus_agent::{
+    CanaryPlan, ControlLimits, ControlServer, Fleet, FleetGroup, FleetSpec, PluginCatalog, PodRunner, Rollout,
+    RolloutOutcome, StartProgress, canary_nodes, serve_commands,
+};
+use podstatus_apiserver::{EmbeddedApiServer, ServeOptions};
+use podstatus_backends::MemoryApiServer;
+use podstatus_runtime::{PluginImage, PluginRuntime, PoolSize};
+use podstatus_simulate::{Signals, Target};
+
+use crate::client_args::ClientArgs;
+use crate::node_args::NodeArgs;
+use crate::plugin_args::{Logic, PluginArgs};
+use crate::rollout_args::{RolloutArgs, canary_share};
+use crate::simulate_command;
+use crate::work_progress::WorkProgress;
+
+/// Exit code when the fleet could not start.
+const UNUSABLE: u8 = 2;
+/// Exit code when statuses were left unwritten at shutdown.
+const UNFLUSHED: u8 = 1;
+/// How long reporting each node as shutting down may take.
+const MARK_TIMEOUT: Duration = Duration::from_secs(10);
+/// Nodes whose pods one runner thread runs: a thousand nodes take twenty threads.
+const NODES_PER_RUNNER: usize = 50;
+/// How often the fleet's loop runs the control commands and the rollout's tick.
+const TICK: Duration = Duration::from_millis(100);
+/// The longest the fleet waits for its Nodes to report Ready before it serves anyway.
+const READY_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// `podstatus fleet`'s options.
+#[derive(clap::Args)]
+pub struct FleetArgs {
+    /// Virtual nodes in this process, named NAME-0 .. NAME-(N-1) after --node-name
+    /// (defaults to the sum of the --group counts).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=10_000), required_unless_present = "groups")]
+    nodes: Option<u32>,
+    /// The prefix of the nodes' names (the kubelet's --hostname-override).
+    #[arg(long, visible_alias = "hostname-override", value_name = "NAME", default_value = "podstatus-fleet")]
+    node_name: String,
+    /// A group of nodes: NAME=COUNT, running --plugin/--logic, or NAME=COUNT:vN (a
+    /// built-in logic version) or NAME=COUNT:FILE.wasm. Repeatable; the nodes are
+    /// numbered in the groups' order. Without it: one group `all` of every node.
+    #[arg(long = "group", value_name = "NAME=COUNT[:PLUGIN]", value_parser = parse_group)]
+    groups: Vec<GroupArg>,
+    /// Where the embedded API server listens (without --kubeconfig or --server).
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    listen: SocketAddr,
+    /// Where the control endpoint listens (GET /rollout, POST /rollout/promote,
+    /// /rollout/rollback, /rollout/canary). Loopback by default: it swaps plugins.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:10350")]
+    control_addr: SocketAddr,
+    /// Label every metric sample with its node too (`node`): a series per node and
+    /// family, so off by default (samples carry `group` and `logic`).
+    #[arg(long)]
+    per_node_metrics: bool,
+    /// Start a canary at once: this share of the nodes (`10%`, `0.1`), spread over the
+    /// fleet, moves to --canary-plugin or --canary-logic and is compared with the rest
+    /// for --canary-watch.
+    #[arg(long, value_name = "SHARE", value_parser = canary_share)]
+    canary: Option<f64>,
+    /// The plugin a canary moves to (also one the control endpoint can start a canary
+    /// on, by its file's stem).
+    #[arg(long, value_name = "FILE.wasm", conflicts_with = "canary_logic")]
+    canary_plugin: Option<PathBuf>,
+    /// The built-in logic version a canary moves to.
+    #[arg(long, value_enum, value_name = "VERSION")]
+    canary_logic: Option<Logic>,
+    /// How long a canary runs before the rollout decides by itself (it waits on while
+    /// the canary has too few samples to judge).
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = podstatus_agent::parse_go_duration)]
+    canary_watch: Duration,
+    /// Never decide by itself: only POST /rollout/promote or /rollout/rollback do.
+    #[arg(long)]
+    canary_manual: bool,
+    #[command(flatten)]
+    rollout: RolloutArgs,
+    /// How long the flush at shutdown may take (per node, the nodes a few at a time).
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = podstatus_agent::parse_go_duration)]
+    flush_timeout: Duration,
+    /// No progress on stderr while the nodes start.
+    #[arg(long)]
+    quiet: bool,
+    #[command(flatten)]
+    client: ClientArgs,
+    #[command(flatten)]
+    node: NodeArgs,
+    #[command(flatten)]
+    plugin: PluginArgs,
+}
+
+/// `--group NAME=COUNT[:PLUGIN]`.
+#[derive(Clone, Debug, PartialEq)]
+struct GroupArg {
+    name: String,
+    nodes: usize,
+    plugin: Option<PluginChoice>,
+}
+
+/// A plugin named on the command line.
+#[derive(Clone, Debug, PartialEq)]
+enum PluginChoice {
+    Logic(Logic),
+    File(PathBuf),
+}
+
+/// Group names are label values and appear in node counts and logs: short, plain.
+const MAX_GROUP_NAME: usize = 63;
+
+fn parse_group(text: &str) -> Result<GroupArg, String> {
+    let (name, rest) = text.split_once('=').ok_or_else(|| format!("{text:?}: expected NAME=COUNT[:PLUGIN]"))?;
+    let valid = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_';
+    if name.is_empty() || name.len() > MAX_GROUP_NAME || !name.chars().all(valid) {
+        return Err(format!("{name:?}: a group name is 1 to {MAX_GROUP_NAME} letters, digits, '-' or '_'"));
+    }
+    if name == podstatus_agent::CANARY_GROUP {
+        return Err(format!("{name:?} is the canary's group: name the group otherwise"));
+    }
+    let (count, plugin) = match rest.split_once(':') {
+        Some((count, plugin)) => (count, Some(plugin)),
+        None => (rest, None),
+    };
+    let nodes = match count.parse::<usize>() {
+        Ok(n) if n > 0 => n,
+        _ => return Err(format!("{count:?}: a group's count is a number of nodes above 0")),
+    };
+    let plugin = plugin.map(|plugin| match <Logic as clap::ValueEnum>::from_str(plugin, true) {
+        Ok(logic) => Ok(PluginChoice::Logic(logic)),
+        Err(_) if plugin.is_empty() => Err(format!("{text:?}: an empty plugin after ':'")),
+        Err(_) => Ok(PluginChoice::File(PathBuf::from(plugin))),
+    });
+    Ok(GroupArg { name: name.to_owned(), nodes, plugin: plugin.transpose()? })
+}
+
+pub fn run(args: &FleetArgs) -> ExitCode {
+    match fleet(args) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(UNFLUSHED),
+        Err(e) => {
+            eprintln!("podstatus fleet: {e:#}");
+            ExitCode::from(UNUSABLE)
+        }
+    }
+}
+
+/// The groups the options describe, each with its plugin.
+fn groups(args: &FleetArgs, plugins: &PluginRuntime) -> anyhow::Result<Vec<FleetGroup>> {
+    let default_plugin = || -> anyhow::Result<(PluginImage, String)> {
+        let image = plugins.load(&args.plugin.bytes()?).context("loading the plugin")?;
+        Ok((image, args.plugin.logic_label()))
+    };
+    if args.groups.is_empty() {
+        let nodes = args.nodes.context("--nodes or --group is needed")? as usize;
+        let (image, logic) = default_plugin()?;
+        return Ok(vec![FleetGroup::new("all", nodes, image, &logic)]);
+    }
+    let total: usize = args.groups.iter().map(|g| g.nodes).sum();
+    if let Some(nodes) = args.nodes
+        && nodes as usize != total
+    {
+        anyhow::bail!("the groups add up to {total} nodes, not the {nodes} of --nodes");
+    }
+    // One image per distinct plugin: a plugin is compiled (or read from the cache) once.
+    let mut images: BTreeMap<String, (PluginImage, String)> = BTreeMap::new();
+    let mut out = Vec::with_capacity(args.groups.len());
+    for group in &args.groups {
+        let key = format!("{:?}", group.plugin);
+        if !images.contains_key(&key) {
+            let loaded = match &group.plugin {
+                None => default_plugin()?,
+                Some(PluginChoice::Logic(logic)) => (
+                    plugins.load(logic.component()).with_context(|| format!("loading {}", logic.label()))?,
+                    logic.label().to_owned(),
+                ),
+                Some(PluginChoice::File(path)) => (
+                    plugins.load_file(path).with_context(|| format!("loading the plugin {}", path.display()))?,
+                    podstatus_simulate::file_logic(path),
+                ),
+            };
+            images.insert(key.clone(), loaded);
+        }
+        let (image, logic) = &images[&key];
+        out.push(FleetGroup::new(&group.name, group.nodes, image.clone(), logic));
+    }
+    Ok(out)
+}
+
+/// The plugins a canary may move to: every built-in logic version, and the files the
+/// options name.
+fn catalog(args: &FleetArgs, plugins: &PluginRuntime) -> PluginCatalog {
+    let mut catalog = PluginCatalog::new(plugins.clone());
+    for logic in [Logic::V1, Logic::V2, Logic::V3, Logic::V4] {
+        catalog.add_bytes(&logic_name(logic), logic.component(), logic.label());
+    }
+    let files =
+        args.canary_plugin.iter().chain(&args.plugin.plugin).chain(args.groups.iter().filter_map(
+            |g| match &g.plugin {
+                Some(PluginChoice::File(path)) => Some(path),
+                _ => None,
+            },
+        ));
+    for path in files {
+        let logic = podstatus_simulate::file_logic(path);
+        catalog.add_file(&logic, path.clone(), &logic);
+    }
+    catalog
+}
+
+/// A logic version's name on the command line and in the catalog (`v3`).
+fn logic_name(logic: Logic) -> String {
+    <Logic as clap::ValueEnum>::to_possible_value(&logic).map_or_else(String::new, |v| v.get_name().to_owned())
+}
+
+fn fleet(args: &FleetArgs) -> anyhow::Result<bool> {
+    if args.canary.is_some() && args.canary_plugin.is_none() && args.canary_logic.is_none() {
+        anyhow::bail!("--canary needs --canary-plugin or --canary-logic");
+    }
+    // Every node's instance comes from wasmtime's pooling allocator, sized for the fleet
+    // and its swaps.
+    let mut runtime = args.plugin.runtime_config();
+    let planned = match args.nodes {
+        Some(nodes) => nodes as usize,
+        None => args.groups.iter().map(|g| g.nodes).sum(),
+    };
+    runtime.pool = Some(PoolSize::for_nodes(planned));
+    let plugins = PluginRuntime::new(&runtime).context("plugin runtime")?;
+    let groups = groups(args, &plugins)?;
+    let nodes: usize = groups.iter().map(|g| g.nodes).sum();
+    let catalog = catalog(args, &plugins);
+    // The canary's plugin is loaded before anything starts: a bad file is refused
+    // before a thousand nodes register.
+    let canary_plugin = match (&args.canary_plugin, args.canary_logic) {
+        (Some(path), _) => Some(catalog.get(&podstatus_simulate::file_logic(path))?),
+        (None, Some(logic)) => Some(catalog.get(&logic_name(logic))?),
+        (None, None) => None,
+    };
+
+    // As `podstatus agent`: in a pod, the cluster it runs in is the one to join.
+    let in_cluster = std::env::var_os("KUBERNETES_SERVICE_HOST").is_some_and(|host| !host.is_empty());
+    let target = match (&args.client.kubeconfig, &args.client.server) {
+        (None, None) if in_cluster => Target::Kubeconfig { path: None, context: args.client.context.clone() },
+        _ => args.client.target(args.listen),
+    };
+    let (embedded, target) = resolve(target, nodes)?;
+    let config =
+        args.client.agent_config(&args.node_name, Target::Url(String::new()), args.node.config(&args.node_name));
+    let signals = Signals::default();
+    simulate_command::install_signal_handlers(&signals, "shutting down: flushing pending statuses")?;
+
+    let spec = FleetSpec { groups, per_node_labels: args.per_node_metrics };
+    let mut starting = WorkProgress::new("nodes started", nodes as u64, args.quiet);
+    let fleet = Fleet::start(&target, &config.agent, spec, &plugins, &|_, api| api, &mut |step| {
+        if let StartProgress::NodeStarted { started, .. } = step {
+            starting.set(started as u64);
+        }
+    });
+    starting.finish();
+    let fleet = fleet.context("starting the fleet")?;
+    let names = fleet.names();
+    eprintln!(
+        "podstatus fleet: {} nodes {} .. {} on {}",
+        fleet.len(),
+        names[0],
+        names[names.len() - 1],
+        fleet.connection().api_url()
+    );
+    wait_ready(&fleet, &signals, args.quiet);
+
+    let control = ControlServer::start(args.control_addr, ControlLimits::default(), fleet.connection().runtime())?;
+    eprintln!("podstatus fleet: control endpoint on http://{}/rollout", control.local_addr());
+    if let Some(addr) = fleet.metrics_addr() {
+        eprintln!("podstatus fleet: metrics on http://{addr}/metrics");
+    }
+    let mut runners: Vec<PodRunner> = fleet
+        .agents()
+        .chunks(NODES_PER_RUNNER)
+        .map(|agents| {
+            let nodes = agents.iter().map(|a| (a.node_side(), Arc::clone(a.pod_manager()))).collect();
+            PodRunner::start_many(nodes, args.node.node_ip.clone())
+        })
+        .collect();
+
+    let mut rollout = Rollout::new(args.rollout.policy(args.canary_watch, !args.canary_manual));
+    if let (Some(share), Some((image, logic))) = (args.canary, canary_plugin) {
+        let plan = CanaryPlan { nodes: canary_nodes(fleet.len(), share), image, logic };
+        match rollout.start(&fleet, plan) {
+            Ok(status) => eprintln!(
+                "podstatus fleet: canary of {} nodes on {}",
+                status.canary.as_ref().map_or(0, |c| c.nodes),
+                status.canary.as_ref().map_or("", |c| c.to.as_str())
+            ),
+            Err(e) => eprintln!("podstatus fleet: the canary did not start: {e}"),
+        }
+    }
+    let started = Instant::now();
+    while !signals.stop.load(Ordering::SeqCst) {
+        if signals.swap.swap(false, Ordering::SeqCst) {
+            tracing::warn!("swap signal ignored: a fleet changes plugins through its control endpoint");
+        }
+        serve_commands(&control, &fleet, &mut rollout, &catalog);
+        if let Some(decision) = rollout.tick(&fleet) {
+            let outcome = match decision.outcome {
+                RolloutOutcome::Promoted => "promoted",
+                RolloutOutcome::RolledBack => "rolled back",
+            };
+            eprintln!("podstatus fleet: canary on {} {outcome}: {}", decision.to, decision.reason);
+        }
+        std::thread::sleep(TICK);
+    }
+
+    // As the kubelet's graceful shutdown: no new work, what is pending written, then
+    // the nodes reported as shutting down.
+    drop(control);
+    for runner in &mut runners {
+        runner.stop();
+    }
+    let flushed = fleet.flush(args.flush_timeout);
+    fleet.mark_shutting_down(MARK_TIMEOUT);
+    print_groups(&fleet, started.elapsed());
+    let left = fleet.shutdown(args.flush_timeout);
+    drop(embedded);
+    eprintln!("podstatus fleet: stopped ({left} sync requests left unwritten)");
+    Ok(flushed && left == 0)
+}
+
+/// The fleet's target as the nodes reach it, and the embedded server started first
+/// (admitting the connections the fleet opens) when that is the target.
+fn resolve(target: Target, nodes: usize) -> anyhow::Result<(Option<EmbeddedApiServer>, podstatus_agent::Target)> {
+    Ok(match target {
+        Target::Embedded(addr) => {
+            let options = ServeOptions {
+                max_connections: ServeOptions::default().max_connections + Fleet::connections(nodes),
+                ..ServeOptions::default()
+            };
+            let store = Arc::new(MemoryApiServer::with_graceful_deletion());
+            let server =
+                EmbeddedApiServer::start_with(store, addr, options).context("starting the embedded API server")?;
+            let url = server.url();
+            (Some(server), podstatus_agent::Target::Url(url))
+        }
+        Target::Url(url) => (None, podstatus_agent::Target::Url(url)),
+        Target::Kubeconfig { path, context } => (None, podstatus_agent::Target::Kubeconfig { path, context }),
+    })
+}
+
+/// Waits (with progress) until every node reports Ready, a signal, or the timeout.
+fn wait_ready(fleet: &Fleet, signals: &Signals, quiet: bool) {
+    let mut progress = WorkProgress::new("nodes Ready", fleet.len() as u64, quiet);
+    let deadline = Instant::now() + READY_TIMEOUT;
+    loop {
+        let ready = fleet.ready_nodes();
+        progress.set(ready as u64);
+        if ready == fleet.len() || Instant::now() >= deadline || signals.stop.load(Ordering::SeqCst) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    progress.finish();
+}
+
+/// A line per group on stderr: its nodes and what they did.
+fn print_groups(fleet: &Fleet, running: Duration) {
+    for (g, name) in fleet.group_names().iter().enumerate() {
+        let nodes = (0..fleet.len()).filter(|&n| fleet.home_group(n) == g).count();
+        let figures = podstatus_agent::Figures::of(&fleet.metrics().group_snapshot(name));
+        eprintln!(
+            "podstatus fleet: group {name}: {nodes} nodes on {} over {:.0} s: {} updates, {} versions, {} API calls \
+             ({:.2} per version), {} faults, {} recoveries, propagation p99 {:.1} ms, plugin {:.1} us / update",
+            fleet.group_plugin(g).1,
+            running.as_secs_f64(),
+            figures.updates,
+            figures.versions,
+            figures.api_calls,
+            figures.api_calls_per_version,
+            figures.faults,
+            figures.recoveries,
+            figures.propagation_p99_ms,
+            figures.plugin_us_per_update,
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn groups_name_a_count_and_maybe_a_plugin() {
+        let group = |name: &str, nodes, plugin| GroupArg { name: name.into(), nodes, plugin };
+        assert_eq!(parse_group("web=6"), Ok(group("web", 6, None)));
+        assert_eq!(parse_group("web=6:v3"), Ok(group("web", 6, Some(PluginChoice::Logic(Logic::V3)))));
+        let file = Some(PluginChoice::File(PathBuf::from("x/y.wasm")));
+        assert_eq!(parse_group("batch_1=2:x/y.wasm"), Ok(group("batch_1", 2, file)));
+        for (bad, says) in [
+            ("web", "NAME=COUNT"),
+            ("=3", "group name"),
+            ("we b=3", "group name"),
+            ("canary=3", "canary's group"),
+            ("web=0", "above 0"),
+            ("web=x", "above 0"),
+            ("web=3:", "empty plugin"),
+        ] {
+            let error = parse_group(bad).expect_err(bad);
+            assert!(error.contains(says), "{bad}: {error}");
+        }
+        assert!(parse_group(&format!("{}=1", "g".repeat(64))).is_err(), "a name over 63 characters");
+    }
+}
