@@ -15,6 +15,9 @@ use podstatus_backends::MemoryApiServer;
 use podstatus_runtime::{PluginRuntime, PoolSize};
 use podstatus_simulate::{AgentConfig, CanaryConfig, CanaryShare, Signals, SimulateConfig};
 
+/// Pods a second a fleet creates its first pods at, without --create-rate.
+const FLEET_CREATE_RATE: f64 = 2_000.0;
+
 /// `podstatus simulate`'s options.
 #[derive(clap::Args)]
 pub struct SimulateArgs {
@@ -32,7 +35,8 @@ pub struct SimulateArgs {
     #[arg(long)]
     pub on_demand_instances: bool,
     /// Create the first pods at this many a second over all nodes, one after another (as
-    /// a workload scaled up at once), instead of at the churn's rate.
+    /// a workload scaled up at once), instead of at the churn's rate. A fleet (--nodes
+    /// above 1) creates them at 2,000 a second unless told otherwise, as KWOK scales up.
     #[arg(long, value_name = "PODS_PER_SECOND", value_parser = positive_rate)]
     pub create_rate: Option<f64>,
     /// Roll --canary-plugin out to this share of the fleet's nodes first (`10%`, or
@@ -197,7 +201,7 @@ fn simulate(args: &SimulateArgs) -> anyhow::Result<bool> {
         flush_timeout: args.flush_timeout,
         resync: (!args.resync.is_zero()).then_some(args.resync),
         nodes: args.nodes as usize,
-        arrival_rate: args.create_rate,
+        arrival_rate: args.create_rate.or((args.nodes > 1).then_some(FLEET_CREATE_RATE)),
         canary: match (args.canary, &args.canary_plugin) {
             (Some(share), Some(plugin)) => Some(CanaryShare {
                 share,

@@ -86,6 +86,10 @@ pub struct DriverCounts {
     /// Resyncs: a pod's last status sent again ([`DriverConfig::resync`]). Their
     /// outcomes are counted with the other calls' too.
     pub resyncs: u64,
+    /// Of the pods created, the node's first ones (its `pods`, before any replacement).
+    pub first_created: u64,
+    /// When the last of the node's first pods was created, if all were.
+    pub first_created_at: Option<Instant>,
 }
 
 impl DriverCounts {
@@ -104,6 +108,8 @@ impl DriverCounts {
         self.deleted += other.deleted;
         self.owner_errors += other.owner_errors;
         self.resyncs += other.resyncs;
+        self.first_created += other.first_created;
+        self.first_created_at = self.first_created_at.max(other.first_created_at);
     }
 }
 
@@ -381,6 +387,12 @@ impl Driver {
             Ok(created) => {
                 self.lives[slot].uid = created.metadata.uid;
                 self.counts.created += 1;
+                if self.lives[slot].generation == 0 {
+                    self.counts.first_created += 1;
+                    if self.counts.first_created == self.config.pods as u64 {
+                        self.counts.first_created_at = Some(Instant::now());
+                    }
+                }
                 if let Some(kubelet) = self.kubelet.as_mut() {
                     kubelet.created(slot);
                 }

@@ -271,6 +271,15 @@ pub fn run_fleet(
     }
     tracing::info!(compared = check.compared, differing = check.differing.len(), "checked");
     let pods_created = counts.created;
+    // The first pods' creation on its own: from the churn's start to the last of them.
+    let all_first = counts.first_created == config.pods as u64;
+    let first_pods_seconds =
+        counts.first_created_at.filter(|_| all_first).map(|at| at.saturating_duration_since(start).as_secs_f64());
+    let first_rate = match first_pods_seconds {
+        Some(took) if took > 0.0 => counts.first_created as f64 / took,
+        _ if seconds > 0.0 => pods_created as f64 / seconds,
+        _ => 0.0,
+    };
     let observed = Observed {
         plugin: agents.last().map(|a| a.handle().contract().to_string()).unwrap_or_default(),
         api_url: connection.api_url(),
@@ -297,7 +306,8 @@ pub fn run_fleet(
         leases_late,
         start_seconds,
         idle_memory_mib_per_node,
-        pods_created_per_second: if seconds > 0.0 { pods_created as f64 / seconds } else { 0.0 },
+        pods_created_per_second: first_rate,
+        first_pods_seconds,
         groups: by_group
             .into_iter()
             .zip(group_busy)

@@ -155,8 +155,13 @@ pub struct FleetFigures {
     /// Resident memory the started nodes added before any pod, per node, in MiB
     /// (Linux only).
     pub idle_memory_mib_per_node: Option<f64>,
-    /// Pods created per second of churn, over all nodes.
+    /// Pods created per second over all nodes: the first pods (each node's share of
+    /// `pods`) from the churn's start until the last of them was created; over the
+    /// whole run when some of them never were.
     pub pods_created_per_second: f64,
+    /// How long creating the first pods took, from the churn's start; absent when some
+    /// of them never were created.
+    pub first_pods_seconds: Option<f64>,
     /// The figures of each group of nodes running one plugin.
     pub groups: Vec<GroupFigures>,
 }
