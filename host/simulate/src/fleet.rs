@@ -15,13 +15,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::Pod;
-
 use crate::agent;
 use crate::check;
 use crate::driver::{Driver, DriverConfig, DriverCounts};
 use crate::driver_pool::{self, PooledNode};
-use crate::owners::KubeOwners;
+use crate::owners::{KubeOwners, StoredPod};
 use crate::rollout::SimulatedRollout;
 use crate::simulation::{self, Observed, Progress, Signals, SimulateConfig, SimulateError};
 use crate::summary::{self, Check, FleetFigures, GroupFigures, Summary, SwapSummary};
@@ -223,10 +221,10 @@ pub fn run_fleet(
     tracing::info!(took = ?quiet.elapsed(), "quiet sync done");
 
     let ours: HashSet<&str> = names.iter().map(String::as_str).collect();
-    let ours = |pod: &Pod| pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).is_some_and(|n| ours.contains(n));
+    let ours = |node: Option<&str>| node.is_some_and(|n| ours.contains(n));
     let stored = owners.stored_pods(None, ours);
     let read = |namespace: &str, name: &str| match &stored {
-        Ok(pods) => Ok(pods.get(&(namespace.to_owned(), name.to_owned())).cloned()),
+        Ok(pods) => Ok(pods.get(&(namespace.to_owned(), name.to_owned())).map(StoredPod::to_pod)),
         Err(e) => Err(e.clone()),
     };
     let mut check = Check::default();

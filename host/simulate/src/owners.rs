@@ -77,18 +77,18 @@ impl KubeOwners {
         self.stored_pods(Some(&format!("spec.nodeName={node}")), |_| true)
     }
 
-    /// The pods the API server has (of `field_selector`, and those `keep` takes), for a
-    /// final check and its counts. Listed in pages of [`LIST_PAGE`], as an informer
-    /// lists, and each kept as its identity and status alone: a fleet checks 100,000
-    /// pods, and their specs (most of a pod) read whole at once would be the run's peak
-    /// of memory. A list whose snapshot the server let go mid-way (410) starts over, a
-    /// few times at most.
+    /// The pods the API server has (of `field_selector`, and those on the nodes `keep`
+    /// takes), for a final check and its counts. Listed in pages of [`LIST_PAGE`], as an
+    /// informer lists, each page read as text and each pod kept as its identity, its
+    /// phase and its status's JSON ([`StoredPod`]): a fleet checks 100,000 pods, and
+    /// read whole at once as objects they were the run's peak of memory. A list whose
+    /// snapshot the server let go mid-way (410) starts over, a few times at most.
     pub fn stored_pods(
         &self,
         field_selector: Option<&str>,
-        keep: impl Fn(&Pod) -> bool,
+        keep: impl Fn(Option<&str>) -> bool,
     ) -> Result<StoredPods, OwnerError> {
-        let api: Api<Pod> = Api::all(self.client.clone());
+        let request = kube::core::Request::new("/api/v1/pods");
         let mut attempt = 0;
         'list: loop {
             attempt += 1;
@@ -102,16 +102,24 @@ impl KubeOwners {
                 if let Some(token) = token.take() {
                     params = params.continue_token(&token);
                 }
-                let page = match self.block_on(api.list(&params)) {
-                    Ok(page) => page,
+                let http = request
+                    .list(&params)
+                    .map_err(|e| OwnerError::Api(std::sync::Arc::new(kube::Error::BuildRequest(e))))?;
+                let text = match self.block_on(self.client.request_text(http)) {
+                    Ok(text) => text,
                     Err(OwnerError::Api(e)) if attempt < LIST_ATTEMPTS && is_expired(&e) => continue 'list,
                     Err(e) => return Err(e),
                 };
-                for pod in page.items.into_iter().filter(|pod| keep(pod)) {
-                    let pod = identity_and_status(pod);
-                    pods.insert(crate::simulation::key(&pod), pod);
+                let page: PodListPage<'_> = serde_json::from_str(&text)
+                    .map_err(|e| OwnerError::Api(std::sync::Arc::new(kube::Error::SerdeError(e))))?;
+                for item in page.items.into_iter().filter(|item| keep(item.spec.node_name.as_deref())) {
+                    let meta = item.metadata;
+                    let key = (meta.namespace.unwrap_or_default(), meta.name.unwrap_or_default());
+                    let status = item.status.map_or_else(|| Box::from("{}"), |s| Box::from(s.get()));
+                    let phase = serde_json::from_str::<PhaseOnly>(&status).ok().and_then(|p| p.phase);
+                    pods.insert(key, StoredPod { uid: meta.uid, phase, status });
                 }
-                match page.metadata.continue_ {
+                match page.metadata.continue_token {
                     Some(next) if !next.is_empty() => token = Some(next),
                     _ => return Ok(pods),
                 }
@@ -120,8 +128,75 @@ impl KubeOwners {
     }
 }
 
-/// Pods by (namespace, name), each its identity and status alone.
-pub type StoredPods = BTreeMap<(String, String), Pod>;
+/// A pod as a final check reads it: its UID, its phase and its status as JSON.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoredPod {
+    pub uid: Option<String>,
+    pub phase: Option<String>,
+    pub status: Box<str>,
+}
+
+impl StoredPod {
+    /// The pod as an object with only these: its UID and its status (empty when the
+    /// JSON is no PodStatus).
+    pub fn to_pod(&self) -> Pod {
+        Pod {
+            metadata: ObjectMeta { uid: self.uid.clone(), ..ObjectMeta::default() },
+            spec: None,
+            status: Some(serde_json::from_str(&self.status).unwrap_or_default()),
+        }
+    }
+}
+
+/// Pods by (namespace, name).
+pub type StoredPods = BTreeMap<(String, String), StoredPod>;
+
+/// One page of a pod list, read for what a check keeps.
+#[derive(serde::Deserialize)]
+struct PodListPage<'a> {
+    #[serde(default)]
+    metadata: PageMeta,
+    #[serde(default, borrow)]
+    items: Vec<PageItem<'a>>,
+}
+
+#[derive(Default, serde::Deserialize)]
+struct PageMeta {
+    #[serde(default, rename = "continue")]
+    continue_token: Option<String>,
+}
+
+#[derive(serde::Deserialize)]
+struct PageItem<'a> {
+    #[serde(default)]
+    metadata: ItemMeta,
+    #[serde(default)]
+    spec: ItemSpec,
+    #[serde(default, borrow)]
+    status: Option<&'a serde_json::value::RawValue>,
+}
+
+#[derive(Default, serde::Deserialize)]
+struct ItemMeta {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    namespace: Option<String>,
+    #[serde(default)]
+    uid: Option<String>,
+}
+
+#[derive(Default, serde::Deserialize)]
+struct ItemSpec {
+    #[serde(default, rename = "nodeName")]
+    node_name: Option<String>,
+}
+
+#[derive(serde::Deserialize)]
+struct PhaseOnly {
+    #[serde(default)]
+    phase: Option<String>,
+}
 
 /// Pods a final check lists per request (kube-rs' watcher and kubectl page by 500 too).
 pub const LIST_PAGE: u32 = 500;
@@ -133,27 +208,11 @@ fn is_expired(error: &kube::Error) -> bool {
     matches!(error, kube::Error::Api(status) if status.code == 410)
 }
 
-/// `pod` with only what a check reads: its name, namespace and UID, and its status.
-fn identity_and_status(pod: Pod) -> Pod {
-    let metadata = pod.metadata;
-    Pod {
-        metadata: ObjectMeta {
-            name: metadata.name,
-            namespace: metadata.namespace,
-            uid: metadata.uid,
-            ..ObjectMeta::default()
-        },
-        spec: None,
-        status: pod.status,
-    }
-}
-
 /// Pods counted by phase (`Unknown` without one).
-pub fn phases<'a>(pods: impl IntoIterator<Item = &'a Pod>) -> BTreeMap<String, u64> {
+pub fn phases<'a>(pods: impl IntoIterator<Item = &'a StoredPod>) -> BTreeMap<String, u64> {
     let mut phases = BTreeMap::new();
     for pod in pods {
-        let phase = pod.status.as_ref().and_then(|s| s.phase.clone()).unwrap_or_else(|| "Unknown".into());
-        *phases.entry(phase).or_default() += 1;
+        *phases.entry(pod.phase.clone().unwrap_or_else(|| "Unknown".into())).or_default() += 1;
     }
     phases
 }
@@ -178,6 +237,46 @@ impl Owners for KubeOwners {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The final check's list: every page read, the pods of the nodes asked for kept
+    /// as identity, phase and status text, the counts by phase from them.
+    #[test]
+    fn stored_pods_read_every_page_and_keep_what_a_check_reads() {
+        use podstatus_backends::MemoryApiServer;
+        let store = std::sync::Arc::new(MemoryApiServer::with_graceful_deletion());
+        let pods = 2 * LIST_PAGE as usize + 7;
+        for i in 0..pods {
+            let pod: Pod = serde_json::from_value(serde_json::json!({
+                "metadata": {"name": format!("p{i:05}"), "namespace": "sim", "uid": format!("u{i}")},
+                "spec": {"nodeName": if i % 2 == 0 { "even" } else { "odd" }, "containers": [{"name": "c"}]},
+                "status": {"phase": if i % 3 == 0 { "Running" } else { "Pending" }, "podIP": format!("10.0.{}.{}", i / 250, i % 250)}
+            }))
+            .unwrap();
+            store.put_pod(pod).unwrap();
+        }
+        let server =
+            podstatus_apiserver::EmbeddedApiServer::start(store, "127.0.0.1:0".parse().unwrap()).expect("a server");
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        let config = kube::Config::new(server.url().parse().unwrap());
+        let client = {
+            let _entered = runtime.enter();
+            kube::Client::try_from(config).unwrap()
+        };
+        let owners = KubeOwners::new(client, runtime.handle().clone());
+
+        let even = owners.stored_pods(None, |node| node == Some("even")).expect("listed");
+        assert_eq!(even.len(), pods.div_ceil(2), "every page, the even node's pods only");
+        let p6 = &even[&("sim".to_owned(), "p00006".to_owned())];
+        assert_eq!((p6.uid.as_deref(), p6.phase.as_deref()), (Some("u6"), Some("Running")));
+        let status = p6.to_pod().status.expect("a status");
+        assert_eq!(status.pod_ip.as_deref(), Some("10.0.0.6"));
+        let by_phase = phases(even.values());
+        assert_eq!(by_phase.values().sum::<u64>(), even.len() as u64);
+        assert_eq!(by_phase["Running"], (0..pods).filter(|i| i % 2 == 0 && i % 3 == 0).count() as u64);
+
+        let odd = owners.node_pods("odd").expect("listed by field selector");
+        assert_eq!(odd.len(), pods / 2);
+    }
 
     /// Before the bound, this call waited for kube's own read timeout (minutes).
     #[test]

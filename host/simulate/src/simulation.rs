@@ -15,7 +15,7 @@ use crate::agent::{AgentConfig, AgentError, NodeAgent};
 use crate::check;
 use crate::driver::{Driver, DriverConfig, DriverCounts};
 use crate::kubelet_1_35::NewPaths;
-use crate::owners::{self, KubeOwners, OwnerError, StoredPods};
+use crate::owners::{self, KubeOwners, OwnerError, StoredPod, StoredPods};
 use crate::summary::{self, Check, Summary, SwapSummary};
 use podstatus_agent::metrics::{Metrics, OUTCOME_OK};
 use podstatus_agent::{Outcome, TimedManager, VERB_PATCH_STATUS, VERB_UPDATE_STATUS};
@@ -225,7 +225,7 @@ pub fn run_with_progress(
     // One list of the node's pods serves the check and the count by phase.
     let stored = owners.node_pods(&config.agent.node);
     let read = |namespace: &str, name: &str| match &stored {
-        Ok(pods) => Ok(pods.get(&(namespace.to_owned(), name.to_owned())).cloned()),
+        Ok(pods) => Ok(pods.get(&(namespace.to_owned(), name.to_owned())).map(StoredPod::to_pod)),
         Err(e) => Err(e.clone()),
     };
     let check = check::check(agent.handle(), agent.pod_manager(), &read);
@@ -304,7 +304,8 @@ pub(crate) fn summarize(config: &SimulateConfig, observed: Observed<'_>) -> Summ
     let calls = api_calls.values().flat_map(|o| o.values()).sum::<u64>().saturating_sub(unsent);
     let handed: u64 = counts.updates.values().sum();
     if let (Some(paths), Ok(pods)) = (new_paths.as_mut(), stored.as_ref()) {
-        paths.count_api_pods(pods.values());
+        let pods: Vec<Pod> = pods.values().map(StoredPod::to_pod).collect();
+        paths.count_api_pods(&pods);
     }
     let seconds = observed.seconds;
     Summary {
@@ -387,11 +388,6 @@ pub(crate) fn do_swap(agent: &podstatus_agent::NodeAgent, path: &std::path::Path
 /// `target/guest/podstatus-v3.wasm`).
 pub fn file_logic(path: &std::path::Path) -> String {
     path.file_stem().map_or_else(|| path.display().to_string(), |stem| stem.to_string_lossy().into_owned())
-}
-
-/// (namespace, name) of a pod.
-pub(crate) fn key(pod: &Pod) -> (String, String) {
-    (pod.metadata.namespace.clone().unwrap_or_default(), pod.metadata.name.clone().unwrap_or_default())
 }
 
 /// Waits until each static pod has its mirror pod (created by the agent, seen through
