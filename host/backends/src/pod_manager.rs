@@ -5,13 +5,14 @@
 //!
 //! Pods are held as `Arc<Pod>`, shared with the API server's events and handed to
 //! readers without copying; a held pod is only ever replaced, never changed in place.
-//! Each held pod also keeps its JSON once someone asks for it ([`PodManager::json_of`]):
-//! the plugin reads every cached pod's pod from here in every periodic batch, and the
-//! node hands a pod's JSON with every status it reports, so a pod is serialised once
-//! per version instead of once per read.
+//! The JSON of the pods read last is kept a while ([`PodManager::json_of`]): the
+//! plugin's periodic batch reads a pod twice in a row (can it be deleted, has it
+//! drifted), and a status report hands the pod over right after reading it. Not every
+//! pod's: at 100 pods a node and a thousand nodes, a JSON per held pod was 450 MiB.
 
+use std::collections::VecDeque;
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Arc, OnceLock, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use k8s_openapi::api::core::v1::Pod;
 
@@ -25,7 +26,13 @@ use crate::api_server::memory::{MemoryApiServer, PodEvent};
 #[derive(Debug, Default)]
 pub struct PodManager {
     pods: RwLock<Held>,
+    /// The JSON of the pods serialised last, newest last, at most [`RECENT_JSON`]: each
+    /// with its pod (the very object: a pod is only ever replaced, never changed).
+    recent_json: Mutex<VecDeque<(Arc<Pod>, Arc<str>)>>,
 }
+
+/// Pods whose JSON is kept after it was asked for.
+const RECENT_JSON: usize = 8;
 
 /// The pods, and which of them bear each full name: the reach guard asks by name on
 /// every API call, and pairing static and mirror pods is by name, so neither scans
@@ -41,21 +48,15 @@ struct Held {
     paired: BTreeSet<String>,
 }
 
-/// A held pod, and its JSON once asked for.
+/// A held pod.
 #[derive(Debug)]
 struct HeldPod {
     pod: Arc<Pod>,
-    json: OnceLock<Arc<str>>,
 }
 
 impl HeldPod {
     fn new(pod: Arc<Pod>) -> Self {
-        HeldPod { pod, json: OnceLock::new() }
-    }
-
-    /// The pod's JSON, serialised on the first ask.
-    fn json(&self) -> Arc<str> {
-        Arc::clone(self.json.get_or_init(|| serde_json::to_string(&*self.pod).unwrap_or_default().into()))
+        HeldPod { pod }
     }
 }
 
@@ -154,9 +155,9 @@ impl PodManager {
 
     /// [`PodManager::get_pod_by_uid`], with the pod's JSON (serialised once per pod).
     pub fn get_pod_json_by_uid(&self, uid: &str) -> Option<(Arc<Pod>, Arc<str>)> {
-        let held = self.read();
-        let found = held.by_uid.get(uid).filter(|held| !is_mirror_pod(&held.pod))?;
-        Some((Arc::clone(&found.pod), found.json()))
+        let pod = self.get_pod_by_uid(uid)?;
+        let json = self.json_of(&pod);
+        Some((pod, json))
     }
 
     /// The mirror pod of `pod`, which need not be held here: only a static pod has one.
@@ -172,17 +173,23 @@ impl PodManager {
         if !is_pairable_static(pod) {
             return None;
         }
-        mirror_of(&self.read(), pod).map(HeldPod::json)
+        let mirror = mirror_of(&self.read(), pod).map(|held| Arc::clone(&held.pod))?;
+        Some(self.json_of(&mirror))
     }
 
-    /// `pod`'s JSON: the one kept for it when `pod` is the very pod held under its UID,
-    /// else serialised now.
+    /// `pod`'s JSON: kept from a recent ask for this very object, else serialised now
+    /// (and kept for the next ask).
     pub fn json_of(&self, pod: &Arc<Pod>) -> Arc<str> {
-        let held = self.read();
-        match held.by_uid.get(uid_of(pod)).filter(|held| Arc::ptr_eq(&held.pod, pod)) {
-            Some(held) => held.json(),
-            None => serde_json::to_string(&**pod).unwrap_or_default().into(),
+        let mut recent = self.recent_json.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((_, json)) = recent.iter().find(|(held, _)| Arc::ptr_eq(held, pod)) {
+            return Arc::clone(json);
         }
+        let json: Arc<str> = serde_json::to_string(&**pod).unwrap_or_default().into();
+        if recent.len() == RECENT_JSON {
+            recent.pop_front();
+        }
+        recent.push_back((Arc::clone(pod), Arc::clone(&json)));
+        json
     }
 
     /// A mirror pod's UID becomes its static pod's UID; any other UID, unknown ones
@@ -318,6 +325,32 @@ mod tests {
 
     fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    /// A pod read twice in a row is serialised once; a replaced pod is serialised anew;
+    /// only the last few are kept.
+    #[test]
+    fn the_json_of_the_pods_read_last_is_kept_a_while() {
+        let manager = PodManager::new();
+        manager.add_pod(api_pod("a", "ua"));
+        let (pod, first) = manager.get_pod_json_by_uid("ua").expect("held");
+        let (_, again) = manager.get_pod_json_by_uid("ua").expect("held");
+        assert!(Arc::ptr_eq(&first, &again), "the same object: serialised once");
+        assert_eq!(serde_json::from_str::<Pod>(&first).unwrap(), *pod);
+
+        let mut relabelled = api_pod("a", "ua");
+        relabelled.metadata.labels = Some([("app".to_owned(), "x".to_owned())].into());
+        manager.add_pod(relabelled.clone());
+        let (_, after) = manager.get_pod_json_by_uid("ua").expect("held");
+        assert_eq!(serde_json::from_str::<Pod>(&after).unwrap(), relabelled, "the new pod's JSON");
+
+        for i in 0..RECENT_JSON {
+            manager.add_pod(api_pod(&format!("p{i}"), &format!("u{i}")));
+            manager.get_pod_json_by_uid(&format!("u{i}")).expect("held");
+        }
+        assert_eq!(manager.recent_json.lock().unwrap().len(), RECENT_JSON, "bounded");
+        let (_, later) = manager.get_pod_json_by_uid("ua").expect("held");
+        assert!(!Arc::ptr_eq(&after, &later), "pushed out, serialised again");
     }
 
     #[test]
