@@ -97,7 +97,7 @@ impl ApiServer for MeteredApiServer {
         self.count(VERB_DELETE, &result);
         if let Ok(pod) = &result {
             // The pod is gone: a change still pending for it will never be written.
-            self.scope.metrics().propagation().forget(pod.metadata.uid.as_deref().unwrap_or_default());
+            self.scope.forget_clock(pod.metadata.uid.as_deref().unwrap_or_default());
         }
         result
     }
@@ -155,9 +155,9 @@ mod tests {
         pod_manager.add_pod(pod("etcd", "m1").annotations(&[(CONFIG_MIRROR_ANNOTATION, "h")]).build());
         let api = api.with_pod_manager(pod_manager);
         let tracker = metrics.propagation();
-        tracker.status_set("u1", Instant::now());
-        tracker.status_set("s1", Instant::now());
-        tracker.status_set("gone", Instant::now());
+        for uid in ["u1", "s1", "gone"] {
+            api.scope.status_set(uid, Instant::now());
+        }
         api.update_pod_status(update("web")).expect("update");
         api.update_pod_status(update("etcd")).expect("update mirror");
         assert_eq!(tracker.pending(), 1, "only the pod never written is pending");
@@ -168,7 +168,7 @@ mod tests {
     #[test]
     fn a_deleted_pod_stops_pending() {
         let (_, metrics, api) = metered_web();
-        metrics.propagation().status_set("u1", Instant::now());
+        api.scope.status_set("u1", Instant::now());
         api.delete_pod("ns", "web", &DeleteOptions::default()).expect("delete");
         assert_eq!(metrics.propagation().pending(), 0);
         assert_eq!(metrics.status_sync_count(), 0);

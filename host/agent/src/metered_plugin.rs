@@ -81,7 +81,7 @@ impl<P: Plugin + ?Sized> MeteredPlugin<P> {
         let new_version = matches!(result, Ok(UpdateOutcome::Queued | UpdateOutcome::QueueFull));
         self.scope.status_update(new_version);
         if let (true, Some(uid)) = (new_version, uid) {
-            self.scope.metrics().propagation().status_set(uid, started);
+            self.scope.status_set(uid, started);
         }
     }
 }
@@ -164,7 +164,7 @@ impl<P: Plugin + ?Sized> Plugin for MeteredPlugin<P> {
         let (result, _) = self.timed("remove_orphaned_statuses", |p| p.remove_orphaned_statuses(keep));
         if result.is_ok() {
             // Their statuses are gone from the plugin: nothing of theirs will be written.
-            self.scope.metrics().propagation().retain(keep);
+            self.scope.retain_clocks(keep);
         }
         result
     }

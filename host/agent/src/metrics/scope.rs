@@ -2,10 +2,11 @@
 //! its current labels and counts into its current group's tally (see
 //! [`super::SeriesLabels`]).
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
 
+use super::propagation::NodeKey;
 use super::registry::Metrics;
 use super::series::{CurrentSeries, Series, SeriesLabels};
 
@@ -16,26 +17,35 @@ pub struct MetricsScope {
     metrics: Arc<Metrics>,
     /// Shared with the metrics, which count the live nodes by their labels.
     series: Arc<CurrentSeries>,
+    /// The node's own propagation clocks, among every node's in the shared tracker.
+    node: NodeKey,
 }
 
+/// The clocks of a single agent (every unlabelled scope's).
+const SINGLE_AGENT: NodeKey = 0;
+/// Keys of the fleet nodes' scopes made so far: each is one node, with clocks of its own.
+static NEXT_NODE_KEY: AtomicU64 = AtomicU64::new(1);
+
 impl MetricsScope {
-    /// A single agent's scope: no labels (its tally is the group `""`'s).
+    /// A single agent's scope: no labels (its tally is the group `""`'s). Every
+    /// unlabelled scope of a registry is the one agent's, so they share its clocks.
     pub fn unlabelled(metrics: Arc<Metrics>) -> Arc<Self> {
-        Arc::new(Self::with_labels(metrics, SeriesLabels::none()))
+        Arc::new(Self::with_labels(metrics, SeriesLabels::none(), SINGLE_AGENT))
     }
 
     /// A fleet node's scope: its samples labelled with `group` and `logic`, and with
     /// `node` when given (per-node series: as many as nodes, so only on request).
     pub fn labelled(metrics: Arc<Metrics>, group: &str, logic: &str, node: Option<&str>) -> Arc<Self> {
-        let scope = Self::with_labels(metrics, SeriesLabels::new(group, logic, node));
+        let key = NEXT_NODE_KEY.fetch_add(1, Ordering::Relaxed);
+        let scope = Self::with_labels(metrics, SeriesLabels::new(group, logic, node), key);
         scope.metrics.add_node(&scope.series);
         Arc::new(scope)
     }
 
-    fn with_labels(metrics: Arc<Metrics>, labels: SeriesLabels) -> Self {
+    fn with_labels(metrics: Arc<Metrics>, labels: SeriesLabels, node: NodeKey) -> Self {
         metrics.open_series(&labels);
         let tally = metrics.group_tally(labels.group().unwrap_or_default());
-        MetricsScope { metrics, series: Arc::new(CurrentSeries::new(Series { labels, tally })) }
+        MetricsScope { metrics, series: Arc::new(CurrentSeries::new(Series { labels, tally })), node }
     }
 
     /// The metrics this scope records into.
@@ -106,11 +116,27 @@ impl MetricsScope {
         self.metrics.plugin_recovered_in(&series.labels, count);
     }
 
+    /// A status change of this node's pod `uid` was accepted at `at`: starts its
+    /// propagation clock, unless one is running.
+    pub fn status_set(&self, uid: &str, at: Instant) {
+        self.metrics.propagation().status_set(self.node, uid, at);
+    }
+
+    /// This node let go of every pod not in `keep`: their clocks stop, unmeasured.
+    pub fn retain_clocks(&self, keep: &[String]) {
+        self.metrics.propagation().retain(self.node, keep);
+    }
+
+    /// This node's pod `uid` is gone: its clock stops, unmeasured.
+    pub fn forget_clock(&self, uid: &str) {
+        self.metrics.propagation().forget(self.node, uid);
+    }
+
     /// A status of pod `uid` was written at `at`: closes its propagation clock, if one
     /// was running, into this scope's series and tally (and the metrics' overall
     /// figures).
     pub fn status_written(&self, uid: &str, at: Instant) {
-        let Some(took) = self.metrics.propagation().status_written(uid, at) else { return };
+        let Some(took) = self.metrics.propagation().status_written(self.node, uid, at) else { return };
         let series = self.series.get();
         series.tally.propagation.lock().unwrap_or_else(PoisonError::into_inner).record(took);
         self.metrics.status_synced_in(&series.labels, took);
@@ -176,7 +202,7 @@ mod tests {
         let metrics = Arc::new(Metrics::new());
         let scope = MetricsScope::labelled(Arc::clone(&metrics), "web", "podstatus-v2", None);
         let t0 = Instant::now();
-        metrics.propagation().status_set("u1", t0);
+        scope.status_set("u1", t0);
         scope.status_written("u1", t0 + Duration::from_millis(30));
         scope.status_written("u1", t0 + Duration::from_millis(40));
         assert_eq!(metrics.group_snapshot("web").propagation.count(), 1, "one clock, one sample");
