@@ -10,6 +10,7 @@ mod go_time;
 mod lookup;
 mod normalize;
 mod pod;
+mod pod_meta;
 mod quantity;
 mod readiness;
 mod semantic_eq;
@@ -29,6 +30,7 @@ pub use pod::{
     API_SOURCE, CONFIG_MIRROR_ANNOTATION, CONFIG_SOURCE_ANNOTATION, MetaView, NamedView, PodView, SpecView,
     is_static_source, parse_status, status_to_json,
 };
+pub use pod_meta::PodMeta;
 pub use quantity::{go_canonical, quantities_equal};
 pub use readiness::{
     CONTAINERS_NOT_READY, ContainersReadiness, POD_COMPLETED, POD_INITIALIZED, POD_READY, POD_SUCCEEDED,

@@ -112,7 +112,7 @@ fn set_time<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<serde::
 
 /// Only a JSON object (or null) makes a struct. serde's derive would also take a list
 /// of the fields' values in order; Go's decoder, and so Kubernetes, refuses that.
-fn object_or_null<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+pub(crate) fn object_or_null<'de, D, T>(deserializer: D) -> Result<T, D::Error>
 where
     D: Deserializer<'de>,
     T: Default + Deserialize<'de>,
@@ -160,10 +160,7 @@ impl PodView {
     /// Parses a pod that must have a UID (every pod the kubelet handles does).
     pub fn parse_with_uid(json: &str) -> Result<PodView, JsonError> {
         let pod = Self::parse(json)?;
-        if pod.metadata.uid.is_empty() {
-            let (namespace, name) = (&pod.metadata.namespace, &pod.metadata.name);
-            return Err(JsonError(format!("pod {namespace}/{name} has no metadata.uid")));
-        }
+        require_uid(&pod.metadata)?;
         Ok(pod)
     }
 
@@ -194,6 +191,15 @@ impl PodView {
     pub fn is_being_deleted(&self) -> bool {
         self.metadata.deletion_timestamp.is_some()
     }
+}
+
+/// Refuses a pod without a UID (every pod the kubelet handles has one).
+pub(crate) fn require_uid(metadata: &MetaView) -> Result<(), JsonError> {
+    if metadata.uid.is_empty() {
+        let (namespace, name) = (&metadata.namespace, &metadata.name);
+        return Err(JsonError(format!("pod {namespace}/{name} has no metadata.uid")));
+    }
+    Ok(())
 }
 
 /// Whether a pod whose [`CONFIG_SOURCE_ANNOTATION`] is `source` is static: it has one,
