@@ -16,6 +16,7 @@ mod readiness;
 mod semantic_eq;
 #[cfg(feature = "status-patch")]
 mod status_patch;
+mod status_writer;
 
 pub use error::JsonError;
 pub use go_time::is_zero;
@@ -39,3 +40,4 @@ pub use readiness::{
 pub use semantic_eq::status_equal;
 #[cfg(feature = "status-patch")]
 pub use status_patch::{PatchError, apply_status_patch};
+pub use status_writer::write_status;
