@@ -8,9 +8,11 @@
 //! KIND is `component` (sandboxed, the default limits), `unmetered` (no CPU budget),
 //! `supervised` or `native`; OP is `set-pod-status` (a changed status each call) or
 //! `sync-pod` (one pod's sync of a freshly cached change; the update before each sync
-//! is in the loop too, so profile `set-pod-status` beside it to take it out). The
-//! fixture is the bench's. The first call, which caches the pod's first status, is
-//! made before the loop.
+//! is in the loop too, so profile `set-pod-status` beside it to take it out), or
+//! `serde-floor` (the status parsed and serialised again: natively, or in the sandbox
+//! by the bench's serde-floor plugin, `component` or `unmetered`). The fixture is the
+//! bench's. The first call, which caches the pod's first status, is made before the
+//! loop.
 //!
 //! `PODSTATUS_CORE=FILE.wasm` runs a plugin core module built by hand (a logic v1
 //! program of `guest/plugins`, say with other codegen flags) instead of the
@@ -49,16 +51,20 @@ fn runtime(limits: Limits) -> anyhow::Result<PluginRuntime> {
     Ok(PluginRuntime::new(&RuntimeConfig { cache_dir: Some(cache), limits, ..RuntimeConfig::default() })?)
 }
 
-/// The component to run: the checkout's logic v1, or `PODSTATUS_CORE`'s.
-fn component_bytes() -> anyhow::Result<Vec<u8>> {
+/// The component to run: the checkout's logic v1 (the serde floor for `serde-floor`),
+/// or `PODSTATUS_CORE`'s.
+fn component_bytes(op: &str) -> anyhow::Result<Vec<u8>> {
+    if op == "serde-floor" {
+        return Ok(podstatus_test_programs::SERDE_FLOOR.to_vec());
+    }
     let Some(core) = std::env::var_os("PODSTATUS_CORE") else { return Ok(PODSTATUS_V1.to_vec()) };
     let core = std::fs::read(&core)?;
     Ok(wit_component::ComponentEncoder::default().module(&core)?.validate(true).encode()?)
 }
 
-fn plugin(kind: &str, world: World) -> anyhow::Result<Box<dyn Plugin>> {
+fn plugin(kind: &str, op: &str, world: World) -> anyhow::Result<Box<dyn Plugin>> {
     let unmetered = Limits { call_cpu_time: None, ..Limits::default() };
-    let bytes = component_bytes()?;
+    let bytes = component_bytes(op)?;
     Ok(match kind {
         "component" => Box::new(runtime(Limits::default())?.load(&bytes)?.instantiate(world)?),
         "unmetered" => Box::new(runtime(unmetered)?.load(&bytes)?.instantiate(world)?),
@@ -77,7 +83,7 @@ fn main() -> anyhow::Result<()> {
     let pod = fixture::pod_json();
     let statuses = [fixture::status_json(0), fixture::status_json(1)];
     let world = world(if op == "sync-pod" { 1 } else { 0 });
-    let mut plugin = plugin(kind, world.clone())?;
+    let mut plugin = plugin(kind, op, world.clone())?;
     plugin.set_pod_status(&pod, &statuses[0])?;
     if let Some(request) = world.queue.pop() {
         plugin.sync_pod(&request)?;
@@ -89,12 +95,19 @@ fn main() -> anyhow::Result<()> {
             "set-pod-status" => {
                 plugin.set_pod_status(&pod, status)?;
             }
+            "serde-floor" if kind == "native" => {
+                let parsed: k8s_openapi::api::core::v1::PodStatus = serde_json::from_str(status)?;
+                std::hint::black_box(serde_json::to_string(&parsed)?);
+            }
+            "serde-floor" => {
+                plugin.set_pod_status(&pod, status)?;
+            }
             "sync-pod" => {
                 plugin.set_pod_status(&pod, status)?;
                 let request = world.queue.pop().ok_or_else(|| anyhow::anyhow!("no request was queued"))?;
                 plugin.sync_pod(&request)?;
             }
-            other => anyhow::bail!("unknown operation {other:?}: set-pod-status or sync-pod"),
+            other => anyhow::bail!("unknown operation {other:?}: set-pod-status, sync-pod or serde-floor"),
         }
     }
     let took = start.elapsed();
