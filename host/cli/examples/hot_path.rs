@@ -51,13 +51,13 @@ fn runtime(limits: Limits) -> anyhow::Result<PluginRuntime> {
     Ok(PluginRuntime::new(&RuntimeConfig { cache_dir: Some(cache), limits, ..RuntimeConfig::default() })?)
 }
 
-/// The component to run: the checkout's logic v1 (the serde floor for `serde-floor`),
-/// or `PODSTATUS_CORE`'s.
+/// The component to run: `PODSTATUS_CORE`'s, else the checkout's logic v1 (its serde
+/// floor for `serde-floor`).
 fn component_bytes(op: &str) -> anyhow::Result<Vec<u8>> {
-    if op == "serde-floor" {
-        return Ok(podstatus_test_programs::SERDE_FLOOR.to_vec());
-    }
-    let Some(core) = std::env::var_os("PODSTATUS_CORE") else { return Ok(PODSTATUS_V1.to_vec()) };
+    let Some(core) = std::env::var_os("PODSTATUS_CORE") else {
+        let bytes = if op == "serde-floor" { podstatus_test_programs::SERDE_FLOOR } else { PODSTATUS_V1 };
+        return Ok(bytes.to_vec());
+    };
     let core = std::fs::read(&core)?;
     Ok(wit_component::ComponentEncoder::default().module(&core)?.validate(true).encode()?)
 }
