@@ -29,19 +29,13 @@ pub struct PodMeta {
 
 /// What is read of the pod's JSON: the spec and every other key are skipped (checked to
 /// be JSON, not to be a spec), the status borrowed where it stands.
-#[derive(Deserialize)]
+#[derive(Default, Deserialize)]
 #[serde(default)]
 struct Fields<'a> {
     #[serde(deserialize_with = "object_or_null")]
     metadata: MetaView,
     #[serde(borrow)]
     status: Option<&'a RawValue>,
-}
-
-impl Default for Fields<'_> {
-    fn default() -> Self {
-        Fields { metadata: MetaView::default(), status: None }
-    }
 }
 
 impl PodMeta {

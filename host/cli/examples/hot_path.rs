@@ -59,7 +59,7 @@ fn component_bytes(op: &str) -> anyhow::Result<Vec<u8>> {
         return Ok(bytes.to_vec());
     };
     let core = std::fs::read(&core)?;
-    Ok(wit_component::ComponentEncoder::default().module(&core)?.validate(true).encode()?)
+    wit_component::ComponentEncoder::default().module(&core)?.validate(true).encode()
 }
 
 fn plugin(kind: &str, op: &str, world: World) -> anyhow::Result<Box<dyn Plugin>> {
