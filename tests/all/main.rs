@@ -31,6 +31,7 @@ mod replay_fixtures;
 mod replay_guarded;
 mod resize;
 mod sandbox;
+mod serde_floor;
 mod simulate;
 mod split_syncs;
 mod swap;

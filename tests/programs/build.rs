@@ -5,7 +5,8 @@
 //! hands the host (`SPLIT_ADVERSARY`), the `hostile` adversary gets three extra memories (see
 //! `extra_memories.rs`), and `guests/failpoints` is the real plugin with faults on
 //! demand (`FAILPOINTS` on contract 0.1.0, `FAILPOINTS_SPLIT` on 0.2.0), and `guests/liar` the
-//! same lying in its state (`LIAR`, `LIAR_SPLIT`). The build fails when a component is
+//! same lying in its state (`LIAR`, `LIAR_SPLIT`); `guests/serde-floor` is the operations
+//! bench's floor of the sandbox (`SERDE_FLOOR`). The build fails when a component is
 //! used by no test under `tests/all/` or `host/cli/tests/`, so none is built for nothing.
 
 use std::fmt::Write;
@@ -51,6 +52,12 @@ fn main() {
             &format!("The adversary built with feature `{feature}`."),
         );
     }
+    add(
+        "SERDE_FLOOR".into(),
+        "podstatus-test-serde-floor",
+        &[],
+        "The floor of the sandbox for the status manager's work: set-pod-status only parses the status and serialises it again (the operations bench's serde floor, in the sandbox).",
+    );
     add("WRONG_CONTRACT".into(), "podstatus-test-wrong-contract", &[], "A plugin of contract kubelet:status@9.0.0.");
     add(
         "PROBER".into(),

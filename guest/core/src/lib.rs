@@ -10,11 +10,13 @@ mod go_time;
 mod lookup;
 mod normalize;
 mod pod;
+mod pod_meta;
 mod quantity;
 mod readiness;
 mod semantic_eq;
 #[cfg(feature = "status-patch")]
 mod status_patch;
+mod status_writer;
 
 pub use error::JsonError;
 pub use go_time::is_zero;
@@ -29,6 +31,7 @@ pub use pod::{
     API_SOURCE, CONFIG_MIRROR_ANNOTATION, CONFIG_SOURCE_ANNOTATION, MetaView, NamedView, PodView, SpecView,
     is_static_source, parse_status, status_to_json,
 };
+pub use pod_meta::PodMeta;
 pub use quantity::{go_canonical, quantities_equal};
 pub use readiness::{
     CONTAINERS_NOT_READY, ContainersReadiness, POD_COMPLETED, POD_INITIALIZED, POD_READY, POD_SUCCEEDED,
@@ -37,3 +40,4 @@ pub use readiness::{
 pub use semantic_eq::status_equal;
 #[cfg(feature = "status-patch")]
 pub use status_patch::{PatchError, apply_status_patch};
+pub use status_writer::write_status;

@@ -112,7 +112,7 @@ fn set_time<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<serde::
 
 /// Only a JSON object (or null) makes a struct. serde's derive would also take a list
 /// of the fields' values in order; Go's decoder, and so Kubernetes, refuses that.
-fn object_or_null<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+pub(crate) fn object_or_null<'de, D, T>(deserializer: D) -> Result<T, D::Error>
 where
     D: Deserializer<'de>,
     T: Default + Deserialize<'de>,
@@ -160,10 +160,7 @@ impl PodView {
     /// Parses a pod that must have a UID (every pod the kubelet handles does).
     pub fn parse_with_uid(json: &str) -> Result<PodView, JsonError> {
         let pod = Self::parse(json)?;
-        if pod.metadata.uid.is_empty() {
-            let (namespace, name) = (&pod.metadata.namespace, &pod.metadata.name);
-            return Err(JsonError(format!("pod {namespace}/{name} has no metadata.uid")));
-        }
+        require_uid(&pod.metadata)?;
         Ok(pod)
     }
 
@@ -196,6 +193,15 @@ impl PodView {
     }
 }
 
+/// Refuses a pod without a UID (every pod the kubelet handles has one).
+pub(crate) fn require_uid(metadata: &MetaView) -> Result<(), JsonError> {
+    if metadata.uid.is_empty() {
+        let (namespace, name) = (&metadata.namespace, &metadata.name);
+        return Err(JsonError(format!("pod {namespace}/{name} has no metadata.uid")));
+    }
+    Ok(())
+}
+
 /// Whether a pod whose [`CONFIG_SOURCE_ANNOTATION`] is `source` is static: it has one,
 /// and it is not [`API_SOURCE`] (the pod came from a file or URL). The one rule every
 /// reader of pods (the logic, the host's pod manager, the test fakes) applies; a pod
@@ -211,10 +217,11 @@ pub fn parse_status(json: &str) -> Result<PodStatus, JsonError> {
         .map_err(|e| JsonError(format!("not a core/v1 PodStatus: {e}")))
 }
 
-/// Serialises a PodStatus. k8s-openapi's types always serialise; a failure would be a
-/// bug in them, reported rather than panicking.
+/// Serialises a PodStatus: serde_json's bytes, written faster ([`crate::write_status`]).
+/// k8s-openapi's types always serialise; a failure would be a bug in them, reported
+/// rather than panicking.
 pub fn status_to_json(status: &PodStatus) -> Result<String, JsonError> {
-    serde_json::to_string(status).map_err(|e| JsonError(format!("cannot serialise status: {e}")))
+    crate::write_status(status)
 }
 
 #[cfg(test)]

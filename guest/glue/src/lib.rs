@@ -24,5 +24,6 @@ pub mod contract_0_2_1;
 pub mod failpoints;
 #[cfg(feature = "lies")]
 pub mod lies;
+mod mem;
 mod shared;
 mod split_shared;

@@ -1,10 +1,10 @@
 //! The 2017 status manager's decisions in a sync.
 
 use k8s_openapi::api::core::v1::PodStatus;
-use podstatus_core::{status_equal, status_to_json};
+use podstatus_core::status_equal;
 use podstatus_logic::{
-    ApiCall, ApiError, ApiPod, Engine, Imports, Level, ManagerError, Result, StatusUpdate, SyncPolicy, VersionedStatus,
-    Write, WritePlan,
+    ApiCall, ApiError, ApiPod, Engine, Imports, Level, Result, StatusUpdate, SyncPolicy, VersionedStatus, Write,
+    WritePlan,
 };
 
 use crate::V1;
@@ -13,7 +13,7 @@ impl<I: Imports> SyncPolicy<I> for V1 {
     const CHECKS_NEEDS_UPDATE: bool = true;
 
     /// A PUT of the whole status, guarded by the object as read.
-    fn plan_write(&self, _manager: &mut Engine<I>, pod: ApiPod, status: &VersionedStatus) -> Result<WritePlan> {
+    fn plan_write(&self, manager: &mut Engine<I>, pod: ApiPod, status: &VersionedStatus) -> Result<WritePlan> {
         let view = &pod.view;
         let update = StatusUpdate {
             namespace: view.metadata.namespace.clone(),
@@ -22,7 +22,7 @@ impl<I: Imports> SyncPolicy<I> for V1 {
             // the write to exactly that object.
             uid_precondition: Some(view.metadata.uid.clone()).filter(|u| !u.is_empty()),
             resource_version_precondition: view.metadata.resource_version.clone(),
-            status: status_to_json(&status.status).map_err(|e| ManagerError::InvalidStatus(e.to_string()))?,
+            status: manager.status_text(status)?,
         };
         Ok(WritePlan::Send { call: ApiCall::UpdatePodStatus(update), over: pod })
     }
@@ -56,7 +56,7 @@ impl<I: Imports> SyncPolicy<I> for V1 {
         if !pod.view.is_being_deleted() || pod.view.is_mirror() {
             return Ok(false);
         }
-        let status_json = status_to_json(&status.status).map_err(|e| ManagerError::InvalidStatus(e.to_string()))?;
+        let status_json = manager.status_text(status)?;
         Ok(manager.imports_mut().pod_resources_are_reclaimed(&pod.json, &status_json))
     }
 

@@ -6,8 +6,8 @@ use k8s_openapi::api::core::v1::PodStatus;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use podstatus_core::truncate_time;
 use podstatus_logic::{
-    ApiCall, ApiError, ApiPod, ApiReply, Engine, InvalidPod, Level, ManagerError, Result, SyncPolicy, VersionedStatus,
-    Write, WritePlan,
+    ApiCall, ApiError, ApiPod, ApiReply, Engine, Level, ManagerError, Result, SyncPolicy, VersionedStatus, Write,
+    WritePlan,
 };
 
 use crate::conditions::{is_pod_status_by_kubelet_equal, is_terminal, merge_pod_status};
@@ -24,7 +24,7 @@ impl<I: Imports> SyncPolicy<I> for V2 {
         let view = &pod.view;
         // The API server's status as it is, not normalised: what the cache normalised
         // (container order, termination messages) is corrected by the patch.
-        let api_status = view.parse_status().invalid_pod(|| format!("status of {}", view.full_name()))?;
+        let api_status = pod.parse_status()?;
         let now = now(manager);
         let merged = {
             let imports = manager.imports_mut();
@@ -75,7 +75,7 @@ impl<I: Imports> SyncPolicy<I> for V2 {
         if !view.is_being_deleted() || view.is_mirror() {
             return Ok(false);
         }
-        let phase = view.parse_status().invalid_pod(|| format!("status of {}", view.full_name()))?.phase;
+        let phase = pod.parse_status()?.phase;
         if !is_terminal(phase.as_deref()) {
             manager.log(Level::Debug, || {
                 format!(

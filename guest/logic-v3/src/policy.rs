@@ -3,8 +3,8 @@
 
 use k8s_openapi::api::core::v1::PodStatus;
 use podstatus_logic::{
-    ApiCall, ApiError, ApiPod, ApiReply, ContainerProbe, Engine, InvalidPod, LastWritten, Level, ManagerError, PodSync,
-    Policy, Result, SyncPolicy, SyncRequest, UnreadWrite, UpdateOutcome, VersionedStatus, Write, WritePlan,
+    ApiCall, ApiError, ApiPod, ApiReply, ContainerProbe, Engine, LastWritten, Level, ManagerError, PodSync, Policy,
+    Result, SyncPolicy, SyncRequest, UnreadWrite, UpdateOutcome, VersionedStatus, Write, WritePlan,
 };
 use podstatus_logic_v2::conditions::merge_pod_status;
 use podstatus_logic_v2::patch::status_patch;
@@ -59,7 +59,7 @@ impl<I: Imports> SyncPolicy<I> for V3 {
         let status_uid = view.metadata.uid.clone();
         let base: PodStatus = match manager.written_base(uid, &status_uid) {
             Some(written) => written.status.clone(),
-            None => view.parse_status().invalid_pod(|| format!("status of {}", view.full_name()))?,
+            None => pod.parse_status()?,
         };
 
         let now = now(manager);
@@ -183,7 +183,7 @@ fn record_translated<I: Imports>(manager: &mut Engine<I>, pod: &ApiPod, version:
 /// as the base of the next patch.
 fn record<I: Imports>(manager: &mut Engine<I>, uid: &str, pod: &ApiPod, version: u64) -> Result<()> {
     let view = &pod.view;
-    let status = view.parse_status().invalid_pod(|| format!("status of {}", view.full_name()))?;
+    let status = pod.parse_status()?;
     manager
         .set_last_written(uid, LastWritten { uid: view.metadata.uid.clone(), version, status, resource_version: None });
     Ok(())

@@ -54,10 +54,7 @@ impl<I: Imports> SyncPolicy<I> for V4 {
         });
         let (base, base_version): (PodStatus, Option<String>) = match written {
             Some(written) => (written.status.clone(), written.resource_version.clone()),
-            None => (
-                view.parse_status().invalid_pod(|| format!("status of {}", view.full_name()))?,
-                view.metadata.resource_version.clone(),
-            ),
+            None => (pod.parse_status()?, view.metadata.resource_version.clone()),
         };
         match plan_patch(manager, &pod, &base, status)? {
             // Nothing to send for a pod being deleted: whether to delete it is decided
@@ -135,7 +132,7 @@ impl<I: Imports> SyncPolicy<I> for V4 {
     /// as the base of the next patch when nothing is sent.
     fn plan_write(&self, manager: &mut Engine<I>, pod: ApiPod, status: &VersionedStatus) -> Result<WritePlan> {
         let view = &pod.view;
-        let api_status = view.parse_status().invalid_pod(|| format!("status of {}", view.full_name()))?;
+        let api_status = pod.parse_status()?;
         match plan_patch(manager, &pod, &api_status, status)? {
             Planned::Nothing => {
                 manager.log(Level::Debug, || {
@@ -233,7 +230,7 @@ fn record_translated<I: Imports>(manager: &mut Engine<I>, pod: &ApiPod, version:
 /// Records `pod`'s status, the API server's after writing `version` of `uid`'s status.
 fn record<I: Imports>(manager: &mut Engine<I>, uid: &str, pod: &ApiPod, version: u64) -> Result<()> {
     let view = &pod.view;
-    let status = view.parse_status().invalid_pod(|| format!("status of {}", view.full_name()))?;
+    let status = pod.parse_status()?;
     let resource_version = view.metadata.resource_version.clone();
     manager.set_last_written(uid, LastWritten { uid: view.metadata.uid.clone(), version, status, resource_version });
     Ok(())

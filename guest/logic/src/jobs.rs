@@ -12,7 +12,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use podstatus_core::PodView;
+use podstatus_core::PodMeta;
 
 use crate::api_pod::ApiPod;
 use crate::imports::ApiCall;
@@ -150,7 +150,7 @@ pub(crate) enum Stage {
     /// The write over the pod as read is out; `over` is that pod.
     Write { over: ApiPod },
     /// The DELETE of `pod` is out.
-    Delete { pod: Box<PodView> },
+    Delete { pod: Box<PodMeta> },
 }
 
 /// Where a sync goes after a step: it waits for a call, or it is over.

@@ -1,6 +1,7 @@
 //! The cost of each Manager operation through the component, beside the same logic
 //! called natively, beside a bare serde_json parse and serialise of the same status
-//! (the floor any JSON boundary pays). Prints the ratios of this run at the end.
+//! (the floor any JSON boundary pays), natively and in the sandbox (the floor of the
+//! sandbox for this work). Prints the ratios of this run at the end.
 //!
 //! `cargo bench -p podstatus --bench operations`
 
@@ -19,6 +20,7 @@ use podstatus_plugins::PODSTATUS_V1;
 use podstatus_runtime::World;
 use podstatus_runtime::bindings::UpdateOutcome;
 use podstatus_runtime::{Limits, NativePlugin, Plugin, PluginRuntime, RuntimeConfig, SupervisedPlugin};
+use podstatus_test_programs::SERDE_FLOOR;
 
 mod fixture;
 
@@ -84,6 +86,16 @@ fn bench(c: &mut Criterion) {
             black_box(serde_json::to_string(&status).unwrap())
         })
     });
+    // The same two lines in the sandbox, the status crossing in as the plugin's do
+    // (tests/programs' serde-floor plugin): what the sandbox costs this work with and
+    // without its CPU budget, with nothing of the status manager in it.
+    let floors = [("sandboxed", Limits::default()), ("unmetered", Limits { call_cpu_time: None, ..Limits::default() })];
+    for (kind, limits) in floors {
+        let mut plugin = runtime(limits).load(SERDE_FLOOR).unwrap().instantiate(world(0)).unwrap();
+        floor.bench_function(format!("parse+serialise status, {kind}"), |b| {
+            b.iter(|| plugin.set_pod_status(&pod, black_box(&statuses[0])).unwrap())
+        });
+    }
     floor.finish();
 
     for (kind, make) in KINDS {

@@ -107,6 +107,17 @@ impl<I: Imports> Engine<I> {
         &mut self.imports
     }
 
+    /// The JSON of `status`'s PodStatus for a sync's write: the text written already for
+    /// the update's change set or record when it is kept, else written now.
+    pub fn status_text(&self, status: &VersionedStatus) -> Result<String> {
+        match self.status_json.kept(status) {
+            Some(text) => Ok(text.get().to_string()),
+            None => {
+                podstatus_core::status_to_json(&status.status).map_err(|e| ManagerError::InvalidStatus(e.to_string()))
+            }
+        }
+    }
+
     /// The cached status of `uid` (a mirror pod's UID finds its static pod's status).
     pub fn get_pod_status(&mut self, uid: &str) -> Result<Option<CachedStatus>> {
         let uid = self.imports.translate_pod_uid(uid);

@@ -33,9 +33,11 @@ impl StatusJson {
         if let Some((_, text)) = self.kept.iter().find(|(held, _)| std::ptr::eq(held.as_ptr(), Arc::as_ptr(status))) {
             return Ok(Arc::clone(text));
         }
-        let text: Arc<RawValue> = serde_json::value::to_raw_value(&status.status)
-            .map_err(|e| ManagerError::InvalidStatus(format!("cannot serialise status: {e}")))?
-            .into();
+        let text =
+            podstatus_core::write_status(&status.status).map_err(|e| ManagerError::InvalidStatus(e.to_string()))?;
+        // SAFETY: the writer writes one JSON value, serde_json's own bytes for it (its
+        // tests hold it to them), without whitespace around it. Checked in debug builds.
+        let text: Arc<RawValue> = unsafe { RawValue::from_string_unchecked(text) }.into();
         // Entries whose status is gone (replaced or dropped) go first, then the oldest.
         self.kept.retain(|(held, _)| held.strong_count() > 0);
         if self.kept.len() >= KEPT {
@@ -43,6 +45,13 @@ impl StatusJson {
         }
         self.kept.push_back((Arc::downgrade(status), Arc::clone(&text)));
         Ok(text)
+    }
+
+    /// The text of `status` if it is kept, found by its allocation (a sync holds the
+    /// status it writes, the very one an update cached and its change set wrote).
+    pub(crate) fn kept(&self, status: &VersionedStatus) -> Option<Arc<RawValue>> {
+        let wanted: *const VersionedStatus = status;
+        self.kept.iter().find(|(held, _)| std::ptr::eq(held.as_ptr(), wanted)).map(|(_, text)| Arc::clone(text))
     }
 
     /// Forgets every text (the state was replaced).
@@ -77,6 +86,18 @@ mod tests {
         // An equal-looking status of another allocation is another version.
         let failed = status("Failed");
         assert_eq!(memo.of(&failed).unwrap().get(), r#"{"phase":"Failed"}"#);
+    }
+
+    /// A sync finds the text by the status it holds: that allocation's, never an
+    /// equal-looking one's, and nothing before the text was written.
+    #[test]
+    fn a_kept_text_is_found_by_its_status() {
+        let mut memo = StatusJson::default();
+        let running = status("Running");
+        assert!(memo.kept(&running).is_none(), "not written yet");
+        let text = memo.of(&running).unwrap();
+        assert!(Arc::ptr_eq(&memo.kept(&running).unwrap(), &text));
+        assert!(memo.kept(&status("Running")).is_none(), "another allocation");
     }
 
     #[test]

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use podstatus_core::PodView;
+use podstatus_core::PodMeta;
 
 use super::Engine;
 use crate::api_pod::ApiPod;
@@ -287,7 +287,7 @@ impl<I: Imports> Engine<I> {
     }
 
     /// The sync's delete of `pod` answered.
-    fn deleted(&mut self, uid: &str, pod: &PodView, reply: std::result::Result<(), ApiError>) -> SyncOutcome {
+    fn deleted(&mut self, uid: &str, pod: &PodMeta, reply: std::result::Result<(), ApiError>) -> SyncOutcome {
         match reply {
             Ok(()) => {
                 self.log(Level::Info, || {

@@ -220,8 +220,8 @@ impl SupervisedPlugin {
                 Ok(changes)
             });
             match taken.map(|changes| {
-                self.shadow.apply(&changes);
                 if self.following == Following::Yes {
+                    self.shadow.apply(changes.clone());
                     self.unsaved.merge(changes);
                     // A follower that never comes back (a swap that failed) costs at
                     // most an eighth of the state limit.
@@ -234,6 +234,8 @@ impl SupervisedPlugin {
                         self.unsaved = ChangeSet::default();
                         self.following = Following::Lost;
                     }
+                } else {
+                    self.shadow.apply(changes);
                 }
             }) {
                 Ok(()) => {}
@@ -279,10 +281,10 @@ impl SupervisedPlugin {
         });
         match repaired {
             Ok(changes) => {
-                self.shadow.apply(&changes);
                 if self.following == Following::Yes {
-                    self.unsaved.merge(changes);
+                    self.unsaved.merge(changes.clone());
                 }
+                self.shadow.apply(changes);
                 let count = findings.missing.len() + findings.altered.len() + findings.invented.len();
                 self.stats.repaired_from_record += count as u64;
                 tracing::warn!(
@@ -618,23 +620,26 @@ impl StateShadow {
     }
 
     /// Applies a change set: each entry replaces the copy's entry whole, null removes it.
-    fn apply(&mut self, changes: &ChangeSet) {
-        for (target, entries) in self.maps.iter_mut().zip(&changes.maps) {
+    /// Its entries move into the copy (a status is kilobytes: a caller that keeps the
+    /// change set too clones it first).
+    fn apply(&mut self, changes: ChangeSet) {
+        let ChangeSet { maps, next_request_id, .. } = changes;
+        for (target, entries) in self.maps.iter_mut().zip(maps) {
             for (key, value) in entries {
                 let old = match value {
                     Some(value) => {
-                        self.bytes += entry_bytes(key, value);
-                        target.insert(key.clone(), value.clone())
+                        self.bytes += entry_bytes(&key, &value);
+                        target.insert(key.clone(), value).map(|old| entry_bytes(&key, &old))
                     }
-                    None => target.remove(key),
+                    None => target.remove(&key).map(|old| entry_bytes(&key, &old)),
                 };
                 if let Some(old) = old {
-                    self.bytes -= entry_bytes(key, &old);
+                    self.bytes -= old;
                 }
             }
         }
-        if let Some(next) = &changes.next_request_id {
-            self.header.insert("nextRequestId".into(), next.clone());
+        if let Some(next) = next_request_id {
+            self.header.insert("nextRequestId".into(), next);
         }
     }
 
@@ -772,7 +777,7 @@ mod tests {
             r#"{"format":"podstatus.kubelet.io/state-changes","version":2,"patch":{"statuses":{},"apiStatusVersions":{},"pending":{},"nextRequestId":1,"podResizeConditions":{"uid-a":{"podResizePending":{"type":"PodResizePending","status":"True","reason":"Deferred"}}}}}"#,
         )
         .expect("a change set");
-        shadow.apply(&set);
+        shadow.apply(set.clone());
         let held = shadow.document();
         assert!(held.contains(r#""podResizeConditions":{"uid-a":{"podResizePending""#), "{held}");
         assert!(set.document().contains(r#""podResizeConditions":{"uid-a""#), "{}", set.document());
@@ -782,7 +787,7 @@ mod tests {
             r#"{"format":"podstatus.kubelet.io/state-changes","version":2,"patch":{"podResizeConditions":{"uid-a":null}}}"#,
         )
         .expect("a change set");
-        shadow.apply(&cleared);
+        shadow.apply(cleared);
         assert!(!shadow.document().contains("podResizeConditions"), "{}", shadow.document());
         assert!(!ChangeSet::default().document().contains("podResizeConditions"));
     }
@@ -805,7 +810,7 @@ mod tests {
         assert_eq!(set.next_request_id.as_ref().map(|raw| raw.get()), Some("7"));
         assert_eq!(set.version.as_ref().map(|raw| raw.get()), Some("2"));
         let mut shadow = StateShadow::parse(DOCUMENT).expect("a document");
-        shadow.apply(&set);
+        shadow.apply(set.clone());
         assert!(shadow.document().contains(r#""statuses":{"u1":{"version":3,"status":{"phase":"Running"}}}"#));
         assert!(shadow.document().contains(r#""nextRequestId":7"#), "{}", shadow.document());
 
