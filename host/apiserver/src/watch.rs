@@ -23,7 +23,7 @@ use serde::Serialize;
 use tokio::sync::mpsc;
 
 use crate::response::{SendFailed, StreamSender};
-use crate::selectors::Selector;
+use crate::selectors::{Selector, selectable_part};
 use crate::status_body::Failure;
 use crate::stopping::stopped;
 use crate::table::{self, IncludeObject};
@@ -38,8 +38,9 @@ pub(crate) struct Change {
     kind: ChangeKind,
     /// The pod after the write (for a deletion, its last state).
     pod: Arc<Pod>,
-    /// The pod before the write, if it existed: a selector watch needs it to tell a pod
-    /// that stopped matching (DELETED for that watch) from one that never did.
+    /// What a selector sees of the pod before the write, if it existed
+    /// ([`selectable_part`]): a selector watch needs it to tell a pod that stopped
+    /// matching (DELETED for that watch) from one that never did.
     previous: Option<Arc<Pod>>,
 }
 
@@ -150,6 +151,7 @@ impl WatchHub {
             PodEvent::Modified(_) => ChangeKind::Modified,
             PodEvent::Deleted(_) => ChangeKind::Deleted,
         };
+        let previous = previous.map(|previous| Arc::new(selectable_part(&previous)));
         let change = Change { resource_version, kind, pod, previous };
         state.resource_version = state.resource_version.max(resource_version);
         state.history.push_back(change.clone());
