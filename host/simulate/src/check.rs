@@ -5,6 +5,8 @@
 //! hold now: a plugin that forgets what it accepted (or holds something else than it
 //! accepted) fails the check.
 
+use std::sync::Arc;
+
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
 
 use crate::owners::OwnerError;
@@ -31,81 +33,85 @@ struct Wanted {
 pub fn check(handle: &ManagerHandle, pods: &PodManager, read: &ReadPod<'_>) -> Check {
     let mut check = Check::default();
     for pod in pods.pods().iter().filter(|p| !is_mirror_pod(p)) {
-        let Some(uid) = pod.metadata.uid.as_deref() else { continue };
-        let name = full_name(pod);
-        let cached = match handle.get_pod_status(uid) {
-            Ok(cached) => cached,
-            Err(e) => {
-                check.differing.push(Difference { pod: name, detail: format!("reading the cache failed: {e}") });
-                continue;
-            }
-        };
-        let accepted = handle.host_view().and_then(|view| view.accepted(uid));
-        let wanted = match (cached, accepted) {
-            // Never reported by the node, or never accepted: nothing was promised.
-            (None, None) => continue,
-            (Some(cached), None) => Wanted { version: cached.version, status: cached.status, forgotten: false },
-            (None, Some(accepted)) => Wanted { version: accepted.version, status: accepted.status, forgotten: true },
-            (Some(cached), Some(accepted)) => {
-                if cached.version != accepted.version || !same_status(&cached.status, &accepted.status) {
-                    let detail = format!(
-                        "the plugin holds version {} but accepted version {} (as it reported then)",
-                        cached.version, accepted.version
-                    );
-                    check.compared += 1;
-                    check.differing.push(Difference { pod: name, detail });
-                    continue;
-                }
-                Wanted { version: accepted.version, status: accepted.status, forgotten: false }
-            }
-        };
-        let target = if is_static_pod(pod) {
-            match pods.get_mirror_pod_by_pod(pod) {
-                Some(mirror) => mirror,
-                None => {
-                    check.compared += 1;
-                    check.differing.push(Difference { pod: name, detail: "static pod without a mirror pod".into() });
-                    continue;
-                }
-            }
-        } else {
-            std::sync::Arc::clone(pod)
-        };
-        let (namespace, pod_name) =
-            (target.metadata.namespace.clone().unwrap_or_default(), target.metadata.name.clone().unwrap_or_default());
-        let stored = match read(&namespace, &pod_name) {
-            Ok(Some(stored)) if stored.metadata.uid == target.metadata.uid => stored,
-            // Gone (deleted, or recreated under a new UID): a plugin may let go of its
-            // status, so there is nothing left to compare.
-            Ok(_) if wanted.forgotten => continue,
-            Ok(_) => {
-                check.compared += 1;
-                check.differing.push(Difference { pod: name, detail: "not in the API server".into() });
-                continue;
-            }
-            Err(e) => {
-                check.compared += 1;
-                check.differing.push(Difference { pod: name, detail: format!("reading the API server failed: {e}") });
-                continue;
-            }
-        };
-        check.compared += 1;
-        let wanted_status: PodStatus = match serde_json::from_str(&wanted.status) {
-            Ok(status) => status,
-            Err(e) => {
-                check.differing.push(Difference { pod: name, detail: format!("accepted status unreadable: {e}") });
-                continue;
-            }
-        };
-        let actual = stored.status.unwrap_or_default();
-        if let Some(detail) = difference(&wanted_status, &actual) {
-            let whose = if wanted.forgotten { "accepted (and since forgotten) " } else { "" };
-            check
-                .differing
-                .push(Difference { pod: name, detail: format!("{whose}version {}: {detail}", wanted.version) });
-        }
+        check_pod(handle, pods, pod, read, &mut check);
     }
     check
+}
+
+/// [`check()`] of one pod the node holds (not a mirror pod: a static pod's status is
+/// read from its mirror pod), into `check`.
+pub fn check_pod(handle: &ManagerHandle, pods: &PodManager, pod: &Arc<Pod>, read: &ReadPod<'_>, check: &mut Check) {
+    let Some(uid) = pod.metadata.uid.as_deref() else { return };
+    let name = full_name(pod);
+    let cached = match handle.get_pod_status(uid) {
+        Ok(cached) => cached,
+        Err(e) => {
+            check.differing.push(Difference { pod: name, detail: format!("reading the cache failed: {e}") });
+            return;
+        }
+    };
+    let accepted = handle.host_view().and_then(|view| view.accepted(uid));
+    let wanted = match (cached, accepted) {
+        // Never reported by the node, or never accepted: nothing was promised.
+        (None, None) => return,
+        (Some(cached), None) => Wanted { version: cached.version, status: cached.status, forgotten: false },
+        (None, Some(accepted)) => Wanted { version: accepted.version, status: accepted.status, forgotten: true },
+        (Some(cached), Some(accepted)) => {
+            if cached.version != accepted.version || !same_status(&cached.status, &accepted.status) {
+                let detail = format!(
+                    "the plugin holds version {} but accepted version {} (as it reported then)",
+                    cached.version, accepted.version
+                );
+                check.compared += 1;
+                check.differing.push(Difference { pod: name, detail });
+                return;
+            }
+            Wanted { version: accepted.version, status: accepted.status, forgotten: false }
+        }
+    };
+    let target = if is_static_pod(pod) {
+        match pods.get_mirror_pod_by_pod(pod) {
+            Some(mirror) => mirror,
+            None => {
+                check.compared += 1;
+                check.differing.push(Difference { pod: name, detail: "static pod without a mirror pod".into() });
+                return;
+            }
+        }
+    } else {
+        Arc::clone(pod)
+    };
+    let (namespace, pod_name) =
+        (target.metadata.namespace.clone().unwrap_or_default(), target.metadata.name.clone().unwrap_or_default());
+    let stored = match read(&namespace, &pod_name) {
+        Ok(Some(stored)) if stored.metadata.uid == target.metadata.uid => stored,
+        // Gone (deleted, or recreated under a new UID): a plugin may let go of its
+        // status, so there is nothing left to compare.
+        Ok(_) if wanted.forgotten => return,
+        Ok(_) => {
+            check.compared += 1;
+            check.differing.push(Difference { pod: name, detail: "not in the API server".into() });
+            return;
+        }
+        Err(e) => {
+            check.compared += 1;
+            check.differing.push(Difference { pod: name, detail: format!("reading the API server failed: {e}") });
+            return;
+        }
+    };
+    check.compared += 1;
+    let wanted_status: PodStatus = match serde_json::from_str(&wanted.status) {
+        Ok(status) => status,
+        Err(e) => {
+            check.differing.push(Difference { pod: name, detail: format!("accepted status unreadable: {e}") });
+            return;
+        }
+    };
+    let actual = stored.status.unwrap_or_default();
+    if let Some(detail) = difference(&wanted_status, &actual) {
+        let whose = if wanted.forgotten { "accepted (and since forgotten) " } else { "" };
+        check.differing.push(Difference { pod: name, detail: format!("{whose}version {}: {detail}", wanted.version) });
+    }
 }
 
 /// Whether two statuses as JSON text are the same status (the same text, or equal as

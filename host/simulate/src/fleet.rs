@@ -8,18 +8,19 @@
 //! ([`crate::driver_pool`]), each with the node's share of the pods and the churn and
 //! its own seed; pod names carry the node's index
 //! (`n3-web-0001-0`), as the nodes' pods share the namespace. At the end every node's
-//! cache is checked against the API server as one node's is, from one list (in pages).
+//! cache is checked against the API server as one node's is, from one list read page by
+//! page ([`crate::fleet_check`]).
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::agent;
-use crate::check;
 use crate::driver::{Driver, DriverConfig, DriverCounts};
 use crate::driver_pool::{self, PooledNode};
-use crate::owners::{KubeOwners, StoredPod};
+use crate::fleet_check;
+use crate::owners::KubeOwners;
 use crate::rollout::SimulatedRollout;
 use crate::simulation::{self, Observed, Progress, Signals, SimulateConfig, SimulateError};
 use crate::summary::{self, Check, FleetFigures, GroupFigures, Summary, SwapSummary};
@@ -220,13 +221,8 @@ pub fn run_fleet(
     });
     tracing::info!(took = ?quiet.elapsed(), "quiet sync done");
 
-    let ours: HashSet<&str> = names.iter().map(String::as_str).collect();
-    let ours = |node: Option<&str>| node.is_some_and(|n| ours.contains(n));
-    let stored = owners.stored_pods(None, ours);
-    let read = |namespace: &str, name: &str| match &stored {
-        Ok(pods) => Ok(pods.get(&(namespace.to_owned(), name.to_owned())).map(StoredPod::to_pod)),
-        Err(e) => Err(e.clone()),
-    };
+    let count_paths = runs.iter().any(|run| run.driver.new_paths().is_some());
+    let mut checked = fleet_check::check_fleet(&owners, agents, &names, count_paths);
     let mut check = Check::default();
     let mut counts = DriverCounts::default();
     let mut new_paths = None;
@@ -244,7 +240,7 @@ pub fn run_fleet(
         .collect();
     let mut group_busy = vec![(Duration::ZERO, 0u64); groups.len()];
     for (i, (agent, run)) in agents.iter().zip(&runs).enumerate() {
-        let node_check = check::check(agent.handle(), agent.pod_manager(), &read);
+        let node_check = std::mem::take(&mut checked.nodes[i]);
         let group = &mut by_group[group_of[i]];
         group.add(&run.driver.counts, &node_check);
         group.plugin = agent.handle().contract().to_string();
@@ -266,6 +262,9 @@ pub fn run_fleet(
             lease_renewals += registration.lease_renewals();
             leases_late += registration.late_renewals();
         }
+    }
+    if let Some(paths) = new_paths.as_mut() {
+        paths.add(&checked.api_paths);
     }
     tracing::info!(compared = check.compared, differing = check.differing.len(), "checked");
     let pods_created = counts.created;
@@ -290,7 +289,7 @@ pub fn run_fleet(
         seconds,
         statuses_written,
         new_paths,
-        stored: &stored,
+        pods_by_phase: std::mem::take(&mut checked.pods_by_phase),
         check,
         swap,
         cpu_steal_percent,

@@ -18,6 +18,7 @@ mod check;
 mod driver;
 mod driver_pool;
 mod fleet;
+mod fleet_check;
 mod kubelet_1_35;
 mod owners;
 mod rollout;

@@ -80,19 +80,36 @@ impl KubeOwners {
     /// The pods the API server has (of `field_selector`, and those on the nodes `keep`
     /// takes), for a final check and its counts. Listed in pages of [`LIST_PAGE`], as an
     /// informer lists, each page read as text and each pod kept as its identity, its
-    /// phase and its status's JSON ([`StoredPod`]): a fleet checks 100,000 pods, and
-    /// read whole at once as objects they were the run's peak of memory. A list whose
-    /// snapshot the server let go mid-way (410) starts over, a few times at most.
+    /// phase and its status's JSON ([`StoredPod`]). A fleet's check reads them as they
+    /// come instead ([`KubeOwners::each_stored_pod`]).
     pub fn stored_pods(
         &self,
         field_selector: Option<&str>,
         keep: impl Fn(Option<&str>) -> bool,
     ) -> Result<StoredPods, OwnerError> {
+        self.each_stored_pod(field_selector, keep, StoredPods::new, |pods, _, key, pod| {
+            pods.insert(key, pod);
+        })
+    }
+
+    /// Hands each pod the API server has (of `field_selector`, and on the nodes `keep`
+    /// takes) to `each`, with its node and its (namespace, name), page after page, into
+    /// what `start` made: nothing of a page is kept once `each` has it. A fleet checks
+    /// 100,000 pods, and kept at once, even as identity and status text, they were the
+    /// run's peak of memory. A list whose snapshot the server let go mid-way (410) starts
+    /// over from a new `start()`, a few times at most.
+    pub fn each_stored_pod<A>(
+        &self,
+        field_selector: Option<&str>,
+        keep: impl Fn(Option<&str>) -> bool,
+        mut start: impl FnMut() -> A,
+        mut each: impl FnMut(&mut A, Option<&str>, (String, String), StoredPod),
+    ) -> Result<A, OwnerError> {
         let request = kube::core::Request::new("/api/v1/pods");
         let mut attempt = 0;
         'list: loop {
             attempt += 1;
-            let mut pods = StoredPods::new();
+            let mut into = start();
             let mut token: Option<String> = None;
             loop {
                 let mut params = ListParams::default().limit(LIST_PAGE);
@@ -117,11 +134,11 @@ impl KubeOwners {
                     let key = (meta.namespace.unwrap_or_default(), meta.name.unwrap_or_default());
                     let status = item.status.map_or_else(|| Box::from("{}"), |s| Box::from(s.get()));
                     let phase = serde_json::from_str::<PhaseOnly>(&status).ok().and_then(|p| p.phase);
-                    pods.insert(key, StoredPod { uid: meta.uid, phase, status });
+                    each(&mut into, item.spec.node_name.as_deref(), key, StoredPod { uid: meta.uid, phase, status });
                 }
                 match page.metadata.continue_token {
                     Some(next) if !next.is_empty() => token = Some(next),
-                    _ => return Ok(pods),
+                    _ => return Ok(into),
                 }
             }
         }

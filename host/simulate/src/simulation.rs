@@ -242,8 +242,8 @@ pub fn run_with_progress(
         plugin_busy,
         seconds,
         statuses_written,
-        new_paths: driver.new_paths(),
-        stored: &stored,
+        new_paths: api_paths(driver.new_paths(), &stored),
+        pods_by_phase: stored.as_ref().map(|pods| owners::phases(pods.values())).unwrap_or_default(),
         check,
         swap,
         cpu_steal_percent,
@@ -278,18 +278,28 @@ pub(crate) struct Observed<'a> {
     pub plugin_busy: Duration,
     pub seconds: f64,
     pub statuses_written: u64,
-    /// Before the API server's pods are counted in.
+    /// The API server's pods at the end counted in.
     pub new_paths: Option<NewPaths>,
-    /// The API server's pods at the end, by (namespace, name).
-    pub stored: &'a Result<StoredPods, OwnerError>,
+    /// The API server's pods at the end, counted by phase.
+    pub pods_by_phase: BTreeMap<String, u64>,
     pub check: Check,
     pub swap: Option<SwapSummary>,
     pub cpu_steal_percent: Option<f64>,
 }
 
+/// A run's new paths with the API server's pods at its end counted in.
+fn api_paths(paths: Option<NewPaths>, stored: &Result<StoredPods, OwnerError>) -> Option<NewPaths> {
+    let mut paths = paths?;
+    if let Ok(pods) = stored {
+        let pods: Vec<Pod> = pods.values().map(StoredPod::to_pod).collect();
+        paths.count_api_pods(&pods);
+    }
+    Some(paths)
+}
+
 /// The summary of a run of `config` that observed `observed`.
 pub(crate) fn summarize(config: &SimulateConfig, observed: Observed<'_>) -> Summary {
-    let Observed { metrics, counts, stored, mut new_paths, .. } = observed;
+    let Observed { metrics, counts, new_paths, pods_by_phase, .. } = observed;
     let mut api_calls = BTreeMap::<String, BTreeMap<String, u64>>::new();
     for (verb, outcome, count) in metrics.api_call_counts() {
         *api_calls.entry(verb).or_default().entry(outcome).or_default() += count;
@@ -303,10 +313,6 @@ pub(crate) fn summarize(config: &SimulateConfig, observed: Observed<'_>) -> Summ
         .sum();
     let calls = api_calls.values().flat_map(|o| o.values()).sum::<u64>().saturating_sub(unsent);
     let handed: u64 = counts.updates.values().sum();
-    if let (Some(paths), Ok(pods)) = (new_paths.as_mut(), stored.as_ref()) {
-        let pods: Vec<Pod> = pods.values().map(StoredPod::to_pod).collect();
-        paths.count_api_pods(&pods);
-    }
     let seconds = observed.seconds;
     Summary {
         plugin: observed.plugin,
@@ -332,7 +338,7 @@ pub(crate) fn summarize(config: &SimulateConfig, observed: Observed<'_>) -> Summ
         plugin_busy_us_per_update: per_update_us(observed.plugin_busy, handed),
         new_paths,
         statuses_written_per_second: if seconds > 0.0 { observed.statuses_written as f64 / seconds } else { 0.0 },
-        pods_by_phase: stored.as_ref().map(|pods| owners::phases(pods.values())).unwrap_or_default(),
+        pods_by_phase,
         faults: counts.faults,
         swap: observed.swap,
         check: observed.check,
@@ -343,7 +349,7 @@ pub(crate) fn summarize(config: &SimulateConfig, observed: Observed<'_>) -> Summ
     }
 }
 
-/// After the churn: drop orphans, let the queue drain, then batch-sync until nothing is
+/// After the churn: stop the resyncs, drop orphans, let the queue drain, then batch-sync until nothing is
 /// left to write (the rate limit may refuse some writes of a batch: the next one
 /// takes them), all within `timeout`.
 pub(crate) fn quiet_sync(
@@ -352,6 +358,7 @@ pub(crate) fn quiet_sync(
     driver: &mut Driver,
     timeout: Duration,
 ) {
+    driver.stop_resyncs();
     driver.housekeeping(node_side, agent.pod_manager());
     agent.flush(timeout);
 }

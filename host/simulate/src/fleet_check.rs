@@ -1,0 +1,105 @@
+//! A fleet's final check, read as the API server's pages come.
+//!
+//! One node's check lists its pods, keeps them and compares ([`check::check`]). A
+//! fleet's list is every pod, 100,000 at the scale: kept until compared, even
+//! as identity and status text, they added about 100 MiB at the very end of the run,
+//! its peak of memory. Here each pod is compared with its node's promise as its page
+//! arrives and then let go; what is kept per pod is its node's note that it was
+//! compared. The pods a node holds that no page brought are compared last, as
+//! absent from the API server. What is reported is what [`check::check`] would report
+//! for each node.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use k8s_openapi::api::core::v1::Pod;
+
+use crate::NewPaths;
+use crate::check;
+use crate::owners::{KubeOwners, OwnerError};
+use crate::summary::Check;
+use podstatus_agent::NodeAgent;
+use podstatus_backends::pod_identity::is_mirror_pod;
+
+/// What a fleet's final check found.
+pub(crate) struct FleetCheck {
+    /// Each node's check, in the order of the nodes.
+    pub nodes: Vec<Check>,
+    /// The fleet's pods in the API server, by phase.
+    pub pods_by_phase: BTreeMap<String, u64>,
+    /// The API server's pods counted for the new paths (with `count_paths`).
+    pub api_paths: NewPaths,
+}
+
+/// The check as the list goes.
+struct Reading {
+    checks: Vec<Check>,
+    /// Per node: the UIDs of its pods compared so far.
+    compared: Vec<HashSet<String>>,
+    pods_by_phase: BTreeMap<String, u64>,
+    api_paths: NewPaths,
+}
+
+/// Checks every node of `agents` (named `names`) against one paged list of the API
+/// server's pods; `count_paths` also counts them for a 1.35 kubelet's new paths.
+pub(crate) fn check_fleet(
+    owners: &KubeOwners,
+    agents: &[NodeAgent],
+    names: &[String],
+    count_paths: bool,
+) -> FleetCheck {
+    let index: HashMap<&str, usize> = names.iter().enumerate().map(|(i, name)| (name.as_str(), i)).collect();
+    let start = || Reading {
+        checks: (0..agents.len()).map(|_| Check::default()).collect(),
+        compared: (0..agents.len()).map(|_| HashSet::new()).collect(),
+        pods_by_phase: BTreeMap::new(),
+        api_paths: NewPaths::default(),
+    };
+    let ours = |node: Option<&str>| node.is_some_and(|node| index.contains_key(node));
+    let listed = owners.each_stored_pod(None, ours, start, |reading, node, key, stored| {
+        *reading.pods_by_phase.entry(stored.phase.clone().unwrap_or_else(|| "Unknown".into())).or_default() += 1;
+        if count_paths {
+            reading.api_paths.count_api_pods([&stored.to_pod()]);
+        }
+        let (Some(&i), Some(uid)) = (node.and_then(|node| index.get(node)), stored.uid.as_deref()) else { return };
+        let pods = agents[i].pod_manager();
+        // The node's pod whose status this is: the pod itself, or a mirror pod's static
+        // pod. A pod the node does not hold was promised nothing.
+        let Some(held) = pods.get_any(uid) else { return };
+        let held = if is_mirror_pod(&held) {
+            match pods.get_pod_by_uid(&pods.translate_pod_uid(uid)) {
+                Some(static_pod) => static_pod,
+                None => return,
+            }
+        } else {
+            held
+        };
+        let held_uid = held.metadata.uid.clone().unwrap_or_default();
+        if !reading.compared[i].insert(held_uid) {
+            return;
+        }
+        let api_pod = stored.to_pod();
+        let read = |namespace: &str, name: &str| {
+            Ok::<_, OwnerError>((namespace == key.0 && name == key.1).then(|| api_pod.clone()))
+        };
+        check::check_pod(agents[i].handle(), pods, &held, &read, &mut reading.checks[i]);
+    });
+    match listed {
+        Ok(mut reading) => {
+            let absent = |_: &str, _: &str| Ok::<Option<Pod>, OwnerError>(None);
+            for (i, agent) in agents.iter().enumerate() {
+                let pods = agent.pod_manager();
+                for pod in pods.pods().iter().filter(|pod| !is_mirror_pod(pod)) {
+                    if !reading.compared[i].contains(pod.metadata.uid.as_deref().unwrap_or_default()) {
+                        check::check_pod(agent.handle(), pods, pod, &absent, &mut reading.checks[i]);
+                    }
+                }
+            }
+            FleetCheck { nodes: reading.checks, pods_by_phase: reading.pods_by_phase, api_paths: reading.api_paths }
+        }
+        Err(e) => {
+            let failed = |_: &str, _: &str| Err::<Option<Pod>, OwnerError>(e.clone());
+            let nodes = agents.iter().map(|agent| check::check(agent.handle(), agent.pod_manager(), &failed)).collect();
+            FleetCheck { nodes, pods_by_phase: BTreeMap::new(), api_paths: NewPaths::default() }
+        }
+    }
+}
