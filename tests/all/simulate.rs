@@ -16,7 +16,7 @@ use podstatus_apiserver::EmbeddedApiServer;
 use podstatus_backends::DEFAULT_CAPACITY;
 use podstatus_backends::pod_identity::is_mirror_pod;
 use podstatus_backends::testing;
-use podstatus_backends::{MemoryApiServer, PodEvent};
+use podstatus_backends::{ApiServer, DeleteOptions, MemoryApiServer, PodEvent};
 use podstatus_plugins::PODSTATUS_V1;
 use podstatus_runtime::bindings::UpdateOutcome;
 use podstatus_runtime::{PluginRuntime, RuntimeConfig};
@@ -226,6 +226,69 @@ fn a_resync_sends_the_last_status_again_and_changes_nothing() {
     assert!(summary.resyncs > 20, "{summary}");
     assert!(summary.unchanged >= summary.resyncs, "every resync is unchanged: {summary}");
     assert!(summary.versions > 0, "{summary}");
+}
+
+/// A fleet's check reads the API server's pods page by page and compares each as it
+/// comes, keeping none: it finds what a node's check finds (a status someone else
+/// wrote, a pod gone from the API server), and leaves other nodes' pods alone.
+#[test]
+fn a_fleets_paged_check_finds_what_a_nodes_check_finds() {
+    let (server, store, agent) = agent_without_batch_syncs(PODSTATUS_V1, "v1 loads");
+    for (name, uid) in [("web-a", "uid-a"), ("web-b", "uid-b"), ("web-c", "uid-c")] {
+        store.create_pod(pod(name, uid)).unwrap();
+    }
+    let elsewhere = TestPod::new("web-x", "uid-x").namespace("sim").node("other-node").container("app").build();
+    store.create_pod(elsewhere).unwrap();
+    wait_until("the watch brings the node's pods", || agent.pod_manager().pods().len() == 3);
+    set_every_held_pod_running(&agent);
+    let running_in_store = || {
+        store
+            .list_pods()
+            .iter()
+            .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
+            .count()
+    };
+    wait_until("every status is written", || running_in_store() == 3);
+
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let client = {
+        let _entered = runtime.enter();
+        kube::Client::try_from(kube::Config::new(server.url().parse().unwrap())).unwrap()
+    };
+    let owners = podstatus_simulate::KubeOwners::new(client, runtime.handle().clone());
+    let nodes = [podstatus_simulate::CheckedNode { name: NODE, handle: agent.handle(), pods: agent.pod_manager() }];
+    let clean = podstatus_simulate::check_fleet(&owners, &nodes, false);
+    assert_eq!((clean.nodes[0].compared, clean.nodes[0].differing.len()), (3, 0), "{clean:?}");
+    assert_eq!(clean.pods_by_phase.get("Running"), Some(&3), "the node's pods only: {clean:?}");
+
+    // Someone else writes web-b's status, and web-c leaves the API server (and so the
+    // node, as a kubelet lets go of a deleted pod).
+    let mut tampered = store.list_pods().into_iter().find(|p| p.metadata.name.as_deref() == Some("web-b")).unwrap();
+    tampered.status.as_mut().unwrap().phase = Some("Failed".into());
+    store.put_pod(tampered).unwrap();
+    let at_once = DeleteOptions { grace_period_seconds: Some(0), ..DeleteOptions::default() };
+    store.delete_pod("sim", "web-c", &at_once).expect("web-c was there");
+    wait_until("the node lets go of web-c", || agent.pod_manager().pods().len() == 2);
+    let dirty = podstatus_simulate::check_fleet(&owners, &nodes, false);
+    let node = &dirty.nodes[0];
+    assert_eq!(node.compared, 2, "{dirty:?}");
+    assert_eq!(node.differing.len(), 1, "{dirty:?}");
+    assert_eq!(node.differing[0].pod, "sim/web-b");
+    assert!(node.differing[0].detail.contains("phase"), "{}", node.differing[0].detail);
+    assert!(node.differing[0].detail.contains("Failed"), "{}", node.differing[0].detail);
+    let single = check(agent.handle(), agent.pod_manager(), &reader_of(&store));
+    assert_eq!(format!("{:?}", single.differing), format!("{:?}", node.differing), "as a node's own check");
+
+    // Checked as another node's: no page brings the node's pods, so each is compared
+    // last, as absent from the API server (and the other node's pod is not ours).
+    let misnamed = [podstatus_simulate::CheckedNode { name: "other-node", ..nodes[0] }];
+    let absent = podstatus_simulate::check_fleet(&owners, &misnamed, false);
+    let node = &absent.nodes[0];
+    assert_eq!(node.compared, 2, "{absent:?}");
+    assert!(node.differing.iter().all(|d| d.detail == "not in the API server"), "{absent:?}");
+    assert_eq!(node.differing.len(), 2, "{absent:?}");
+    assert_eq!(absent.pods_by_phase.values().sum::<u64>(), 1, "web-x only: {absent:?}");
+    agent.shutdown(Duration::from_secs(10));
 }
 
 #[test]

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use crate::agent;
 use crate::driver::{Driver, DriverConfig, DriverCounts};
 use crate::driver_pool::{self, PooledNode};
-use crate::fleet_check;
+use crate::fleet_check::{CheckedNode, check_fleet};
 use crate::owners::KubeOwners;
 use crate::rollout::SimulatedRollout;
 use crate::simulation::{self, Observed, Progress, Signals, SimulateConfig, SimulateError};
@@ -222,7 +222,12 @@ pub fn run_fleet(
     tracing::info!(took = ?quiet.elapsed(), "quiet sync done");
 
     let count_paths = runs.iter().any(|run| run.driver.new_paths().is_some());
-    let mut checked = fleet_check::check_fleet(&owners, agents, &names, count_paths);
+    let checked_nodes: Vec<CheckedNode<'_>> = agents
+        .iter()
+        .zip(&names)
+        .map(|(agent, name)| CheckedNode { name, handle: agent.handle(), pods: agent.pod_manager() })
+        .collect();
+    let mut checked = check_fleet(&owners, &checked_nodes, count_paths);
     let mut check = Check::default();
     let mut counts = DriverCounts::default();
     let mut new_paths = None;

@@ -17,11 +17,24 @@ use crate::NewPaths;
 use crate::check;
 use crate::owners::{KubeOwners, OwnerError};
 use crate::summary::Check;
-use podstatus_agent::NodeAgent;
+use podstatus_backends::PodManager;
 use podstatus_backends::pod_identity::is_mirror_pod;
+use podstatus_runtime::ManagerHandle;
+
+/// A node a fleet's check compares: its name (the pods' `spec.nodeName`), its status
+/// manager and its pod manager.
+pub struct CheckedNode<'a> {
+    /// The node's name, as its pods' `spec.nodeName` has it.
+    pub name: &'a str,
+    /// Its status manager: the plugin's cache and the host's record of what it accepted.
+    pub handle: &'a ManagerHandle,
+    /// Its pod manager: the pods it holds.
+    pub pods: &'a PodManager,
+}
 
 /// What a fleet's final check found.
-pub(crate) struct FleetCheck {
+#[derive(Debug)]
+pub struct FleetCheck {
     /// Each node's check, in the order of the nodes.
     pub nodes: Vec<Check>,
     /// The fleet's pods in the API server, by phase.
@@ -39,18 +52,13 @@ struct Reading {
     api_paths: NewPaths,
 }
 
-/// Checks every node of `agents` (named `names`) against one paged list of the API
-/// server's pods; `count_paths` also counts them for a 1.35 kubelet's new paths.
-pub(crate) fn check_fleet(
-    owners: &KubeOwners,
-    agents: &[NodeAgent],
-    names: &[String],
-    count_paths: bool,
-) -> FleetCheck {
-    let index: HashMap<&str, usize> = names.iter().enumerate().map(|(i, name)| (name.as_str(), i)).collect();
+/// Checks every node of `nodes` against one paged list of the API server's pods;
+/// `count_paths` also counts them for a 1.35 kubelet's new paths.
+pub fn check_fleet(owners: &KubeOwners, nodes: &[CheckedNode<'_>], count_paths: bool) -> FleetCheck {
+    let index: HashMap<&str, usize> = nodes.iter().enumerate().map(|(i, node)| (node.name, i)).collect();
     let start = || Reading {
-        checks: (0..agents.len()).map(|_| Check::default()).collect(),
-        compared: (0..agents.len()).map(|_| HashSet::new()).collect(),
+        checks: (0..nodes.len()).map(|_| Check::default()).collect(),
+        compared: (0..nodes.len()).map(|_| HashSet::new()).collect(),
         pods_by_phase: BTreeMap::new(),
         api_paths: NewPaths::default(),
     };
@@ -61,7 +69,7 @@ pub(crate) fn check_fleet(
             reading.api_paths.count_api_pods([&stored.to_pod()]);
         }
         let (Some(&i), Some(uid)) = (node.and_then(|node| index.get(node)), stored.uid.as_deref()) else { return };
-        let pods = agents[i].pod_manager();
+        let pods = nodes[i].pods;
         // The node's pod whose status this is: the pod itself, or a mirror pod's static
         // pod. A pod the node does not hold was promised nothing.
         let Some(held) = pods.get_any(uid) else { return };
@@ -81,16 +89,15 @@ pub(crate) fn check_fleet(
         let read = |namespace: &str, name: &str| {
             Ok::<_, OwnerError>((namespace == key.0 && name == key.1).then(|| api_pod.clone()))
         };
-        check::check_pod(agents[i].handle(), pods, &held, &read, &mut reading.checks[i]);
+        check::check_pod(nodes[i].handle, pods, &held, &read, &mut reading.checks[i]);
     });
     match listed {
         Ok(mut reading) => {
             let absent = |_: &str, _: &str| Ok::<Option<Pod>, OwnerError>(None);
-            for (i, agent) in agents.iter().enumerate() {
-                let pods = agent.pod_manager();
-                for pod in pods.pods().iter().filter(|pod| !is_mirror_pod(pod)) {
+            for (i, node) in nodes.iter().enumerate() {
+                for pod in node.pods.pods().iter().filter(|pod| !is_mirror_pod(pod)) {
                     if !reading.compared[i].contains(pod.metadata.uid.as_deref().unwrap_or_default()) {
-                        check::check_pod(agent.handle(), pods, pod, &absent, &mut reading.checks[i]);
+                        check::check_pod(node.handle, node.pods, pod, &absent, &mut reading.checks[i]);
                     }
                 }
             }
@@ -98,8 +105,8 @@ pub(crate) fn check_fleet(
         }
         Err(e) => {
             let failed = |_: &str, _: &str| Err::<Option<Pod>, OwnerError>(e.clone());
-            let nodes = agents.iter().map(|agent| check::check(agent.handle(), agent.pod_manager(), &failed)).collect();
-            FleetCheck { nodes, pods_by_phase: BTreeMap::new(), api_paths: NewPaths::default() }
+            let checks = nodes.iter().map(|node| check::check(node.handle, node.pods, &failed)).collect();
+            FleetCheck { nodes: checks, pods_by_phase: BTreeMap::new(), api_paths: NewPaths::default() }
         }
     }
 }

@@ -28,6 +28,7 @@ mod summary;
 pub use agent::{AgentConfig, AgentError, NodeAgent, Target};
 pub use check::{ReadPod, check};
 pub use fleet::{NodeGroup, run_fleet};
+pub use fleet_check::{CheckedNode, FleetCheck, check_fleet};
 pub use kubelet_1_35::NewPaths;
 pub use owners::{KubeOwners, OWNER_CALL_TIMEOUT, OwnerError, Owners};
 pub use rollout::CanaryConfig;
