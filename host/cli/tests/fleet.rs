@@ -6,112 +6,11 @@
 //!
 //! Every wait is bounded but generous: CI machines are slow and busy.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::Receiver;
-use std::time::{Duration, Instant};
+use serde_json::json;
 
-use podstatus_backends::testing;
-use serde_json::{Value, json};
+mod common;
 
-/// How long a process may take to do what a test waits for; far above what it needs.
-const DEADLINE: Duration = Duration::from_secs(120);
-
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).ancestors().nth(2).unwrap().to_path_buf()
-}
-
-fn command(args: &[&str]) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_podstatus"));
-    command
-        .args(args)
-        .env("PODSTATUS_CACHE_DIR", workspace().join("target").join("podstatus-test-cache"))
-        .env_remove("RUST_LOG")
-        .env_remove("KUBERNETES_SERVICE_HOST")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
-    command
-}
-
-/// `podstatus ARGS`, its stderr read line by line on a thread of its own (so the pipe
-/// never fills).
-fn spawn(args: &[&str]) -> (Child, Receiver<String>) {
-    let mut child = command(args).spawn().expect("podstatus runs");
-    let (tx, lines) = std::sync::mpsc::channel();
-    let pipe = child.stderr.take().expect("stderr");
-    std::thread::spawn(move || {
-        for line in BufReader::new(pipe).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    (child, lines)
-}
-
-/// A port nobody listens on now (bound, then released).
-fn free_port() -> SocketAddr {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap()
-}
-
-/// One request with a JSON body; the status and the body (JSON, or the text as a JSON
-/// string), `None` while nothing answers.
-fn request(addr: SocketAddr, method: &str, path: &str, body: Option<&Value>) -> Option<(u16, Value)> {
-    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
-    stream.set_read_timeout(Some(Duration::from_secs(60))).ok()?;
-    let body = body.map(Value::to_string).unwrap_or_default();
-    write!(
-        stream,
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .ok()?;
-    let mut response = String::new();
-    stream.read_to_string(&mut response).ok()?;
-    let code = response.get(9..12)?.parse().ok()?;
-    let (_, text) = response.split_once("\r\n\r\n")?;
-    Some((code, serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_owned()))))
-}
-
-fn wait_until<T>(what: &str, probe: impl FnMut() -> Option<T>) -> T {
-    testing::wait_for(what, DEADLINE, Duration::from_millis(100), probe)
-}
-
-fn condition<'a>(object: &'a Value, kind: &str) -> Option<&'a Value> {
-    object.pointer("/status/conditions")?.as_array()?.iter().find(|c| c["type"] == kind)
-}
-
-fn signal(child: &Child, signal: libc::c_int) {
-    let pid = libc::pid_t::try_from(child.id()).unwrap();
-    // SAFETY: kill(2) on our own child's pid; it has not been waited for, so the pid is
-    // still its own.
-    assert_eq!(unsafe { libc::kill(pid, signal) }, 0, "kill({pid}, {signal})");
-}
-
-/// Waits (bounded) for the exit; returns the exit code and every stderr line.
-fn wait(mut child: Child, lines: &Receiver<String>) -> (Option<i32>, String) {
-    let deadline = Instant::now() + DEADLINE;
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if Instant::now() >= deadline {
-            let _ = child.kill();
-            panic!("podstatus did not exit within {DEADLINE:?}");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    // The reader thread ends with the pipe: take what it read.
-    let mut stderr = String::new();
-    while let Ok(line) = lines.recv_timeout(Duration::from_secs(5)) {
-        stderr.push_str(&line);
-        stderr.push('\n');
-    }
-    (status.code(), stderr)
-}
+use common::{condition, free_port, podstatus, request, signal, spawn, wait, wait_until};
 
 #[test]
 fn a_fleet_runs_ready_nodes_takes_a_canary_over_http_and_shuts_down_on_sigterm() {
@@ -215,7 +114,7 @@ fn unusable_fleet_options_exit_2_with_a_line_on_stderr() {
         (&["--nodes", "3", "--canary-max-p99-ratio", "0.5"], "not a factor of 1 or more"),
     ];
     for (args, says) in cases {
-        let out = command(&[&["fleet"], args].concat()).output().expect("podstatus runs");
+        let out = podstatus(&[&["fleet"], args].concat()).output().expect("podstatus runs");
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         assert!(stderr.contains(says), "{args:?}: {says:?} in {stderr}");

@@ -6,31 +6,22 @@
 //! Runs are small (a dozen pods, a few seconds) and every wait is bounded but generous:
 //! CI machines are slow and busy, and nothing here asserts how long anything took.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-/// How long a process may take to do what a test waits for; far above what it needs.
-const DEADLINE: Duration = Duration::from_secs(120);
+mod common;
 
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).ancestors().nth(2).unwrap().to_path_buf()
-}
+use common::{DEADLINE, free_port, podstatus};
 
+/// `podstatus simulate ARGS`, its stdout (the summary) and stderr piped.
 fn command(args: &[&str]) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_podstatus"));
-    command
-        .arg("simulate")
-        .args(args)
-        .env("PODSTATUS_CACHE_DIR", workspace().join("target").join("podstatus-test-cache"))
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    let mut command = podstatus(&[&["simulate"], args].concat());
+    command.stdout(Stdio::piped());
     command
 }
 
@@ -415,12 +406,6 @@ fn unusable_options_exit_2_with_a_line_on_stderr() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/plugin.wasm"));
 }
 
-/// A port nobody listens on now (bound, then released).
-fn free_port() -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.local_addr().unwrap()
-}
-
 /// `GET /metrics`, `None` while nothing answers there.
 fn scrape(addr: SocketAddr) -> Option<String> {
     let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
@@ -452,16 +437,7 @@ impl Running {
         let addr = metrics.to_string();
         let mut args = vec!["--duration", "0", "--json", "--metrics-addr", &addr];
         args.extend_from_slice(extra);
-        let mut child = command(&args).spawn().expect("podstatus runs");
-        let (tx, stderr) = std::sync::mpsc::channel();
-        let pipe = child.stderr.take().unwrap();
-        std::thread::spawn(move || {
-            for line in BufReader::new(pipe).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
+        let (child, stderr) = common::start(command(&args));
         Running { child, metrics, stderr, stderr_seen: Vec::new() }
     }
 
@@ -502,10 +478,7 @@ impl Running {
     }
 
     fn signal(&self, signal: libc::c_int) {
-        let pid = libc::pid_t::try_from(self.child.id()).unwrap();
-        // SAFETY: kill(2) on our own child's pid; it has not been waited for, so the pid
-        // is still its own.
-        assert_eq!(unsafe { libc::kill(pid, signal) }, 0, "kill({pid}, {signal})");
+        common::signal(&self.child, signal);
     }
 
     /// Waits (bounded) for the exit; returns the status and stdout.
