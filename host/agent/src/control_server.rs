@@ -244,14 +244,8 @@ impl ControlServer {
         limits: ControlLimits,
         runtime: &tokio::runtime::Handle,
     ) -> Result<ControlServer, ControlServeError> {
-        let bind_error = |source| ControlServeError { addr, source };
-        let std_listener = std::net::TcpListener::bind(addr).map_err(bind_error)?;
-        std_listener.set_nonblocking(true).map_err(bind_error)?;
-        let local_addr = std_listener.local_addr().map_err(bind_error)?;
-        let listener = {
-            let _entered = runtime.enter();
-            tokio::net::TcpListener::from_std(std_listener).map_err(bind_error)?
-        };
+        let (listener, local_addr) =
+            crate::listen::bind_now(addr, runtime).map_err(|source| ControlServeError { addr, source })?;
         let (stop, stopped) = watch::channel(false);
         let (sender, commands) = mpsc::channel(limits.max_waiting.max(1));
         runtime.spawn(accept_loop(listener, Arc::new(Shared { limits, sender }), stopped));

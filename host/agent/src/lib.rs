@@ -33,6 +33,7 @@ mod heartbeat;
 mod kube_client;
 mod kubeconfig;
 mod lifecycle;
+mod listen;
 mod metered_api_server;
 mod metered_plugin;
 pub mod metrics;

@@ -50,14 +50,8 @@ impl MetricsServer {
         metrics: Arc<Metrics>,
         runtime: &tokio::runtime::Handle,
     ) -> Result<MetricsServer, ServeError> {
-        let bind_error = |source| ServeError::Bind { addr, source };
-        let std_listener = std::net::TcpListener::bind(addr).map_err(bind_error)?;
-        std_listener.set_nonblocking(true).map_err(bind_error)?;
-        let local_addr = std_listener.local_addr().map_err(bind_error)?;
-        let listener = {
-            let _entered = runtime.enter();
-            tokio::net::TcpListener::from_std(std_listener).map_err(bind_error)?
-        };
+        let (listener, local_addr) =
+            crate::listen::bind_now(addr, runtime).map_err(|source| ServeError::Bind { addr, source })?;
         let (stop, stopped) = watch::channel(false);
         runtime.spawn(accept_loop(listener, metrics, stopped));
         Ok(MetricsServer { local_addr, stop })
