@@ -88,6 +88,12 @@ enum Command {
         /// Where to listen.
         #[arg(long, default_value = "127.0.0.1:8080")]
         listen: std::net::SocketAddr,
+        /// Connections open at once (kube-apiserver's --max-requests-inflight plays this
+        /// part). At the cap an idle connection is closed to admit a new one, and when
+        /// every connection is busy the new one gets 429. A fleet of N nodes in another
+        /// process keeps about 3N + 544 open (`podstatus fleet --nodes 1000`: 3,544).
+        #[arg(long, default_value_t = 512, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+        max_connections: u32,
     },
 }
 
@@ -124,7 +130,7 @@ fn main() -> ExitCode {
         Command::Simulate(args) => simulate_command::run(&args),
         Command::Agent(args) => agent_command::run(&args),
         Command::Fleet(args) => fleet_command::run(&args),
-        Command::Serve { listen } => simulate_command::serve(listen),
+        Command::Serve { listen, max_connections } => simulate_command::serve(listen, max_connections as usize),
         Command::Inspect { plugin } => match inspect_command(&plugin) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {

@@ -255,9 +255,10 @@ fn progress_bar(enabled: bool, duration: Option<Duration>) -> ProgressBar {
     bar
 }
 
-pub fn serve(listen: std::net::SocketAddr) -> ExitCode {
+pub fn serve(listen: std::net::SocketAddr, max_connections: usize) -> ExitCode {
     let store = MemoryApiServer::with_graceful_deletion().skipping_unchanged_writes();
-    let server = match EmbeddedApiServer::start(std::sync::Arc::new(store), listen) {
+    let options = podstatus_apiserver::ServeOptions { max_connections, ..Default::default() };
+    let server = match EmbeddedApiServer::start_with(std::sync::Arc::new(store), listen, options) {
         Ok(server) => server,
         Err(e) => {
             eprintln!("podstatus serve: {e}");

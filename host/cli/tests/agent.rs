@@ -60,3 +60,43 @@ fn sigterm_flushes_then_reports_the_node_shutting_down() {
     let (code, stderr) = wait(server, &server_lines);
     assert_eq!(code, Some(0), "serve's stderr:\n{stderr}");
 }
+
+/// `serve --max-connections N` admits N connections: past them it closes an idle one to
+/// admit the next (a cap of 0 is refused).
+#[test]
+fn serve_admits_as_many_connections_as_it_is_told() {
+    use std::io::Read;
+    use std::net::TcpStream;
+    use std::time::Duration;
+
+    let refused = common::podstatus(&["serve", "--max-connections", "0"]).output().expect("podstatus runs");
+    assert_eq!(refused.status.code(), Some(2), "{}", String::from_utf8_lossy(&refused.stderr));
+
+    let api = free_port();
+    let (server, server_lines) = spawn(&["serve", "--listen", &api.to_string(), "--max-connections", "2"]);
+    wait_until("the API server answers", || request(api, "GET", "/version", None));
+    // Two connections that send nothing fill the cap; a request then needs one of them.
+    let idle: Vec<TcpStream> = (0..2).map(|_| TcpStream::connect(api).expect("a connection")).collect();
+    std::thread::sleep(Duration::from_millis(200));
+    let (code, _) = request(api, "GET", "/version", None).expect("answered past the cap");
+    assert_eq!(code, 200);
+    let closed = idle.into_iter().filter_map(|mut stream| {
+        stream.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+        let mut byte = [0u8; 1];
+        // EOF (or a reset): the server let this connection go to admit the request. A
+        // connection still open times out instead.
+        let reset = |e: &std::io::Error| {
+            matches!(e.kind(), std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::ConnectionAborted)
+        };
+        match stream.read(&mut byte) {
+            Ok(0) => Some(()),
+            Err(e) if reset(&e) => Some(()),
+            _ => None,
+        }
+    });
+    assert!(closed.count() >= 1, "no idle connection was closed: the cap of 2 was not applied");
+
+    signal(&server, libc::SIGTERM);
+    let (code, stderr) = wait(server, &server_lines);
+    assert_eq!(code, Some(0), "{stderr}");
+}
