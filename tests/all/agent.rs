@@ -83,6 +83,7 @@ fn the_agent_registers_its_node_renews_its_lease_and_runs_a_pod_to_ready_then_de
         manifest_dir: None,
         metrics_addr: None,
         sync_period: Duration::from_secs(2),
+        batch_phase: 0.0,
         queue_capacity: DEFAULT_CAPACITY,
         register_node: Some(node),
     };

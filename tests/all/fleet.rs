@@ -74,6 +74,7 @@ impl Running {
             manifest_dir: None,
             metrics_addr: Some("127.0.0.1:0".parse().expect("addr")),
             sync_period: Duration::from_secs(1),
+            batch_phase: 0.0,
             queue_capacity: DEFAULT_CAPACITY,
             register_node: Some(NodeConfig::new(PREFIX)),
         };

@@ -45,6 +45,7 @@ fn agent_config(target: Target) -> AgentConfig {
         manifest_dir: None,
         metrics_addr: None,
         sync_period: Duration::from_secs(1),
+        batch_phase: 0.0,
         queue_capacity: DEFAULT_CAPACITY,
         register_node: None,
     };

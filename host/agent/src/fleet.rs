@@ -200,6 +200,9 @@ impl Fleet {
             let mut node = config.with_target(());
             node.node = name.clone();
             node.metrics_addr = None;
+            // Node i of n runs its batches i/n of a period after node 0 (see
+            // SchedulerConfig::batch_phase), as it renews its Lease.
+            node.batch_phase = i as f64 / names.len() as f64;
             if let Some(registration) = node.register_node.as_mut() {
                 registration.name = name.clone();
                 // Node i of n renews i/n of an interval after node 0 (see heartbeat.rs).

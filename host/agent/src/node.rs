@@ -68,6 +68,10 @@ pub struct AgentConfig<T = Target> {
     pub metrics_addr: Option<SocketAddr>,
     /// The batch sync period.
     pub sync_period: Duration,
+    /// Where in the sync period this node's batch syncs fall, as a fraction of it
+    /// (`SchedulerConfig::batch_phase`): 0 for a node alone; a fleet spreads its
+    /// nodes' batches over the period.
+    pub batch_phase: f64,
     /// The sync queue's capacity.
     pub queue_capacity: usize,
     /// Register the node (its Node object and Lease, kept as the kubelet keeps them),
@@ -85,6 +89,7 @@ impl<T> AgentConfig<T> {
             manifest_dir: self.manifest_dir.clone(),
             metrics_addr: self.metrics_addr,
             sync_period: self.sync_period,
+            batch_phase: self.batch_phase,
             queue_capacity: self.queue_capacity,
             register_node: self.register_node.clone(),
         }
@@ -238,6 +243,7 @@ impl NodeAgent {
         let plugin = supervised(&image, &world, &scope)?;
         let scheduler_config = SchedulerConfig {
             sync_period: config.sync_period,
+            batch_phase: config.batch_phase,
             admission: Some(limiter),
             call_pool: connection.call_pool().cloned(),
             ..SchedulerConfig::default()

@@ -73,6 +73,7 @@ impl ClientArgs {
             manifest_dir: self.pod_manifest_path.clone(),
             metrics_addr: self.metrics_addr,
             sync_period: self.sync_period,
+            batch_phase: 0.0,
             queue_capacity: DEFAULT_CAPACITY,
             register_node: Some(registration),
         };

@@ -24,6 +24,15 @@ pub const DEFAULT_CALL_PATIENCE: Duration = Duration::from_secs(5);
 pub struct SchedulerConfig {
     /// Time between batch syncs.
     pub sync_period: Duration,
+    /// Where in the sync period this handle's batches fall, as a fraction of it (0 to
+    /// 1; anything else is 0): the first batch comes after `(1 - batch_phase)` of a
+    /// period instead of a whole one, and each next one a period after the last ended.
+    /// One kubelet needs none (upstream's ticker starts with the status manager). A
+    /// fleet starts its nodes a millisecond apart, so without phases a thousand nodes'
+    /// batches would all run in the same second of every period, and every status
+    /// write of the fleet waited behind them; a fleet gives node `i` of `n` the phase
+    /// `i / n`, as it does its heartbeats.
+    pub batch_phase: f64,
     /// API calls a 0.2.0 plugin's syncs have in flight at most (worker threads).
     pub max_calls_in_flight: usize,
     /// How long one of those calls may wait for a rate-limit token (bounded by the
@@ -45,6 +54,7 @@ impl Default for SchedulerConfig {
     fn default() -> Self {
         SchedulerConfig {
             sync_period: DEFAULT_SYNC_PERIOD,
+            batch_phase: 0.0,
             max_calls_in_flight: DEFAULT_MAX_CALLS_IN_FLIGHT,
             call_patience: DEFAULT_CALL_PATIENCE,
             batch_slice_pods: DEFAULT_BATCH_SLICE_PODS,
@@ -58,6 +68,7 @@ impl std::fmt::Debug for SchedulerConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SchedulerConfig")
             .field("sync_period", &self.sync_period)
+            .field("batch_phase", &self.batch_phase)
             .field("max_calls_in_flight", &self.max_calls_in_flight)
             .field("call_patience", &self.call_patience)
             .field("batch_slice_pods", &self.batch_slice_pods)

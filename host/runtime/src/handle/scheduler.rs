@@ -79,8 +79,15 @@ impl Drop for Scheduler {
     }
 }
 
+/// When the first batch of a handle started at `start` comes: a period after it, less
+/// `phase` of a period (see [`SchedulerConfig::batch_phase`]).
+fn first_batch_at(start: Instant, period: Duration, phase: f64) -> Instant {
+    let phase = if (0.0..1.0).contains(&phase) { phase } else { 0.0 };
+    start + period.mul_f64(1.0 - phase)
+}
+
 fn run_scheduler(shared: &Arc<Shared>, config: &SchedulerConfig) {
-    let mut next_batch = Instant::now() + config.sync_period;
+    let mut next_batch = first_batch_at(Instant::now(), config.sync_period, config.batch_phase);
     while !shared.stopping.load(Ordering::SeqCst) {
         let popped = if shared.split_syncs.load(Ordering::SeqCst) {
             shared.queue.pop_until_adaptive(next_batch, QUEUE_LIFO_AFTER)
@@ -142,4 +149,21 @@ fn batch_sync(shared: &Arc<Shared>, deadline: Instant, batch: Batch) {
     }
     drop(plugin);
     scheduler_v0_2::sync_batch(shared, deadline, batch, what, |request, shed| plan_request(shared, request, shed));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_batch_phase_brings_the_first_batch_forward_by_that_share_of_a_period() {
+        let start = Instant::now();
+        let period = Duration::from_secs(10);
+        assert_eq!(first_batch_at(start, period, 0.0), start + period, "no phase: a whole period");
+        assert_eq!(first_batch_at(start, period, 0.25), start + Duration::from_millis(7_500));
+        assert_eq!(first_batch_at(start, period, 0.999), start + Duration::from_millis(10));
+        for nonsense in [1.0, 1.5, -0.1, f64::NAN, f64::INFINITY] {
+            assert_eq!(first_batch_at(start, period, nonsense), start + period, "{nonsense} is no phase");
+        }
+    }
 }
