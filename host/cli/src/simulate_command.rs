@@ -17,8 +17,8 @@ use podstatus_simulate::{AgentConfig, CanaryConfig, CanaryShare, Signals, Simula
 
 /// Pods a second a fleet creates its first pods at, without --create-rate: what two
 /// cores carry with every pod's status work behind it (1,000 nodes, 100,000 pods:
-/// propagation p99 0.6 to 1.35 s at 1,020 to 1,050 a second, 10 to 40 s at 2,000,
-/// where the backlog grows for as long as the creation lasts; docs/fleet.md).
+/// propagation p99 0.33 to 0.35 s at 1,050 a second, 10 to 40 s at 2,000, where the
+/// backlog grows for as long as the creation lasts; docs/fleet.md).
 const FLEET_CREATE_RATE: f64 = 1_050.0;
 
 /// `podstatus simulate`'s options.
