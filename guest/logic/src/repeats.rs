@@ -125,13 +125,7 @@ mod tests {
     use super::*;
 
     fn status(version: u64) -> Arc<VersionedStatus> {
-        Arc::new(VersionedStatus {
-            status: PodStatus::default(),
-            version,
-            pod_name: "p".into(),
-            pod_namespace: "ns".into(),
-            pod_is_finished: false,
-        })
+        VersionedStatus::for_tests(PodStatus::default(), version)
     }
 
     #[test]

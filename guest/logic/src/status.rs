@@ -46,3 +46,18 @@ pub struct PendingSync {
     pub pod_uid: String,
     pub status: Arc<VersionedStatus>,
 }
+
+#[cfg(test)]
+impl VersionedStatus {
+    /// `status` at `version` for the pod `ns/p`, in an allocation of its own: what the
+    /// tests of the caches keyed by a status's allocation hold them against.
+    pub(crate) fn for_tests(status: PodStatus, version: u64) -> Arc<Self> {
+        Arc::new(VersionedStatus {
+            status,
+            version,
+            pod_name: "p".into(),
+            pod_namespace: "ns".into(),
+            pod_is_finished: false,
+        })
+    }
+}

@@ -9,13 +9,14 @@
 //! absent from the API server. What is reported is what [`check::check`] would report
 //! for each node.
 
+use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use k8s_openapi::api::core::v1::Pod;
 
 use crate::NewPaths;
 use crate::check;
-use crate::owners::{KubeOwners, OwnerError};
+use crate::owners::{self, KubeOwners, OwnerError};
 use crate::summary::Check;
 use podstatus_backends::PodManager;
 use podstatus_backends::pod_identity::is_mirror_pod;
@@ -64,9 +65,11 @@ pub fn check_fleet(owners: &KubeOwners, nodes: &[CheckedNode<'_>], count_paths: 
     };
     let ours = |node: Option<&str>| node.is_some_and(|node| index.contains_key(node));
     let listed = owners.each_stored_pod(None, ours, start, |reading, node, key, stored| {
-        *reading.pods_by_phase.entry(stored.phase.clone().unwrap_or_else(|| "Unknown".into())).or_default() += 1;
-        if count_paths {
-            reading.api_paths.count_api_pods([&stored.to_pod()]);
+        owners::count_phase(&mut reading.pods_by_phase, &stored);
+        // The pod as an object, parsed at most once: for the new paths, for the check.
+        let parsed = count_paths.then(|| stored.to_pod());
+        if let Some(api_pod) = &parsed {
+            reading.api_paths.count_api_pods([api_pod]);
         }
         let (Some(&i), Some(uid)) = (node.and_then(|node| index.get(node)), stored.uid.as_deref()) else { return };
         let pods = nodes[i].pods;
@@ -85,9 +88,10 @@ pub fn check_fleet(owners: &KubeOwners, nodes: &[CheckedNode<'_>], count_paths: 
         if !reading.compared[i].insert(held_uid) {
             return;
         }
-        let api_pod = stored.to_pod();
+        // Read once, by the one pod this item is the status of.
+        let api_pod = Cell::new(Some(parsed.unwrap_or_else(|| stored.to_pod())));
         let read = |namespace: &str, name: &str| {
-            Ok::<_, OwnerError>((namespace == key.0 && name == key.1).then(|| api_pod.clone()))
+            Ok::<_, OwnerError>((namespace == key.0 && name == key.1).then(|| api_pod.take()).flatten())
         };
         check::check_pod(nodes[i].handle, pods, &held, &read, &mut reading.checks[i]);
     });

@@ -229,9 +229,14 @@ fn is_expired(error: &kube::Error) -> bool {
 pub fn phases<'a>(pods: impl IntoIterator<Item = &'a StoredPod>) -> BTreeMap<String, u64> {
     let mut phases = BTreeMap::new();
     for pod in pods {
-        *phases.entry(pod.phase.clone().unwrap_or_else(|| "Unknown".into())).or_default() += 1;
+        count_phase(&mut phases, pod);
     }
     phases
+}
+
+/// Counts `pod` into `phases` under its phase (`Unknown` without one).
+pub fn count_phase(phases: &mut BTreeMap<String, u64>, pod: &StoredPod) {
+    *phases.entry(pod.phase.clone().unwrap_or_else(|| "Unknown".into())).or_default() += 1;
 }
 
 impl Owners for KubeOwners {

@@ -104,13 +104,7 @@ mod tests {
     use k8s_openapi::api::core::v1::PodStatus;
 
     fn status(version: u64) -> Arc<VersionedStatus> {
-        Arc::new(VersionedStatus {
-            status: PodStatus::default(),
-            version,
-            pod_name: "a".into(),
-            pod_namespace: "ns".into(),
-            pod_is_finished: false,
-        })
+        VersionedStatus::for_tests(PodStatus::default(), version)
     }
 
     #[test]

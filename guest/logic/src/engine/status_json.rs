@@ -67,13 +67,7 @@ mod tests {
     use super::*;
 
     fn status(phase: &str) -> Arc<VersionedStatus> {
-        Arc::new(VersionedStatus {
-            status: PodStatus { phase: Some(phase.into()), ..PodStatus::default() },
-            version: 1,
-            pod_name: "p".into(),
-            pod_namespace: "ns".into(),
-            pod_is_finished: false,
-        })
+        VersionedStatus::for_tests(PodStatus { phase: Some(phase.into()), ..PodStatus::default() }, 1)
     }
 
     #[test]
