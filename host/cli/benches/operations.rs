@@ -141,6 +141,9 @@ fn bench(c: &mut Criterion) {
         // One pod's sync: GET, status PUT and bookkeeping, for a freshly queued change.
         let w = world(1);
         fixture::bench_sync_pod(&mut group, "sync-pod", make(w.clone()), &w.queue);
+        // The same status's whole way: update and sync together (per status delivered).
+        let w = world(1);
+        fixture::bench_update_and_sync(&mut group, "update-and-sync", make(w.clone()), &w.queue);
         group.finish();
     }
 }

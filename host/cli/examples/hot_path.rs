@@ -14,6 +14,9 @@
 //! bench's. The first call, which caches the pod's first status, is made before the
 //! loop.
 //!
+//! `PODSTATUS_PERF_MAP=1` has wasmtime write the perf map that names the plugin's
+//! functions (`perf record -g` then `perf report --no-children --sort sym`).
+//!
 //! `PODSTATUS_CORE=FILE.wasm` runs a plugin core module built by hand (a logic v1
 //! program of `guest/plugins`, say with other codegen flags) instead of the
 //! checkout's: it is made a component here, as the build scripts make theirs.
@@ -48,7 +51,9 @@ fn world(queue_capacity: usize) -> World {
 
 fn runtime(limits: Limits) -> anyhow::Result<PluginRuntime> {
     let cache = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/podstatus-bench-cache");
-    Ok(PluginRuntime::new(&RuntimeConfig { cache_dir: Some(cache), limits, ..RuntimeConfig::default() })?)
+    // `PODSTATUS_PERF_MAP=1` names the plugin's functions for `perf report`.
+    let perf_map = std::env::var_os("PODSTATUS_PERF_MAP").is_some();
+    Ok(PluginRuntime::new(&RuntimeConfig { cache_dir: Some(cache), limits, perf_map, ..RuntimeConfig::default() })?)
 }
 
 /// The component to run: `PODSTATUS_CORE`'s, else the checkout's logic v1 (its serde

@@ -2,6 +2,7 @@
 //! compiled artifacts are cached.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use anyhow::Context;
 use podstatus_plugins::{PODSTATUS_V1, PODSTATUS_V2, PODSTATUS_V3, PODSTATUS_V4};
@@ -27,6 +28,29 @@ pub struct PluginArgs {
     /// Compile the plugin every time instead of using the cache.
     #[arg(long)]
     pub no_cache: bool,
+    /// Time one plugin call may use, its imports' host work included, before it is
+    /// faulted; enforced by checks compiled into every function and loop of the plugin.
+    /// `off` removes the budget and its checks: JSON-heavy calls run about a quarter
+    /// faster (docs/benchmarks.md), and a plugin that loops forever holds its node's
+    /// calls forever. Only for a plugin you trust as you trust the host.
+    #[arg(long, value_name = "DURATION|off", default_value = "5s", value_parser = parse_cpu_budget)]
+    pub plugin_cpu_budget: CpuBudget,
+}
+
+/// A plugin's CPU budget per call, or none (`off`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CpuBudget(pub Option<Duration>);
+
+/// Parses `--plugin-cpu-budget`: a duration above zero, or `off`.
+fn parse_cpu_budget(text: &str) -> Result<CpuBudget, String> {
+    if text.trim() == "off" {
+        return Ok(CpuBudget(None));
+    }
+    let budget = podstatus_agent::parse_go_duration(text).map_err(|e| format!("{e}, or off"))?;
+    if budget.is_zero() {
+        return Err("a budget of zero would fault every call: give a duration above zero, or off".into());
+    }
+    Ok(CpuBudget(Some(budget)))
 }
 
 /// The plugins built from this checkout.
@@ -92,12 +116,53 @@ impl PluginArgs {
     }
 
     pub fn runtime_config(&self) -> RuntimeConfig {
-        if self.no_cache {
-            return RuntimeConfig { cache_dir: None, ..RuntimeConfig::default() };
-        }
-        match &self.cache_dir {
+        let mut config = match &self.cache_dir {
+            _ if self.no_cache => RuntimeConfig { cache_dir: None, ..RuntimeConfig::default() },
             Some(dir) => RuntimeConfig { cache_dir: Some(dir.clone()), ..RuntimeConfig::default() },
             None => RuntimeConfig::with_default_cache(),
+        };
+        config.limits.call_cpu_time = self.plugin_cpu_budget.0;
+        config
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+    use podstatus_runtime::Limits;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Command {
+        #[command(flatten)]
+        plugin: PluginArgs,
+    }
+
+    fn parse(args: &[&str]) -> Result<PluginArgs, clap::Error> {
+        Command::try_parse_from(std::iter::once("podstatus").chain(args.iter().copied())).map(|c| c.plugin)
+    }
+
+    #[test]
+    fn the_cpu_budget_defaults_to_the_sandboxs_and_can_be_set_or_turned_off() {
+        let default = parse(&[]).unwrap();
+        assert_eq!(default.runtime_config().limits.call_cpu_time, Limits::default().call_cpu_time);
+        let set = parse(&["--plugin-cpu-budget", "250ms"]).unwrap();
+        assert_eq!(set.runtime_config().limits.call_cpu_time, Some(Duration::from_millis(250)));
+        let off = parse(&["--plugin-cpu-budget", "off", "--no-cache"]).unwrap();
+        let config = off.runtime_config();
+        assert_eq!(config.limits.call_cpu_time, None);
+        assert_eq!(config.cache_dir, None);
+        // The rest of the sandbox stays as it is.
+        assert_eq!(config.limits.memory_bytes, Limits::default().memory_bytes);
+    }
+
+    #[test]
+    fn a_cpu_budget_of_zero_or_of_nonsense_is_refused() {
+        for bad in ["0s", "0", "soon", "-1s", ""] {
+            let arg = format!("--plugin-cpu-budget={bad}");
+            let error = parse(&[&arg]).err().unwrap_or_else(|| panic!("{bad:?} was taken"));
+            assert_eq!(error.kind(), clap::error::ErrorKind::ValueValidation, "{bad:?}: {error}");
         }
     }
 }

@@ -53,6 +53,10 @@ pub struct RuntimeConfig {
     /// Plugin instances to keep slots for in wasmtime's pooling allocator (None: each
     /// instance is allocated on demand). See [`PoolSize`].
     pub pool: Option<PoolSize>,
+    /// Writes `/tmp/perf-PID.map` naming each compiled plugin function, so that `perf`
+    /// attributes samples in plugin code to the plugin's own (Rust) functions. For
+    /// profiling only: the map grows with every module loaded.
+    pub perf_map: bool,
 }
 
 /// How many plugin instances a runtime's pool holds at once: a fleet's nodes, and
@@ -134,6 +138,9 @@ impl PluginRuntime {
         wasm.epoch_interruption(limits.call_cpu_time.is_some());
         wasm.consume_fuel(limits.call_fuel.is_some());
         wasm.max_wasm_stack(limits.max_wasm_stack);
+        if config.perf_map {
+            wasm.profiler(wasmtime::ProfilingStrategy::PerfMap);
+        }
         if let Some(pool) = config.pool {
             wasm.allocation_strategy(InstanceAllocationStrategy::Pooling(pool.config(&limits)));
         }
