@@ -51,7 +51,6 @@ fn world(queue_capacity: usize) -> World {
 
 fn runtime(limits: Limits) -> anyhow::Result<PluginRuntime> {
     let cache = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/podstatus-bench-cache");
-    // `PODSTATUS_PERF_MAP=1` names the plugin's functions for `perf report`.
     let perf_map = std::env::var_os("PODSTATUS_PERF_MAP").is_some();
     Ok(PluginRuntime::new(&RuntimeConfig { cache_dir: Some(cache), limits, perf_map, ..RuntimeConfig::default() })?)
 }

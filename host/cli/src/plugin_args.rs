@@ -30,8 +30,8 @@ pub struct PluginArgs {
     pub no_cache: bool,
     /// Time one plugin call may use, its imports' host work included, before it is
     /// faulted; enforced by checks compiled into every function and loop of the plugin.
-    /// `off` removes the budget and its checks: JSON-heavy calls run about a quarter
-    /// faster (docs/benchmarks.md), and a plugin that loops forever holds its node's
+    /// `off` removes the budget and its checks: JSON-heavy calls take about a third
+    /// less time (docs/benchmarks.md), and a plugin that loops forever holds its node's
     /// calls forever. Only for a plugin you trust as you trust the host.
     #[arg(long, value_name = "DURATION|off", default_value = "5s", value_parser = parse_cpu_budget)]
     pub plugin_cpu_budget: CpuBudget,
