@@ -1,0 +1,69 @@
+// Ours, added to upstream's pkg/kubelet/status by the oracle's overlay for every
+// release: what reaching the manager is the same for, whatever the release.
+
+package status
+
+import (
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	kubetypes "k8s.io/kubernetes/pkg/kubelet/types"
+)
+
+func copyStatuses(in map[types.UID]versionedPodStatus) map[types.UID]versionedPodStatus {
+	out := make(map[types.UID]versionedPodStatus, len(in))
+	for uid, s := range in {
+		s.status = *s.status.DeepCopy()
+		out[uid] = s
+	}
+	return out
+}
+
+func copyVersions(in map[kubetypes.MirrorPodUID]uint64) map[kubetypes.MirrorPodUID]uint64 {
+	out := make(map[kubetypes.MirrorPodUID]uint64, len(in))
+	for uid, v := range in {
+		out[uid] = v
+	}
+	return out
+}
+
+// PodstatusReach drives one upstream manager for the oracle.
+type PodstatusReach struct {
+	m *manager
+}
+
+type noStartupLatency struct{}
+
+func (noStartupLatency) RecordStatusUpdated(*v1.Pod)     {}
+func (noStartupLatency) DeletePodStartupState(types.UID) {}
+
+// GetPodStatus is upstream's GetPodStatus with the cached version beside it.
+func (r *PodstatusReach) GetPodStatus(uid types.UID) (v1.PodStatus, uint64, bool) {
+	status, ok := r.m.GetPodStatus(uid)
+	r.m.podStatusesLock.RLock()
+	defer r.m.podStatusesLock.RUnlock()
+	return status, r.m.podStatuses[types.UID(r.m.podManager.TranslatePodUID(uid))].version, ok
+}
+
+// SignalPending says whether an update left a sync signal in the channel.
+func (r *PodstatusReach) SignalPending() bool { return len(r.m.podStatusChannel) > 0 }
+
+// TakeSignal takes the pending sync signal, as Start's loop does; false when none.
+func (r *PodstatusReach) TakeSignal() bool {
+	select {
+	case <-r.m.podStatusChannel:
+		return true
+	default:
+		return false
+	}
+}
+
+// CachedNames maps each cached pod UID to its namespace and name.
+func (r *PodstatusReach) CachedNames() map[types.UID][2]string {
+	r.m.podStatusesLock.RLock()
+	defer r.m.podStatusesLock.RUnlock()
+	names := make(map[types.UID][2]string, len(r.m.podStatuses))
+	for uid, s := range r.m.podStatuses {
+		names[uid] = [2]string{s.podNamespace, s.podName}
+	}
+	return names
+}

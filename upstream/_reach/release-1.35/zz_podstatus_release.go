@@ -1,0 +1,11 @@
+// Ours, added to upstream's pkg/kubelet/status by the oracle's overlay beside
+// zz_podstatus_reach.go: what Kubernetes 1.35 spells its own way.
+
+package status
+
+import "k8s.io/apimachinery/pkg/types"
+
+// PodstatusRelease is the release this build of the oracle reaches.
+const PodstatusRelease = "1.35"
+
+func clearResizePending(m *manager, uid types.UID) { m.ClearPodResizePendingCondition(uid) }

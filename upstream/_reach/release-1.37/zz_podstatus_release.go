@@ -1,0 +1,18 @@
+// Ours, added to upstream's pkg/kubelet/status by the oracle's overlay beside
+// zz_podstatus_reach.go: what Kubernetes 1.37 spells its own way.
+
+package status
+
+import (
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/kubernetes/pkg/kubelet/metrics"
+)
+
+// PodstatusRelease is the release this build of the oracle reaches.
+const PodstatusRelease = "1.37"
+
+// 1.37 records why a deferred resize was resolved; a trace's clear is the kubelet's
+// as when the resize was accepted (the metric label is all it changes).
+func clearResizePending(m *manager, uid types.UID) {
+	m.ClearPodResizePendingCondition(uid, metrics.DeferredResizeResolutionAccepted)
+}
