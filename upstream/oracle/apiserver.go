@@ -104,7 +104,13 @@ func (a *apiServer) store(k key, pod *v1.Pod) {
 	}
 }
 
-func (a *apiServer) remove(namespace, name string) { delete(a.pods, key{namespace, name}) }
+// remove deletes a pod; like etcd's revision, the resourceVersion moves on a delete too.
+func (a *apiServer) remove(namespace, name string) {
+	if _, ok := a.pods[key{namespace, name}]; ok {
+		a.rv++
+		delete(a.pods, key{namespace, name})
+	}
+}
 
 func (a *apiServer) byUID(uid types.UID) (*v1.Pod, bool) {
 	for _, pod := range a.pods {

@@ -83,6 +83,9 @@ func Run(trace *Trace) (doc []byte, err error) {
 	r.api.changed = r.follow
 	r.manager = status.NewPodstatusReach(r.api.client(), r.pm, r.safety)
 	for i := range trace.Steps {
+		if trace.QuiescenceFrom != nil && *trace.QuiescenceFrom == i {
+			r.api.rules = nil
+		}
 		r.api.step = i
 		result, err := r.step(&trace.Steps[i])
 		if err != nil {
@@ -188,10 +191,10 @@ func (r *replay) step(s *Step) (any, error) {
 		}
 		r.update(pod.UID, func() { r.manager.SetPodStatus(pod, st) })
 	case "set-container-readiness":
-		id := kubecontainer.ParseContainerID(s.ContainerID)
+		id := containerID(s.ContainerID)
 		r.update(types.UID(s.UID), func() { r.manager.SetContainerReadiness(types.UID(s.UID), id, s.Ready) })
 	case "set-container-startup":
-		id := kubecontainer.ParseContainerID(s.ContainerID)
+		id := containerID(s.ContainerID)
 		r.update(types.UID(s.UID), func() { r.manager.SetContainerStartup(types.UID(s.UID), id, s.Started) })
 	case "terminate-pod":
 		pod, err := r.podRef(s.Pod)
@@ -268,6 +271,16 @@ func (r *replay) step(s *Step) (any, error) {
 	return nil, nil
 }
 
+// containerID is the kubelet's ParseContainerID without its log line (whose signature
+// changes across releases): a malformed ID is the zero ID.
+func containerID(text string) kubecontainer.ContainerID {
+	var id kubecontainer.ContainerID
+	if err := id.ParseString(text); err != nil {
+		return kubecontainer.ContainerID{}
+	}
+	return id
+}
+
 func (r *replay) resize(s *Step) (any, error) {
 	if !r.manager.SupportsResize() {
 		return nil, fmt.Errorf("%s: Kubernetes %s's status manager has no resize conditions", s.Op, Release)
@@ -293,11 +306,11 @@ func (r *replay) resize(s *Step) (any, error) {
 	case s.Op == "set-pod-resize-condition":
 		r.manager.SetResizeInProgress(uid, s.Reason, s.Message, s.ObservedGeneration)
 	case s.Condition == "pending":
-		cleared := had(v1.PodResizePending)
+		cleared := had("PodResizePending")
 		r.manager.ClearResizePending(uid)
 		return map[string]any{"cleared": cleared}, nil
 	default:
-		cleared := had(v1.PodResizeInProgress)
+		cleared := had("PodResizeInProgress")
 		r.manager.ClearResizeInProgress(uid)
 		return map[string]any{"cleared": cleared}, nil
 	}

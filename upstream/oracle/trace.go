@@ -22,6 +22,9 @@ type Trace struct {
 	PodManager   []json.RawMessage `json:"pod_manager"`
 	DeletionSafe *bool             `json:"deletion_safe"`
 	Steps        []Step            `json:"steps"`
+	// QuiescenceFrom is where the fuzzer's quiescence steps start: the faults still
+	// armed then are removed, as the fuzzer removes them before those steps.
+	QuiescenceFrom *int `json:"quiescence_from_step"`
 }
 
 // Step is one step of the script; which fields count depends on Op.

@@ -8,8 +8,10 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use podstatus_fuzz::{
-    CALL_FUEL, Campaign, Differential, FinalRules, Limit, ShrinkBudget, Summary, Target, run_campaign, write_finding,
+    CALL_FUEL, Campaign, Differential, FinalRules, Limit, Reference, ShrinkBudget, Summary, Target, run_campaign,
+    write_finding,
 };
+use podstatus_upstream::{Oracle, Release};
 use podstatus_runtime::{PluginRuntime, RuntimeConfig};
 
 use crate::plugin_args::Logic;
@@ -52,7 +54,7 @@ pub struct FuzzArgs {
     /// The plugin component to fuzz; defaults to the one built from this checkout.
     #[arg(long, value_name = "FILE.wasm")]
     pub plugin: Option<PathBuf>,
-    /// Which built-in plugin to fuzz: v1, v2 or v3 (see `replay --help`).
+    /// Which built-in plugin to fuzz: v1, v2, v3 or v4 (see `replay --help`).
     #[arg(long, value_enum, default_value_t = Logic::V1, conflicts_with = "plugin")]
     pub logic: Logic,
     /// Differential mode: compare with this component (`v1`, `v2` or `v3` for a built-in
@@ -60,7 +62,13 @@ pub struct FuzzArgs {
     /// --against v2` accepts exactly the GETs v3 does not make (and v3's patches the API
     /// server refused, which v3 follows with v2's GET), and leaves out the injected
     /// faults the two cannot meet alike (on GETs, on any call, conflicts on writes).
-    #[arg(long, value_name = "FILE.wasm")]
+    ///
+    /// `upstream-1.27`, `upstream-1.35`, `upstream-1.36` or `upstream-1.37`: Kubernetes'
+    /// own status manager of that release (the Go program of `upstream/`, built with Go
+    /// on first use and cached under target/upstream/). Its calls of a sync step are
+    /// compared in pod order (upstream leaves the order free); against a logic that
+    /// writes without a GET (v3, v4) its GETs are accepted as for `--against v2`.
+    #[arg(long, value_name = "FILE.wasm|v1..v4|native|upstream-1.X")]
     pub against: Option<PathBuf>,
     /// With --against: compare only what the two plugins leave behind once the trace
     /// is quiet (the API server's pods without their resourceVersion, each plugin's
@@ -155,25 +163,41 @@ fn run_inner(args: &FuzzArgs) -> anyhow::Result<ExitCode> {
     };
     let mut differential =
         if args.final_state { Differential::FinalState(FinalRules::Equal) } else { Differential::Exact };
+    let unread_logic = args.plugin.is_none() && matches!(args.logic, Logic::V3 | Logic::V4);
+    let upstream = args.against.as_ref().and_then(|p| p.to_str()).filter(|name| name.starts_with("upstream-"));
     let against = match &args.against {
         None => None,
-        Some(path) if path.as_os_str() == "native" => Some((Target::Native(args.logic.native()), native_name)),
+        Some(_) if upstream.is_some() => {
+            let name = upstream.unwrap_or_default();
+            anyhow::ensure!(!args.final_state, "--final-state compares two plugins' caches; upstream's is not read");
+            let release = Release::named(name).with_context(|| {
+                format!("no upstream release {name}: the oracle builds {}", podstatus_upstream::release::names())
+            })?;
+            eprintln!("podstatus fuzz: building (or finding) the upstream oracle for {release} ...");
+            let oracle = Oracle::new(release)?;
+            if unread_logic {
+                differential = Differential::UnreadWrites;
+            }
+            Some((Reference::Upstream(std::sync::Arc::new(oracle)), format!("Kubernetes {} ({release})", release.version)))
+        }
+        Some(path) if path.as_os_str() == "native" => {
+            Some((Reference::Plugin(Target::Native(args.logic.native())), native_name))
+        }
         Some(path) => match builtin(path) {
             Some(logic) => {
-                if args.plugin.is_none()
-                    && !args.native
-                    && matches!(args.logic, Logic::V3 | Logic::V4)
-                    && logic == Logic::V2
-                {
+                if unread_logic && !args.native && logic == Logic::V2 {
                     let rules = if args.logic == Logic::V4 { FinalRules::Kubelet135 } else { FinalRules::UnreadWrites };
                     differential = match differential {
                         Differential::FinalState(_) => Differential::FinalState(rules),
                         _ => Differential::UnreadWrites,
                     };
                 }
-                Some((component(None, logic)?, format!("the built-in plugin (logic {})", logic_name(logic))))
+                Some((
+                    Reference::Plugin(component(None, logic)?),
+                    format!("the built-in plugin (logic {})", logic_name(logic)),
+                ))
             }
-            None => Some((component(Some(path), Logic::V1)?, path.display().to_string())),
+            None => Some((Reference::Plugin(component(Some(path), Logic::V1)?), path.display().to_string())),
         },
     };
 

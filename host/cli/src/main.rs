@@ -43,6 +43,12 @@ enum Command {
         /// the reason in `refused`. Without it, the seed's unguarded world.
         #[arg(long, value_name = "NAME")]
         node: Option<String>,
+        /// Replay through Kubernetes' own status manager of this release instead of a
+        /// plugin (`upstream-1.27`, `upstream-1.35`, `upstream-1.36`, `upstream-1.37`):
+        /// the Go program of upstream/, built with Go on first use. Its times are the
+        /// trace's clock; its report is Go's JSON.
+        #[arg(long, value_name = "RELEASE", conflicts_with_all = ["plugin", "native", "node"])]
+        upstream: Option<String>,
     },
     /// Print a plugin's WIT world and the version of the contract it implements.
     Inspect {
@@ -126,7 +132,8 @@ fn main() -> ExitCode {
     }
     match cli.command {
         Command::Fuzz(args) => crate::fuzz_args::run(&args),
-        Command::Replay { trace, plugin, native, node } => replay_command(&trace, &plugin, native, node),
+        Command::Replay { trace, upstream: Some(release), .. } => upstream_replay_command(&trace, &release),
+        Command::Replay { trace, plugin, native, node, upstream: None } => replay_command(&trace, &plugin, native, node),
         Command::Simulate(args) => simulate_command::run(&args),
         Command::Agent(args) => agent_command::run(&args),
         Command::Fleet(args) => fleet_command::run(&args),
@@ -199,6 +206,39 @@ fn replay_command(trace_path: &Path, plugin: &PluginArgs, native: bool, node: Op
         return ExitCode::FAILURE;
     }
     if outcome.faulted() { ExitCode::from(REPLAY_FAULT) } else { ExitCode::SUCCESS }
+}
+
+/// `replay --upstream RELEASE`: the trace through Kubernetes' own status manager.
+fn upstream_replay_command(trace_path: &Path, release: &str) -> ExitCode {
+    let unusable = |message: String| {
+        eprintln!("{message}");
+        ExitCode::from(REPLAY_UNUSABLE)
+    };
+    let trace = match read_trace(trace_path).and_then(|(text, base)| Ok(Trace::parse(&text, base)?)) {
+        Ok(trace) => trace,
+        Err(e) => return unusable(format!("{e:#}")),
+    };
+    let Some(release) = podstatus_upstream::Release::named(release) else {
+        return unusable(format!(
+            "--upstream {release}: the oracle builds {}",
+            podstatus_upstream::release::names()
+        ));
+    };
+    let report = podstatus_upstream::Oracle::new(release).and_then(|oracle| oracle.replay_json(&trace, None));
+    match report {
+        Ok(report) => match serde_json::to_string_pretty(&report) {
+            Ok(text) => {
+                println!("{text}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => unusable(e.to_string()),
+        },
+        Err(e @ podstatus_upstream::OracleError::Refused { .. }) => unusable(e.to_string()),
+        Err(e) => {
+            eprintln!("podstatus replay: {e}");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 fn read_trace(path: &Path) -> anyhow::Result<(String, PathBuf)> {

@@ -243,7 +243,7 @@ pub fn compare_targets_with(
 /// sync of the first plugin is one call ahead of the second's at every `complete-api`
 /// (its write is its first call, the second's is its GET), so the write a fault meets
 /// is another write on either side.
-fn comparable(trace: &Trace, mode: Differential) -> Trace {
+pub(crate) fn comparable(trace: &Trace, mode: Differential) -> Trace {
     let mut trace = trace.clone();
     let unread = match mode {
         Differential::UnreadWrites => true,
@@ -350,7 +350,7 @@ pub fn report_difference_with(a: &Report, b: &Report, mode: Differential) -> Opt
 
 /// [`execute`], with a panic of native logic (a host bug or a logic bug: there is no
 /// sandbox to catch it) reported as a fault.
-fn guarded(full: &Trace, quiet_from: usize, target: &Target, options: Options) -> Result<Run, TraceError> {
+pub(crate) fn guarded(full: &Trace, quiet_from: usize, target: &Target, options: Options) -> Result<Run, TraceError> {
     match catch_unwind(AssertUnwindSafe(|| execute(full, quiet_from, target, options))) {
         Ok(run) => run,
         Err(panic) => {
@@ -382,7 +382,7 @@ thread_local! {
 
 /// How [`execute`] runs a trace.
 #[derive(Clone, Copy, Debug, Default)]
-struct Options {
+pub(crate) struct Options {
     /// `Some(strict)`: check the per-step invariants after every step and quiescence at
     /// the end, stopping at the first violation.
     checks: Option<bool>,

@@ -29,6 +29,7 @@ mod generate;
 mod invariants;
 mod kubelet_135;
 mod shrink;
+mod upstream;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -45,8 +46,11 @@ pub use final_state::{Difference, FinalState, Place, StaleCopies, differences, f
 pub use generate::{GenConfig, generate, generate_with};
 pub use invariants::{Invariant, KnownIssue, Violation, WriteSemantics};
 pub use shrink::{ShrinkBudget, Shrunk, shrink};
+pub use upstream::compare_with_upstream;
 
 use podstatus_replay::{Trace, TraceError};
+use podstatus_upstream::Oracle;
+use std::sync::Arc;
 use podstatus_runtime::{Limits, RuntimeConfig};
 
 /// Fuel per plugin call in the sandbox: far above what any call of a fuzz trace needs,
@@ -60,6 +64,26 @@ pub fn runtime_config(cache_dir: Option<PathBuf>) -> RuntimeConfig {
         cache_dir,
         limits: Limits { call_fuel: Some(CALL_FUEL), ..Limits::default() },
         ..RuntimeConfig::default()
+    }
+}
+
+/// What a differential campaign compares the plugin under test with.
+#[derive(Clone)]
+pub enum Reference {
+    /// Another plugin (or native logic).
+    Plugin(Target),
+    /// Kubernetes' own status manager of a release, through the upstream oracle.
+    Upstream(Arc<Oracle>),
+}
+
+impl Reference {
+    /// Whether the reference can run traces that script interleavings (upstream's
+    /// calls cannot be held).
+    fn can_interleave(&self) -> bool {
+        match self {
+            Reference::Plugin(target) => target.can_interleave(),
+            Reference::Upstream(_) => false,
+        }
     }
 }
 
@@ -83,8 +107,8 @@ pub struct Campaign {
     pub steps: usize,
     /// The plugin under test.
     pub target: Target,
-    /// Differential mode: the plugin to compare with (instead of the invariants).
-    pub against: Option<Target>,
+    /// Differential mode: what to compare with (instead of the invariants).
+    pub against: Option<Reference>,
     /// How the differential compares calls.
     pub differential: Differential,
     /// Fail on [`KnownIssue`]s too.
@@ -167,11 +191,12 @@ pub enum FindingError {
 pub fn check(
     trace: &Trace,
     target: &Target,
-    against: Option<(&Target, Differential)>,
+    against: Option<(&Reference, Differential)>,
     strict: bool,
 ) -> Result<CheckOutcome, TraceError> {
     match against {
-        Some((other, mode)) => compare_targets_with(trace, target, other, mode),
+        Some((Reference::Plugin(other), mode)) => compare_targets_with(trace, target, other, mode),
+        Some((Reference::Upstream(oracle), mode)) => compare_with_upstream(trace, target, oracle, mode),
         None => check_trace(trace, target, strict),
     }
 }
@@ -190,7 +215,7 @@ pub fn run_campaign(campaign: &Campaign, progress: &mut dyn FnMut(&Summary)) -> 
         tallied: Vec::new(),
     };
     // Interleavings only where every plugin compared can hold its calls.
-    let interleave = campaign.target.can_interleave() && campaign.against.as_ref().is_none_or(Target::can_interleave);
+    let interleave = campaign.target.can_interleave() && campaign.against.as_ref().is_none_or(Reference::can_interleave);
     let config = GenConfig { steps: campaign.steps, interleave };
     let mut last_progress = Instant::now();
     loop {
@@ -247,7 +272,7 @@ pub fn shrink_violation(
     trace: &Trace,
     violation: Violation,
     target: &Target,
-    against: Option<(&Target, Differential)>,
+    against: Option<(&Reference, Differential)>,
     strict: bool,
     budget: ShrinkBudget,
 ) -> Shrunk {

@@ -83,3 +83,9 @@ func (r *PodstatusReach) Restore(s any) {
 		r.m.podStatusChannel <- struct{}{}
 	}
 }
+
+// noStartupLatency is the startup latency tracker the oracle needs none of.
+type noStartupLatency struct{}
+
+func (noStartupLatency) RecordStatusUpdated(*v1.Pod)     {}
+func (noStartupLatency) DeletePodStartupState(types.UID) {}

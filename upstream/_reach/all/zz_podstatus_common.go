@@ -31,11 +31,6 @@ type PodstatusReach struct {
 	m *manager
 }
 
-type noStartupLatency struct{}
-
-func (noStartupLatency) RecordStatusUpdated(*v1.Pod)     {}
-func (noStartupLatency) DeletePodStartupState(types.UID) {}
-
 // GetPodStatus is upstream's GetPodStatus with the cached version beside it.
 func (r *PodstatusReach) GetPodStatus(uid types.UID) (v1.PodStatus, uint64, bool) {
 	status, ok := r.m.GetPodStatus(uid)

@@ -3,9 +3,18 @@
 
 package status
 
-import "k8s.io/apimachinery/pkg/types"
+import (
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
 
 // PodstatusRelease is the release this build of the oracle reaches.
 const PodstatusRelease = "1.36"
 
 func clearResizePending(m *manager, uid types.UID) { m.ClearPodResizePendingCondition(uid) }
+
+// noStartupLatency is the startup latency tracker the oracle needs none of.
+type noStartupLatency struct{}
+
+func (noStartupLatency) RecordStatusUpdated(*v1.Pod)     {}
+func (noStartupLatency) DeletePodStartupState(types.UID) {}

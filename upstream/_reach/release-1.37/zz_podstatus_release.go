@@ -4,7 +4,9 @@
 package status
 
 import (
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/kubelet/metrics"
 )
 
@@ -16,3 +18,10 @@ const PodstatusRelease = "1.37"
 func clearResizePending(m *manager, uid types.UID) {
 	m.ClearPodResizePendingCondition(uid, metrics.DeferredResizeResolutionAccepted)
 }
+
+// noStartupLatency is the startup latency tracker the oracle needs none of (1.37's
+// takes a logger).
+type noStartupLatency struct{}
+
+func (noStartupLatency) RecordStatusUpdated(klog.Logger, *v1.Pod) {}
+func (noStartupLatency) DeletePodStartupState(types.UID)          {}

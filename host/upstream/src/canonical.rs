@@ -1,0 +1,114 @@
+//! Reports as Go's types see them.
+//!
+//! The oracle writes Go's JSON and podstatus k8s-openapi's: Go writes a zero struct as
+//! `{}` and leaves out what `omitempty` drops, podstatus leaves out what it never had,
+//! so the same status is spelled two ways. A report's statuses, conditions and pods are
+//! read into k8s-openapi's types and every null, empty string, empty list and empty
+//! object is dropped (what Go's decoding makes the zero value, which
+//! `apiequality.Semantic` takes as equal to absent), in both reports alike. `false`
+//! and `0` stay: `started: false` is not an absent `started` to Go.
+//!
+//! Two more things make the comparison say what upstream means:
+//! - the calls of a `sync` or `sync-batch` step are compared in pod order
+//!   (`namespace/name`, each pod's calls in their own order): upstream's syncBatch
+//!   visits pods in Go's map order, which it leaves free;
+//! - a stored pod without `spec.restartPolicy` has `Always`, the default the API server
+//!   applies and the replay format assumes;
+//! - a stored pod's `resourceVersion` is left out: its values are the store's choice
+//!   (the format says so), and they follow the order of a batch's writes, which
+//!   upstream leaves free.
+
+use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus};
+use podstatus_replay::{Report, Step, Trace};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+/// `report` (of a run of `trace`) in the canonical form both sides are compared in.
+pub fn canonical(report: &Report, trace: &Trace) -> Report {
+    let mut calls = report.calls.clone();
+    let unordered = |step: usize| matches!(trace.steps.get(step), Some(Step::Sync | Step::SyncBatch));
+    calls.sort_by(|a, b| {
+        a.step.cmp(&b.step).then_with(|| {
+            if unordered(a.step) { (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)) } else { std::cmp::Ordering::Equal }
+        })
+    });
+    Report {
+        results: report.results.iter().map(result).collect(),
+        calls,
+        apiserver: report.apiserver.iter().map(pod).collect(),
+        fault: report.fault.clone(),
+    }
+}
+
+/// A step's result: the status of `get-pod-status`, the conditions of
+/// `get-pod-resize-conditions`, read as Go would.
+fn result(value: &Value) -> Value {
+    let mut value = value.clone();
+    if let Some(status) = value.get_mut("status") {
+        *status = through::<PodStatus>(status);
+    }
+    if let Some(Value::Array(conditions)) = value.get_mut("conditions") {
+        for condition in conditions {
+            *condition = through::<PodCondition>(condition);
+        }
+    }
+    pruned(value)
+}
+
+fn pod(pod: &Pod) -> Pod {
+    let mut pod = pod.clone();
+    pod.metadata.resource_version = None;
+    if let Some(spec) = pod.spec.as_mut()
+        && spec.restart_policy.as_deref().is_none_or(str::is_empty)
+    {
+        spec.restart_policy = Some("Always".into());
+    }
+    let value = pruned(serde_json::to_value(&pod).unwrap_or(Value::Null));
+    serde_json::from_value(value).unwrap_or(pod)
+}
+
+/// `value` read as a `T` and written again, pruned; as it was (pruned) when it is no `T`.
+fn through<T: DeserializeOwned + Serialize>(value: &Value) -> Value {
+    let typed = serde_json::from_value::<T>(pruned(value.clone())).ok().and_then(|t| serde_json::to_value(t).ok());
+    pruned(typed.unwrap_or_else(|| value.clone()))
+}
+
+/// `value` without the object members Go's decoding makes zero values of: null, "",
+/// [] and {} (after their own members are pruned). Array items stay where they are.
+pub fn pruned(value: Value) -> Value {
+    match value {
+        Value::Object(members) => Value::Object(
+            members.into_iter().map(|(k, v)| (k, pruned(v))).filter(|(_, v)| !is_empty(v)).collect(),
+        ),
+        Value::Array(items) => Value::Array(items.into_iter().map(pruned).collect()),
+        other => other,
+    }
+}
+
+fn is_empty(value: &Value) -> bool {
+    match value {
+        Value::Null => true,
+        Value::String(s) => s.is_empty(),
+        Value::Array(a) => a.is_empty(),
+        Value::Object(o) => o.is_empty(),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn go_and_k8s_openapi_spellings_of_one_status_are_one() {
+        let go = json!({"found": true, "version": 1, "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True", "lastProbeTime": null}],
+            "containerStatuses": [{"name": "a", "image": "i", "imageID": "", "ready": false, "restartCount": 0, "state": {}, "lastState": {}}]}});
+        let ours = json!({"found": true, "version": 1, "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}],
+            "containerStatuses": [{"name": "a", "image": "i", "imageID": "", "ready": false, "restartCount": 0}], "message": ""}});
+        assert_eq!(result(&go), result(&ours));
+        let started = json!({"status": {"containerStatuses": [{"name": "a", "image": "i", "imageID": "", "ready": false, "restartCount": 0, "started": false}]}});
+        assert_ne!(result(&started), result(&ours), "false is no absent *bool");
+    }
+}

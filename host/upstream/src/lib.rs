@@ -1,0 +1,24 @@
+//! Kubernetes' own status manager as podstatus's oracle.
+//!
+//! `upstream/` (a Go module of ours) replays a podstatus trace through the kubelet's
+//! real `pkg/kubelet/status` of a Kubernetes release and prints the report in `podstatus
+//! replay`'s format. This crate builds that program for a [`Release`] (once, cached
+//! under `target/upstream/`), runs it as an [`Oracle`] process that replays trace after
+//! trace, and reads its reports into the replay's own [`podstatus_replay::Report`], in
+//! the canonical form [`canonical`] gives both sides of a comparison.
+//!
+//! - [`release`]: the releases the oracle builds, and their names on the command line.
+//! - [`go_build`]: the Go build (the overlay that reaches upstream's private parts).
+//! - [`oracle`]: the process and its protocol.
+//! - [`canonical`]: reports as Go's types see them, so that JSON spelling never counts
+//!   as a difference.
+
+pub mod go_build;
+pub mod canonical;
+pub mod oracle;
+pub mod release;
+
+pub use go_build::{BuildError, build};
+pub use canonical::canonical;
+pub use oracle::{Oracle, OracleError};
+pub use release::{RELEASES, Release};
