@@ -10,7 +10,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
-	kubepod "k8s.io/kubernetes/pkg/kubelet/pod"
 	"k8s.io/kubernetes/pkg/kubelet/status"
 )
 
@@ -39,7 +38,7 @@ type replay struct {
 	trace    *Trace
 	shift    time.Duration
 	api      *apiServer
-	pm       kubepod.Manager
+	pm       *podManager
 	safety   *deletionSafety
 	manager  *status.PodstatusReach
 	lastSeen map[types.UID]*v1.Pod
@@ -78,7 +77,7 @@ func Run(trace *Trace) (doc []byte, err error) {
 		if err != nil {
 			return nil, fmt.Errorf("pod_manager[%d]: %w", i, err)
 		}
-		r.pm.AddPod(pod)
+		r.pm.add(pod)
 	}
 	r.api.changed = r.follow
 	r.manager = status.NewPodstatusReach(r.api.client(), r.pm, r.safety)
@@ -127,21 +126,11 @@ func (r *replay) pod(raw json.RawMessage) (*v1.Pod, error) {
 	return &pod, nil
 }
 
-// held is the pod manager's pod (or mirror pod) with this UID.
-func (r *replay) held(uid types.UID) (*v1.Pod, bool) {
-	for _, pod := range allPods(r.pm) {
-		if pod.UID == uid {
-			return pod, true
-		}
-	}
-	return nil, false
-}
-
 // follow is the pod manager following the API server as a watch with no delay: a pod
 // it holds is replaced by the API server's copy.
 func (r *replay) follow(pod *v1.Pod) {
-	if _, ok := r.held(pod.UID); ok {
-		r.pm.UpdatePod(pod)
+	if _, ok := r.pm.held(pod.UID); ok {
+		r.pm.add(pod)
 	}
 }
 
@@ -152,7 +141,7 @@ func (r *replay) podRef(raw json.RawMessage) (*v1.Pod, error) {
 	if err := json.Unmarshal(raw, &uid); err != nil {
 		return r.pod(raw)
 	}
-	if pod, ok := r.held(types.UID(uid)); ok {
+	if pod, ok := r.pm.held(types.UID(uid)); ok {
 		return pod.DeepCopy(), nil
 	}
 	if pod, ok := r.api.byUID(types.UID(uid)); ok {
@@ -235,11 +224,9 @@ func (r *replay) step(s *Step) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		r.pm.AddPod(pod)
+		r.pm.add(pod)
 	case "pod-manager-remove":
-		if pod, ok := r.held(types.UID(s.UID)); ok {
-			removePod(r.pm, pod)
-		}
+		r.pm.remove(types.UID(s.UID))
 	case "apiserver-put":
 		pod, err := r.pod(s.Pod)
 		if err != nil {
@@ -330,7 +317,7 @@ func (r *replay) syncBatch(all bool, first types.UID) {
 		r.manager.SyncBatch(all)
 		return
 	}
-	api, manager, pods, signalled := r.api.snapshot(), r.manager.Snapshot(), allPods(r.pm), r.signalled
+	api, manager, pods, signalled := r.api.snapshot(), r.manager.Snapshot(), r.pm.snapshot(), r.signalled
 	for try := 0; ; try++ {
 		r.manager.SyncBatch(all)
 		if try == maxOrderTries || inOrder(r.api.calls[api.calls:], names, first) {
@@ -338,11 +325,7 @@ func (r *replay) syncBatch(all bool, first types.UID) {
 		}
 		r.api.restore(api)
 		r.manager.Restore(manager)
-		copies := make([]*v1.Pod, len(pods))
-		for i, pod := range pods {
-			copies[i] = pod.DeepCopy()
-		}
-		r.pm.SetPods(copies)
+		r.pm.restore(pods)
 		r.signalled = signalled
 	}
 }

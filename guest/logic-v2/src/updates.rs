@@ -253,31 +253,12 @@ pub fn enqueue<I: Imports>(engine: &mut Engine<I>, uid: &str, status: Arc<Versio
     engine.enqueue(uid, status)
 }
 
-/// Whether the slot is full: a request is queued for a pod whose latest status is
-/// still unwritten. One for a pod written since (by a batch sync) does not count:
-/// its pass may find nothing to do, and a request the host lost (handed to a plugin
-/// instance that faulted, whose state was then restored) must not keep every later
-/// update from signalling once the batch sync has written its pod.
+/// Whether the slot is full: 1.27's channel holds one signal until the sync loop takes
+/// it, whatever the pod it was raised for (one since written by a batch sync, a static
+/// pod without a mirror pod) and whatever was written since; the pass it starts syncs
+/// every pod then unwritten. The host keeps its queue and the state in step (a
+/// supervisor that restores an instance queues again the request a faulted sync was
+/// handed), so a queued request is never lost.
 fn signal_waiting<I: Imports>(engine: &mut Engine<I>) -> bool {
-    let queued = engine.queued_pods();
-    if queued.is_empty() {
-        return false;
-    }
-    let mut pod_to_mirror = None;
-    for uid in queued {
-        let Some(status) = engine.cached(&uid) else {
-            continue;
-        };
-        if engine.is_written(&uid, status.version) {
-            continue;
-        }
-        let pod_to_mirror = pod_to_mirror.get_or_insert_with(|| engine.pod_to_mirror());
-        match pod_to_mirror.get(&uid) {
-            // A static pod without mirror pod cannot be written yet.
-            Some(mirror) if mirror.is_empty() => continue,
-            Some(mirror) if engine.is_written(mirror, status.version) => continue,
-            _ => return true,
-        }
-    }
-    false
+    !engine.queued_pods().is_empty()
 }

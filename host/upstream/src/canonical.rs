@@ -9,9 +9,10 @@
 //! and `0` stay: `started: false` is not an absent `started` to Go.
 //!
 //! Two more things make the comparison say what upstream means:
-//! - the calls of a `sync` or `sync-batch` step are compared in pod order
-//!   (`namespace/name`, each pod's calls in their own order): upstream's syncBatch
-//!   visits pods in Go's map order, which it leaves free;
+//! - the calls of a `sync` or `sync-batch` step are compared in pod order: upstream's
+//!   syncBatch visits pods in Go's map order, which it leaves free. A step's calls are
+//!   cut into syncs (each GET starts one; a write or delete of another pod than the
+//!   sync's does too) and the syncs are ordered by pod name, then by their calls;
 //! - a stored pod without `spec.restartPolicy` has `Always`, the default the API server
 //!   applies and the replay format assumes;
 //! - a stored pod's `resourceVersion` is left out: its values are the store's choice
@@ -19,26 +20,50 @@
 //!   upstream leaves free.
 
 use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus};
-use podstatus_replay::{Report, Step, Trace};
+use podstatus_replay::{Call, Report, Step, Trace};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 /// `report` (of a run of `trace`) in the canonical form both sides are compared in.
 pub fn canonical(report: &Report, trace: &Trace) -> Report {
-    let mut calls = report.calls.clone();
-    let unordered = |step: usize| matches!(trace.steps.get(step), Some(Step::Sync | Step::SyncBatch));
-    calls.sort_by(|a, b| {
-        a.step.cmp(&b.step).then_with(|| {
-            if unordered(a.step) { (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)) } else { std::cmp::Ordering::Equal }
-        })
-    });
+    let mut calls = Vec::with_capacity(report.calls.len());
+    for step in report.calls.chunk_by(|a, b| a.step == b.step) {
+        if matches!(trace.steps.get(step[0].step), Some(Step::Sync | Step::SyncBatch)) {
+            let mut syncs = syncs_of(step);
+            syncs.sort_by_cached_key(|sync| {
+                let first = &sync[0];
+                (first.namespace.clone(), first.name.clone(), serde_json::to_string(sync).unwrap_or_default())
+            });
+            calls.extend(syncs.into_iter().flatten().cloned());
+        } else {
+            calls.extend(step.iter().cloned());
+        }
+    }
     Report {
         results: report.results.iter().map(result).collect(),
         calls,
         apiserver: report.apiserver.iter().map(pod).collect(),
         fault: report.fault.clone(),
     }
+}
+
+/// A step's calls cut into the syncs that made them: a GET starts a sync, and so does
+/// a call of another pod than the sync's.
+fn syncs_of(calls: &[Call]) -> Vec<&[Call]> {
+    let mut syncs = Vec::new();
+    let mut start = 0;
+    for i in 1..calls.len() {
+        let (call, first) = (&calls[i], &calls[start]);
+        if call.verb == "get" || (&call.namespace, &call.name) != (&first.namespace, &first.name) {
+            syncs.push(&calls[start..i]);
+            start = i;
+        }
+    }
+    if !calls.is_empty() {
+        syncs.push(&calls[start..]);
+    }
+    syncs
 }
 
 /// A step's result: the status of `get-pod-status`, the conditions of

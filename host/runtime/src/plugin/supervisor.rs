@@ -10,7 +10,7 @@
 //! the fault instead of success. After a fault the supervisor instantiates the plugin
 //! again (backing off when it keeps failing) and loads the copy into it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -320,9 +320,22 @@ impl SupervisedPlugin {
                 Ok(mut instance) => {
                     self.repair_from_record(&mut instance, &document);
                     // Requests the faulted instance queued for changes that were never
-                    // accepted refer to nothing the restored state holds.
+                    // accepted refer to nothing the restored state holds; requests the
+                    // restored state holds pending and the queue no longer has (the one
+                    // a faulted sync-pod was handed) are queued again, so that the
+                    // queue and the state agree, as the kubelet's one channel and its
+                    // manager always do.
                     let shadow = &self.shadow;
-                    self.world.queue.retain(|request| shadow.has_pending(request.id));
+                    let mut queued = BTreeSet::new();
+                    self.world.queue.retain(|request| {
+                        queued.insert(request.id);
+                        shadow.has_pending(request.id)
+                    });
+                    for request in self.shadow.pending_requests() {
+                        if !queued.contains(&request.id) {
+                            self.world.queue.push(request);
+                        }
+                    }
                     let took = start.elapsed();
                     self.instance = Some(instance);
                     self.stats.recoveries += 1;
@@ -645,6 +658,26 @@ impl StateShadow {
 
     fn has_pending(&self, id: u64) -> bool {
         self.maps[2].contains_key(&id.to_string())
+    }
+
+    /// The pending requests of the copy, by id (an entry it cannot read is left out:
+    /// the batch sync writes its pod).
+    fn pending_requests(&self) -> Vec<SyncRequest> {
+        #[derive(serde::Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Pending {
+            pod_uid: String,
+            version: u64,
+        }
+        let mut requests: Vec<SyncRequest> = self.maps[2]
+            .iter()
+            .filter_map(|(id, entry)| {
+                let pending: Pending = serde_json::from_str(entry.get()).ok()?;
+                Some(SyncRequest { id: id.parse().ok()?, pod_uid: pending.pod_uid, version: pending.version })
+            })
+            .collect();
+        requests.sort_by_key(|r| r.id);
+        requests
     }
 
     fn document(&self) -> String {
