@@ -32,7 +32,7 @@ func (d *deletionSafety) PodCouldHaveRunningContainers(*v1.Pod) bool { return !d
 
 // maxOrderTries bounds how often a batch is run again to find upstream's run in the
 // order podstatus visits pods (see syncBatch).
-const maxOrderTries = 5000
+const maxOrderTries = 1000
 
 type replay struct {
 	trace    *Trace
@@ -305,26 +305,38 @@ func (r *replay) resize(s *Step) (any, error) {
 }
 
 // syncBatch runs one case of upstream's sync loop. Upstream visits the pods to sync in
-// Go's map order, which it leaves free; podstatus visits them in UID order (after the
-// pod whose update raised the signal, in a signal's pass). Where the order can change
-// the outcome (a fault armed that the first calls use up), the batch is run again from
-// a snapshot until upstream's own run visits the pods in podstatus's order: upstream's
-// code decides everything, the oracle only picks which of its allowed orders to report.
-// Elsewhere the order only orders the calls, which the comparison does not hold.
+// Go's map order, which the language leaves free; podstatus visits them in UID order
+// (after the pod whose update raised the signal, in a signal's pass). Where the order
+// can change the outcome (a fault armed that the first calls use up), the manager's
+// map is rebuilt from a snapshot with its pods put in in podstatus's order (a small Go
+// map iterates a rotation of the order its entries went in) and the batch is run
+// again until upstream's own run visits them in that order: upstream's code decides
+// everything, the oracle only picks which of its allowed orders to report. Elsewhere
+// the order only orders the calls, which the comparison does not hold.
 func (r *replay) syncBatch(all bool, first types.UID) {
 	names := r.manager.CachedNames()
 	if len(r.api.rules) == 0 || len(names) < 2 {
 		r.manager.SyncBatch(all)
 		return
 	}
+	order := make([]types.UID, 0, len(names))
+	for uid := range names {
+		order = append(order, uid)
+	}
+	sort.Slice(order, func(i, j int) bool {
+		if (order[i] == first) != (order[j] == first) {
+			return order[i] == first
+		}
+		return order[i] < order[j]
+	})
 	api, manager, pods, signalled := r.api.snapshot(), r.manager.Snapshot(), r.pm.snapshot(), r.signalled
 	for try := 0; ; try++ {
+		r.manager.Restore(manager, order)
 		r.manager.SyncBatch(all)
 		if try == maxOrderTries || inOrder(r.api.calls[api.calls:], names, first) {
 			return
 		}
 		r.api.restore(api)
-		r.manager.Restore(manager)
 		r.pm.restore(pods)
 		r.signalled = signalled
 	}

@@ -9,11 +9,22 @@ import (
 	kubetypes "k8s.io/kubernetes/pkg/kubelet/types"
 )
 
-func copyStatuses(in map[types.UID]versionedPodStatus) map[types.UID]versionedPodStatus {
+// copyStatuses copies the status map, putting in the UIDs of order first, in that order.
+func copyStatuses(in map[types.UID]versionedPodStatus, order []types.UID) map[types.UID]versionedPodStatus {
 	out := make(map[types.UID]versionedPodStatus, len(in))
-	for uid, s := range in {
+	put := func(uid types.UID, s versionedPodStatus) {
 		s.status = *s.status.DeepCopy()
 		out[uid] = s
+	}
+	for _, uid := range order {
+		if s, ok := in[uid]; ok {
+			put(uid, s)
+		}
+	}
+	for uid, s := range in {
+		if _, done := out[uid]; !done {
+			put(uid, s)
+		}
 	}
 	return out
 }

@@ -78,22 +78,23 @@ type reachSnapshot struct {
 	signal            bool
 }
 
-// Snapshot copies the manager's state; Restore puts a copy back.
+// Snapshot copies the manager's state; Restore puts a copy back, its statuses put in
+// the map in the order given (the others after them).
 func (r *PodstatusReach) Snapshot() any {
 	r.m.podStatusesLock.RLock()
 	defer r.m.podStatusesLock.RUnlock()
 	return reachSnapshot{
-		podStatuses:       copyStatuses(r.m.podStatuses),
+		podStatuses:       copyStatuses(r.m.podStatuses, nil),
 		apiStatusVersions: copyVersions(r.m.apiStatusVersions),
 		resize:            copyResize(r.m.podResizeConditions),
 		signal:            len(r.m.podStatusChannel) > 0,
 	}
 }
 
-func (r *PodstatusReach) Restore(s any) {
+func (r *PodstatusReach) Restore(s any, order []types.UID) {
 	snap := s.(reachSnapshot)
 	r.m.podStatusesLock.Lock()
-	r.m.podStatuses = copyStatuses(snap.podStatuses)
+	r.m.podStatuses = copyStatuses(snap.podStatuses, order)
 	r.m.apiStatusVersions = copyVersions(snap.apiStatusVersions)
 	r.m.podResizeConditions = copyResize(snap.resize)
 	r.m.podStatusesLock.Unlock()
