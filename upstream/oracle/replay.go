@@ -333,7 +333,7 @@ func (r *replay) syncBatch(all bool, first types.UID) {
 	for try := 0; ; try++ {
 		r.manager.Restore(manager, order)
 		r.manager.SyncBatch(all)
-		if try == maxOrderTries || inOrder(r.api.calls[api.calls:], names, first) {
+		if try == maxOrderTries || inOrder(r.api.calls[api.calls:], names, order) {
 			return
 		}
 		r.api.restore(api)
@@ -342,26 +342,23 @@ func (r *replay) syncBatch(all bool, first types.UID) {
 	}
 }
 
-// inOrder says whether a batch's syncs (each starts with a GET of its pod) visited the
-// pods first, then in UID order. A name that more than one cached pod has says nothing.
-func inOrder(calls []Call, names map[types.UID][2]string, first types.UID) bool {
-	byName := map[[2]string][]types.UID{}
-	for uid, name := range names {
-		byName[name] = append(byName[name], uid)
-	}
-	var visited []types.UID
+// inOrder says whether a batch's syncs visited the pods in the order given. Each sync
+// starts with a GET of its pod by name, and pods the batch had nothing to do for are
+// not visited: the GETs' names must be matched, in turn, by pods of the order, skipping
+// pods not visited (pods that share a name are told apart by their place).
+func inOrder(calls []Call, names map[types.UID][2]string, order []types.UID) bool {
+	next := 0
 	for _, c := range calls {
-		if uids := byName[[2]string{c.Namespace, c.Name}]; c.Verb == "get" && len(uids) == 1 {
-			visited = append(visited, uids[0])
+		if c.Verb != "get" {
+			continue
 		}
-	}
-	if len(visited) > 0 && first != "" && visited[0] == first {
-		visited = visited[1:]
-	}
-	for _, uid := range visited {
-		if uid == first {
+		for next < len(order) && names[order[next]] != [2]string{c.Namespace, c.Name} {
+			next++
+		}
+		if next == len(order) {
 			return false
 		}
+		next++
 	}
-	return sort.SliceIsSorted(visited, func(i, j int) bool { return visited[i] < visited[j] })
+	return true
 }
