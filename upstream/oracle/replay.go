@@ -79,6 +79,9 @@ func Run(trace *Trace) (doc []byte, err error) {
 		}
 		r.pm.add(pod)
 	}
+	if err := r.rememberPods(); err != nil {
+		return nil, err
+	}
 	r.api.changed = r.follow
 	r.manager = status.NewPodstatusReach(r.api.client(), r.pm, r.safety)
 	for i := range trace.Steps {
@@ -107,7 +110,7 @@ func Run(trace *Trace) (doc []byte, err error) {
 }
 
 // pod reads a pod of the trace into the bubble's era, with the one default the API
-// server would apply (restartPolicy Always), and remembers it by UID.
+// server would apply (restartPolicy Always).
 func (r *replay) pod(raw json.RawMessage) (*v1.Pod, error) {
 	shifted, err := shiftJSON(raw, -r.shift)
 	if err != nil {
@@ -120,10 +123,30 @@ func (r *replay) pod(raw json.RawMessage) (*v1.Pod, error) {
 	if pod.Spec.RestartPolicy == "" {
 		pod.Spec.RestartPolicy = v1.RestartPolicyAlways
 	}
-	if pod.UID != "" {
-		r.lastSeen[pod.UID] = pod.DeepCopy()
-	}
 	return &pod, nil
+}
+
+// rememberPods keeps, for a step that names a pod by a UID neither the pod manager
+// nor the API server holds any more, the object the replay's world falls back on: the
+// first the trace gives for that UID, in the API server's list, the pod manager's, then
+// the pods of pod-manager-add and apiserver-put steps.
+func (r *replay) rememberPods() error {
+	raws := append(append([]json.RawMessage{}, r.trace.APIServer...), r.trace.PodManager...)
+	for _, s := range r.trace.Steps {
+		if s.Op == "pod-manager-add" || s.Op == "apiserver-put" {
+			raws = append(raws, s.Pod)
+		}
+	}
+	for _, raw := range raws {
+		pod, err := r.pod(raw)
+		if err != nil {
+			return err
+		}
+		if _, seen := r.lastSeen[pod.UID]; pod.UID != "" && !seen {
+			r.lastSeen[pod.UID] = pod
+		}
+	}
+	return nil
 }
 
 // follow is the pod manager following the API server as a watch with no delay: a pod
