@@ -35,6 +35,7 @@ mod serde_floor;
 mod simulate;
 mod split_syncs;
 mod swap;
+mod upstream;
 mod v1_vs_v2;
 mod v2_vs_v3;
 mod v2_vs_v4;

@@ -9,8 +9,6 @@ import (
 	"os"
 	"testing"
 	"testing/synctest"
-
-	"k8s.io/klog/v2"
 )
 
 // maxTrace bounds one trace line read from standard input.
@@ -24,10 +22,6 @@ const maxTrace = 64 << 20
 func TestOracle(t *testing.T) {
 	if os.Getenv("PODSTATUS_ORACLE") == "" {
 		t.Skip("the oracle's program: run by podstatus with PODSTATUS_ORACLE=1")
-	}
-	if os.Getenv("PODSTATUS_ORACLE_LOG") == "" {
-		klog.LogToStderr(false)
-		klog.SetOutput(io.Discard)
 	}
 	in := bufio.NewReaderSize(os.Stdin, 1<<20)
 	out := bufio.NewWriter(os.Stdout)

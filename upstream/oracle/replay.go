@@ -333,9 +333,10 @@ func (r *replay) resize(s *Step) (any, error) {
 // can change the outcome (a fault armed that the first calls use up), the manager's
 // map is rebuilt from a snapshot with its pods put in in podstatus's order (a small Go
 // map iterates a rotation of the order its entries went in) and the batch is run
-// again until upstream's own run visits them in that order: upstream's code decides
-// everything, the oracle only picks which of its allowed orders to report. Elsewhere
-// the order only orders the calls, which the comparison does not hold.
+// again until upstream's own run visits them in that order, which upstream says in its
+// log (syncLog): upstream's code decides everything, the oracle only picks which of
+// its allowed orders to report. Elsewhere the order only orders the calls, which the
+// comparison does not hold.
 func (r *replay) syncBatch(all bool, first types.UID) {
 	names := r.manager.CachedNames()
 	if len(r.api.rules) == 0 || len(names) < 2 {
@@ -353,10 +354,13 @@ func (r *replay) syncBatch(all bool, first types.UID) {
 		return order[i] < order[j]
 	})
 	api, manager, pods, signalled := r.api.snapshot(), r.manager.Snapshot(), r.pm.snapshot(), r.signalled
+	logs.listen(true)
+	defer logs.listen(false)
 	for try := 0; ; try++ {
 		r.manager.Restore(manager, order)
+		logs.listen(true)
 		r.manager.SyncBatch(all)
-		if try == maxOrderTries || inOrder(r.api.calls[api.calls:], names, order) {
+		if try == maxOrderTries || inOrder(logs.synced, order) {
 			return
 		}
 		r.api.restore(api)
@@ -365,17 +369,12 @@ func (r *replay) syncBatch(all bool, first types.UID) {
 	}
 }
 
-// inOrder says whether a batch's syncs visited the pods in the order given. Each sync
-// starts with a GET of its pod by name, and pods the batch had nothing to do for are
-// not visited: the GETs' names must be matched, in turn, by pods of the order, skipping
-// pods not visited (pods that share a name are told apart by their place).
-func inOrder(calls []Call, names map[types.UID][2]string, order []types.UID) bool {
+// inOrder says whether the pods a batch synced (as upstream's log names them) came in
+// the order given: pods the batch had nothing to do for are not synced.
+func inOrder(synced []types.UID, order []types.UID) bool {
 	next := 0
-	for _, c := range calls {
-		if c.Verb != "get" {
-			continue
-		}
-		for next < len(order) && names[order[next]] != [2]string{c.Namespace, c.Name} {
+	for _, uid := range synced {
+		for next < len(order) && order[next] != uid {
 			next++
 		}
 		if next == len(order) {

@@ -49,7 +49,8 @@ func shiftValue(v any, shift time.Duration) {
 	case map[string]any:
 		for key, item := range v {
 			if s, ok := item.(string); ok && timeKeys[key] {
-				if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+				// The zero time means "unset" to upstream (IsZero): it stays.
+				if t, err := time.Parse(time.RFC3339Nano, s); err == nil && !t.IsZero() {
 					v[key] = t.Add(shift).UTC().Format(time.RFC3339Nano)
 				}
 				continue

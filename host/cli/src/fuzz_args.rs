@@ -169,14 +169,16 @@ fn run_inner(args: &FuzzArgs) -> anyhow::Result<ExitCode> {
         None => None,
         Some(_) if upstream.is_some() => {
             let name = upstream.unwrap_or_default();
-            anyhow::ensure!(!args.final_state, "--final-state compares two plugins' caches; upstream's is not read");
             let release = Release::named(name).with_context(|| {
                 format!("no upstream release {name}: the oracle builds {}", podstatus_upstream::release::names())
             })?;
             eprintln!("podstatus fuzz: building (or finding) the upstream oracle for {release} ...");
             let oracle = Oracle::new(release)?;
             if unread_logic {
-                differential = Differential::UnreadWrites;
+                differential = match differential {
+                    Differential::FinalState(_) => Differential::FinalState(FinalRules::UnreadWrites),
+                    _ => Differential::UnreadWrites,
+                };
             }
             Some((Reference::Upstream(std::sync::Arc::new(oracle)), format!("Kubernetes {} ({release})", release.version)))
         }

@@ -46,7 +46,7 @@ pub use final_state::{Difference, FinalState, Place, StaleCopies, differences, f
 pub use generate::{GenConfig, generate, generate_with};
 pub use invariants::{Invariant, KnownIssue, Violation, WriteSemantics};
 pub use shrink::{ShrinkBudget, Shrunk, shrink};
-pub use upstream::compare_with_upstream;
+pub use upstream::{compare_with_upstream, replay_against_upstream, without_split_messages};
 
 use podstatus_replay::{Trace, TraceError};
 use podstatus_upstream::Oracle;

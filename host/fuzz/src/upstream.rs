@@ -24,29 +24,58 @@ use crate::invariants::{Invariant, Violation};
 /// Runs `trace` (quiescence appended) through `target` and through `oracle`, and
 /// returns the first step where their canonical reports differ, as `mode` compares
 /// calls ([`Differential::UnreadWrites`] for a logic version that writes without a GET,
-/// against upstream's GET and PATCH).
+/// against upstream's GET and PATCH; [`Differential::FinalState`] for what the two
+/// decided alone: the results and the API server's pods in the end, not the calls).
 pub fn compare_with_upstream(
     trace: &Trace,
     target: &Target,
     oracle: &Oracle,
     mode: Differential,
 ) -> Result<CheckOutcome, TraceError> {
-    let trace = &without_split_messages(&comparable(trace, mode));
-    let full = with_quiescence(trace);
+    let trace = without_split_messages(&comparable(trace, mode));
     let quiet_from = trace.steps.len();
-    let ours = guarded(&full, quiet_from, target, Options::default())?;
+    compare(&with_quiescence(&trace), Some(quiet_from), target, oracle, mode)
+}
+
+/// [`compare_with_upstream`] for a trace as it is (a fixture), without the fuzzer's
+/// quiescence steps: the first difference, if any.
+pub fn replay_against_upstream(
+    trace: &Trace,
+    target: &Target,
+    oracle: &Oracle,
+    mode: Differential,
+) -> Result<Option<Violation>, TraceError> {
+    let trace = without_split_messages(&comparable(trace, mode));
+    Ok(compare(&trace, None, target, oracle, mode)?.violation)
+}
+
+fn compare(
+    full: &Trace,
+    quiet_from: Option<usize>,
+    target: &Target,
+    oracle: &Oracle,
+    mode: Differential,
+) -> Result<CheckOutcome, TraceError> {
+    let ours = guarded(full, quiet_from.unwrap_or(usize::MAX), target, Options::default())?;
     let outcome = |violation| Ok(CheckOutcome { violation, steps: ours.steps * 2, known: BTreeMap::new() });
     if ours.violation.is_some() {
         return outcome(ours.violation.clone());
     }
-    let theirs = match oracle.replay(&full, Some(quiet_from)) {
+    let theirs = match oracle.replay(full, quiet_from) {
         Ok(report) => report,
         Err(e @ OracleError::Refused { .. }) => {
             return outcome(Some(Violation::new(Invariant::SameReport, 0, e.to_string())));
         }
         Err(e) => return outcome(Some(Violation::new(Invariant::SameReport, 0, format!("the oracle failed: {e}")))),
     };
-    outcome(report_difference_with(&canonical(&ours.parsed, &full), &canonical(&theirs, &full), mode))
+    let (mut ours, mut theirs) = (canonical(&ours.parsed, full), canonical(&theirs, full));
+    if let Differential::FinalState(_) = mode {
+        // What the two decided, not how they wrote it: the cache each step reads and
+        // the API server's pods in the end.
+        ours.calls.clear();
+        theirs.calls.clear();
+    }
+    outcome(report_difference_with(&ours, &theirs, mode))
 }
 
 /// The kubelet's budget for all termination messages of a pod, shared by its containers

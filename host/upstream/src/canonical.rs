@@ -13,6 +13,8 @@
 //!   syncBatch visits pods in Go's map order, which it leaves free. A step's calls are
 //!   cut into syncs (each GET starts one; a write or delete of another pod than the
 //!   sync's does too) and the syncs are ordered by pod name, then by their calls;
+//! - a quantity is written in Go's canonical form (`1000m` is `1`), as the API server
+//!   stores it whatever the client sent;
 //! - a stored pod without `spec.restartPolicy` has `Always`, the default the API server
 //!   applies and the replay format assumes;
 //! - a stored pod's `resourceVersion` is left out: its values are the store's choice
@@ -20,6 +22,7 @@
 //!   upstream leaves free.
 
 use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use podstatus_replay::{Call, Report, Step, Trace};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -104,9 +107,38 @@ fn through<T: DeserializeOwned + Serialize>(value: &Value) -> Value {
 pub fn pruned(value: Value) -> Value {
     match value {
         Value::Object(members) => Value::Object(
-            members.into_iter().map(|(k, v)| (k, pruned(v))).filter(|(_, v)| !is_empty(v)).collect(),
+            members
+                .into_iter()
+                .map(|(k, v)| {
+                    let v = if QUANTITY_MAPS.contains(&k.as_str()) { go_quantities(v) } else { v };
+                    (k, pruned(v))
+                })
+                .filter(|(_, v)| !is_empty(v))
+                .collect(),
         ),
         Value::Array(items) => Value::Array(items.into_iter().map(pruned).collect()),
+        other => other,
+    }
+}
+
+/// The keys of a pod's maps of resource quantities.
+const QUANTITY_MAPS: [&str; 3] = ["allocatedResources", "requests", "limits"];
+
+/// A map of quantities in Go's canonical form (a value that is no quantity stays).
+fn go_quantities(value: Value) -> Value {
+    match value {
+        Value::Object(members) => Value::Object(
+            members
+                .into_iter()
+                .map(|(k, v)| match &v {
+                    Value::String(q) => {
+                        let canonical = podstatus_core::go_canonical(&Quantity(q.clone()));
+                        (k, canonical.map_or(v, Value::String))
+                    }
+                    _ => (k, v),
+                })
+                .collect(),
+        ),
         other => other,
     }
 }
