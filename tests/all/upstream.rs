@@ -5,7 +5,8 @@
 //! and their canonical reports compared.
 //!
 //! - logic v2 against Kubernetes 1.27: the same results, calls and final API server,
-//!   over every fixture either can run and 500 random traces;
+//!   over 500 random traces, and over every fixture upstream can run but those listed
+//!   in `tests/fixtures/upstream/v2-vs-1.27-fixtures.txt` with their class;
 //! - logic v4 (1.35's decisions, written as v3 writes: one PATCH, no GET) against 1.35:
 //!   what the two decide (results and the final API server), over the fixtures and 500
 //!   random traces; the traces where they still differ are the ones listed in
@@ -96,7 +97,13 @@ fn every_fixture_replays_through_v2_as_kubernetes_1_27_does() {
     let target = Target::Component(Box::new(v2_image().clone()));
     let (ran, differences) = fixtures_against(&SEED_FOLDERS, &target, &oracle("1.27"), Differential::Exact, false);
     assert!(ran >= 60, "only {ran} fixtures ran through upstream");
-    assert!(differences.is_empty(), "{} of {ran} fixtures differ from 1.27:\n{}", differences.len(), differences.join("\n"));
+    let found: BTreeSet<String> = differences.iter().map(|d| d.split(':').next().unwrap_or_default().to_string()).collect();
+    assert_eq!(
+        found,
+        known_differences("v2-vs-1.27-fixtures.txt"),
+        "the fixtures where v2 and 1.27 differ changed (tests/fixtures/upstream/v2-vs-1.27-fixtures.txt):\n{}",
+        differences.join("\n")
+    );
 }
 
 #[test]

@@ -103,7 +103,8 @@ fn through<T: DeserializeOwned + Serialize>(value: &Value) -> Value {
 }
 
 /// `value` without the object members Go's decoding makes zero values of: null, "",
-/// [] and {} (after their own members are pruned). Array items stay where they are.
+/// the zero time, [] and {} (after their own members are pruned). Array items stay
+/// where they are.
 pub fn pruned(value: Value) -> Value {
     match value {
         Value::Object(members) => Value::Object(
@@ -146,7 +147,8 @@ fn go_quantities(value: Value) -> Value {
 fn is_empty(value: &Value) -> bool {
     match value {
         Value::Null => true,
-        Value::String(s) => s.is_empty(),
+        // Go's zero time, which metav1.Time writes as null.
+        Value::String(s) => s.is_empty() || s == "0001-01-01T00:00:00Z",
         Value::Array(a) => a.is_empty(),
         Value::Object(o) => o.is_empty(),
         _ => false,
