@@ -54,9 +54,9 @@ fn v4_image() -> &'static PluginImage {
 fn runs_upstream(trace: &Trace, resize: bool) -> bool {
     trace.steps.iter().all(|step| match step {
         Step::Swap { .. } | Step::HoldApi | Step::CompleteApi { .. } => false,
-        Step::SetPodResizeCondition { .. } | Step::ClearPodResizeCondition { .. } | Step::GetPodResizeConditions { .. } => {
-            resize
-        }
+        Step::SetPodResizeCondition { .. }
+        | Step::ClearPodResizeCondition { .. }
+        | Step::GetPodResizeConditions { .. } => resize,
         _ => true,
     })
 }
@@ -97,7 +97,8 @@ fn every_fixture_replays_through_v2_as_kubernetes_1_27_does() {
     let target = Target::Component(Box::new(v2_image().clone()));
     let (ran, differences) = fixtures_against(&SEED_FOLDERS, &target, &oracle("1.27"), Differential::Exact, false);
     assert!(ran >= 60, "only {ran} fixtures ran through upstream");
-    let found: BTreeSet<String> = differences.iter().map(|d| d.split(':').next().unwrap_or_default().to_string()).collect();
+    let found: BTreeSet<String> =
+        differences.iter().map(|d| d.split(':').next().unwrap_or_default().to_string()).collect();
     assert_eq!(
         found,
         known_differences("v2-vs-1.27-fixtures.txt"),
@@ -115,7 +116,8 @@ fn every_fixture_leaves_through_v4_what_kubernetes_1_35_leaves() {
     let (ran, differences) = fixtures_against(&folders, &target, &oracle("1.35"), mode, true);
     assert!(ran >= 60, "only {ran} fixtures ran through upstream");
     let known = known_differences("v4-vs-1.35-fixtures.txt");
-    let found: BTreeSet<String> = differences.iter().map(|d| d.split(':').next().unwrap_or_default().to_string()).collect();
+    let found: BTreeSet<String> =
+        differences.iter().map(|d| d.split(':').next().unwrap_or_default().to_string()).collect();
     assert_eq!(
         found,
         known,
@@ -156,8 +158,11 @@ fn v2_does_what_kubernetes_1_27_does_over_500_random_traces() {
 
 #[test]
 fn v4_decides_what_kubernetes_1_35_decides_over_500_random_traces() {
-    let differences =
-        tally(Target::Component(Box::new(v4_image().clone())), "1.35", Differential::FinalState(FinalRules::UnreadWrites));
+    let differences = tally(
+        Target::Component(Box::new(v4_image().clone())),
+        "1.35",
+        Differential::FinalState(FinalRules::UnreadWrites),
+    );
     let found: BTreeSet<String> = differences.iter().map(|(seed, _)| seed.to_string()).collect();
     let shown: Vec<String> = differences.iter().map(|(seed, v)| format!("seed {seed}: {v}")).collect();
     assert_eq!(

@@ -11,8 +11,8 @@ use podstatus_fuzz::{
     CALL_FUEL, Campaign, Differential, FinalRules, Limit, Reference, ShrinkBudget, Summary, Target, run_campaign,
     write_finding,
 };
-use podstatus_upstream::{Oracle, Release};
 use podstatus_runtime::{PluginRuntime, RuntimeConfig};
+use podstatus_upstream::{Oracle, Release};
 
 use crate::plugin_args::Logic;
 
@@ -180,7 +180,10 @@ fn run_inner(args: &FuzzArgs) -> anyhow::Result<ExitCode> {
                     _ => Differential::UnreadWrites,
                 };
             }
-            Some((Reference::Upstream(std::sync::Arc::new(oracle)), format!("Kubernetes {} ({release})", release.version)))
+            Some((
+                Reference::Upstream(std::sync::Arc::new(oracle)),
+                format!("Kubernetes {} ({release})", release.version),
+            ))
         }
         Some(path) if path.as_os_str() == "native" => {
             Some((Reference::Plugin(Target::Native(args.logic.native())), native_name))

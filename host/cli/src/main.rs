@@ -133,7 +133,9 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Fuzz(args) => crate::fuzz_args::run(&args),
         Command::Replay { trace, upstream: Some(release), .. } => upstream_replay_command(&trace, &release),
-        Command::Replay { trace, plugin, native, node, upstream: None } => replay_command(&trace, &plugin, native, node),
+        Command::Replay { trace, plugin, native, node, upstream: None } => {
+            replay_command(&trace, &plugin, native, node)
+        }
         Command::Simulate(args) => simulate_command::run(&args),
         Command::Agent(args) => agent_command::run(&args),
         Command::Fleet(args) => fleet_command::run(&args),
@@ -219,10 +221,7 @@ fn upstream_replay_command(trace_path: &Path, release: &str) -> ExitCode {
         Err(e) => return unusable(format!("{e:#}")),
     };
     let Some(release) = podstatus_upstream::Release::named(release) else {
-        return unusable(format!(
-            "--upstream {release}: the oracle builds {}",
-            podstatus_upstream::release::names()
-        ));
+        return unusable(format!("--upstream {release}: the oracle builds {}", podstatus_upstream::release::names()));
     };
     let report = podstatus_upstream::Oracle::new(release).and_then(|oracle| oracle.replay_json(&trace, None));
     match report {

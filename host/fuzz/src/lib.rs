@@ -49,9 +49,9 @@ pub use shrink::{ShrinkBudget, Shrunk, shrink};
 pub use upstream::{compare_with_upstream, replay_against_upstream, without_split_messages};
 
 use podstatus_replay::{Trace, TraceError};
+use podstatus_runtime::{Limits, RuntimeConfig};
 use podstatus_upstream::Oracle;
 use std::sync::Arc;
-use podstatus_runtime::{Limits, RuntimeConfig};
 
 /// Fuel per plugin call in the sandbox: far above what any call of a fuzz trace needs,
 /// so that only a runaway loop runs out, and deterministically (the same trace always
@@ -215,7 +215,8 @@ pub fn run_campaign(campaign: &Campaign, progress: &mut dyn FnMut(&Summary)) -> 
         tallied: Vec::new(),
     };
     // Interleavings only where every plugin compared can hold its calls.
-    let interleave = campaign.target.can_interleave() && campaign.against.as_ref().is_none_or(Reference::can_interleave);
+    let interleave =
+        campaign.target.can_interleave() && campaign.against.as_ref().is_none_or(Reference::can_interleave);
     let config = GenConfig { steps: campaign.steps, interleave };
     let mut last_progress = Instant::now();
     loop {

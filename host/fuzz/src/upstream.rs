@@ -15,10 +15,12 @@
 use std::collections::BTreeMap;
 
 use podstatus_replay::{Trace, TraceError};
-use serde_json::Value;
 use podstatus_upstream::{Oracle, OracleError, canonical};
+use serde_json::Value;
 
-use crate::exec::{CheckOutcome, Differential, Options, Target, comparable, guarded, report_difference_with, with_quiescence};
+use crate::exec::{
+    CheckOutcome, Differential, Options, Target, comparable, guarded, report_difference_with, with_quiescence,
+};
 use crate::invariants::{Invariant, Violation};
 
 /// Runs `trace` (quiescence appended) through `target` and through `oracle`, and

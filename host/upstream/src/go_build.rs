@@ -93,7 +93,14 @@ pub fn build(release: Release) -> Result<PathBuf, BuildError> {
     let info = go(
         release,
         &module,
-        &["mod", "download", "-modfile", &path_str(&modfile), "-json", &format!("k8s.io/kubernetes@{}", release.version)],
+        &[
+            "mod",
+            "download",
+            "-modfile",
+            &path_str(&modfile),
+            "-json",
+            &format!("k8s.io/kubernetes@{}", release.version),
+        ],
     )?;
     let dir = serde_json::from_str::<serde_json::Value>(&info)
         .ok()

@@ -13,12 +13,12 @@
 //! - [`canonical`]: reports as Go's types see them, so that JSON spelling never counts
 //!   as a difference.
 
-pub mod go_build;
 pub mod canonical;
+pub mod go_build;
 pub mod oracle;
 pub mod release;
 
-pub use go_build::{BuildError, build};
 pub use canonical::canonical;
+pub use go_build::{BuildError, build};
 pub use oracle::{Oracle, OracleError};
 pub use release::{RELEASES, Release};

@@ -93,8 +93,8 @@ impl Oracle {
                 return Err(e);
             }
         };
-        let mut answer: Value =
-            serde_json::from_str(&answer).map_err(|e| self.process_error(format!("an answer that is not JSON: {e}")))?;
+        let mut answer: Value = serde_json::from_str(&answer)
+            .map_err(|e| self.process_error(format!("an answer that is not JSON: {e}")))?;
         if let Some(error) = answer.get("error").and_then(Value::as_str) {
             return Err(OracleError::Refused { release: self.release, message: error.to_string() });
         }
@@ -107,7 +107,8 @@ impl Oracle {
     /// [`Oracle::replay_json`], read into the replay's report type.
     pub fn replay(&self, trace: &Trace, quiet_from: Option<usize>) -> Result<Report, OracleError> {
         let report = self.replay_json(trace, quiet_from)?;
-        report_from_json(&report).map_err(|message| self.process_error(format!("a report the replay cannot read: {message}")))
+        report_from_json(&report)
+            .map_err(|message| self.process_error(format!("a report the replay cannot read: {message}")))
     }
 
     fn exchange(&self, process: &mut Option<Process>, line: &str) -> Result<String, OracleError> {
@@ -115,13 +116,16 @@ impl Oracle {
             *process = Some(self.spawn()?);
         }
         let Some(p) = process.as_mut() else { unreachable!("started above") };
-        let sent = p.stdin.write_all(line.as_bytes()).and_then(|()| p.stdin.write_all(b"\n")).and_then(|()| p.stdin.flush());
+        let sent =
+            p.stdin.write_all(line.as_bytes()).and_then(|()| p.stdin.write_all(b"\n")).and_then(|()| p.stdin.flush());
         sent.map_err(|e| self.process_error(format!("writing a trace: {e}")))?;
         let mut answer = String::new();
         let read = (&mut p.stdout).take(MAX_ANSWER as u64).read_line(&mut answer);
         match read {
             Ok(0) => Err(self.process_error(format!("it exited: {}", exit_of(&mut p.child)))),
-            Ok(_) if !answer.ends_with('\n') => Err(self.process_error(format!("an answer of more than {MAX_ANSWER} bytes"))),
+            Ok(_) if !answer.ends_with('\n') => {
+                Err(self.process_error(format!("an answer of more than {MAX_ANSWER} bytes")))
+            }
             Ok(_) => Ok(answer),
             Err(e) => Err(self.process_error(format!("reading an answer: {e}"))),
         }
@@ -159,7 +163,8 @@ fn exit_of(child: &mut Child) -> String {
 pub fn report_from_json(report: &Value) -> Result<Report, String> {
     let results = report["results"].as_array().cloned().ok_or("no results")?;
     let calls = report["calls"].as_array().ok_or("no calls")?.iter().map(call_from_json).collect::<Result<_, _>>()?;
-    let apiserver: Vec<Pod> = serde_json::from_value(report["apiserver"].clone()).map_err(|e| format!("apiserver: {e}"))?;
+    let apiserver: Vec<Pod> =
+        serde_json::from_value(report["apiserver"].clone()).map_err(|e| format!("apiserver: {e}"))?;
     Ok(Report { results, calls, apiserver, fault: None })
 }
 
