@@ -10,8 +10,8 @@ use k8s_openapi::api::core::v1::Pod;
 use podstatus_backends::{ApiError, ApiServer, DeleteOptions, Result as ApiResult, StatusPatch, StatusUpdate};
 use podstatus_fuzz as fuzz;
 use podstatus_fuzz::{
-    Campaign, GenConfig, Invariant, KnownIssue, Limit, ShrinkBudget, Target, check_trace, compare_targets, generate,
-    read_finding, run_campaign, shrink_violation,
+    Campaign, GenConfig, Invariant, KnownIssue, Limit, Reference, ShrinkBudget, Target, check_trace, compare_targets,
+    generate, read_finding, run_campaign, shrink_violation,
 };
 use podstatus_plugins::{PODSTATUS_V1, PODSTATUS_V2, PODSTATUS_V3, PODSTATUS_V4};
 use podstatus_replay::{self as replay, Trace};
@@ -284,7 +284,7 @@ fn a_short_campaign_of_the_component_finds_no_violation() {
 
 #[test]
 fn differential_runs_find_no_difference() {
-    let against_itself = Campaign { against: Some(component()), ..campaign(component(), 7, 15, 40) };
+    let against_itself = Campaign { against: Some(Reference::Plugin(component())), ..campaign(component(), 7, 15, 40) };
     let summary = run_campaign(&against_itself, &mut |_| {}).unwrap();
     assert!(summary.finding.is_none(), "{:#?}", summary.finding);
     // The sandbox and the native logic agree too.
@@ -300,7 +300,10 @@ fn differential_runs_find_no_difference() {
 fn differential_mode_shrinks_to_the_first_differing_step() {
     let lossy = planted(|api, _| Arc::new(RefusesWrites(api)));
     let summary = run_campaign(
-        &Campaign { against: Some(lossy), ..campaign(Target::Native(podstatus_runtime::LogicVersion::V1), 1, 50, 40) },
+        &Campaign {
+            against: Some(Reference::Plugin(lossy)),
+            ..campaign(Target::Native(podstatus_runtime::LogicVersion::V1), 1, 50, 40)
+        },
         &mut |_| {},
     )
     .unwrap();
