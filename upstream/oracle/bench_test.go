@@ -125,3 +125,16 @@ func BenchmarkSyncPod(b *testing.B) {
 		m.SyncBatch(false)
 	}
 }
+
+// BenchmarkJSONFloor: decoding the pod and the status and encoding the status again,
+// the part of each SetPodStatus above that is the JSON boundary's (the Go counterpart
+// of the operations bench's serde floor).
+func BenchmarkJSONFloor(b *testing.B) {
+	podJSON, statuses := benchFixture(b)
+	for i := 0; i < b.N; i++ {
+		_, st := decode(b, podJSON, statuses[i%2])
+		if _, err := json.Marshal(st); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
