@@ -13,7 +13,6 @@ import (
 	clientset "k8s.io/client-go/kubernetes"
 	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
 	kubepod "k8s.io/kubernetes/pkg/kubelet/pod"
-	kubetypes "k8s.io/kubernetes/pkg/kubelet/types"
 )
 
 // PodstatusRelease is the release this build of the oracle reaches.
@@ -55,38 +54,12 @@ func (r *PodstatusReach) GetResizeConditions(types.UID) []*v1.PodCondition     {
 // SyncBatch is one case of Start's loop: the signal's (all false) or the ticker's.
 func (r *PodstatusReach) SyncBatch(all bool) { r.m.syncBatch(all) }
 
-type reachSnapshot struct {
-	podStatuses       map[types.UID]versionedPodStatus
-	apiStatusVersions map[kubetypes.MirrorPodUID]uint64
-	signal            bool
-}
-
-// Snapshot copies the manager's state; Restore puts a copy back, its statuses put in
-// the map in the order given (the others after them).
-func (r *PodstatusReach) Snapshot() any {
-	r.m.podStatusesLock.RLock()
-	defer r.m.podStatusesLock.RUnlock()
-	return reachSnapshot{
-		podStatuses:       copyStatuses(r.m.podStatuses, nil),
-		apiStatusVersions: copyVersions(r.m.apiStatusVersions),
-		signal:            len(r.m.podStatusChannel) > 0,
-	}
-}
-
-func (r *PodstatusReach) Restore(s any, order []types.UID) {
-	snap := s.(reachSnapshot)
-	r.m.podStatusesLock.Lock()
-	r.m.podStatuses = copyStatuses(snap.podStatuses, order)
-	r.m.apiStatusVersions = copyVersions(snap.apiStatusVersions)
-	r.m.podStatusesLock.Unlock()
-	r.TakeSignal()
-	if snap.signal {
-		r.m.podStatusChannel <- struct{}{}
-	}
-}
-
 // noStartupLatency is the startup latency tracker the oracle needs none of.
 type noStartupLatency struct{}
 
 func (noStartupLatency) RecordStatusUpdated(*v1.Pod)     {}
 func (noStartupLatency) DeletePodStartupState(types.UID) {}
+
+// 1.27's manager keeps nothing beside the statuses a batch could change.
+func (r *PodstatusReach) snapshotExtra() any { return nil }
+func (r *PodstatusReach) restoreExtra(any)   {}

@@ -73,3 +73,36 @@ func (r *PodstatusReach) CachedNames() map[types.UID][2]string {
 	}
 	return names
 }
+
+type reachSnapshot struct {
+	podStatuses       map[types.UID]versionedPodStatus
+	apiStatusVersions map[kubetypes.MirrorPodUID]uint64
+	extra             any
+	signal            bool
+}
+
+// Snapshot copies the manager's state; Restore puts a copy back, its statuses put in
+// the map in the order given (the others after them).
+func (r *PodstatusReach) Snapshot() any {
+	r.m.podStatusesLock.RLock()
+	defer r.m.podStatusesLock.RUnlock()
+	return reachSnapshot{
+		podStatuses:       copyStatuses(r.m.podStatuses, nil),
+		apiStatusVersions: copyVersions(r.m.apiStatusVersions),
+		extra:             r.snapshotExtra(),
+		signal:            len(r.m.podStatusChannel) > 0,
+	}
+}
+
+func (r *PodstatusReach) Restore(s any, order []types.UID) {
+	snap := s.(reachSnapshot)
+	r.m.podStatusesLock.Lock()
+	r.m.podStatuses = copyStatuses(snap.podStatuses, order)
+	r.m.apiStatusVersions = copyVersions(snap.apiStatusVersions)
+	r.restoreExtra(snap.extra)
+	r.m.podStatusesLock.Unlock()
+	r.TakeSignal()
+	if snap.signal {
+		r.m.podStatusChannel <- struct{}{}
+	}
+}

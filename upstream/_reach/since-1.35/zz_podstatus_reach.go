@@ -21,7 +21,6 @@ import (
 	clientset "k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
-	kubetypes "k8s.io/kubernetes/pkg/kubelet/types"
 )
 
 // NewPodstatusReach makes upstream's manager with upstream's NewManager.
@@ -71,37 +70,11 @@ func (r *PodstatusReach) GetResizeConditions(uid types.UID) []*v1.PodCondition {
 // SyncBatch is one case of Start's loop: the signal's (all false) or the ticker's.
 func (r *PodstatusReach) SyncBatch(all bool) { r.m.syncBatch(context.Background(), all) }
 
-type reachSnapshot struct {
-	podStatuses       map[types.UID]versionedPodStatus
-	apiStatusVersions map[kubetypes.MirrorPodUID]uint64
-	resize            map[types.UID]podResizeConditions
-	signal            bool
-}
+// snapshotExtra copies the resize conditions (a sync of a pod gone drops them).
+func (r *PodstatusReach) snapshotExtra() any { return copyResize(r.m.podResizeConditions) }
 
-// Snapshot copies the manager's state; Restore puts a copy back, its statuses put in
-// the map in the order given (the others after them).
-func (r *PodstatusReach) Snapshot() any {
-	r.m.podStatusesLock.RLock()
-	defer r.m.podStatusesLock.RUnlock()
-	return reachSnapshot{
-		podStatuses:       copyStatuses(r.m.podStatuses, nil),
-		apiStatusVersions: copyVersions(r.m.apiStatusVersions),
-		resize:            copyResize(r.m.podResizeConditions),
-		signal:            len(r.m.podStatusChannel) > 0,
-	}
-}
-
-func (r *PodstatusReach) Restore(s any, order []types.UID) {
-	snap := s.(reachSnapshot)
-	r.m.podStatusesLock.Lock()
-	r.m.podStatuses = copyStatuses(snap.podStatuses, order)
-	r.m.apiStatusVersions = copyVersions(snap.apiStatusVersions)
-	r.m.podResizeConditions = copyResize(snap.resize)
-	r.m.podStatusesLock.Unlock()
-	r.TakeSignal()
-	if snap.signal {
-		r.m.podStatusChannel <- struct{}{}
-	}
+func (r *PodstatusReach) restoreExtra(extra any) {
+	r.m.podResizeConditions = copyResize(extra.(map[types.UID]podResizeConditions))
 }
 
 func copyResize(in map[types.UID]podResizeConditions) map[types.UID]podResizeConditions {
