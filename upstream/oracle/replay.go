@@ -330,7 +330,8 @@ func (r *replay) resize(s *Step) (any, error) {
 // syncBatch runs one case of upstream's sync loop. Upstream visits the pods to sync in
 // Go's map order, which the language leaves free; podstatus visits them in UID order
 // (after the pod whose update raised the signal, in a signal's pass). Where the order
-// can change the outcome (a fault armed that the first calls use up), the manager's
+// can change the outcome (a fault armed that the first calls use up, or two cached pods
+// of one name: one's sync can delete the object the other's GET then misses), the manager's
 // map is rebuilt from a snapshot with its pods put in in podstatus's order (a small Go
 // map iterates a rotation of the order its entries went in) and the batch is run
 // again until upstream's own run visits them in that order, which upstream says in its
@@ -339,7 +340,7 @@ func (r *replay) resize(s *Step) (any, error) {
 // comparison does not hold.
 func (r *replay) syncBatch(all bool, first types.UID) {
 	names := r.manager.CachedNames()
-	if len(r.api.rules) == 0 || len(names) < 2 {
+	if len(names) < 2 || len(r.api.rules) == 0 && !sharesAName(names) {
 		r.manager.SyncBatch(all)
 		return
 	}
@@ -367,6 +368,19 @@ func (r *replay) syncBatch(all bool, first types.UID) {
 		r.pm.restore(pods)
 		r.signalled = signalled
 	}
+}
+
+// sharesAName says whether two cached pods have the same namespace and name (a pod
+// recreated under its name).
+func sharesAName(names map[types.UID][2]string) bool {
+	seen := make(map[[2]string]bool, len(names))
+	for _, name := range names {
+		if seen[name] {
+			return true
+		}
+		seen[name] = true
+	}
+	return false
 }
 
 // inOrder says whether the pods a batch synced (as upstream's log names them) came in
