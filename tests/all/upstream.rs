@@ -174,6 +174,33 @@ fn v4_decides_what_kubernetes_1_35_decides_over_500_random_traces() {
     );
 }
 
+/// Each class of difference between v4 and 1.35 that is classified has a shrunk trace
+/// (`tests/fixtures/upstream/v4-CLASS.trace.json`): v4 and 1.35 decide differently there,
+/// while v2 and 1.27 agree on it (the class is v4's way of writing, not a release's).
+#[test]
+fn each_classified_difference_of_v4_has_a_trace_that_shows_it() {
+    let dir = fixtures_dir().join("upstream");
+    let mut shown = Vec::new();
+    for entry in std::fs::read_dir(&dir).expect("tests/fixtures/upstream") {
+        let path = entry.expect("an entry").path();
+        let name = path.file_name().unwrap_or_default().to_string_lossy().into_owned();
+        if !(name.starts_with("v4-") && name.ends_with(".trace.json")) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).expect("readable");
+        let trace = Trace::parse(&text, dir.clone()).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let v4 = Target::Component(Box::new(v4_image().clone()));
+        let unread = Differential::FinalState(FinalRules::UnreadWrites);
+        let differs = podstatus_fuzz::replay_against_upstream(&trace, &v4, &oracle("1.35"), unread).expect("replays");
+        assert!(differs.is_some(), "{name}: v4 and 1.35 no longer differ; remove the class or the trace");
+        let v2 = Target::Component(Box::new(v2_image().clone()));
+        let agree = podstatus_fuzz::replay_against_upstream(&trace, &v2, &oracle("1.27"), Differential::Exact);
+        assert_eq!(agree.expect("replays"), None, "{name}: v2 and 1.27 should agree");
+        shown.push(name);
+    }
+    assert_eq!(shown.len(), 3, "the classified classes' traces: {shown:?}");
+}
+
 /// The first word of each line of a list in tests/fixtures/upstream/ (`#` comments).
 fn known_differences(file: &str) -> BTreeSet<String> {
     let path = fixtures_dir().join("upstream").join(file);
