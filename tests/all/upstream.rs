@@ -201,6 +201,26 @@ fn each_classified_difference_of_v4_has_a_trace_that_shows_it() {
     assert_eq!(shown.len(), 3, "the classified classes' traces: {shown:?}");
 }
 
+/// What changed in the status manager between 1.35 and 1.37, a trace each
+/// (`tests/fixtures/upstream/release-1.37/`): upstream's own two releases report
+/// differently there, and v4 does what 1.35 does.
+#[test]
+fn each_change_from_1_35_to_1_37_has_a_trace_that_shows_it() {
+    let mut shown = 0;
+    for fixture in trace_fixtures(&[("upstream/release-1.37", "release-1.37/")]) {
+        let trace = Trace::parse(&fixture.text, fixture.path.parent().expect("in a folder").to_path_buf())
+            .unwrap_or_else(|e| panic!("{}: {e}", fixture.key));
+        let report = |minor: &str| oracle(minor).replay_json(&trace, None).unwrap_or_else(|e| panic!("{e}"));
+        assert_ne!(report("1.35"), report("1.37"), "{}: 1.35 and 1.37 no longer differ", fixture.key);
+        let v4 = Target::Component(Box::new(v4_image().clone()));
+        let unread = Differential::FinalState(FinalRules::UnreadWrites);
+        let differs = podstatus_fuzz::replay_against_upstream(&trace, &v4, &oracle("1.35"), unread).expect("replays");
+        assert_eq!(differs, None, "{}: v4 should do what 1.35 does", fixture.key);
+        shown += 1;
+    }
+    assert_eq!(shown, 2, "the traces of release-1.37/");
+}
+
 /// The first word of each line of a list in tests/fixtures/upstream/ (`#` comments).
 fn known_differences(file: &str) -> BTreeSet<String> {
     let path = fixtures_dir().join("upstream").join(file);
