@@ -13,8 +13,9 @@ import (
 	"k8s.io/kubernetes/pkg/kubelet/status"
 )
 
-// Release is the Kubernetes release whose status manager this build runs.
-const Release = status.PodstatusRelease
+// Release is the Kubernetes release whose status manager this build runs, set by the
+// build (`-ldflags -X podstatus.example/upstream/oracle.Release=1.35`).
+var Release = "unknown"
 
 // Report is what a replay did, in `podstatus replay`'s format.
 type Report struct {
@@ -66,6 +67,7 @@ func Run(trace *Trace) (doc []byte, err error) {
 	for i, raw := range trace.APIServer {
 		pod, err := r.pod(raw)
 		if err == nil {
+			r.remember(pod)
 			err = r.api.put(pod)
 		}
 		if err != nil {
@@ -77,6 +79,7 @@ func Run(trace *Trace) (doc []byte, err error) {
 		if err != nil {
 			return nil, fmt.Errorf("pod_manager[%d]: %w", i, err)
 		}
+		r.remember(pod)
 		r.pm.add(pod)
 	}
 	if err := r.rememberPods(); err != nil {
@@ -128,25 +131,28 @@ func (r *replay) pod(raw json.RawMessage) (*v1.Pod, error) {
 
 // rememberPods keeps, for a step that names a pod by a UID neither the pod manager
 // nor the API server holds any more, the object the replay's world falls back on: the
-// first the trace gives for that UID, in the API server's list, the pod manager's, then
-// the pods of pod-manager-add and apiserver-put steps.
+// first the trace gives for that UID, in the API server's list, the pod manager's
+// (both remembered as they are read), then the pods of pod-manager-add and
+// apiserver-put steps.
 func (r *replay) rememberPods() error {
-	raws := append(append([]json.RawMessage{}, r.trace.APIServer...), r.trace.PodManager...)
 	for _, s := range r.trace.Steps {
-		if s.Op == "pod-manager-add" || s.Op == "apiserver-put" {
-			raws = append(raws, s.Pod)
+		if s.Op != "pod-manager-add" && s.Op != "apiserver-put" {
+			continue
 		}
-	}
-	for _, raw := range raws {
-		pod, err := r.pod(raw)
+		pod, err := r.pod(s.Pod)
 		if err != nil {
 			return err
 		}
-		if _, seen := r.lastSeen[pod.UID]; pod.UID != "" && !seen {
-			r.lastSeen[pod.UID] = pod
-		}
+		r.remember(pod)
 	}
 	return nil
+}
+
+// remember keeps a copy of the first object seen for its UID.
+func (r *replay) remember(pod *v1.Pod) {
+	if _, seen := r.lastSeen[pod.UID]; pod.UID != "" && !seen {
+		r.lastSeen[pod.UID] = pod.DeepCopy()
+	}
 }
 
 // follow is the pod manager following the API server as a watch with no delay: a pod

@@ -139,6 +139,8 @@ pub fn build(release: Release) -> Result<PathBuf, BuildError> {
     std::fs::write(&overlay, overlay_text).map_err(io_error(&overlay))?;
 
     let partial = out.join("oracle.test.partial");
+    // The oracle names its release in what it says (the reach files do not).
+    let ldflags = format!("-X podstatus.example/upstream/oracle.Release={}", release.minor());
     go(
         release,
         &module,
@@ -147,6 +149,8 @@ pub fn build(release: Release) -> Result<PathBuf, BuildError> {
             "-c",
             "-tags",
             release.tags,
+            "-ldflags",
+            &ldflags,
             "-modfile",
             &path_str(&build_mod),
             "-overlay",

@@ -107,7 +107,7 @@ impl Oracle {
     /// [`Oracle::replay_json`], read into the replay's report type.
     pub fn replay(&self, trace: &Trace, quiet_from: Option<usize>) -> Result<Report, OracleError> {
         let report = self.replay_json(trace, quiet_from)?;
-        report_from_json(&report)
+        report_from_json(report)
             .map_err(|message| self.process_error(format!("a report the replay cannot read: {message}")))
     }
 
@@ -160,30 +160,26 @@ fn exit_of(child: &mut Child) -> String {
 }
 
 /// The oracle's report as the replay's [`Report`].
-pub fn report_from_json(report: &Value) -> Result<Report, String> {
-    let results = report["results"].as_array().cloned().ok_or("no results")?;
+pub fn report_from_json(mut report: Value) -> Result<Report, String> {
     let calls = report["calls"].as_array().ok_or("no calls")?.iter().map(call_from_json).collect::<Result<_, _>>()?;
+    let Value::Array(results) = report["results"].take() else { return Err("no results".into()) };
     let apiserver: Vec<Pod> =
-        serde_json::from_value(report["apiserver"].clone()).map_err(|e| format!("apiserver: {e}"))?;
+        serde_json::from_value(report["apiserver"].take()).map_err(|e| format!("apiserver: {e}"))?;
     Ok(Report { results, calls, apiserver, fault: None })
 }
 
 fn call_from_json(call: &Value) -> Result<Call, String> {
     let text = |key: &str| call[key].as_str().map(str::to_string).ok_or(format!("a call without {key}: {call}"));
-    let verb = match call["verb"].as_str() {
-        Some("get") => "get",
-        Some("update") => "update",
-        Some("patch") => "patch",
-        Some("delete") => "delete",
-        _ => return Err(format!("a call of an unknown verb: {call}")),
+    // The report's verbs and outcomes are the replay's own words (`&'static str`).
+    let word = |key: &str, words: &[&'static str]| {
+        words
+            .iter()
+            .copied()
+            .find(|w| call[key].as_str() == Some(w))
+            .ok_or(format!("a call of an unknown {key}: {call}"))
     };
-    let outcome = match call["outcome"].as_str() {
-        Some("ok") => "ok",
-        Some("not-found") => "not-found",
-        Some("conflict") => "conflict",
-        Some("error") => "error",
-        _ => return Err(format!("a call of an unknown outcome: {call}")),
-    };
+    let verb = word("verb", &["get", "update", "patch", "delete"])?;
+    let outcome = word("outcome", &["ok", "not-found", "conflict", "error"])?;
     let optional_text = |key: &str| call.get(key).map(|v| v.as_str().map(str::to_string));
     Ok(Call {
         step: call["step"].as_u64().ok_or(format!("a call without a step: {call}"))? as usize,

@@ -8,7 +8,7 @@ pub struct Release {
     /// The module version, `v1.35.4`.
     pub version: &'static str,
     /// The overlay files of `upstream/_reach/` this release is reached through: its own
-    /// spelling of what differs (`release-1.35/`), beside the family's (`since-1.35/`,
+    /// spelling of what differs (`before-1.37/`, `since-1.37/`), beside the family's (`since-1.35/`,
     /// or `1.27/` alone).
     pub reach: &'static [&'static str],
     /// Go build tags for the oracle's own release-specific files.
@@ -47,9 +47,9 @@ impl fmt::Display for Release {
 /// (`upstream/releases/add-release.sh`).
 pub const RELEASES: [Release; 4] = [
     Release { version: "v1.27.16", reach: &["all", "1.27"], tags: "podstatus_k8s_1_27" },
-    Release { version: "v1.35.4", reach: &["all", "since-1.35", "release-1.35"], tags: "" },
-    Release { version: "v1.36.3", reach: &["all", "since-1.35", "release-1.36"], tags: "" },
-    Release { version: "v1.37.2", reach: &["all", "since-1.35", "release-1.37"], tags: "" },
+    Release { version: "v1.35.4", reach: &["all", "since-1.35", "before-1.37"], tags: "" },
+    Release { version: "v1.36.3", reach: &["all", "since-1.35", "before-1.37"], tags: "" },
+    Release { version: "v1.37.2", reach: &["all", "since-1.35", "since-1.37"], tags: "" },
 ];
 
 /// `upstream/go.mod`'s release.

@@ -15,9 +15,6 @@ import (
 	kubepod "k8s.io/kubernetes/pkg/kubelet/pod"
 )
 
-// PodstatusRelease is the release this build of the oracle reaches.
-const PodstatusRelease = "1.27"
-
 // NewPodstatusReach makes upstream's manager with upstream's NewManager (its state
 // directory is only read with InPlacePodVerticalScaling on, off by default in 1.27).
 func NewPodstatusReach(client clientset.Interface, podManager kubepod.Manager, safety PodDeletionSafetyProvider) *PodstatusReach {

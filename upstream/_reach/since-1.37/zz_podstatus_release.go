@@ -10,9 +10,6 @@ import (
 	"k8s.io/kubernetes/pkg/kubelet/metrics"
 )
 
-// PodstatusRelease is the release this build of the oracle reaches.
-const PodstatusRelease = "1.37"
-
 // 1.37 records why a deferred resize was resolved; a trace's clear is the kubelet's
 // as when the resize was accepted (the metric label is all it changes).
 func clearResizePending(m *manager, uid types.UID) {

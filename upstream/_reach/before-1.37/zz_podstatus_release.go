@@ -1,5 +1,5 @@
 // Ours, added to upstream's pkg/kubelet/status by the oracle's overlay beside
-// zz_podstatus_reach.go: what Kubernetes 1.36 spells its own way.
+// zz_podstatus_reach.go: what Kubernetes 1.35 and 1.36 spell their own way.
 
 package status
 
@@ -7,9 +7,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
-
-// PodstatusRelease is the release this build of the oracle reaches.
-const PodstatusRelease = "1.36"
 
 func clearResizePending(m *manager, uid types.UID) { m.ClearPodResizePendingCondition(uid) }
 
