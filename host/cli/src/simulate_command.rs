@@ -13,7 +13,7 @@ use podstatus_apiserver::EmbeddedApiServer;
 use podstatus_backends::InjectedFaults;
 use podstatus_backends::MemoryApiServer;
 use podstatus_runtime::{PluginRuntime, PoolSize};
-use podstatus_simulate::{AgentConfig, CanaryConfig, CanaryShare, Signals, SimulateConfig};
+use podstatus_simulate::{AgentConfig, CanaryConfig, CanaryShare, PlannedSwap, Signals, SimulateConfig};
 
 /// Pods a second a fleet creates its first pods at, without --create-rate: what two
 /// cores carry with every pod's status work behind it (1,000 nodes, 100,000 pods:
@@ -187,8 +187,20 @@ fn simulate(args: &SimulateArgs) -> anyhow::Result<bool> {
         api_latency: args.api_latency,
         ..args.client.agent_config(&args.node_name, args.client.target(args.listen), args.node.config(&args.node_name))
     };
+    let mut runtime = args.plugin.runtime_config();
+    if args.nodes > 1 && !args.on_demand_instances {
+        runtime.pool = Some(PoolSize::for_nodes(args.nodes as usize));
+    }
+    let plugins = PluginRuntime::new(&runtime).context("plugin runtime")?;
+    let image = plugins.load(&args.plugin.bytes()?).context("loading the plugin")?;
+    // Compiled now: a bad file is refused before the run, and the swap at its time is
+    // only the swap.
     let swap_at = match (&args.swap_to, args.swap_at) {
-        (Some(path), Some(at)) => Some((path.clone(), at)),
+        (Some(path), Some(at)) => Some(PlannedSwap {
+            image: plugins.load_file(path).with_context(|| format!("loading --swap-to {}", path.display()))?,
+            logic: podstatus_simulate::file_logic(path),
+            at,
+        }),
         _ => None,
     };
     let config = SimulateConfig {
@@ -219,12 +231,6 @@ fn simulate(args: &SimulateArgs) -> anyhow::Result<bool> {
         },
         logic: args.plugin.logic_label(),
     };
-    let mut runtime = args.plugin.runtime_config();
-    if args.nodes > 1 && !args.on_demand_instances {
-        runtime.pool = Some(PoolSize::for_nodes(args.nodes as usize));
-    }
-    let plugins = PluginRuntime::new(&runtime).context("plugin runtime")?;
-    let image = plugins.load(&args.plugin.bytes()?).context("loading the plugin")?;
     let signals = Signals::default();
     install_signal_handlers(&signals, "stopping; flushing pending statuses")?;
     let duration = config.duration;

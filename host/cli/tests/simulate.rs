@@ -384,15 +384,19 @@ fn a_swap_at_a_time_happens_even_when_the_churn_is_more_than_the_node_keeps_up_w
 }
 
 #[test]
-fn a_swap_to_a_file_that_is_no_plugin_fails_and_the_old_plugin_keeps_serving() {
+fn a_swap_to_a_file_that_is_no_plugin_is_refused_before_the_run() {
+    // Compiled before the churn starts: found at once, not at --swap-at (nor after a
+    // run that would then succeed without the swap it was asked for).
     let garbage = TempFile::new("garbage.wasm", b"\0asm this is not a component at all");
     let args =
-        ["--pods", "10", "--churn", "30", "--duration", "2", "--json", "--swap-to", garbage.path(), "--swap-at", "0.5"];
-    let s = passed_run(&args);
-    let error = s["swap"]["error"].as_str().unwrap_or_else(|| panic!("the swap must fail: {s:#}"));
-    assert!(!error.is_empty());
-    assert_eq!(s["plugin"], "kubelet:status@0.2.0", "v1 kept serving: {s:#}");
-    assert_eq!(calls(&s, "patch_status", "Success"), 0, "{s:#}");
+        ["--pods", "10", "--churn", "30", "--duration", "30", "--json", "--swap-to", garbage.path(), "--swap-at", "20"];
+    let started = std::time::Instant::now();
+    let out = simulate(&args);
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.stdout.is_empty(), "no summary: no run");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--swap-to") && stderr.contains(garbage.path()), "{stderr}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(20), "refused before the swap's time");
 }
 
 #[test]

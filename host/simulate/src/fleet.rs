@@ -22,7 +22,7 @@ use crate::driver_pool::{self, PooledNode};
 use crate::fleet_check::{CheckedNode, check_fleet};
 use crate::owners::KubeOwners;
 use crate::rollout::SimulatedRollout;
-use crate::simulation::{self, Observed, Progress, Signals, SimulateConfig, SimulateError};
+use crate::simulation::{self, Observed, PlannedSwap, Progress, Signals, SimulateConfig, SimulateError};
 use crate::summary::{self, Check, FleetFigures, GroupFigures, Summary, SwapSummary};
 use podstatus_agent::{Fleet, FleetGroup, FleetSpec, StartProgress};
 use podstatus_backends::{ApiServer, InjectedFaults};
@@ -183,8 +183,8 @@ pub fn run_fleet(
             if let Some(rollout) = rollout.as_mut() {
                 rollout.tick(elapsed, &fleet);
             }
-            if let Some((path, _)) = swap_at.as_ref().filter(|(_, at)| elapsed >= *at) {
-                swap = Some(swap_all(agents, path, elapsed));
+            if let Some(planned) = swap_at.as_ref().filter(|planned| elapsed >= planned.at) {
+                swap = Some(swap_all(agents, planned, elapsed));
                 swap_at = None;
             }
             let queued: usize = agents.iter().map(|a| a.handle().queue_len()).sum();
@@ -345,16 +345,15 @@ fn share(total: usize, nodes: usize, i: usize) -> usize {
 /// Swaps every node's plugin for the one in `path`, one node after another (a rollout
 /// of the whole fleet): the first failure's summary if one fails, else the longest
 /// pause and the whole rollout's time.
-fn swap_all(agents: &[podstatus_agent::NodeAgent], path: &std::path::Path, at: Duration) -> SwapSummary {
+fn swap_all(agents: &[podstatus_agent::NodeAgent], planned: &PlannedSwap, at: Duration) -> SwapSummary {
     let began = Instant::now();
     let mut rollout = SwapSummary::default();
-    let logic = simulation::file_logic(path);
     for agent in agents {
-        let swap = simulation::do_swap(agent, path, at);
+        let swap = simulation::swap_to_image(agent, &planned.image, at);
         if swap.error.is_some() {
             return swap;
         }
-        agent.metrics_scope().set_logic(&logic);
+        agent.metrics_scope().set_logic(&planned.logic);
         rollout = SwapSummary { pause_ms: rollout.pause_ms.max(swap.pause_ms), ..swap };
     }
     SwapSummary { total_ms: began.elapsed().as_secs_f64() * 1000.0, ..rollout }

@@ -33,7 +33,7 @@ pub use kubelet_1_35::NewPaths;
 pub use owners::{KubeOwners, OWNER_CALL_TIMEOUT, OwnerError, Owners};
 pub use rollout::CanaryConfig;
 pub use simulation::{
-    CanaryShare, Progress, Signals, SimulateConfig, SimulateError, file_logic, run, run_with_progress,
+    CanaryShare, PlannedSwap, Progress, Signals, SimulateConfig, SimulateError, file_logic, run, run_with_progress,
 };
 pub use summary::{
     CallerLatency, Check, Difference, FleetFigures, GroupFigures, Latency, RolloutSummary, Summary, SwapSummary,

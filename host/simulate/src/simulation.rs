@@ -22,6 +22,29 @@ use podstatus_agent::{Outcome, TimedManager, VERB_PATCH_STATUS, VERB_UPDATE_STAT
 use podstatus_backends::PodManager;
 use podstatus_runtime::{PluginImage, PluginRuntime};
 
+/// A swap the run makes at a time of its own: the plugin is compiled before the run
+/// starts, so a bad file is refused at once and the swap at its time costs only the
+/// swap (compiling in the middle would stall the churn for seconds on a busy machine).
+#[derive(Clone)]
+pub struct PlannedSwap {
+    /// The plugin to swap to.
+    pub image: PluginImage,
+    /// Its `logic` label (a plugin file's stem, [`file_logic`]).
+    pub logic: String,
+    /// How far into the run.
+    pub at: Duration,
+}
+
+impl std::fmt::Debug for PlannedSwap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PlannedSwap")
+            .field("contract", &self.image.contract().to_string())
+            .field("logic", &self.logic)
+            .field("at", &self.at)
+            .finish()
+    }
+}
+
 /// How a simulation runs.
 #[derive(Clone, Debug)]
 pub struct SimulateConfig {
@@ -40,7 +63,7 @@ pub struct SimulateConfig {
     /// Stop after this many whole pod lives (created, run, deleted), if sooner.
     pub cycles: Option<u64>,
     /// Swap to this plugin this far into the run.
-    pub swap_at: Option<(PathBuf, Duration)>,
+    pub swap_at: Option<PlannedSwap>,
     /// The plugin a swap signal (SIGHUP) loads.
     pub swap_on_signal: Option<PathBuf>,
     /// How long the final flush and quiet sync may take.
@@ -191,9 +214,9 @@ pub fn run_with_progress(
     let node_side = agent.node_side();
     driver.run(&node_side, agent.pod_manager(), &owners, until, &signals.stop, |driver| {
         let elapsed = start.elapsed();
-        if let Some((path, at)) = swap_at.as_ref().filter(|(_, at)| elapsed >= *at) {
-            swap = Some(do_swap(&agent, path, elapsed));
-            tracing::info!(at = ?at, "swap done");
+        if let Some(planned) = swap_at.as_ref().filter(|planned| elapsed >= planned.at) {
+            swap = Some(swap_to_image(&agent, &planned.image, elapsed));
+            tracing::info!(at = ?planned.at, "swap done");
             swap_at = None;
         }
         if signals.swap.swap(false, Ordering::SeqCst) {
@@ -374,8 +397,22 @@ pub(crate) fn statuses_written(metrics: &Metrics) -> u64 {
 }
 
 pub(crate) fn do_swap(agent: &podstatus_agent::NodeAgent, path: &std::path::Path, at: Duration) -> SwapSummary {
+    swap_summary(agent.swap_to_file(path), &path.display(), at)
+}
+
+/// Swaps `agent` to a plugin compiled before (a [`PlannedSwap`]), `at` into the run.
+pub(crate) fn swap_to_image(agent: &podstatus_agent::NodeAgent, image: &PluginImage, at: Duration) -> SwapSummary {
+    swap_summary(agent.swap_to_image(image), &image.contract(), at)
+}
+
+/// What a swap to `to` (a file, a contract) that ended in `swapped` tells the summary.
+fn swap_summary(
+    swapped: Result<podstatus_runtime::SwapReport, podstatus_agent::AgentError>,
+    to: &dyn std::fmt::Display,
+    at: Duration,
+) -> SwapSummary {
     let at_seconds = at.as_secs_f64();
-    match agent.swap_to_file(path) {
+    match swapped {
         Ok(report) => SwapSummary {
             at_seconds,
             from: report.from.to_string(),
@@ -385,7 +422,7 @@ pub(crate) fn do_swap(agent: &podstatus_agent::NodeAgent, path: &std::path::Path
             error: None,
         },
         Err(e) => {
-            tracing::error!("swap to {} failed: {e}", path.display());
+            tracing::error!("swap to {to} failed: {e}");
             SwapSummary { at_seconds, error: Some(e.to_string()), ..SwapSummary::default() }
         }
     }
