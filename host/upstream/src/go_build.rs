@@ -1,11 +1,12 @@
-//! Building the oracle for a release: `go test -c` of `upstream/oracle`, with
-//! `k8s.io/kubernetes` at that release and our reach files added to its
-//! `pkg/kubelet/status` by `-overlay`.
+//! Building the Go programs of `upstream/` for a release, with `k8s.io/kubernetes` at
+//! that release: the oracle (`go test -c` of `upstream/oracle`, our reach files added
+//! to its `pkg/kubelet/status` by `-overlay`) and the control plane (`go build` of
+//! `upstream/cmd/controlplane`: etcd and kube-apiserver in one process).
 //!
 //! The go tool refuses an overlay of files beneath the module cache, so the build's
 //! modfile (written under `target/upstream/VERSION/`) replaces `k8s.io/kubernetes`
 //! with a symbolic link to the release's directory in the module cache: upstream is
-//! read where the go tool put it, never copied, never edited. The program is rebuilt
+//! read where the go tool put it, never copied, never edited. A program is rebuilt
 //! when any file of `upstream/` or the Go version changes (a digest of them is kept
 //! beside it), and builds of one release in several processes are serialised by a lock
 //! file.
@@ -19,17 +20,47 @@ use std::process::Command;
 
 use crate::release::Release;
 
-/// Why the oracle could not be built.
+/// A Go program of `upstream/`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Program {
+    /// `upstream/oracle`, a test binary (it runs in `testing/synctest` bubbles).
+    Oracle,
+    /// `upstream/cmd/controlplane`: etcd and kube-apiserver.
+    ControlPlane,
+}
+
+impl Program {
+    /// The built file's name under `target/upstream/VERSION/`.
+    fn file_name(self) -> &'static str {
+        match self {
+            Program::Oracle => "oracle.test",
+            Program::ControlPlane => "controlplane",
+        }
+    }
+}
+
+impl std::fmt::Display for Program {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Program::Oracle => "the upstream oracle",
+            Program::ControlPlane => "the upstream control plane (etcd and kube-apiserver)",
+        })
+    }
+}
+
+/// Why a program could not be built.
 #[derive(Debug, thiserror::Error)]
 pub enum BuildError {
     /// No `go` on PATH.
     #[error(
-        "the upstream oracle needs Go 1.25 or later (`go` on PATH, with the Go module proxy): {0}; install Go (these machines have it in /usr/local/go/bin)"
+        "the upstream programs need Go 1.25 or later (`go` on PATH, with the Go module proxy): {0}; install Go (these machines have it in /usr/local/go/bin)"
     )]
     GoMissing(#[source] io::Error),
     /// A go command failed.
-    #[error("building the upstream oracle for {release}: `{command}` failed:\n{output}")]
+    #[error("building {program} for {release}: `{command}` failed:\n{output}")]
     Go {
+        /// What was being built.
+        program: Program,
         /// The release being built.
         release: Release,
         /// The command, as a user would type it.
@@ -38,8 +69,10 @@ pub enum BuildError {
         output: String,
     },
     /// Reading `upstream/` or writing under `target/upstream/`.
-    #[error("building the upstream oracle for {release}: {path}: {source}")]
+    #[error("building {program} for {release}: {path}: {source}")]
     Io {
+        /// What was being built.
+        program: Program,
         /// The release being built.
         release: Release,
         /// The file.
@@ -67,10 +100,17 @@ pub fn out_root() -> PathBuf {
 /// Builds the oracle for `release` unless the one built already is of the same sources
 /// and Go, and returns the program's path.
 pub fn build(release: Release) -> Result<PathBuf, BuildError> {
+    build_program(Program::Oracle, release)
+}
+
+/// Builds `program` for `release` unless the one built already is of the same sources
+/// and Go, and returns its path.
+pub fn build_program(program: Program, release: Release) -> Result<PathBuf, BuildError> {
     let io_error = |path: &Path| {
         let path = path.to_path_buf();
-        move |source| BuildError::Io { release, path, source }
+        move |source| BuildError::Io { program, release, path, source }
     };
+    let go = |module: &Path, args: &[&str]| go(program, release, module, args);
     let module = module_dir().canonicalize().map_err(io_error(&module_dir()))?;
     let out = out_root().join(release.version);
     std::fs::create_dir_all(&out).map_err(io_error(&out))?;
@@ -79,19 +119,18 @@ pub fn build(release: Release) -> Result<PathBuf, BuildError> {
     let lock = File::create(&lock_path).map_err(io_error(&lock_path))?;
     lock.lock().map_err(io_error(&lock_path))?;
 
-    let go_version = go(release, &module, &["version"])?;
+    let go_version = go(&module, &["version"])?;
     let digest = format!("{:016x}\n", sources_digest(&module, &go_version, release).map_err(io_error(&module))?);
-    let program = out.join("oracle.test");
-    let digest_path = out.join("sources.digest");
-    if program.exists() && std::fs::read_to_string(&digest_path).is_ok_and(|d| d == digest) {
-        return Ok(program);
+    let built = out.join(program.file_name());
+    let digest_path = out.join(format!("{}.digest", program.file_name()));
+    if built.exists() && std::fs::read_to_string(&digest_path).is_ok_and(|d| d == digest) {
+        return Ok(built);
     }
-    tracing::info!("building the upstream oracle for {release} (Go, cached under {})", out.display());
+    tracing::info!("building {program} for {release} (Go, cached under {})", out.display());
 
     // The release's directory in the module cache (downloaded if need be).
     let modfile = module.join(release.modfile());
     let info = go(
-        release,
         &module,
         &[
             "mod",
@@ -106,6 +145,7 @@ pub fn build(release: Release) -> Result<PathBuf, BuildError> {
         .ok()
         .and_then(|v| v["Dir"].as_str().map(PathBuf::from))
         .ok_or_else(|| BuildError::Go {
+            program,
             release,
             command: "go mod download -json".into(),
             output: format!("no Dir in its answer: {info}"),
@@ -122,6 +162,33 @@ pub fn build(release: Release) -> Result<PathBuf, BuildError> {
     let sum = modfile.with_extension("sum");
     std::fs::copy(&sum, out.join("go.sum")).map_err(io_error(&sum))?;
 
+    let partial = out.join(format!("{}.partial", program.file_name()));
+    match program {
+        Program::Oracle => build_oracle(release, &module, &out, &link, &build_mod, &partial, &go)?,
+        Program::ControlPlane => {
+            go(&module, &["build", "-modfile", &path_str(&build_mod), "-o", &path_str(&partial), "./cmd/controlplane"])?;
+        }
+    }
+    std::fs::rename(&partial, &built).map_err(io_error(&built))?;
+    std::fs::write(&digest_path, digest).map_err(io_error(&digest_path))?;
+    Ok(built)
+}
+
+/// `go test -c` of the oracle into `partial`, with our reach files added to the linked
+/// release's `pkg/kubelet/status` by an overlay.
+fn build_oracle(
+    release: Release,
+    module: &Path,
+    out: &Path,
+    link: &Path,
+    build_mod: &Path,
+    partial: &Path,
+    go: &dyn Fn(&Path, &[&str]) -> Result<String, BuildError>,
+) -> Result<(), BuildError> {
+    let io_error = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| BuildError::Io { program: Program::Oracle, release, path, source }
+    };
     // The overlay: our reach files, added to the linked pkg/kubelet/status.
     let status = link.join("pkg/kubelet/status");
     let mut replace = BTreeMap::new();
@@ -138,12 +205,10 @@ pub fn build(release: Release) -> Result<PathBuf, BuildError> {
     let overlay_text = serde_json::json!({ "Replace": replace }).to_string();
     std::fs::write(&overlay, overlay_text).map_err(io_error(&overlay))?;
 
-    let partial = out.join("oracle.test.partial");
     // The oracle names its release in what it says (the reach files do not).
     let ldflags = format!("-X podstatus.example/upstream/oracle.Release={}", release.minor());
     go(
-        release,
-        &module,
+        module,
         &[
             "test",
             "-c",
@@ -152,21 +217,19 @@ pub fn build(release: Release) -> Result<PathBuf, BuildError> {
             "-ldflags",
             &ldflags,
             "-modfile",
-            &path_str(&build_mod),
+            &path_str(build_mod),
             "-overlay",
             &path_str(&overlay),
             "-o",
-            &path_str(&partial),
+            &path_str(partial),
             "./oracle",
         ],
     )?;
-    std::fs::rename(&partial, &program).map_err(io_error(&program))?;
-    std::fs::write(&digest_path, digest).map_err(io_error(&digest_path))?;
-    Ok(program)
+    Ok(())
 }
 
 /// Runs `go ARGS` in `module` and returns its standard output.
-fn go(release: Release, module: &Path, args: &[&str]) -> Result<String, BuildError> {
+fn go(program: Program, release: Release, module: &Path, args: &[&str]) -> Result<String, BuildError> {
     let output = Command::new("go")
         .args(args)
         .current_dir(module)
@@ -178,6 +241,7 @@ fn go(release: Release, module: &Path, args: &[&str]) -> Result<String, BuildErr
         let text = String::from_utf8_lossy(&output.stderr);
         let lines: Vec<&str> = text.lines().collect();
         return Err(BuildError::Go {
+            program,
             release,
             command: format!("go {}", args.join(" ")),
             output: lines[lines.len().saturating_sub(40)..].join("\n"),

@@ -12,13 +12,17 @@
 //! - [`oracle`]: the process and its protocol.
 //! - [`canonical`]: reports as Go's types see them, so that JSON spelling never counts
 //!   as a difference.
+//! - [`control_plane`]: a real etcd and kube-apiserver of a release, in one process, for
+//!   end-to-end tests.
 
 pub mod canonical;
+pub mod control_plane;
 pub mod go_build;
 pub mod oracle;
 pub mod release;
 
 pub use canonical::canonical;
-pub use go_build::{BuildError, build};
+pub use control_plane::{ControlPlane, ControlPlaneConfig, ControlPlaneError, Ready};
+pub use go_build::{BuildError, Program, build, build_program};
 pub use oracle::{Oracle, OracleError};
 pub use release::{RELEASES, Release};
