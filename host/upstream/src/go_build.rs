@@ -164,7 +164,7 @@ pub fn build_program(program: Program, release: Release) -> Result<PathBuf, Buil
 
     let partial = out.join(format!("{}.partial", program.file_name()));
     match program {
-        Program::Oracle => build_oracle(release, &module, &out, &link, &build_mod, &partial, &go)?,
+        Program::Oracle => build_oracle(release, &module, &out, &link, &build_mod, &partial)?,
         Program::ControlPlane => {
             go(&module, &["build", "-modfile", &path_str(&build_mod), "-o", &path_str(&partial), "./cmd/controlplane"])?;
         }
@@ -183,7 +183,6 @@ fn build_oracle(
     link: &Path,
     build_mod: &Path,
     partial: &Path,
-    go: &dyn Fn(&Path, &[&str]) -> Result<String, BuildError>,
 ) -> Result<(), BuildError> {
     let io_error = |path: &Path| {
         let path = path.to_path_buf();
@@ -208,6 +207,8 @@ fn build_oracle(
     // The oracle names its release in what it says (the reach files do not).
     let ldflags = format!("-X podstatus.example/upstream/oracle.Release={}", release.minor());
     go(
+        Program::Oracle,
+        release,
         module,
         &[
             "test",
