@@ -88,8 +88,10 @@ fn go_arch() -> &'static str {
 
 /// The labels the node registers with: the kubelet's defaults (`kubernetes.io/hostname`,
 /// `kubernetes.io/os`, `kubernetes.io/arch` and their `beta.` forms), an instance type,
-/// and `type: podstatus` as KWOK labels its nodes `type: kwok`, and a role so that
-/// `kubectl get nodes` says what it is.
+/// and `type: podstatus` as KWOK labels its nodes `type: kwok`. No role: the
+/// `NodeRestriction` admission plugin refuses a node that sets its own
+/// `node-role.kubernetes.io/*` or `kubernetes.io/role` label (seen against a real
+/// kube-apiserver: the Node was never registered); a role is the admin's to give.
 pub fn labels(config: &NodeConfig) -> BTreeMap<String, String> {
     [
         ("kubernetes.io/hostname", config.name.as_str()),
@@ -98,7 +100,6 @@ pub fn labels(config: &NodeConfig) -> BTreeMap<String, String> {
         ("beta.kubernetes.io/os", "linux"),
         ("beta.kubernetes.io/arch", go_arch()),
         ("node.kubernetes.io/instance-type", "podstatus"),
-        ("node-role.kubernetes.io/agent", ""),
         ("type", "podstatus"),
     ]
     .into_iter()
@@ -257,6 +258,15 @@ mod tests {
         let labels = node.metadata.labels.unwrap();
         assert_eq!(labels["kubernetes.io/hostname"], "n1");
         assert_eq!(labels["kubernetes.io/os"], "linux");
+        // Every label is one NodeRestriction lets a node set on itself: none of
+        // `kubernetes.io` or `k8s.io` beyond the kubelet's own and `node.kubernetes.io/`.
+        let allowed = ["kubernetes.io/hostname", "kubernetes.io/os", "kubernetes.io/arch", "beta.kubernetes.io/os", "beta.kubernetes.io/arch"];
+        for key in labels.keys() {
+            let restricted = key.split_once('/').is_some_and(|(prefix, _)| {
+                prefix.ends_with("kubernetes.io") || prefix.ends_with("k8s.io")
+            }) && !key.starts_with("node.kubernetes.io/");
+            assert!(!restricted || allowed.contains(&key.as_str()), "{key}");
+        }
         let taints = node.spec.unwrap().taints.unwrap();
         assert_eq!((taints[0].key.as_str(), taints[0].effect.as_str()), (VIRTUAL_NODE_TAINT, "NoSchedule"));
         assert_eq!(node.status.unwrap().capacity.unwrap()["pods"].0, "110");
