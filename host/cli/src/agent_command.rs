@@ -78,7 +78,12 @@ fn agent(args: &AgentArgs) -> anyhow::Result<bool> {
         if signals.swap.swap(false, Ordering::SeqCst) {
             match &args.plugin.plugin {
                 Some(path) => match agent.swap_to_file(path) {
-                    Ok(report) => tracing::info!(to = %report.to, pause = ?report.pause, "plugin swapped"),
+                    // Said at every log level, as the start and the stop are: an operator
+                    // who sent SIGHUP wants to know it took.
+                    Ok(report) => eprintln!(
+                        "podstatus agent: plugin swapped to {} from {} ({:?} paused)",
+                        report.to, report.from, report.pause
+                    ),
                     Err(e) => tracing::error!("swap to {} failed: {e}", path.display()),
                 },
                 None => tracing::warn!("swap signal ignored: no plugin file (--plugin) to re-read"),

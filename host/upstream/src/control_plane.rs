@@ -59,7 +59,13 @@ impl ControlPlaneConfig {
 
     /// The program's arguments.
     fn args(&self) -> Vec<String> {
-        let mut args = vec!["--data-dir".to_string(), self.data_dir.to_string_lossy().into_owned()];
+        // Its stdin is a pipe we hold: when this process ends, however it ends (a test
+        // binary never drops its statics), the control plane stops with it.
+        let mut args = vec![
+            "--exit-with-stdin".to_string(),
+            "--data-dir".to_string(),
+            self.data_dir.to_string_lossy().into_owned(),
+        ];
         for node in &self.nodes {
             args.extend(["--node".to_string(), node.clone()]);
         }
@@ -132,6 +138,7 @@ pub enum ControlPlaneError {
 pub struct ControlPlane {
     config: ControlPlaneConfig,
     program: PathBuf,
+    /// Its stdin stays open (taken by no one) for as long as the child is ours.
     child: Child,
     ready: Ready,
 }
@@ -236,7 +243,7 @@ fn spawn(program: &Path, config: &ControlPlaneConfig) -> Result<(Child, Ready), 
     let log_file = std::fs::OpenOptions::new().create(true).append(true).open(&log).map_err(io(&log))?;
     let mut child = Command::new(program)
         .args(config.args())
-        .stdin(Stdio::null())
+        .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(log_file)
         .spawn()

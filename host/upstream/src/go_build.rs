@@ -166,7 +166,10 @@ pub fn build_program(program: Program, release: Release) -> Result<PathBuf, Buil
     match program {
         Program::Oracle => build_oracle(release, &module, &out, &link, &build_mod, &partial)?,
         Program::ControlPlane => {
-            go(&module, &["build", "-modfile", &path_str(&build_mod), "-o", &path_str(&partial), "./cmd/controlplane"])?;
+            go(
+                &module,
+                &["build", "-modfile", &path_str(&build_mod), "-o", &path_str(&partial), "./cmd/controlplane"],
+            )?;
         }
     }
     std::fs::rename(&partial, &built).map_err(io_error(&built))?;
