@@ -17,3 +17,4 @@ mod common;
 mod agent;
 mod cluster;
 mod faults;
+mod fleet;
