@@ -101,6 +101,11 @@ enum Command {
         #[arg(long, default_value_t = 512, value_parser = clap::value_parser!(u32).range(1..=100_000))]
         max_connections: u32,
     },
+    /// Run a real Kubernetes control plane (etcd and kube-apiserver of a release, with
+    /// certificates, `Node,RBAC` authorization and `NodeRestriction`) on loopback, for
+    /// the agent or a fleet to join with the kubeconfigs it writes; prints one JSON line
+    /// naming them once ready. Needs Go (the program is built on first use).
+    KubeApiserver(Box<kube_apiserver_command::KubeApiserverArgs>),
 }
 
 mod agent_command;
@@ -108,6 +113,7 @@ mod client_args;
 mod fleet_command;
 mod fuzz_args;
 mod inspect;
+mod kube_apiserver_command;
 mod logging;
 mod node_args;
 mod plugin_args;
@@ -139,6 +145,7 @@ fn main() -> ExitCode {
         Command::Simulate(args) => simulate_command::run(&args),
         Command::Agent(args) => agent_command::run(&args),
         Command::Fleet(args) => fleet_command::run(&args),
+        Command::KubeApiserver(args) => kube_apiserver_command::run(&args),
         Command::Serve { listen, max_connections } => simulate_command::serve(listen, max_connections as usize),
         Command::Inspect { plugin } => match inspect_command(&plugin) {
             Ok(()) => ExitCode::SUCCESS,

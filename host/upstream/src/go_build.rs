@@ -166,15 +166,30 @@ pub fn build_program(program: Program, release: Release) -> Result<PathBuf, Buil
     match program {
         Program::Oracle => build_oracle(release, &module, &out, &link, &build_mod, &partial)?,
         Program::ControlPlane => {
-            go(
-                &module,
-                &["build", "-modfile", &path_str(&build_mod), "-o", &path_str(&partial), "./cmd/controlplane"],
-            )?;
+            let ldflags = version_ldflags(release);
+            let args = ["build", "-ldflags", &ldflags, "-modfile", &path_str(&build_mod), "-o", &path_str(&partial)];
+            go(&module, &[&args[..], &["./cmd/controlplane"]].concat())?;
         }
     }
     std::fs::rename(&partial, &built).map_err(io_error(&built))?;
     std::fs::write(&digest_path, digest).map_err(io_error(&digest_path))?;
     Ok(built)
+}
+
+/// The version kube-apiserver reports (`/version`, and the emulated version it derives
+/// from it), set as Kubernetes' own build sets it (`hack/lib/version.sh`): without it a
+/// build outside Kubernetes' tree says `v0.0.0-master+$Format:%H$`, which kubectl
+/// cannot parse.
+fn version_ldflags(release: Release) -> String {
+    let (major, minor) = release.minor().split_once('.').unwrap_or(("1", "0"));
+    let values = [("gitVersion", release.version), ("gitMajor", major), ("gitMinor", minor), ("gitTreeState", "clean")];
+    let mut flags = Vec::new();
+    for package in ["k8s.io/client-go/pkg/version", "k8s.io/component-base/version"] {
+        for (key, value) in values {
+            flags.push(format!("-X {package}.{key}={value}"));
+        }
+    }
+    flags.join(" ")
 }
 
 /// `go test -c` of the oracle into `partial`, with our reach files added to the linked
@@ -254,6 +269,10 @@ fn go(program: Program, release: Release, module: &Path, args: &[&str]) -> Resul
     Ok(String::from_utf8_lossy(&output.stdout).into_owned())
 }
 
+/// How this file builds, in words: changed whenever a build's flags change, so that
+/// programs built the old way are built again.
+const RECIPE: &str = "control plane with the release's version ldflags";
+
 /// A digest of every file of `upstream/` (paths and contents, in path order), the Go
 /// version and the release.
 fn sources_digest(module: &Path, go_version: &str, release: Release) -> io::Result<u64> {
@@ -263,7 +282,7 @@ fn sources_digest(module: &Path, go_version: &str, release: Release) -> io::Resu
     // std's SipHash with its fixed keys: the same digest in every process.
     #[allow(deprecated)]
     let mut hasher = std::hash::SipHasher::new();
-    (go_version, release.version, release.tags).hash(&mut hasher);
+    (go_version, release.version, release.tags, RECIPE).hash(&mut hasher);
     for file in files {
         file.strip_prefix(module).unwrap_or(&file).hash(&mut hasher);
         std::fs::read(&file)?.hash(&mut hasher);

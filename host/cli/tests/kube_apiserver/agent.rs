@@ -117,7 +117,14 @@ fn a_pod_lives_and_is_removed(logic: &str, node: &str) {
 
 #[test]
 fn logic_v1_runs_a_pod_through_its_life_on_kube_apiserver() {
+    assert_eq!(server_version(cluster()), crate::cluster::release().version);
     a_pod_lives_and_is_removed("v1", "v1");
+}
+
+/// `/version`'s gitVersion, as kubectl reads it.
+fn server_version(cluster: &Cluster) -> String {
+    let version: Value = serde_json::from_str(&cluster.admin(&["version", "-o", "json"])).expect("JSON");
+    version.pointer("/serverVersion/gitVersion").and_then(Value::as_str).unwrap_or_default().to_owned()
 }
 
 #[test]
@@ -179,6 +186,7 @@ fn the_newest_release_runs_a_node_too() {
     let newest = *podstatus_upstream::RELEASES.last().expect("releases");
     let cluster = Cluster::start_release(newest, "newest", &["newest"], |_| {});
     assert_eq!(cluster.plane.ready().kubernetes, newest.version);
+    assert_eq!(server_version(&cluster), newest.version, "the server says which release it is");
     let (child, lines) = cluster.agent("newest", &["--logic", "v4"]);
     wait_until("the Node registered Ready", || node_ready(&cluster, "newest"));
     cluster.admin(&["create", "namespace", "e2e"]);
