@@ -7,8 +7,8 @@
 use serde_json::{Value, json};
 use std::sync::mpsc::Receiver;
 
-use crate::cluster::{Cluster, pod, succeeded};
-use crate::common::{self, condition, wait, wait_until};
+use crate::cluster::{Cluster, Process, pod, succeeded};
+use crate::common::{self, condition, wait_until};
 
 /// One control plane for the tests of this file, each on a node of its own.
 fn cluster() -> &'static Cluster {
@@ -18,8 +18,7 @@ fn cluster() -> &'static Cluster {
 
 /// The agent's metrics endpoint and the process.
 struct RunningAgent {
-    child: std::process::Child,
-    lines: Receiver<String>,
+    process: Process,
     metrics: std::net::SocketAddr,
 }
 
@@ -29,8 +28,7 @@ impl RunningAgent {
         let metrics_flag = metrics.to_string();
         let mut all = vec!["--metrics-addr", &metrics_flag];
         all.extend_from_slice(args);
-        let (child, lines) = cluster.agent(node, &all);
-        RunningAgent { child, lines, metrics }
+        RunningAgent { process: cluster.agent(node, &all), metrics }
     }
 
     /// `podstatus_api_calls_total` for `verb` and `outcome`.
@@ -47,8 +45,7 @@ impl RunningAgent {
 
     /// SIGTERM; the exit code and stderr.
     fn stop(self) -> (Option<i32>, String) {
-        common::signal(&self.child, libc::SIGTERM);
-        wait(self.child, &self.lines)
+        self.process.stop()
     }
 }
 
@@ -161,8 +158,8 @@ fn a_hot_swap_from_v2_to_v4_loses_nothing_on_kube_apiserver() {
     }
 
     std::fs::write(&plugin, podstatus_plugins::PODSTATUS_V4).expect("the new plugin");
-    common::signal(&agent.child, libc::SIGHUP);
-    let swapped = line_with(&agent.lines, "plugin swap");
+    agent.process.signal(libc::SIGHUP);
+    let swapped = line_with(&agent.process.lines, "plugin swap");
     assert!(swapped.contains("plugin swapped") && swapped.contains("0.2.1"), "{swapped}");
 
     cluster.create(&pod("e2e-swap", "after", "swap"));
@@ -187,12 +184,11 @@ fn the_newest_release_runs_a_node_too() {
     let cluster = Cluster::start_release(newest, "newest", &["newest"], |_| {});
     assert_eq!(cluster.plane.ready().kubernetes, newest.version);
     assert_eq!(server_version(&cluster), newest.version, "the server says which release it is");
-    let (child, lines) = cluster.agent("newest", &["--logic", "v4"]);
+    let agent = cluster.agent("newest", &["--logic", "v4"]);
     wait_until("the Node registered Ready", || node_ready(&cluster, "newest"));
     cluster.admin(&["create", "namespace", "e2e"]);
     cluster.create(&pod("e2e", "web", "newest"));
     wait_until("Running and Ready", || running_and_ready(&cluster, "e2e", "web"));
-    common::signal(&child, libc::SIGTERM);
-    let (code, stderr) = wait(child, &lines);
+    let (code, stderr) = agent.stop();
     assert_eq!(code, Some(0), "stderr:\n{stderr}");
 }

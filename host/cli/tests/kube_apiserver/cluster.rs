@@ -106,7 +106,7 @@ impl Cluster {
     }
 
     /// `podstatus agent` for `node` with its own credential, and `args` after.
-    pub fn agent(&self, node: &str, args: &[&str]) -> (Child, Receiver<String>) {
+    pub fn agent(&self, node: &str, args: &[&str]) -> Process {
         let kubeconfig = self.plane.node_kubeconfig(node).unwrap_or_else(|| panic!("no kubeconfig for {node}"));
         let kubeconfig = kubeconfig.to_string_lossy().into_owned();
         let mut all = vec![
@@ -123,7 +123,7 @@ impl Cluster {
             "2s",
         ];
         all.extend_from_slice(args);
-        common::spawn(&all)
+        Process::spawn(&all)
     }
 
     /// The scratch directory (beside the control plane's data).
@@ -137,6 +137,42 @@ impl Drop for Cluster {
         self.plane.kill();
         if !std::thread::panicking() {
             let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+/// A `podstatus` process of a test, killed if the test ends (passes or panics) without
+/// stopping it: a failed test leaves no agent running behind it.
+pub struct Process {
+    child: Option<Child>,
+    /// Its stderr, line by line.
+    pub lines: Receiver<String>,
+}
+
+impl Process {
+    /// `podstatus ARGS`.
+    pub fn spawn(args: &[&str]) -> Self {
+        let (child, lines) = common::spawn(args);
+        Process { child: Some(child), lines }
+    }
+
+    /// Sends it `signal`.
+    pub fn signal(&self, signal: libc::c_int) {
+        common::signal(self.child.as_ref().expect("running"), signal);
+    }
+
+    /// SIGTERM, then its exit code and stderr.
+    pub fn stop(mut self) -> (Option<i32>, String) {
+        self.signal(libc::SIGTERM);
+        common::wait(self.child.take().expect("running"), &self.lines)
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
         }
     }
 }

@@ -9,7 +9,7 @@ use std::time::Instant;
 use serde_json::Value;
 
 use crate::cluster::{Cluster, pod};
-use crate::common::{self, condition, wait, wait_until};
+use crate::common::{condition, wait_until};
 
 fn running_and_ready(cluster: &Cluster, namespace: &str, name: &str) -> Option<Value> {
     let pod = cluster.get(&["pod", "-n", namespace, name])?;
@@ -27,7 +27,7 @@ fn lease_renewed(cluster: &Cluster, node: &str) -> Option<String> {
 #[test]
 fn the_agent_rides_out_a_restart_of_kube_apiserver() {
     let mut cluster = Cluster::start("restart", &["restart"], |_| {});
-    let (child, lines) = cluster.agent("restart", &["--logic", "v4"]);
+    let agent = cluster.agent("restart", &["--logic", "v4"]);
     wait_until("the Node registered", || cluster.get(&["node", "restart"]));
     cluster.admin(&["create", "namespace", "e2e"]);
     cluster.create(&pod("e2e", "before", "restart"));
@@ -56,8 +56,7 @@ fn the_agent_rides_out_a_restart_of_kube_apiserver() {
     wait_until("a new pod Running and Ready", || running_and_ready(&cluster, "e2e", "after"));
     assert!(running_and_ready(&cluster, "e2e", "before").is_some(), "the first pod kept its status");
 
-    common::signal(&child, libc::SIGTERM);
-    let (code, stderr) = wait(child, &lines);
+    let (code, stderr) = agent.stop();
     assert_eq!(code, Some(0), "stderr:\n{stderr}");
 }
 
@@ -69,7 +68,7 @@ fn a_watch_from_a_compacted_resource_version_makes_the_agent_list_again() {
     let mut cluster = Cluster::start("gone", &["gone"], |config| {
         config.apiserver_args = vec!["--watch-cache=false".into(), "--etcd-compaction-interval=1s".into()];
     });
-    let (child, lines) = cluster.agent("gone", &["--logic", "v4"]);
+    let agent = cluster.agent("gone", &["--logic", "v4"]);
     wait_until("the Node registered", || cluster.get(&["node", "gone"]));
     cluster.admin(&["create", "namespace", "e2e"]);
     cluster.create(&pod("e2e", "first", "gone"));
@@ -82,8 +81,7 @@ fn a_watch_from_a_compacted_resource_version_makes_the_agent_list_again() {
     cluster.create(&pod("e2e", "second", "gone"));
     wait_until("a pod after the relist Running and Ready", || running_and_ready(&cluster, "e2e", "second"));
 
-    common::signal(&child, libc::SIGTERM);
-    let (code, stderr) = wait(child, &lines);
+    let (code, stderr) = agent.stop();
     assert_eq!(code, Some(0), "stderr:\n{stderr}");
     assert!(
         stderr.lines().any(|l| l.contains("the pod watch failed") && (l.contains("410") || l.contains("too old"))),
@@ -96,8 +94,7 @@ fn a_watch_from_a_compacted_resource_version_makes_the_agent_list_again() {
 #[test]
 fn a_server_answering_429_still_gets_every_status() {
     let cluster = Cluster::start("throttled", &["throttled"], |config| config.max_requests_inflight = Some(1));
-    let (child, lines) =
-        cluster.agent("throttled", &["--logic", "v4", "--kube-api-qps", "200", "--kube-api-burst", "400"]);
+    let agent = cluster.agent("throttled", &["--logic", "v4", "--kube-api-qps", "200", "--kube-api-burst", "400"]);
     wait_until("the Node registered", || cluster.get(&["node", "throttled"]));
     cluster.admin(&["create", "namespace", "e2e"]);
     let names: Vec<String> = (0..20).map(|i| format!("pod-{i}")).collect();
@@ -117,7 +114,6 @@ fn a_server_answering_429_still_gets_every_status() {
         .sum();
     eprintln!("kube-apiserver answered 429 {refused} times");
     assert!(refused > 0.0, "the server refused requests: {metrics}");
-    common::signal(&child, libc::SIGTERM);
-    let (code, stderr) = wait(child, &lines);
+    let (code, stderr) = agent.stop();
     assert_eq!(code, Some(0), "stderr:\n{stderr}");
 }

@@ -11,8 +11,8 @@
 
 use serde_json::{Value, json};
 
-use crate::cluster::{Cluster, succeeded};
-use crate::common::{self, condition, free_port, request, signal, wait, wait_until};
+use crate::cluster::{Cluster, Process, succeeded};
+use crate::common::{self, condition, free_port, request, wait_until};
 
 const NODES: usize = 100;
 
@@ -55,7 +55,7 @@ fn a_fleet_of_100_nodes_runs_on_kube_apiserver_and_rolls_canaries_out_and_back()
     let kubeconfig = service_account_kubeconfig(&cluster);
     let (control, metrics) = (free_port(), free_port());
     let nodes = NODES.to_string();
-    let (fleet, lines) = common::spawn(&[
+    let fleet = Process::spawn(&[
         "fleet",
         "--nodes",
         &nodes,
@@ -141,8 +141,7 @@ fn a_fleet_of_100_nodes_runs_on_kube_apiserver_and_rolls_canaries_out_and_back()
         .sum();
     assert_eq!(forbidden, 0.0, "every call the RBAC of host/deploy allows: {scraped}");
 
-    signal(&fleet, libc::SIGTERM);
-    let (code, stderr) = wait(fleet, &lines);
+    let (code, stderr) = fleet.stop();
     assert_eq!(code, Some(0), "stderr:\n{stderr}");
     assert!(stderr.contains("(0 sync requests left unwritten)"), "{stderr}");
 }
