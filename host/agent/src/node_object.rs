@@ -260,11 +260,18 @@ mod tests {
         assert_eq!(labels["kubernetes.io/os"], "linux");
         // Every label is one NodeRestriction lets a node set on itself: none of
         // `kubernetes.io` or `k8s.io` beyond the kubelet's own and `node.kubernetes.io/`.
-        let allowed = ["kubernetes.io/hostname", "kubernetes.io/os", "kubernetes.io/arch", "beta.kubernetes.io/os", "beta.kubernetes.io/arch"];
+        let allowed = [
+            "kubernetes.io/hostname",
+            "kubernetes.io/os",
+            "kubernetes.io/arch",
+            "beta.kubernetes.io/os",
+            "beta.kubernetes.io/arch",
+        ];
         for key in labels.keys() {
-            let restricted = key.split_once('/').is_some_and(|(prefix, _)| {
-                prefix.ends_with("kubernetes.io") || prefix.ends_with("k8s.io")
-            }) && !key.starts_with("node.kubernetes.io/");
+            let restricted = key
+                .split_once('/')
+                .is_some_and(|(prefix, _)| prefix.ends_with("kubernetes.io") || prefix.ends_with("k8s.io"))
+                && !key.starts_with("node.kubernetes.io/");
             assert!(!restricted || allowed.contains(&key.as_str()), "{key}");
         }
         let taints = node.spec.unwrap().taints.unwrap();
