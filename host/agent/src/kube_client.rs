@@ -142,6 +142,48 @@ pub struct KubeApiServer {
     limiter: Arc<RateLimiter>,
     breaker: CircuitBreaker,
     counters: CallCounters,
+    /// The pods the last GETs returned, for the status update that follows them.
+    read: LastRead,
+}
+
+/// The pods the client's GETs returned, each kept until a status update of that pod at
+/// that resourceVersion takes it. A PUT of `pods/status` replaces the pod's metadata
+/// too: a real kube-apiserver keeps only the spec and owner references of the stored
+/// pod, so a body that carries the status alone wipes the pod's labels, annotations
+/// and finalizers (seen against kube-apiserver 1.35: logic v1 left every pod bare, and
+/// a mirror pod's update was refused for losing `kubernetes.io/config.mirror`). The
+/// body therefore carries the metadata of the pod as read: the one the plugin's own GET
+/// returned (logic v1 reads before each write), else one read for it.
+#[derive(Default)]
+struct LastRead {
+    pods: std::sync::Mutex<std::collections::HashMap<(String, String), Arc<Pod>>>,
+}
+
+/// Reads kept at most; past it the oldest are forgotten all at once (a GET not followed
+/// by an update is kept until then: a node's pods, or a fleet's, at most).
+const LAST_READ_LIMIT: usize = 4096;
+
+impl LastRead {
+    fn remember(&self, pod: &Arc<Pod>) {
+        let (Some(namespace), Some(name)) = (&pod.metadata.namespace, &pod.metadata.name) else { return };
+        let mut pods = self.pods.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if pods.len() >= LAST_READ_LIMIT {
+            pods.clear();
+        }
+        pods.insert((namespace.clone(), name.clone()), Arc::clone(pod));
+    }
+
+    /// The pod read last, if it is at `resource_version`.
+    fn take(&self, namespace: &str, name: &str, resource_version: Option<&str>) -> Option<Arc<Pod>> {
+        let mut pods = self.pods.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let pod = pods.remove(&(namespace.to_owned(), name.to_owned()))?;
+        (resource_version.is_some() && pod.metadata.resource_version.as_deref() == resource_version).then_some(pod)
+    }
+
+    fn forget(&self, namespace: &str, name: &str) {
+        let mut pods = self.pods.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        pods.remove(&(namespace.to_owned(), name.to_owned()));
+    }
 }
 
 impl KubeApiServer {
@@ -152,7 +194,15 @@ impl KubeApiServer {
         }
         let limiter = Arc::new(RateLimiter::new(config.qps, config.burst)?);
         let breaker = CircuitBreaker::new(config.breaker_initial_backoff, config.breaker_max_backoff);
-        Ok(KubeApiServer { handle, client, config, limiter, breaker, counters: CallCounters::default() })
+        Ok(KubeApiServer {
+            handle,
+            client,
+            config,
+            limiter,
+            breaker,
+            counters: CallCounters::default(),
+            read: LastRead::default(),
+        })
     }
 
     /// The client's rate limiter: give it to the scheduler as its
@@ -297,21 +347,32 @@ impl ApiServer for KubeApiServer {
         self.check_names(Verb::Get, namespace, name)?;
         let pods = self.pods(namespace);
         let owned = name.to_owned();
-        self.call(Verb::Get, namespace, name, async move { pods.get(&owned).await.map(Arc::new) })
+        let pod = self.call(Verb::Get, namespace, name, async move { pods.get(&owned).await.map(Arc::new) })?;
+        self.read.remember(&pod);
+        Ok(pod)
     }
 
     fn update_pod_status(&self, update: StatusUpdate) -> Result<Arc<Pod>> {
         let StatusUpdate { namespace, name, uid_precondition, resource_version_precondition, status } = update;
         self.check_names(Verb::UpdateStatus, &namespace, &name)?;
+        let resource_version = resource_version_precondition.filter(|rv| !rv.is_empty());
+        // The pod's metadata as read ([`LastRead`]: a PUT replaces it).
+        let read = match self.read.take(&namespace, &name, resource_version.as_deref()) {
+            Some(pod) => pod,
+            None => self.get_pod(&namespace, &name)?,
+        };
+        self.read.forget(&namespace, &name);
         // The preconditions travel in the body, as the kubelet sends them: the server
-        // refuses the write (409) when the stored object's UID or version differs.
+        // refuses the write (409) when the stored object's UID or version differs. No
+        // version asked for: an unconditional update, as before.
         let body = Pod {
             metadata: ObjectMeta {
                 name: Some(name.clone()),
                 namespace: Some(namespace.clone()),
                 uid: uid_precondition.filter(|uid| !uid.is_empty()),
-                resource_version: resource_version_precondition.filter(|rv| !rv.is_empty()),
-                ..ObjectMeta::default()
+                resource_version,
+                managed_fields: None,
+                ..read.metadata.clone()
             },
             spec: None,
             status: Some(status),
@@ -344,6 +405,7 @@ impl ApiServer for KubeApiServer {
 
     fn delete_pod(&self, namespace: &str, name: &str, options: &DeleteOptions) -> Result<Arc<Pod>> {
         self.check_names(Verb::Delete, namespace, name)?;
+        self.read.forget(namespace, name);
         let grace_period_seconds = match options.grace_period_seconds.map(u32::try_from).transpose() {
             Ok(grace) => grace,
             Err(_) => {

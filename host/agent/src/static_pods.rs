@@ -28,7 +28,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{Api, DeleteParams, PostParams, Preconditions};
 use sha2::{Digest, Sha256};
 
@@ -337,7 +338,7 @@ impl Source {
         }
         let (namespace, name) = identity(pod);
         let api: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
-        match api.get_opt(name).await.map_err(|e| format!("get: {e}"))? {
+        match get_as_node(&api, name).await? {
             Some(existing) if annotation(&existing, CONFIG_MIRROR_ANNOTATION) == Some(hash) => return Ok(()),
             Some(existing) if annotation(&existing, CONFIG_MIRROR_ANNOTATION).is_none() => {
                 return Err("the name is taken by a pod that is not a mirror pod; it is left alone".to_owned());
@@ -350,8 +351,30 @@ impl Source {
             }
             None => {}
         }
-        api.create(&PostParams::default(), &mirror_of(pod, hash)).await.map_err(|e| format!("create: {e}"))?;
+        let owner = self.node_owner().await?;
+        api.create(&PostParams::default(), &mirror_of(pod, hash, owner)).await.map_err(|e| format!("create: {e}"))?;
         Ok(())
+    }
+
+    /// The node as a mirror pod's owner, as the kubelet sets it: kube-apiserver's
+    /// `NodeRestriction` lets a node create a mirror pod only with an owner reference to
+    /// itself (a real server refused ours without one). `None` when the Node is not
+    /// registered (an API server without it takes the mirror all the same).
+    async fn node_owner(&self) -> Result<Option<OwnerReference>, String> {
+        let nodes: Api<Node> = Api::all(self.client.clone());
+        let node = match nodes.get_opt(&self.node).await {
+            Ok(node) => node,
+            Err(kube::Error::Api(status)) if status.code == 403 => None,
+            Err(error) => return Err(format!("get node: {error}")),
+        };
+        Ok(node.and_then(|node| node.metadata.uid).map(|uid| OwnerReference {
+            api_version: "v1".into(),
+            kind: "Node".into(),
+            name: self.node.clone(),
+            uid,
+            controller: Some(true),
+            block_owner_deletion: None,
+        }))
     }
 
     /// Deletes the mirror pod `namespace/name` at once (grace period 0, as the kubelet
@@ -360,7 +383,7 @@ impl Source {
         let api: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
         let uid = match uid {
             Some(uid) => uid,
-            None => match api.get_opt(name).await.map_err(|e| format!("get: {e}"))? {
+            None => match get_as_node(&api, name).await? {
                 Some(existing) if annotation(&existing, CONFIG_MIRROR_ANNOTATION).is_some() => {
                     existing.metadata.uid.unwrap_or_default()
                 }
@@ -378,6 +401,19 @@ impl Source {
             Err(kube::Error::Api(status)) if status.is_not_found() => Ok(()),
             Err(error) => Err(format!("delete: {error}")),
         }
+    }
+}
+
+/// The pod `name`, `None` when it is absent. A node's credential may read only the
+/// pods bound to it: kube-apiserver's Node authorizer answers 403 for any other name,
+/// absent or not (a real server refused every mirror pod's first read so, and no mirror
+/// pod was ever created), so 403 counts as absent too: a create then says whether the
+/// name is free.
+async fn get_as_node(api: &Api<Pod>, name: &str) -> Result<Option<Pod>, String> {
+    match api.get_opt(name).await {
+        Ok(pod) => Ok(pod),
+        Err(kube::Error::Api(status)) if status.code == 403 => Ok(None),
+        Err(error) => Err(format!("get: {error}")),
     }
 }
 
@@ -465,9 +501,10 @@ fn static_uid(node: &str, file_name: &str, bytes: &[u8]) -> String {
 }
 
 /// The mirror pod of `pod`: the same object for the API server, marked as a mirror.
-fn mirror_of(pod: &Pod, hash: &str) -> Pod {
+fn mirror_of(pod: &Pod, hash: &str, owner: Option<OwnerReference>) -> Pod {
     let mut mirror = pod.clone();
     mirror.metadata.uid = None;
+    mirror.metadata.owner_references = owner.map(|owner| vec![owner]);
     mirror.metadata.resource_version = None;
     mirror.status = None;
     let annotations = mirror.metadata.annotations.get_or_insert_with(Default::default);
@@ -541,7 +578,7 @@ mod tests {
         let pod = load(&path, "n").expect("a pod");
         assert_eq!(pod.metadata.namespace.as_deref(), Some("default"));
         assert_eq!(pod.metadata.name.as_deref(), Some("web-n"));
-        let mirror = mirror_of(&pod, "h");
+        let mirror = mirror_of(&pod, "h", None);
         assert!(podstatus_backends::is_mirror_pod(&mirror));
         assert_eq!(mirror.metadata.uid, None);
         let _ = std::fs::remove_dir_all(&dir);

@@ -13,7 +13,7 @@ use crate::common::{self, condition, wait_until};
 /// One control plane for the tests of this file, each on a node of its own.
 fn cluster() -> &'static Cluster {
     static CLUSTER: std::sync::OnceLock<Cluster> = std::sync::OnceLock::new();
-    CLUSTER.get_or_init(|| Cluster::start("agent", &["v1", "v2", "v3", "v4", "swap"], |_| {}))
+    CLUSTER.get_or_init(|| Cluster::start("agent", &["v1", "v2", "v3", "v4", "swap", "static-v1", "static-v4"], |_| {}))
 }
 
 /// The agent's metrics endpoint and the process.
@@ -96,6 +96,10 @@ fn a_pod_lives_and_is_removed(logic: &str, node: &str) {
     assert!(running.pointer("/status/startTime").is_some(), "{running}");
     assert!(running.pointer("/status/containerStatuses/0/state/running").is_some(), "{running}");
     assert_eq!(running.pointer("/status/hostIP"), registered.pointer("/status/addresses/0/address"), "{running}");
+    // Status writes leave the rest of the pod alone (a PUT of status without the
+    // pod's metadata once wiped it).
+    assert_eq!(running.pointer("/metadata/labels"), created.pointer("/metadata/labels"), "{running}");
+    assert_eq!(running.pointer("/metadata/annotations"), created.pointer("/metadata/annotations"), "{running}");
 
     // A graceful delete: the agent stops the pod, writes its last status and deletes it
     // for good, with the UID as precondition.
@@ -137,6 +141,42 @@ fn logic_v3_runs_a_pod_through_its_life_on_kube_apiserver() {
 #[test]
 fn logic_v4_runs_a_pod_through_its_life_on_kube_apiserver() {
     a_pod_lives_and_is_removed("v4", "v4");
+}
+
+/// A static pod of the node's manifest folder: its mirror pod (owned by the Node, as
+/// `NodeRestriction` wants) is created as the node and written Running, its
+/// `kubernetes.io/config.mirror` annotation kept by every status write.
+fn a_static_pod_has_its_mirror_running(logic: &str) {
+    let cluster = cluster();
+    let node = format!("static-{logic}");
+    let manifests = cluster.dir().join(format!("manifests-{logic}"));
+    std::fs::create_dir_all(&manifests).expect("the manifest folder");
+    let manifest = json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "etcd", "namespace": "kube-system"},
+        "spec": {"containers": [{"name": "etcd", "image": "registry.k8s.io/etcd:3.6.5-0"}]}
+    });
+    std::fs::write(manifests.join("etcd.json"), manifest.to_string()).expect("the manifest");
+    let manifests_flag = manifests.to_string_lossy().into_owned();
+    let agent = RunningAgent::start(cluster, &node, &["--logic", logic, "--pod-manifest-path", &manifests_flag]);
+    let mirror = format!("etcd-{node}");
+    let running = wait_until("the mirror pod Running and Ready", || running_and_ready(cluster, "kube-system", &mirror));
+    let owner = running.pointer("/metadata/ownerReferences/0").expect("an owner");
+    assert_eq!((&owner["kind"], &owner["name"]), (&json!("Node"), &json!(node)), "{running}");
+    assert!(running.pointer("/metadata/annotations/kubernetes.io~1config.mirror").is_some(), "{running}");
+    let (code, stderr) = agent.stop();
+    assert_eq!(code, Some(0), "stderr:\n{stderr}");
+}
+
+#[test]
+fn logic_v1_writes_a_mirror_pods_status_on_kube_apiserver() {
+    a_static_pod_has_its_mirror_running("v1");
+}
+
+#[test]
+fn logic_v4_writes_a_mirror_pods_status_on_kube_apiserver() {
+    a_static_pod_has_its_mirror_running("v4");
 }
 
 /// v2 to v4 by SIGHUP with pods running: every pod keeps its status, and the pods the

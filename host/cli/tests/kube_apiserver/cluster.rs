@@ -195,12 +195,13 @@ pub fn succeeded(args: &[&str], out: Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// A pod for `node` in `namespace`, one container.
+/// A pod for `node` in `namespace`, one container, a label and an annotation (which
+/// no status write may take away).
 pub fn pod(namespace: &str, name: &str, node: &str) -> Value {
     serde_json::json!({
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {"name": name, "namespace": namespace},
+        "metadata": {"name": name, "namespace": namespace, "labels": {"app": name}, "annotations": {"owner": "e2e"}},
         "spec": {"nodeName": node, "containers": [{"name": "app", "image": "nginx:1.27"}]}
     })
 }
