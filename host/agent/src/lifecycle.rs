@@ -14,8 +14,9 @@
 //! transitions ([`PodLife::advance`], [`PodLife::set_ready`], [`PodLife::exit_all`],
 //! [`PodLife::kill`]) instead of the generator's draws.
 
-use k8s_openapi::api::core::v1::{Container, Pod, PodSpec, PodStatus, Probe};
+use k8s_openapi::api::core::v1::{Container, Pod, PodSpec, PodStatus, Probe, TCPSocketAction};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde_json::json;
 
 use podstatus_backends::rng::Entropy;
@@ -256,7 +257,13 @@ impl PodLife {
             .map(|c| Container {
                 name: c.name.clone(),
                 image: Some(c.image.clone()),
-                readiness_probe: Some(Probe { period_seconds: Some(5), ..Probe::default() }),
+                // A probe needs a handler: kube-apiserver refuses a pod whose probe has
+                // none (the simulation's every pod, against a real server).
+                readiness_probe: Some(Probe {
+                    period_seconds: Some(5),
+                    tcp_socket: Some(TCPSocketAction { port: IntOrString::Int(8080), host: None }),
+                    ..Probe::default()
+                }),
                 ..Container::default()
             })
             .collect();

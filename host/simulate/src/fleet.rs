@@ -136,6 +136,10 @@ pub fn run_fleet(
     let connection = fleet.connection();
 
     let owners = KubeOwners::new(connection.client().clone(), connection.runtime().clone());
+
+    if let Err(e) = owners.ensure_namespace(podstatus_agent::SIMULATED_NAMESPACE) {
+        tracing::warn!("creating the namespace {}: {e}", podstatus_agent::SIMULATED_NAMESPACE);
+    }
     let cpu_at_start = summary::CpuTimes::now();
     let start = Instant::now();
     let until = config.duration.map_or(start + Duration::from_secs(86_400 * 365), |d| start + d);

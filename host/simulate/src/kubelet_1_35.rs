@@ -220,7 +220,7 @@ impl Kubelet135 {
                     "name": SIDECAR,
                     "image": "registry.example/mesh:1.0",
                     "restartPolicy": "Always",
-                    "readinessProbe": {"periodSeconds": 5},
+                    "readinessProbe": {"periodSeconds": 5, "tcpSocket": {"port": 15021}},
                 }))
                 .expect("the sidecar is a valid Container");
                 spec.init_containers.get_or_insert_with(Vec::new).insert(0, mesh);
@@ -259,6 +259,12 @@ impl Kubelet135 {
         };
         let extras = self.extras(life.slot).clone();
         let mut status = decorate(life, &extras, pod.metadata.generation.unwrap_or(0), status, now);
+        // The QoS class as the API server computed it from the spec at creation (the
+        // kubelet computes the same): a CPU request makes the pod Burstable, and
+        // kube-apiserver refuses a status that changes it (the field is immutable).
+        if let Some(qos) = pod.status.as_ref().and_then(|s| s.qos_class.clone()) {
+            status.qos_class = Some(qos);
+        }
         let resize: Vec<PodCondition> = resize.iter().filter_map(|c| serde_json::from_str(c).ok()).collect();
         if !resize.is_empty() {
             self.counts.statuses_with_resize_conditions += 1;

@@ -47,6 +47,25 @@ pub struct KubeOwners {
 }
 
 impl KubeOwners {
+    /// Makes sure `namespace` exists, as an operator would before a workload: a real
+    /// kube-apiserver refuses pods in a namespace it does not have (the simulation
+    /// created none against one), while the embedded server has no namespaces at all
+    /// (its 404 here is fine).
+    pub fn ensure_namespace(&self, namespace: &str) -> Result<(), OwnerError> {
+        let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(self.client.clone());
+        let object = k8s_openapi::api::core::v1::Namespace {
+            metadata: kube::api::ObjectMeta { name: Some(namespace.to_owned()), ..Default::default() },
+            ..Default::default()
+        };
+        match self.block_on(namespaces.create(&PostParams::default(), &object)) {
+            Ok(_) => Ok(()),
+            Err(OwnerError::Api(error)) if matches!(&*error, kube::Error::Api(s) if s.code == 409 || s.code == 404) => {
+                Ok(())
+            }
+            Err(error) => Err(error),
+        }
+    }
+
     /// Owners using `client`, its requests run on `runtime`, each bounded by
     /// [`OWNER_CALL_TIMEOUT`].
     pub fn new(client: kube::Client, runtime: tokio::runtime::Handle) -> Self {

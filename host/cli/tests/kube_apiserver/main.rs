@@ -18,3 +18,4 @@ mod agent;
 mod cluster;
 mod faults;
 mod fleet;
+mod simulate;
