@@ -231,6 +231,9 @@ struct State {
     held: BTreeMap<String, Arc<Pod>>,
     /// (namespace, name) of mirror pods to delete, kept until the deletion succeeds.
     stale_mirrors: BTreeSet<(String, String)>,
+    /// What the last scan could not do with each mirror pod, said once as a warning
+    /// (then each scan at debug until it changes or is done).
+    mirror_errors: BTreeMap<(String, String), String>,
 }
 
 /// A file as last read.
@@ -282,8 +285,22 @@ impl Source {
                 mirror_errors.push(MirrorError { namespace, name, message });
             }
         }
+        // A mirror pod the API server keeps refusing is a problem an operator must see
+        // (a real server refused every one for lack of an owner): said once as a warning
+        // per new reason, not at every scan.
+        let mut said = std::mem::take(&mut state.mirror_errors);
         for error in &mirror_errors {
-            tracing::debug!(%error, "static pods: mirror pod not in place yet; retrying next scan");
+            let key = (error.namespace.clone(), error.name.clone());
+            if said.get(&key) == Some(&error.message) {
+                tracing::debug!(%error, "static pods: mirror pod not in place yet; retrying next scan");
+            } else {
+                tracing::warn!(%error, "static pods: mirror pod not in place; retrying every scan");
+            }
+            said.remove(&key);
+            state.mirror_errors.insert(key, error.message.clone());
+        }
+        for (namespace, name) in said.keys() {
+            tracing::info!(%namespace, %name, "static pods: mirror pod in place");
         }
 
         errors.sort_by_key(ManifestError::to_string);
