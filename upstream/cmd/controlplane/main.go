@@ -50,7 +50,7 @@ type options struct {
 	nodes            []string
 	users            []user
 	apiserverArgs    []string
-	maxInflight      int // 0: not given
+	maxInflight      int
 	maxInflightGiven bool
 	exitWithStdin    bool
 }
@@ -142,6 +142,9 @@ func run() error {
 
 	apiserver.SetArgs(apiserverArgs(opts, pki, ep.APIServer, etcdURL))
 	apiserver.SilenceErrors = true // we print its error ourselves, on one line
+	// A signal while the API server's post-start hooks still run (about the second
+	// before /readyz answers 200) fails a hook, and kube-apiserver exits 255 there
+	// (klog.Fatal), as the real binary does: stop it once it is ready.
 	exited := make(chan error, 1)
 	go func() { exited <- apiserver.Execute() }()
 
