@@ -11,8 +11,8 @@ use podstatus_upstream::{Program, Release, build_program};
 /// `podstatus kube-apiserver`'s options.
 #[derive(clap::Args, Debug)]
 pub struct KubeApiserverArgs {
-    /// The Kubernetes release: `1.35` (what logic v4 follows), `1.36`, `1.37` (the
-    /// newest served) or `1.27`.
+    /// The Kubernetes release: `1.35` (what logic v4 follows), `1.36` or `1.37` (the
+    /// newest served).
     #[arg(long, default_value = "1.35", value_parser = release)]
     kubernetes: Release,
     /// Where etcd's data, the certificates, the ports and the kubeconfigs live; the same
@@ -36,7 +36,11 @@ pub struct KubeApiserverArgs {
 }
 
 fn release(name: &str) -> Result<Release, String> {
-    Release::named(name).ok_or_else(|| format!("no such release; one of {}", podstatus_upstream::release::names()))
+    let served: Vec<String> =
+        podstatus_upstream::RELEASES.iter().filter(|r| r.control_plane).map(|r| r.minor().to_owned()).collect();
+    Release::named(name)
+        .filter(|release| release.control_plane)
+        .ok_or_else(|| format!("no control plane for {name}; one of {}", served.join(", ")))
 }
 
 pub fn run(args: &KubeApiserverArgs) -> ExitCode {

@@ -122,6 +122,9 @@ pub enum ControlPlaneError {
         #[source]
         source: std::io::Error,
     },
+    /// The release has no control plane of ours ([`Release::control_plane`]).
+    #[error("the control plane builds for Kubernetes 1.35 and later, not {0}")]
+    Unsupported(Release),
     /// The process exited, or said nothing within the time, before it was ready.
     #[error("the control plane did not start ({why}); the last lines of {log}:\n{tail}")]
     NotReady {
@@ -147,6 +150,9 @@ impl ControlPlane {
     /// Builds the program of the release if need be (cached under `target/upstream/`),
     /// starts it and waits until the apiserver is ready.
     pub fn start(config: ControlPlaneConfig) -> Result<Self, ControlPlaneError> {
+        if !config.release.control_plane {
+            return Err(ControlPlaneError::Unsupported(config.release));
+        }
         let program = build_program(Program::ControlPlane, config.release)?;
         let (child, ready) = spawn(&program, &config)?;
         Ok(ControlPlane { config, program, child, ready })

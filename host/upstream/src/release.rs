@@ -13,6 +13,9 @@ pub struct Release {
     pub reach: &'static [&'static str],
     /// Go build tags for the oracle's own release-specific files.
     pub tags: &'static str,
+    /// Whether `upstream/cmd/controlplane` builds against it (etcd 3.6 and later's
+    /// embed API, and kube-apiserver's signal context made with its command: not 1.27).
+    pub control_plane: bool,
 }
 
 impl Release {
@@ -46,10 +49,10 @@ impl fmt::Display for Release {
 /// and each newer one the Go module proxy served when it was added
 /// (`upstream/releases/add-release.sh`).
 pub const RELEASES: [Release; 4] = [
-    Release { version: "v1.27.16", reach: &["all", "1.27"], tags: "podstatus_k8s_1_27" },
-    Release { version: "v1.35.4", reach: &["all", "since-1.35", "before-1.37"], tags: "" },
-    Release { version: "v1.36.3", reach: &["all", "since-1.35", "before-1.37"], tags: "" },
-    Release { version: "v1.37.2", reach: &["all", "since-1.35", "since-1.37"], tags: "" },
+    Release { version: "v1.27.16", reach: &["all", "1.27"], tags: "podstatus_k8s_1_27", control_plane: false },
+    Release { version: "v1.35.4", reach: &["all", "since-1.35", "before-1.37"], tags: "", control_plane: true },
+    Release { version: "v1.36.3", reach: &["all", "since-1.35", "before-1.37"], tags: "", control_plane: true },
+    Release { version: "v1.37.2", reach: &["all", "since-1.35", "since-1.37"], tags: "", control_plane: true },
 ];
 
 /// `upstream/go.mod`'s release.
