@@ -158,3 +158,11 @@ fn native_runs_every_logic_version_as_its_plugin_does() {
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(report["calls"].as_array().unwrap().iter().all(|c| c["verb"] == "patch"), "{report}");
 }
+
+#[test]
+fn kube_apiserver_refuses_a_release_it_has_no_control_plane_for() {
+    let out = podstatus(&["kube-apiserver", "--kubernetes", "1.27", "--data-dir", "/nonexistent/cluster"], None);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("no control plane for 1.27; one of 1.35, 1.36, 1.37"), "{stderr}");
+}
