@@ -26,6 +26,7 @@ mod plugin_faults;
 mod python_client;
 mod raw_http;
 mod reach;
+mod reach_vs_node_authorizer;
 mod recovery;
 mod replay_fixtures;
 mod replay_guarded;

@@ -58,10 +58,14 @@
 //! refused nor counted as refusals. When the inner server records the plugin's calls or
 //! injects failures into them, give the guard the store behind it with
 //! [`GuardedApiServer::with_lookup`], so that its reads are neither recorded nor failed
-//! on the plugin's behalf. A lookup that fails for a reason other than "not found" is
-//! returned as is (the call is neither forwarded nor counted as a refusal): the guard
-//! cannot tell whether the call may go, and the plugin sees the server's trouble, which
-//! it retries, not a refusal.
+//! on the plugin's behalf. A lookup answered "forbidden" counts as "not found": a node's
+//! own credential reads only the pods bound to the node (kube-apiserver's Node
+//! authorizer answers 403 for any other name, absent ones included), so the pod is not
+//! the node's by its binding, and the call is refused (and counted) as any other that
+//! reaches beyond the node. A lookup that fails for another reason is returned as is
+//! (the call is neither forwarded nor counted as a refusal): the guard cannot tell
+//! whether the call may go, and the plugin sees the server's trouble, which it retries,
+//! not a refusal.
 //!
 //! The pod manager's pods are known without asking the API server, so an honest
 //! plugin's writes (which carry their pod's UID) cost no lookup; a delete costs one
@@ -282,11 +286,12 @@ impl GuardedApiServer {
     }
 
     /// The API server's pod `namespace/name`, as the guard's lookup reads it; `None`
-    /// when it is absent.
+    /// when it is absent, or when the lookup may not read it (a node's credential reads
+    /// only its own pods: see the module documentation).
     fn api_copy(&self, namespace: &str, name: &str) -> Result<Option<Arc<Pod>>> {
         match self.lookup.get_pod(namespace, name) {
             Ok(pod) => Ok(Some(pod)),
-            Err(ApiError::NotFound { .. }) => Ok(None),
+            Err(ApiError::NotFound { .. } | ApiError::Forbidden { .. }) => Ok(None),
             Err(e) => Err(e),
         }
     }
@@ -1104,6 +1109,26 @@ mod tests {
         // The pod manager's pods need no lookup.
         assert!(guard.get_pod("ns", "a").is_ok());
         assert_eq!(guard.refusals(), Refusals::default());
+    }
+
+    #[test]
+    fn a_lookup_the_server_forbids_is_a_pod_not_of_this_node() {
+        // A node's credential reads only its own pods: kube-apiserver's Node authorizer
+        // answers 403 for any other name. That is the guard's refusal, counted.
+        let node = Node::new();
+        let denied =
+            ApiError::Forbidden { message: "no relationship found between node 'node-1' and this object".into() };
+        let guard = node.guard(Some(NODE)).with_lookup(Spy::new(Arc::clone(&node.store), Some(denied)));
+        assert_eq!(forbidden(guard.get_pod("ns", "b")), "get of pod ns/b refused: not a pod of this node");
+        let message = forbidden(guard.patch_pod_status(patch("ns", "b", None, json!({"status": {}}))));
+        assert_eq!(message, "status patch of pod ns/b refused: not a pod of this node");
+        forbidden(guard.delete_pod("ns", "b", &precondition(Some("ub"))));
+        // The pod manager's pods need no lookup; one not marked for deletion is not
+        // deleted on the strength of a copy the guard may not read.
+        assert!(guard.get_pod("ns", "a").is_ok());
+        let message = forbidden(guard.delete_pod("ns", "a", &precondition(Some("ua"))));
+        assert_eq!(message, "delete of pod ns/a refused: the pod is not being deleted (no deletionTimestamp)");
+        assert_eq!(guard.refusals(), Refusals { get: 1, patch_status: 1, delete: 2, ..Refusals::default() });
     }
 
     #[test]
