@@ -265,8 +265,8 @@ const CASES: &[Case] = &[
         request: "status patch of own pod, a wrong UID",
         call: Call::Patch(Own, Uid::Wrong, r#"{"status": {"message": "m"}}"#),
         guard: Refused,
-        real: Invalid,
-        why: "refused before the server sees it; kube-apiserver answers a patch whose metadata.uid differs 422 (metadata.uid is immutable), not the 409 of an update",
+        real: Conflict,
+        why: "refused before the server sees it; kube-apiserver answers a patch whose metadata.uid differs 422 (metadata.uid is immutable), which the agent's client reads as the 409 of an update: the precondition failed",
     },
     Case {
         request: "status patch of a pod bound to the node, not yet in the pod manager",
@@ -278,9 +278,9 @@ const CASES: &[Case] = &[
     Case {
         request: "status patch by a stale name (the pod recreated, the pod manager holds the old UID)",
         call: Call::Patch(Recreated, Uid::None, r#"{"status": {"message": "m"}}"#),
-        guard: Invalid,
+        guard: Conflict,
         real: Ok,
-        why: "pinned, as for the update; kube-apiserver answers the pinned patch 422 (as for a wrong UID), where the embedded server answers 409",
+        why: "pinned, as for the update; kube-apiserver answers the pinned patch 422 (as for a wrong UID), read as 409 as the embedded server answers it",
     },
     Case {
         request: "status patch of another node's pod",

@@ -523,12 +523,25 @@ pub fn from_status(status: &Status, namespace: &str, name: &str) -> ApiError {
         }
         409 => ApiError::Conflict { message },
         401 | 403 => ApiError::Forbidden { message },
+        // A status patch whose `metadata.uid` (the kubelet's UID precondition) is not the
+        // stored pod's: kube-apiserver refuses it as Invalid (`metadata.uid: field is
+        // immutable`), where a PUT or a delete with the same precondition gets 409. It is
+        // the precondition failing (the pod was recreated under its name), which the
+        // logic handles as a conflict: it reads the pod again.
+        422 if uid_changed(status) => ApiError::Conflict { message },
         400 | 422 => ApiError::Invalid { message },
         429 | 503 | 504 => ApiError::Unavailable { message },
         // Kubernetes' temporary conditions: the server asks to be tried again.
         500 if matches!(status.reason.as_str(), "ServerTimeout" | "Timeout") => ApiError::Unavailable { message },
         code => ApiError::Internal { message: format!("{message} (HTTP {code})") },
     }
+}
+
+/// Whether an Invalid answer says only that the object's UID may not change.
+fn uid_changed(status: &Status) -> bool {
+    status.details.as_ref().is_some_and(|details| {
+        !details.causes.is_empty() && details.causes.iter().all(|cause| cause.field == "metadata.uid")
+    })
 }
 
 /// The counter an error lands in.
@@ -650,6 +663,26 @@ mod tests {
         for (status, expected) in cases {
             assert_eq!(from_status(&status, "ns", "a"), expected, "{status:?}");
         }
+        // kube-apiserver's answer to a status patch whose UID precondition fails.
+        let mut uid =
+            status(422, "Invalid", "Pod \"a\" is invalid: metadata.uid: Invalid value: \"u2\": field is immutable");
+        let cause = |field: &str| kube::core::response::StatusCause {
+            reason: "FieldValueInvalid".into(),
+            message: "field is immutable".into(),
+            field: field.into(),
+        };
+        let details = |causes| kube::core::response::StatusDetails {
+            name: "a".into(),
+            group: String::new(),
+            kind: "pods".into(),
+            uid: String::new(),
+            causes,
+            retry_after_seconds: 0,
+        };
+        uid.details = Some(details(vec![cause("metadata.uid")]));
+        assert!(matches!(from_status(&uid, "ns", "a"), ApiError::Conflict { .. }));
+        uid.details = Some(details(vec![cause("metadata.uid"), cause("status.phase")]));
+        assert!(matches!(from_status(&uid, "ns", "a"), ApiError::Invalid { .. }), "another field too: invalid");
     }
 
     #[test]
