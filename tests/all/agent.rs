@@ -128,7 +128,8 @@ fn the_agent_registers_its_node_renews_its_lease_and_runs_a_pod_to_ready_then_de
     let out = kubectl(agent.api_url(), &["get", "nodes"]);
     let row: Vec<&str> =
         out.lines().find(|line| line.starts_with(NODE)).unwrap_or_default().split_whitespace().collect();
-    assert_eq!(row.get(1..3), Some(&["Ready", "agent"][..]), "{out}");
+    // No role: a node may not give itself one (NodeRestriction).
+    assert_eq!(row.get(1..3), Some(&["Ready", "<none>"][..]), "{out}");
     assert!(out.contains("v1.35.0-podstatus"), "{out}");
     let leases = kubectl(agent.api_url(), &["get", "leases", "-n", NODE_LEASE_NAMESPACE]);
     let row: Vec<&str> =
