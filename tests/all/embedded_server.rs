@@ -344,7 +344,8 @@ fn status_patches_merge_conditions_by_type() {
         assert_eq!(conditions, [("Ready".into(), "True".into()), ("PodScheduled".into(), "True".into())]);
         let wrong_uid = json!({"metadata": {"uid": "other"}, "status": {"phase": "Failed"}});
         let error = api.patch_status("a", &PatchParams::default(), &Patch::Strategic(wrong_uid)).await.expect_err("uid");
-        assert_eq!(kube_error(error), (409, "Conflict".into()));
+        // As kube-apiserver answers it: the patch would change an immutable field.
+        assert_eq!(kube_error(error), (422, "Invalid".into()));
 
         // A JSON merge patch: objects merge, null removes, lists are replaced.
         let merge = json!({"status": {"podIP": "10.0.0.1", "phase": null, "conditions": [{"type": "Ready", "status": "False"}]}});
@@ -354,14 +355,18 @@ fn status_patches_merge_conditions_by_type() {
         assert_eq!(status.conditions.map(|c| c.len()), Some(1));
         assert_eq!(merged.spec.and_then(|s| s.node_name).as_deref(), Some("node-1"), "only the status changes");
     });
-    let json_patch = http(
-        addr,
-        "PATCH",
-        "/api/v1/namespaces/ns/pods/a/status",
-        &[("Content-Type", "application/json-patch+json")],
-        b"[]",
-    );
-    assert_eq!((json_patch.code, json_patch.json()["reason"].clone()), (415, json!("UnsupportedMediaType")));
+    // A JSON patch (RFC 6902) applies; a `test` that fails is 422, as kube-apiserver
+    // answers it; an apply patch is not served (415).
+    let status_patch = |content_type: &str, body: &[u8]| {
+        http(addr, "PATCH", "/api/v1/namespaces/ns/pods/a/status", &[("Content-Type", content_type)], body)
+    };
+    let json_patch = "application/json-patch+json";
+    let replaced = status_patch(json_patch, br#"[{"op": "replace", "path": "/status/podIP", "value": "10.0.0.2"}]"#);
+    assert_eq!((replaced.code, replaced.json()["status"]["podIP"].clone()), (200, json!("10.0.0.2")));
+    let failed = status_patch(json_patch, br#"[{"op": "test", "path": "/status/podIP", "value": "10.9.9.9"}]"#);
+    assert_eq!((failed.code, failed.json()["reason"].clone()), (422, json!("Invalid")));
+    let apply = status_patch("application/apply-patch+yaml", b"{}");
+    assert_eq!((apply.code, apply.json()["reason"].clone()), (415, json!("UnsupportedMediaType")));
 }
 
 #[test]
@@ -433,25 +438,31 @@ fn watches_stream_events_in_order_resume_and_expire() {
     assert_eq!((kind.as_str(), object["metadata"]["name"].as_str(), rv(&object)), ("ADDED", Some("a"), 2));
     let (kind, object) = watch.next().expect("event");
     assert_eq!((kind.as_str(), object["status"]["phase"].as_str(), rv(&object)), ("MODIFIED", Some("Running"), 3));
+    // Grace 0 marks the pod, then removes it, as kube-apiserver does: a watcher sees both.
+    let (kind, object) = watch.next().expect("event");
+    assert_eq!(
+        (kind.as_str(), object["metadata"]["deletionGracePeriodSeconds"].as_i64(), rv(&object)),
+        ("MODIFIED", Some(0), 4)
+    );
     assert_eq!(watch.next_brief(), Some(("DELETED".into(), "a".into())));
     assert_eq!(watch.next_brief(), Some(("MODIFIED".into(), "old".into())));
     assert_eq!(on_node.next_brief(), Some(("MODIFIED".into(), "old".into())));
     assert_eq!(on_node.next_brief(), Some(("DELETED".into(), "old".into())), "stopped matching");
 
-    // Resume after rv 2: the kept history from 3 on, then live.
-    let mut resumed = Watch::open(addr, "/api/v1/namespaces/ns/pods?watch=true&resourceVersion=2");
+    // Resume after rv 3: the kept history from 4 on, then live.
+    let mut resumed = Watch::open(addr, "/api/v1/namespaces/ns/pods?watch=true&resourceVersion=3");
     let replayed: Vec<_> = (0..3).map(|_| resumed.next().map(|(kind, object)| (kind, rv(&object)))).collect();
-    assert_eq!(replayed, [Some(("MODIFIED".into(), 3)), Some(("DELETED".into(), 4)), Some(("MODIFIED".into(), 5))]);
+    assert_eq!(replayed, [Some(("MODIFIED".into(), 4)), Some(("DELETED".into(), 5)), Some(("MODIFIED".into(), 6))]);
     create(addr, &pod("z", "node-1", json!({})));
     assert_eq!(resumed.next_brief(), Some(("ADDED".into(), "z".into())));
-    // History keeps 4 changes (3..6): a resume from 1 is too old.
+    // History keeps 4 changes (4..7): a resume from 1 is too old.
     let mut expired = Watch::open(addr, "/api/v1/namespaces/ns/pods?watch=true&resourceVersion=1");
     let (kind, status) = expired.next().expect("an error event");
     assert_eq!((kind.as_str(), &status["code"], &status["reason"]), ("ERROR", &json!(410), &json!("Expired")));
     assert!(expired.next().is_none(), "the stream ends after the error");
 
     // timeoutSeconds ends a watch; a stopping server ends them all.
-    let mut timed = Watch::open(addr, "/api/v1/namespaces/ns/pods?watch=true&resourceVersion=6&timeoutSeconds=1");
+    let mut timed = Watch::open(addr, "/api/v1/namespaces/ns/pods?watch=true&resourceVersion=7&timeoutSeconds=1");
     assert!(timed.next().is_none());
     assert_eq!(watch.next_brief(), Some(("ADDED".into(), "z".into())));
     server.shutdown();

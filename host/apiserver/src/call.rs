@@ -68,9 +68,10 @@ impl Call {
         self.query.get(name).map(String::as_str)
     }
 
-    /// A boolean query parameter ("true" or "1").
+    /// A boolean query parameter, read as kube-apiserver reads it (Go's `ParseBool`:
+    /// "1", "t", "T", "true", "TRUE", "True"; the Python client sends "True").
     pub fn flag(&self, name: &str) -> bool {
-        matches!(self.param(name), Some("true" | "1"))
+        matches!(self.param(name), Some("1" | "t" | "T" | "true" | "TRUE" | "True"))
     }
 
     /// The body as JSON; no Content-Type is taken as JSON (the Python client sends none).

@@ -5,9 +5,13 @@
 //! Served: discovery (`/version`, `/api`, `/apis`, `/api/v1`, aggregated discovery v2),
 //! list and get of pods with field and label selectors and server-side `Table`s, watch
 //! (chunked newline-delimited events, resumable from a resourceVersion, 410 when too
-//! old), create, update, status update and patch (JSON merge patch, strategic merge
-//! patch), delete with grace period and preconditions, and Kubernetes `Status` bodies for
-//! every error. See `routes` for the paths.
+//! old, bookmarks), create, update, status update and patch (JSON merge patch,
+//! strategic merge patch, JSON patch), delete with grace period and preconditions, and
+//! Kubernetes `Status` bodies for every error. See `routes` for the paths. What
+//! kube-apiserver writes into a pod itself (generation, QoS class) this server writes
+//! too (`server_fields`); how its answers still differ from kube-apiserver's, and why,
+//! is in docs/agent-and-deploy.md ("The embedded server beside kube-apiserver"), held
+//! by `tests/all/embedded_vs_real.rs`.
 //!
 //! Against hostile or careless clients it holds within [`ServeOptions`]' limits
 //! (connections, header and body timeouts, body sizes and bytes in flight, per-watch
@@ -43,6 +47,7 @@ mod response;
 mod routes;
 mod selectors;
 mod server;
+mod server_fields;
 mod stats;
 mod status_body;
 mod stopping;

@@ -131,7 +131,7 @@ pub(crate) fn patch(
     let strategic = match call.content_type.as_str() {
         MERGE_PATCH => false,
         STRATEGIC_MERGE_PATCH => true,
-        other => return Err(Failure::unsupported_media_type(if other.is_empty() { "(none)" } else { other })),
+        _ => return Err(Failure::unsupported_patch_type()),
     };
     let patch: Value = serde_json::from_slice(&call.body)
         .map_err(|e| Failure::bad_request(format!("the patch is not valid JSON: {e}")))?;

@@ -7,16 +7,19 @@
 //! kube-rs' watcher lists in pages of 500 and kubectl in pages of 500, so a list of
 //! 100,000 pods never has to be held, sent or parsed whole by a client.
 //!
-//! The token is what kube-apiserver's is: base64url (no padding) of
+//! The token is shaped as kube-apiserver's: base64url (no padding) of
 //! `{"v":"meta.k8s.io/v1","rv":N,"start":"NAMESPACE/NAME\u0000"}`, the key the next page
-//! starts after.
+//! starts after (kube-apiserver's start key is relative to the list's etcd prefix; the
+//! token is opaque to clients). A page says how many pods are left after it
+//! (`remainingItemCount`) when the list has no selector, as kube-apiserver does.
 //!
 //! The snapshots continued lists are cut from are kept for a while, a few at most
 //! ([`ListSnapshots`]): a snapshot holds its pods as they were, so a pod written since
 //! is held twice until the snapshot goes. One goes when its last page is served, when
 //! it is older than [`SNAPSHOT_TTL`], or when newer ones push it out; a token whose
 //! snapshot is gone gets 410 `Expired`, as a token older than etcd's compaction does,
-//! and the client lists again.
+//! and the client lists again, or goes on with the token the 410 gives (resourceVersion
+//! -1: the rest of the list as it is now, kube-apiserver's inconsistent continuation).
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -50,18 +53,19 @@ pub(crate) struct PageRequest {
     pub after: Option<Continue>,
 }
 
-/// A continued list: the snapshot's resourceVersion and the key the page starts after.
+/// A continued list: the snapshot's resourceVersion (none: the list as it is now) and
+/// the key the page starts after.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Continue {
-    pub resource_version: u64,
+    pub resource_version: Option<u64>,
     pub after: (String, String),
 }
 
-/// The token as kube-apiserver encodes it.
+/// The token as kube-apiserver encodes it (`rv` -1: an inconsistent continuation).
 #[derive(Serialize, Deserialize)]
 struct Token {
     v: String,
-    rv: u64,
+    rv: i64,
     start: String,
 }
 
@@ -80,8 +84,9 @@ impl PageRequest {
                 Ok(n) if n > 0 => Some(usize::try_from(n).unwrap_or(usize::MAX)),
                 Ok(_) => None,
                 Err(_) => {
+                    // Go's words, as kube-apiserver passes them on.
                     return Err(Failure::bad_request(format!(
-                        "limit: Invalid value: {:?}: must be an integer",
+                        "strconv.ParseInt: parsing {:?}: invalid syntax",
                         crate::excerpt::excerpt(text)
                     )));
                 }
@@ -90,10 +95,12 @@ impl PageRequest {
         let after = match token.filter(|t| !t.is_empty()) {
             None => None,
             Some(token) => {
+                // The token is read first, as kube-apiserver reads it.
+                let after = decode(token)?;
                 if resource_version.is_some_and(|rv| !rv.is_empty()) {
                     return Err(Failure::bad_request("specifying resource version is not allowed when using continue"));
                 }
-                Some(decode(token)?)
+                Some(after)
             }
         };
         Ok(PageRequest { limit, after })
@@ -102,12 +109,22 @@ impl PageRequest {
 
 /// The token for a list at `resource_version` whose next page starts after `key`.
 pub(crate) fn encode(resource_version: u64, key: (&str, &str)) -> String {
-    let token = Token { v: TOKEN_VERSION.into(), rv: resource_version, start: format!("{}/{}\u{0}", key.0, key.1) };
+    encode_at(i64::try_from(resource_version).unwrap_or(i64::MAX), key)
+}
+
+/// The token a 410 gives for a continue whose snapshot is gone: the rest of the list
+/// after the same key, as it is now (kube-apiserver's resourceVersion -1).
+pub(crate) fn encode_inconsistent(key: (&str, &str)) -> String {
+    encode_at(-1, key)
+}
+
+fn encode_at(rv: i64, key: (&str, &str)) -> String {
+    let token = Token { v: TOKEN_VERSION.into(), rv, start: format!("{}/{}\u{0}", key.0, key.1) };
     URL_SAFE_NO_PAD.encode(serde_json::to_vec(&token).unwrap_or_default())
 }
 
 fn decode(token: &str) -> Result<Continue, Failure> {
-    let invalid = |why: &str| Failure::bad_request(format!("continue key is not valid: {why}"));
+    let invalid = |why: &str| Failure::bad_request(format!("invalid continue token: continue key is not valid: {why}"));
     if token.len() > MAX_TOKEN_BYTES {
         return Err(invalid("too long"));
     }
@@ -119,7 +136,11 @@ fn decode(token: &str) -> Result<Continue, Failure> {
     }
     let key = token.start.strip_suffix('\u{0}').unwrap_or(&token.start);
     let (namespace, name) = key.split_once('/').ok_or_else(|| invalid("no namespace in the start key"))?;
-    Ok(Continue { resource_version: token.rv, after: (namespace.to_owned(), name.to_owned()) })
+    let resource_version = match token.rv {
+        -1 => None,
+        rv => Some(u64::try_from(rv).map_err(|_| invalid("incorrect encoded start resourceVersion"))?),
+    };
+    Ok(Continue { resource_version, after: (namespace.to_owned(), name.to_owned()) })
 }
 
 /// The snapshots of lists being continued. Thread-safe.
@@ -175,14 +196,18 @@ fn expire(kept: &mut VecDeque<Snapshot>) {
     kept.retain(|s| s.used.elapsed() < SNAPSHOT_TTL);
 }
 
+/// Where a page ends when more are left: the key of the last pod taken, and how many
+/// pods the list still has after it.
+pub(crate) type PageEnd<'a> = ((&'a str, &'a str), usize);
+
 /// One page of `pods` (sorted by namespace, then name): the pods `keep` takes that
-/// come after `after`, at most `limit`, and the key of the last one when more are left.
+/// come after `after`, at most `limit`, and where it ends when more are left.
 pub(crate) fn page<'a>(
     pods: &'a [Arc<Pod>],
     after: Option<&(String, String)>,
     limit: Option<usize>,
     keep: impl Fn(&Pod) -> bool,
-) -> (Vec<Arc<Pod>>, Option<(&'a str, &'a str)>) {
+) -> (Vec<Arc<Pod>>, Option<PageEnd<'a>>) {
     let start = match after {
         Some((namespace, name)) => pods.partition_point(|pod| key(pod) <= (namespace.as_str(), name.as_str())),
         None => 0,
@@ -190,10 +215,11 @@ pub(crate) fn page<'a>(
     let limit = limit.unwrap_or(usize::MAX);
     let mut taken = Vec::new();
     let mut last: Option<&'a Pod> = None;
-    for pod in pods[start..].iter().filter(|pod| keep(pod)) {
+    let mut rest = pods[start..].iter().filter(|pod| keep(pod));
+    while let Some(pod) = rest.next() {
         if taken.len() == limit {
-            // One more is left: the next page starts after the last one taken.
-            return (taken, last.map(key));
+            // More are left: the next page starts after the last one taken.
+            return (taken, last.map(|last| (key(last), 1 + rest.count())));
         }
         taken.push(Arc::clone(pod));
         last = Some(pod);
@@ -225,8 +251,10 @@ mod tests {
         let json = String::from_utf8(URL_SAFE_NO_PAD.decode(&token).unwrap()).unwrap();
         assert_eq!(json, r#"{"v":"meta.k8s.io/v1","rv":42,"start":"sim/web-1\u0000"}"#);
         let request = PageRequest::parse(Some("500"), Some(&token), None).unwrap();
-        let after = Continue { resource_version: 42, after: ("sim".into(), "web-1".into()) };
+        let after = Continue { resource_version: Some(42), after: ("sim".into(), "web-1".into()) };
         assert_eq!(request, PageRequest { limit: Some(500), after: Some(after) });
+        let inconsistent = PageRequest::parse(None, Some(&encode_inconsistent(("sim", "web-1"))), None).unwrap();
+        assert_eq!(inconsistent.after.map(|a| a.resource_version), Some(None), "-1: the list as it is now");
     }
 
     #[test]
@@ -245,7 +273,9 @@ mod tests {
         for token in ["%%%", "bm90IGpzb24", &"A".repeat(MAX_TOKEN_BYTES + 1)] {
             let status = bad(token);
             assert_eq!(status.code, Some(400), "{token}");
-            assert!(status.message.unwrap_or_default().starts_with("continue key is not valid"));
+            assert!(
+                status.message.unwrap_or_default().starts_with("invalid continue token: continue key is not valid")
+            );
         }
         let other_version = URL_SAFE_NO_PAD.encode(r#"{"v":"meta.k8s.io/v0","rv":1,"start":"a/b"}"#);
         assert_eq!(bad(&other_version).code, Some(400));
@@ -253,6 +283,10 @@ mod tests {
         assert_eq!(bad(&no_namespace).code, Some(400));
         let token = encode(1, ("a", "b"));
         let with_version = PageRequest::parse(None, Some(&token), Some("1")).unwrap_err().to_status();
+        assert_eq!(
+            with_version.message.as_deref(),
+            Some("specifying resource version is not allowed when using continue")
+        );
         assert_eq!(with_version.code, Some(400));
     }
 
@@ -260,11 +294,11 @@ mod tests {
     fn pages_follow_one_another_without_gaps_or_repeats() {
         let all = pods(&[("a", "x"), ("a", "y"), ("b", "x"), ("b", "z"), ("c", "w")]);
         let (first, next) = page(&all, None, Some(2), |_| true);
-        assert_eq!((names(&first), next), (vec!["x", "y"], Some(("a", "y"))));
-        let after = next.map(|(ns, n)| (ns.to_owned(), n.to_owned())).unwrap();
+        assert_eq!((names(&first), next), (vec!["x", "y"], Some((("a", "y"), 3))));
+        let after = next.map(|((ns, n), _)| (ns.to_owned(), n.to_owned())).unwrap();
         let (second, next) = page(&all, Some(&after), Some(2), |_| true);
-        assert_eq!((names(&second), next), (vec!["x", "z"], Some(("b", "z"))));
-        let after = next.map(|(ns, n)| (ns.to_owned(), n.to_owned())).unwrap();
+        assert_eq!((names(&second), next), (vec!["x", "z"], Some((("b", "z"), 1))));
+        let after = next.map(|((ns, n), _)| (ns.to_owned(), n.to_owned())).unwrap();
         let (third, next) = page(&all, Some(&after), Some(2), |_| true);
         assert_eq!((names(&third), next), (vec!["w"], None), "the last page has no token");
         let (exact, next) = page(&all[..4], None, Some(4), |_| true);
@@ -276,7 +310,7 @@ mod tests {
         let all = pods(&[("a", "x"), ("a", "y"), ("b", "x"), ("b", "y")]);
         let keep_x = |pod: &Pod| pod.metadata.name.as_deref() == Some("x");
         let (first, next) = page(&all, None, Some(1), keep_x);
-        assert_eq!((names(&first), next), (vec!["x"], Some(("a", "x"))));
+        assert_eq!((names(&first), next), (vec!["x"], Some((("a", "x"), 1))));
         let (second, next) = page(&all, Some(&("a".into(), "x".into())), Some(1), keep_x);
         assert_eq!((second.len(), next), (1, None), "nothing kept after it: no token");
     }

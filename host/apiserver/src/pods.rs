@@ -19,8 +19,9 @@ use crate::identifiers::{new_uid, random_suffix};
 use crate::paging::{self, PageRequest};
 use crate::response::{Body, SendFailed, json_response, streaming_response};
 use crate::selectors::Selector;
+use crate::server_fields;
 use crate::stats::Held;
-use crate::status_body::Failure;
+use crate::status_body::{Cause, Failure};
 use crate::table::{self, IncludeObject};
 use crate::validation;
 use crate::watch::{self, Start, WatchFormat};
@@ -28,6 +29,7 @@ use podstatus_backends::{ApiError, ApiServer, DeleteOptions, StatusPatch, Status
 
 const MERGE_PATCH: &str = "application/merge-patch+json";
 const STRATEGIC_MERGE_PATCH: &str = "application/strategic-merge-patch+json";
+const JSON_PATCH: &str = "application/json-patch+json";
 
 /// How often a merge patch is retried when a concurrent write got in between its read
 /// and its write (Kubernetes retries such patches too).
@@ -48,24 +50,37 @@ pub(crate) fn list_or_watch(
         return start_watch(call, context, namespace, selector, table);
     }
     let paging = PageRequest::parse(call.param("limit"), call.param("continue"), call.param("resourceVersion"))?;
-    let (resource_version, pods) = match &paging.after {
-        Some(after) => match context.list_snapshots.find(after.resource_version) {
-            Some(pods) => (after.resource_version, pods),
-            None => return Err(Failure::continue_expired()),
+    // A continued list is cut from its first page's snapshot; an inconsistent one (the
+    // token of a 410) and a new one from the store as it is now.
+    let kept = match &paging.after {
+        Some(after) => match after.resource_version {
+            Some(version) => match context.list_snapshots.find(version) {
+                Some(pods) => Some((version, pods)),
+                None => {
+                    let (namespace, name) = &after.after;
+                    return Err(Failure::continue_expired(paging::encode_inconsistent((namespace, name))));
+                }
+            },
+            None => None,
         },
-        None => {
-            let (resource_version, pods) = context.store.snapshot();
-            (resource_version, Arc::new(pods))
-        }
+        None => None,
     };
+    let fresh = kept.is_none();
+    let (resource_version, pods) = kept.unwrap_or_else(|| {
+        let (resource_version, pods) = context.store.snapshot();
+        (resource_version, Arc::new(pods))
+    });
     let namespace = namespace.map(str::to_owned);
+    // kube-apiserver counts what is left only for a list without selectors.
+    let counted = selector.is_empty();
     let keep = move |pod: &Pod| {
         namespace.as_deref().is_none_or(|ns| pod.metadata.namespace.as_deref() == Some(ns)) && selector.matches(pod)
     };
     let (items, next) = paging::page(&pods, paging.after.as_ref().map(|c| &c.after), paging.limit, keep);
-    let token = next.map(|key| paging::encode(resource_version, key));
+    let remaining = next.filter(|_| counted).map(|(_, left)| i64::try_from(left).unwrap_or(i64::MAX));
+    let token = next.map(|(key, _)| paging::encode(resource_version, key));
     match &token {
-        Some(_) if paging.after.is_none() => context.list_snapshots.keep(resource_version, Arc::clone(&pods)),
+        Some(_) if fresh => context.list_snapshots.keep(resource_version, Arc::clone(&pods)),
         Some(_) => {}
         None => context.list_snapshots.release(resource_version),
     }
@@ -75,6 +90,9 @@ pub(crate) fn list_or_watch(
             let mut empty = table::table(std::iter::empty(), Some(resource_version), include, now);
             if let Some(token) = &token {
                 empty["metadata"]["continue"] = serde_json::Value::String(token.clone());
+            }
+            if let Some(remaining) = remaining {
+                empty["metadata"]["remainingItemCount"] = remaining.into();
             }
             let encode: Encoder =
                 Box::new(move |pod, out| serde_json::to_writer(out, &table::row(pod, include, now)).is_ok());
@@ -87,6 +105,7 @@ pub(crate) fn list_or_watch(
                 metadata: ListMeta {
                     resource_version: Some(resource_version.to_string()),
                     continue_: token,
+                    remaining_item_count: remaining,
                     ..ListMeta::default()
                 },
                 items: Vec::new(),
@@ -189,6 +208,7 @@ fn start_watch(
         table,
         timeout,
         initial_events_bookmark: send_initial_events,
+        bookmarks: call.flag("allowWatchBookmarks"),
     };
     let (out, response) = streaming_response(context.options.watcher_buffer_bytes);
     match context.hub.subscribe(start) {
@@ -216,7 +236,8 @@ fn start_watch(
 pub(crate) fn get(call: &Call, context: &Context, namespace: &str, name: &str) -> Result<Response<Body>, Failure> {
     let pod = context.store.get_pod(namespace, name)?;
     match table_request(call)? {
-        Some(include) => Ok(json_response(StatusCode::OK, &table::table([&*pod], None, include, now()))),
+        // A one-row Table carries the pod's resourceVersion, as kube-apiserver's does.
+        Some(include) => Ok(json_response(StatusCode::OK, &table::table([&*pod], version_of(&pod), include, now()))),
         None => Ok(json_response(StatusCode::OK, &to_json(&pod))),
     }
 }
@@ -226,7 +247,9 @@ pub(crate) fn get(call: &Call, context: &Context, namespace: &str, name: &str) -
 /// client sent there is replaced or dropped (a client could otherwise take another
 /// pod's UID, by which the pod manager keys). A name from `generateName`; name and
 /// namespace must be DNS-1123 (422); a pod without status starts Pending; a pod over
-/// the object size limit is refused (413).
+/// the object size limit is refused (413). The server's own fields are set as
+/// kube-apiserver sets them (`server_fields`: generation 1, the QoS class). Unlike
+/// kube-apiserver, a status given here is kept (tests and `simulate` seed pods so).
 pub(crate) fn create(call: &Call, context: &Context, namespace: &str) -> Result<Response<Body>, Failure> {
     let mut pod = pod_body(call)?;
     check_namespace(&pod, namespace)?;
@@ -244,6 +267,7 @@ pub(crate) fn create(call: &Call, context: &Context, namespace: &str) -> Result<
     pod.metadata.deletion_grace_period_seconds = None;
     pod.metadata.resource_version = None;
     pod.status.get_or_insert_with(|| PodStatus { phase: Some("Pending".into()), ..Default::default() });
+    server_fields::on_create(&mut pod);
     validation::check_size(&pod.metadata, pod.spec.as_ref(), pod.status.as_ref(), context.options.max_object_bytes)?;
     let created = context.store.create_pod(pod)?;
     Ok(json_response(StatusCode::CREATED, &to_json(&created)))
@@ -269,6 +293,7 @@ fn update_checked(context: &Context, pod: Pod) -> Result<Arc<Pod>, Failure> {
         new.creation_timestamp.clone_from(&old.creation_timestamp);
         new.deletion_timestamp.clone_from(&old.deletion_timestamp);
         new.deletion_grace_period_seconds = old.deletion_grace_period_seconds;
+        server_fields::on_update(stored, updated);
         validation::check_update(stored, updated)?;
         validation::check_size(&updated.metadata, updated.spec.as_ref(), updated.status.as_ref(), limit)
     })
@@ -299,31 +324,41 @@ pub(crate) fn replace_status(
 fn update_status_checked(context: &Context, update: StatusUpdate) -> Result<Arc<Pod>, Failure> {
     let limit = context.options.max_object_bytes;
     context.store.update_pod_status_checked(update, |stored, status| {
+        server_fields::on_status_write(stored, status)?;
         validation::check_size(&stored.metadata, stored.spec.as_ref(), Some(status), limit)
     })
 }
 
-/// PATCH of `/status`: a JSON merge patch or a strategic merge patch (conditions merge by
-/// type); `metadata.uid` in the patch is a precondition.
+/// PATCH of `/status`: a strategic merge patch (conditions merge by type), a JSON merge
+/// patch or a JSON patch; only the status is written. `metadata.resourceVersion` in the
+/// patch is a precondition (409); a `metadata.uid` other than the pod's is refused as
+/// kube-apiserver refuses it (422: the UID is immutable).
 pub(crate) fn patch_status(
     call: &Call,
     context: &Context,
     namespace: &str,
     name: &str,
 ) -> Result<Response<Body>, Failure> {
-    let patch = patch_body(call)?;
-    patch_uid(&patch)?;
     let limit = context.options.max_object_bytes;
-    let patched = match call.content_type.as_str() {
-        STRATEGIC_MERGE_PATCH => {
-            check_patch_resource_version(context, namespace, name, &patch)?;
+    let patched = match patch_body(call)? {
+        PatchBody::Strategic(patch) => {
+            let stored = context.store.get_pod(namespace, name)?;
+            check_uid_kept(&stored, patch_uid(&patch)?)?;
+            if let Some(version) = patch.pointer("/metadata/resourceVersion").and_then(Value::as_str)
+                && Some(version) != stored.metadata.resource_version.as_deref()
+            {
+                return Err(ApiError::modified(name).into());
+            }
+            // The store checks the UID again under its lock (a pod replaced meanwhile
+            // is a conflict there).
             let patch =
                 StatusPatch { namespace: namespace.to_owned(), name: name.to_owned(), uid_precondition: None, patch };
             context.store.patch_pod_status_checked(patch, |stored, status| {
+                server_fields::on_status_write(stored, status)?;
                 validation::check_size(&stored.metadata, stored.spec.as_ref(), Some(status), limit)
             })?
         }
-        MERGE_PATCH => merge_patch_retrying(context, namespace, name, &patch, |context, stored, patched| {
+        patch => patch_retrying(context, namespace, name, &patch, |context, stored, patched| {
             let update = StatusUpdate {
                 namespace: namespace.to_owned(),
                 name: name.to_owned(),
@@ -333,7 +368,6 @@ pub(crate) fn patch_status(
             };
             update_status_checked(context, update)
         })?,
-        other => return Err(Failure::unsupported_media_type(other)),
     };
     Ok(json_response(StatusCode::OK, &to_json(&patched)))
 }
@@ -342,14 +376,14 @@ pub(crate) fn patch_status(
 /// merge patch is applied as a merge patch with its `$` directives dropped: the same for
 /// maps such as labels and annotations, but lists are replaced whole, not merged by key.
 pub(crate) fn patch(call: &Call, context: &Context, namespace: &str, name: &str) -> Result<Response<Body>, Failure> {
-    let mut patch = patch_body(call)?;
-    patch_uid(&patch)?;
-    match call.content_type.as_str() {
-        MERGE_PATCH => {}
-        STRATEGIC_MERGE_PATCH => drop_directives(&mut patch),
-        other => return Err(Failure::unsupported_media_type(other)),
-    }
-    let patched = merge_patch_retrying(context, namespace, name, &patch, |context, stored, mut patched| {
+    let patch = match patch_body(call)? {
+        PatchBody::Strategic(mut patch) => {
+            drop_directives(&mut patch);
+            PatchBody::Merge(patch)
+        }
+        other => other,
+    };
+    let patched = patch_retrying(context, namespace, name, &patch, |context, stored, mut patched| {
         patched.metadata.resource_version = stored.metadata.resource_version.clone();
         update_checked(context, patched)
     })?;
@@ -373,10 +407,8 @@ pub(crate) fn delete(call: &Call, context: &Context, namespace: &str, name: &str
         Some(seconds) => Some(seconds),
         None => match call.param("gracePeriodSeconds") {
             Some(seconds) => Some(seconds.parse::<i64>().map_err(|_| {
-                Failure::bad_request(format!(
-                    "gracePeriodSeconds: Invalid value: \"{}\": must be an integer",
-                    excerpt(seconds)
-                ))
+                // Go's words, as kube-apiserver passes them on.
+                Failure::bad_request(format!("strconv.ParseInt: parsing {:?}: invalid syntax", excerpt(seconds)))
             })?),
             None => None,
         },
@@ -387,71 +419,128 @@ pub(crate) fn delete(call: &Call, context: &Context, namespace: &str, name: &str
         grace_period_seconds: grace,
         resource_version_precondition: preconditions.resource_version,
     };
-    let pod = context.store.delete_pod(namespace, name, &options)?;
+    let pod = context.store.delete_pod(namespace, name, &options).map_err(|error| match error {
+        ApiError::Conflict { .. } => delete_conflict(context, namespace, name, &options),
+        other => other.into(),
+    })?;
     Ok(json_response(StatusCode::OK, &to_json(&pod)))
 }
 
-/// Read, merge-patch, write with the read resourceVersion as precondition; a conflict
-/// caused by a concurrent write (not by the patch's own preconditions) is retried.
-fn merge_patch_retrying(
+/// A DELETE's precondition that did not hold, in kube-apiserver's words (its registry
+/// checks a DELETE's preconditions itself, and names the kind, `Pod`). The stored pod is
+/// read again for the message only: the store's refusal is what counts.
+fn delete_conflict(context: &Context, namespace: &str, name: &str, options: &DeleteOptions) -> Failure {
+    let stored = context.store.get_pod(namespace, name).ok();
+    let stored_uid = stored.as_ref().and_then(|pod| pod.metadata.uid.clone()).unwrap_or_default();
+    let stored_version = stored.as_ref().and_then(|pod| pod.metadata.resource_version.clone()).unwrap_or_default();
+    let why = match (&options.uid_precondition, &options.resource_version_precondition) {
+        (Some(uid), _) if !uid.is_empty() && *uid != stored_uid => format!(
+            "the UID in the precondition ({}) does not match the UID in record ({stored_uid}). The object might have \
+             been deleted and then recreated",
+            excerpt(uid)
+        ),
+        (_, Some(version)) if !version.is_empty() && *version != stored_version => format!(
+            "the ResourceVersion in the precondition ({}) does not match the ResourceVersion in record \
+             ({stored_version}). The object might have been modified",
+            excerpt(version)
+        ),
+        _ => "the object has been modified; please apply your changes to the latest version and try again".into(),
+    };
+    Failure::conflict_because("Pod", name, &why)
+}
+
+/// A PATCH's body, by its `Content-Type`.
+enum PatchBody {
+    /// `application/merge-patch+json` (RFC 7386).
+    Merge(Value),
+    /// `application/strategic-merge-patch+json`.
+    Strategic(Value),
+    /// `application/json-patch+json` (RFC 6902).
+    Json(Vec<json_patch::PatchOperation>),
+}
+
+impl PatchBody {
+    /// Whether the patch sets the resourceVersion itself: then it is a precondition, and
+    /// a conflict is the patch's own, not retried.
+    fn names_version(&self) -> bool {
+        match self {
+            PatchBody::Merge(patch) | PatchBody::Strategic(patch) => {
+                patch.pointer("/metadata/resourceVersion").is_some()
+            }
+            PatchBody::Json(operations) => {
+                operations.iter().any(|op| matches!(op.path().as_str(), "/metadata" | "/metadata/resourceVersion"))
+            }
+        }
+    }
+
+    /// Applies a merge patch or a JSON patch to `document` (the pod as JSON). A JSON
+    /// patch that cannot be applied (a `test` that fails, a path that is not there) is
+    /// a 422, as kube-apiserver answers it.
+    fn apply(&self, document: &mut Value) -> Result<(), Failure> {
+        match self {
+            PatchBody::Merge(patch) | PatchBody::Strategic(patch) => json_patch::merge(document, patch),
+            PatchBody::Json(operations) => {
+                json_patch::patch(document, operations).map_err(|_| Failure::rejected_patch())?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Read, patch, write with the read resourceVersion as precondition; a conflict caused
+/// by a concurrent write (not by the patch's own resourceVersion) is retried.
+fn patch_retrying(
     context: &Context,
     namespace: &str,
     name: &str,
-    patch: &Value,
+    patch: &PatchBody,
     write: impl Fn(&Context, &Pod, Pod) -> Result<Arc<Pod>, Failure>,
 ) -> Result<Arc<Pod>, Failure> {
-    let explicit_version = patch.pointer("/metadata/resourceVersion").is_some();
+    if let PatchBody::Merge(patch) = patch {
+        patch_uid(patch)?;
+    }
+    let explicit_version = patch.names_version();
     let mut attempt = 0;
     loop {
         attempt += 1;
         let stored = context.store.get_pod(namespace, name)?;
         let mut document = to_json(&stored);
-        // RFC 7386, as `application/merge-patch+json` asks.
-        json_patch::merge(&mut document, patch);
+        patch.apply(&mut document)?;
         let mut patched: Pod = serde_json::from_value(document)
             .map_err(|e| Failure::bad_request(format!("the patched pod is not a valid Pod: {e}")))?;
         // The URL names the pod: a patch cannot move it to another name or namespace.
         check_identity(&patched, namespace, name)?;
         patched.metadata.namespace = Some(namespace.to_owned());
         patched.metadata.name = Some(name.to_owned());
-        if let Some(version) = patch.pointer("/metadata/resourceVersion").and_then(Value::as_str)
+        check_uid_kept(&stored, patched.metadata.uid.as_deref())?;
+        if let Some(version) = patched.metadata.resource_version.as_deref().filter(|v| !v.is_empty())
             && Some(version) != stored.metadata.resource_version.as_deref()
         {
             return Err(ApiError::modified(name).into());
         }
         match write(context, &stored, patched) {
-            Err(failure)
-                if failure.reason == "Conflict"
-                    && !explicit_version
-                    && attempt < PATCH_ATTEMPTS
-                    && uid_holds(patch, &stored) =>
-            {
-                continue;
-            }
+            Err(failure) if failure.reason == "Conflict" && !explicit_version && attempt < PATCH_ATTEMPTS => continue,
             result => return result,
         }
     }
 }
 
-/// Whether a UID the patch names (if any) is the stored pod's: if not, a conflict is the
-/// patch's own and retrying cannot help.
-fn uid_holds(patch: &Value, stored: &Pod) -> bool {
-    patch.pointer("/metadata/uid").and_then(Value::as_str).is_none_or(|uid| Some(uid) == stored.metadata.uid.as_deref())
-}
-
-/// A strategic merge patch names a resourceVersion to apply only to that version.
-fn check_patch_resource_version(context: &Context, namespace: &str, name: &str, patch: &Value) -> Result<(), Failure> {
-    if let Some(version) = patch.pointer("/metadata/resourceVersion").and_then(Value::as_str) {
-        let stored = context.store.get_pod(namespace, name)?;
-        if Some(version) != stored.metadata.resource_version.as_deref() {
-            return Err(ApiError::modified(name).into());
-        }
+/// A patch's `metadata.uid` must be the pod's: kube-apiserver refuses another one as a
+/// change of an immutable field (422), and lists the cause twice (its update
+/// validation checks the metadata twice; the message says it once).
+fn check_uid_kept(stored: &Pod, uid: Option<&str>) -> Result<(), Failure> {
+    let Some(uid) = uid.filter(|uid| !uid.is_empty()) else { return Ok(()) };
+    if Some(uid) == stored.metadata.uid.as_deref() {
+        return Ok(());
     }
-    Ok(())
+    let cause = Cause::invalid("metadata.uid", uid, "field is immutable");
+    let mut failure = Failure::invalid(stored.metadata.name.as_deref().unwrap_or_default(), vec![cause.clone()]);
+    failure.causes.push(cause);
+    Err(failure)
 }
 
-/// The patch's `metadata.uid` (a precondition): a string or absent; anything else is a
-/// 400, never ignored (ignoring it would drop the precondition).
+/// The patch's `metadata.uid`: a string or absent; anything else is a 400, never
+/// ignored.
 fn patch_uid(patch: &Value) -> Result<Option<&str>, Failure> {
     match patch.get("metadata") {
         None | Some(Value::Null) => return Ok(None),
@@ -479,21 +568,24 @@ fn drop_directives(value: &mut Value) {
     }
 }
 
-fn patch_body(call: &Call) -> Result<Value, Failure> {
-    let is_patch = matches!(call.content_type.as_str(), MERGE_PATCH | STRATEGIC_MERGE_PATCH);
-    if !is_patch {
-        return Err(Failure::unsupported_media_type(if call.content_type.is_empty() {
-            "(none)"
-        } else {
-            &call.content_type
-        }));
+/// The body of a PATCH by its type; a type this server does not apply (an apply patch,
+/// say) is a 415.
+fn patch_body(call: &Call) -> Result<PatchBody, Failure> {
+    let parse = || {
+        serde_json::from_slice::<Value>(&call.body)
+            .map_err(|e| Failure::bad_request(format!("the patch is not valid JSON: {e}")))
+    };
+    let object = |patch: Value| {
+        if patch.is_object() { Ok(patch) } else { Err(Failure::bad_request("the patch must be a JSON object")) }
+    };
+    match call.content_type.as_str() {
+        MERGE_PATCH => Ok(PatchBody::Merge(object(parse()?)?)),
+        STRATEGIC_MERGE_PATCH => Ok(PatchBody::Strategic(object(parse()?)?)),
+        JSON_PATCH => serde_json::from_value(parse()?)
+            .map(PatchBody::Json)
+            .map_err(|e| Failure::bad_request(format!("the JSON patch is not a list of operations: {e}"))),
+        _ => Err(Failure::unsupported_patch_type()),
     }
-    let patch: Value = serde_json::from_slice(&call.body)
-        .map_err(|e| Failure::bad_request(format!("the patch is not valid JSON: {e}")))?;
-    if !patch.is_object() {
-        return Err(Failure::bad_request("the patch must be a JSON object"));
-    }
-    Ok(patch)
 }
 
 fn pod_body(call: &Call) -> Result<Pod, Failure> {
@@ -505,10 +597,8 @@ fn pod_body(call: &Call) -> Result<Pod, Failure> {
 }
 
 fn check_namespace(pod: &Pod, namespace: &str) -> Result<(), Failure> {
-    check_given(pod.metadata.namespace.as_deref(), namespace, |given, namespace| {
-        format!(
-            "the namespace of the provided object does not match the namespace sent on the request ({given} != {namespace})"
-        )
+    check_given(pod.metadata.namespace.as_deref(), namespace, |_, _| {
+        "the namespace of the provided object does not match the namespace sent on the request".to_owned()
     })
 }
 
@@ -536,6 +626,11 @@ pub(crate) fn table_request(call: &Call) -> Result<Option<IncludeObject>, Failur
         return Ok(None);
     }
     IncludeObject::parse(call.param("includeObject")).map(Some).map_err(|error| Failure::bad_request(error.to_string()))
+}
+
+/// A pod's resourceVersion as a number.
+pub(crate) fn version_of(pod: &Pod) -> Option<u64> {
+    pod.metadata.resource_version.as_deref().and_then(|version| version.parse().ok())
 }
 
 fn to_json(pod: &Pod) -> Value {

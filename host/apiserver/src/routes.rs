@@ -404,19 +404,22 @@ fn route(path: &str, call: &Call, context: &Context) -> Result<Response<Body>, F
             Method::POST => pods::create(call, context, namespace),
             _ => Err(Failure::method_not_allowed(&call.method)),
         },
+        // A failure about the pod names it (`details.name`), as kube-apiserver's do.
         ["api", "v1", "namespaces", namespace, "pods", name] => match call.method {
             Method::GET => pods::get(call, context, namespace, name),
             Method::PUT => pods::replace(call, context, namespace, name),
             Method::PATCH => pods::patch(call, context, namespace, name),
             Method::DELETE => pods::delete(call, context, namespace, name),
             _ => Err(Failure::method_not_allowed(&call.method)),
-        },
+        }
+        .map_err(|failure| failure.about(name)),
         ["api", "v1", "namespaces", namespace, "pods", name, "status"] => match call.method {
             Method::GET => pods::get(call, context, namespace, name),
             Method::PUT => pods::replace_status(call, context, namespace, name),
             Method::PATCH => pods::patch_status(call, context, namespace, name),
             _ => Err(Failure::method_not_allowed(&call.method)),
-        },
+        }
+        .map_err(|failure| failure.about(name)),
         _ => Err(Failure::no_such_path()),
     }
 }

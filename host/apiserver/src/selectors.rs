@@ -91,6 +91,11 @@ impl Selector {
         Ok(Self { fields, labels })
     }
 
+    /// Whether it selects everything (no requirement).
+    pub fn is_empty(&self) -> bool {
+        self.fields.is_empty() && self.labels.is_empty()
+    }
+
     /// Whether `pod` is selected.
     pub fn matches(&self, pod: &Pod) -> bool {
         self.fields

@@ -34,6 +34,20 @@ impl Cause {
     pub fn required(field: &str) -> Self {
         Self { reason: "FieldValueRequired", field: field.to_owned(), message: "Required value".into() }
     }
+
+    /// `field: Required value: detail`.
+    pub fn required_because(field: &str, detail: &str) -> Self {
+        Self { reason: "FieldValueRequired", field: field.to_owned(), message: format!("Required value: {detail}") }
+    }
+
+    /// `field: Too long: may not be more than LIMIT bytes`.
+    pub fn too_long(field: &str, limit: usize) -> Self {
+        Self {
+            reason: "FieldValueTooLong",
+            field: field.to_owned(),
+            message: format!("Too long: may not be more than {limit} bytes"),
+        }
+    }
 }
 
 /// A failed request, as the HTTP status code and the `Status` body to answer with.
@@ -45,14 +59,19 @@ pub(crate) struct Failure {
     pub reason: &'static str,
     /// The human-readable message.
     pub message: String,
-    /// The pod the failure is about, for `details.name`.
-    pub name: Option<String>,
+    /// The pod the failure is about, for `details.name` (boxed: a `Failure` is the
+    /// error of every handler, kept small).
+    pub name: Option<Box<str>>,
     /// Field-level causes (`details.causes`), for 422 Invalid.
     pub causes: Vec<Cause>,
     /// `details.retryAfterSeconds` and the `Retry-After` header (429).
     pub retry_after_seconds: Option<u16>,
-    /// The resource the failure is about, for `details.kind` (`pods` unless said).
-    pub resource: &'static str,
+    /// `metadata.continue` (a 410 for an expired continue token).
+    pub continue_token: Option<Box<str>>,
+    /// `details.kind`: the resource (`pods`) a failure about an object names, or the kind
+    /// (`Pod`) of an invalid one; none for a failure of the request itself (a 400, 405,
+    /// 413, 415), whose `Status` kube-apiserver gives no details.
+    pub kind: Option<&'static str>,
 }
 
 impl Failure {
@@ -64,8 +83,18 @@ impl Failure {
             name: None,
             causes: Vec::new(),
             retry_after_seconds: None,
-            resource: "pods",
+            continue_token: None,
+            kind: None,
         }
+    }
+
+    /// Names the object a failure about one is about when it did not say (a conflict
+    /// from the store knows no name): `details.name`, as kube-apiserver gives it.
+    pub fn about(mut self, name: &str) -> Self {
+        if self.name.is_none() && self.kind.is_some() {
+            self.name = Some(excerpt(name).into());
+        }
+        self
     }
 
     /// 400: the request cannot be understood (unparsable body, bad selector, ...).
@@ -78,22 +107,26 @@ impl Failure {
         Self::new(404, "NotFound", "the server could not find the requested resource")
     }
 
-    /// 405: the path exists but not with this method.
-    pub fn method_not_allowed(method: &http::Method) -> Self {
-        Self::new(
-            405,
-            "MethodNotAllowed",
-            format!("the server does not allow this method on the requested resource ({method})"),
-        )
+    /// 405: the path exists but not with this method (kube-apiserver's words; the
+    /// method is left out as it leaves it out).
+    pub fn method_not_allowed(_method: &http::Method) -> Self {
+        Self::new(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
     }
 
-    /// 415: a PATCH of a kind this server does not apply.
-    pub fn unsupported_media_type(content_type: &str) -> Self {
+    /// 415: a body (POST, PUT) of a media type this server does not read, in
+    /// kube-apiserver's words.
+    pub fn unsupported_media_type(_content_type: &str) -> Self {
         Self::new(
             415,
             "UnsupportedMediaType",
-            format!("the body of the request was in an unknown format: {}", excerpt(content_type)),
+            "the body of the request was in an unknown format - accepted media types include: application/json, \
+             application/yaml, application/vnd.kubernetes.protobuf",
         )
+    }
+
+    /// 415: a PATCH of a type this server does not apply (kube-apiserver's words for it).
+    pub fn unsupported_patch_type() -> Self {
+        Self::new(415, "UnsupportedMediaType", "415: Unsupported Media Type")
     }
 
     /// 410: a watch asked to resume from a resourceVersion whose events are gone; the
@@ -103,14 +136,21 @@ impl Failure {
     }
 
     /// 410 for a list continued from a snapshot the server no longer keeps (kube-apiserver's
-    /// words for a token older than etcd's compaction): the client lists again.
-    pub fn continue_expired() -> Self {
-        Self::new(
+    /// words for a token older than etcd's compaction). As kube-apiserver, it gives in
+    /// `metadata.continue` a token (`inconsistent`) that goes on from the same key in the
+    /// list as it is now: the client lists again, or takes the rest inconsistently.
+    pub fn continue_expired(inconsistent: String) -> Self {
+        let mut failure = Self::new(
             410,
             "Expired",
             "The provided continue parameter is too old to display a consistent list result. You can start a new \
-             list without the continue parameter.",
-        )
+             list without the continue parameter, or use the continue token in this response to retrieve the \
+             remainder of the results. Continuing with the provided token results in an inconsistent list - objects \
+             that were created, modified, or deleted between the time the first chunk was returned and now may show \
+             up in the list.",
+        );
+        failure.continue_token = Some(inconsistent.into_boxed_str());
+        failure
     }
 
     /// 410 for a watcher cut off because it fell behind: it must list again.
@@ -130,28 +170,36 @@ impl Failure {
             "RequestEntityTooLarge",
             format!("Request entity too large: pods \"{name}\" would be {size} bytes, over the limit of {limit}"),
         );
-        failure.name = Some(name.to_owned());
+        failure.name = Some(name.into());
+        failure.kind = Some("pods");
         failure
     }
 
     /// 404 for an object of `resource` (a plural: `nodes`) that does not exist.
     pub fn not_found(resource: &'static str, name: &str) -> Self {
-        Self::about(404, "NotFound", format!("{resource} \"{}\" not found", excerpt(name)), resource, name)
+        Self::about_object(404, "NotFound", format!("{resource} \"{}\" not found", excerpt(name)), resource, name)
     }
 
     /// 409 `AlreadyExists`: a create of a name taken.
     pub fn already_exists(resource: &'static str, name: &str) -> Self {
         let message = format!("{resource} \"{}\" already exists", excerpt(name));
-        Self::about(409, "AlreadyExists", message, resource, name)
+        Self::about_object(409, "AlreadyExists", message, resource, name)
     }
 
     /// 409 `Conflict`: a resourceVersion or UID precondition that does not hold.
     pub fn conflict(resource: &'static str, name: &str) -> Self {
-        let message = format!(
-            "Operation cannot be fulfilled on {resource} \"{}\": the object has been modified; please apply your changes to the latest version and try again",
-            excerpt(name)
-        );
-        Self::about(409, "Conflict", message, resource, name)
+        Self::conflict_because(
+            resource,
+            name,
+            "the object has been modified; please apply your changes to the latest version and try again",
+        )
+    }
+
+    /// 409 `Conflict` about `kind` (`pods`; `Pod` for a DELETE's preconditions, as
+    /// kube-apiserver names it there), saying why.
+    pub fn conflict_because(kind: &'static str, name: &str, why: &str) -> Self {
+        let message = format!("Operation cannot be fulfilled on {kind} \"{}\": {why}", excerpt(name));
+        Self::about_object(409, "Conflict", message, kind, name)
     }
 
     /// 403 `Forbidden` past the server's object cap, worded as a ResourceQuota refusal.
@@ -161,14 +209,14 @@ impl Failure {
             "Forbidden",
             format!("{resource} is forbidden: exceeded quota: the server holds at most {limit} objects"),
         );
-        failure.resource = resource;
+        failure.kind = Some(resource);
         failure
     }
 
-    fn about(code: u16, reason: &'static str, message: String, resource: &'static str, name: &str) -> Self {
+    fn about_object(code: u16, reason: &'static str, message: String, resource: &'static str, name: &str) -> Self {
         let mut failure = Self::new(code, reason, message);
-        failure.resource = resource;
-        failure.name = Some(excerpt(name));
+        failure.kind = Some(resource);
+        failure.name = Some(excerpt(name).into());
         failure
     }
 
@@ -191,16 +239,25 @@ impl Failure {
     }
 
     /// [`Failure::invalid`] for an object of another kind (`Node "x" is invalid: ...`).
-    pub fn invalid_kind(kind: &str, name: &str, causes: Vec<Cause>) -> Self {
+    pub fn invalid_kind(kind: &'static str, name: &str, causes: Vec<Cause>) -> Self {
         let listed: Vec<String> = causes.iter().map(|cause| format!("{}: {}", cause.field, cause.message)).collect();
         let listed = match listed.as_slice() {
             [one] => one.clone(),
             many => format!("[{}]", many.join(", ")),
         };
         let mut failure = Self::new(422, "Invalid", format!("{kind} \"{}\" is invalid: {listed}", excerpt(name)));
-        failure.name = Some(excerpt(name));
+        // kube-apiserver names the kind here (`Pod`), not the resource, and no name
+        // when the object has none.
+        failure.name = (!name.is_empty()).then(|| excerpt(name).into());
+        failure.kind = Some(kind);
         failure.causes = causes;
         failure
+    }
+
+    /// 422 `Invalid` without causes: a JSON patch whose `test` operation failed, in
+    /// kube-apiserver's words.
+    pub fn rejected_patch() -> Self {
+        Self::new(422, "Invalid", "the server rejected our request due to an error in our request")
     }
 
     /// The `Status` object.
@@ -215,17 +272,18 @@ impl Failure {
                 })
                 .collect()
         });
+        let details = StatusDetails {
+            kind: self.kind.map(str::to_owned),
+            name: self.name.as_deref().map(str::to_owned),
+            causes,
+            retry_after_seconds: self.retry_after_seconds.map(i32::from),
+            ..StatusDetails::default()
+        };
         Status {
             code: Some(i32::from(self.code)),
-            details: Some(StatusDetails {
-                kind: Some(self.resource.into()),
-                name: self.name.clone(),
-                causes,
-                retry_after_seconds: self.retry_after_seconds.map(i32::from),
-                ..StatusDetails::default()
-            }),
+            details: (details != StatusDetails::default()).then_some(details),
             message: Some(self.message.clone()),
-            metadata: ListMeta::default(),
+            metadata: ListMeta { continue_: self.continue_token.as_deref().map(str::to_owned), ..ListMeta::default() },
             reason: Some(self.reason.to_owned()),
             status: Some("Failure".into()),
         }
@@ -238,8 +296,13 @@ impl From<ApiError> for Failure {
             ApiError::NotFound { name, .. } | ApiError::AlreadyExists { name, .. } => Some(name.clone()),
             _ => None,
         };
+        // About a pod (the name of a conflict is added by the handler, which knows it).
+        let kind =
+            matches!(error, ApiError::NotFound { .. } | ApiError::AlreadyExists { .. } | ApiError::Conflict { .. })
+                .then_some("pods");
         let mut failure = Self::new(error.code(), error.reason(), error.to_string());
-        failure.name = name;
+        failure.name = name.map(String::into_boxed_str);
+        failure.kind = kind;
         failure
     }
 }

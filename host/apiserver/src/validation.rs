@@ -70,7 +70,7 @@ fn is_label(text: &str) -> bool {
 pub(crate) fn metadata_causes(metadata: &ObjectMeta) -> Vec<Cause> {
     let mut causes = Vec::new();
     match metadata.name.as_deref() {
-        None | Some("") => causes.push(Cause::required("metadata.name")),
+        None | Some("") => causes.push(Cause::required_because("metadata.name", "name or generateName is required")),
         Some(name) => {
             causes.extend(subdomain_problems(name).iter().map(|p| Cause::invalid("metadata.name", name, p)));
         }
@@ -84,9 +84,78 @@ pub(crate) fn metadata_causes(metadata: &ObjectMeta) -> Vec<Cause> {
     causes
 }
 
-/// A new pod (POST) as kube-apiserver validates its metadata.
+const LABEL_VALUE_MESSAGE: &str = "a valid label must be an empty string or consist of alphanumeric characters, \
+     '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or \
+     '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
+const NAME_PART_MESSAGE: &str = "name part must consist of alphanumeric characters, '-', '_' or '.', and must \
+     start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for \
+     validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
+
+/// `([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]`, at most 63 bytes: a label value (when
+/// not empty) and a label key's name part.
+fn label_word_problems(word: &str) -> Vec<String> {
+    let mut problems = Vec::new();
+    if word.len() > LABEL_MAX {
+        problems.push(format!("must be no more than {LABEL_MAX} bytes"));
+    }
+    let bytes = word.as_bytes();
+    let inner = |b: &u8| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.');
+    let valid = match (bytes.first(), bytes.last()) {
+        (Some(first), Some(last)) => {
+            first.is_ascii_alphanumeric() && last.is_ascii_alphanumeric() && bytes.iter().all(inner)
+        }
+        _ => false,
+    };
+    if !valid {
+        problems.push(String::new());
+    }
+    problems
+}
+
+/// The labels' keys (qualified names: an optional DNS-1123 prefix and `/`) and values,
+/// as kube-apiserver's `ValidateLabels` words what is wrong with them.
+fn label_causes(metadata: &ObjectMeta) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    for (key, value) in metadata.labels.iter().flatten() {
+        let (prefix, name) = key.rsplit_once('/').map_or((None, key.as_str()), |(prefix, name)| (Some(prefix), name));
+        if let Some(prefix) = prefix {
+            causes.extend(
+                subdomain_problems(prefix)
+                    .iter()
+                    .map(|p| Cause::invalid("metadata.labels", key, &format!("prefix part {p}"))),
+            );
+        }
+        causes.extend(
+            label_word_problems(name)
+                .into_iter()
+                .map(|p| Cause::invalid("metadata.labels", key, if p.is_empty() { NAME_PART_MESSAGE } else { &p })),
+        );
+        if !value.is_empty() {
+            causes.extend(label_word_problems(value).into_iter().map(|p| {
+                Cause::invalid("metadata.labels", value, if p.is_empty() { LABEL_VALUE_MESSAGE } else { &p })
+            }));
+        }
+    }
+    causes
+}
+
+/// Kubernetes' `TotalAnnotationSizeLimitB`: the keys and values of an object's
+/// annotations, together.
+const ANNOTATIONS_MAX: usize = 256 << 10;
+
+/// Annotations over [`ANNOTATIONS_MAX`], as kube-apiserver refuses them.
+fn annotation_causes(metadata: &ObjectMeta) -> Vec<Cause> {
+    let size: usize = metadata.annotations.iter().flatten().map(|(key, value)| key.len() + value.len()).sum();
+    if size > ANNOTATIONS_MAX { vec![Cause::too_long("metadata.annotations", ANNOTATIONS_MAX)] } else { Vec::new() }
+}
+
+/// A new pod (POST) as kube-apiserver validates its metadata: name, namespace, labels,
+/// the annotations' size (not its spec: see docs/agent-and-deploy.md, "The embedded
+/// server beside kube-apiserver").
 pub(crate) fn check_new(pod: &Pod) -> Result<(), Failure> {
-    let causes = metadata_causes(&pod.metadata);
+    let mut causes = metadata_causes(&pod.metadata);
+    causes.extend(label_causes(&pod.metadata));
+    causes.extend(annotation_causes(&pod.metadata));
     if causes.is_empty() { Ok(()) } else { Err(Failure::invalid(pod.metadata.name.as_deref().unwrap_or(""), causes)) }
 }
 
@@ -95,7 +164,8 @@ pub(crate) fn check_new(pod: &Pod) -> Result<(), Failure> {
 /// allows only a few spec fields to change; binding is a one-way step).
 pub(crate) fn check_update(stored: &Pod, updated: &Pod) -> Result<(), Failure> {
     let name = stored.metadata.name.as_deref().unwrap_or_default();
-    let mut causes = Vec::new();
+    let mut causes = label_causes(&updated.metadata);
+    causes.extend(annotation_causes(&updated.metadata));
     let stored_node = node_name(stored.spec.as_ref());
     match &updated.spec {
         None if stored.spec.is_some() => causes.push(Cause::required("spec")),
@@ -184,6 +254,26 @@ mod tests {
             assert!(!label_problems(bad).is_empty(), "{bad}");
         }
         assert_eq!(subdomain_problems(&"a".repeat(300)), ["must be no more than 253 characters"]);
+    }
+
+    #[test]
+    fn labels_and_annotations_are_checked_as_kube_apiserver_checks_them() {
+        let metadata = |labels: &[(&str, &str)], annotation: usize| ObjectMeta {
+            labels: Some(labels.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()),
+            annotations: Some([("a".to_owned(), "x".repeat(annotation))].into()),
+            ..ObjectMeta::default()
+        };
+        let good = metadata(&[("app", "web"), ("example.com/tier", ""), ("a_b.c", "X-1")], ANNOTATIONS_MAX - 1);
+        assert_eq!(label_causes(&good), []);
+        assert_eq!(annotation_causes(&good), []);
+        let long = "v".repeat(64);
+        let causes = label_causes(&metadata(&[("app", &long)], 0));
+        assert_eq!(causes, [Cause::invalid("metadata.labels", &long, "must be no more than 63 bytes")]);
+        for (key, value) in [("a b", "x"), ("-a", "x"), ("Bad_/x", "x"), ("app", "a b"), ("app", "-x")] {
+            assert_eq!(label_causes(&metadata(&[(key, value)], 0)).len(), 1, "{key:?}: {value:?}");
+        }
+        let too_many = annotation_causes(&metadata(&[], ANNOTATIONS_MAX));
+        assert_eq!(too_many, [Cause::too_long("metadata.annotations", ANNOTATIONS_MAX)]);
     }
 
     #[test]

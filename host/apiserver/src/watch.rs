@@ -209,6 +209,26 @@ pub(crate) struct WatchFormat {
     pub timeout: Option<Duration>,
     /// Send a BOOKMARK marking the end of the initial events (`sendInitialEvents=true`).
     pub initial_events_bookmark: bool,
+    /// Send BOOKMARKs (`allowWatchBookmarks=true`) as kube-apiserver's watch cache
+    /// does: only to a watch with a timeout, every [`BOOKMARK_EVERY`] and once
+    /// [`BOOKMARK_BEFORE_TIMEOUT`] before it ends, so that the client resumes from there
+    /// instead of from its last event.
+    pub bookmarks: bool,
+}
+
+/// How often a watch with bookmarks gets one (kube-apiserver's `bookmarkFrequency`).
+const BOOKMARK_EVERY: Duration = Duration::from_secs(60);
+/// How long before its timeout a watch with bookmarks gets its last one.
+const BOOKMARK_BEFORE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// When a watch ending at `deadline` gets its next bookmark after `now`, as
+/// kube-apiserver's `nextBookmarkTime` says: the sooner of a period from now and a
+/// little before the end, if that is not already past.
+fn next_bookmark(now: tokio::time::Instant, deadline: tokio::time::Instant) -> Option<tokio::time::Instant> {
+    let periodic = now.checked_add(BOOKMARK_EVERY)?;
+    let before_end = deadline.checked_sub(BOOKMARK_BEFORE_TIMEOUT)?;
+    let at = periodic.min(before_end);
+    (at > now).then_some(at)
 }
 
 impl WatchFormat {
@@ -232,7 +252,10 @@ impl WatchFormat {
 
     fn line(&self, kind: &str, pod: &Pod) -> Bytes {
         match self.table {
-            Some(include) => event_line(kind, &table::table([pod], None, include, jiff::Timestamp::now())),
+            Some(include) => {
+                let version = crate::pods::version_of(pod);
+                event_line(kind, &table::table([pod], version, include, jiff::Timestamp::now()))
+            }
             None => event_line(kind, pod),
         }
     }
@@ -272,7 +295,7 @@ pub(crate) async fn stream(
         }
     };
     let ended = tokio::select! {
-        ended = events(subscription, &format, &out, patience) => ended,
+        ended = events(subscription, &format, &out, patience, deadline.filter(|_| format.bookmarks)) => ended,
         () = sleep => Ok(()),
         () = stopped(&mut stopping) => Ok(()),
         () = out.closed() => Ok(()),
@@ -286,12 +309,14 @@ pub(crate) async fn stream(
     ended
 }
 
-/// The events of one watch, sent as the client takes them; returns how it ended.
+/// The events of one watch, sent as the client takes them, with bookmarks before
+/// `bookmark_deadline` when there is one; returns how it ended.
 async fn events(
     subscription: Subscription,
     format: &WatchFormat,
     out: &StreamSender,
     patience: Duration,
+    bookmark_deadline: Option<tokio::time::Instant>,
 ) -> Result<(), SendFailed> {
     let Subscription { initial, replay, covered, mut receiver, lagged } = subscription;
     // One event at a time: encoded only when there is room for it.
@@ -316,8 +341,30 @@ async fn events(
         };
         out.send(event_line("BOOKMARK", &bookmark), patience).await?;
     }
+    // The resourceVersion this watch is up to: every change it heard of, sent or not.
+    let mut latest = covered;
+    let mut bookmark_at = bookmark_deadline.and_then(|deadline| next_bookmark(tokio::time::Instant::now(), deadline));
     loop {
-        let Some(change) = receiver.recv().await else {
+        let bookmark_due = async {
+            match bookmark_at {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
+            }
+        };
+        let received = tokio::select! {
+            received = receiver.recv() => received,
+            () = bookmark_due => {
+                let bookmark = Pod {
+                    metadata: ObjectMeta { resource_version: Some(latest.to_string()), ..ObjectMeta::default() },
+                    ..Pod::default()
+                };
+                out.send(event_line("BOOKMARK", &bookmark), patience).await?;
+                let now = tokio::time::Instant::now();
+                bookmark_at = bookmark_deadline.and_then(|deadline| next_bookmark(now, deadline));
+                continue;
+            }
+        };
+        let Some(change) = received else {
             if lagged.load(Ordering::SeqCst) {
                 let status = Failure::fell_behind().to_status();
                 out.send(event_line("ERROR", &status), patience).await?;
@@ -327,6 +374,7 @@ async fn events(
         if change.resource_version <= covered {
             continue;
         }
+        latest = latest.max(change.resource_version);
         if let Some(line) = format.event_of(&change) {
             out.send(line, patience).await?;
         }
@@ -363,6 +411,16 @@ mod tests {
     }
 
     #[test]
+    fn bookmarks_come_every_minute_and_once_shortly_before_the_timeout() {
+        let now = tokio::time::Instant::now();
+        let after = |seconds| now + Duration::from_secs(seconds);
+        assert_eq!(next_bookmark(now, after(3)), Some(after(1)), "2 s before the end");
+        assert_eq!(next_bookmark(now, after(600)), Some(after(60)), "a minute first");
+        assert_eq!(next_bookmark(now, after(2)), None, "too late for one");
+        assert_eq!(next_bookmark(after(1), after(3)), None, "the last one was sent");
+    }
+
+    #[test]
     fn a_watcher_that_falls_behind_is_cut_off_without_blocking_writers() {
         let store = MemoryApiServer::new();
         let hub = WatchHub::attach(&store, 100, 2);
@@ -388,6 +446,7 @@ mod tests {
             table: None,
             timeout: Some(Duration::from_secs(u64::MAX)),
             initial_events_bookmark: false,
+            bookmarks: false,
         };
         let (out, response) = crate::response::streaming_response(1024);
         let (_stop, stopping) = tokio::sync::watch::channel(false);

@@ -103,8 +103,12 @@ impl MemoryApiServer {
     /// set and a [`PodEvent::Modified`] is sent; the object stays until a DELETE with
     /// grace 0. A later DELETE with a shorter grace period brings the timestamp forward;
     /// one with a longer or equal period changes nothing. An unbound or finished pod, or
-    /// grace 0, is removed at once ([`PodEvent::Deleted`]). Preconditions are checked
-    /// either way.
+    /// grace 0, is removed at once: as kube-apiserver does, it is first marked
+    /// (`deletionTimestamp` now, or brought forward, and `deletionGracePeriodSeconds` 0;
+    /// a [`PodEvent::Modified`]) and then removed ([`PodEvent::Deleted`] of the marked
+    /// pod), so a watcher sees both. Marking a pod the first time adds one to its
+    /// `metadata.generation` (when it has one), as kube-apiserver does. Preconditions are
+    /// checked either way.
     pub fn with_graceful_deletion() -> Self {
         Self { graceful_deletion: true, ..Self::default() }
     }
@@ -225,30 +229,32 @@ impl MemoryApiServer {
     }
 
     /// [`ApiServer::update_pod_status`] that first asks `check` (the stored pod, the new
-    /// status) under the store's lock; see [`MemoryApiServer::update_pod_checked`].
+    /// status, which it may adjust) under the store's lock; see
+    /// [`MemoryApiServer::update_pod_checked`].
     pub fn update_pod_status_checked<E: From<ApiError>>(
         &self,
         update: StatusUpdate,
-        check: impl FnOnce(&Pod, &PodStatus) -> Result<(), E>,
+        check: impl FnOnce(&Pod, &mut PodStatus) -> Result<(), E>,
     ) -> Result<Arc<Pod>, E> {
-        let StatusUpdate { namespace, name, uid_precondition, resource_version_precondition, status } = update;
+        let StatusUpdate { namespace, name, uid_precondition, resource_version_precondition, mut status } = update;
         let key = (namespace, name);
         self.write_if(|store| {
             let Store { pods, resource_version } = store;
             let stored = pods.get_mut(&key).ok_or_else(|| not_found(&key.0, &key.1))?;
             check_uid(stored, &key.1, uid_precondition.as_deref())?;
             check_resource_version(stored, &key.1, resource_version_precondition.as_deref())?;
-            check(stored, &status)?;
+            check(stored, &mut status)?;
             Ok(self.write_status(stored, resource_version, status))
         })
     }
 
     /// [`ApiServer::patch_pod_status`] that first asks `check` (the stored pod, the
-    /// patched status) under the store's lock; see [`MemoryApiServer::update_pod_checked`].
+    /// patched status, which it may adjust) under the store's lock; see
+    /// [`MemoryApiServer::update_pod_checked`].
     pub fn patch_pod_status_checked<E: From<ApiError>>(
         &self,
         patch: StatusPatch,
-        check: impl FnOnce(&Pod, &PodStatus) -> Result<(), E>,
+        check: impl FnOnce(&Pod, &mut PodStatus) -> Result<(), E>,
     ) -> Result<Arc<Pod>, E> {
         let StatusPatch { namespace, name, uid_precondition, patch } = patch;
         let key = (namespace, name);
@@ -258,9 +264,9 @@ impl MemoryApiServer {
             check_uid(stored, &key.1, uid_precondition.as_deref())?;
             // The kubelet's patch carries the UID inside too: Kubernetes checks it.
             check_uid(stored, &key.1, patch.pointer("/metadata/uid").and_then(serde_json::Value::as_str))?;
-            let status = podstatus_core::apply_status_patch(stored.status.as_ref(), &patch)
+            let mut status = podstatus_core::apply_status_patch(stored.status.as_ref(), &patch)
                 .map_err(|e| invalid(&key.1, &e.to_string()))?;
-            check(stored, &status)?;
+            check(stored, &mut status)?;
             Ok(self.write_status(stored, resource_version, status))
         })
     }
@@ -310,14 +316,23 @@ impl MemoryApiServer {
         &self,
         change: impl FnOnce(&mut Store) -> Result<(T, Option<PodEvent>), E>,
     ) -> Result<T, E> {
+        self.write_all(|store| change(store).map(|(value, event)| (value, event.into_iter().collect())))
+    }
+
+    /// Like [`MemoryApiServer::write`], for a change that is several writes at once
+    /// (a mark, then a removal): the listeners hear of each, in order.
+    fn write_all<T, E: From<ApiError>>(
+        &self,
+        change: impl FnOnce(&mut Store) -> Result<(T, Vec<PodEvent>), E>,
+    ) -> Result<T, E> {
         let listeners = lock(&self.listeners);
-        let (value, event) = {
+        let (value, events) = {
             let mut store = lock(&self.store);
             change(&mut store)?
         };
-        if let Some(event) = event {
+        for event in &events {
             for listener in listeners.iter() {
-                listener(&event);
+                listener(event);
             }
         }
         Ok(value)
@@ -338,39 +353,46 @@ impl ApiServer for MemoryApiServer {
     }
 
     fn delete_pod(&self, namespace: &str, name: &str, options: &DeleteOptions) -> Result<Arc<Pod>> {
-        self.write_if(|store| {
+        self.write_all(|store| {
             let stored = store.get(namespace, name)?;
             check_uid(stored, name, options.uid_precondition.as_deref())?;
             check_resource_version(stored, name, options.resource_version_precondition.as_deref())?;
             let key = (namespace.to_owned(), name.to_owned());
+            let mut events = Vec::new();
             if self.graceful_deletion {
-                match graceful_mark(stored, options.grace_period_seconds, jiff::Timestamp::now()) {
-                    GracefulStep::Remove => {}
-                    GracefulStep::Unchanged => return Ok((Arc::clone(stored), None)),
-                    GracefulStep::Mark { at, grace } => {
-                        let mut pod = Pod::clone(stored);
-                        pod.metadata.deletion_timestamp = Some(Time(at));
-                        pod.metadata.deletion_grace_period_seconds = Some(grace);
-                        let pod = store.stamp(pod);
-                        store.pods.insert(key, Arc::clone(&pod));
-                        return Ok((Arc::clone(&pod), Some(PodEvent::Modified(pod))));
-                    }
+                let (at, grace) = match graceful_mark(stored, options.grace_period_seconds, jiff::Timestamp::now()) {
+                    GracefulStep::Unchanged => return Ok((Arc::clone(stored), Vec::new())),
+                    GracefulStep::Mark { at, grace } => (at, grace),
+                    GracefulStep::Remove { at } => (at, 0),
+                };
+                let mut pod = Pod::clone(stored);
+                mark_for_deletion(&mut pod, at, grace);
+                let pod = store.stamp(pod);
+                store.pods.insert(key.clone(), Arc::clone(&pod));
+                if grace > 0 {
+                    return Ok((Arc::clone(&pod), vec![PodEvent::Modified(pod)]));
                 }
+                events.push(PodEvent::Modified(pod));
             }
             let Some(pod) = store.pods.remove(&key) else {
                 return Err(not_found(namespace, name));
             };
             // The last state is stamped; it is copied only if someone still holds it.
             let pod = store.stamp(Arc::unwrap_or_clone(pod));
-            Ok((Arc::clone(&pod), Some(PodEvent::Deleted(pod))))
+            events.push(PodEvent::Deleted(Arc::clone(&pod)));
+            Ok((pod, events))
         })
     }
 }
 
 /// What a graceful DELETE does to a stored pod.
 enum GracefulStep {
-    /// Remove it now.
-    Remove,
+    /// Remove it now, once marked with this deletion timestamp and grace 0.
+    Remove {
+        /// The `deletionTimestamp` of the last mark: now, or the current one brought
+        /// forward by its whole grace period.
+        at: jiff::Timestamp,
+    },
     /// It is already terminating with a period no longer than asked: nothing to write.
     Unchanged,
     /// Keep it, marked with this deletion timestamp and grace period.
@@ -391,13 +413,21 @@ fn graceful_mark(stored: &Pod, requested: Option<i64>, now: jiff::Timestamp) -> 
     let phase = stored.status.as_ref().and_then(|status| status.phase.as_deref());
     let finished = matches!(phase, Some("Succeeded" | "Failed"));
     let grace = requested.or_else(|| spec.and_then(|spec| spec.termination_grace_period_seconds)).unwrap_or(30);
-    if !bound || finished || grace <= 0 {
-        return GracefulStep::Remove;
-    }
     let metadata = &stored.metadata;
     let deadline = |from: jiff::Timestamp, seconds: i64| {
         from.checked_add(jiff::SignedDuration::from_secs(seconds)).unwrap_or(jiff::Timestamp::MAX)
     };
+    if !bound || finished || grace <= 0 {
+        // kube-apiserver's grace 0: the deadline is now, or the current one brought
+        // forward by its whole period (never later than now).
+        let at = match (&metadata.deletion_timestamp, metadata.deletion_grace_period_seconds) {
+            (Some(at), Some(current)) => {
+                at.0.checked_sub(jiff::SignedDuration::from_secs(current.max(0))).ok().map_or(now, |at| at.min(now))
+            }
+            _ => now,
+        };
+        return GracefulStep::Remove { at };
+    }
     let deletion_timestamp = match (&metadata.deletion_timestamp, metadata.deletion_grace_period_seconds) {
         (None, _) => deadline(now, grace),
         (Some(_), Some(current)) if grace >= current => return GracefulStep::Unchanged,
@@ -412,6 +442,18 @@ fn graceful_mark(stored: &Pod, requested: Option<i64>, now: jiff::Timestamp) -> 
         }
     };
     GracefulStep::Mark { at: deletion_timestamp, grace }
+}
+
+/// Marks `pod` for deletion at `at` with `grace` seconds; the first mark adds one to its
+/// generation (when it has one), as kube-apiserver's `BeforeDelete` does.
+fn mark_for_deletion(pod: &mut Pod, at: jiff::Timestamp, grace: i64) {
+    let metadata = &mut pod.metadata;
+    if metadata.deletion_timestamp.is_none() {
+        metadata.generation =
+            metadata.generation.map(|generation| if generation > 0 { generation + 1 } else { generation });
+    }
+    metadata.deletion_timestamp = Some(Time(at));
+    metadata.deletion_grace_period_seconds = Some(grace);
 }
 
 /// Gives the stored pod a new status and resourceVersion, copying at most its metadata
@@ -727,6 +769,7 @@ mod tests {
         let api = MemoryApiServer::with_graceful_deletion();
         let mut bound = pod("ns", "a", "uid-a");
         bound.spec.as_mut().expect("spec").termination_grace_period_seconds = Some(10);
+        bound.metadata.generation = Some(1);
         api.create_pod(bound).expect("create");
         let events = Arc::new(Mutex::new(Vec::new()));
         let log = Arc::clone(&events);
@@ -734,6 +777,7 @@ mod tests {
         let before = jiff::Timestamp::now();
         let marked = api.delete_pod("ns", "a", &DeleteOptions::default()).expect("graceful");
         assert_eq!(marked.metadata.deletion_grace_period_seconds, Some(10), "the pod's own grace period");
+        assert_eq!(marked.metadata.generation, Some(2), "the first mark adds one");
         let at = marked.metadata.deletion_timestamp.as_ref().expect("deletionTimestamp").0;
         assert!(at >= before.checked_add(jiff::SignedDuration::from_secs(10)).expect("time"));
         assert_eq!(rv(&marked), "2");
@@ -744,6 +788,7 @@ mod tests {
             .delete_pod("ns", "a", &DeleteOptions { grace_period_seconds: Some(4), ..Default::default() })
             .expect("shorter");
         assert_eq!(shorter.metadata.deletion_grace_period_seconds, Some(4));
+        assert_eq!(shorter.metadata.generation, Some(2), "a later mark adds nothing");
         assert_eq!(
             shorter.metadata.deletion_timestamp.as_ref().map(|t| t.0),
             at.checked_sub(jiff::SignedDuration::from_secs(6)).ok()
@@ -760,9 +805,17 @@ mod tests {
             grace_period_seconds: Some(0),
             resource_version_precondition: Some("3".into()),
         };
-        api.delete_pod("ns", "a", &now).expect("grace 0 removes");
+        let removed = api.delete_pod("ns", "a", &now).expect("grace 0 removes");
         assert!(api.list_pods().is_empty());
-        assert_eq!(*lock(&events), [false, false, true]);
+        // Marked first (grace 0, the deadline brought forward by the 4 s left), then
+        // removed: watchers hear both, as from kube-apiserver.
+        assert_eq!(removed.metadata.deletion_grace_period_seconds, Some(0));
+        assert_eq!(
+            removed.metadata.deletion_timestamp.as_ref().map(|t| t.0),
+            at.checked_sub(jiff::SignedDuration::from_secs(10)).ok()
+        );
+        assert_eq!(rv(&removed), "5");
+        assert_eq!(*lock(&events), [false, false, false, true]);
         // Unbound and finished pods go at once.
         let mut unbound = pod("ns", "u", "uid-u");
         unbound.spec = None;
