@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use podstatus_upstream::{Program, Release, build_program};
+use podstatus_upstream::{ControlPlaneConfig, Program, Release, build_program};
 
 /// `podstatus kube-apiserver`'s options.
 #[derive(clap::Args, Debug)]
@@ -35,6 +35,12 @@ pub struct KubeApiserverArgs {
     apiserver_args: Vec<String>,
 }
 
+/// `NAME=GROUP,GROUP` (or `NAME`) as a name and its groups.
+fn user_and_groups(user: &str) -> (String, Vec<String>) {
+    let (name, groups) = user.split_once('=').unwrap_or((user, ""));
+    (name.to_owned(), groups.split(',').filter(|g| !g.is_empty()).map(str::to_owned).collect())
+}
+
 fn release(name: &str) -> Result<Release, String> {
     let served: Vec<String> =
         podstatus_upstream::RELEASES.iter().filter(|r| r.control_plane).map(|r| r.minor().to_owned()).collect();
@@ -55,20 +61,16 @@ pub fn run(args: &KubeApiserverArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let config = ControlPlaneConfig {
+        nodes: args.nodes.clone(),
+        users: args.users.iter().map(|user| user_and_groups(user)).collect(),
+        max_requests_inflight: args.max_requests_inflight,
+        apiserver_args: args.apiserver_args.clone(),
+        ..ControlPlaneConfig::new(args.kubernetes, &args.data_dir)
+    };
+    // Run in this process's place: stdin stays the user's, so no --exit-with-stdin.
     let mut command = std::process::Command::new(&program);
-    command.arg("--data-dir").arg(&args.data_dir);
-    for node in &args.nodes {
-        command.args(["--node", node]);
-    }
-    for user in &args.users {
-        command.args(["--user", user]);
-    }
-    if let Some(n) = args.max_requests_inflight {
-        command.args(["--max-requests-inflight", &n.to_string()]);
-    }
-    for arg in &args.apiserver_args {
-        command.args(["--apiserver-arg", arg]);
-    }
+    command.args(config.args(false));
     use std::os::unix::process::CommandExt;
     let error = command.exec();
     eprintln!("podstatus kube-apiserver: running {}: {error}", program.display());

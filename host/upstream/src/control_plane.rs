@@ -57,20 +57,19 @@ impl ControlPlaneConfig {
         }
     }
 
-    /// The program's arguments.
-    fn args(&self) -> Vec<String> {
-        // Its stdin is a pipe we hold: when this process ends, however it ends (a test
-        // binary never drops its statics), the control plane stops with it.
-        let mut args = vec![
-            "--exit-with-stdin".to_string(),
-            "--data-dir".to_string(),
-            self.data_dir.to_string_lossy().into_owned(),
-        ];
+    /// The program's arguments, for a process whose stdin is a pipe of its parent's
+    /// (`--exit-with-stdin`: when the parent ends, however it ends, a test binary never
+    /// dropping its statics among them, the control plane stops with it) or not.
+    pub fn args(&self, exit_with_stdin: bool) -> Vec<String> {
+        let mut args = vec!["--data-dir".to_string(), self.data_dir.to_string_lossy().into_owned()];
+        if exit_with_stdin {
+            args.push("--exit-with-stdin".to_string());
+        }
         for node in &self.nodes {
             args.extend(["--node".to_string(), node.clone()]);
         }
         for (name, groups) in &self.users {
-            let user = if groups.is_empty() { name.clone() } else { format!("{name}:{}", groups.join(",")) };
+            let user = if groups.is_empty() { name.clone() } else { format!("{name}={}", groups.join(",")) };
             args.extend(["--user".to_string(), user]);
         }
         if let Some(n) = self.max_requests_inflight {
@@ -178,30 +177,6 @@ impl ControlPlane {
         self.ready.nodes.get(node).map(PathBuf::as_path)
     }
 
-    /// `user`'s kubeconfig (it must be among the config's users).
-    pub fn user_kubeconfig(&self, user: &str) -> Option<&Path> {
-        self.ready.users.get(user).map(PathBuf::as_path)
-    }
-
-    /// The process's id.
-    pub fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
-    /// The process's memory now and at its peak (VmRSS, VmHWM), in KiB, from /proc.
-    pub fn memory_kib(&self) -> Option<(u64, u64)> {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).ok()?;
-        let field = |name: &str| {
-            status.lines().find_map(|l| l.strip_prefix(name)?.trim().trim_end_matches(" kB").trim().parse().ok())
-        };
-        Some((field("VmRSS:")?, field("VmHWM:")?))
-    }
-
-    /// The log of every run on this data directory.
-    pub fn log_path(&self) -> PathBuf {
-        log_path(&self.config.data_dir)
-    }
-
     /// Stops it as an operator would (SIGTERM: the apiserver drains, etcd closes), killing
     /// it if it has not exited within [`STOP_TIMEOUT`].
     pub fn stop(&mut self) -> Result<ExitStatus, ControlPlaneError> {
@@ -248,7 +223,7 @@ fn spawn(program: &Path, config: &ControlPlaneConfig) -> Result<(Child, Ready), 
     let log = log_path(&config.data_dir);
     let log_file = std::fs::OpenOptions::new().create(true).append(true).open(&log).map_err(io(&log))?;
     let mut child = Command::new(program)
-        .args(config.args())
+        .args(config.args(true))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(log_file)
