@@ -9,7 +9,7 @@ use podstatus_backends::SyncQueue;
 use podstatus_backends::SystemClock;
 use podstatus_runtime::World;
 use podstatus_runtime::bindings::{ManagerError, SyncRequest, UpdateOutcome};
-use podstatus_runtime::{CallError, Plugin};
+use podstatus_runtime::{CallError, Plugin, PluginExt};
 use podstatus_tests::v1_image;
 
 const POD: &str =

@@ -15,7 +15,7 @@ use k8s_openapi::api::core::v1::Pod;
 use podstatus_backends::{ApiServer, MemoryApiServer, Timestamp, VirtualClock};
 use podstatus_plugins::{PODSTATUS_V2, PODSTATUS_V4};
 use podstatus_runtime::bindings::{SyncOutcome, UpdateOutcome};
-use podstatus_runtime::{ComponentPlugin, Contract, Plugin, ResizeCondition, World};
+use podstatus_runtime::{ComponentPlugin, Contract, Plugin, PluginExt, ResizeCondition, World};
 use podstatus_tests::{load, memory_world};
 use serde_json::{Value, json};
 

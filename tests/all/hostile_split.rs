@@ -13,7 +13,7 @@
 use podstatus_backends::SyncRequest;
 use podstatus_runtime::bindings::{ApiError, ApiReply, BatchSlice, ManagerError, SyncOutcome, SyncStep, UpdateOutcome};
 use podstatus_runtime::split_sync::plan_whole_batch;
-use podstatus_runtime::{CallError, ComponentPlugin, FaultKind, ManagerHandle, Plugin, SchedulerConfig};
+use podstatus_runtime::{CallError, ComponentPlugin, FaultKind, ManagerHandle, Plugin, PluginExt, SchedulerConfig};
 use podstatus_test_programs::SPLIT_ADVERSARY;
 use podstatus_tests::{fault, load, memory_world};
 
@@ -111,10 +111,10 @@ fn a_sync_id_never_planned_or_already_over_is_refused_without_asking_the_plugin(
     assert!(unknown_sync(plugin.start_sync(424_242), 424_242), "never planned");
     let id = plugin.plan_sync_pod(&request("honest")).unwrap()[0].id;
     let reply = || ApiReply::Pod(Err(ApiError::Other("an answer to nothing".into())));
-    assert!(unknown_sync(plugin.resume_sync(id, reply()), id), "planned: it waits for no answer");
+    assert!(unknown_sync(plugin.resume_sync(id, &reply()), id), "planned: it waits for no answer");
     assert!(matches!(plugin.start_sync(id), Ok(SyncStep::Done(SyncOutcome::UpToDate))));
     assert!(unknown_sync(plugin.start_sync(id), id), "done: not started again");
-    assert!(unknown_sync(plugin.resume_sync(id, reply()), id), "done: not resumed");
+    assert!(unknown_sync(plugin.resume_sync(id, &reply()), id), "done: not resumed");
     assert!(!plugin.drop_sync(id).unwrap(), "done: nothing to drop");
 
     // Another instance numbers its syncs from 1 again (as one restored after a fault

@@ -3,7 +3,7 @@
 use podstatus_replay as replay;
 use podstatus_replay::Trace;
 use podstatus_runtime::World;
-use podstatus_runtime::{CallError, Plugin, PluginRuntime, RuntimeConfig};
+use podstatus_runtime::{CallError, Plugin, PluginExt, PluginRuntime, RuntimeConfig};
 use podstatus_test_programs::ADVERSARY_TRAP_ON_SYNC;
 use podstatus_tests::cache_dir;
 

@@ -24,7 +24,7 @@ use podstatus_backends::{
     ApiError, ApiServer, DeleteOptions, GuardedApiServer, MemoryApiServer, Refusals, StatusPatch, StatusUpdate,
 };
 use podstatus_backends::{ContainersStopped, HostView};
-use podstatus_runtime::Plugin;
+use podstatus_runtime::{Plugin, PluginExt};
 use podstatus_runtime::World;
 use podstatus_runtime::bindings::{SyncOutcome, UpdateOutcome};
 use podstatus_test_programs::PROBER;

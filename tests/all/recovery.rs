@@ -15,7 +15,7 @@ use podstatus_backends::VirtualClock;
 use podstatus_runtime::World;
 use podstatus_runtime::bindings::Timestamp;
 use podstatus_runtime::bindings::{SyncStep, UpdateOutcome};
-use podstatus_runtime::{CallError, Plugin, PluginRuntime, RuntimeConfig, SupervisedPlugin};
+use podstatus_runtime::{CallError, Plugin, PluginExt, PluginRuntime, RuntimeConfig, SupervisedPlugin};
 use podstatus_test_programs::{FAILPOINTS, FAILPOINTS_SPLIT};
 use podstatus_tests::cache_dir;
 use serde_json::{Value, json};
@@ -260,7 +260,7 @@ fn a_fault_with_syncs_in_flight_loses_nothing_accepted() {
         let (id, answer) = answers.remove(0);
         let faulted = match failpoint {
             START_SYNC => scene.plugin.start_sync(syncs[PODS.len() - 1].id).map(drop),
-            _ => scene.plugin.resume_sync(id, answer).map(drop),
+            _ => scene.plugin.resume_sync(id, &answer).map(drop),
         };
         assert!(matches!(faulted, Err(CallError::Fault { .. })), "failpoint {failpoint}: {faulted:?}");
         scene.tick();
@@ -269,7 +269,7 @@ fn a_fault_with_syncs_in_flight_loses_nothing_accepted() {
 
         // The syncs in flight are gone with the instance: refused, not run twice.
         for (id, answer) in answers {
-            let refused = scene.plugin.resume_sync(id, answer);
+            let refused = scene.plugin.resume_sync(id, &answer);
             assert!(
                 matches!(refused, Err(CallError::Rejected { error: podstatus_runtime::bindings::ManagerError::UnknownSync(n), .. }) if n == id),
                 "{refused:?}"

@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use podstatus_runtime::World;
-use podstatus_runtime::{CallError, FaultKind, Limits, Plugin, PluginRuntime, RuntimeConfig};
+use podstatus_runtime::{CallError, FaultKind, Limits, Plugin, PluginExt, PluginRuntime, RuntimeConfig};
 use podstatus_test_programs::{
     ADVERSARY_ABSURD_IMPORT, ADVERSARY_GARBAGE_OUTPUT, ADVERSARY_HUGE_OUTPUT, ADVERSARY_INFINITE_LOOP,
     ADVERSARY_MEMORY_BOMB, ADVERSARY_STACK_OVERFLOW, ADVERSARY_TRAP_MID_SYNC,

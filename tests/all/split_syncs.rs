@@ -8,7 +8,7 @@ use podstatus_plugins::{PODSTATUS_V1, PODSTATUS_V2, PODSTATUS_V3};
 use podstatus_runtime::bindings::{
     ApiCall, BatchSlice, ManagerError, SyncOrigin, SyncOutcome, SyncStep, UpdateOutcome,
 };
-use podstatus_runtime::{CallError, Contract, Plugin, api};
+use podstatus_runtime::{CallError, Contract, Plugin, PluginExt, api};
 use podstatus_tests::{TestPod, load, memory_world};
 
 /// One request's sync of a fresh pod through `plugin`: the verbs of the calls it asked
@@ -46,7 +46,7 @@ fn sync_one_pod(plugin: &[u8]) -> (Vec<&'static str>, Result<UpdateOutcome, Call
                     assert_eq!(p.uid_precondition.as_deref(), Some("uid-a"));
                 }
                 verbs.push(api::verb(&call));
-                step = plugin.resume_sync(id, api::perform(&world, call)).unwrap();
+                step = plugin.resume_sync(id, &api::perform(&world, call)).unwrap();
             }
         }
     };
@@ -112,7 +112,7 @@ fn a_pod_forgotten_as_an_orphan_and_handed_again_in_the_same_bytes_is_reachable(
     let outcome = loop {
         match step {
             SyncStep::Done(outcome) => break outcome,
-            SyncStep::Call(call) => step = plugin.resume_sync(id, api::perform(&world, call)).unwrap(),
+            SyncStep::Call(call) => step = plugin.resume_sync(id, &api::perform(&world, call)).unwrap(),
         }
     };
     assert_eq!(outcome, SyncOutcome::Written);

@@ -278,7 +278,7 @@ fn a_pod_terminated_by_v2_is_still_deleted_after_v2_to_v1_to_v2() {
 /// plugin, and supervised v2 -> v1 -> v2 in the middle of a termination still deletes.
 #[test]
 fn supervised_swaps_and_the_recovery_copy_carry_the_finished_mark() {
-    use podstatus_runtime::{Plugin, SupervisedPlugin};
+    use podstatus_runtime::{Plugin, PluginExt, SupervisedPlugin};
     use podstatus_runtime::{move_bulk, move_changes};
 
     let runtime = runtime();

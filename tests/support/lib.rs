@@ -6,7 +6,7 @@ use std::sync::OnceLock;
 use podstatus_plugins::{PODSTATUS_V1, PODSTATUS_V2, PODSTATUS_V3};
 use podstatus_replay as replay;
 use podstatus_replay::{ReplayOutcome, Trace, TraceError};
-use podstatus_runtime::{Plugin, PluginImage, PluginRuntime, RuntimeConfig};
+use podstatus_runtime::{Plugin, PluginExt, PluginImage, PluginRuntime, RuntimeConfig};
 
 pub mod gated_api;
 pub mod venv;
@@ -110,7 +110,7 @@ pub fn replay_component_v2(trace_text: &str, base_dir: &Path) -> Result<ReplayOu
 pub fn replay_native(trace_text: &str, base_dir: &Path) -> Result<ReplayOutcome, TraceError> {
     let trace = Trace::parse(trace_text, base_dir.to_path_buf())?;
     replay::run(&trace, &|world| {
-        Ok(Box::new(podstatus_runtime::NativePlugin::new(world, podstatus_runtime::LogicVersion::V1))
+        Ok(Box::new(podstatus_plugins::NativePlugin::new(world, podstatus_plugins::LogicVersion::V1))
             as Box<dyn Plugin>)
     })
 }

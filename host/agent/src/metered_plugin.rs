@@ -16,11 +16,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::metrics::{Metrics, MetricsScope};
-use podstatus_runtime::bindings::{
-    ApiReply, BatchPlan, BatchReport, BatchSlice, CachedStatus, Contract, PodSync, ResizeCondition, SyncOutcome,
-    SyncRequest, SyncStep, UpdateOutcome,
-};
-use podstatus_runtime::{CallError, Plugin, Result, SupervisedPlugin, World};
+use podstatus_runtime::bindings::{Contract, UpdateOutcome};
+use podstatus_runtime::{Call, CallError, Plugin, Reply, Result, SupervisedPlugin, World};
 
 /// Times calls into `inner` and tells [`Metrics::propagation`] about new status versions.
 pub struct MeteredPlugin<P: Plugin + ?Sized = dyn Plugin> {
@@ -59,26 +56,9 @@ impl MeteredPlugin<SupervisedPlugin> {
 }
 
 impl<P: Plugin + ?Sized> MeteredPlugin<P> {
-    fn timed<T>(&mut self, operation: &'static str, call: impl FnOnce(&mut P) -> Result<T>) -> (Result<T>, Instant) {
-        let started = Instant::now();
-        let result = call(self.inner.as_mut());
-        self.scope.plugin_call(operation, started.elapsed());
-        if let Err(CallError::Fault { kind, .. }) = &result {
-            self.scope.plugin_fault(kind.as_str());
-            // A supervisor restores the instance within the faulting call.
-            let recoveries = (self.recoveries)(&self.inner);
-            if recoveries > self.recoveries_seen {
-                self.scope.plugin_recovered(recoveries - self.recoveries_seen);
-                self.recoveries_seen = recoveries;
-            }
-        }
-        (result, started)
-    }
-
     /// A status update of `uid` handed to the plugin at `started`: counted, and its
     /// clock started if the outcome cached a new version.
-    fn note(&self, result: &Result<UpdateOutcome>, uid: Option<&str>, started: Instant) {
-        let new_version = matches!(result, Ok(UpdateOutcome::Queued | UpdateOutcome::QueueFull));
+    fn note(&self, new_version: bool, uid: Option<&str>, started: Instant) {
         self.scope.status_update(new_version);
         if let (true, Some(uid)) = (new_version, uid) {
             self.scope.status_set(uid, started);
@@ -100,121 +80,43 @@ fn pod_uid(pod_json: &str) -> Option<String> {
 }
 
 impl<P: Plugin + ?Sized> Plugin for MeteredPlugin<P> {
-    fn get_pod_status(&mut self, uid: &str) -> Result<Option<CachedStatus>> {
-        self.timed("get_pod_status", |p| p.get_pod_status(uid)).0
-    }
-
-    // The resize conditions change no status version: no propagation clock starts.
-    fn set_pod_resize_condition(
-        &mut self,
-        pod_uid: &str,
-        condition: ResizeCondition,
-        reason: &str,
-        message: &str,
-        observed_generation: i64,
-    ) -> Result<()> {
-        self.timed("set_pod_resize_condition", |p| {
-            p.set_pod_resize_condition(pod_uid, condition, reason, message, observed_generation)
-        })
-        .0
-    }
-
-    fn clear_pod_resize_condition(&mut self, pod_uid: &str, condition: ResizeCondition) -> Result<bool> {
-        self.timed("clear_pod_resize_condition", |p| p.clear_pod_resize_condition(pod_uid, condition)).0
-    }
-
-    fn get_pod_resize_conditions(&mut self, pod_uid: &str) -> Result<Vec<String>> {
-        self.timed("get_pod_resize_conditions", |p| p.get_pod_resize_conditions(pod_uid)).0
-    }
-
-    fn observe(&mut self, view: std::sync::Arc<podstatus_backends::HostView>) {
-        self.inner.observe(view);
-    }
-
-    fn set_pod_status(&mut self, pod: &str, status: &str) -> Result<UpdateOutcome> {
-        let (result, started) = self.timed("set_pod_status", |p| p.set_pod_status(pod, status));
-        // The UID is parsed only for a new version: the common unchanged update costs no parse.
-        let uid = matches!(result, Ok(UpdateOutcome::Queued | UpdateOutcome::QueueFull)).then(|| pod_uid(pod));
-        self.note(&result, uid.flatten().as_deref(), started);
-        result
-    }
-
-    fn set_container_readiness(&mut self, pod_uid: &str, container_id: &str, ready: bool) -> Result<UpdateOutcome> {
-        let (result, started) =
-            self.timed("set_container_readiness", |p| p.set_container_readiness(pod_uid, container_id, ready));
-        self.note(&result, Some(pod_uid), started);
-        result
-    }
-
-    fn set_container_startup(&mut self, pod_uid: &str, container_id: &str, started: bool) -> Result<UpdateOutcome> {
-        let (result, began) =
-            self.timed("set_container_startup", |p| p.set_container_startup(pod_uid, container_id, started));
-        self.note(&result, Some(pod_uid), began);
-        result
-    }
-
-    fn terminate_pod(&mut self, pod: &str) -> Result<UpdateOutcome> {
-        let (result, started) = self.timed("terminate_pod", |p| p.terminate_pod(pod));
-        let uid = matches!(result, Ok(UpdateOutcome::Queued | UpdateOutcome::QueueFull)).then(|| pod_uid(pod));
-        self.note(&result, uid.flatten().as_deref(), started);
-        result
-    }
-
-    fn remove_orphaned_statuses(&mut self, keep: &[String]) -> Result<u32> {
-        let (result, _) = self.timed("remove_orphaned_statuses", |p| p.remove_orphaned_statuses(keep));
-        if result.is_ok() {
+    fn call(&mut self, call: Call<'_>) -> Result<Reply> {
+        let started = Instant::now();
+        let result = self.inner.call(call);
+        self.scope.plugin_call(call.metric_name(), started.elapsed());
+        if let Err(CallError::Fault { kind, .. }) = &result {
+            self.scope.plugin_fault(kind.as_str());
+            // A supervisor restores the instance within the faulting call.
+            let recoveries = (self.recoveries)(&self.inner);
+            if recoveries > self.recoveries_seen {
+                self.scope.plugin_recovered(recoveries - self.recoveries_seen);
+                self.recoveries_seen = recoveries;
+            }
+        }
+        if call.updates_status() {
+            let new_version = matches!(result, Ok(Reply::Update(UpdateOutcome::Queued | UpdateOutcome::QueueFull)));
+            // The UID is parsed from the pod only for a new version: the common
+            // unchanged update costs no parse. A resize condition makes no version:
+            // no propagation clock starts.
+            let parsed = match (new_version, call.pod_uid(), call.pod_json()) {
+                (true, None, Some(pod)) => pod_uid(pod),
+                _ => None,
+            };
+            self.note(new_version, call.pod_uid().or(parsed.as_deref()), started);
+        }
+        if let (Call::RemoveOrphanedStatuses { keep }, Ok(_)) = (call, &result) {
             // Their statuses are gone from the plugin: nothing of theirs will be written.
             self.scope.retain_clocks(keep);
         }
         result
     }
 
-    fn sync_pod(&mut self, request: &SyncRequest) -> Result<SyncOutcome> {
-        self.timed("sync_pod", |p| p.sync_pod(request)).0
-    }
-
-    fn sync_batch(&mut self) -> Result<BatchReport> {
-        self.timed("sync_batch", |p| p.sync_batch()).0
-    }
-
-    fn plan_sync_pod(&mut self, request: &SyncRequest) -> Result<Vec<PodSync>> {
-        self.timed("plan_sync_pod", |p| p.plan_sync_pod(request)).0
-    }
-
-    fn plan_sync_batch(&mut self, slice: &BatchSlice) -> Result<BatchPlan> {
-        self.timed("plan_sync_batch", |p| p.plan_sync_batch(slice)).0
-    }
-
-    fn start_sync(&mut self, id: u64) -> Result<SyncStep> {
-        self.timed("start_sync", |p| p.start_sync(id)).0
-    }
-
-    fn resume_sync(&mut self, id: u64, reply: ApiReply) -> Result<SyncStep> {
-        self.timed("resume_sync", |p| p.resume_sync(id, reply)).0
-    }
-
-    fn drop_sync(&mut self, id: u64) -> Result<bool> {
-        self.timed("drop_sync", |p| p.drop_sync(id)).0
+    fn observe(&mut self, view: std::sync::Arc<podstatus_backends::HostView>) {
+        self.inner.observe(view);
     }
 
     fn world(&self) -> &World {
         self.inner.world()
-    }
-
-    fn save_state(&mut self) -> Result<String> {
-        self.timed("save_state", |p| p.save_state()).0
-    }
-
-    fn load_state(&mut self, state: &str) -> Result<()> {
-        self.timed("load_state", |p| p.load_state(state)).0
-    }
-
-    fn save_state_changes(&mut self) -> Result<String> {
-        self.timed("save_state_changes", |p| p.save_state_changes()).0
-    }
-
-    fn apply_state_changes(&mut self, changes: &str) -> Result<()> {
-        self.timed("apply_state_changes", |p| p.apply_state_changes(changes)).0
     }
 
     fn stop_following(&mut self) {
@@ -237,8 +139,9 @@ mod tests {
     use podstatus_backends::SystemClock;
     use podstatus_backends::testing::pod;
     use podstatus_backends::{ApiServer, MemoryApiServer};
-    use podstatus_runtime::NativePlugin;
-    use podstatus_runtime::World;
+    use podstatus_plugins::{LogicVersion, NativePlugin};
+    use podstatus_runtime::bindings::SyncOutcome;
+    use podstatus_runtime::{PluginExt, World};
 
     /// A native plugin over a memory world whose API server is metered.
     fn metered_world(pods: &[Pod]) -> (MeteredPlugin, Arc<Metrics>, Arc<SyncQueue>) {
@@ -262,7 +165,7 @@ mod tests {
         };
         (
             MeteredPlugin::new(
-                Box::new(NativePlugin::new(world, podstatus_runtime::LogicVersion::V1)),
+                Box::new(NativePlugin::new(world, LogicVersion::V1)),
                 Arc::clone(&metrics),
             ),
             metrics,

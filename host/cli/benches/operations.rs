@@ -19,7 +19,8 @@ use podstatus_backends::SystemClock;
 use podstatus_plugins::PODSTATUS_V1;
 use podstatus_runtime::World;
 use podstatus_runtime::bindings::UpdateOutcome;
-use podstatus_runtime::{Limits, NativePlugin, Plugin, PluginRuntime, RuntimeConfig, SupervisedPlugin};
+use podstatus_plugins::NativePlugin;
+use podstatus_runtime::{Limits, Plugin, PluginExt, PluginRuntime, RuntimeConfig, SupervisedPlugin};
 use podstatus_test_programs::SERDE_FLOOR;
 
 mod fixture;
@@ -62,7 +63,7 @@ fn unmetered(world: World) -> Box<dyn Plugin> {
 }
 
 fn native(world: World) -> Box<dyn Plugin> {
-    Box::new(NativePlugin::new(world, podstatus_runtime::LogicVersion::V1))
+    Box::new(NativePlugin::new(world, podstatus_plugins::LogicVersion::V1))
 }
 
 /// The component under the supervisor, which takes the plugin's change set after every

@@ -28,7 +28,8 @@ use std::time::Instant;
 use k8s_openapi::api::core::v1::Pod;
 use podstatus_backends::{FixedDeletionSafety, MemoryApiServer, PodManager, SyncQueue, SystemClock};
 use podstatus_plugins::PODSTATUS_V1;
-use podstatus_runtime::{Limits, NativePlugin, Plugin, PluginRuntime, RuntimeConfig, SupervisedPlugin, World};
+use podstatus_plugins::NativePlugin;
+use podstatus_runtime::{Limits, Plugin, PluginExt, PluginRuntime, RuntimeConfig, SupervisedPlugin, World};
 
 #[path = "../benches/fixture/mod.rs"]
 mod fixture;
@@ -73,7 +74,7 @@ fn plugin(kind: &str, op: &str, world: World) -> anyhow::Result<Box<dyn Plugin>>
         "component" => Box::new(runtime(Limits::default())?.load(&bytes)?.instantiate(world)?),
         "unmetered" => Box::new(runtime(unmetered)?.load(&bytes)?.instantiate(world)?),
         "supervised" => Box::new(SupervisedPlugin::new(runtime(Limits::default())?.load(&bytes)?, world)?),
-        "native" => Box::new(NativePlugin::new(world, podstatus_runtime::LogicVersion::V1)),
+        "native" => Box::new(NativePlugin::new(world, podstatus_plugins::LogicVersion::V1)),
         other => anyhow::bail!("unknown kind {other:?}: component, unmetered, supervised or native"),
     })
 }

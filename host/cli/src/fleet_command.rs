@@ -21,6 +21,7 @@ use podstatus_agent::{
 };
 use podstatus_apiserver::{EmbeddedApiServer, ServeOptions};
 use podstatus_backends::MemoryApiServer;
+use podstatus_plugins::LogicVersion;
 use podstatus_runtime::{PluginImage, PluginRuntime, PoolSize};
 use podstatus_simulate::{Signals, Target};
 
@@ -185,8 +186,8 @@ fn groups(args: &FleetArgs, plugins: &PluginRuntime) -> anyhow::Result<Vec<Fleet
             let loaded = match &group.plugin {
                 None => default_plugin()?,
                 Some(PluginChoice::Logic(logic)) => (
-                    plugins.load(logic.component()).with_context(|| format!("loading {}", logic.label()))?,
-                    logic.label().to_owned(),
+                    plugins.load(logic.component()).with_context(|| format!("loading {}", logic.program()))?,
+                    logic.program().to_owned(),
                 ),
                 Some(PluginChoice::File(path)) => (
                     plugins.load_file(path).with_context(|| format!("loading the plugin {}", path.display()))?,
@@ -205,8 +206,8 @@ fn groups(args: &FleetArgs, plugins: &PluginRuntime) -> anyhow::Result<Vec<Fleet
 /// options name.
 fn catalog(args: &FleetArgs, plugins: &PluginRuntime) -> PluginCatalog {
     let mut catalog = PluginCatalog::new(plugins.clone());
-    for logic in [Logic::V1, Logic::V2, Logic::V3, Logic::V4] {
-        catalog.add_bytes(&logic_name(logic), logic.component(), logic.label());
+    for version in LogicVersion::ALL {
+        catalog.add_bytes(version.name(), version.component(), version.program());
     }
     let files =
         args.canary_plugin.iter().chain(&args.plugin.plugin).chain(args.groups.iter().filter_map(
@@ -220,11 +221,6 @@ fn catalog(args: &FleetArgs, plugins: &PluginRuntime) -> PluginCatalog {
         catalog.add_file(&logic, path.clone(), &logic);
     }
     catalog
-}
-
-/// A logic version's name on the command line and in the catalog (`v3`).
-fn logic_name(logic: Logic) -> String {
-    <Logic as clap::ValueEnum>::to_possible_value(&logic).map_or_else(String::new, |v| v.get_name().to_owned())
 }
 
 fn fleet(args: &FleetArgs) -> anyhow::Result<bool> {
@@ -247,7 +243,7 @@ fn fleet(args: &FleetArgs) -> anyhow::Result<bool> {
     // before a thousand nodes register.
     let canary_plugin = match (&args.canary_plugin, args.canary_logic) {
         (Some(path), _) => Some(catalog.get(&podstatus_simulate::file_logic(path))?),
-        (None, Some(logic)) => Some(catalog.get(&logic_name(logic))?),
+        (None, Some(logic)) => Some(catalog.get(logic.name())?),
         (None, None) => None,
     };
 
@@ -404,7 +400,7 @@ mod tests {
     fn groups_name_a_count_and_maybe_a_plugin() {
         let group = |name: &str, nodes, plugin| GroupArg { name: name.into(), nodes, plugin };
         assert_eq!(parse_group("web=6"), Ok(group("web", 6, None)));
-        assert_eq!(parse_group("web=6:v3"), Ok(group("web", 6, Some(PluginChoice::Logic(Logic::V3)))));
+        assert_eq!(parse_group("web=6:v3"), Ok(group("web", 6, Some(PluginChoice::Logic(Logic(LogicVersion::V3))))));
         let file = Some(PluginChoice::File(PathBuf::from("x/y.wasm")));
         assert_eq!(parse_group("batch_1=2:x/y.wasm"), Ok(group("batch_1", 2, file)));
         for (bad, says) in [

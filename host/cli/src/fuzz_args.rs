@@ -14,6 +14,8 @@ use podstatus_fuzz::{
 use podstatus_runtime::{PluginRuntime, RuntimeConfig};
 use podstatus_upstream::{Oracle, Release};
 
+use podstatus_plugins::LogicVersion;
+
 use crate::plugin_args::Logic;
 
 /// Traces per run when neither `--traces` nor `--duration` is given.
@@ -55,7 +57,7 @@ pub struct FuzzArgs {
     #[arg(long, value_name = "FILE.wasm")]
     pub plugin: Option<PathBuf>,
     /// Which built-in plugin to fuzz: v1, v2, v3 or v4 (see `replay --help`).
-    #[arg(long, value_enum, default_value_t = Logic::V1, conflicts_with = "plugin")]
+    #[arg(long, value_enum, default_value_t = Logic(LogicVersion::V1), conflicts_with = "plugin")]
     pub logic: Logic,
     /// Differential mode: compare with this component (`v1`, `v2` or `v3` for a built-in
     /// plugin, `native` for the native logic) instead of checking invariants. `--logic v3
@@ -141,29 +143,23 @@ fn run_inner(args: &FuzzArgs) -> anyhow::Result<ExitCode> {
         Ok(Target::Component(Box::new(image)))
     };
 
-    let native_name = match args.logic {
-        Logic::V1 => "native logic".to_string(),
-        logic => format!("native logic {}", logic_name(logic)),
+    let native_name = match *args.logic {
+        LogicVersion::V1 => "native logic".to_string(),
+        logic => format!("native logic {}", logic.name()),
     };
     let (target, target_name) = if args.native {
-        (Target::Native(args.logic.native()), native_name.clone())
+        (Target::Native(*args.logic), native_name.clone())
     } else {
         let name = args.plugin.as_ref().map_or_else(
-            || format!("the built-in plugin (logic {})", logic_name(args.logic)),
+            || format!("the built-in plugin (logic {})", args.logic.name()),
             |p| p.display().to_string(),
         );
         (component(args.plugin.as_ref(), args.logic)?, format!("{name} in the sandbox (fuel {CALL_FUEL} per call)"))
     };
-    let builtin = |path: &PathBuf| match path.to_str() {
-        Some("v1") => Some(Logic::V1),
-        Some("v2") => Some(Logic::V2),
-        Some("v3") => Some(Logic::V3),
-        Some("v4") => Some(Logic::V4),
-        _ => None,
-    };
+    let builtin = |path: &PathBuf| path.to_str().and_then(LogicVersion::named).map(Logic);
     let mut differential =
         if args.final_state { Differential::FinalState(FinalRules::Equal) } else { Differential::Exact };
-    let unread_logic = args.plugin.is_none() && matches!(args.logic, Logic::V3 | Logic::V4);
+    let unread_logic = args.plugin.is_none() && matches!(*args.logic, LogicVersion::V3 | LogicVersion::V4);
     let upstream = args.against.as_ref().and_then(|p| p.to_str()).filter(|name| name.starts_with("upstream-"));
     let against = match &args.against {
         None => None,
@@ -186,12 +182,12 @@ fn run_inner(args: &FuzzArgs) -> anyhow::Result<ExitCode> {
             ))
         }
         Some(path) if path.as_os_str() == "native" => {
-            Some((Reference::Plugin(Target::Native(args.logic.native())), native_name))
+            Some((Reference::Plugin(Target::Native(*args.logic)), native_name))
         }
         Some(path) => match builtin(path) {
             Some(logic) => {
-                if unread_logic && !args.native && logic == Logic::V2 {
-                    let rules = if args.logic == Logic::V4 { FinalRules::Kubelet135 } else { FinalRules::UnreadWrites };
+                if unread_logic && !args.native && *logic == LogicVersion::V2 {
+                    let rules = if *args.logic == LogicVersion::V4 { FinalRules::Kubelet135 } else { FinalRules::UnreadWrites };
                     differential = match differential {
                         Differential::FinalState(_) => Differential::FinalState(rules),
                         _ => Differential::UnreadWrites,
@@ -199,10 +195,10 @@ fn run_inner(args: &FuzzArgs) -> anyhow::Result<ExitCode> {
                 }
                 Some((
                     Reference::Plugin(component(None, logic)?),
-                    format!("the built-in plugin (logic {})", logic_name(logic)),
+                    format!("the built-in plugin (logic {})", logic.name()),
                 ))
             }
-            None => Some((Reference::Plugin(component(Some(path), Logic::V1)?), path.display().to_string())),
+            None => Some((Reference::Plugin(component(Some(path), Logic(LogicVersion::V1))?), path.display().to_string())),
         },
     };
 
@@ -286,13 +282,4 @@ fn run_inner(args: &FuzzArgs) -> anyhow::Result<ExitCode> {
     let path = write_finding(finding, &plugins, &args.out).context("writing the finding")?;
     print(&mut out, format!("wrote {}", path.display()))?;
     Ok(ExitCode::from(1))
-}
-
-pub(crate) fn logic_name(logic: Logic) -> &'static str {
-    match logic {
-        Logic::V1 => "v1",
-        Logic::V2 => "v2",
-        Logic::V3 => "v3",
-        Logic::V4 => "v4",
-    }
 }

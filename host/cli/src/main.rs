@@ -9,7 +9,8 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use podstatus_replay as replay;
 use podstatus_replay::Trace;
-use podstatus_runtime::{NativePlugin, Plugin, PluginRuntime};
+use podstatus_plugins::NativePlugin;
+use podstatus_runtime::{Plugin, PluginRuntime};
 
 use crate::plugin_args::PluginArgs;
 use crate::simulate_command::SimulateArgs;
@@ -185,7 +186,7 @@ fn replay_command(trace_path: &Path, plugin: &PluginArgs, native: bool, node: Op
         image.instantiate(world).map(|p| Box::new(p) as Box<dyn Plugin>)
     };
     let outcome = if native {
-        let version = plugin.logic.native();
+        let version = *plugin.logic;
         replay::run_with_swaps(
             &trace,
             &|world| Ok(Box::new(NativePlugin::new(world, version)) as Box<dyn Plugin>),

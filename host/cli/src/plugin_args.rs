@@ -2,11 +2,12 @@
 //! compiled artifacts are cached.
 
 use std::path::PathBuf;
+use std::sync::LazyLock;
 use std::time::Duration;
 
 use anyhow::Context;
-use podstatus_plugins::{PODSTATUS_V1, PODSTATUS_V2, PODSTATUS_V3, PODSTATUS_V4};
-use podstatus_runtime::{LogicVersion, RuntimeConfig};
+use podstatus_plugins::LogicVersion;
+use podstatus_runtime::RuntimeConfig;
 
 /// The options naming the plugin.
 #[derive(clap::Args)]
@@ -19,7 +20,7 @@ pub struct PluginArgs {
     /// 2017 kubelet), v2 (Kubernetes 1.27), v3 (v2 writing each status version with one
     /// PATCH and no GET) or v4 (Kubernetes 1.35, written as v3 writes, with in-place
     /// resize).
-    #[arg(long, value_enum, default_value_t = Logic::V1, conflicts_with = "plugin")]
+    #[arg(long, value_enum, default_value_t = Logic(LogicVersion::V1), conflicts_with = "plugin")]
     pub logic: Logic,
     /// Where compiled plugins are cached [default: $PODSTATUS_CACHE_DIR, else
     /// $XDG_CACHE_HOME/podstatus, else ~/.cache/podstatus].
@@ -53,48 +54,30 @@ fn parse_cpu_budget(text: &str) -> Result<CpuBudget, String> {
     Ok(CpuBudget(Some(budget)))
 }
 
-/// The plugins built from this checkout.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Logic {
-    /// The 2017 kubelet.
-    V1,
-    /// Kubernetes 1.27.
-    V2,
-    /// v2 writing each status version with one PATCH, no GET.
-    V3,
-    /// Kubernetes 1.35, written as v3 writes, with in-place resize (contract 0.2.1).
-    V4,
+/// A logic version with a built-in plugin, as `--logic` takes it: its choices, their
+/// names, order and help are `podstatus_plugins`' table ([`LogicVersion::ALL`]),
+/// generated from `guest/plugins`' programs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Logic(pub LogicVersion);
+
+/// `--logic`'s choices, in the table's order.
+static CHOICES: LazyLock<Vec<Logic>> = LazyLock::new(|| LogicVersion::ALL.iter().copied().map(Logic).collect());
+
+impl clap::ValueEnum for Logic {
+    fn value_variants<'a>() -> &'a [Self] {
+        &CHOICES
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(self.0.name()).help(self.0.help()))
+    }
 }
 
-impl Logic {
-    /// The built-in plugin of this logic version.
-    pub fn component(self) -> &'static [u8] {
-        match self {
-            Logic::V1 => PODSTATUS_V1,
-            Logic::V2 => PODSTATUS_V2,
-            Logic::V3 => PODSTATUS_V3,
-            Logic::V4 => PODSTATUS_V4,
-        }
-    }
+impl std::ops::Deref for Logic {
+    type Target = LogicVersion;
 
-    /// Its name in a fleet's `logic` metric label (the built plugin's file stem).
-    pub fn label(self) -> &'static str {
-        match self {
-            Logic::V1 => "podstatus-v1",
-            Logic::V2 => "podstatus-v2",
-            Logic::V3 => "podstatus-v3",
-            Logic::V4 => "podstatus-v4",
-        }
-    }
-
-    /// The same logic version, linked natively (`--native`).
-    pub fn native(self) -> LogicVersion {
-        match self {
-            Logic::V1 => LogicVersion::V1,
-            Logic::V2 => LogicVersion::V2,
-            Logic::V3 => LogicVersion::V3,
-            Logic::V4 => LogicVersion::V4,
-        }
+    fn deref(&self) -> &LogicVersion {
+        &self.0
     }
 }
 
@@ -111,7 +94,7 @@ impl PluginArgs {
     pub fn logic_label(&self) -> String {
         match &self.plugin {
             Some(path) => podstatus_simulate::file_logic(path),
-            None => self.logic.label().to_owned(),
+            None => self.logic.program().to_owned(),
         }
     }
 

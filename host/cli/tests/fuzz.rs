@@ -16,7 +16,8 @@ use podstatus_fuzz::{
 use podstatus_plugins::{PODSTATUS_V1, PODSTATUS_V2, PODSTATUS_V3, PODSTATUS_V4};
 use podstatus_replay::{self as replay, Trace};
 use podstatus_runtime::World;
-use podstatus_runtime::{NativePlugin, Plugin, PluginRuntime};
+use podstatus_plugins::NativePlugin;
+use podstatus_runtime::{Plugin, PluginExt, PluginRuntime};
 
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).ancestors().nth(2).unwrap().to_path_buf()
@@ -68,7 +69,7 @@ fn the_generator_is_deterministic_and_the_replay_accepts_its_traces() {
         let trace =
             Trace::from_value(doc.clone()).unwrap_or_else(|e| panic!("seed {seed}: replay refuses the trace: {e}"));
         let outcome = replay::run(&trace, &|world| {
-            Ok(Box::new(NativePlugin::new(world, podstatus_runtime::LogicVersion::V1)) as Box<dyn Plugin>)
+            Ok(Box::new(NativePlugin::new(world, podstatus_plugins::LogicVersion::V1)) as Box<dyn Plugin>)
         })
         .unwrap_or_else(|e| panic!("seed {seed}: replay refuses the trace: {e}"));
         assert_eq!(outcome.report.results.len(), 40);
@@ -94,7 +95,7 @@ fn podstatus_replay_runs_generated_traces() {
 fn planted(wrap: fn(Arc<dyn ApiServer>, &World) -> Arc<dyn ApiServer>) -> Target {
     Target::Custom(Arc::new(move |world: World| {
         let api_server = wrap(Arc::clone(&world.api_server), &world);
-        Ok(Box::new(NativePlugin::new(World { api_server, ..world }, podstatus_runtime::LogicVersion::V1))
+        Ok(Box::new(NativePlugin::new(World { api_server, ..world }, podstatus_plugins::LogicVersion::V1))
             as Box<dyn Plugin>)
     }))
 }
@@ -291,7 +292,7 @@ fn differential_runs_find_no_difference() {
     for seed in 0..15 {
         let trace = generate(seed, &GenConfig::default());
         let outcome =
-            compare_targets(&trace, &component(), &Target::Native(podstatus_runtime::LogicVersion::V1)).unwrap();
+            compare_targets(&trace, &component(), &Target::Native(podstatus_plugins::LogicVersion::V1)).unwrap();
         assert!(outcome.violation.is_none(), "seed {seed}: {:?}", outcome.violation);
     }
 }
@@ -302,7 +303,7 @@ fn differential_mode_shrinks_to_the_first_differing_step() {
     let summary = run_campaign(
         &Campaign {
             against: Some(Reference::Plugin(lossy)),
-            ..campaign(Target::Native(podstatus_runtime::LogicVersion::V1), 1, 50, 40)
+            ..campaign(Target::Native(podstatus_plugins::LogicVersion::V1), 1, 50, 40)
         },
         &mut |_| {},
     )
@@ -323,7 +324,7 @@ fn the_recorded_findings_still_reproduce() {
         let (trace, recorded) = read_finding(&text).unwrap();
         let recorded = recorded.expect("the finding records its violation");
         assert_eq!(recorded.known, Some(issue));
-        for target in [Target::Native(podstatus_runtime::LogicVersion::V1), component()] {
+        for target in [Target::Native(podstatus_plugins::LogicVersion::V1), component()] {
             let strict = check_trace(&trace, &target, true)
                 .unwrap()
                 .violation

@@ -20,7 +20,8 @@ use crate::invariants::{
 use podstatus_backends::{ApiServer, DeleteOptions, PodEvent, StatusUpdate};
 use podstatus_replay::{Call, FailError, FailVerb, PodRef, Report, Step, Stepper, Trace, TraceError};
 use podstatus_runtime::World;
-use podstatus_runtime::{CallError, LoadError, LogicVersion, NativePlugin, Plugin, PluginImage};
+use podstatus_plugins::{LogicVersion, NativePlugin};
+use podstatus_runtime::{CallError, LoadError, Plugin, PluginExt, PluginImage};
 
 /// Makes a plugin over a world: any [`Plugin`], e.g. one with a planted bug in a test.
 pub type PluginMaker = Arc<dyn Fn(World) -> Result<Box<dyn Plugin>, LoadError> + Send + Sync>;

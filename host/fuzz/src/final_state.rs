@@ -15,7 +15,7 @@ use serde_json::Value;
 use crate::invariants::{Invariant, Violation, first_difference};
 use k8s_openapi::api::core::v1::Pod;
 use podstatus_replay::{Report, Step, Stepper, Trace};
-use podstatus_runtime::CallError;
+use podstatus_runtime::{CallError, PluginExt};
 
 /// What a run left behind.
 #[derive(Clone, Debug, PartialEq)]

@@ -263,7 +263,7 @@ impl WriteSemantics {
     /// that answers `set-container-startup` with `unsupported` replaces, the others
     /// merge. (Asking about a pod nobody knows changes nothing.)
     pub fn of(plugin: &mut dyn podstatus_runtime::Plugin) -> Self {
-        use podstatus_runtime::{CallError, Contract};
+        use podstatus_runtime::{CallError, Contract, PluginExt};
         match plugin.contract() {
             Contract::V0_1_0 => WriteSemantics::Replace,
             Contract::V0_1_1 => WriteSemantics::Merge,

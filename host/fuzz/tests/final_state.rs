@@ -4,7 +4,7 @@
 
 use podstatus_fuzz::{Differential, FinalRules, Invariant, Target, compare_targets_with};
 use podstatus_replay::Trace;
-use podstatus_runtime::LogicVersion;
+use podstatus_plugins::LogicVersion;
 use serde_json::json;
 
 const V3: Target = Target::Native(LogicVersion::V3);

@@ -11,7 +11,7 @@
 use crate::recorder::RecordingApiServer;
 use podstatus_runtime::bindings::{ApiCall, PodSync, SyncStep};
 use podstatus_runtime::sync_table::SyncTable;
-use podstatus_runtime::{CallError, Plugin, World};
+use podstatus_runtime::{CallError, Plugin, PluginExt, World};
 
 /// Calls held for the trace, and the syncs they belong to.
 #[derive(Default)]
@@ -52,7 +52,7 @@ impl HeldCalls {
         recorder.set_sync(Some(&sync.pod_uid));
         let reply = podstatus_runtime::api::perform(world, call);
         recorder.set_sync(None);
-        let step = plugin.resume_sync(sync.id, reply);
+        let step = plugin.resume_sync(sync.id, &reply);
         self.advance(plugin, sync, step)?;
         Ok(true)
     }

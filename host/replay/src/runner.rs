@@ -19,7 +19,7 @@ use podstatus_backends::SyncQueue;
 use podstatus_backends::VirtualClock;
 use podstatus_backends::{ApiServer, GuardedApiServer, HostView};
 use podstatus_runtime::World;
-use podstatus_runtime::{CallError, LoadError, Plugin, split_sync};
+use podstatus_runtime::{CallError, LoadError, Plugin, PluginExt, split_sync};
 
 /// Makes the plugin under test for a world (a component instance, or native logic).
 pub type PluginFactory<'a> = dyn Fn(World) -> Result<Box<dyn Plugin>, LoadError> + 'a;

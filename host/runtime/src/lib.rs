@@ -14,7 +14,9 @@
 pub mod api;
 pub mod bindings;
 mod call_pool;
+mod calls;
 mod handle;
+mod host_imports;
 mod imports;
 mod plugin;
 mod shown;
@@ -25,16 +27,18 @@ mod world;
 
 pub use bindings::{Contract, ResizeCondition};
 pub use call_pool::CallPool;
+pub use calls::{Call, Effect, ManagerCall, Reply};
 pub use handle::admission::{ADMISSION_WAIT_MAX, Admission, SYNC_BATCH_CALLS, SYNC_POD_CALLS};
 pub use handle::config::{DEFAULT_CALL_PATIENCE, DEFAULT_MAX_CALLS_IN_FLIGHT, DEFAULT_SYNC_PERIOD, SchedulerConfig};
 pub use handle::hot_swap::SWAP_DRAIN_MAX;
 pub use handle::manager::ManagerHandle;
 pub use handle::scheduler::Scheduler;
+pub use host_imports::HostImports;
 pub use plugin::split_sync;
 pub use plugin::{
     ArtifactCache, Backoff, CacheOutcome, CallError, CallUsage, ComponentPlugin, Evicted, EvictionPolicy, FaultKind,
-    Limits, LoadError, LogicVersion, MAX_RESIZE_CONDITION_BYTES, MAX_RESIZE_MESSAGE_BYTES, MAX_RESIZE_REASON_BYTES,
-    NativePlugin, Plugin, PluginImage, PluginRuntime, PoolSize, RecoveryStats, Result, RuntimeConfig, SupervisedPlugin,
+    Limits, LoadError, MAX_RESIZE_CONDITION_BYTES, MAX_RESIZE_MESSAGE_BYTES, MAX_RESIZE_REASON_BYTES,
+    Plugin, PluginExt, PluginImage, PluginRuntime, PoolSize, RecoveryStats, Result, RuntimeConfig, SupervisedPlugin,
     cache_key, describe,
 };
 pub use swap::{

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use crate::api;
 use crate::bindings::{ApiCall, PodSync, SyncOrigin, SyncOutcome, SyncStep};
 use crate::call_pool::CallPool;
-use crate::plugin::{Plugin, Result};
+use crate::plugin::{Plugin, PluginExt, Result};
 use crate::sync_table::SyncTable;
 use crate::world::World;
 
@@ -291,7 +291,7 @@ fn call<H: PluginHost>(host: &Arc<H>, Job { sync, call, world }: Job) {
     let reply = api::perform(&world, call);
     let (step, world) = {
         let mut plugin = host.plugin();
-        (plugin.resume_sync(sync.id, reply), plugin.world().clone())
+        (plugin.resume_sync(sync.id, &reply), plugin.world().clone())
     };
     advance(host, sync, step, world);
 }

@@ -1,4 +1,6 @@
 //! Logic v2 (Kubernetes 1.27's status manager) on contract 0.2.0.
+//!
+//! `--logic v2`: Kubernetes 1.27
 #![cfg_attr(target_family = "wasm", no_main)]
 
 type Plugin = podstatus_glue::contract_0_2_0::Plugin<podstatus_logic_v2::V2>;

@@ -1,4 +1,6 @@
 //! Logic v3 (1.27's behaviour, one UID-guarded PATCH per status version) on contract 0.2.0.
+//!
+//! `--logic v3`: v2 writing each status version with one PATCH, no GET
 #![cfg_attr(target_family = "wasm", no_main)]
 
 type Plugin = podstatus_glue::contract_0_2_0::Plugin<podstatus_logic_v3::V3>;

@@ -10,8 +10,9 @@ use super::hot_swap::{self, SWAP_DRAIN_MAX};
 use super::scheduler::Scheduler;
 use super::scheduler_v0_2::run_batch_in_slices;
 use super::shared::Shared;
-use crate::bindings::{BatchReport, CachedStatus, Contract, ResizeCondition, UpdateOutcome};
-use crate::plugin::{Plugin, Result};
+use crate::bindings::{BatchReport, Contract, UpdateOutcome};
+use crate::calls::{Call, ManagerCall, Reply};
+use crate::plugin::{Plugin, PluginExt, Result};
 use crate::swap::{SwapError, SwapReport};
 use podstatus_backends::host_view::Accepted;
 use podstatus_backends::{HostView, NodeReport, SyncQueue};
@@ -87,18 +88,64 @@ impl ManagerHandle {
         self.shared.host_view.get()
     }
 
+    /// Makes one of the Manager operations' calls, from any thread: the plugin entered
+    /// under its lock, before the scheduler's sync steps waiting for it. When observing
+    /// ([`Self::observe`]), what the node reports is recorded in the view before the
+    /// plugin sees it, and every status the plugin accepts after (see
+    /// `note_accepted`). The typed methods (`set_pod_status`, ...) call this.
+    pub fn call(&self, call: ManagerCall<'_>) -> Result<Reply> {
+        let view = self.host_view();
+        match call {
+            ManagerCall::SetPodStatus { pod, status } => {
+                // Parsed before the plugin is locked, so other callers need not wait for
+                // it (not at all when it repeats the pod's last report, the kubelet's
+                // common call).
+                let report = view.and_then(|view| view.prepare_status(pod, status));
+                let mut plugin = self.shared.plugin.for_caller();
+                let uid = view.zip(report).and_then(|(view, report)| view.record_prepared(report, pod, status));
+                let outcome = plugin.call(call.into());
+                self.note_accepted(plugin.as_mut(), uid.as_deref(), Some(status), &outcome);
+                outcome
+            }
+            ManagerCall::TerminatePod { pod } => {
+                let report = view.and_then(|_| NodeReport::termination(pod));
+                let mut plugin = self.shared.plugin.for_caller();
+                let uid = view.zip(report).and_then(|(view, report)| view.record(report));
+                let outcome = plugin.call(call.into());
+                self.note_accepted(plugin.as_mut(), uid.as_deref(), None, &outcome);
+                outcome
+            }
+            // The view's records of the pods dropped go too.
+            ManagerCall::RemoveOrphanedStatuses { keep } => {
+                let mut plugin = self.shared.plugin.for_caller();
+                if let Some(view) = view {
+                    view.retain(keep);
+                }
+                plugin.call(call.into())
+            }
+            // Any other update names its pod by UID. A resize condition makes no status
+            // version, so the view has nothing to note: the caller puts the conditions
+            // into the next status it sets.
+            _ => {
+                let call = Call::from(call);
+                let mut plugin = self.shared.plugin.for_caller();
+                let outcome = plugin.call(call);
+                if call.updates_status() {
+                    self.note_accepted(plugin.as_mut(), call.pod_uid(), None, &outcome);
+                }
+                outcome
+            }
+        }
+    }
+
+    crate::manager_methods!();
+
     /// Records, when observing, what the plugin now holds for `uid` after it accepted
     /// a change (`outcome`). A plugin that accepted a status and holds none is held to
     /// `reported` (the status the node handed it, as version 0) when there is one.
-    fn note_accepted(
-        &self,
-        plugin: &mut dyn Plugin,
-        uid: Option<&str>,
-        reported: Option<&str>,
-        outcome: &Result<UpdateOutcome>,
-    ) {
+    fn note_accepted(&self, plugin: &mut dyn Plugin, uid: Option<&str>, reported: Option<&str>, outcome: &Result<Reply>) {
         let (Some(view), Some(uid)) = (self.shared.host_view.get(), uid) else { return };
-        if !matches!(outcome, Ok(UpdateOutcome::Queued | UpdateOutcome::QueueFull)) {
+        if !matches!(outcome, Ok(Reply::Update(UpdateOutcome::Queued | UpdateOutcome::QueueFull))) {
             return;
         }
         // Asked of the plugin, not taken from its change set: the record must not rest on
@@ -114,96 +161,6 @@ impl ManagerHandle {
             }
             Err(e) => tracing::warn!(target: TARGET, pod = %uid, "reading back an accepted status: {e}"),
         }
-    }
-
-    /// The cached status of a pod.
-    pub fn get_pod_status(&self, uid: &str) -> Result<Option<CachedStatus>> {
-        self.shared.plugin.for_caller().get_pod_status(uid)
-    }
-
-    /// Caches a pod's status and queues its write when it changed.
-    pub fn set_pod_status(&self, pod: &str, status: &str) -> Result<UpdateOutcome> {
-        // Parsed before the plugin is locked, so other callers need not wait for it (not
-        // at all when it repeats the pod's last report, the kubelet's common call).
-        let view = self.host_view();
-        let report = view.and_then(|view| view.prepare_status(pod, status));
-        let mut plugin = self.shared.plugin.for_caller();
-        let uid = view.zip(report).and_then(|(view, report)| view.record_prepared(report, pod, status));
-        let outcome = plugin.set_pod_status(pod, status);
-        self.note_accepted(plugin.as_mut(), uid.as_deref(), Some(status), &outcome);
-        outcome
-    }
-
-    /// Sets a container's readiness.
-    pub fn set_container_readiness(&self, pod_uid: &str, container_id: &str, ready: bool) -> Result<UpdateOutcome> {
-        let mut plugin = self.shared.plugin.for_caller();
-        let outcome = plugin.set_container_readiness(pod_uid, container_id, ready);
-        self.note_accepted(plugin.as_mut(), Some(pod_uid), None, &outcome);
-        outcome
-    }
-
-    /// Sets whether a container passed its startup probe (plugins of contract 0.1.1
-    /// and later; see [`crate::Plugin::set_container_startup`]).
-    pub fn set_container_startup(&self, pod_uid: &str, container_id: &str, started: bool) -> Result<UpdateOutcome> {
-        let mut plugin = self.shared.plugin.for_caller();
-        let outcome = plugin.set_container_startup(pod_uid, container_id, started);
-        self.note_accepted(plugin.as_mut(), Some(pod_uid), None, &outcome);
-        outcome
-    }
-
-    /// Caches an in-place resize condition of a pod beside its status (plugins of
-    /// contract 0.2.1 whose logic has resize; see [`Plugin::set_pod_resize_condition`]).
-    /// Queues no write and makes no version, so the host's record has nothing to note:
-    /// the caller puts the conditions into the next status it sets.
-    pub fn set_pod_resize_condition(
-        &self,
-        pod_uid: &str,
-        condition: ResizeCondition,
-        reason: &str,
-        message: &str,
-        observed_generation: i64,
-    ) -> Result<()> {
-        self.shared.plugin.for_caller().set_pod_resize_condition(
-            pod_uid,
-            condition,
-            reason,
-            message,
-            observed_generation,
-        )
-    }
-
-    /// Forgets an in-place resize condition of a pod; true when it was set (see
-    /// [`Plugin::clear_pod_resize_condition`]).
-    pub fn clear_pod_resize_condition(&self, pod_uid: &str, condition: ResizeCondition) -> Result<bool> {
-        self.shared.plugin.for_caller().clear_pod_resize_condition(pod_uid, condition)
-    }
-
-    /// The in-place resize conditions cached for a pod, each a PodCondition as JSON,
-    /// PodResizePending first (see [`Plugin::get_pod_resize_conditions`]): what the
-    /// kubelet puts into every status it sets for the pod.
-    pub fn get_pod_resize_conditions(&self, pod_uid: &str) -> Result<Vec<String>> {
-        self.shared.plugin.for_caller().get_pod_resize_conditions(pod_uid)
-    }
-
-    /// Marks every container of the pod terminated.
-    pub fn terminate_pod(&self, pod: &str) -> Result<UpdateOutcome> {
-        let view = self.host_view();
-        let report = view.and_then(|_| NodeReport::termination(pod));
-        let mut plugin = self.shared.plugin.for_caller();
-        let uid = view.zip(report).and_then(|(view, report)| view.record(report));
-        let outcome = plugin.terminate_pod(pod);
-        self.note_accepted(plugin.as_mut(), uid.as_deref(), None, &outcome);
-        outcome
-    }
-
-    /// Drops the statuses of pods not in `keep` (and, when observing, the view's
-    /// records of them).
-    pub fn remove_orphaned_statuses(&self, keep: &[String]) -> Result<u32> {
-        let mut plugin = self.shared.plugin.for_caller();
-        if let Some(view) = self.host_view() {
-            view.retain(keep);
-        }
-        plugin.remove_orphaned_statuses(keep)
     }
 
     /// Runs a batch sync now, outside the schedule. A 0.2.0 plugin's batch is planned

@@ -26,12 +26,14 @@
 //! - [`scheduler_v0_2`] runs a 0.2.0 plugin's split syncs, its sliced batch, its queue order;
 //! - [`scheduler`] is the scheduler's thread, picking one of the two by contract, and shutdown;
 //! - [`hot_swap`] swaps the running plugin;
-//! - [`manager`] is [`manager::ManagerHandle`], the Manager operations callers use.
+//! - [`manager`] is [`manager::ManagerHandle`], the Manager operations callers use, each a
+//!   method that [`manager_methods`] generates from the one list of operations.
 
 pub(crate) mod admission;
 pub(crate) mod config;
 pub(crate) mod hot_swap;
 pub(crate) mod manager;
+mod manager_methods;
 mod plugin_lock;
 pub(crate) mod scheduler;
 mod scheduler_v0_1;

@@ -131,9 +131,28 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::plugin::NativePlugin;
+    use crate::bindings::Contract;
+    use crate::calls::{Call, Reply};
+    use crate::plugin::{CallError, Result};
     use crate::world::World;
     use podstatus_backends::{FixedDeletionSafety, MemoryApiServer, PodManager, SyncQueue, SystemClock};
+
+    /// A plugin that answers nothing: the tests only take its lock.
+    struct Inert(World);
+
+    impl Plugin for Inert {
+        fn call(&mut self, call: Call<'_>) -> Result<Reply> {
+            Err(CallError::Unsupported { call: call.name(), contract: self.contract() })
+        }
+
+        fn world(&self) -> &World {
+            &self.0
+        }
+
+        fn contract(&self) -> Contract {
+            Contract::V0_1_0
+        }
+    }
 
     fn lock() -> Arc<PluginLock> {
         let world = World {
@@ -144,7 +163,7 @@ mod tests {
             queue: Arc::new(SyncQueue::new(10)),
         };
         // No scheduler: the test drives the locks.
-        Arc::new(PluginLock::new(Box::new(NativePlugin::new(world, crate::plugin::LogicVersion::V1))))
+        Arc::new(PluginLock::new(Box::new(Inert(world))))
     }
 
     /// Eight sync steps wait for the plugin while one holds it; a caller comes along

@@ -10,7 +10,7 @@
 
 use super::TARGET;
 use crate::bindings::{SyncOutcome, SyncRequest};
-use crate::plugin::{Plugin, Result};
+use crate::plugin::{Plugin, PluginExt, Result};
 
 /// Syncs a request taken off the queue, under the lock `plugin` is held by; its
 /// outcome, when it had one.

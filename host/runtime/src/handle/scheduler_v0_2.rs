@@ -15,7 +15,7 @@ use super::admission::{QUEUE_LIFO_AFTER, SYNC_POD_CALLS};
 use super::plugin_lock::StepGuard;
 use super::shared::Shared;
 use crate::bindings::{BatchReport, SyncRequest};
-use crate::plugin::Result;
+use crate::plugin::{PluginExt, Result};
 use crate::plugin::split_sync::plan_in_slices;
 use crate::sync_runner::run_planned;
 

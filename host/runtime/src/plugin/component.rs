@@ -6,8 +6,9 @@ use wasmtime::Store;
 
 use crate::bindings::{
     ApiReply, BatchPlan, BatchReport, BatchSlice, CachedStatus, Contract, ManagerError, PerContract, PodSync,
-    ResizeCondition, StatusManager, SyncOutcome, SyncRequest, SyncStep, UpdateOutcome, v0_1_0, v0_1_1, v0_2_1,
+    StatusManager, SyncOutcome, SyncRequest, SyncStep, UpdateOutcome, v0_1_0, v0_1_1, v0_2_1,
 };
+use crate::calls::{Call, Reply};
 use crate::imports::HostState;
 use crate::plugin::call_error::{CallError, Result};
 use crate::plugin::limits::{CallUsage, FaultKind};
@@ -156,7 +157,7 @@ impl ComponentPlugin {
     /// Calls one export within the sandbox's budget: a trap becomes a
     /// [`CallError::Fault`] naming the call and the limit breached, and the contract's
     /// error becomes a [`CallError::Rejected`].
-    fn call<T, E>(
+    fn enter<T, E>(
         &mut self,
         call: &'static str,
         f: impl FnOnce(&Exports, &mut Store<HostState>) -> wasmtime::Result<std::result::Result<T, E>>,
@@ -188,12 +189,12 @@ impl ComponentPlugin {
         }
     }
 
-    fn call_infallible<T>(
+    fn enter_infallible<T>(
         &mut self,
         call: &'static str,
         f: impl FnOnce(&Exports, &mut Store<HostState>) -> wasmtime::Result<T>,
     ) -> Result<T> {
-        self.call(call, |x, s| f(x, s).map(Ok::<T, std::convert::Infallible>), |never| match never {})
+        self.enter(call, |x, s| f(x, s).map(Ok::<T, std::convert::Infallible>), |never| match never {})
     }
 }
 
@@ -226,10 +227,55 @@ fn classify(error: &wasmtime::Error) -> FaultKind {
 }
 
 impl Plugin for ComponentPlugin {
-    fn get_pod_status(&mut self, uid: &str) -> Result<Option<CachedStatus>> {
+    fn call(&mut self, call: Call<'_>) -> Result<Reply> {
+        match call {
+            Call::GetPodStatus { uid } => self.call_get_pod_status(uid).map(Reply::Status),
+            Call::SetPodStatus { pod, status } => self.call_set_pod_status(pod, status).map(Reply::Update),
+            Call::SetContainerReadiness { pod_uid, container_id, ready } => {
+                self.call_set_container_readiness(pod_uid, container_id, ready).map(Reply::Update)
+            }
+            Call::SetContainerStartup { pod_uid, container_id, started } => {
+                self.call_set_container_startup(pod_uid, container_id, started).map(Reply::Update)
+            }
+            Call::SetPodResizeCondition { pod_uid, condition, reason, message, observed_generation } => {
+                self.resize_set(pod_uid, condition, reason, message, observed_generation).map(Reply::Done)
+            }
+            Call::ClearPodResizeCondition { pod_uid, condition } => {
+                self.resize_clear(pod_uid, condition).map(Reply::Flag)
+            }
+            Call::GetPodResizeConditions { pod_uid } => self.resize_get(pod_uid).map(Reply::Conditions),
+            Call::TerminatePod { pod } => self.call_terminate_pod(pod).map(Reply::Update),
+            Call::RemoveOrphanedStatuses { keep } => self.call_remove_orphaned_statuses(keep).map(Reply::Count),
+            Call::SyncPod { request } => self.call_sync_pod(request).map(Reply::Synced),
+            Call::SyncBatch {} => self.call_sync_batch().map(Reply::Batch),
+            Call::PlanSyncPod { request } => self.call_plan_sync_pod(request).map(Reply::Plan),
+            Call::PlanSyncBatch { slice } => self.call_plan_sync_batch(slice).map(Reply::BatchPlan),
+            Call::StartSync { id } => self.call_start_sync(id).map(Reply::Step),
+            Call::ResumeSync { id, reply } => self.call_resume_sync(id, reply).map(Reply::Step),
+            Call::DropSync { id } => self.call_drop_sync(id).map(Reply::Flag),
+            Call::SaveState {} => self.call_save_state().map(Reply::Document),
+            Call::LoadState { state } => self.call_load_state(state).map(Reply::Done),
+            Call::SaveStateChanges {} => self.call_save_state_changes().map(Reply::Document),
+            Call::ApplyStateChanges { changes } => self.call_apply_state_changes(changes).map(Reply::Done),
+        }
+    }
+
+    fn world(&self) -> &crate::world::World {
+        &self.store.data().world
+    }
+
+    fn contract(&self) -> Contract {
+        ComponentPlugin::contract(self)
+    }
+}
+
+/// Each export, called: its arguments bounded and noted before the plugin sees them,
+/// its answer checked before anyone above the host reads it.
+impl ComponentPlugin {
+    fn call_get_pod_status(&mut self, uid: &str) -> Result<Option<CachedStatus>> {
         self.check_input("get-pod-status", "uid", uid.len())?;
         let uid = uid.to_string();
-        let found = self.call_infallible("get-pod-status", |x, s| {
+        let found = self.enter_infallible("get-pod-status", |x, s| {
             dispatch!(x, s, |g| |s| g.call_get_pod_status(s, &uid), |c| c.map(Into::into))
         })?;
         let limit = self.store.data().sandbox.limits().max_boundary_bytes;
@@ -241,32 +287,32 @@ impl Plugin for ComponentPlugin {
         }
     }
 
-    fn set_pod_status(&mut self, pod: &str, status: &str) -> Result<UpdateOutcome> {
+    fn call_set_pod_status(&mut self, pod: &str, status: &str) -> Result<UpdateOutcome> {
         self.check_input("set-pod-status", "pod", pod.len())?;
         self.check_input("set-pod-status", "status", status.len())?;
         self.hand_pod(pod);
         // The bindings take the WIT aliases `pod-json` and `status-json` as `&String`.
         let (pod, status) = (pod.to_string(), status.to_string());
-        self.call(
+        self.enter(
             "set-pod-status",
             |x, s| dispatch!(x, s, |g| |s| g.call_set_pod_status(s, &pod, &status)),
             |error| CallError::Rejected { call: "set-pod-status", error },
         )
     }
 
-    fn set_container_readiness(&mut self, pod_uid: &str, container_id: &str, ready: bool) -> Result<UpdateOutcome> {
+    fn call_set_container_readiness(&mut self, pod_uid: &str, container_id: &str, ready: bool) -> Result<UpdateOutcome> {
         self.check_input("set-container-readiness", "pod-uid", pod_uid.len())?;
         self.check_input("set-container-readiness", "container-id", container_id.len())?;
         self.store.data_mut().hand(pod_uid);
         let pod_uid = pod_uid.to_string();
-        self.call(
+        self.enter(
             "set-container-readiness",
             |x, s| dispatch!(x, s, |g| |s| g.call_set_container_readiness(s, &pod_uid, container_id, ready)),
             |error| CallError::Rejected { call: "set-container-readiness", error },
         )
     }
 
-    fn set_container_startup(&mut self, pod_uid: &str, container_id: &str, started: bool) -> Result<UpdateOutcome> {
+    fn call_set_container_startup(&mut self, pod_uid: &str, container_id: &str, started: bool) -> Result<UpdateOutcome> {
         const CALL: &str = "set-container-startup";
         if matches!(self.exports, Exports::V0_1_0(_)) {
             return Err(CallError::Unsupported { call: CALL, contract: self.contract() });
@@ -276,7 +322,7 @@ impl Plugin for ComponentPlugin {
         self.store.data_mut().hand(pod_uid);
         let pod_uid = pod_uid.to_string();
         let contract = self.contract();
-        self.call(
+        self.enter(
             CALL,
             |x, s| match x {
                 Exports::V0_2_0(b) => {
@@ -296,37 +342,18 @@ impl Plugin for ComponentPlugin {
         )
     }
 
-    fn set_pod_resize_condition(
-        &mut self,
-        pod_uid: &str,
-        condition: ResizeCondition,
-        reason: &str,
-        message: &str,
-        observed_generation: i64,
-    ) -> Result<()> {
-        self.resize_set(pod_uid, condition, reason, message, observed_generation)
-    }
-
-    fn clear_pod_resize_condition(&mut self, pod_uid: &str, condition: ResizeCondition) -> Result<bool> {
-        self.resize_clear(pod_uid, condition)
-    }
-
-    fn get_pod_resize_conditions(&mut self, pod_uid: &str) -> Result<Vec<String>> {
-        self.resize_get(pod_uid)
-    }
-
-    fn terminate_pod(&mut self, pod: &str) -> Result<UpdateOutcome> {
+    fn call_terminate_pod(&mut self, pod: &str) -> Result<UpdateOutcome> {
         self.check_input("terminate-pod", "pod", pod.len())?;
         self.hand_pod(pod);
         let pod = pod.to_string();
-        self.call(
+        self.enter(
             "terminate-pod",
             |x, s| dispatch!(x, s, |g| |s| g.call_terminate_pod(s, &pod)),
             |error| CallError::Rejected { call: "terminate-pod", error },
         )
     }
 
-    fn remove_orphaned_statuses(&mut self, keep: &[String]) -> Result<u32> {
+    fn call_remove_orphaned_statuses(&mut self, keep: &[String]) -> Result<u32> {
         self.check_input("remove-orphaned-statuses", "keep", keep.iter().map(|uid| uid.len() + 8).sum())?;
         // The plugin drops the others' statuses: it has no business queuing them.
         let kept: std::collections::HashSet<&str> = keep.iter().map(String::as_str).collect();
@@ -336,12 +363,12 @@ impl Plugin for ComponentPlugin {
         for uid in keep {
             self.store.data_mut().hand(uid);
         }
-        self.call_infallible("remove-orphaned-statuses", |x, s| {
+        self.enter_infallible("remove-orphaned-statuses", |x, s| {
             dispatch!(x, s, |g| |s| g.call_remove_orphaned_statuses(s, keep), |n| n)
         })
     }
 
-    fn sync_pod(&mut self, request: &SyncRequest) -> Result<SyncOutcome> {
+    fn call_sync_pod(&mut self, request: &SyncRequest) -> Result<SyncOutcome> {
         if self.contract().has_split_syncs() {
             let world = self.store.data().world.clone();
             return crate::plugin::split_sync::sync_pod_now(self, &world, request);
@@ -349,7 +376,7 @@ impl Plugin for ComponentPlugin {
         self.store.data_mut().hand(&request.pod_uid);
         let old = v0_1_0::kubelet::status::types::SyncRequest::from(request);
         let middle = v0_1_1::kubelet::status::types::SyncRequest::from(request);
-        self.call(
+        self.enter(
             "sync-pod",
             |x, s| match x {
                 Exports::V0_2_0(_) => unreachable!("split syncs are planned"),
@@ -364,19 +391,19 @@ impl Plugin for ComponentPlugin {
         )
     }
 
-    fn sync_batch(&mut self) -> Result<BatchReport> {
+    fn call_sync_batch(&mut self) -> Result<BatchReport> {
         if self.contract().has_split_syncs() {
             let world = self.store.data().world.clone();
             return crate::plugin::split_sync::sync_batch_now(self, &world);
         }
-        self.call_infallible("sync-batch", |x, s| match x {
+        self.enter_infallible("sync-batch", |x, s| match x {
             Exports::V0_2_0(_) => unreachable!("split syncs are planned"),
             Exports::V0_1_1(b) => b.kubelet_status_manager().call_sync_batch(s).map(Into::into),
             Exports::V0_1_0(b) => b.kubelet_status_manager().call_sync_batch(s).map(Into::into),
         })
     }
 
-    fn plan_sync_pod(&mut self, request: &SyncRequest) -> Result<Vec<PodSync>> {
+    fn call_plan_sync_pod(&mut self, request: &SyncRequest) -> Result<Vec<PodSync>> {
         const CALL: &str = "sync-pod";
         let Exports::V0_2_0(bindings) = &self.exports else {
             return Err(CallError::Unsupported { call: CALL, contract: self.contract() });
@@ -384,7 +411,7 @@ impl Plugin for ComponentPlugin {
         let manager = bindings.kubelet_status_manager().clone();
         self.store.data_mut().hand(&request.pod_uid);
         let request = crate::bindings::kubelet::status::types::SyncRequest::from(request);
-        let syncs = self.call(
+        let syncs = self.enter(
             CALL,
             |_, s| manager.call_sync_pod(s, &request),
             |error| CallError::Rejected { call: CALL, error },
@@ -392,19 +419,19 @@ impl Plugin for ComponentPlugin {
         self.check_syncs(CALL, syncs)
     }
 
-    fn plan_sync_batch(&mut self, slice: &BatchSlice) -> Result<BatchPlan> {
+    fn call_plan_sync_batch(&mut self, slice: &BatchSlice) -> Result<BatchPlan> {
         const CALL: &str = "sync-batch";
         let Exports::V0_2_0(bindings) = &self.exports else {
             return Err(CallError::Unsupported { call: CALL, contract: self.contract() });
         };
         let manager = bindings.kubelet_status_manager().clone();
-        let plan = self.call_infallible(CALL, |_, s| manager.call_sync_batch(s, slice))?;
+        let plan = self.enter_infallible(CALL, |_, s| manager.call_sync_batch(s, slice))?;
         let syncs = self.check_syncs(CALL, plan.syncs)?;
         let next = self.check_batch_next(CALL, slice, plan.next)?;
         Ok(BatchPlan { report: plan.report, syncs, next })
     }
 
-    fn start_sync(&mut self, id: u64) -> Result<SyncStep> {
+    fn call_start_sync(&mut self, id: u64) -> Result<SyncStep> {
         const CALL: &str = "start-sync";
         let Exports::V0_2_0(bindings) = &self.exports else {
             return Err(CallError::Unsupported { call: CALL, contract: self.contract() });
@@ -414,7 +441,7 @@ impl Plugin for ComponentPlugin {
         let Some(plugin_id) = self.syncs.plugin_id(id, false) else {
             return Err(CallError::Rejected { call: CALL, error: ManagerError::UnknownSync(id) });
         };
-        let step = self.call(
+        let step = self.enter(
             CALL,
             |_, s| manager.call_start_sync(s, plugin_id),
             |error| CallError::Rejected { call: CALL, error },
@@ -422,7 +449,7 @@ impl Plugin for ComponentPlugin {
         self.settle(CALL, id, step, None)
     }
 
-    fn resume_sync(&mut self, id: u64, reply: ApiReply) -> Result<SyncStep> {
+    fn call_resume_sync(&mut self, id: u64, reply: &ApiReply) -> Result<SyncStep> {
         const CALL: &str = "resume-sync";
         let Exports::V0_2_0(bindings) = &self.exports else {
             return Err(CallError::Unsupported { call: CALL, contract: self.contract() });
@@ -430,7 +457,7 @@ impl Plugin for ComponentPlugin {
         let manager = bindings.kubelet_status_manager().clone();
         // What the API server returned is the host's, not the plugin's: a pod over the
         // boundary limit is refused as the 0.1.x import refuses it.
-        let len = match &reply {
+        let len = match reply {
             ApiReply::Pod(Ok(pod)) => pod.len(),
             ApiReply::Pod(Err(e)) | ApiReply::Deleted(Err(e)) => crate::api::error_message(e).len(),
             ApiReply::Deleted(Ok(())) => 0,
@@ -443,62 +470,54 @@ impl Plugin for ComponentPlugin {
         let Some(plugin_id) = self.syncs.plugin_id(id, true) else {
             return Err(CallError::Rejected { call: CALL, error: ManagerError::UnknownSync(id) });
         };
-        let step = self.call(
+        let step = self.enter(
             CALL,
-            |_, s| manager.call_resume_sync(s, plugin_id, &reply),
+            |_, s| manager.call_resume_sync(s, plugin_id, reply),
             |error| CallError::Rejected { call: CALL, error },
         );
-        self.settle(CALL, id, step, Some(&reply))
+        self.settle(CALL, id, step, Some(reply))
     }
 
-    fn world(&self) -> &crate::world::World {
-        &self.store.data().world
-    }
-
-    fn drop_sync(&mut self, id: u64) -> Result<bool> {
+    fn call_drop_sync(&mut self, id: u64) -> Result<bool> {
         const CALL: &str = "drop-sync";
         let Exports::V0_2_0(bindings) = &self.exports else {
             return Err(CallError::Unsupported { call: CALL, contract: self.contract() });
         };
         let manager = bindings.kubelet_status_manager().clone();
         let Some(plugin_id) = self.syncs.end(id) else { return Ok(false) };
-        self.call_infallible(CALL, |_, s| manager.call_drop_sync(s, plugin_id))
+        self.enter_infallible(CALL, |_, s| manager.call_drop_sync(s, plugin_id))
     }
 
-    fn save_state(&mut self) -> Result<String> {
-        let state = self.call_infallible("save-state", |x, s| dispatch!(x, s, |g| |s| g.call_save_state(s), |d| d))?;
+    fn call_save_state(&mut self) -> Result<String> {
+        let state = self.enter_infallible("save-state", |x, s| dispatch!(x, s, |g| |s| g.call_save_state(s), |d| d))?;
         self.check_state_output("save-state", state)
     }
 
-    fn load_state(&mut self, state: &str) -> Result<()> {
+    fn call_load_state(&mut self, state: &str) -> Result<()> {
         self.check_state_input("load-state", state)?;
         self.hand_state(state);
-        self.call(
+        self.enter(
             "load-state",
             |x, s| dispatch!(x, s, |g| |s| g.call_load_state(s, state)),
             |error| CallError::Rejected { call: "load-state", error },
         )
     }
 
-    fn save_state_changes(&mut self) -> Result<String> {
-        let changes = self.call_infallible("save-state-changes", |x, s| {
+    fn call_save_state_changes(&mut self) -> Result<String> {
+        let changes = self.enter_infallible("save-state-changes", |x, s| {
             dispatch!(x, s, |g| |s| g.call_save_state_changes(s), |d| d)
         })?;
         self.check_state_output("save-state-changes", changes)
     }
 
-    fn apply_state_changes(&mut self, changes: &str) -> Result<()> {
+    fn call_apply_state_changes(&mut self, changes: &str) -> Result<()> {
         self.check_state_input("apply-state-changes", changes)?;
         self.hand_state(changes);
-        self.call(
+        self.enter(
             "apply-state-changes",
             |x, s| dispatch!(x, s, |g| |s| g.call_apply_state_changes(s, changes)),
             |error| CallError::Rejected { call: "apply-state-changes", error },
         )
-    }
-
-    fn contract(&self) -> Contract {
-        ComponentPlugin::contract(self)
     }
 }
 

@@ -10,6 +10,7 @@
 use crate::api;
 use crate::bindings::{BatchPlan, BatchReport, BatchSlice, PodSync, SyncOrigin, SyncOutcome, SyncRequest, SyncStep};
 use crate::plugin::call_error::{CallError, Result};
+use crate::plugin::plugin_ext::PluginExt;
 use crate::plugin::plugin_trait::Plugin;
 use crate::world::World;
 
@@ -104,7 +105,7 @@ pub fn run_now(plugin: &mut (impl Plugin + ?Sized), world: &World, id: u64) -> R
             SyncStep::Done(outcome) => return Ok(outcome),
             SyncStep::Call(call) => {
                 let reply = api::perform(world, call);
-                step = plugin.resume_sync(id, reply)?;
+                step = plugin.resume_sync(id, &reply)?;
             }
         }
     }

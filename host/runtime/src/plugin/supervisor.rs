@@ -19,13 +19,12 @@ use podstatus_backends::HostView;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::bindings::{
-    ApiReply, BatchPlan, BatchReport, BatchSlice, CachedStatus, Contract, PodSync, ResizeCondition, SyncOutcome,
-    SyncRequest, SyncStep, UpdateOutcome,
-};
+use crate::bindings::{Contract, SyncRequest, UpdateOutcome};
+use crate::calls::{Call, Effect, Reply};
 use crate::plugin::call_error::{CallError, Result};
 use crate::plugin::component::ComponentPlugin;
 use crate::plugin::limits::FaultKind;
+use crate::plugin::plugin_ext::PluginExt;
 use crate::plugin::plugin_trait::Plugin;
 use crate::plugin::runtime::PluginImage;
 use crate::swap::{CHANGES_FORMAT, HeldState};
@@ -142,32 +141,56 @@ impl SupervisedPlugin {
         self.instance.as_ref()
     }
 
-    /// Runs a call; `mutating` calls bring the state copy up to date afterwards.
-    fn run<T>(
-        &mut self,
-        call: &'static str,
-        mutating: bool,
-        f: impl FnOnce(&mut ComponentPlugin) -> Result<T>,
-    ) -> Result<T> {
-        self.run_checked(call, move |_: &Result<T>| mutating, f, |_, _| Ok(()))
-    }
-
-    /// Runs an update: its change set is taken, and checked against its answer, unless
+    /// Runs a call on the instance; one that may change the plugin's state brings the
+    /// copy up to date afterwards from its change set, checked against its answer.
+    ///
+    /// A status update's change set is taken, and checked against its answer, unless
     /// the plugin answered that the update changed nothing (the kubelet's common call:
     /// a change set then is a crossing and a parse for an empty document). A plugin
     /// that changed its state all the same only delays its change to the next change
     /// set, which holds everything since the last; the host's record of accepted
     /// statuses is not touched by an unchanged answer either way.
-    fn run_update(
-        &mut self,
-        call: &'static str,
-        f: impl FnOnce(&mut ComponentPlugin) -> Result<UpdateOutcome>,
-    ) -> Result<UpdateOutcome> {
-        self.run_checked(call, |result| !matches!(result, Ok(outcome) if changes_nothing(outcome)), f, claims_a_status)
+    fn run(&mut self, call: Call<'_>) -> Result<Reply> {
+        let mutating = |result: &Result<Reply>| match call.effect() {
+            Effect::Reads => false,
+            Effect::Writes => true,
+            Effect::Updates => !matches!(result, Ok(Reply::Update(outcome)) if changes_nothing(outcome)),
+        };
+        let check = |reply: &Reply, changes: &ChangeSet| match reply {
+            Reply::Update(outcome) => claims_a_status(outcome, changes),
+            _ => Ok(()),
+        };
+        self.run_checked(call.name(), mutating, |p| p.call(call), check)
     }
 
-    /// [`Self::run`], checking the change set against what the call reported: a plugin
-    /// whose change set does not hold what it answered is faulted, not believed.
+    /// `save-state-changes`, answered from the copy: the plugin's change sets all went
+    /// to it; the caller gets what accumulated since it last saved.
+    fn unsaved_changes(&mut self) -> Result<String> {
+        match self.following {
+            Following::Yes => {}
+            Following::No | Following::Lost => {
+                let why = if self.following == Following::No {
+                    "no saved state to follow: save-state first"
+                } else {
+                    "the changes since the last save outgrew the state limit and were not kept: save-state again"
+                };
+                return Err(CallError::Rejected {
+                    call: "save-state-changes",
+                    error: crate::bindings::ManagerError::InvalidState(why.into()),
+                });
+            }
+        }
+        let mut changes = std::mem::take(&mut self.unsaved);
+        if changes.next_request_id.is_none() {
+            changes.next_request_id = self.shadow.header.get("nextRequestId").cloned();
+        }
+        Ok(changes.document())
+    }
+
+    /// Runs `f` on the instance (recovering one first if there is none); when
+    /// `mutating` says so of the result, takes the change set, checks it against the
+    /// answer with `check` (a plugin whose change set does not hold what it answered is
+    /// faulted, not believed) and follows it in the copy.
     fn run_checked<T>(
         &mut self,
         call: &'static str,
@@ -361,151 +384,51 @@ impl SupervisedPlugin {
 }
 
 impl Plugin for SupervisedPlugin {
+    fn call(&mut self, call: Call<'_>) -> Result<Reply> {
+        match call {
+            // The copy is the accepted state: no need to ask the plugin (a hot swap moves
+            // the bulk this way without holding calls for the plugin to serialise it).
+            Call::SaveState {} => {
+                self.unsaved = ChangeSet::default();
+                self.following = Following::Yes;
+                Ok(Reply::Document(self.shadow.document()))
+            }
+            Call::LoadState { state } => {
+                // The document replaces the copy whole: no change set to follow.
+                let loaded = self.run_checked(call.name(), |_| false, |p| p.call(call), |_, _| Ok(()))?;
+                self.shadow = StateShadow::parse(state).map_err(|message| CallError::Fault {
+                    call: call.name(),
+                    kind: FaultKind::Trap,
+                    message: message.to_string(),
+                })?;
+                Ok(loaded)
+            }
+            Call::SaveStateChanges {} => self.unsaved_changes().map(Reply::Document),
+            // Syncs in flight are not state: after a fault the restored instance knows none
+            // of them, and the host's next step for one is refused (`unknown-sync`), which
+            // ends it. What each step changed (a request taken, a version written, a status
+            // dropped) is followed like any other call's changes, and so are a resize
+            // condition's set and clear, so that a restored instance and a swap's new
+            // plugin keep them.
+            _ => self.run(call),
+        }
+    }
+
     fn observe(&mut self, view: Arc<HostView>) {
         self.record = Some(view);
-    }
-
-    fn get_pod_status(&mut self, uid: &str) -> Result<Option<CachedStatus>> {
-        self.run("get-pod-status", false, |p| p.get_pod_status(uid))
-    }
-
-    fn set_pod_status(&mut self, pod: &str, status: &str) -> Result<UpdateOutcome> {
-        self.run_update("set-pod-status", |p| p.set_pod_status(pod, status))
-    }
-
-    fn set_container_readiness(&mut self, pod_uid: &str, container_id: &str, ready: bool) -> Result<UpdateOutcome> {
-        let call = |p: &mut ComponentPlugin| p.set_container_readiness(pod_uid, container_id, ready);
-        self.run_update("set-container-readiness", call)
-    }
-
-    fn set_container_startup(&mut self, pod_uid: &str, container_id: &str, started: bool) -> Result<UpdateOutcome> {
-        let call = |p: &mut ComponentPlugin| p.set_container_startup(pod_uid, container_id, started);
-        self.run_update("set-container-startup", call)
-    }
-
-    // A set or a clear changes the state document's resize conditions: its changes are
-    // followed like an update's, so a restored instance and a swap's new plugin keep
-    // them.
-    fn set_pod_resize_condition(
-        &mut self,
-        pod_uid: &str,
-        condition: ResizeCondition,
-        reason: &str,
-        message: &str,
-        observed_generation: i64,
-    ) -> Result<()> {
-        let call = |p: &mut ComponentPlugin| {
-            p.set_pod_resize_condition(pod_uid, condition, reason, message, observed_generation)
-        };
-        self.run("set-pod-resize-condition", true, call)
-    }
-
-    fn clear_pod_resize_condition(&mut self, pod_uid: &str, condition: ResizeCondition) -> Result<bool> {
-        self.run("clear-pod-resize-condition", true, |p| p.clear_pod_resize_condition(pod_uid, condition))
-    }
-
-    fn get_pod_resize_conditions(&mut self, pod_uid: &str) -> Result<Vec<String>> {
-        self.run("get-pod-resize-conditions", false, |p| p.get_pod_resize_conditions(pod_uid))
-    }
-
-    fn contract(&self) -> Contract {
-        self.image.contract()
-    }
-
-    fn terminate_pod(&mut self, pod: &str) -> Result<UpdateOutcome> {
-        self.run_checked("terminate-pod", |_| true, |p| p.terminate_pod(pod), claims_a_status)
-    }
-
-    fn remove_orphaned_statuses(&mut self, keep: &[String]) -> Result<u32> {
-        self.run("remove-orphaned-statuses", true, |p| p.remove_orphaned_statuses(keep))
-    }
-
-    fn sync_pod(&mut self, request: &SyncRequest) -> Result<SyncOutcome> {
-        self.run("sync-pod", true, |p| p.sync_pod(request))
-    }
-
-    fn sync_batch(&mut self) -> Result<BatchReport> {
-        self.run("sync-batch", true, |p| p.sync_batch())
-    }
-
-    // Syncs in flight are not state: after a fault the restored instance knows none of
-    // them, and the host's next step for one is refused (`unknown-sync`), which ends
-    // it. What each step changed (a request taken, a version written, a status dropped)
-    // is followed like any other call's changes.
-
-    fn plan_sync_pod(&mut self, request: &SyncRequest) -> Result<Vec<PodSync>> {
-        self.run("sync-pod", true, |p| p.plan_sync_pod(request))
-    }
-
-    fn plan_sync_batch(&mut self, slice: &BatchSlice) -> Result<BatchPlan> {
-        self.run("sync-batch", true, |p| p.plan_sync_batch(slice))
-    }
-
-    fn start_sync(&mut self, id: u64) -> Result<SyncStep> {
-        self.run("start-sync", true, |p| p.start_sync(id))
-    }
-
-    fn resume_sync(&mut self, id: u64, reply: ApiReply) -> Result<SyncStep> {
-        self.run("resume-sync", true, |p| p.resume_sync(id, reply))
-    }
-
-    fn drop_sync(&mut self, id: u64) -> Result<bool> {
-        self.run("drop-sync", false, |p| p.drop_sync(id))
     }
 
     fn world(&self) -> &World {
         &self.world
     }
 
-    fn save_state(&mut self) -> Result<String> {
-        // The copy is the accepted state: no need to ask the plugin (a hot swap moves
-        // the bulk this way without holding calls for the plugin to serialise it).
-        self.unsaved = ChangeSet::default();
-        self.following = Following::Yes;
-        Ok(self.shadow.document())
-    }
-
-    fn load_state(&mut self, state: &str) -> Result<()> {
-        self.run("load-state", false, |p| p.load_state(state))?;
-        self.shadow = StateShadow::parse(state).map_err(|message| CallError::Fault {
-            call: "load-state",
-            kind: FaultKind::Trap,
-            message: message.to_string(),
-        })?;
-        Ok(())
-    }
-
-    fn save_state_changes(&mut self) -> Result<String> {
-        // The plugin's change sets all went to the shadow; the caller gets what
-        // accumulated since it last saved.
-        match self.following {
-            Following::Yes => {}
-            Following::No | Following::Lost => {
-                let why = if self.following == Following::No {
-                    "no saved state to follow: save-state first"
-                } else {
-                    "the changes since the last save outgrew the state limit and were not kept: save-state again"
-                };
-                return Err(CallError::Rejected {
-                    call: "save-state-changes",
-                    error: crate::bindings::ManagerError::InvalidState(why.into()),
-                });
-            }
-        }
-        let mut changes = std::mem::take(&mut self.unsaved);
-        if changes.next_request_id.is_none() {
-            changes.next_request_id = self.shadow.header.get("nextRequestId").cloned();
-        }
-        Ok(changes.document())
-    }
-
-    fn apply_state_changes(&mut self, changes: &str) -> Result<()> {
-        self.run("apply-state-changes", true, |p| p.apply_state_changes(changes))
-    }
-
     fn stop_following(&mut self) {
         self.unsaved = ChangeSet::default();
         self.following = Following::No;
+    }
+
+    fn contract(&self) -> Contract {
+        self.image.contract()
     }
 }
 

@@ -16,7 +16,7 @@ pub(crate) use document::CHANGES_FORMAT;
 use document::{ChangesEntries, Entries};
 
 use crate::bindings::Contract;
-use crate::plugin::{CallError, Plugin};
+use crate::plugin::{CallError, Plugin, PluginExt};
 
 /// Why a swap did not happen. The running plugin keeps serving in every case.
 #[derive(Debug, thiserror::Error)]

@@ -32,7 +32,7 @@ impl ComponentPlugin {
         check_text(SET, "reason", reason.len(), MAX_RESIZE_REASON_BYTES)?;
         check_text(SET, "message", message.len(), MAX_RESIZE_MESSAGE_BYTES)?;
         let (contract, pod_uid) = (self.contract(), pod_uid.to_string());
-        self.call(
+        self.enter(
             SET,
             |_, s| resize.call_set_pod_resize_condition(s, &pod_uid, condition, reason, message, observed_generation),
             |error| rejected(SET, contract, error.into()),
@@ -44,7 +44,7 @@ impl ComponentPlugin {
         let resize = self.resize_exports(CLEAR)?;
         self.check_uid(CLEAR, pod_uid)?;
         let (contract, pod_uid) = (self.contract(), pod_uid.to_string());
-        self.call(
+        self.enter(
             CLEAR,
             |_, s| resize.call_clear_pod_resize_condition(s, &pod_uid, condition),
             |error| rejected(CLEAR, contract, error.into()),
@@ -59,7 +59,7 @@ impl ComponentPlugin {
         let resize = self.resize_exports(GET)?;
         self.check_uid(GET, pod_uid)?;
         let (contract, pod_uid) = (self.contract(), pod_uid.to_string());
-        let conditions = self.call(
+        let conditions = self.enter(
             GET,
             |_, s| resize.call_get_pod_resize_conditions(s, &pod_uid),
             |error| rejected(GET, contract, error.into()),
