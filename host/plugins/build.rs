@@ -110,7 +110,10 @@ fn native_contract(programs: &[Program], version: &str) -> String {
     if let Some(own) = older.clone().find(|p| p.version == version) {
         return own.contract.clone();
     }
-    older.map(|p| p.contract.clone()).max().unwrap_or_else(|| panic!("no program of guest/plugins is on a 0.1.x contract"))
+    older
+        .map(|p| p.contract.clone())
+        .max()
+        .unwrap_or_else(|| panic!("no program of guest/plugins is on a 0.1.x contract"))
 }
 
 /// `podstatus-v1-on-0-1` -> `PODSTATUS_V1_ON_0_1`.
@@ -126,13 +129,14 @@ fn contract_variant(contract: &str) -> String {
 /// Every program of `guest/plugins`' manifest, classified, in its order.
 fn read_programs(workspace: &Path) -> Vec<Program> {
     let manifest_path = workspace.join("guest/plugins/Cargo.toml");
-    let manifest = std::fs::read_to_string(&manifest_path)
-        .unwrap_or_else(|e| panic!("reading {}: {e}", manifest_path.display()));
+    let manifest =
+        std::fs::read_to_string(&manifest_path).unwrap_or_else(|e| panic!("reading {}: {e}", manifest_path.display()));
     let programs: Vec<Program> = bins(&manifest)
         .into_iter()
         .map(|(name, path)| {
             let path = format!("guest/plugins/{path}");
-            let source = std::fs::read_to_string(workspace.join(&path)).unwrap_or_else(|e| panic!("reading {path}: {e}"));
+            let source =
+                std::fs::read_to_string(workspace.join(&path)).unwrap_or_else(|e| panic!("reading {path}: {e}"));
             classify(name, path, &source).unwrap_or_else(|why| panic!("guest/plugins: cannot classify {why}"))
         })
         .collect();
@@ -205,8 +209,11 @@ fn classify(name: String, path: String, source: &str) -> Result<Program, String>
     {
         return Err(format!("{what}: named for contract {older}, its plugin exports {contract}"));
     }
-    let docs: Vec<&str> =
-        source.lines().map_while(|line| line.strip_prefix("//!")).map(|line| line.strip_prefix(' ').unwrap_or(line)).collect();
+    let docs: Vec<&str> = source
+        .lines()
+        .map_while(|line| line.strip_prefix("//!"))
+        .map(|line| line.strip_prefix(' ').unwrap_or(line))
+        .collect();
     let summary = docs.iter().take_while(|line| !line.trim().is_empty()).copied().collect::<Vec<_>>().join(" ");
     if summary.is_empty() {
         return Err(format!("{what}: no doc comment saying what it is"));

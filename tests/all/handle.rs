@@ -8,7 +8,6 @@ use podstatus_backends::ApiServer;
 use podstatus_backends::MemoryApiServer;
 use podstatus_backends::testing;
 use podstatus_runtime::World;
-use podstatus_runtime::PluginExt;
 use podstatus_runtime::{ManagerHandle, SchedulerConfig};
 use podstatus_tests::v1_image;
 

@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use podstatus_runtime::{
-    CallError, ComponentPlugin, FaultKind, Limits, Plugin, PluginExt, PluginRuntime, RuntimeConfig, SupervisedPlugin, SwapError,
-    World, move_bulk, move_changes,
+    CallError, ComponentPlugin, FaultKind, Limits, Plugin, PluginExt, PluginRuntime, RuntimeConfig, SupervisedPlugin,
+    SwapError, World, move_bulk, move_changes,
 };
 use podstatus_test_programs::ADVERSARY_HOSTILE;
 use podstatus_tests::{TestPod, cache_dir, fault, memory_world};

@@ -5,7 +5,7 @@
 
 use podstatus_plugins::PODSTATUS_V1;
 use podstatus_runtime::bindings::UpdateOutcome;
-use podstatus_runtime::{LoadError, Plugin, PluginExt, PluginRuntime, PoolSize, RuntimeConfig};
+use podstatus_runtime::{LoadError, PluginExt, PluginRuntime, PoolSize, RuntimeConfig};
 use podstatus_tests::{cache_dir, memory_world, numbered_pod, running_status};
 
 #[test]

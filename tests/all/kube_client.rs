@@ -15,7 +15,6 @@ use podstatus_apiserver::EmbeddedApiServer;
 use podstatus_backends::testing;
 use podstatus_backends::{ApiError, ApiServer, DeleteOptions, MemoryApiServer, StatusPatch, StatusUpdate};
 use podstatus_runtime::Admission;
-use podstatus_runtime::PluginExt;
 use podstatus_runtime::{ManagerHandle, SchedulerConfig};
 use podstatus_tests::{TestPod, v1_image};
 

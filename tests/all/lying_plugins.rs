@@ -12,7 +12,7 @@ use k8s_openapi::api::core::v1::Pod;
 use podstatus_backends::{ApiServer, HostView, MemoryApiServer, VirtualClock};
 use podstatus_plugins::{PODSTATUS_V1, PODSTATUS_V1_ON_0_1, PODSTATUS_V2};
 use podstatus_runtime::bindings::{Timestamp, UpdateOutcome};
-use podstatus_runtime::{CallError, Findings, ManagerHandle, Plugin, PluginExt, SchedulerConfig, SupervisedPlugin, World};
+use podstatus_runtime::{CallError, Findings, ManagerHandle, Plugin, SchedulerConfig, SupervisedPlugin, World};
 use podstatus_test_programs::{LIAR, LIAR_SPLIT};
 use podstatus_tests::gated_api::GatedApiServer;
 use podstatus_tests::{load, memory_world, running_status};

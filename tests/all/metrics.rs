@@ -10,7 +10,7 @@ use podstatus_agent::MeteredApiServer;
 use podstatus_agent::MeteredPlugin;
 use podstatus_agent::metrics::{Metrics, MetricsServer};
 use podstatus_backends::ApiServer;
-use podstatus_runtime::{Plugin, PluginExt};
+use podstatus_runtime::PluginExt;
 use podstatus_runtime::bindings::{SyncOutcome, UpdateOutcome};
 use podstatus_tests::{TestPod, memory_world, v1_image};
 

@@ -10,7 +10,6 @@ use std::time::Duration;
 use podstatus_backends::{ApiServer, MemoryApiServer};
 use podstatus_plugins::{PODSTATUS_V1_ON_0_1, PODSTATUS_V2};
 use podstatus_runtime::bindings::UpdateOutcome;
-use podstatus_runtime::PluginExt;
 use podstatus_runtime::{Contract, ManagerHandle, SchedulerConfig, World};
 use podstatus_tests::gated_api::GatedApiServer;
 use podstatus_tests::{load, numbered_pod, running_status, v2_image};

@@ -24,9 +24,9 @@ use podstatus_backends::{
     ApiError, ApiServer, DeleteOptions, GuardedApiServer, MemoryApiServer, Refusals, StatusPatch, StatusUpdate,
 };
 use podstatus_backends::{ContainersStopped, HostView};
-use podstatus_runtime::{Plugin, PluginExt};
 use podstatus_runtime::World;
 use podstatus_runtime::bindings::{SyncOutcome, UpdateOutcome};
+use podstatus_runtime::{Plugin, PluginExt};
 use podstatus_test_programs::PROBER;
 use podstatus_tests::{load, v1_image};
 use serde_json::{Value, json};

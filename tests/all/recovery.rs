@@ -15,7 +15,7 @@ use podstatus_backends::VirtualClock;
 use podstatus_runtime::World;
 use podstatus_runtime::bindings::Timestamp;
 use podstatus_runtime::bindings::{SyncStep, UpdateOutcome};
-use podstatus_runtime::{CallError, Plugin, PluginExt, PluginRuntime, RuntimeConfig, SupervisedPlugin};
+use podstatus_runtime::{CallError, PluginExt, PluginRuntime, RuntimeConfig, SupervisedPlugin};
 use podstatus_test_programs::{FAILPOINTS, FAILPOINTS_SPLIT};
 use podstatus_tests::cache_dir;
 use serde_json::{Value, json};

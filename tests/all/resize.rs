@@ -6,8 +6,8 @@
 use podstatus_plugins::{PODSTATUS_V2, PODSTATUS_V3, PODSTATUS_V4};
 use podstatus_runtime::bindings::UpdateOutcome;
 use podstatus_runtime::{
-    CallError, Contract, FaultKind, Limits, MAX_RESIZE_MESSAGE_BYTES, MAX_RESIZE_REASON_BYTES, Plugin, PluginExt, PluginImage,
-    PluginRuntime, ResizeCondition, RuntimeConfig, SupervisedPlugin, World, move_bulk, move_changes,
+    CallError, Contract, FaultKind, Limits, MAX_RESIZE_MESSAGE_BYTES, MAX_RESIZE_REASON_BYTES, Plugin, PluginExt,
+    PluginImage, PluginRuntime, ResizeCondition, RuntimeConfig, SupervisedPlugin, World, move_bulk, move_changes,
 };
 use podstatus_tests::{cache_dir, load, memory_world, numbered_pod, running_status};
 use serde_json::Value;

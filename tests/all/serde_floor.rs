@@ -4,7 +4,7 @@
 
 use k8s_openapi::api::core::v1::PodStatus;
 use podstatus_runtime::bindings::{ManagerError, UpdateOutcome};
-use podstatus_runtime::{CallError, Plugin, PluginExt, PluginRuntime, RuntimeConfig};
+use podstatus_runtime::{CallError, PluginExt, PluginRuntime, RuntimeConfig};
 use podstatus_test_programs::SERDE_FLOOR;
 use podstatus_tests::cache_dir;
 

@@ -8,7 +8,7 @@ use podstatus_plugins::{PODSTATUS_V1, PODSTATUS_V2, PODSTATUS_V3};
 use podstatus_runtime::bindings::{
     ApiCall, BatchSlice, ManagerError, SyncOrigin, SyncOutcome, SyncStep, UpdateOutcome,
 };
-use podstatus_runtime::{CallError, Contract, Plugin, PluginExt, api};
+use podstatus_runtime::{CallError, Contract, PluginExt, api};
 use podstatus_tests::{TestPod, load, memory_world};
 
 /// One request's sync of a fresh pod through `plugin`: the verbs of the calls it asked

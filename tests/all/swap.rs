@@ -336,7 +336,7 @@ fn supervised_swaps_and_the_recovery_copy_carry_the_finished_mark() {
 /// the new plugin holds the whole state, `lastWritten` included).
 #[test]
 fn logic_v3_swaps_both_ways_with_v1_and_v2_and_its_last_written_statuses_survive() {
-    use podstatus_runtime::{Plugin, SupervisedPlugin, move_bulk, move_changes};
+    use podstatus_runtime::{PluginExt, SupervisedPlugin, move_bulk, move_changes};
     let runtime = runtime();
     let v1 = runtime.load(podstatus_plugins::PODSTATUS_V1).unwrap();
     let v2 = runtime.load(podstatus_plugins::PODSTATUS_V2).unwrap();

@@ -6,7 +6,7 @@ use std::sync::OnceLock;
 use podstatus_plugins::{PODSTATUS_V1, PODSTATUS_V2, PODSTATUS_V3};
 use podstatus_replay as replay;
 use podstatus_replay::{ReplayOutcome, Trace, TraceError};
-use podstatus_runtime::{Plugin, PluginExt, PluginImage, PluginRuntime, RuntimeConfig};
+use podstatus_runtime::{Plugin, PluginImage, PluginRuntime, RuntimeConfig};
 
 pub mod gated_api;
 pub mod venv;

@@ -163,14 +163,7 @@ mod tests {
             clock: Arc::new(SystemClock),
             queue: Arc::clone(&queue),
         };
-        (
-            MeteredPlugin::new(
-                Box::new(NativePlugin::new(world, LogicVersion::V1)),
-                Arc::clone(&metrics),
-            ),
-            metrics,
-            queue,
-        )
+        (MeteredPlugin::new(Box::new(NativePlugin::new(world, LogicVersion::V1)), Arc::clone(&metrics)), metrics, queue)
     }
 
     fn running() -> String {

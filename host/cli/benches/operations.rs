@@ -16,10 +16,10 @@ use podstatus_backends::MemoryApiServer;
 use podstatus_backends::PodManager;
 use podstatus_backends::SyncQueue;
 use podstatus_backends::SystemClock;
+use podstatus_plugins::NativePlugin;
 use podstatus_plugins::PODSTATUS_V1;
 use podstatus_runtime::World;
 use podstatus_runtime::bindings::UpdateOutcome;
-use podstatus_plugins::NativePlugin;
 use podstatus_runtime::{Limits, Plugin, PluginExt, PluginRuntime, RuntimeConfig, SupervisedPlugin};
 use podstatus_test_programs::SERDE_FLOOR;
 

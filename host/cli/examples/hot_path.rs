@@ -27,8 +27,8 @@ use std::time::Instant;
 
 use k8s_openapi::api::core::v1::Pod;
 use podstatus_backends::{FixedDeletionSafety, MemoryApiServer, PodManager, SyncQueue, SystemClock};
-use podstatus_plugins::PODSTATUS_V1;
 use podstatus_plugins::NativePlugin;
+use podstatus_plugins::PODSTATUS_V1;
 use podstatus_runtime::{Limits, Plugin, PluginExt, PluginRuntime, RuntimeConfig, SupervisedPlugin, World};
 
 #[path = "../benches/fixture/mod.rs"]

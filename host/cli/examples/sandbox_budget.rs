@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use podstatus_backends::{FixedDeletionSafety, MemoryApiServer, PodManager, SyncQueue, SystemClock};
 use podstatus_plugins::{PODSTATUS_V1, PODSTATUS_V2};
-use podstatus_runtime::{CallError, Limits, Plugin, PluginExt, PluginRuntime, RuntimeConfig, SupervisedPlugin, World};
+use podstatus_runtime::{CallError, Limits, PluginExt, PluginRuntime, RuntimeConfig, SupervisedPlugin, World};
 use podstatus_test_programs::ADVERSARY_HOSTILE;
 use serde_json::json;
 

@@ -20,7 +20,7 @@ use podstatus_backends::SystemClock;
 use podstatus_plugins::PODSTATUS_V1;
 use podstatus_runtime::World;
 use podstatus_runtime::{ManagerHandle, SchedulerConfig};
-use podstatus_runtime::{Plugin, PluginExt, PluginImage, PluginRuntime, RuntimeConfig, SupervisedPlugin};
+use podstatus_runtime::{Plugin, PluginImage, PluginRuntime, RuntimeConfig, SupervisedPlugin};
 use serde_json::json;
 
 const SWAPS: usize = 7;

@@ -150,10 +150,10 @@ fn run_inner(args: &FuzzArgs) -> anyhow::Result<ExitCode> {
     let (target, target_name) = if args.native {
         (Target::Native(*args.logic), native_name.clone())
     } else {
-        let name = args.plugin.as_ref().map_or_else(
-            || format!("the built-in plugin (logic {})", args.logic.name()),
-            |p| p.display().to_string(),
-        );
+        let name = args
+            .plugin
+            .as_ref()
+            .map_or_else(|| format!("the built-in plugin (logic {})", args.logic.name()), |p| p.display().to_string());
         (component(args.plugin.as_ref(), args.logic)?, format!("{name} in the sandbox (fuel {CALL_FUEL} per call)"))
     };
     let builtin = |path: &PathBuf| path.to_str().and_then(LogicVersion::named).map(Logic);
@@ -187,7 +187,8 @@ fn run_inner(args: &FuzzArgs) -> anyhow::Result<ExitCode> {
         Some(path) => match builtin(path) {
             Some(logic) => {
                 if unread_logic && !args.native && *logic == LogicVersion::V2 {
-                    let rules = if *args.logic == LogicVersion::V4 { FinalRules::Kubelet135 } else { FinalRules::UnreadWrites };
+                    let rules =
+                        if *args.logic == LogicVersion::V4 { FinalRules::Kubelet135 } else { FinalRules::UnreadWrites };
                     differential = match differential {
                         Differential::FinalState(_) => Differential::FinalState(rules),
                         _ => Differential::UnreadWrites,
@@ -198,7 +199,9 @@ fn run_inner(args: &FuzzArgs) -> anyhow::Result<ExitCode> {
                     format!("the built-in plugin (logic {})", logic.name()),
                 ))
             }
-            None => Some((Reference::Plugin(component(Some(path), Logic(LogicVersion::V1))?), path.display().to_string())),
+            None => {
+                Some((Reference::Plugin(component(Some(path), Logic(LogicVersion::V1))?), path.display().to_string()))
+            }
         },
     };
 

@@ -7,9 +7,9 @@ use std::process::ExitCode;
 use crate::inspect::inspect;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
+use podstatus_plugins::NativePlugin;
 use podstatus_replay as replay;
 use podstatus_replay::Trace;
-use podstatus_plugins::NativePlugin;
 use podstatus_runtime::{Plugin, PluginRuntime};
 
 use crate::plugin_args::PluginArgs;

@@ -13,11 +13,11 @@ use podstatus_fuzz::{
     Campaign, GenConfig, Invariant, KnownIssue, Limit, Reference, ShrinkBudget, Target, check_trace, compare_targets,
     generate, read_finding, run_campaign, shrink_violation,
 };
+use podstatus_plugins::NativePlugin;
 use podstatus_plugins::{PODSTATUS_V1, PODSTATUS_V2, PODSTATUS_V3, PODSTATUS_V4};
 use podstatus_replay::{self as replay, Trace};
 use podstatus_runtime::World;
-use podstatus_plugins::NativePlugin;
-use podstatus_runtime::{Plugin, PluginExt, PluginRuntime};
+use podstatus_runtime::{Plugin, PluginRuntime};
 
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).ancestors().nth(2).unwrap().to_path_buf()

@@ -18,9 +18,9 @@ use crate::invariants::{
     check_quiescence, first_difference,
 };
 use podstatus_backends::{ApiServer, DeleteOptions, PodEvent, StatusUpdate};
+use podstatus_plugins::{LogicVersion, NativePlugin};
 use podstatus_replay::{Call, FailError, FailVerb, PodRef, Report, Step, Stepper, Trace, TraceError};
 use podstatus_runtime::World;
-use podstatus_plugins::{LogicVersion, NativePlugin};
 use podstatus_runtime::{CallError, LoadError, Plugin, PluginExt, PluginImage};
 
 /// Makes a plugin over a world: any [`Plugin`], e.g. one with a planted bug in a test.

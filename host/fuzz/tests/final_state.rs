@@ -3,8 +3,8 @@
 //! a write without a GET cannot avoid.
 
 use podstatus_fuzz::{Differential, FinalRules, Invariant, Target, compare_targets_with};
-use podstatus_replay::Trace;
 use podstatus_plugins::LogicVersion;
+use podstatus_replay::Trace;
 use serde_json::json;
 
 const V3: Target = Target::Native(LogicVersion::V3);

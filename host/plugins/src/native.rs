@@ -70,7 +70,8 @@ impl Plugin for NativePlugin {
             Call::TerminatePod { pod } => manager.terminate_pod(pod).map(update).map_err(rejected(name)),
             Call::RemoveOrphanedStatuses { keep } => Ok(Reply::Count(manager.remove_orphaned_statuses(keep))),
             Call::SyncPod { request } => {
-                let request = logic::SyncRequest { id: request.id, pod_uid: request.pod_uid.clone(), version: request.version };
+                let request =
+                    logic::SyncRequest { id: request.id, pod_uid: request.pod_uid.clone(), version: request.version };
                 manager.sync_pod(&request).map(|o| Reply::Synced(sync_outcome(o))).map_err(rejected(name))
             }
             Call::SyncBatch {} => {

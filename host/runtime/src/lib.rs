@@ -37,9 +37,9 @@ pub use host_imports::HostImports;
 pub use plugin::split_sync;
 pub use plugin::{
     ArtifactCache, Backoff, CacheOutcome, CallError, CallUsage, ComponentPlugin, Evicted, EvictionPolicy, FaultKind,
-    Limits, LoadError, MAX_RESIZE_CONDITION_BYTES, MAX_RESIZE_MESSAGE_BYTES, MAX_RESIZE_REASON_BYTES,
-    Plugin, PluginExt, PluginImage, PluginRuntime, PoolSize, RecoveryStats, Result, RuntimeConfig, SupervisedPlugin,
-    cache_key, describe,
+    Limits, LoadError, MAX_RESIZE_CONDITION_BYTES, MAX_RESIZE_MESSAGE_BYTES, MAX_RESIZE_REASON_BYTES, Plugin,
+    PluginExt, PluginImage, PluginRuntime, PoolSize, RecoveryStats, Result, RuntimeConfig, SupervisedPlugin, cache_key,
+    describe,
 };
 pub use swap::{
     Findings, HeldState, RepairError, SwapError, SwapReport, apply_checked, load_checked, move_bulk, move_changes,

@@ -143,7 +143,13 @@ impl ManagerHandle {
     /// Records, when observing, what the plugin now holds for `uid` after it accepted
     /// a change (`outcome`). A plugin that accepted a status and holds none is held to
     /// `reported` (the status the node handed it, as version 0) when there is one.
-    fn note_accepted(&self, plugin: &mut dyn Plugin, uid: Option<&str>, reported: Option<&str>, outcome: &Result<Reply>) {
+    fn note_accepted(
+        &self,
+        plugin: &mut dyn Plugin,
+        uid: Option<&str>,
+        reported: Option<&str>,
+        outcome: &Result<Reply>,
+    ) {
         let (Some(view), Some(uid)) = (self.shared.host_view.get(), uid) else { return };
         if !matches!(outcome, Ok(Reply::Update(UpdateOutcome::Queued | UpdateOutcome::QueueFull))) {
             return;

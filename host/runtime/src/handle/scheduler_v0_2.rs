@@ -15,8 +15,8 @@ use super::admission::{QUEUE_LIFO_AFTER, SYNC_POD_CALLS};
 use super::plugin_lock::StepGuard;
 use super::shared::Shared;
 use crate::bindings::{BatchReport, SyncRequest};
-use crate::plugin::{PluginExt, Result};
 use crate::plugin::split_sync::plan_in_slices;
+use crate::plugin::{PluginExt, Result};
 use crate::sync_runner::run_planned;
 
 /// Plans the syncs of a request with the plugin locked for it (`plugin`), and starts

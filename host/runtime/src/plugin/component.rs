@@ -300,7 +300,12 @@ impl ComponentPlugin {
         )
     }
 
-    fn call_set_container_readiness(&mut self, pod_uid: &str, container_id: &str, ready: bool) -> Result<UpdateOutcome> {
+    fn call_set_container_readiness(
+        &mut self,
+        pod_uid: &str,
+        container_id: &str,
+        ready: bool,
+    ) -> Result<UpdateOutcome> {
         self.check_input("set-container-readiness", "pod-uid", pod_uid.len())?;
         self.check_input("set-container-readiness", "container-id", container_id.len())?;
         self.store.data_mut().hand(pod_uid);
@@ -312,7 +317,12 @@ impl ComponentPlugin {
         )
     }
 
-    fn call_set_container_startup(&mut self, pod_uid: &str, container_id: &str, started: bool) -> Result<UpdateOutcome> {
+    fn call_set_container_startup(
+        &mut self,
+        pod_uid: &str,
+        container_id: &str,
+        started: bool,
+    ) -> Result<UpdateOutcome> {
         const CALL: &str = "set-container-startup";
         if matches!(self.exports, Exports::V0_1_0(_)) {
             return Err(CallError::Unsupported { call: CALL, contract: self.contract() });
