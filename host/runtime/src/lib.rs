@@ -46,3 +46,7 @@ pub use swap::{
     repair_from_record,
 };
 pub use world::World;
+
+/// For the typed methods `manager_methods!` generates in other crates.
+#[doc(hidden)]
+pub use plugin::unexpected_reply;

@@ -34,14 +34,3 @@ pub enum Reply {
     /// A state document or a change set.
     Document(String),
 }
-
-impl Reply {
-    /// Panics: `call` was answered with another operation's kind of answer. Every
-    /// layer passes its inner plugin's answer on as it is, so this is a host bug, and
-    /// the typed methods stop on it rather than guess.
-    #[doc(hidden)]
-    #[cold]
-    pub fn mismatched(self, call: &'static str) -> ! {
-        panic!("{call} was answered with {self:?}: a layer of the host answered another call's reply")
-    }
-}

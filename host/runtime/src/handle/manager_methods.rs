@@ -32,9 +32,9 @@ macro_rules! __manager_methods {
             #[allow(clippy::needless_lifetimes, clippy::extra_unused_lifetimes)]
             pub fn $method<'a>(&self, $($arg: $ty),*) -> $crate::Result<$answer> {
                 let call = $crate::ManagerCall::$variant { $($arg),* };
-                match self.call(call)? {
-                    $crate::Reply::$reply(answer) => Ok(answer),
-                    other => other.mismatched(call.name()),
+                match self.call(call) {
+                    Ok($crate::Reply::$reply(answer)) => Ok(answer),
+                    other => $crate::unexpected_reply(call.name(), other),
                 }
             }
         )*

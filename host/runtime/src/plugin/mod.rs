@@ -19,7 +19,7 @@ pub use component::ComponentPlugin;
 pub use limits::{
     CallUsage, FaultKind, Limits, MAX_RESIZE_CONDITION_BYTES, MAX_RESIZE_MESSAGE_BYTES, MAX_RESIZE_REASON_BYTES,
 };
-pub use plugin_ext::PluginExt;
+pub use plugin_ext::{PluginExt, unexpected_reply};
 pub use plugin_trait::Plugin;
 pub use runtime::{LoadError, PluginImage, PluginRuntime, PoolSize, RuntimeConfig};
 pub use supervisor::{Backoff, RecoveryStats, SupervisedPlugin};
