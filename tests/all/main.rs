@@ -20,6 +20,7 @@ mod hostile_split;
 mod instance_pool;
 mod kube_client;
 mod kubectl;
+mod layout;
 mod lying_plugins;
 mod metrics;
 mod overlap;
