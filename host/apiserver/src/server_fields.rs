@@ -143,3 +143,8 @@ mod tests {
         assert_eq!((refused.code, refused.causes[0].field.as_str()), (422, "status.qosClass"));
     }
 }
+
+/// A pod's resourceVersion as a number.
+pub(crate) fn version_of(pod: &Pod) -> Option<u64> {
+    pod.metadata.resource_version.as_deref().and_then(|version| version.parse().ok())
+}
