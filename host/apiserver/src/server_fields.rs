@@ -96,6 +96,11 @@ pub(crate) fn on_status_write(stored: &Pod, status: &mut PodStatus) -> Result<()
     Ok(())
 }
 
+/// A pod's resourceVersion as a number.
+pub(crate) fn version_of(pod: &Pod) -> Option<u64> {
+    pod.metadata.resource_version.as_deref().and_then(|version| version.parse().ok())
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -142,9 +147,4 @@ mod tests {
         let refused = on_status_write(&stored, &mut other).expect_err("immutable");
         assert_eq!((refused.code, refused.causes[0].field.as_str()), (422, "status.qosClass"));
     }
-}
-
-/// A pod's resourceVersion as a number.
-pub(crate) fn version_of(pod: &Pod) -> Option<u64> {
-    pod.metadata.resource_version.as_deref().and_then(|version| version.parse().ok())
 }
