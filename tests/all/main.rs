@@ -23,6 +23,7 @@ mod kubectl;
 mod layout;
 mod lying_plugins;
 mod metrics;
+mod module_circles;
 mod overlap;
 mod plugin_faults;
 mod python_client;
