@@ -141,12 +141,17 @@ pub trait Policy<I: Imports>: SyncPolicy<I> {
 
     /// `GetPodResizeConditions` (1.33+); the default: unsupported.
     fn get_pod_resize_conditions(&self, _engine: &mut Engine<I>, _pod_uid: &str) -> Result<Vec<String>> {
-        Err(ManagerError::Unsupported("this logic version has no in-place resize conditions (Kubernetes 1.33+)".into()))
+        Err(no_resize_conditions())
     }
 }
 
+/// What a version without in-place resize answers for its conditions.
+pub(crate) fn no_resize_conditions() -> ManagerError {
+    ManagerError::Unsupported("this logic version has no in-place resize conditions (Kubernetes 1.33+)".into())
+}
+
 /// What a version without in-place resize answers for `condition`.
-fn no_resize(condition: ResizeCondition) -> ManagerError {
+pub(crate) fn no_resize(condition: ResizeCondition) -> ManagerError {
     ManagerError::Unsupported(format!(
         "this logic version has no {} condition (in-place resize, Kubernetes 1.33+)",
         condition.condition_type()

@@ -103,6 +103,16 @@ impl logic::Imports for WorldImports {
         host_bug(api::update_pod_status(&self.world, update)).map_err(logic_api_error)
     }
 
+    fn patch_pod_status(&mut self, patch: logic::StatusPatch) -> std::result::Result<String, logic::ApiError> {
+        let patch = StatusPatch {
+            namespace: patch.namespace,
+            name: patch.name,
+            uid_precondition: patch.uid_precondition,
+            patch: patch.patch,
+        };
+        host_bug(api::patch_pod_status(&self.world, patch)).map_err(logic_api_error)
+    }
+
     fn delete_pod(
         &mut self,
         namespace: &str,
@@ -143,6 +153,10 @@ impl logic::Imports for WorldImports {
         host_bug(deletion_safety::pod_resources_are_reclaimed(&self.world, pod_json, status_json))
     }
 
+    fn pod_could_have_running_containers(&mut self, pod_json: &str) -> bool {
+        host_bug(deletion_safety::pod_could_have_running_containers(&self.world, pod_json))
+    }
+
     fn now(&mut self) -> logic::Timestamp {
         let now = self.world.clock.now();
         logic::Timestamp { seconds: now.seconds, nanoseconds: now.nanoseconds }
@@ -158,22 +172,6 @@ impl logic::Imports for WorldImports {
 
     fn push_sync_request(&mut self, request: logic::SyncRequest) -> bool {
         self.world.queue.push(SyncRequest { id: request.id, pod_uid: request.pod_uid, version: request.version })
-    }
-}
-
-impl logic::PatchImports for WorldImports {
-    fn patch_pod_status(&mut self, patch: logic::StatusPatch) -> std::result::Result<String, logic::ApiError> {
-        let patch = StatusPatch {
-            namespace: patch.namespace,
-            name: patch.name,
-            uid_precondition: patch.uid_precondition,
-            patch: patch.patch,
-        };
-        host_bug(api::patch_pod_status(&self.world, patch)).map_err(logic_api_error)
-    }
-
-    fn pod_could_have_running_containers(&mut self, pod_json: &str) -> bool {
-        host_bug(deletion_safety::pod_could_have_running_containers(&self.world, pod_json))
     }
 }
 
