@@ -30,12 +30,12 @@ mod release;
 mod repeats;
 mod resize;
 mod status;
-mod sync_policy;
 mod write_modes;
 
 pub use api_pod::ApiPod;
 pub use engine::Engine;
 pub use engine::state::{STATE_CHANGES_FORMAT, STATE_FORMAT, STATE_VERSION};
+pub use engine::sync_policy::{SyncPolicy, UnreadWrite, Write, WritePlan};
 pub use error::{InvalidPod, ManagerError, Result};
 pub use imports::{
     ApiCall, ApiError, ApiReply, DeleteOptions, Imports, Level, MISFIT_REPLY, StatusPatch, StatusUpdate, SyncRequest,
@@ -57,5 +57,4 @@ pub use resize::{
     ResizeConditions,
 };
 pub use status::{LastWritten, PendingSync, VersionedStatus};
-pub use sync_policy::{SyncPolicy, UnreadWrite, Write, WritePlan};
 pub use write_modes::{FirstDesign, OneCall, OneCallDesign, ReadThenPatch, Refined};

@@ -9,6 +9,7 @@ use k8s_openapi::api::core::v1::PodStatus;
 use podstatus_core::find_container_status;
 
 use crate::engine::Engine;
+use crate::engine::sync_policy::SyncPolicy;
 use crate::error::ManagerError;
 use crate::error::Result;
 use crate::imports::{ApiReply, Imports, SyncRequest};
@@ -16,7 +17,6 @@ use crate::jobs::{BatchPlan, BatchSlice, PodSync, SyncStep};
 use crate::outcomes::{BatchReport, CachedStatus, SyncOutcome, UpdateOutcome};
 use crate::repeats::{CallDigest, Repeats};
 use crate::resize::ResizeCondition;
-use crate::sync_policy::SyncPolicy;
 
 /// The kubelet's `status.Manager`, as every contract version exports it: one method per
 /// export of the WIT `manager` interface (a contract exports a subset: 0.1.x the

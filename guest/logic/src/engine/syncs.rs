@@ -9,12 +9,12 @@ use podstatus_core::PodMeta;
 
 use super::Engine;
 use crate::api_pod::ApiPod;
+use crate::engine::sync_policy::{SyncPolicy, UnreadWrite, Write, WritePlan};
 use crate::error::{ManagerError, Result};
 use crate::imports::{ApiCall, ApiError, ApiReply, DeleteOptions, Imports, Level};
 use crate::jobs::{Flow, Held, Job, JobState, PodSync, Stage, SyncOrigin, SyncStep, SyncTarget};
 use crate::outcomes::SyncOutcome;
 use crate::status::VersionedStatus;
-use crate::sync_policy::{SyncPolicy, UnreadWrite, Write, WritePlan};
 
 impl<I: Imports> Engine<I> {
     /// Plans a sync of `pod_uid` writing `target`; it waits for `start_sync`.

@@ -2,13 +2,13 @@
 //! ([`Logic`]), and its updates ([`Policy`]), the same for every mode.
 
 use crate::engine::Engine;
+use crate::engine::sync_policy::SyncPolicy;
 use crate::error::Result;
 use crate::imports::{Imports, SyncRequest};
 use crate::jobs::PodSync;
 use crate::manager::{ContainerProbe, Policy, no_resize, no_resize_conditions};
 use crate::outcomes::UpdateOutcome;
 use crate::resize::ResizeCondition;
-use crate::sync_policy::SyncPolicy;
 
 use super::decisions::Release;
 use super::{signal, updates};

@@ -33,11 +33,11 @@ use k8s_openapi::api::core::v1::PodStatus;
 use super::patching::{Carries, can_be_deleted, finish_write, plan_patch, plan_write_over_read, send};
 use crate::api_pod::ApiPod;
 use crate::engine::Engine;
+use crate::engine::sync_policy::{SyncPolicy, UnreadWrite, Write, WritePlan};
 use crate::error::Result;
 use crate::imports::{ApiError, Imports, Level};
 use crate::release::{Logic, Release};
 use crate::status::{LastWritten, VersionedStatus};
-use crate::sync_policy::{SyncPolicy, UnreadWrite, Write, WritePlan};
 
 /// One PATCH per status version, no GET, in design `D` ([`FirstDesign`] for logic v3,
 /// [`Refined`] for logic v4).

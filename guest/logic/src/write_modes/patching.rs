@@ -12,11 +12,11 @@ use super::whole_conditions::whole_conditions;
 use super::whole_status::whole_status;
 use crate::api_pod::ApiPod;
 use crate::engine::Engine;
+use crate::engine::sync_policy::{Write, WritePlan};
 use crate::error::{ManagerError, Result};
 use crate::imports::{ApiCall, ApiError, Imports, Level, StatusPatch};
 use crate::release::{Release, is_terminal, merge_pod_status};
 use crate::status::VersionedStatus;
-use crate::sync_policy::{Write, WritePlan};
 
 /// What a patch carries beyond the diff from its base to the merged status.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -7,11 +7,11 @@ use k8s_openapi::api::core::v1::PodStatus;
 use super::patching::{Carries, can_be_deleted, finish_write, plan_write_over_read};
 use crate::api_pod::ApiPod;
 use crate::engine::Engine;
+use crate::engine::sync_policy::{SyncPolicy, Write, WritePlan};
 use crate::error::Result;
 use crate::imports::{ApiError, Imports};
 use crate::release::{Logic, Release};
 use crate::status::VersionedStatus;
-use crate::sync_policy::{SyncPolicy, Write, WritePlan};
 
 /// Upstream's write: a GET before every PATCH, the patch computed from the status read.
 #[derive(Clone, Copy, Debug, Default)]
