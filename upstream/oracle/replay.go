@@ -80,7 +80,7 @@ func Run(trace *Trace) (doc []byte, err error) {
 			return nil, fmt.Errorf("pod_manager[%d]: %w", i, err)
 		}
 		r.remember(pod)
-		r.pm.add(pod)
+		r.pm.add(r.watched(pod))
 	}
 	if err := r.rememberPods(); err != nil {
 		return nil, err
@@ -161,6 +161,19 @@ func (r *replay) follow(pod *v1.Pod) {
 	if _, ok := r.pm.held(pod.UID); ok {
 		r.pm.add(pod)
 	}
+}
+
+// watched is the copy of pod the pod manager takes: in the WatchedCopies world, with
+// the status the API server holds for the same UID, where it has one (only the status:
+// a pod's identity, its mirror annotation among it, stays as the trace gives it).
+func (r *replay) watched(pod *v1.Pod) *v1.Pod {
+	if r.trace.WatchedCopies {
+		if api, ok := r.api.byUID(pod.UID); ok {
+			pod = pod.DeepCopy()
+			pod.Status = *api.Status.DeepCopy()
+		}
+	}
+	return pod
 }
 
 // podRef is a step's pod: an object as given, or a UID naming the pod manager's copy
@@ -253,7 +266,7 @@ func (r *replay) step(s *Step) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		r.pm.add(pod)
+		r.pm.add(r.watched(pod))
 	case "pod-manager-remove":
 		r.pm.remove(types.UID(s.UID))
 	case "apiserver-put":

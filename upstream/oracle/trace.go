@@ -25,6 +25,12 @@ type Trace struct {
 	// QuiescenceFrom is where the fuzzer's quiescence steps start: the faults still
 	// armed then are removed, as the fuzzer removes them before those steps.
 	QuiescenceFrom *int `json:"quiescence_from_step"`
+	// WatchedCopies is the fuzzer's counterfactual world (not part of the trace
+	// format): the pod manager's starting copies, and each pod it adds, carry the
+	// status the API server holds for the same UID where it has one, as a watch with
+	// no delay would give it. A difference between a logic that writes without a GET and upstream
+	// that goes away here is explained by a stale copy.
+	WatchedCopies bool `json:"watched_copies"`
 }
 
 // Step is one step of the script; which fields count depends on Op.

@@ -1,7 +1,7 @@
 //! Contract `kubelet:status@0.1.0`: the 2017 surface, whose syncs call the API server
 //! themselves (`api-server` import) and block until done.
 
-use podstatus_logic::{Imports, Policy};
+use podstatus_logic::{ApiError, Imports, Policy, StatusPatch};
 
 use crate::shared;
 
@@ -46,4 +46,16 @@ impl Imports for WitImports {
     shared::forward_world_imports!(before_push: {
         failpoint!(PUSH);
     });
+
+    /// Contract 0.1.0 has no patch: the 2017 manager (logic v1, the only one on this
+    /// contract) writes with `update-pod-status` and never calls this.
+    fn patch_pod_status(&mut self, _: StatusPatch) -> Result<String, ApiError> {
+        Err(ApiError::Other("contract 0.1.0 cannot patch a pod's status".into()))
+    }
+
+    /// Contract 0.1.0 cannot ask: logic v1 never does. Were it asked, a container may
+    /// still run, the answer that only ever delays a terminal phase.
+    fn pod_could_have_running_containers(&mut self, _: &str) -> bool {
+        true
+    }
 }

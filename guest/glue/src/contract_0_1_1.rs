@@ -2,7 +2,7 @@
 //! 1.27's status manager needs (a strategic merge patch of the status, whether a pod's
 //! containers may still run, startup probes). Logic v2 and later run on it.
 
-use podstatus_logic::{ApiError, Imports, PatchImports, Policy, StatusPatch};
+use podstatus_logic::{ApiError, Imports, Policy, StatusPatch};
 
 use crate::shared;
 
@@ -39,7 +39,10 @@ impl<P: Policy<WitImports> + Default + 'static> wit::Guest for Plugin<P> {
 /// The imports of the `status-manager` world; stateless, the host holds the world.
 pub struct WitImports;
 
-impl PatchImports for WitImports {
+impl Imports for WitImports {
+    shared::api_server_imports!();
+    shared::forward_world_imports!();
+
     fn patch_pod_status(&mut self, patch: StatusPatch) -> Result<String, ApiError> {
         let patch = api_server::StatusPatch {
             namespace: patch.namespace,
@@ -53,9 +56,4 @@ impl PatchImports for WitImports {
     fn pod_could_have_running_containers(&mut self, pod_json: &str) -> bool {
         deletion_safety::pod_could_have_running_containers(pod_json)
     }
-}
-
-impl Imports for WitImports {
-    shared::api_server_imports!();
-    shared::forward_world_imports!();
 }

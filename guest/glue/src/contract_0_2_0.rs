@@ -3,8 +3,8 @@
 //! `resume-sync`, making the calls it asks for.
 
 use podstatus_logic::{
-    ApiCall, ApiError, ApiReply, DeleteOptions, Imports, ManagerError, PatchImports, PodSync, Policy, StatusPatch,
-    StatusUpdate, SyncOrigin, SyncStep,
+    ApiCall, ApiError, ApiReply, DeleteOptions, Imports, ManagerError, PodSync, Policy, StatusPatch, StatusUpdate,
+    SyncOrigin, SyncStep,
 };
 
 use crate::{shared, split_shared};

@@ -4,8 +4,8 @@
 //! resize calls `unsupported`.
 
 use podstatus_logic::{
-    ApiCall, ApiError, ApiReply, DeleteOptions, Imports, ManagerError, PatchImports, PodSync, Policy, StatusPatch,
-    StatusUpdate, SyncOrigin, SyncStep,
+    ApiCall, ApiError, ApiReply, DeleteOptions, Imports, ManagerError, PodSync, Policy, StatusPatch, StatusUpdate,
+    SyncOrigin, SyncStep,
 };
 
 use crate::{shared, split_shared};

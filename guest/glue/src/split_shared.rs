@@ -125,16 +125,6 @@ macro_rules! split_sync_glue {
         /// The imports of the `status-manager` world; stateless, the host holds the world.
         pub struct WitImports;
 
-        impl PatchImports for WitImports {
-            fn patch_pod_status(&mut self, _: StatusPatch) -> Result<String, ApiError> {
-                Err(no_api_server("patch-pod-status"))
-            }
-
-            fn pod_could_have_running_containers(&mut self, pod_json: &str) -> bool {
-                deletion_safety::pod_could_have_running_containers(pod_json)
-            }
-        }
-
         impl Imports for WitImports {
             fn get_pod(&mut self, _: &str, _: &str) -> Result<String, ApiError> {
                 Err(no_api_server("get-pod"))
@@ -142,6 +132,14 @@ macro_rules! split_sync_glue {
 
             fn update_pod_status(&mut self, _: StatusUpdate) -> Result<String, ApiError> {
                 Err(no_api_server("update-pod-status"))
+            }
+
+            fn patch_pod_status(&mut self, _: StatusPatch) -> Result<String, ApiError> {
+                Err(no_api_server("patch-pod-status"))
+            }
+
+            fn pod_could_have_running_containers(&mut self, pod_json: &str) -> bool {
+                deletion_safety::pod_could_have_running_containers(pod_json)
             }
 
             fn delete_pod(&mut self, _: &str, _: &str, _: DeleteOptions) -> Result<(), ApiError> {

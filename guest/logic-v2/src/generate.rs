@@ -1,50 +1,31 @@
-//! The Ready and ContainersReady conditions, as 1.27's `generate.go` makes them.
+//! The Ready and ContainersReady conditions as 1.27's `generate.go` makes them: over
+//! the regular containers, from their statuses, with no generation (the skeleton every
+//! release shares is `podstatus_logic::containers_ready_condition`).
 //!
-//! v1's Ready condition (`podstatus_logic::ready`) is the 2017 one. 1.27 derives Ready
-//! from ContainersReady, adds the pod's readiness gates, and reports a failed pod as
-//! not ready whatever its containers say.
+//! v1's Ready condition (`podstatus-logic-v1`'s `ready`) is the 2017 one. 1.27 derives
+//! Ready from ContainersReady, adds the pod's readiness gates, and reports a failed pod
+//! as not ready whatever its containers say.
 
 use k8s_openapi::api::core::v1::{ContainerStatus, PodCondition, PodReadinessGate};
-use podstatus_core::{
-    CONTAINERS_NOT_READY, ContainersReadiness, POD_COMPLETED, POD_READY, POD_SUCCEEDED, UNKNOWN_CONTAINER_STATUSES,
-    condition, find_condition_in,
-};
 use podstatus_core::{JsonError, SpecView};
+use podstatus_logic::{containers_ready_condition, pod_ready_condition};
 use serde::Deserialize;
 
-use crate::go_quote::go_quote;
-
-/// Condition type: every container of the pod is ready.
-pub const CONTAINERS_READY: &str = "ContainersReady";
-/// The phase of a pod of which some container failed for good.
-pub const POD_FAILED: &str = "Failed";
-/// Reason: the pod failed, so its containers are not ready.
-pub const POD_FAILED_REASON: &str = "PodFailed";
-/// Reason: some readiness gate of the pod is not satisfied.
-pub const READINESS_GATES_NOT_READY: &str = "ReadinessGatesNotReady";
-
-/// `GenerateContainersReadyCondition`: ContainersReady for a pod with `spec`, given its
-/// container statuses (`None` is Go's nil, which differs from an empty list) and phase.
+/// `GenerateContainersReadyCondition` of 1.27: ContainersReady for a pod with `spec`,
+/// over its regular containers, given their statuses (`None` is Go's nil, which differs
+/// from an empty list) and the pod's phase.
 pub fn generate_containers_ready_condition(
     spec: &SpecView,
     container_statuses: Option<&[ContainerStatus]>,
     phase: Option<&str>,
 ) -> PodCondition {
-    let Some(statuses) = container_statuses else {
-        return condition(CONTAINERS_READY, "False", Some(UNKNOWN_CONTAINER_STATUSES), None);
-    };
-    let readiness = ContainersReadiness::of(spec, statuses);
-    if (phase == Some(POD_SUCCEEDED) && readiness.unknown.is_empty()) || phase == Some(POD_FAILED) {
-        return containers_ready_for_terminal_phase(phase);
-    }
-    match readiness.message() {
-        None => condition(CONTAINERS_READY, "True", None, None),
-        Some(message) => condition(CONTAINERS_READY, "False", Some(CONTAINERS_NOT_READY), Some(message)),
-    }
+    let names = spec.containers.iter().map(|c| c.name.as_str());
+    containers_ready_condition(names, container_statuses, phase, None)
 }
 
-/// `GeneratePodReadyCondition`: Ready is ContainersReady unless that is true, and then
-/// true only when every readiness gate's condition (looked up in `conditions`) is true.
+/// `GeneratePodReadyCondition` of 1.27: Ready is ContainersReady unless that is true,
+/// and then true only when every readiness gate's condition (looked up in
+/// `conditions`) is true.
 pub fn generate_pod_ready_condition(
     spec: &SpecView,
     readiness_gates: &[String],
@@ -53,34 +34,7 @@ pub fn generate_pod_ready_condition(
     phase: Option<&str>,
 ) -> PodCondition {
     let containers_ready = generate_containers_ready_condition(spec, container_statuses, phase);
-    if containers_ready.status != "True" {
-        return PodCondition { type_: POD_READY.to_string(), ..containers_ready };
-    }
-    let unready: Vec<String> = readiness_gates
-        .iter()
-        .filter_map(|gate| match find_condition_in(conditions, gate) {
-            None => Some(format!("corresponding condition of pod readiness gate {} does not exist.", go_quote(gate))),
-            Some(c) if c.status != "True" => {
-                Some(format!("the status of pod readiness gate {} is not \"True\", but {}", go_quote(gate), c.status))
-            }
-            Some(_) => None,
-        })
-        .collect();
-    if unready.is_empty() {
-        condition(POD_READY, "True", None, None)
-    } else {
-        condition(POD_READY, "False", Some(READINESS_GATES_NOT_READY), Some(unready.join(", ")))
-    }
-}
-
-/// ContainersReady of a pod in a terminal phase: false, with the phase as reason.
-pub fn containers_ready_for_terminal_phase(phase: Option<&str>) -> PodCondition {
-    condition(CONTAINERS_READY, "False", terminal_reason(phase), None)
-}
-
-/// Ready of a pod in a terminal phase: false, with the phase as reason.
-pub fn pod_ready_for_terminal_phase(phase: Option<&str>) -> PodCondition {
-    condition(POD_READY, "False", terminal_reason(phase), None)
+    pod_ready_condition(containers_ready, readiness_gates, conditions, None)
 }
 
 /// The condition types of the pod's readiness gates (`spec.readinessGates`), which
@@ -101,17 +55,11 @@ pub fn readiness_gates(pod_json: &str) -> Result<Vec<String>, JsonError> {
     Ok(gates.into_iter().map(|g| g.condition_type).collect())
 }
 
-fn terminal_reason(phase: Option<&str>) -> Option<&'static str> {
-    match phase {
-        Some(POD_FAILED) => Some(POD_FAILED_REASON),
-        Some(POD_SUCCEEDED) => Some(POD_COMPLETED),
-        _ => None,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use podstatus_core::{CONTAINERS_NOT_READY, POD_COMPLETED, POD_READY, POD_SUCCEEDED, UNKNOWN_CONTAINER_STATUSES};
+    use podstatus_logic::{CONTAINERS_READY, POD_FAILED, POD_FAILED_REASON, READINESS_GATES_NOT_READY};
 
     fn cs(name: &str, ready: bool) -> ContainerStatus {
         ContainerStatus { name: name.into(), ready, ..ContainerStatus::default() }

@@ -12,11 +12,11 @@
 
 use k8s_openapi::api::core::v1::PodStatus;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use podstatus_logic as logic;
 use podstatus_logic::StatusManager;
 use podstatus_logic_testing::v2::*;
 use podstatus_logic_testing::*;
-use podstatus_logic_v2::conditions;
-use podstatus_logic_v2::{BatchReport, Manager, SyncOutcome, UpdateOutcome, V1Imports};
+use podstatus_logic_v2::{BatchReport, Imports, Manager, Release127, SyncOutcome, UpdateOutcome};
 use serde_json::{Value, json};
 
 const UID: &str = "12345678";
@@ -805,7 +805,7 @@ fn update_last_transition_time() {
         let has_condition = new.is_some();
         let mut status = with(new.into_iter().collect());
         let old = with(old.into_iter().collect());
-        conditions::update_last_transition_time(&mut status, &old, "test-type", || now.clone());
+        logic::update_last_transition_time(&mut status, &old, "test-type", || now.clone());
         let time = status.conditions.as_ref().and_then(|c| c.first()).and_then(|c| c.last_transition_time.clone());
         if expect_update {
             assert_eq!(time, Some(now.clone()), "{name}");
@@ -978,7 +978,8 @@ fn merge_pod_status() {
     for (desc, delay, old, new, expected) in cases {
         let old: PodStatus = serde_json::from_value(old).unwrap();
         let new: PodStatus = serde_json::from_value(new).unwrap();
-        let output = serde_json::to_value(conditions::merge_pod_status(&old, &new, || delay, &now)).unwrap();
+        let output =
+            serde_json::to_value(logic::merge_pod_status(&Release127, &(), &old, &new, || delay, &now)).unwrap();
         // Conditions compare by type, status and reason, in any order (as upstream's
         // conditionsEqual); the rest exactly.
         let summary = |status: &Value| {

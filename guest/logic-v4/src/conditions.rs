@@ -1,22 +1,18 @@
 //! Pod conditions in 1.35: which the kubelet owns (PodReadyToStartContainers and the
-//! resize conditions joined 1.27's list), how two statuses compare (the kubelet's
-//! conditions both ways), and how the kubelet's status merges with the API server's
-//! before a write (the resource-claim statuses are the API server's; the terminal-phase
-//! Ready conditions carry the pod's generation).
+//! resize conditions joined 1.27's list), which keep their transition time, and how two
+//! statuses compare (the kubelet's conditions both ways). How the kubelet's status
+//! merges with the API server's is every release's `mergePodStatus`
+//! (`podstatus_logic::merge_pod_status`) with 1.35's decisions
+//! (`crate::Release135`: the resource-claim statuses are the API server's, the
+//! terminal-phase Ready conditions carry the pod's generation).
 
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{PodCondition, PodStatus};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use podstatus_core::{POD_INITIALIZED, POD_READY, find_condition, status_equal};
-use podstatus_logic::{POD_RESIZE_IN_PROGRESS, POD_RESIZE_PENDING};
-use podstatus_logic_v2::conditions::{
-    DISRUPTION_TARGET, POD_SCHEDULED, is_terminal, update_last_transition_time, update_pod_condition,
+use podstatus_core::{POD_INITIALIZED, POD_READY, status_equal};
+use podstatus_logic::{
+    CONTAINERS_READY, DISRUPTION_TARGET, POD_RESIZE_IN_PROGRESS, POD_RESIZE_PENDING, POD_SCHEDULED, shared_by_kubelet,
 };
-use podstatus_logic_v2::generate::CONTAINERS_READY;
-
-use crate::generate::{containers_ready_for_terminal, pod_ready_for_terminal};
-use crate::pod_spec::PodSpec135;
 
 /// Condition type: the pod's sandbox and network are set up (KEP-3085; PodHasNetwork
 /// until 1.28). The kubelet's own with `PodReadyToStartContainersCondition`, on since
@@ -40,11 +36,6 @@ pub fn owned_by_kubelet(condition_type: &str) -> bool {
             | POD_RESIZE_PENDING
             | POD_READY_TO_START_CONTAINERS
     )
-}
-
-/// `PodConditionSharedByKubelet`: DisruptionTarget (no gate since 1.31).
-pub fn shared_by_kubelet(condition_type: &str) -> bool {
-    condition_type == DISRUPTION_TARGET
 }
 
 fn kubelet_conditions(status: &PodStatus) -> BTreeMap<&str, &PodCondition> {
@@ -74,60 +65,16 @@ pub fn is_pod_status_by_kubelet_equal(old: &PodStatus, status: &PodStatus) -> bo
     same && status_equal(&PodStatus { conditions: status.conditions.clone(), ..old.clone() }, status)
 }
 
-/// 1.35's `mergePodStatus`: 1.27's (logic v2's `merge_pod_status`) with 1.35's owned
-/// conditions, the API server's `resourceClaimStatuses` kept (the kubelet neither owns
-/// nor changes them), and Ready/ContainersReady of a terminal phase carrying `pod`'s
-/// generation (`pod` is the pod the write is computed over).
-pub fn merge_pod_status(
-    pod: &PodSpec135,
-    old: &PodStatus,
-    new: &PodStatus,
-    could_have_running_containers: impl FnOnce() -> bool,
-    now: &Time,
-) -> PodStatus {
-    let transitioning_to_terminal = !is_terminal(old.phase.as_deref()) && is_terminal(new.phase.as_deref());
-    let delay = transitioning_to_terminal && could_have_running_containers();
-
-    let mut conditions: Vec<PodCondition> =
-        old.conditions.iter().flatten().filter(|c| !owned_by_kubelet(&c.type_)).cloned().collect();
-    let mut merged = new.clone();
-    for c in new.conditions.iter().flatten() {
-        if owned_by_kubelet(&c.type_) {
-            conditions.push(c.clone());
-        } else if shared_by_kubelet(&c.type_) && transitioning_to_terminal && !delay {
-            // Sent only with the terminal phase: its transition time set when the
-            // kubelet decided is stale by now.
-            update_last_transition_time(&mut merged, old, &c.type_, || now.clone());
-            if let Some(updated) = find_condition(&merged, &c.type_) {
-                match conditions.iter_mut().find(|existing| existing.type_ == c.type_) {
-                    Some(existing) => *existing = updated.clone(),
-                    None => conditions.push(updated.clone()),
-                }
-            }
-        }
-    }
-    merged.conditions = (!conditions.is_empty()).then_some(conditions);
-    merged.resource_claim_statuses = old.resource_claim_statuses.clone();
-
-    if delay {
-        merged.phase = old.phase.clone();
-        merged.reason = old.reason.clone();
-        merged.message = old.message.clone();
-    }
-
-    let is_true = |status: &PodStatus, type_: &str| find_condition(status, type_).is_some_and(|c| c.status == "True");
-    if is_terminal(merged.phase.as_deref()) && (is_true(&merged, POD_READY) || is_true(&merged, CONTAINERS_READY)) {
-        let phase = merged.phase.clone();
-        update_pod_condition(&mut merged, containers_ready_for_terminal(pod, phase.as_deref()), now);
-        update_pod_condition(&mut merged, pod_ready_for_terminal(pod, phase.as_deref()), now);
-    }
-    merged
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+    use podstatus_core::find_condition;
+    use podstatus_logic::merge_pod_status;
     use serde_json::{Value, json};
+
+    use crate::Release135;
+    use crate::pod_spec::PodSpec135;
 
     fn status(value: Value) -> PodStatus {
         serde_json::from_value(value).unwrap()
@@ -180,7 +127,7 @@ mod tests {
         let new = status(json!({"phase": "Running", "resourceClaimStatuses": [{"name": "other"}],
             "conditions": [{"type": "PodReadyToStartContainers", "status": "True"}]}));
         let now = Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH);
-        let merged = merge_pod_status(&PodSpec135::default(), &old, &new, || false, &now);
+        let merged = merge_pod_status(&Release135, &PodSpec135::default(), &old, &new, || false, &now);
         assert_eq!(merged.resource_claim_statuses, old.resource_claim_statuses);
         let types: Vec<&str> = merged.conditions.iter().flatten().map(|c| c.type_.as_str()).collect();
         // The kubelet's own PodResizePending is gone from what it writes: it no longer has it.
@@ -193,7 +140,7 @@ mod tests {
         let new = status(json!({"phase": "Succeeded", "conditions": [{"type": "Ready", "status": "True"}]}));
         let now = Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH);
         let pod = PodSpec135 { generation: 5, ..PodSpec135::default() };
-        let merged = merge_pod_status(&pod, &old, &new, || false, &now);
+        let merged = merge_pod_status(&Release135, &pod, &old, &new, || false, &now);
         let ready = find_condition(&merged, POD_READY).unwrap();
         assert_eq!(
             (ready.status.as_str(), ready.reason.as_deref(), ready.observed_generation),

@@ -1,13 +1,12 @@
 //! Container states in 1.35: the illegal-transition check over init containers too
 //! (restartable ones may always restart; a status out of step with the spec is an
-//! error), and `hasPodInitialized` with sidecars. What `terminate-pod` does with a
-//! container is 1.27's (logic v2's `containers`).
+//! error), and `hasPodInitialized` with sidecars (`status_manager.go` at v1.35.4:
+//! `checkContainerStateTransition`, `hasPodInitialized`). What `terminate-pod` does
+//! with a container is every release's (`podstatus_logic`).
 
 use k8s_openapi::api::core::v1::{ContainerStatus, PodStatus};
 use podstatus_core::SpecView;
-use podstatus_logic_v2::containers::{
-    RESTART_ALWAYS, RESTART_ON_FAILURE, initialized_containers, mark_unknown_unless_terminated, restart_policy,
-};
+use podstatus_logic::{RESTART_ALWAYS, RESTART_ON_FAILURE, restart_policy};
 
 use crate::pod_spec::PodSpec135;
 
@@ -96,18 +95,6 @@ pub fn has_pod_initialized(spec: &SpecView, pod: &PodSpec135, status: &PodStatus
     }
     let last_exit = last.last_state.as_ref().and_then(|l| l.terminated.as_ref()).map(|t| t.exit_code);
     last_exit == Some(0) || terminated_exit(last) == Some(0)
-}
-
-/// What `terminate-pod` does to the containers: 1.27's, with 1.35's `hasPodInitialized`
-/// (judged by `pod_status`, the status the pod is handed with).
-pub fn terminate_containers(spec: &SpecView, pod: &PodSpec135, pod_status: &PodStatus, status: &mut PodStatus) {
-    if has_pod_initialized(spec, pod, pod_status) {
-        status.container_statuses.iter_mut().flatten().for_each(mark_unknown_unless_terminated);
-    }
-    if let Some(init) = status.init_container_statuses.as_mut() {
-        let started = initialized_containers(init);
-        init[..started].iter_mut().for_each(mark_unknown_unless_terminated);
-    }
 }
 
 fn terminated_exit(status: &ContainerStatus) -> Option<i32> {

@@ -1,18 +1,11 @@
-//! Ready and ContainersReady as 1.35's `generate.go` makes them: 1.27's (logic v2's
-//! `generate`), plus sidecars (a restartable init container counts as a container, in
-//! spec order before the regular ones, KEP-753) and each condition's
-//! `observedGeneration` (the pod's generation, KEP-5067).
+//! Ready and ContainersReady as 1.35's `generate.go` makes them (v1.35.4): every
+//! release's (`podstatus_logic::containers_ready_condition`) over the restartable
+//! init containers (sidecars, KEP-753), in spec order before the regular ones, each
+//! condition with the pod's generation as its `observedGeneration` (KEP-5067).
 
 use k8s_openapi::api::core::v1::{ContainerStatus, PodCondition};
-use podstatus_core::{
-    CONTAINERS_NOT_READY, ContainersReadiness, POD_READY, POD_SUCCEEDED, SpecView, UNKNOWN_CONTAINER_STATUSES,
-    condition, find_condition_in,
-};
-use podstatus_logic_v2::generate::{
-    CONTAINERS_READY, POD_FAILED, READINESS_GATES_NOT_READY, containers_ready_for_terminal_phase,
-    pod_ready_for_terminal_phase,
-};
-use podstatus_logic_v2::go_quote;
+use podstatus_core::SpecView;
+use podstatus_logic::{containers_ready_condition, pod_ready_condition};
 
 use crate::pod_spec::PodSpec135;
 
@@ -24,31 +17,9 @@ pub fn containers_ready(
     statuses: Option<&[ContainerStatus]>,
     phase: Option<&str>,
 ) -> PodCondition {
-    let generation = pod.observed_generation();
-    let Some(statuses) = statuses else {
-        return with_generation(
-            condition(CONTAINERS_READY, "False", Some(UNKNOWN_CONTAINER_STATUSES), None),
-            generation,
-        );
-    };
     let sidecars = pod.init_containers.iter().filter(|c| c.restartable).map(|c| c.name.as_str());
     let names = sidecars.chain(spec.containers.iter().map(|c| c.name.as_str()));
-    let mut readiness = ContainersReadiness::default();
-    for name in names {
-        match statuses.iter().find(|s| s.name == name) {
-            None => readiness.unknown.push(name),
-            Some(status) if !status.ready => readiness.unready.push(name),
-            Some(_) => {}
-        }
-    }
-    if (phase == Some(POD_SUCCEEDED) && readiness.unknown.is_empty()) || phase == Some(POD_FAILED) {
-        return containers_ready_for_terminal(pod, phase);
-    }
-    let generated = match readiness.message() {
-        None => condition(CONTAINERS_READY, "True", None, None),
-        Some(message) => condition(CONTAINERS_READY, "False", Some(CONTAINERS_NOT_READY), Some(message)),
-    };
-    with_generation(generated, generation)
+    containers_ready_condition(names, statuses, phase, pod.observed_generation())
 }
 
 /// `GeneratePodReadyCondition`: ContainersReady's status, reason and message unless it
@@ -60,48 +31,8 @@ pub fn pod_ready(
     statuses: Option<&[ContainerStatus]>,
     phase: Option<&str>,
 ) -> PodCondition {
-    let generation = pod.observed_generation();
     let containers_ready = containers_ready(spec, pod, statuses, phase);
-    if containers_ready.status != "True" {
-        return PodCondition {
-            type_: POD_READY.to_string(),
-            observed_generation: generation,
-            last_probe_time: None,
-            last_transition_time: None,
-            ..containers_ready
-        };
-    }
-    let unready: Vec<String> = pod
-        .readiness_gates
-        .iter()
-        .filter_map(|gate| match find_condition_in(conditions, gate) {
-            None => Some(format!("corresponding condition of pod readiness gate {} does not exist.", go_quote(gate))),
-            Some(c) if c.status != "True" => {
-                Some(format!("the status of pod readiness gate {} is not \"True\", but {}", go_quote(gate), c.status))
-            }
-            Some(_) => None,
-        })
-        .collect();
-    let generated = if unready.is_empty() {
-        condition(POD_READY, "True", None, None)
-    } else {
-        condition(POD_READY, "False", Some(READINESS_GATES_NOT_READY), Some(unready.join(", ")))
-    };
-    with_generation(generated, generation)
-}
-
-/// `generateContainersReadyConditionForTerminalPhase`, with the pod's generation.
-pub fn containers_ready_for_terminal(pod: &PodSpec135, phase: Option<&str>) -> PodCondition {
-    with_generation(containers_ready_for_terminal_phase(phase), pod.observed_generation())
-}
-
-/// `generatePodReadyConditionForTerminalPhase`, with the pod's generation.
-pub fn pod_ready_for_terminal(pod: &PodSpec135, phase: Option<&str>) -> PodCondition {
-    with_generation(pod_ready_for_terminal_phase(phase), pod.observed_generation())
-}
-
-fn with_generation(condition: PodCondition, generation: Option<i64>) -> PodCondition {
-    PodCondition { observed_generation: generation, ..condition }
+    pod_ready_condition(containers_ready, &pod.readiness_gates, conditions, pod.observed_generation())
 }
 
 /// Go's `append(status.InitContainerStatuses, status.ContainerStatuses...)`: the init
@@ -121,7 +52,10 @@ pub fn all_container_statuses(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use podstatus_core::POD_COMPLETED;
+    use podstatus_core::{CONTAINERS_NOT_READY, POD_COMPLETED, POD_READY, POD_SUCCEEDED, UNKNOWN_CONTAINER_STATUSES};
+    use podstatus_logic::{
+        CONTAINERS_READY, POD_FAILED, containers_ready_for_terminal_phase, pod_ready_for_terminal_phase,
+    };
 
     fn cs(name: &str, ready: bool) -> ContainerStatus {
         ContainerStatus { name: name.into(), ready, ..ContainerStatus::default() }
@@ -174,10 +108,10 @@ mod tests {
         let statuses = [cs("proxy", true), cs("app", true)];
         let c = pod_ready(&spec, &pod, &[], Some(&statuses), Some(POD_SUCCEEDED));
         assert_eq!(summary(&c), (POD_READY, "False", Some(POD_COMPLETED), None, Some(7)));
-        let c = pod_ready_for_terminal(&pod, Some(POD_FAILED));
+        let c = pod_ready_for_terminal_phase(Some(POD_FAILED), pod.observed_generation());
         assert_eq!(c.observed_generation, Some(7));
         // Generation 0 (absent) is omitted, as Go writes it.
-        let c = containers_ready_for_terminal(&sidecar_pod(0), Some(POD_FAILED));
+        let c = containers_ready_for_terminal_phase(Some(POD_FAILED), sidecar_pod(0).observed_generation());
         assert_eq!(c.observed_generation, None);
     }
 

@@ -1,12 +1,13 @@
-//! Logic v4: the kubelet's pod status manager as Kubernetes 1.35 has it, every feature
-//! gate at its 1.35 default, writing as logic v3 does.
+//! Kubernetes 1.35's status manager: what it decides ([`Release135`], following
+//! upstream's `pkg/kubelet/status/status_manager.go` and `generate.go` at v1.35.4,
+//! every feature gate at its 1.35 default), written as logic v3 writes ([`V4`], logic
+//! v4) or as upstream writes ([`Kubelet135`], native only for now).
 //!
-//! It follows upstream's `pkg/kubelet/status/status_manager.go` and `generate.go` of
-//! 1.35. What differs from logic v2 (1.27), each in its module:
+//! What 1.35 decides differently from 1.27 (`podstatus-logic-v2`), each in its module:
 //!
 //! - `status.observedGeneration` is the pod's `metadata.generation` and never moves
 //!   backwards; Ready and ContainersReady (also those of a terminal phase) carry the
-//!   generation as their `observedGeneration` (KEP-5067, [`generate`], [`updates`]);
+//!   generation as their `observedGeneration` (KEP-5067, [`pod_spec`], [`generate`]);
 //! - PodReadyToStartContainers (KEP-3085) and the in-place resize conditions
 //!   PodResizePending / PodResizeInProgress (KEP-1287) are the kubelet's own
 //!   ([`conditions::owned_by_kubelet`]); the resize conditions themselves are kept by
@@ -15,33 +16,37 @@
 //!   initialized once its last init container, if a sidecar, runs and has started,
 //!   and the illegal-transition check covers init containers, skipping sidecars
 //!   ([`containers`]); readiness is regenerated over init and regular statuses;
-//! - equality compares the kubelet's conditions both ways (a removed one is a change)
-//!   and the merge keeps the API server's resource-claim statuses ([`conditions`]);
-//! - the sync writes as v3 does: one UID-guarded strategic merge PATCH, no GET
-//!   ([`sync`]).
+//! - equality compares the kubelet's conditions both ways (a removed one is a change,
+//!   [`conditions`]) and the merge keeps the API server's resource-claim statuses.
 //!
-//! Everything else is v2's (the sync signal and pass, `terminate-pod`'s container
-//! states, deletion) or the engine's (cache, versions, batch, the state document, the
-//! same for v1 to v4, so a running agent swaps among them both ways).
+//! Everything else is every release's (`podstatus_logic`: the update skeleton, the sync
+//! signal and pass, `terminate-pod`'s container states, `mergePodStatus`, deletion) or
+//! the engine's (cache, versions, batch, the state document, the same for v1 to v4, so
+//! a running agent swaps among them both ways).
 
 pub mod conditions;
 pub mod containers;
+mod decisions;
 pub mod generate;
 pub mod pod_spec;
-mod sync;
-mod updates;
 
-pub use podstatus_logic::{POD_RESIZE_IN_PROGRESS, POD_RESIZE_PENDING, ResizeCondition};
-pub use podstatus_logic_v2::{
+pub use decisions::Release135;
+pub use podstatus_logic::{
     ApiCall, ApiError, ApiReply, BatchPlan, BatchReport, BatchSlice, CachedStatus, DeleteOptions, Imports, Level,
-    ManagerError, PodSync, Result, StatusManager, StatusPatch, StatusUpdate, SyncOrigin, SyncOutcome, SyncRequest,
-    SyncStep, Timestamp, UidTranslations, UpdateOutcome, V1Imports,
+    ManagerError, POD_RESIZE_IN_PROGRESS, POD_RESIZE_PENDING, PodSync, ResizeCondition, Result, StatusManager,
+    StatusPatch, StatusUpdate, SyncOrigin, SyncOutcome, SyncRequest, SyncStep, Timestamp, UidTranslations,
+    UpdateOutcome,
 };
 
-/// Logic v4's decisions: 1.35's [`podstatus_logic::Policy`] and a
-/// [`podstatus_logic::SyncPolicy`] that writes as v3's does.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct V4;
+/// Logic v4: Kubernetes 1.35's decisions in the one-call write mode, as v4 refined it
+/// (one UID-guarded strategic merge PATCH per status version carrying the whole merged
+/// status, no GET).
+pub type V4 = podstatus_logic::Logic<Release135, podstatus_logic::OneCall<podstatus_logic::Refined>>;
 
 /// Logic v4's status manager over `I`.
 pub type Manager<I> = podstatus_logic::Manager<I, V4>;
+
+/// Kubernetes 1.35's status manager as upstream writes: 1.35's decisions with a GET,
+/// a merge over the status read and a PATCH under the pod's UID (issue 48's faithful
+/// `1.35`; no plugin runs it yet).
+pub type Kubelet135 = podstatus_logic::Logic<Release135, podstatus_logic::ReadThenPatch>;

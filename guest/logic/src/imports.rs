@@ -58,15 +58,15 @@ pub struct StatusUpdate {
 }
 
 /// A strategic merge patch of a pod's status subresource (the WIT `status-patch`).
-/// Logic v1 never sends one; it lives here, beside the other calls, so that a sync of
-/// any version can ask for it ([`ApiCall::PatchPodStatus`]).
+/// Logic v1 never sends one; every version since 1.27 writes with it
+/// ([`ApiCall::PatchPodStatus`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StatusPatch {
     pub namespace: String,
     pub name: String,
     /// The UID the patch is for; the patch carries it as `metadata.uid` too.
     pub uid_precondition: Option<String>,
-    /// `{"metadata": {"uid": ...}, "status": {...}}` (see logic v2's `patch` module).
+    /// `{"metadata": {"uid": ...}, "status": {...}}` (the write modes' `status_patch`).
     pub patch: String,
 }
 
@@ -142,11 +142,18 @@ pub enum Level {
     Trace,
 }
 
-/// Everything the status manager calls out to. Each method is one WIT import.
+/// Everything the status manager calls out to. Each method is one WIT import; a
+/// contract that lacks one answers it as a failed call (the glue says which), and no
+/// logic version calls an import its contracts lack: v1 (contract 0.1.0) never patches
+/// nor asks whether containers may still run, and the split contracts (0.2.x) make
+/// their API calls through the host (`sync-step.call`), never through these.
 pub trait Imports {
     // api-server
     fn get_pod(&mut self, namespace: &str, name: &str) -> Result<String, ApiError>;
     fn update_pod_status(&mut self, update: StatusUpdate) -> Result<String, ApiError>;
+    /// Patches the pod's status; returns the pod as stored after the write (contract
+    /// 0.1.1 and later).
+    fn patch_pod_status(&mut self, patch: StatusPatch) -> Result<String, ApiError>;
     fn delete_pod(&mut self, namespace: &str, name: &str, options: DeleteOptions) -> Result<(), ApiError>;
 
     // pod-manager
@@ -162,6 +169,9 @@ pub trait Imports {
 
     // deletion-safety
     fn pod_resources_are_reclaimed(&mut self, pod_json: &str, status_json: &str) -> bool;
+    /// Whether a container of the pod may still run on the node (contract 0.1.1 and
+    /// later).
+    fn pod_could_have_running_containers(&mut self, pod_json: &str) -> bool;
 
     // clock
     fn now(&mut self) -> Timestamp;
@@ -172,14 +182,4 @@ pub trait Imports {
 
     // sync-queue
     fn push_sync_request(&mut self, request: SyncRequest) -> bool;
-}
-
-/// What logic v2 and later call out to beyond [`Imports`] (contract 0.1.1 and later).
-/// Such a version never calls [`Imports::update_pod_status`]: it patches.
-pub trait PatchImports: Imports {
-    /// api-server: patches the pod's status; returns the pod as stored after the write.
-    fn patch_pod_status(&mut self, patch: StatusPatch) -> Result<String, ApiError>;
-
-    /// deletion-safety: whether a container of the pod may still run on the node.
-    fn pod_could_have_running_containers(&mut self, pod_json: &str) -> bool;
 }

@@ -9,6 +9,7 @@ use k8s_openapi::api::core::v1::PodStatus;
 use podstatus_core::find_container_status;
 
 use crate::engine::Engine;
+use crate::engine::sync_policy::SyncPolicy;
 use crate::error::ManagerError;
 use crate::error::Result;
 use crate::imports::{ApiReply, Imports, SyncRequest};
@@ -16,7 +17,6 @@ use crate::jobs::{BatchPlan, BatchSlice, PodSync, SyncStep};
 use crate::outcomes::{BatchReport, CachedStatus, SyncOutcome, UpdateOutcome};
 use crate::repeats::{CallDigest, Repeats};
 use crate::resize::ResizeCondition;
-use crate::sync_policy::SyncPolicy;
 
 /// The kubelet's `status.Manager`, as every contract version exports it: one method per
 /// export of the WIT `manager` interface (a contract exports a subset: 0.1.x the
@@ -141,12 +141,17 @@ pub trait Policy<I: Imports>: SyncPolicy<I> {
 
     /// `GetPodResizeConditions` (1.33+); the default: unsupported.
     fn get_pod_resize_conditions(&self, _engine: &mut Engine<I>, _pod_uid: &str) -> Result<Vec<String>> {
-        Err(ManagerError::Unsupported("this logic version has no in-place resize conditions (Kubernetes 1.33+)".into()))
+        Err(no_resize_conditions())
     }
 }
 
+/// What a version without in-place resize answers for its conditions.
+pub(crate) fn no_resize_conditions() -> ManagerError {
+    ManagerError::Unsupported("this logic version has no in-place resize conditions (Kubernetes 1.33+)".into())
+}
+
 /// What a version without in-place resize answers for `condition`.
-fn no_resize(condition: ResizeCondition) -> ManagerError {
+pub(crate) fn no_resize(condition: ResizeCondition) -> ManagerError {
     ManagerError::Unsupported(format!(
         "this logic version has no {} condition (in-place resize, Kubernetes 1.33+)",
         condition.condition_type()

@@ -10,9 +10,9 @@ pub mod split;
 use std::collections::{BTreeMap, VecDeque};
 
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
-use podstatus_logic_v2::{
+use podstatus_logic::{
     ApiCall, ApiError, ApiReply, DeleteOptions, Imports, Level, StatusPatch, StatusUpdate, SyncRequest, Timestamp,
-    UidTranslations, V1Imports,
+    UidTranslations,
 };
 use serde_json::{Value, json};
 
@@ -359,7 +359,7 @@ impl FakeWorld {
     }
 }
 
-impl V1Imports for FakeWorld {
+impl Imports for FakeWorld {
     fn get_pod(&mut self, namespace: &str, name: &str) -> Result<String, ApiError> {
         self.record(Call::get(namespace, name));
         if let Some(error) = self.injected_failure(Verb::GetPod) {
@@ -488,9 +488,7 @@ impl V1Imports for FakeWorld {
         self.queue.push_back(request);
         true
     }
-}
 
-impl Imports for FakeWorld {
     fn patch_pod_status(&mut self, patch: StatusPatch) -> Result<String, ApiError> {
         let body: Value = serde_json::from_str(&patch.patch).expect("the manager sent JSON");
         self.record(Call::patch(&patch.namespace, &patch.name, patch.uid_precondition.as_deref(), body.clone()));

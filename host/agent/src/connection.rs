@@ -8,12 +8,40 @@
 //! is what a kubelet has per node: its rate limit and circuit breaker
 //! ([`crate::KubeApiServer`] over the shared status client).
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::kubeconfig::{self, ClientSource, ConnectError};
 use crate::metrics::Metrics;
-use crate::node::{AgentError, Target};
 use podstatus_runtime::CallPool;
+
+/// Where the agent's API server is (the embedded one, started on a simulated node's
+/// behalf, is `podstatus-simulate`'s: the agent reaches it by its URL).
+#[derive(Clone, Debug)]
+pub enum Target {
+    /// A server at this URL, without credentials (an embedded server, a proxy).
+    Url(String),
+    /// A cluster, from this kubeconfig, else `KUBECONFIG`, `~/.kube/config` or the
+    /// in-cluster service account, as every Kubernetes tool finds it; at `context`, or
+    /// the kubeconfig's current context.
+    Kubeconfig {
+        /// The kubeconfig file, if one is named.
+        path: Option<PathBuf>,
+        /// The context to use instead of the current one.
+        context: Option<String>,
+    },
+}
+
+/// Why a [`Connection`] could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectionError {
+    /// The tokio runtime could not start.
+    #[error("starting the I/O runtime: {0}")]
+    Runtime(#[source] std::io::Error),
+    /// No client could be made for the API server.
+    #[error("connecting to the API server: {0}")]
+    Connect(#[from] ConnectError),
+}
 
 /// I/O worker threads of a connection's runtime, whatever the number of nodes on it:
 /// their work is waiting on sockets.
@@ -34,13 +62,13 @@ pub struct Connection {
 impl Connection {
     /// Opens the clients for `target` (reading a kubeconfig when it names one), counting
     /// their requests into new metrics.
-    pub fn open(target: &Target) -> Result<Self, AgentError> {
+    pub fn open(target: &Target) -> Result<Self, ConnectionError> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(IO_THREADS)
             .thread_name("podstatus-io")
             .enable_all()
             .build()
-            .map_err(AgentError::Runtime)?;
+            .map_err(ConnectionError::Runtime)?;
         let source = match target {
             Target::Url(url) => ClientSource::Url(url.clone()),
             Target::Kubeconfig { path: Some(path), context } => {

@@ -24,8 +24,9 @@ use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, ListParams};
 
 use crate::connection::Connection;
+use crate::connection::Target;
 use crate::metrics::{Metrics, MetricsScope, MetricsServer};
-use crate::node::{AgentConfig, AgentError, NodeAgent, Target};
+use crate::node::{AgentConfig, AgentError, NodeAgent};
 use crate::pod_watch::{PodRoutes, PodWatch};
 use podstatus_backends::{ApiServer, PodManager};
 use podstatus_runtime::{CallPool, PluginImage, PluginRuntime};
@@ -172,7 +173,7 @@ impl Fleet {
             return Err(FleetError::NoNodes);
         }
         let pool = CallPool::new(CALL_THREADS).map_err(AgentError::Runtime)?;
-        let connection = Arc::new(Connection::open(target)?.with_call_pool(pool));
+        let connection = Arc::new(Connection::open(target).map_err(AgentError::from)?.with_call_pool(pool));
         let names: Vec<String> = (0..homes.len()).map(|i| format!("{}-{i}", config.node)).collect();
         let routes = PodRoutes::new();
         let pod_managers: Vec<Arc<PodManager>> = names

@@ -51,7 +51,7 @@ mod timed_manager;
 pub use call_counts::{CallCount, CallCounters, Outcome, Verb};
 pub use canary_verdict::{Criterion, Figures, RolloutPolicy, Verdict, judge};
 pub use circuit_breaker::CircuitBreaker;
-pub use connection::Connection;
+pub use connection::{Connection, ConnectionError, Target};
 pub use control_server::{
     ControlAnswer, ControlCommand, ControlError, ControlLimits, ControlRequest, ControlServeError, ControlServer,
     StartCanary, parse_share,
@@ -71,7 +71,7 @@ pub use lifecycle::{
 };
 pub use metered_api_server::{MeteredApiServer, VERB_DELETE, VERB_GET, VERB_PATCH_STATUS, VERB_UPDATE_STATUS};
 pub use metered_plugin::MeteredPlugin;
-pub use node::{AgentConfig, AgentError, NodeAgent, Target};
+pub use node::{AgentConfig, AgentError, NodeAgent};
 pub use node_lease::NODE_LEASE_NAMESPACE;
 pub use node_object::{KUBELET_VERSION, NodeConfig, Readiness, VIRTUAL_NODE_TAINT};
 pub use node_registration::{NodeError, NodeRegistration};

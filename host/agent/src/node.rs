@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::connection::Connection;
+use crate::connection::{Connection, ConnectionError, Target};
 use crate::kube_client::{KubeApiServer, KubeClientConfig, KubeClientError};
 use crate::kubeconfig::ConnectError;
 use crate::metered_api_server::MeteredApiServer;
@@ -34,23 +34,6 @@ use podstatus_runtime::World;
 use podstatus_runtime::{LoadError, Plugin, PluginImage, PluginRuntime};
 use podstatus_runtime::{ManagerHandle, Scheduler, SchedulerConfig};
 use podstatus_runtime::{SwapError, SwapReport};
-
-/// Where the agent's API server is (the embedded one, started on a simulated node's
-/// behalf, is `podstatus-simulate`'s: the agent reaches it by its URL).
-#[derive(Clone, Debug)]
-pub enum Target {
-    /// A server at this URL, without credentials (an embedded server, a proxy).
-    Url(String),
-    /// A cluster, from this kubeconfig, else `KUBECONFIG`, `~/.kube/config` or the
-    /// in-cluster service account, as every Kubernetes tool finds it; at `context`, or
-    /// the kubeconfig's current context.
-    Kubeconfig {
-        /// The kubeconfig file, if one is named.
-        path: Option<PathBuf>,
-        /// The context to use instead of the current one.
-        context: Option<String>,
-    },
-}
 
 /// How the agent runs, against a `T` ([`Target`]; a harness that can start the
 /// API server itself has targets of its own, see `podstatus-simulate`).
@@ -123,6 +106,15 @@ pub enum AgentError {
     /// A swap failed; the old plugin keeps serving.
     #[error(transparent)]
     Swap(#[from] SwapError),
+}
+
+impl From<ConnectionError> for AgentError {
+    fn from(error: ConnectionError) -> Self {
+        match error {
+            ConnectionError::Runtime(e) => AgentError::Runtime(e),
+            ConnectionError::Connect(e) => AgentError::Connect(e),
+        }
+    }
 }
 
 /// A running agent. [`NodeAgent::shutdown`] flushes; dropping it stops without flushing.

@@ -19,7 +19,7 @@ use crate::identifiers::{new_uid, random_suffix};
 use crate::paging::{self, PageRequest};
 use crate::response::{Body, SendFailed, json_response, streaming_response};
 use crate::selectors::Selector;
-use crate::server_fields;
+use crate::server_fields::{self, version_of};
 use crate::stats::Held;
 use crate::status_body::{Cause, Failure};
 use crate::table::{self, IncludeObject};
@@ -626,11 +626,6 @@ pub(crate) fn table_request(call: &Call) -> Result<Option<IncludeObject>, Failur
         return Ok(None);
     }
     IncludeObject::parse(call.param("includeObject")).map(Some).map_err(|error| Failure::bad_request(error.to_string()))
-}
-
-/// A pod's resourceVersion as a number.
-pub(crate) fn version_of(pod: &Pod) -> Option<u64> {
-    pod.metadata.resource_version.as_deref().and_then(|version| version.parse().ok())
 }
 
 fn to_json(pod: &Pod) -> Value {

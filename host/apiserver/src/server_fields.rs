@@ -96,6 +96,11 @@ pub(crate) fn on_status_write(stored: &Pod, status: &mut PodStatus) -> Result<()
     Ok(())
 }
 
+/// A pod's resourceVersion as a number.
+pub(crate) fn version_of(pod: &Pod) -> Option<u64> {
+    pod.metadata.resource_version.as_deref().and_then(|version| version.parse().ok())
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;

@@ -253,7 +253,7 @@ impl WatchFormat {
     fn line(&self, kind: &str, pod: &Pod) -> Bytes {
         match self.table {
             Some(include) => {
-                let version = crate::pods::version_of(pod);
+                let version = crate::server_fields::version_of(pod);
                 event_line(kind, &table::table([pod], version, include, jiff::Timestamp::now()))
             }
             None => event_line(kind, pod),

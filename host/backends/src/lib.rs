@@ -15,18 +15,20 @@ pub mod host_view;
 pub mod patience;
 pub mod pod_identity;
 mod pod_manager;
+mod reach_guard;
 pub mod rng;
 mod sync_queue;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 
 pub use api_server::{
-    ApiError, ApiServer, DeleteOptions, FaultyApiServer, GuardedApiServer, InjectedFaults, MemoryApiServer, PodEvent,
-    PodListener, Refusals, Result, StatusPatch, StatusUpdate,
+    ApiError, ApiServer, DeleteOptions, FaultyApiServer, InjectedFaults, MemoryApiServer, PodEvent, PodListener,
+    Result, StatusPatch, StatusUpdate,
 };
 pub use clock::{Clock, SystemClock, Timestamp, VirtualClock};
 pub use deletion_safety::{ContainersStopped, DeletionSafety, FixedDeletionSafety};
 pub use host_view::{AcceptedRecord, HostView, NodeReport, PreparedStatus};
 pub use pod_identity::{full_name, is_mirror_pod, is_static_pod};
 pub use pod_manager::PodManager;
+pub use reach_guard::{GuardedApiServer, Refusals};
 pub use sync_queue::{BYTES_PER_REQUEST, DEFAULT_CAPACITY, SyncQueue, SyncRequest, Wait};

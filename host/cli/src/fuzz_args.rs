@@ -1,5 +1,6 @@
 //! The `podstatus fuzz` command.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 
 use anyhow::Context;
@@ -8,8 +9,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use podstatus_fuzz::{
-    CALL_FUEL, Campaign, Differential, FinalRules, Limit, Reference, ShrinkBudget, Summary, Target, run_campaign,
-    write_finding,
+    CALL_FUEL, Campaign, Differential, FinalRules, Limit, Reference, ShrinkBudget, Summary, Target, UnreadClass,
+    run_campaign, write_finding,
 };
 use podstatus_runtime::{PluginRuntime, RuntimeConfig};
 use podstatus_upstream::{Oracle, Release};
@@ -254,6 +255,20 @@ fn run_inner(args: &FuzzArgs) -> anyhow::Result<ExitCode> {
             ),
         )?;
     }
+    for (class, seeds) in explained_by_class(&summary.explained) {
+        let shown: Vec<String> = seeds.iter().take(8).map(u64::to_string).collect();
+        let more = if seeds.len() > shown.len() { ", ..." } else { "" };
+        print(
+            &mut out,
+            format!(
+                "explained by the documented class {class} in {} traces (seeds {}{more}; not a failure without \
+                 --strict; docs/logic-versions.md, tests/fixtures/upstream/{})",
+                seeds.len(),
+                shown.join(", "),
+                class.fixture()
+            ),
+        )?;
+    }
     if args.tally {
         let share = 100.0 * summary.tallied.len() as f64 / summary.traces.max(1) as f64;
         print(
@@ -285,4 +300,15 @@ fn run_inner(args: &FuzzArgs) -> anyhow::Result<ExitCode> {
     let path = write_finding(finding, &plugins, &args.out).context("writing the finding")?;
     print(&mut out, format!("wrote {}", path.display()))?;
     Ok(ExitCode::from(1))
+}
+
+/// The seeds each documented class explained (a trace meeting two counts under both).
+fn explained_by_class(explained: &[(u64, BTreeSet<UnreadClass>)]) -> BTreeMap<UnreadClass, Vec<u64>> {
+    let mut by_class: BTreeMap<UnreadClass, Vec<u64>> = BTreeMap::new();
+    for (seed, classes) in explained {
+        for class in classes {
+            by_class.entry(*class).or_default().push(*seed);
+        }
+    }
+    by_class
 }

@@ -1,11 +1,10 @@
 //! `podstatus`: run, replay and inspect the kubelet pod status manager plugin.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use crate::inspect::inspect;
-use anyhow::Context;
 use clap::{Parser, Subcommand};
 use podstatus_plugins::NativePlugin;
 use podstatus_replay as replay;
@@ -249,14 +248,7 @@ fn upstream_replay_command(trace_path: &Path, release: &str) -> ExitCode {
 }
 
 fn read_trace(path: &Path) -> anyhow::Result<(String, PathBuf)> {
-    if path == Path::new("-") {
-        let mut text = String::new();
-        std::io::stdin().read_to_string(&mut text).context("reading the trace from standard input")?;
-        return Ok((text, std::env::current_dir().unwrap_or_default()));
-    }
-    let text = std::fs::read_to_string(path).with_context(|| format!("reading trace {}", path.display()))?;
-    let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
-    Ok((text, base))
+    Ok(podstatus_replay::read_trace_file(path)?)
 }
 
 fn inspect_command(plugin: &PluginArgs) -> anyhow::Result<()> {

@@ -17,6 +17,7 @@ use crate::invariants::{
     CacheView, Cached, Checker, Invariant, KnownIssue, Violation, Write, WriteSemantics, check_deterministic,
     check_quiescence, first_difference,
 };
+use crate::unread_classes::UnreadClass;
 use podstatus_backends::{ApiServer, DeleteOptions, PodEvent, StatusUpdate};
 use podstatus_plugins::{LogicVersion, NativePlugin};
 use podstatus_replay::{Call, FailError, FailVerb, PodRef, Report, Step, Stepper, Trace, TraceError};
@@ -121,11 +122,16 @@ pub fn check_trace(trace: &Trace, target: &Target, strict: bool) -> Result<Check
     let checking = Options { checks: Some(strict), ..Options::default() };
     let first = guarded(&full, trace.steps.len(), target, checking)?;
     if first.violation.is_some() {
-        return Ok(CheckOutcome { violation: first.violation, steps: first.steps, known: first.known });
+        return Ok(CheckOutcome {
+            violation: first.violation,
+            steps: first.steps,
+            known: first.known,
+            ..CheckOutcome::default()
+        });
     }
     let second = guarded(&full, trace.steps.len(), target, Options::default())?;
     let violation = check_deterministic(&first.report, &second.report).err();
-    Ok(CheckOutcome { violation, steps: first.steps + second.steps, known: first.known })
+    Ok(CheckOutcome { violation, steps: first.steps + second.steps, known: first.known, ..CheckOutcome::default() })
 }
 
 /// What checking a trace found.
@@ -137,6 +143,9 @@ pub struct CheckOutcome {
     pub steps: usize,
     /// Known issues seen (tolerated).
     pub known: BTreeMap<KnownIssue, usize>,
+    /// Against upstream, for a logic that writes without a GET: the documented classes
+    /// that explain the difference found (then no violation).
+    pub explained: BTreeSet<UnreadClass>,
 }
 
 /// How a differential run compares the two plugins' calls.
@@ -181,7 +190,7 @@ pub enum FinalRules {
 
 impl FinalRules {
     /// Whether the first plugin writes without reading first.
-    fn unread(self) -> bool {
+    pub(crate) fn unread(self) -> bool {
         matches!(self, FinalRules::UnreadWrites | FinalRules::Kubelet135)
     }
 }
@@ -200,7 +209,7 @@ pub fn compare_targets_with(
     mode: Differential,
 ) -> Result<CheckOutcome, TraceError> {
     if mode == Differential::FinalState(FinalRules::Kubelet135) && crate::kubelet_135::meets_a_135_class(trace) {
-        return Ok(CheckOutcome { violation: None, steps: 0, known: BTreeMap::new() });
+        return Ok(CheckOutcome::default());
     }
     let trace = &comparable(trace, mode);
     let full = with_quiescence(trace);
@@ -231,7 +240,7 @@ pub fn compare_targets_with(
         }
         _ => report_difference_with(&first.parsed, &second.parsed, mode),
     };
-    Ok(CheckOutcome { violation, steps, known: BTreeMap::new() })
+    Ok(CheckOutcome { violation, steps, ..CheckOutcome::default() })
 }
 
 /// `trace` as `mode` can compare it. For [`Differential::UnreadWrites`], the injected
@@ -386,15 +395,14 @@ thread_local! {
 pub(crate) struct Options {
     /// `Some(strict)`: check the per-step invariants after every step and quiescence at
     /// the end, stopping at the first violation.
-    checks: Option<bool>,
+    pub(crate) checks: Option<bool>,
     /// Read the plugin's cache for every UID the trace names after the last step (for
     /// [`Differential::FinalState`]).
-    read_cache: bool,
-    /// The counterfactual world of [`StaleCopies`]: the pod manager's copies are the
-    /// API server's from the start, a pod the pod manager adds takes the API server's
-    /// copy of that UID, and an outside writer's `apiserver-put` reaches the copy the
-    /// pod manager holds of that UID, as the kubelet's watch delivers them.
-    watched_copies: bool,
+    pub(crate) read_cache: bool,
+    /// The counterfactual world of [`StaleCopies`]: the pod manager's copies carry the
+    /// API server's status from the start, and a pod the pod manager adds takes the
+    /// status the API server holds for that UID, as the kubelet's watch delivers them.
+    pub(crate) watched_copies: bool,
 }
 
 /// Runs `full` (a trace whose steps from `quiet_from` on are the quiescence steps) as
@@ -439,8 +447,8 @@ fn execute(full: &Trace, quiet_from: usize, target: &Target, options: Options) -
         CURRENT_STEP.set(stepper.next_step());
         let Some(step) = stepper.step()? else { break };
         steps += 1;
-        if watched_copies && let Step::PodManagerAdd { pod } | Step::ApiserverPut { pod } = &full.steps[step] {
-            follow_api_server(&stepper, pod);
+        if watched_copies && let Step::PodManagerAdd { pod } = &full.steps[step] {
+            take_api_status(&stepper, pod);
         }
         if let Some(fault) = stepper.fault() {
             violation =
@@ -485,25 +493,28 @@ fn execute(full: &Trace, quiet_from: usize, target: &Target, options: Options) -
     Ok(Run { report, parsed: outcome.report, violation, steps, known: checker.known_issues().clone(), cache })
 }
 
-/// `full` with each of the pod manager's starting copies replaced by the API server's
-/// copy of the same UID, if it has one.
+/// `full` with each of the pod manager's starting copies carrying the status the API
+/// server holds for the same UID, if it has one (only the status: a copy's identity,
+/// its mirror annotation among it, stays as the trace gives it).
 fn with_watched_copies(full: &Trace) -> Trace {
     let mut watched = full.clone();
     for pod in &mut watched.pod_manager {
         if let Some(api) =
             full.apiserver.iter().find(|a| a.metadata.uid.is_some() && a.metadata.uid == pod.metadata.uid)
         {
-            *pod = api.clone();
+            pod.status = api.status.clone();
         }
     }
     watched
 }
 
-/// After `pod-manager-add` or `apiserver-put` of `pod`: the pod manager holds the API
-/// server's copy of its UID instead, if it holds that UID and the API server has it.
-fn follow_api_server(stepper: &Stepper<'_>, pod: &Pod) {
+/// After `pod-manager-add` of `pod`: the pod manager's copy carries the status the API
+/// server holds for its UID instead, if the API server has it. (An `apiserver-put`
+/// reaches the copy of its UID in every world: the pod manager follows the API server.)
+fn take_api_status(stepper: &Stepper<'_>, pod: &Pod) {
     if let Some(api) = pod.metadata.uid.as_deref().and_then(|uid| stepper.store().get_pod_by_uid(uid)) {
-        stepper.pod_manager().follow(&api);
+        let copy = Pod { status: api.status.clone(), ..pod.clone() };
+        stepper.pod_manager().follow(&Arc::new(copy));
     }
 }
 

@@ -29,9 +29,10 @@ mod generate;
 mod invariants;
 mod kubelet_135;
 mod shrink;
+mod unread_classes;
 mod upstream;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -46,6 +47,7 @@ pub use final_state::{Difference, FinalState, Place, StaleCopies, differences, f
 pub use generate::{GenConfig, generate, generate_with};
 pub use invariants::{Invariant, KnownIssue, Violation, WriteSemantics};
 pub use shrink::{ShrinkBudget, Shrunk, shrink};
+pub use unread_classes::UnreadClass;
 pub use upstream::{compare_with_upstream, replay_against_upstream, without_split_messages};
 
 use podstatus_replay::{Trace, TraceError};
@@ -151,6 +153,10 @@ pub struct Summary {
     /// In a [`Campaign::tally`]: each trace that broke the check, by seed, with its
     /// violation (unshrunk).
     pub tallied: Vec<(u64, Violation)>,
+    /// Against upstream, for a logic that writes without a GET: the traces whose
+    /// difference a documented class explains (not failed on), by seed, with the
+    /// classes.
+    pub explained: Vec<(u64, BTreeSet<UnreadClass>)>,
 }
 
 impl Summary {
@@ -196,7 +202,15 @@ pub fn check(
 ) -> Result<CheckOutcome, TraceError> {
     match against {
         Some((Reference::Plugin(other), mode)) => compare_targets_with(trace, target, other, mode),
-        Some((Reference::Upstream(oracle), mode)) => compare_with_upstream(trace, target, oracle, mode),
+        Some((Reference::Upstream(oracle), mode)) => {
+            let mut outcome = compare_with_upstream(trace, target, oracle, mode)?;
+            if strict && !outcome.explained.is_empty() {
+                let classes: Vec<&str> = outcome.explained.iter().map(|c| c.name()).collect();
+                let message = format!("a documented class of difference (--strict): {}", classes.join(", "));
+                outcome.violation = Some(Violation::new(Invariant::SameReport, 0, message));
+            }
+            Ok(outcome)
+        }
         None => check_trace(trace, target, strict),
     }
 }
@@ -213,6 +227,7 @@ pub fn run_campaign(campaign: &Campaign, progress: &mut dyn FnMut(&Summary)) -> 
         finding: None,
         known: BTreeMap::new(),
         tallied: Vec::new(),
+        explained: Vec::new(),
     };
     // Interleavings only where every plugin compared can hold its calls.
     let interleave =
@@ -234,6 +249,9 @@ pub fn run_campaign(campaign: &Campaign, progress: &mut dyn FnMut(&Summary)) -> 
         summary.steps += outcome.steps as u64;
         for issue in outcome.known.keys() {
             *summary.known.entry(*issue).or_default() += 1;
+        }
+        if !outcome.explained.is_empty() {
+            summary.explained.push((seed, outcome.explained));
         }
         match outcome.violation {
             Some(violation) if campaign.tally => summary.tallied.push((seed, violation)),

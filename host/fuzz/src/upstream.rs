@@ -11,10 +11,12 @@
 //! bytes while the API server holds U+FFFD, so every later batch finds them apart and
 //! reads the pod again, for ever. podstatus cuts at the character boundary before the
 //! budget (docs/logic-versions.md, "Against upstream").
+//!
+//! Against a logic that writes without a GET (`--final-state`), a difference that a
+//! documented class explains ([`crate::UnreadClass`], found by counterfactual runs) is
+//! not a violation; the outcome names the classes.
 
-use std::collections::BTreeMap;
-
-use podstatus_replay::{Trace, TraceError};
+use podstatus_replay::{Report, Trace, TraceError};
 use podstatus_upstream::{Oracle, OracleError, canonical};
 use serde_json::Value;
 
@@ -22,6 +24,7 @@ use crate::exec::{
     CheckOutcome, Differential, Options, Target, comparable, guarded, report_difference_with, with_quiescence,
 };
 use crate::invariants::{Invariant, Violation};
+use crate::unread_classes::{UnreadClass, candidate_sets};
 
 /// Runs `trace` (quiescence appended) through `target` and through `oracle`, and
 /// returns the first step where their canonical reports differ, as `mode` compares
@@ -40,15 +43,16 @@ pub fn compare_with_upstream(
 }
 
 /// [`compare_with_upstream`] for a trace as it is (a fixture), without the fuzzer's
-/// quiescence steps: the first difference, if any.
+/// quiescence steps: the first difference not explained, if any, and the documented
+/// classes that explain one.
 pub fn replay_against_upstream(
     trace: &Trace,
     target: &Target,
     oracle: &Oracle,
     mode: Differential,
-) -> Result<Option<Violation>, TraceError> {
+) -> Result<CheckOutcome, TraceError> {
     let trace = without_split_messages(&comparable(trace, mode));
-    Ok(compare(&trace, None, target, oracle, mode)?.violation)
+    compare(&trace, None, target, oracle, mode)
 }
 
 fn compare(
@@ -58,26 +62,89 @@ fn compare(
     oracle: &Oracle,
     mode: Differential,
 ) -> Result<CheckOutcome, TraceError> {
-    let ours = guarded(full, quiet_from.unwrap_or(usize::MAX), target, Options::default())?;
-    let outcome = |violation| Ok(CheckOutcome { violation, steps: ours.steps * 2, known: BTreeMap::new() });
-    if ours.violation.is_some() {
-        return outcome(ours.violation.clone());
-    }
-    let theirs = match oracle.replay(full, quiet_from) {
-        Ok(report) => report,
-        Err(e @ OracleError::Refused { .. }) => {
-            return outcome(Some(Violation::new(Invariant::SameReport, 0, e.to_string())));
+    let run = |trace: &Trace, watched_copies: bool| run_both(trace, quiet_from, target, oracle, watched_copies);
+    let (steps, found) = match run(full, false)? {
+        Compared::Broken { steps, violation } => {
+            return Ok(CheckOutcome { violation: Some(violation), steps, ..CheckOutcome::default() });
         }
-        Err(e) => return outcome(Some(Violation::new(Invariant::SameReport, 0, format!("the oracle failed: {e}")))),
+        Compared::Reports { steps, mut ours, mut theirs } => {
+            (steps, (difference(&mut ours, &mut theirs, mode), ours, theirs))
+        }
     };
-    let (mut ours, mut theirs) = (canonical(&ours.parsed, full), canonical(&theirs, full));
+    let (violation, ours, theirs) = found;
+    let mut outcome = CheckOutcome { violation, steps, ..CheckOutcome::default() };
+    let unread = matches!(mode, Differential::FinalState(rules) if rules.unread());
+    if outcome.violation.is_some() && unread {
+        for classes in candidate_sets() {
+            if !classes.iter().all(|c| c.applies(full) && c.seen_in(full, &ours, &theirs)) {
+                continue;
+            }
+            let mut counterfactual = full.clone();
+            classes.iter().for_each(|c| c.counterfactual(&mut counterfactual, &ours, &theirs));
+            let watched = classes.contains(&UnreadClass::StaleCopy);
+            // A counterfactual the replay refuses (a later step names the pod it
+            // removed) explains nothing.
+            let Ok(Compared::Reports { steps, mut ours, mut theirs }) = run(&counterfactual, watched) else {
+                continue;
+            };
+            outcome.steps += steps;
+            if difference(&mut ours, &mut theirs, mode).is_none() {
+                outcome.violation = None;
+                outcome.explained = classes;
+                break;
+            }
+        }
+    }
+    Ok(outcome)
+}
+
+/// The first difference of two canonical reports as `mode` compares them.
+fn difference(ours: &mut Report, theirs: &mut Report, mode: Differential) -> Option<Violation> {
     if let Differential::FinalState(_) = mode {
         // What the two decided, not how they wrote it: the cache each step reads and
-        // the API server's pods in the end.
-        ours.calls.clear();
-        theirs.calls.clear();
+        // the API server's pods in the end (the calls are put back for the classes).
+        let calls = (std::mem::take(&mut ours.calls), std::mem::take(&mut theirs.calls));
+        let found = report_difference_with(ours, theirs, mode);
+        (ours.calls, theirs.calls) = calls;
+        return found;
     }
-    outcome(report_difference_with(&ours, &theirs, mode))
+    report_difference_with(ours, theirs, mode)
+}
+
+/// One trace run through the plugin and through upstream.
+enum Compared {
+    /// The two reports in canonical form, and the steps run.
+    Reports { steps: usize, ours: Report, theirs: Report },
+    /// The plugin broke (a fault, a panic) or the oracle refused the trace.
+    Broken { steps: usize, violation: Violation },
+}
+
+/// Runs `full` through `target` and `oracle`; with `watched_copies`, in the
+/// counterfactual world of copies that follow the API server (for both alike).
+fn run_both(
+    full: &Trace,
+    quiet_from: Option<usize>,
+    target: &Target,
+    oracle: &Oracle,
+    watched_copies: bool,
+) -> Result<Compared, TraceError> {
+    let options = Options { watched_copies, ..Options::default() };
+    let ours = guarded(full, quiet_from.unwrap_or(usize::MAX), target, options)?;
+    let steps = ours.steps * 2;
+    if let Some(violation) = ours.violation {
+        return Ok(Compared::Broken { steps, violation });
+    }
+    let theirs = match oracle.replay_with(full, quiet_from, watched_copies) {
+        Ok(report) => report,
+        Err(e @ OracleError::Refused { .. }) => {
+            return Ok(Compared::Broken { steps, violation: Violation::new(Invariant::SameReport, 0, e.to_string()) });
+        }
+        Err(e) => {
+            let violation = Violation::new(Invariant::SameReport, 0, format!("the oracle failed: {e}"));
+            return Ok(Compared::Broken { steps, violation });
+        }
+    };
+    Ok(Compared::Reports { steps, ours: canonical(&ours.parsed, full), theirs: canonical(&theirs, full) })
 }
 
 /// The kubelet's budget for all termination messages of a pod, shared by its containers

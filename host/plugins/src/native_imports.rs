@@ -105,9 +105,7 @@ impl logic::Imports for WorldImports {
     fn push_sync_request(&mut self, request: logic::SyncRequest) -> bool {
         self.host.push_sync_request(SyncRequest { id: request.id, pod_uid: request.pod_uid, version: request.version })
     }
-}
 
-impl logic::PatchImports for WorldImports {
     fn patch_pod_status(&mut self, patch: logic::StatusPatch) -> std::result::Result<String, logic::ApiError> {
         let patch = StatusPatch {
             namespace: patch.namespace,

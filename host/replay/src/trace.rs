@@ -92,6 +92,13 @@ pub enum Problem {
     /// The in-memory API server refused an outside writer's object.
     #[error("{0}")]
     Store(#[source] podstatus_backends::ApiError),
+    /// An `advance-clock` that moves the clock past the last time a trace can hold
+    /// (`9999-12-30T22:00:00Z`, jiff's last instant).
+    #[error("advance-clock by {ms} ms moves the clock past 9999-12-30T22:00:00Z")]
+    ClockOverflow {
+        /// The step's `ms`.
+        ms: u64,
+    },
     /// The step needs something this replay does not offer (a plugin loader for `swap`,
     /// an export the plugin lacks).
     #[error("{0}")]
@@ -399,8 +406,17 @@ impl Trace {
                 named.map_err(|problem| TraceError::World { list, index, problem })?;
             }
         }
+        // The clock stays where times can be written (jiff's last instant, late in the
+        // year 9999), and a status's times with it.
+        let mut clock_ms = i128::from(self.clock.seconds) * 1000;
         for (step, s) in self.steps.iter().enumerate() {
             check_step(s, &mut known).map_err(|problem| TraceError::Step { step, problem })?;
+            if let Step::AdvanceClock { ms } = s {
+                clock_ms += i128::from(*ms);
+                if clock_ms > i128::from(jiff::Timestamp::MAX.as_second()) * 1000 {
+                    return Err(TraceError::Step { step, problem: Problem::ClockOverflow { ms: *ms } });
+                }
+            }
         }
         Ok(())
     }
@@ -591,6 +607,15 @@ pub(crate) mod clock {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_clock_moved_past_the_last_instant_is_refused_at_its_step() {
+        let ok = r#"{"clock":"9999-12-30T21:59:58Z","steps":[{"op":"advance-clock","ms":2000}]}"#;
+        parse(ok).expect("a clock that ends at the last second");
+        let over = r#"{"clock":"9999-12-30T21:59:58Z","steps":[{"op":"advance-clock","ms":1000},{"op":"advance-clock","ms":1001}]}"#;
+        let error = parse(over).expect_err("refused");
+        assert_eq!(error.to_string(), "step 1: advance-clock by 1001 ms moves the clock past 9999-12-30T22:00:00Z");
+    }
 
     fn parse(text: &str) -> Result<Trace, TraceError> {
         Trace::parse(text, PathBuf::from("."))

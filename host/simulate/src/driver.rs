@@ -310,6 +310,15 @@ impl Driver {
         }
     }
 
+    /// After the churn: stop the resyncs, drop orphans, let the queue drain, then
+    /// batch-sync until nothing is left to write (the rate limit may refuse some writes
+    /// of a batch: the next one takes them), all within `timeout`.
+    pub fn quiet_sync(&mut self, agent: &podstatus_agent::NodeAgent, handle: &TimedManager, timeout: Duration) {
+        self.stop_resyncs();
+        self.housekeeping(handle, agent.pod_manager());
+        agent.flush(timeout);
+    }
+
     /// One event of one pod; returns how long until its next.
     fn step(&mut self, slot: usize, handle: &TimedManager, pods: &PodManager, owners: &dyn Owners) -> Duration {
         if self.lives[slot].stage == Stage::Gone {

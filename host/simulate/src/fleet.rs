@@ -17,13 +17,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::agent;
+use crate::config::{PlannedSwap, Progress, Signals, SimulateConfig, SimulateError};
 use crate::driver::{Driver, DriverConfig, DriverCounts};
 use crate::driver_pool::{self, PooledNode};
 use crate::fleet_check::{CheckedNode, check_fleet};
+use crate::observed::{Observed, per_update_us, statuses_written, summarize};
 use crate::owners::KubeOwners;
 use crate::rollout::SimulatedRollout;
-use crate::simulation::{self, Observed, PlannedSwap, Progress, Signals, SimulateConfig, SimulateError};
+use crate::static_manifests::{wait_for_mirrors, write_static_pods};
 use crate::summary::{self, Check, FleetFigures, GroupFigures, Summary, SwapSummary};
+use crate::swaps::{file_logic, swap_to_image};
 use podstatus_agent::{Fleet, FleetGroup, FleetSpec, StartProgress};
 use podstatus_backends::{ApiServer, InjectedFaults};
 use podstatus_runtime::{PluginImage, PluginRuntime};
@@ -79,7 +82,7 @@ pub fn run_fleet(
         return Err(SimulateError::NoNodes);
     }
     config.nodes = group_of.len();
-    let manifests = simulation::write_static_pods(&mut config)?;
+    let manifests = write_static_pods(&mut config)?;
     let connections = podstatus_apiserver::ServeOptions::default().max_connections + Fleet::connections(config.nodes);
     let (embedded, target) = agent::resolve(&config.agent, connections)?;
     let spec = FleetSpec {
@@ -117,7 +120,7 @@ pub fn run_fleet(
     let idle_memory_mib_per_node =
         memory_before.zip(summary::rss_mib()).map(|(before, after)| (after - before).max(0.0) / names.len() as f64);
     for agent in agents {
-        simulation::wait_for_mirrors(agent.pod_manager(), config.static_pods, Duration::from_secs(10));
+        wait_for_mirrors(agent.pod_manager(), config.static_pods, Duration::from_secs(10));
     }
     let mut rollout = match config.canary.clone() {
         Some(canary) => {
@@ -127,7 +130,7 @@ pub fn run_fleet(
                 .position(|g| g.name == rollout.group)
                 .ok_or_else(|| SimulateError::UnknownCanaryGroup(rollout.group.clone()))?;
             let image = plugins.load_file(&rollout.plugin).map_err(SimulateError::CanaryPlugin)?;
-            let logic = simulation::file_logic(&rollout.plugin);
+            let logic = file_logic(&rollout.plugin);
             let canary: Vec<usize> = (0..names.len()).filter(|&i| group_of[i] == group).collect();
             Some(SimulatedRollout::new(rollout, image, logic, canary))
         }
@@ -212,7 +215,7 @@ pub fn run_fleet(
     });
     let mut runs = runs?;
     let seconds = start.elapsed().as_secs_f64();
-    let statuses_written = simulation::statuses_written(connection.metrics());
+    let statuses_written = statuses_written(connection.metrics());
     let cpu_steal_percent = cpu_at_start.zip(summary::CpuTimes::now()).and_then(|(a, b)| a.steal_percent_until(b));
     let nodes_ready = fleet.ready_nodes();
 
@@ -220,7 +223,7 @@ pub fn run_fleet(
     std::thread::scope(|scope| {
         for (agent, run) in agents.iter().zip(runs.iter_mut()) {
             let timeout = config.flush_timeout;
-            scope.spawn(move || simulation::quiet_sync(agent, &agent.node_side(), &mut run.driver, timeout));
+            scope.spawn(move || run.driver.quiet_sync(agent, &agent.node_side(), timeout));
         }
     });
     tracing::info!(took = ?quiet.elapsed(), "quiet sync done");
@@ -303,7 +306,7 @@ pub fn run_fleet(
         swap,
         cpu_steal_percent,
     };
-    let mut summary = simulation::summarize(&config, observed);
+    let mut summary = summarize(&config, observed);
     summary.rollout = rollout.map(|rollout| rollout.summary(&fleet));
     summary.fleet = Some(FleetFigures {
         nodes: names.len(),
@@ -321,7 +324,7 @@ pub fn run_fleet(
                 // What the group's nodes counted into their metrics, the final flush included.
                 let tally = fleet.metrics().group_snapshot(&group.name);
                 GroupFigures {
-                    plugin_busy_us_per_update: simulation::per_update_us(busy, updates),
+                    plugin_busy_us_per_update: per_update_us(busy, updates),
                     propagation_ms: tally.propagation.summary().into(),
                     api_calls_per_version: podstatus_agent::Figures::of(&tally).api_calls_per_version,
                     recoveries: tally.recoveries,
@@ -353,7 +356,7 @@ fn swap_all(agents: &[podstatus_agent::NodeAgent], planned: &PlannedSwap, at: Du
     let began = Instant::now();
     let mut rollout = SwapSummary::default();
     for agent in agents {
-        let swap = simulation::swap_to_image(agent, &planned.image, at);
+        let swap = swap_to_image(agent, &planned.image, at);
         if swap.error.is_some() {
             return swap;
         }

@@ -15,26 +15,30 @@
 
 mod agent;
 mod check;
+mod config;
 mod driver;
 mod driver_pool;
 mod fleet;
 mod fleet_check;
 mod kubelet_1_35;
+mod observed;
 mod owners;
 mod rollout;
 mod simulation;
+mod static_manifests;
 mod summary;
+mod swaps;
 
 pub use agent::{AgentConfig, AgentError, NodeAgent, Target};
 pub use check::{ReadPod, check};
+pub use config::{CanaryShare, PlannedSwap, Progress, Signals, SimulateConfig, SimulateError};
 pub use fleet::{NodeGroup, run_fleet};
 pub use fleet_check::{CheckedNode, FleetCheck, check_fleet};
 pub use kubelet_1_35::NewPaths;
 pub use owners::{KubeOwners, OWNER_CALL_TIMEOUT, OwnerError, Owners};
 pub use rollout::CanaryConfig;
-pub use simulation::{
-    CanaryShare, PlannedSwap, Progress, Signals, SimulateConfig, SimulateError, file_logic, run, run_with_progress,
-};
+pub use simulation::{run, run_with_progress};
 pub use summary::{
     CallerLatency, Check, Difference, FleetFigures, GroupFigures, Latency, RolloutSummary, Summary, SwapSummary,
 };
+pub use swaps::file_logic;

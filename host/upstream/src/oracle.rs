@@ -79,9 +79,26 @@ impl Oracle {
     /// faults still armed when that step is reached are removed first, as the fuzzer
     /// does before its quiescence steps.
     pub fn replay_json(&self, trace: &Trace, quiet_from: Option<usize>) -> Result<Value, OracleError> {
+        self.replay_json_with(trace, quiet_from, false)
+    }
+
+    /// [`Oracle::replay_json`]; with `watched_copies`, in the fuzzer's counterfactual
+    /// world where the pod manager's copies follow the API server from the start (its
+    /// starting copies, and each pod it adds, are the API server's of the same UID).
+    pub fn replay_json_with(
+        &self,
+        trace: &Trace,
+        quiet_from: Option<usize>,
+        watched_copies: bool,
+    ) -> Result<Value, OracleError> {
         let mut doc = trace.to_value();
-        if let (Some(step), Some(doc)) = (quiet_from, doc.as_object_mut()) {
-            doc.insert("quiescence_from_step".into(), step.into());
+        if let Some(doc) = doc.as_object_mut() {
+            if let Some(step) = quiet_from {
+                doc.insert("quiescence_from_step".into(), step.into());
+            }
+            if watched_copies {
+                doc.insert("watched_copies".into(), true.into());
+            }
         }
         let line = serde_json::to_string(&doc).map_err(|e| self.process_error(e.to_string()))?;
         let mut guard = self.process.lock().unwrap_or_else(PoisonError::into_inner);
@@ -106,7 +123,17 @@ impl Oracle {
 
     /// [`Oracle::replay_json`], read into the replay's report type.
     pub fn replay(&self, trace: &Trace, quiet_from: Option<usize>) -> Result<Report, OracleError> {
-        let report = self.replay_json(trace, quiet_from)?;
+        self.replay_with(trace, quiet_from, false)
+    }
+
+    /// [`Oracle::replay_json_with`], read into the replay's report type.
+    pub fn replay_with(
+        &self,
+        trace: &Trace,
+        quiet_from: Option<usize>,
+        watched_copies: bool,
+    ) -> Result<Report, OracleError> {
+        let report = self.replay_json_with(trace, quiet_from, watched_copies)?;
         report_from_json(report)
             .map_err(|message| self.process_error(format!("a report the replay cannot read: {message}")))
     }

@@ -11,12 +11,12 @@ use podstatus_core::{PodView, normalize_status};
 use super::Engine;
 use super::batch_reads::{Agreement, digest};
 use crate::api_pod::ApiPod;
+use crate::engine::sync_policy::SyncPolicy;
 use crate::error::{InvalidPod, Result};
 use crate::imports::{Imports, Level};
 use crate::jobs::{BatchPlan, BatchSlice, SyncOrigin, SyncTarget};
 use crate::outcomes::BatchReport;
 use crate::status::VersionedStatus;
-use crate::sync_policy::SyncPolicy;
 
 impl<I: Imports> Engine<I> {
     /// `syncBatch(true)`, decided, for the slice `slice` of the cached statuses (see

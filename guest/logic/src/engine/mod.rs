@@ -26,6 +26,7 @@ mod resize;
 mod resize_tests;
 pub(crate) mod state;
 mod status_json;
+pub(crate) mod sync_policy;
 mod syncs;
 mod updates;
 

@@ -8,7 +8,9 @@ use serde_json::{Value, json};
 
 use super::Engine;
 use crate::error::ManagerError;
-use crate::imports::{ApiError, DeleteOptions, Imports, Level, StatusUpdate, SyncRequest, Timestamp, UidTranslations};
+use crate::imports::{
+    ApiError, DeleteOptions, Imports, Level, StatusPatch, StatusUpdate, SyncRequest, Timestamp, UidTranslations,
+};
 use crate::resize::{MAX_RESIZE_MESSAGE_BYTES, MAX_RESIZE_REASON_BYTES, ResizeCondition};
 use crate::status::VersionedStatus;
 
@@ -27,6 +29,9 @@ impl Imports for Clock {
     fn update_pod_status(&mut self, _: StatusUpdate) -> Result<String, ApiError> {
         Err(ApiError::NotFound("no API server here".into()))
     }
+    fn patch_pod_status(&mut self, _: StatusPatch) -> Result<String, ApiError> {
+        Err(ApiError::NotFound("no API server here".into()))
+    }
     fn delete_pod(&mut self, _: &str, _: &str, _: DeleteOptions) -> Result<(), ApiError> {
         Err(ApiError::NotFound("no API server here".into()))
     }
@@ -43,6 +48,9 @@ impl Imports for Clock {
         UidTranslations::default()
     }
     fn pod_resources_are_reclaimed(&mut self, _: &str, _: &str) -> bool {
+        false
+    }
+    fn pod_could_have_running_containers(&mut self, _: &str) -> bool {
         false
     }
     fn now(&mut self) -> Timestamp {

@@ -9,12 +9,12 @@ use podstatus_core::PodMeta;
 
 use super::Engine;
 use crate::api_pod::ApiPod;
+use crate::engine::sync_policy::{SyncPolicy, UnreadWrite, Write, WritePlan};
 use crate::error::{ManagerError, Result};
 use crate::imports::{ApiCall, ApiError, ApiReply, DeleteOptions, Imports, Level};
 use crate::jobs::{Flow, Held, Job, JobState, PodSync, Stage, SyncOrigin, SyncStep, SyncTarget};
 use crate::outcomes::SyncOutcome;
 use crate::status::VersionedStatus;
-use crate::sync_policy::{SyncPolicy, UnreadWrite, Write, WritePlan};
 
 impl<I: Imports> Engine<I> {
     /// Plans a sync of `pod_uid` writing `target`; it waits for `start_sync`.
@@ -72,7 +72,7 @@ impl<I: Imports> Engine<I> {
             match step {
                 SyncStep::Done(outcome) => return Ok(outcome),
                 SyncStep::Call(call) => {
-                    let reply = policy.call(self, call);
+                    let reply = self.call_api(call);
                     step = self.resume_sync_with(policy, id, reply)?;
                 }
             }
@@ -146,15 +146,12 @@ impl<I: Imports> Engine<I> {
 }
 
 impl<I: Imports> Engine<I> {
-    /// Makes `call` at once through v1's imports (which have no patch: a patch fails
-    /// as a refused call would).
+    /// Makes `call` at once through the imports (the blocking entry points' calls).
     pub fn call_api(&mut self, call: ApiCall) -> ApiReply {
         match call {
             ApiCall::GetPod { namespace, name } => ApiReply::Pod(self.imports.get_pod(&namespace, &name)),
             ApiCall::UpdatePodStatus(update) => ApiReply::Pod(self.imports.update_pod_status(update)),
-            ApiCall::PatchPodStatus(_) => {
-                ApiReply::Pod(Err(ApiError::Other("these imports cannot patch a pod's status".into())))
-            }
+            ApiCall::PatchPodStatus(patch) => ApiReply::Pod(self.imports.patch_pod_status(patch)),
             ApiCall::DeletePod { namespace, name, options } => {
                 ApiReply::Deleted(self.imports.delete_pod(&namespace, &name, options))
             }

@@ -80,7 +80,7 @@ use k8s_openapi::api::core::v1::{Pod, PodStatus};
 
 use serde_json::Value;
 
-use super::interface::{ApiError, ApiServer, DeleteOptions, Result, StatusPatch, StatusUpdate};
+use crate::api_server::interface::{ApiError, ApiServer, DeleteOptions, Result, StatusPatch, StatusUpdate};
 use crate::host_view::{HostView, ips_of};
 use crate::pod_identity::{identity, is_mirror_pod, is_static_pod};
 use crate::pod_manager::PodManager;

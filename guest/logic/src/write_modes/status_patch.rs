@@ -1,5 +1,6 @@
-//! The status write as 1.27 sends it: a strategic merge patch from the API server's
-//! status to the merged status, carrying the pod's UID (`preparePatchBytesForPodStatus`).
+//! The status write as every release since 1.27 sends it: a strategic merge patch from
+//! the API server's status to the merged status, carrying the pod's UID
+//! (`preparePatchBytesForPodStatus`).
 //!
 //! The patch is what `strategicpatch.CreateTwoWayMergePatch` makes of
 //! `{"status": old}` and `{"metadata": {"uid": UID}, "status": new}`:
@@ -19,7 +20,7 @@
 //! value are the same, times compare at the second they are written with, and a
 //! quantity compares by the canonical form Go writes it in (`"1000m"` is `"1"`, but
 //! `"1Ki"` is not `"1024"`, though their values are equal). When nothing changed the
-//! patch is only the UID, and 1.27 sends nothing.
+//! patch is only the UID, and upstream sends nothing.
 
 use k8s_openapi::api::core::v1::PodStatus;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;

@@ -1,4 +1,4 @@
-//! Go's `strconv.Quote`, which `%q` uses: how 1.27's readiness-gate messages quote a
+//! Go's `strconv.Quote`, which `%q` uses: how the readiness-gate messages quote a
 //! condition type.
 //!
 //! A character is kept as it is when Go's `unicode.IsPrint` says it is printable
@@ -10,7 +10,10 @@
 //! Kubernetes 1.27 is built with Go 1.20, whose Unicode tables are version 13.0.0:
 //! [`NOT_PRINTABLE`] lists every code point that is not printable there (the general
 //! categories C* and Z* but U+0020, unassigned ones included), generated from the
-//! Unicode 13.0.0 character database (Python's `unicodedata2` 13.0.0).
+//! Unicode 13.0.0 character database (Python's `unicodedata2` 13.0.0). Every release
+//! quotes with these tables here, though later releases are built with later Go (1.35
+//! with Go 1.24, Unicode 15.0.0): a code point assigned since 13.0.0 is escaped where
+//! they would print it.
 
 /// Go's `strconv.Quote` of `text`.
 pub fn go_quote(text: &str) -> String {

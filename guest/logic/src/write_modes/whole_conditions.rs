@@ -1,22 +1,22 @@
-//! v3 computes its patch against what it last wrote, not against what the server holds
-//! now. A condition another writer removed or changed in between would then get only
-//! the fields that changed for v3: a Ready condition without a status, say. So every
-//! condition the patch names is sent whole: whatever the server holds, the condition
-//! ends as v3 computed it. (Other fields are replaced whole by a merge patch anyway.)
+//! The one-call mode computes its patch against what it last wrote, not against what
+//! the server holds now. A condition another writer removed or changed in between
+//! would then get only the fields that changed for the kubelet: a Ready condition
+//! without a status, say. So every condition the patch names is sent whole: whatever
+//! the server holds, the condition ends as computed. (Other fields are replaced whole
+//! by a merge patch anyway.)
 
 use k8s_openapi::api::core::v1::PodStatus;
 use serde_json::Value;
 
-/// `patch` (v2's status patch, as JSON) with each condition it names completed with
-/// every field of that condition in `merged`; the nulls of fields v3 no longer sets
-/// stay, and directives (`$patch: delete`) are left as they are.
+/// `patch` (a status patch, as JSON) with each condition it names completed with
+/// every field of that condition in `merged`; the nulls of fields no longer set stay, and directives (`$patch: delete`) are left as they are.
 pub fn whole_conditions(patch: String, merged: &PodStatus) -> String {
     let Ok(mut value) = serde_json::from_str::<Value>(&patch) else { return patch };
     let Some(items) = value.pointer_mut("/status/conditions").and_then(Value::as_array_mut) else { return patch };
     for item in items.iter_mut().filter(|item| item.get("$patch").is_none()) {
         let Some(type_) = item.get("type").and_then(Value::as_str) else { continue };
         let full = merged.conditions.iter().flatten().find(|c| c.type_ == type_);
-        // The diff's own fields stay (a null clears what v3 itself wrote before).
+        // The diff's own fields stay (a null clears what was itself written before).
         if let (Some(Ok(Value::Object(full))), Some(fields)) = (full.map(serde_json::to_value), item.as_object_mut()) {
             fields.extend(full);
         }

@@ -13,7 +13,7 @@
 //! call (start, then the unread write, the GET, the write, the DELETE, each optional)
 //! and goes on with the answer, so a host can make the call later while the manager
 //! serves everything else ([`crate::jobs`] keeps the tasks). The blocking entry points
-//! drive the same task, making each call at once ([`SyncPolicy::call`]), so both see
+//! drive the same task, making each call at once ([`Engine::call_api`]), so both see
 //! the same imports and calls in the same order.
 
 use k8s_openapi::api::core::v1::PodStatus;
@@ -21,7 +21,7 @@ use k8s_openapi::api::core::v1::PodStatus;
 use crate::api_pod::ApiPod;
 use crate::engine::Engine;
 use crate::error::Result;
-use crate::imports::{ApiCall, ApiError, ApiReply, Imports};
+use crate::imports::{ApiCall, ApiError, Imports};
 use crate::status::VersionedStatus;
 
 /// What a write will do, planned over a pod: nothing, or one call to the API server.
@@ -62,7 +62,7 @@ pub enum UnreadWrite {
 /// A write is planned (the call to make, computed from what the sync knows) and then
 /// finished with the call's answer, so that the host can make the call while the
 /// manager serves other calls; a blocking caller makes it at once through
-/// [`SyncPolicy::call`].
+/// [`Engine::call_api`].
 pub trait SyncPolicy<I: Imports> {
     /// Whether a sync first checks that the status still needs writing under the pod's
     /// own UID (the 2017 `syncPod` did; in 1.27 its callers decide).
@@ -113,11 +113,4 @@ pub trait SyncPolicy<I: Imports> {
     /// Whether the API server's status (normalised) holds the cached one, so the batch
     /// has no drift to repair.
     fn status_equal(&self, api: &PodStatus, cached: &PodStatus) -> bool;
-
-    /// Makes `call` at once through the imports, for the blocking entry points. The
-    /// default makes v1's calls ([`Engine::call_api`]); a version that patches makes
-    /// its patches itself.
-    fn call(&self, manager: &mut Engine<I>, call: ApiCall) -> ApiReply {
-        manager.call_api(call)
-    }
 }

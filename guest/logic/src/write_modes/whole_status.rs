@@ -5,7 +5,7 @@
 //! base and the merged status is left out of a plain diff, so if another writer changed
 //! it on the server since, the diff would leave the other writer's value there: a
 //! status patched over an outside reset ended with its conditions but without its
-//! phase (found by `fuzz --logic v4`). Sending every field of the merged status makes
+//! phase (found by `fuzz --logic v4`; the one-call mode's `WHOLE_STATUS`). Sending every field of the merged status makes
 //! the server end as the kubelet computed, whatever it held; the diff's nulls and
 //! `$patch: delete` items stay, so what the base had and the merged status dropped is
 //! still removed. Lists merged by key keep what only the server has in its place, as
@@ -16,9 +16,8 @@
 use k8s_openapi::api::core::v1::PodStatus;
 use serde_json::{Map, Value};
 
-use podstatus_logic_v2::patch::is_go_zero;
-
-use crate::whole_conditions::whole_conditions;
+use super::status_patch::is_go_zero;
+use super::whole_conditions::whole_conditions;
 
 /// The status lists the API server merges by key, with their key.
 const MERGE_LISTS: [(&str, &str); 3] = [("conditions", "type"), ("podIPs", "ip"), ("hostIPs", "ip")];
