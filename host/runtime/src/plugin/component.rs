@@ -10,9 +10,10 @@ use crate::bindings::{
 };
 use crate::calls::{Call, Reply};
 use crate::imports::HostState;
+use crate::limits::{CallUsage, FaultKind};
 use crate::plugin::call_error::{CallError, Result};
-use crate::plugin::limits::{CallUsage, FaultKind};
 use crate::plugin::plugin_trait::Plugin;
+use podstatus_backends::pod_identity::PodIdentity;
 
 mod resize;
 mod syncs;
@@ -120,9 +121,11 @@ impl ComponentPlugin {
         if self.handed_pods.contains(&digest) {
             return;
         }
-        if let Some(identity) = crate::imports::pod_identity(pod) {
-            self.store.data_mut().hand(&identity.uid);
-            self.syncs.name(&identity.uid, &identity.namespace, &identity.name);
+        let identity = PodIdentity::read(pod).unwrap_or_default();
+        if let Some(uid) = &identity.uid {
+            self.store.data_mut().hand(uid);
+            let (namespace, name) = (identity.namespace.as_deref(), identity.name.as_deref());
+            self.syncs.name(uid, namespace.unwrap_or_default(), name.unwrap_or_default());
             if self.handed_pods.len() >= HANDED_PODS_KEPT {
                 self.handed_pods.clear();
             }
