@@ -15,10 +15,11 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, PostParams};
-use podstatus_agent::{
-    ControlLimits, ControlServer, Fleet, FleetGroup, FleetSpec, KubeClientConfig, NodeConfig, PluginCatalog, PodRunner,
-    Rollout, RolloutPolicy, Target, serve_commands,
-};
+use podstatus_agent::client::KubeClientConfig;
+use podstatus_agent::fleet::{FleetGroup, FleetSpec};
+use podstatus_agent::node::{NodeConfig, PodRunner};
+use podstatus_agent::rollout::{ControlLimits, ControlServer, PluginCatalog, RolloutPolicy, serve_commands};
+use podstatus_agent::{Fleet, Rollout, Target};
 use podstatus_apiserver::{EmbeddedApiServer, ServeOptions};
 use podstatus_backends::testing;
 use podstatus_backends::{ApiServer, DEFAULT_CAPACITY, MemoryApiServer};

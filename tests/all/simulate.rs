@@ -11,7 +11,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
-use podstatus_agent::{KubeClientConfig, NodeConfig};
+use podstatus_agent::client::KubeClientConfig;
+use podstatus_agent::node::NodeConfig;
 use podstatus_apiserver::EmbeddedApiServer;
 use podstatus_backends::DEFAULT_CAPACITY;
 use podstatus_backends::pod_identity::is_mirror_pod;

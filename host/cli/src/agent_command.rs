@@ -10,7 +10,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use anyhow::Context;
-use podstatus_agent::PodRunner;
+use podstatus_agent::node::PodRunner;
 use podstatus_runtime::PluginRuntime;
 use podstatus_simulate::{NodeAgent, Signals, Target};
 

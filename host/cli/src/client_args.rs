@@ -1,6 +1,7 @@
 //! The client flags `podstatus agent` and `podstatus simulate` share.
 
-use podstatus_agent::{KubeClientConfig, NodeConfig};
+use podstatus_agent::client::KubeClientConfig;
+use podstatus_agent::node::NodeConfig;
 use podstatus_backends::DEFAULT_CAPACITY;
 use podstatus_simulate::{AgentConfig, Target};
 

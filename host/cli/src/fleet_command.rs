@@ -15,10 +15,10 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use podstatus_agent::{
-    CanaryPlan, ControlLimits, ControlServer, Fleet, FleetGroup, FleetSpec, PluginCatalog, PodRunner, Rollout,
-    RolloutOutcome, StartProgress, canary_nodes, serve_commands,
-};
+use podstatus_agent::fleet::{FleetGroup, FleetSpec, StartProgress, canary_nodes};
+use podstatus_agent::node::PodRunner;
+use podstatus_agent::rollout::{CanaryPlan, ControlLimits, ControlServer, Outcome, PluginCatalog, serve_commands};
+use podstatus_agent::{Fleet, Rollout};
 use podstatus_apiserver::{EmbeddedApiServer, ServeOptions};
 use podstatus_backends::MemoryApiServer;
 use podstatus_plugins::LogicVersion;
@@ -130,7 +130,7 @@ fn parse_group(text: &str) -> Result<GroupArg, String> {
     if name.is_empty() || name.len() > MAX_GROUP_NAME || !name.chars().all(valid) {
         return Err(format!("{name:?}: a group name is 1 to {MAX_GROUP_NAME} letters, digits, '-' or '_'"));
     }
-    if name == podstatus_agent::CANARY_GROUP {
+    if name == podstatus_agent::fleet::CANARY_GROUP {
         return Err(format!("{name:?} is the canary's group: name the group otherwise"));
     }
     let (count, plugin) = match rest.split_once(':') {
@@ -312,8 +312,8 @@ fn fleet(args: &FleetArgs) -> anyhow::Result<bool> {
         serve_commands(&control, &fleet, &mut rollout, &catalog);
         if let Some(decision) = rollout.tick(&fleet) {
             let outcome = match decision.outcome {
-                RolloutOutcome::Promoted => "promoted",
-                RolloutOutcome::RolledBack => "rolled back",
+                Outcome::Promoted => "promoted",
+                Outcome::RolledBack => "rolled back",
             };
             eprintln!("podstatus fleet: canary on {} {outcome}: {}", decision.to, decision.reason);
         }
@@ -374,7 +374,7 @@ fn wait_ready(fleet: &Fleet, signals: &Signals, quiet: bool) {
 fn print_groups(fleet: &Fleet, running: Duration) {
     for (g, name) in fleet.group_names().iter().enumerate() {
         let nodes = (0..fleet.len()).filter(|&n| fleet.home_group(n) == g).count();
-        let figures = podstatus_agent::Figures::of(&fleet.metrics().group_snapshot(name));
+        let figures = podstatus_agent::rollout::Figures::of(&fleet.metrics().group_snapshot(name));
         eprintln!(
             "podstatus fleet: group {name}: {nodes} nodes on {} over {:.0} s: {} updates, {} versions, {} API calls \
              ({:.2} per version), {} faults, {} recoveries, propagation p99 {:.1} ms, plugin {:.1} us / update",

@@ -221,7 +221,7 @@ fn simulate(args: &SimulateArgs) -> anyhow::Result<bool> {
             (Some(share), Some(plugin)) => Some(CanaryShare {
                 share,
                 rollout: CanaryConfig {
-                    group: podstatus_agent::CANARY_GROUP.into(),
+                    group: podstatus_agent::fleet::CANARY_GROUP.into(),
                     plugin: plugin.clone(),
                     at: args.canary_at,
                     policy: args.rollout.policy(args.canary_watch, true),

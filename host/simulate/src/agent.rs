@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use podstatus_agent::STATUS_CLIENT_PRODUCT;
+use podstatus_agent::client::STATUS_CLIENT_PRODUCT;
 use podstatus_apiserver::{DelayedClient, EmbeddedApiServer, ServeOptions};
 use podstatus_backends::{ApiServer, FaultyApiServer, InjectedFaults, MemoryApiServer};
 use podstatus_runtime::{PluginImage, PluginRuntime};

@@ -112,7 +112,7 @@ pub enum SimulateError {
     NoNodes,
     /// The fleet did not start.
     #[error(transparent)]
-    Fleet(podstatus_agent::FleetError),
+    Fleet(podstatus_agent::fleet::FleetError),
     /// A fleet node's driver thread could not start.
     #[error("starting a node's driver thread: {0}")]
     Spawn(#[source] std::io::Error),

@@ -27,7 +27,8 @@ use crate::rollout::SimulatedRollout;
 use crate::static_manifests::{wait_for_mirrors, write_static_pods};
 use crate::summary::{self, Check, FleetFigures, GroupFigures, Summary, SwapSummary};
 use crate::swaps::{file_logic, swap_to_image};
-use podstatus_agent::{Fleet, FleetGroup, FleetSpec, StartProgress};
+use podstatus_agent::Fleet;
+use podstatus_agent::fleet::{FleetGroup, FleetSpec, StartProgress};
 use podstatus_backends::{ApiServer, InjectedFaults};
 use podstatus_runtime::{PluginImage, PluginRuntime};
 
@@ -140,8 +141,8 @@ pub fn run_fleet(
 
     let owners = KubeOwners::new(connection.client().clone(), connection.runtime().clone());
 
-    if let Err(e) = owners.ensure_namespace(podstatus_agent::SIMULATED_NAMESPACE) {
-        tracing::warn!("creating the namespace {}: {e}", podstatus_agent::SIMULATED_NAMESPACE);
+    if let Err(e) = owners.ensure_namespace(podstatus_agent::node::SIMULATED_NAMESPACE) {
+        tracing::warn!("creating the namespace {}: {e}", podstatus_agent::node::SIMULATED_NAMESPACE);
     }
     let cpu_at_start = summary::CpuTimes::now();
     let start = Instant::now();
@@ -326,7 +327,7 @@ pub fn run_fleet(
                 GroupFigures {
                     plugin_busy_us_per_update: per_update_us(busy, updates),
                     propagation_ms: tally.propagation.summary().into(),
-                    api_calls_per_version: podstatus_agent::Figures::of(&tally).api_calls_per_version,
+                    api_calls_per_version: podstatus_agent::rollout::Figures::of(&tally).api_calls_per_version,
                     recoveries: tally.recoveries,
                     ..group
                 }

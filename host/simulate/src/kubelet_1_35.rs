@@ -24,7 +24,8 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::owners::{OwnerError, Owners};
-use podstatus_agent::{LifeStage as Stage, PodKind as Kind, PodLife, TimedManager};
+use podstatus_agent::metrics::TimedManager;
+use podstatus_agent::node::{LifeStage as Stage, PodKind as Kind, PodLife};
 use podstatus_backends::pod_identity::uid_of;
 use podstatus_backends::rng::{Entropy, SplitMix64};
 use podstatus_runtime::bindings::UpdateOutcome;
@@ -582,7 +583,7 @@ mod tests {
         }
         let mut killed = life(3);
         let stopped = match killed.kill(NOW) {
-            podstatus_agent::LifeEvent::Kill(status) => status,
+            podstatus_agent::node::LifeEvent::Kill(status) => status,
             other => panic!("{other:?}"),
         };
         let stopped = decorate(&killed, &extras(true), 0, stopped, NOW);

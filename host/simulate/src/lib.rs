@@ -2,7 +2,7 @@
 //! node runs it.
 //!
 //! [`run`] starts a [`NodeAgent`] and drives realistic pod lives through it (the
-//! agent's [`PodLife`](podstatus_agent::PodLife), churned by a seeded generator; the
+//! agent's [`PodLife`](podstatus_agent::node::PodLife), churned by a seeded generator; the
 //! pods' owners act through the API server with a kube-rs client of their own,
 //! [`KubeOwners`]); at the end, after a quiet sync, [`check()`] compares every pod's
 //! status in the API server with what the plugin accepted, and the [`Summary`] says

@@ -58,8 +58,8 @@ pub fn run_with_progress(
     let agent = NodeAgent::start(&config.agent, plugins, image)?;
     tracing::info!(took = ?started.elapsed(), api_server = agent.api_url(), "agent started");
     let owners = KubeOwners::new(agent.client().clone(), agent.runtime().clone());
-    if let Err(e) = owners.ensure_namespace(podstatus_agent::SIMULATED_NAMESPACE) {
-        tracing::warn!("creating the namespace {}: {e}", podstatus_agent::SIMULATED_NAMESPACE);
+    if let Err(e) = owners.ensure_namespace(podstatus_agent::node::SIMULATED_NAMESPACE) {
+        tracing::warn!("creating the namespace {}: {e}", podstatus_agent::node::SIMULATED_NAMESPACE);
     }
     wait_for_mirrors(agent.pod_manager(), config.static_pods, Duration::from_secs(10));
 

@@ -135,7 +135,7 @@ pub struct RolloutSummary {
     /// Swaps that failed (those nodes kept their plugin).
     pub swap_errors: usize,
     /// Every criterion of the comparison, with both sides' figures and samples.
-    pub verdict: Option<podstatus_agent::Verdict>,
+    pub verdict: Option<podstatus_agent::rollout::Verdict>,
 }
 
 /// What only a fleet reports: its nodes, their Leases, and what a node costs.

@@ -139,9 +139,9 @@ fn invalid_state(call: &'static str, what: String) -> SwapError {
 }
 
 /// Repairs `new` from the host's record where `findings` (what it was given, held
-/// against the record: [`HeldState::audit`](crate::state_document::HeldState::audit)) say they disagree (see
-/// [`crate::state_document`] for what counts and why it is repaired rather than refused).
-/// Returns what was repaired.
+/// against the record: [`HeldState::audit`](crate::HeldState::audit)) say they disagree
+/// (the state document's audit says what counts, and why it is repaired rather than
+/// refused). Returns what was repaired.
 pub fn repair_from_record(new: &mut dyn Plugin, findings: Findings) -> Result<Findings, SwapError> {
     if findings.is_empty() {
         return Ok(findings);

@@ -119,7 +119,7 @@ impl<P: Plugin + ?Sized> Plugin for MeteredPlugin<P> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::metered_api_server::MeteredApiServer;
+    use crate::metrics::MeteredApiServer;
     use k8s_openapi::api::core::v1::Pod;
     use podstatus_backends::FixedDeletionSafety;
     use podstatus_backends::PodManager;

@@ -28,8 +28,8 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Pod;
 
-use crate::lifecycle::{Event, PodLife, Stage};
-use crate::timed_manager::TimedManager;
+use super::lifecycle::{Event, PodLife, Stage};
+use crate::metrics::TimedManager;
 use podstatus_backends::PodManager;
 use podstatus_backends::pod_identity::uid_of;
 use podstatus_runtime::CallError;
