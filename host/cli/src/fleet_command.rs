@@ -15,6 +15,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use podstatus_agent::Target;
 use podstatus_agent::fleet::{FleetGroup, FleetSpec, StartProgress, canary_nodes};
 use podstatus_agent::node::PodRunner;
 use podstatus_agent::rollout::{CanaryPlan, ControlLimits, ControlServer, Outcome, PluginCatalog, serve_commands};
@@ -23,7 +24,7 @@ use podstatus_apiserver::{EmbeddedApiServer, ServeOptions};
 use podstatus_backends::MemoryApiServer;
 use podstatus_plugins::LogicVersion;
 use podstatus_runtime::{PluginImage, PluginRuntime, PoolSize};
-use podstatus_simulate::{Signals, Target};
+use podstatus_simulate::{ApiServerTarget, Signals};
 
 use crate::client_args::ClientArgs;
 use crate::node_args::NodeArgs;
@@ -250,18 +251,23 @@ fn fleet(args: &FleetArgs) -> anyhow::Result<bool> {
     // As `podstatus agent`: in a pod, the cluster it runs in is the one to join.
     let in_cluster = std::env::var_os("KUBERNETES_SERVICE_HOST").is_some_and(|host| !host.is_empty());
     let target = match (&args.client.kubeconfig, &args.client.server) {
-        (None, None) if in_cluster => Target::Kubeconfig { path: None, context: args.client.context.clone() },
+        (None, None) if in_cluster => {
+            ApiServerTarget::Running(Target::Kubeconfig { path: None, context: args.client.context.clone() })
+        }
         _ => args.client.target(args.listen),
     };
     let (embedded, target) = resolve(target, nodes)?;
-    let config =
-        args.client.agent_config(&args.node_name, Target::Url(String::new()), args.node.config(&args.node_name));
+    let config = args.client.agent_config(
+        &args.node_name,
+        ApiServerTarget::Running(Target::Url(String::new())),
+        args.node.config(&args.node_name),
+    );
     let signals = Signals::default();
     simulate_command::install_signal_handlers(&signals, "shutting down: flushing pending statuses")?;
 
     let spec = FleetSpec { groups, per_node_labels: args.per_node_metrics };
     let mut starting = WorkProgress::new("nodes started", nodes as u64, args.quiet);
-    let fleet = Fleet::start(&target, &config.agent, spec, &plugins, &|_, api| api, &mut |step| {
+    let fleet = Fleet::start(&target, &config, spec, &plugins, &|_, api| api, &mut |step| {
         if let StartProgress::NodeStarted { started, .. } = step {
             starting.set(started as u64);
         }
@@ -337,9 +343,9 @@ fn fleet(args: &FleetArgs) -> anyhow::Result<bool> {
 
 /// The fleet's target as the nodes reach it, and the embedded server started first
 /// (admitting the connections the fleet opens) when that is the target.
-fn resolve(target: Target, nodes: usize) -> anyhow::Result<(Option<EmbeddedApiServer>, podstatus_agent::Target)> {
+fn resolve(target: ApiServerTarget, nodes: usize) -> anyhow::Result<(Option<EmbeddedApiServer>, Target)> {
     Ok(match target {
-        Target::Embedded(addr) => {
+        ApiServerTarget::Embedded(addr) => {
             let options = ServeOptions {
                 max_connections: ServeOptions::default().max_connections + Fleet::connections(nodes),
                 ..ServeOptions::default()
@@ -348,10 +354,9 @@ fn resolve(target: Target, nodes: usize) -> anyhow::Result<(Option<EmbeddedApiSe
             let server =
                 EmbeddedApiServer::start_with(store, addr, options).context("starting the embedded API server")?;
             let url = server.url();
-            (Some(server), podstatus_agent::Target::Url(url))
+            (Some(server), Target::Url(url))
         }
-        Target::Url(url) => (None, podstatus_agent::Target::Url(url)),
-        Target::Kubeconfig { path, context } => (None, podstatus_agent::Target::Kubeconfig { path, context }),
+        ApiServerTarget::Running(target) => (None, target),
     })
 }
 

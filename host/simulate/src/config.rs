@@ -8,7 +8,8 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use crate::agent::{AgentConfig, AgentError};
+use crate::simulated_node::{SimulatedNodeError, SimulatedTarget};
+use podstatus_agent::AgentConfig;
 use podstatus_runtime::PluginImage;
 
 /// A swap the run makes at a time of its own: the plugin is compiled before the run
@@ -38,7 +39,7 @@ impl std::fmt::Debug for PlannedSwap {
 #[derive(Clone, Debug)]
 pub struct SimulateConfig {
     /// The agent under test.
-    pub agent: AgentConfig,
+    pub agent: AgentConfig<SimulatedTarget>,
     /// Pods alive at once.
     pub pods: usize,
     /// Static pods to write into a manifest folder (when the agent has none given).
@@ -97,7 +98,7 @@ pub struct Signals {
 pub enum SimulateError {
     /// The agent did not start.
     #[error(transparent)]
-    Agent(#[from] AgentError),
+    Agent(#[from] SimulatedNodeError),
     /// A canary rollout was asked for with fewer than two nodes.
     #[error("a canary rollout needs a fleet of two nodes or more (--nodes)")]
     CanaryNeedsAFleet,

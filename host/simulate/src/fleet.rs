@@ -16,7 +16,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::agent;
 use crate::config::{PlannedSwap, Progress, Signals, SimulateConfig, SimulateError};
 use crate::driver::{Driver, DriverConfig, DriverCounts};
 use crate::driver_pool::{self, PooledNode};
@@ -24,6 +23,7 @@ use crate::fleet_check::{CheckedNode, check_fleet};
 use crate::observed::{Observed, per_update_us, statuses_written, summarize};
 use crate::owners::KubeOwners;
 use crate::rollout::SimulatedRollout;
+use crate::simulated_node;
 use crate::static_manifests::{wait_for_mirrors, write_static_pods};
 use crate::summary::{self, Check, FleetFigures, GroupFigures, Summary, SwapSummary};
 use crate::swaps::{file_logic, swap_to_image};
@@ -85,7 +85,7 @@ pub fn run_fleet(
     config.nodes = group_of.len();
     let manifests = write_static_pods(&mut config)?;
     let connections = podstatus_apiserver::ServeOptions::default().max_connections + Fleet::connections(config.nodes);
-    let (embedded, target) = agent::resolve(&config.agent, connections)?;
+    let (embedded, target) = simulated_node::resolve(&config.agent.target, connections)?;
     let spec = FleetSpec {
         groups: groups
             .iter()
@@ -96,14 +96,14 @@ pub fn run_fleet(
             .collect(),
         per_node_labels: false,
     };
-    let injected = config.agent.injected_faults;
+    let injected = config.agent.target.injected_faults;
     let layer = move |i: usize, api_server: Arc<dyn ApiServer>| {
         let faults = injected.map(|f| InjectedFaults { seed: f.seed.wrapping_add(i as u64), ..f });
-        agent::fault_layer(faults)(api_server)
+        simulated_node::fault_layer(faults)(api_server)
     };
     let mut memory_before = None;
     let mut started = Instant::now();
-    let fleet = Fleet::start(&target, &config.agent.agent, spec, &plugins, &layer, &mut |step| match step {
+    let fleet = Fleet::start(&target, &config.agent, spec, &plugins, &layer, &mut |step| match step {
         StartProgress::Connected => {
             memory_before = summary::rss_mib();
             started = Instant::now();
