@@ -21,6 +21,7 @@ mod driver;
 mod driver_pool;
 mod fleet;
 mod fleet_check;
+mod fleet_tally;
 mod kubelet_1_35;
 mod observed;
 mod owners;
