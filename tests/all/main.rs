@@ -26,6 +26,7 @@ mod metrics;
 mod module_circles;
 mod overlap;
 mod plugin_faults;
+mod pod_identity_readers;
 mod python_client;
 mod raw_http;
 mod reach;

@@ -1,8 +1,9 @@
 //! How a simulation is asked for ([`SimulateConfig`], a [`PlannedSwap`], a
-//! [`CanaryShare`]), the signals that steer it while it runs, where it stands
+//! [`CanaryShare`], a fleet's [`NodeGroup`]s), the signals that steer it while it runs, where it stands
 //! ([`Progress`]) and what stops it ([`SimulateError`]): one node's run and a fleet's
 //! share them.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -72,6 +73,31 @@ pub struct SimulateConfig {
     /// The name of the plugin the run starts with, for a fleet's `logic` metric label
     /// (`podstatus-v1`, a plugin file's stem).
     pub logic: String,
+}
+
+/// Nodes of a fleet that run one plugin: each node its own instance of `image`.
+#[derive(Clone)]
+pub struct NodeGroup {
+    /// The group's name in the summary and its metrics' `group` label (`v2`, `canary`).
+    pub name: String,
+    /// How many nodes.
+    pub nodes: usize,
+    /// The plugin they run.
+    pub image: PluginImage,
+    /// The plugin's name in the metrics' `logic` label; empty: the run's
+    /// ([`SimulateConfig::logic`]).
+    pub logic: String,
+    /// Annotations the pods of its nodes are created with (what a plugin may read
+    /// them for is its own business: a test's adversary picks its attack so).
+    pub pod_annotations: BTreeMap<String, String>,
+}
+
+impl NodeGroup {
+    /// `nodes` nodes named `name`, running `image` (labelled as the run's plugin),
+    /// their pods without annotations of the group's.
+    pub fn new(name: &str, nodes: usize, image: PluginImage) -> Self {
+        NodeGroup { name: name.to_owned(), nodes, image, logic: String::new(), pod_annotations: BTreeMap::new() }
+    }
 }
 
 /// A canary rollout over a fleet split in two groups, `base` and `canary`.

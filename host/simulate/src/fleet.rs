@@ -11,15 +11,15 @@
 //! cache is checked against the API server as one node's is, from one list read page by
 //! page ([`crate::fleet_check`]).
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::config::NodeGroup;
 use crate::config::{PlannedSwap, Progress, Signals, SimulateConfig, SimulateError};
 use crate::driver::{Driver, DriverConfig, DriverCounts};
 use crate::driver_pool::{self, PooledNode};
-use crate::fleet_tally::FleetTally;
+use crate::fleet_tally::{FleetTally, NodeRun};
 use crate::observed::{Observed, statuses_written, summarize};
 use crate::owners::KubeOwners;
 use crate::rollout::SimulatedRollout;
@@ -30,41 +30,10 @@ use crate::swaps::{file_logic, swap_to_image};
 use podstatus_agent::fleet::{FleetGroup, FleetSpec, StartProgress};
 use podstatus_agent::{Fleet, NodeAgent};
 use podstatus_backends::{ApiServer, InjectedFaults};
-use podstatus_runtime::{PluginImage, PluginRuntime};
+use podstatus_runtime::PluginRuntime;
 
 /// How often the main thread looks at the drivers (progress, the swap, the rollout).
 const TICK: Duration = Duration::from_millis(100);
-
-/// Nodes of a fleet that run one plugin: each node its own instance of `image`.
-#[derive(Clone)]
-pub struct NodeGroup {
-    /// The group's name in the summary and its metrics' `group` label (`v2`, `canary`).
-    pub name: String,
-    /// How many nodes.
-    pub nodes: usize,
-    /// The plugin they run.
-    pub image: PluginImage,
-    /// The plugin's name in the metrics' `logic` label; empty: the run's
-    /// ([`SimulateConfig::logic`]).
-    pub logic: String,
-    /// Annotations the pods of its nodes are created with (what a plugin may read
-    /// them for is its own business: a test's adversary picks its attack so).
-    pub pod_annotations: BTreeMap<String, String>,
-}
-
-impl NodeGroup {
-    /// `nodes` nodes named `name`, running `image` (labelled as the run's plugin),
-    /// their pods without annotations of the group's.
-    pub fn new(name: &str, nodes: usize, image: PluginImage) -> Self {
-        NodeGroup { name: name.to_owned(), nodes, image, logic: String::new(), pod_annotations: BTreeMap::new() }
-    }
-}
-
-/// One node's driver after the churn, and the plugin time it held.
-pub(crate) struct NodeRun {
-    pub(crate) driver: Driver,
-    pub(crate) plugin_busy: Duration,
-}
 
 /// A fleet started for a run, with what its start cost and what it runs against.
 struct StartedFleet {

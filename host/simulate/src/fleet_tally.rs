@@ -5,14 +5,21 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use crate::config::NodeGroup;
+use crate::driver::Driver;
 use crate::driver::DriverCounts;
-use crate::fleet::{NodeGroup, NodeRun};
 use crate::fleet_check::{CheckedNode, check_fleet};
 use crate::kubelet_1_35::NewPaths;
 use crate::observed::per_update_us;
 use crate::owners::KubeOwners;
 use crate::summary::{Check, GroupFigures};
 use podstatus_agent::Fleet;
+
+/// One node's driver after the churn, and the plugin time it held.
+pub(crate) struct NodeRun {
+    pub(crate) driver: Driver,
+    pub(crate) plugin_busy: Duration,
+}
 
 /// What a fleet's nodes add up to.
 pub(crate) struct FleetTally {

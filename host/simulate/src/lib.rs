@@ -33,8 +33,8 @@ mod summary;
 mod swaps;
 
 pub use check::{ReadPod, check};
-pub use config::{CanaryShare, PlannedSwap, Progress, Signals, SimulateConfig, SimulateError};
-pub use fleet::{NodeGroup, run_fleet};
+pub use config::{CanaryShare, NodeGroup, PlannedSwap, Progress, Signals, SimulateConfig, SimulateError};
+pub use fleet::run_fleet;
 pub use fleet_check::{CheckedNode, FleetCheck, check_fleet};
 pub use kubelet_1_35::NewPaths;
 pub use owners::{KubeOwners, OWNER_CALL_TIMEOUT, OwnerError, Owners};

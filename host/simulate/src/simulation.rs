@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use crate::check;
-use crate::config::{Progress, Signals, SimulateConfig, SimulateError};
+use crate::config::{NodeGroup, Progress, Signals, SimulateConfig, SimulateError};
 use crate::driver::{Driver, DriverConfig};
 use crate::observed::{Observed, api_paths, statuses_written, summarize};
 use crate::owners::{self, KubeOwners, StoredPod};
@@ -45,11 +45,11 @@ pub fn run_with_progress(
             Some(canary) => {
                 let nodes = ((config.nodes as f64 * canary.share).ceil() as usize).clamp(1, config.nodes - 1);
                 vec![
-                    crate::fleet::NodeGroup::new("base", config.nodes - nodes, image.clone()),
-                    crate::fleet::NodeGroup::new(&canary.rollout.group, nodes, image),
+                    NodeGroup::new("base", config.nodes - nodes, image.clone()),
+                    NodeGroup::new(&canary.rollout.group, nodes, image),
                 ]
             }
-            None => vec![crate::fleet::NodeGroup::new("all", config.nodes, image)],
+            None => vec![NodeGroup::new("all", config.nodes, image)],
         };
         return crate::fleet::run_fleet(config, plugins, groups, signals, progress);
     }
