@@ -1,7 +1,10 @@
-//! Kubernetes 1.35's status manager: what it decides ([`Release135`], following
-//! upstream's `pkg/kubelet/status/status_manager.go` and `generate.go` at v1.35.4,
-//! every feature gate at its 1.35 default), written as logic v3 writes ([`V4`], logic
-//! v4) or as upstream writes ([`Kubelet135`], native only for now).
+//! Kubernetes 1.35's status manager and the releases since: what 1.35 decides
+//! ([`Release135`], following upstream's `pkg/kubelet/status/status_manager.go` and
+//! `generate.go` at v1.35.4, every feature gate at its 1.35 default) and what 1.37
+//! decides differently ([`Release137`], its own module), each written as upstream writes
+//! (`--logic 1.35`: [`Kubelet135`]; `--logic 1.37`: [`Kubelet137`]) or in the one-call
+//! mode (`--logic 1.35-one-call`, logic v4: [`V4`]; `--logic 1.37-one-call`:
+//! [`Kubelet137OneCall`]).
 //!
 //! What 1.35 decides differently from 1.27 (`podstatus-logic-v2`), each in its module:
 //!
@@ -17,7 +20,10 @@
 //!   and the illegal-transition check covers init containers, skipping sidecars
 //!   ([`containers`]); readiness is regenerated over init and regular statuses;
 //! - equality compares the kubelet's conditions both ways (a removed one is a change,
-//!   [`conditions`]) and the merge keeps the API server's resource-claim statuses.
+//!   [`conditions`]) and the merge keeps the API server's resource-claim statuses;
+//! - a container's own restart policy and rules (KEP-5307, `ContainerRestartRules`)
+//!   let it leave terminated ([`containers`]); AllContainersRestarting keeps its
+//!   transition time; ephemeral container statuses are normalised and sorted by name.
 //!
 //! Everything else is every release's (`podstatus_logic`: the update skeleton, the sync
 //! signal and pass, `terminate-pod`'s container states, `mergePodStatus`, deletion) or
@@ -29,6 +35,7 @@ pub mod containers;
 mod decisions;
 pub mod generate;
 pub mod pod_spec;
+mod release137;
 
 pub use decisions::Release135;
 pub use podstatus_logic::{
@@ -37,16 +44,22 @@ pub use podstatus_logic::{
     StatusPatch, StatusUpdate, SyncOrigin, SyncOutcome, SyncRequest, SyncStep, Timestamp, UidTranslations,
     UpdateOutcome,
 };
+pub use release137::Release137;
 
-/// Logic v4: Kubernetes 1.35's decisions in the one-call write mode, as v4 refined it
-/// (one UID-guarded strategic merge PATCH per status version carrying the whole merged
-/// status, no GET).
-pub type V4 = podstatus_logic::Logic<Release135, podstatus_logic::OneCall<podstatus_logic::Refined>>;
+/// `--logic 1.35-one-call` (logic v4): Kubernetes 1.35's decisions in the one-call
+/// write mode (one UID-guarded strategic merge PATCH per status version carrying the
+/// whole merged status, no GET).
+pub type V4 = podstatus_logic::Logic<Release135, podstatus_logic::OneCall>;
 
 /// Logic v4's status manager over `I`.
 pub type Manager<I> = podstatus_logic::Manager<I, V4>;
 
-/// Kubernetes 1.35's status manager as upstream writes: 1.35's decisions with a GET,
-/// a merge over the status read and a PATCH under the pod's UID (issue 48's faithful
-/// `1.35`; no plugin runs it yet).
+/// `--logic 1.35`: Kubernetes 1.35's status manager as its kubelet writes (a GET, a
+/// merge over the status read and a PATCH under the pod's UID).
 pub type Kubelet135 = podstatus_logic::Logic<Release135, podstatus_logic::ReadThenPatch>;
+
+/// `--logic 1.37`: Kubernetes 1.37's status manager as its kubelet writes.
+pub type Kubelet137 = podstatus_logic::Logic<Release137, podstatus_logic::ReadThenPatch>;
+
+/// `--logic 1.37-one-call`: Kubernetes 1.37's decisions in the one-call write mode.
+pub type Kubelet137OneCall = podstatus_logic::Logic<Release137, podstatus_logic::OneCall>;

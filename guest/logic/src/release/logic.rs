@@ -9,6 +9,7 @@ use crate::jobs::PodSync;
 use crate::manager::{ContainerProbe, Policy, no_resize, no_resize_conditions};
 use crate::outcomes::UpdateOutcome;
 use crate::resize::ResizeCondition;
+use crate::write_modes::WriteMode;
 
 use super::decisions::Release;
 use super::{signal, updates};
@@ -24,6 +25,20 @@ pub struct Logic<R, M> {
     pub release: R,
     /// How it writes.
     pub mode: M,
+}
+
+/// What a logic version follows, as the table of built-in plugins says it (`--help`,
+/// `podstatus inspect`): the release whose status manager decides, and how it writes.
+pub trait Follows {
+    /// The Kubernetes release (`1.35`), or `2017` for the seed's kubelet.
+    const RELEASE: &'static str;
+    /// The write mode (`read-then-patch`, `one-call`; the seed's `read-then-update`).
+    const MODE: &'static str;
+}
+
+impl<R: Release, M: WriteMode> Follows for Logic<R, M> {
+    const RELEASE: &'static str = R::NAME;
+    const MODE: &'static str = M::NAME;
 }
 
 /// The release's updates, its one-slot signal and pass, and its resize conditions
@@ -65,6 +80,10 @@ where
         if !R::RESIZE_CONDITIONS {
             return Err(no_resize(condition));
         }
+        let reason = match condition {
+            ResizeCondition::Pending => self.release.resize_pending_reason(reason),
+            ResizeCondition::InProgress => reason,
+        };
         engine.set_resize_condition(pod_uid, condition, reason, message, observed_generation)
     }
 
