@@ -128,7 +128,11 @@ fn every_fixture_replays_through_v2_as_kubernetes_1_27_does() {
 /// and through upstream's `minor`: the fixtures where they differ, by name.
 fn fixtures_differing(version: LogicVersion, minor: &str) -> BTreeSet<String> {
     let mut folders = SEED_FOLDERS.to_vec();
-    folders.extend([("replay-v4", "replay-v4/"), ("upstream/release-1.37", "release-1.37/")]);
+    folders.extend([
+        ("replay-v4", "replay-v4/"),
+        ("upstream/release-1.35", "release-1.35/"),
+        ("upstream/release-1.37", "release-1.37/"),
+    ]);
     let target = Target::Component(Box::new(logic_image(version).clone()));
     let (ran, differences) = fixtures_against(&folders, &target, &oracle(minor), Differential::Exact, true);
     assert!(ran >= 60, "only {ran} fixtures ran through upstream");
@@ -327,7 +331,38 @@ fn each_change_from_1_35_to_1_37_has_a_trace_that_shows_it() {
 }
 
 /// The traces of `tests/fixtures/upstream/release-1.37/`, one per change.
-const RELEASE_1_37_TRACES: usize = 2;
+const RELEASE_1_37_TRACES: usize = 4;
+
+/// What 1.35 decides that podstatus's 1.35 did not before issue 48 (its
+/// `normalizeStatus`, container restart rules, AllContainersRestarting's transition
+/// time, `extendedResourceClaimStatus`), a trace each
+/// (`tests/fixtures/upstream/release-1.35/`): upstream's 1.27 and 1.35 report
+/// differently there (each is 1.35's own), and `--logic 1.35` and v4 do what 1.35 does.
+#[test]
+fn each_decision_of_1_35_found_against_upstream_has_a_trace_that_shows_it() {
+    let mut shown = 0;
+    for fixture in trace_fixtures(&[("upstream/release-1.35", "release-1.35/")]) {
+        let trace = Trace::parse(&fixture.text, fixture.path.parent().expect("in a folder").to_path_buf())
+            .unwrap_or_else(|e| panic!("{}: {e}", fixture.key));
+        let report = |minor: &str| oracle(minor).replay_json(&trace, None).unwrap_or_else(|e| panic!("{e}"));
+        assert_ne!(report("1.27"), report("1.35"), "{}: 1.27 and 1.35 no longer differ", fixture.key);
+        let unread = Differential::FinalState(FinalRules::UnreadWrites);
+        for (version, mode) in [(LogicVersion::K1_35, Differential::Exact), (LogicVersion::V4, unread)] {
+            let target = Target::Component(Box::new(logic_image(version).clone()));
+            let outcome =
+                podstatus_fuzz::replay_against_upstream(&trace, &target, &oracle("1.35"), mode).expect("replays");
+            assert_eq!(
+                (outcome.violation, outcome.explained.len()),
+                (None, 0),
+                "{}: --logic {} should do what 1.35 does",
+                fixture.key,
+                version.name()
+            );
+        }
+        shown += 1;
+    }
+    assert_eq!(shown, 4, "the traces of release-1.35/");
+}
 
 /// The first word of each line of a list in tests/fixtures/upstream/ (`#` comments).
 fn known_differences(file: &str) -> BTreeSet<String> {
