@@ -153,6 +153,18 @@ impl Running {
         (reply.code, reply.json())
     }
 
+    /// Starts a canary of `share` to the plugin `to`, checks the nodes each plugin then
+    /// serves, and waits until the canary (labelled `logic`) has written statuses.
+    fn start_canary(&self, share: Value, to: &str, logic: &str, nodes_by_logic: Value) {
+        let (code, status) = self.control("POST", "/rollout/canary", Some(json!({"share": share, "to": to})));
+        assert_eq!(code, 200, "{status}");
+        assert_eq!(status["nodes_by_logic"], nodes_by_logic, "{status}");
+        wait_for("the canary writes statuses", || {
+            let series = format!("podstatus_status_versions_total{{group=\"canary\",logic=\"{logic}\"}}");
+            sample(&self.metrics(), &series).filter(|&n| n >= 2.0)
+        });
+    }
+
     fn rollout(&self) -> Value {
         let (code, status) = self.control("GET", "/rollout", None);
         assert_eq!(code, 200, "{status}");
@@ -290,13 +302,8 @@ fn a_canary_rolls_a_fleet_from_1_35_one_call_to_1_37() {
     let fleet = Running::start(4, "1.35-one-call", manual());
     fleet.create_pods(8);
     fleet.wait_running(8);
-    let (code, status) = fleet.control("POST", "/rollout/canary", Some(json!({"share": "25%", "to": "1.37"})));
-    assert_eq!(code, 200, "{status}");
-    assert_eq!(status["nodes_by_logic"], json!({"podstatus-v4": 3, "podstatus-1-37": 1}), "{status}");
-    wait_for("the canary writes statuses", || {
-        let series = "podstatus_status_versions_total{group=\"canary\",logic=\"podstatus-1-37\"}";
-        sample(&fleet.metrics(), series).filter(|&n| n >= 2.0)
-    });
+    let canary = json!({"podstatus-v4": 3, "podstatus-1-37": 1});
+    fleet.start_canary(json!("25%"), "1.37", "podstatus-1-37", canary);
     let (code, status) = fleet.control("POST", "/rollout/promote", None);
     assert_eq!(code, 200, "{status}");
     assert_eq!(status["nodes_by_logic"], json!({"podstatus-1-37": 4}), "{status}");
@@ -320,15 +327,9 @@ fn a_canary_rolled_back_over_http_returns_to_its_group_plugin_and_loses_nothing(
     // Only a plugin the fleet was given, by name: never a path a client sends.
     let (code, refused) = fleet.control("POST", "/rollout/canary", Some(json!({"share": 0.5, "to": "/tmp/x.wasm"})));
     assert_eq!(code, 422, "{refused}");
-    assert!(refused["error"].as_str().unwrap_or_default().contains("can roll out v1, v2, v3"), "{refused}");
+    assert!(refused["error"].as_str().unwrap_or_default().contains("v1, v2, v3, v4"), "{refused}");
     assert_eq!(fleet.rollout()["state"], "idle");
-    let (code, status) = fleet.control("POST", "/rollout/canary", Some(json!({"share": 0.5, "to": "v3"})));
-    assert_eq!(code, 200, "{status}");
-    assert_eq!(status["nodes_by_logic"], json!({"podstatus-v2": 1, "podstatus-v3": 2}), "{status}");
-    wait_for("the canary writes statuses", || {
-        let series = "podstatus_status_versions_total{group=\"canary\",logic=\"podstatus-v3\"}";
-        sample(&fleet.metrics(), series).filter(|&n| n >= 2.0)
-    });
+    fleet.start_canary(json!(0.5), "v3", "podstatus-v3", json!({"podstatus-v2": 1, "podstatus-v3": 2}));
     let (code, status) = fleet.control("POST", "/rollout/rollback", None);
     assert_eq!(code, 200, "{status}");
     assert_eq!(status["state"], "rolled_back", "{status}");

@@ -295,25 +295,23 @@ fn each_documented_class_of_v4_has_a_trace_that_shows_it() {
     }
 }
 
-/// What changed in the status manager between 1.35 and 1.37, a trace each
-/// (`tests/fixtures/upstream/release-1.37/`): upstream's own two releases report
-/// differently there, `--logic 1.35` and v4 do what 1.35 does, and `--logic 1.37` and
-/// `1.37-one-call` what 1.37 does.
-#[test]
-fn each_change_from_1_35_to_1_37_has_a_trace_that_shows_it() {
+/// The traces of `folder` (under `tests/fixtures/`): upstream's releases `before` and
+/// `after` report differently on each, and each of `targets` (a logic version, the
+/// release it follows and how it is compared) does what its release does. Returns how
+/// many traces there are.
+fn traces_showing(folder: (&str, &str), before: &str, after: &str, targets: &[(LogicVersion, &str)]) -> usize {
     let mut shown = 0;
-    for fixture in trace_fixtures(&[("upstream/release-1.37", "release-1.37/")]) {
+    for fixture in trace_fixtures(&[folder]) {
         let trace = Trace::parse(&fixture.text, fixture.path.parent().expect("in a folder").to_path_buf())
             .unwrap_or_else(|e| panic!("{}: {e}", fixture.key));
         let report = |minor: &str| oracle(minor).replay_json(&trace, None).unwrap_or_else(|e| panic!("{e}"));
-        assert_ne!(report("1.35"), report("1.37"), "{}: 1.35 and 1.37 no longer differ", fixture.key);
-        let unread = Differential::FinalState(FinalRules::UnreadWrites);
-        for (version, minor, mode) in [
-            (LogicVersion::K1_35, "1.35", Differential::Exact),
-            (LogicVersion::V4, "1.35", unread),
-            (LogicVersion::K1_37, "1.37", Differential::Exact),
-            (LogicVersion::K1_37OneCall, "1.37", unread),
-        ] {
+        assert_ne!(report(before), report(after), "{}: {before} and {after} no longer differ", fixture.key);
+        for &(version, minor) in targets {
+            let mode = if version.one_call() {
+                Differential::FinalState(FinalRules::UnreadWrites)
+            } else {
+                Differential::Exact
+            };
             let target = Target::Component(Box::new(logic_image(version).clone()));
             let outcome =
                 podstatus_fuzz::replay_against_upstream(&trace, &target, &oracle(minor), mode).expect("replays");
@@ -327,11 +325,20 @@ fn each_change_from_1_35_to_1_37_has_a_trace_that_shows_it() {
         }
         shown += 1;
     }
-    assert_eq!(shown, RELEASE_1_37_TRACES, "the traces of release-1.37/");
+    shown
 }
 
-/// The traces of `tests/fixtures/upstream/release-1.37/`, one per change.
-const RELEASE_1_37_TRACES: usize = 4;
+/// What changed in the status manager between 1.35 and 1.37, a trace each
+/// (`tests/fixtures/upstream/release-1.37/`): upstream's own two releases report
+/// differently there, `--logic 1.35` and v4 do what 1.35 does, and `--logic 1.37` and
+/// `1.37-one-call` what 1.37 does.
+#[test]
+fn each_change_from_1_35_to_1_37_has_a_trace_that_shows_it() {
+    let targets =
+        [(LogicVersion::K1_35, "1.35"), (LogicVersion::V4, "1.35"), (LogicVersion::K1_37, "1.37"), (LogicVersion::K1_37OneCall, "1.37")];
+    let shown = traces_showing(("upstream/release-1.37", "release-1.37/"), "1.35", "1.37", &targets);
+    assert_eq!(shown, 4, "the traces of release-1.37/");
+}
 
 /// What 1.35 decides that podstatus's 1.35 did not before issue 48 (its
 /// `normalizeStatus`, container restart rules, AllContainersRestarting's transition
@@ -340,27 +347,8 @@ const RELEASE_1_37_TRACES: usize = 4;
 /// differently there (each is 1.35's own), and `--logic 1.35` and v4 do what 1.35 does.
 #[test]
 fn each_decision_of_1_35_found_against_upstream_has_a_trace_that_shows_it() {
-    let mut shown = 0;
-    for fixture in trace_fixtures(&[("upstream/release-1.35", "release-1.35/")]) {
-        let trace = Trace::parse(&fixture.text, fixture.path.parent().expect("in a folder").to_path_buf())
-            .unwrap_or_else(|e| panic!("{}: {e}", fixture.key));
-        let report = |minor: &str| oracle(minor).replay_json(&trace, None).unwrap_or_else(|e| panic!("{e}"));
-        assert_ne!(report("1.27"), report("1.35"), "{}: 1.27 and 1.35 no longer differ", fixture.key);
-        let unread = Differential::FinalState(FinalRules::UnreadWrites);
-        for (version, mode) in [(LogicVersion::K1_35, Differential::Exact), (LogicVersion::V4, unread)] {
-            let target = Target::Component(Box::new(logic_image(version).clone()));
-            let outcome =
-                podstatus_fuzz::replay_against_upstream(&trace, &target, &oracle("1.35"), mode).expect("replays");
-            assert_eq!(
-                (outcome.violation, outcome.explained.len()),
-                (None, 0),
-                "{}: --logic {} should do what 1.35 does",
-                fixture.key,
-                version.name()
-            );
-        }
-        shown += 1;
-    }
+    let targets = [(LogicVersion::K1_35, "1.35"), (LogicVersion::V4, "1.35")];
+    let shown = traces_showing(("upstream/release-1.35", "release-1.35/"), "1.27", "1.35", &targets);
     assert_eq!(shown, 4, "the traces of release-1.35/");
 }
 

@@ -37,12 +37,6 @@ pub const TRANSITION_TIME_CONDITIONS: [&str; 7] = [
     ALL_CONTAINERS_RESTARTING,
 ];
 
-/// `PodConditionByKubelet` in 1.37 (and 1.36) with its gates at their defaults:
-/// 1.35's and AllContainersRestarting.
-pub fn owned_by_kubelet_since_1_36(condition_type: &str) -> bool {
-    owned_by_kubelet(condition_type) || condition_type == ALL_CONTAINERS_RESTARTING
-}
-
 /// `PodConditionByKubelet` in 1.35 with its gates at their defaults.
 pub fn owned_by_kubelet(condition_type: &str) -> bool {
     matches!(
@@ -151,7 +145,7 @@ mod tests {
         let new = status(json!({"phase": "Running", "resourceClaimStatuses": [{"name": "other"}],
             "conditions": [{"type": "PodReadyToStartContainers", "status": "True"}]}));
         let now = Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH);
-        let merged = merge_pod_status(&Release135, &PodSpec135::default(), &old, &new, || false, &now);
+        let merged = merge_pod_status(&Release135::default(), &PodSpec135::default(), &old, &new, || false, &now);
         assert_eq!(merged.resource_claim_statuses, old.resource_claim_statuses);
         let types: Vec<&str> = merged.conditions.iter().flatten().map(|c| c.type_.as_str()).collect();
         // The kubelet's own PodResizePending is gone from what it writes: it no longer has it.
@@ -164,7 +158,7 @@ mod tests {
         let new = status(json!({"phase": "Succeeded", "conditions": [{"type": "Ready", "status": "True"}]}));
         let now = Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH);
         let pod = PodSpec135 { generation: 5, ..PodSpec135::default() };
-        let merged = merge_pod_status(&Release135, &pod, &old, &new, || false, &now);
+        let merged = merge_pod_status(&Release135::default(), &pod, &old, &new, || false, &now);
         let ready = find_condition(&merged, POD_READY).unwrap();
         assert_eq!(
             (ready.status.as_str(), ready.reason.as_deref(), ready.observed_generation),

@@ -1,7 +1,8 @@
 //! Kubernetes 1.35's status manager and the releases since: what 1.35 decides
 //! ([`Release135`], following upstream's `pkg/kubelet/status/status_manager.go` and
 //! `generate.go` at v1.35.4, every feature gate at its 1.35 default) and what 1.37
-//! decides differently ([`Release137`], its own module), each written as upstream writes
+//! decides differently ([`Release137`]: both are [`Kubelet`], 1.35's decisions and
+//! where each later release decides otherwise), each written as upstream writes
 //! (`--logic 1.35`: [`Kubelet135`]; `--logic 1.37`: [`Kubelet137`]) or in the one-call
 //! mode (`--logic 1.35-one-call`, logic v4: [`V4`]; `--logic 1.37-one-call`:
 //! [`Kubelet137OneCall`]).
@@ -35,16 +36,14 @@ pub mod containers;
 mod decisions;
 pub mod generate;
 pub mod pod_spec;
-mod release137;
 
-pub use decisions::Release135;
+pub use decisions::{Kubelet, Release135, Release137};
 pub use podstatus_logic::{
     ApiCall, ApiError, ApiReply, BatchPlan, BatchReport, BatchSlice, CachedStatus, DeleteOptions, Imports, Level,
     ManagerError, POD_RESIZE_IN_PROGRESS, POD_RESIZE_PENDING, PodSync, ResizeCondition, Result, StatusManager,
     StatusPatch, StatusUpdate, SyncOrigin, SyncOutcome, SyncRequest, SyncStep, Timestamp, UidTranslations,
     UpdateOutcome,
 };
-pub use release137::Release137;
 
 /// `--logic 1.35-one-call` (logic v4): Kubernetes 1.35's decisions in the one-call
 /// write mode (one UID-guarded strategic merge PATCH per status version carrying the
