@@ -146,10 +146,10 @@ fn native_contract(programs: &[Program], version: &str) -> String {
         .unwrap_or_else(|| panic!("no program of guest/plugins is on a 0.1.x contract"))
 }
 
-/// `podstatus-v1-on-0-1` -> `PODSTATUS_V1_ON_0_1`; `podstatus-1.37-one-call` ->
+/// `podstatus-v1-on-0-1` -> `PODSTATUS_V1_ON_0_1`; `podstatus-1-37-one-call` ->
 /// `PODSTATUS_1_37_ONE_CALL`.
 fn constant(name: &str) -> String {
-    name.to_uppercase().replace(['-', '.'], "_")
+    name.to_uppercase().replace('-', "_")
 }
 
 /// A program's stem as `LogicVersion`'s variant: `v2` -> `V2`, `1-35` -> `K1_35`,
@@ -185,10 +185,7 @@ fn is_release_name(name: &str) -> bool {
 /// Whether `stem` is a program's stem for a release and mode: `MAJOR-MINOR`, then
 /// `-one-call` for the one-call mode.
 fn is_release_stem(stem: &str) -> bool {
-    let release = stem.strip_suffix(ONE_CALL).unwrap_or(stem);
-    release.split_once('-').is_some_and(|(major, minor)| {
-        [major, minor].iter().all(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
-    })
+    is_release_name(&stem.replacen('-', ".", 1))
 }
 
 /// Whether `name` is a logic version's first name, `vN`.
@@ -307,7 +304,9 @@ fn classify(name: String, path: String, source: &str) -> Result<Program, String>
         (None, None) => {
             return Err(format!("{what}: a built-in plugin's doc comment says \"`--logic NAME`: HELP\" on a line"));
         }
-        (Some(_), Some(_)) => return Err(format!("{what}: only logic {version}'s built-in plugin is a --logic choice")),
+        (Some(_), Some(_)) => {
+            return Err(format!("{what}: only logic {version}'s built-in plugin is a --logic choice"));
+        }
         (Some(_), None) => (None, None),
         (None, Some((logic, help))) => {
             let alias = match stem_of(&logic) == version {

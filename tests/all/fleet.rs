@@ -309,7 +309,9 @@ fn a_canary_rolls_a_fleet_from_1_35_one_call_to_1_37() {
     assert_eq!(status["nodes_by_logic"], json!({"podstatus-1-37": 4}), "{status}");
     assert_eq!(status["last_decision"]["swap_errors"], 0, "{status}");
     let series = |verb: &str| {
-        format!("podstatus_api_calls_total{{group=\"all\",logic=\"podstatus-1-37\",verb=\"{verb}\",outcome=\"Success\"}}")
+        format!(
+            "podstatus_api_calls_total{{group=\"all\",logic=\"podstatus-1-37\",verb=\"{verb}\",outcome=\"Success\"}}"
+        )
     };
     wait_for("the promoted nodes read before they write", || {
         let metrics = fleet.metrics();

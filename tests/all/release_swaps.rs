@@ -23,11 +23,14 @@ fn every_release_and_mode_swaps_both_ways_with_its_neighbours() {
     let supervised = |version: LogicVersion| {
         Box::new(SupervisedPlugin::new(logic_image(version).clone(), world.clone()).expect("supervised"))
     };
-    let (manager, scheduler) = ManagerHandle::start(supervised(CHAIN[0]), world.queue.clone(), SchedulerConfig::default());
+    let (manager, scheduler) =
+        ManagerHandle::start(supervised(CHAIN[0]), world.queue.clone(), SchedulerConfig::default());
     let mut expected = [(1u64, 1u64); PODS]; // per pod: (restart count written, cached version)
     let set = |pods: &[usize], restarts: u64| {
         for &i in pods {
-            manager.set_pod_status(&serde_json::to_string(&numbered_pod(i)).unwrap(), &running_status(restarts)).unwrap();
+            manager
+                .set_pod_status(&serde_json::to_string(&numbered_pod(i)).unwrap(), &running_status(restarts))
+                .unwrap();
         }
         manager.sync_batch().unwrap();
     };
@@ -50,10 +53,18 @@ fn every_release_and_mode_swaps_both_ways_with_its_neighbours() {
             assert_eq!(found.version, *cached, "pod {i} after the swap to {}", version.name());
             let written = api.get_pod("default", &format!("pod-{i}")).unwrap().status.clone().unwrap();
             let restart_count = written.container_statuses.unwrap()[0].restart_count;
-            assert_eq!(restart_count as u64, *restarts, "pod {i} in the API server after the swap to {}", version.name());
+            assert_eq!(
+                restart_count as u64,
+                *restarts,
+                "pod {i} in the API server after the swap to {}",
+                version.name()
+            );
         }
     }
     let conditions = manager.get_pod_resize_conditions("uid-0000").unwrap();
-    assert!(conditions.iter().any(|c| c.contains("\"PodResizePending\"") && c.contains("\"Infeasible\"")), "{conditions:?}");
+    assert!(
+        conditions.iter().any(|c| c.contains("\"PodResizePending\"") && c.contains("\"Infeasible\"")),
+        "{conditions:?}"
+    );
     assert_eq!(scheduler.shutdown(Duration::from_secs(10)), 0);
 }

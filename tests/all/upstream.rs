@@ -334,8 +334,12 @@ fn traces_showing(folder: (&str, &str), before: &str, after: &str, targets: &[(L
 /// `1.37-one-call` what 1.37 does.
 #[test]
 fn each_change_from_1_35_to_1_37_has_a_trace_that_shows_it() {
-    let targets =
-        [(LogicVersion::K1_35, "1.35"), (LogicVersion::V4, "1.35"), (LogicVersion::K1_37, "1.37"), (LogicVersion::K1_37OneCall, "1.37")];
+    let targets = [
+        (LogicVersion::K1_35, "1.35"),
+        (LogicVersion::V4, "1.35"),
+        (LogicVersion::K1_37, "1.37"),
+        (LogicVersion::K1_37OneCall, "1.37"),
+    ];
     let shown = traces_showing(("upstream/release-1.37", "release-1.37/"), "1.35", "1.37", &targets);
     assert_eq!(shown, 4, "the traces of release-1.37/");
 }

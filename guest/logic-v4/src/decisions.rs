@@ -239,4 +239,3 @@ mod tests {
         assert_eq!(Release137::default().check_container_state_transition(&spec, &pod, &old, &new), Ok(()));
     }
 }
-

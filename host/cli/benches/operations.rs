@@ -21,10 +21,10 @@ use criterion::Criterion;
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use podstatus_backends::FixedDeletionSafety;
 use podstatus_backends::MemoryApiServer;
-use podstatus_backends::{ApiServer, DeleteOptions, StatusPatch, StatusUpdate};
 use podstatus_backends::PodManager;
 use podstatus_backends::SyncQueue;
 use podstatus_backends::SystemClock;
+use podstatus_backends::{ApiServer, DeleteOptions, StatusPatch, StatusUpdate};
 use podstatus_plugins::PODSTATUS_V1;
 use podstatus_plugins::{LogicVersion, NativePlugin};
 use podstatus_runtime::World;
@@ -161,9 +161,8 @@ fn bench_release_modes(c: &mut Criterion) {
     for latency in LATENCIES {
         for op in ["set-pod-status", "update-and-sync"] {
             let suffix = latency_label(latency);
-            let get = |version: LogicVersion| {
-                fixture::estimate_ns(&format!("release-modes/{}/{op}{suffix}", version.name()))
-            };
+            let get =
+                |version: LogicVersion| fixture::estimate_ns(&format!("release-modes/{}/{op}{suffix}", version.name()));
             if let (Some(read), Some(one)) = (get(RELEASE_MODES[0]), get(RELEASE_MODES[1])) {
                 let us = |ns: f64| format!("{:.1} µs", ns / 1000.0);
                 println!("| {op}{suffix} | {} | {} | {} |", us(read), us(one), us(read - one));

@@ -151,9 +151,13 @@ mod tests {
 
     #[test]
     fn logic_takes_releases_and_modes_and_the_first_names() {
-        for (arg, name) in
-            [("1.35", "1.35"), ("1.37-one-call", "1.37-one-call"), ("v2", "1.27"), ("v3", "1.27-one-call"), ("v4", "1.35-one-call")]
-        {
+        for (arg, name) in [
+            ("1.35", "1.35"),
+            ("1.37-one-call", "1.37-one-call"),
+            ("v2", "1.27"),
+            ("v3", "1.27-one-call"),
+            ("v4", "1.35-one-call"),
+        ] {
             assert_eq!(parse(&["--logic", arg]).unwrap().logic.name(), name, "{arg}");
         }
         assert_eq!(parse(&[]).unwrap().logic.name(), "v1");
