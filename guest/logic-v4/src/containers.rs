@@ -57,10 +57,13 @@ pub fn check_container_state_transition(
         return Ok(());
     }
     let may_not_restart = |status: &ContainerStatus, specs: &[&ContainerRestart]| {
-        terminated_exit(status).is_some_and(|exit| {
-            !(exit != 0 && policy == RESTART_ON_FAILURE)
-                && !specs.iter().any(|c| c.name == status.name && container_should_restart(c, policy, exit, gates))
-        })
+        let Some(exit) = terminated_exit(status) else {
+            return false;
+        };
+        let failed_under_on_failure = exit != 0 && policy == RESTART_ON_FAILURE;
+        let restarted_by_its_own =
+            specs.iter().any(|c| c.name == status.name && container_should_restart(c, policy, exit, gates));
+        !(failed_under_on_failure || restarted_by_its_own)
     };
     let running_again = |new: Option<&[ContainerStatus]>, name: &str| {
         new.unwrap_or_default().iter().any(|n| n.name == name && terminated_exit(n).is_none())
