@@ -79,7 +79,12 @@ pub fn v3_image() -> &'static PluginImage {
 pub fn logic_image(version: LogicVersion) -> &'static PluginImage {
     static IMAGES: OnceLock<Mutex<BTreeMap<LogicVersion, &'static PluginImage>>> = OnceLock::new();
     let mut images = IMAGES.get_or_init(Default::default).lock().unwrap_or_else(|p| p.into_inner());
-    *images.entry(version).or_insert_with(|| Box::leak(Box::new(load(version.component()))))
+    if let Some(image) = images.get(&version).copied() {
+        return image;
+    }
+    let image: &'static PluginImage = Box::leak(Box::new(load(version.component())));
+    images.insert(version, image);
+    image
 }
 
 /// Replays `trace_text` through the component `image` ([`v1_image`], [`v2_image`], or
