@@ -9,7 +9,6 @@ use crate::jobs::PodSync;
 use crate::manager::{ContainerProbe, Policy, no_resize, no_resize_conditions};
 use crate::outcomes::UpdateOutcome;
 use crate::resize::ResizeCondition;
-use crate::write_modes::WriteMode;
 
 use super::decisions::Release;
 use super::{signal, updates};
@@ -34,11 +33,6 @@ pub trait Follows {
     const RELEASE: &'static str;
     /// The write mode (`read-then-patch`, `one-call`; the seed's `read-then-update`).
     const MODE: &'static str;
-}
-
-impl<R: Release, M: WriteMode> Follows for Logic<R, M> {
-    const RELEASE: &'static str = R::NAME;
-    const MODE: &'static str = M::NAME;
 }
 
 /// The release's updates, its one-slot signal and pass, and its resize conditions
