@@ -32,6 +32,7 @@ mod raw_http;
 mod reach;
 mod reach_vs_node_authorizer;
 mod recovery;
+mod release_swaps;
 mod replay_fixtures;
 mod replay_guarded;
 mod resize;

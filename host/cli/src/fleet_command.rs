@@ -208,7 +208,9 @@ fn groups(args: &FleetArgs, plugins: &PluginRuntime) -> anyhow::Result<Vec<Fleet
 fn catalog(args: &FleetArgs, plugins: &PluginRuntime) -> PluginCatalog {
     let mut catalog = PluginCatalog::new(plugins.clone());
     for version in LogicVersion::ALL {
-        catalog.add_bytes(version.name(), version.component(), version.program());
+        for name in std::iter::once(version.name()).chain(version.alias()) {
+            catalog.add_bytes(name, version.component(), version.program());
+        }
     }
     let files =
         args.canary_plugin.iter().chain(&args.plugin.plugin).chain(args.groups.iter().filter_map(
