@@ -23,6 +23,11 @@ pub const SWAP_DRAIN_MAX: Duration = Duration::from_secs(10);
 /// [`ManagerHandle::swap`](super::manager::ManagerHandle::swap)).
 pub(super) fn swap(shared: &Shared, mut new: Box<dyn Plugin>) -> Result<SwapReport, SwapError> {
     let start = Instant::now();
+    // The new plugin reaches by the running one's record of handed pods, from before
+    // its first state: the old plugin's calls meanwhile reach it too.
+    if let Some(record) = shared.plugin.lock().handed() {
+        new.carry_handed(record);
+    }
     // The bulk: saving it is one call like any other (others wait only for it);
     // loading it into the new plugin happens while the old one serves.
     // Records that change after this mark may be newer than the saved state: traffic,

@@ -149,8 +149,11 @@ impl HeldState {
             Some(only) => Box::new(only.iter().filter(|uid| self.statuses.contains_key(*uid))),
             None => Box::new(self.statuses.keys()),
         };
+        // A pod the node never reported is one whose status the host never handed the
+        // plugin: its status is invented, even of a pod the pod manager holds (a ghost
+        // that would have the new plugin sync a pod it may not reach, issue 47).
         for uid in held {
-            if !view.knows(uid) && pods.get_any(uid).is_none() {
+            if !view.knows(uid) {
                 findings.invented.push(uid.clone());
             }
         }
@@ -174,8 +177,8 @@ pub struct Findings {
     pub missing: Vec<String>,
     /// Accepted statuses the state holds with another version or body.
     pub altered: Vec<String>,
-    /// Statuses of pods the node never handed over (never reported, not in the pod
-    /// manager).
+    /// Statuses of pods the node never handed over (never reported, whether the pod
+    /// manager holds the pod or not).
     pub invented: Vec<String>,
     /// The records that go back in.
     restore: Vec<AcceptedRecord>,
@@ -457,6 +460,17 @@ mod tests {
         let mut merged = findings.clone();
         merged.merge(findings);
         assert_eq!(merged.missing, ["ua"]);
+    }
+
+    #[test]
+    fn a_status_of_a_pod_never_reported_is_invented_though_the_pod_manager_holds_it() {
+        let (view, pods) = world();
+        pods.add_pod(pod("c", "uc"));
+        let entry = serde_json::json!({"version": 1, "podName": "a", "podNamespace": "ns", "status": {"phase": "Running"}});
+        let ghost = serde_json::json!({"version": 1, "podName": "c", "podNamespace": "ns", "status": {"phase": "Failed"}});
+        let document = state(serde_json::json!({"ua": entry, "ub": entry, "uc": ghost}), serde_json::json!({}));
+        let findings = HeldState::from_state(&document).unwrap().audit(&view, &pods);
+        assert_eq!(findings.invented, ["uc"]);
     }
 
     #[test]

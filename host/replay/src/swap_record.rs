@@ -1,0 +1,66 @@
+//! A `swap` step held against the host's record of what the plugin accepted, as the
+//! agent's hot swap holds it: the running plugin's state is audited against the record
+//! (fed by the trace's steps, see `Scene::note_accepted`) and repaired from it before
+//! the new plugin loads it, so a plugin whose `save-state` leaves out, alters or
+//! invents statuses hands over what the host recorded, not its word. The new plugin
+//! reaches by the running one's record of handed pods (`move_bulk` carries it).
+
+use podstatus_backends::{HostView, PodManager};
+use podstatus_runtime::{Findings, HeldState, Plugin, PluginExt, SwapError, load_checked, move_bulk, move_changes};
+use serde_json::{Value, json};
+
+/// Moves `old`'s state into `new`: held against `record` when there is one (repairs
+/// returned), as before otherwise. A single-threaded driver's swap (replay's, the
+/// hostile fuzzer's); a running node's is `ManagerHandle::swap`.
+pub fn swap(
+    old: &mut dyn Plugin,
+    new: &mut dyn Plugin,
+    record: Option<&HostView>,
+    pods: &PodManager,
+) -> Result<Findings, SwapError> {
+    let Some(view) = record else {
+        move_bulk(old, new)?;
+        move_changes(old, new)?;
+        return Ok(Findings::default());
+    };
+    if let Some(handed) = old.handed() {
+        new.carry_handed(handed);
+    }
+    let state = old.save_state().map_err(SwapError::Source)?;
+    let (state, findings) = match HeldState::from_state(&state) {
+        Some(mut held) => {
+            let findings = held.audit(view, pods);
+            if findings.is_empty() {
+                (state, findings)
+            } else {
+                let repaired = findings.repair_document(&state).map_err(|e| findings.untrusted(e.to_string()))?;
+                (repaired, findings)
+            }
+        }
+        None => (state, Findings::default()),
+    };
+    load_checked(new, &state)?;
+    move_changes(old, new)?;
+    // The checks made the new plugin keep its changes for a follower: none.
+    new.stop_following();
+    if !findings.is_empty() {
+        tracing::warn!(
+            target: "podstatus::swap",
+            pods = %findings.pods_shown(8),
+            "the plugin's state disagreed with the record of accepted statuses: repaired from the record"
+        );
+    }
+    Ok(findings)
+}
+
+/// A swap step's result: `{"swapped": true}`, with what was repaired from the record
+/// when anything was (so an honest trace's report reads as before).
+pub(crate) fn swapped(repaired: &Findings) -> Value {
+    if repaired.is_empty() {
+        return json!({ "swapped": true });
+    }
+    json!({
+        "swapped": true,
+        "repaired": {"missing": repaired.missing, "altered": repaired.altered, "invented": repaired.invented},
+    })
+}

@@ -1,0 +1,312 @@
+//! A plugin reaches only the pods the host handed it (issue 47). The trespasser
+//! (`tests/programs/guests/trespasser`, contract 0.2.1, its attack picked by an
+//! annotation of the pod it is handed) reaches for `ns/victim`, a pod of its node in
+//! the pod manager and the API server whose status the host never handed it: a plan
+//! naming it, a ghost status of it in the state a swap or a recovery loads, a resize
+//! condition of it. Each attack runs as the agent runs a plugin (a handle over the
+//! reach guard, observed by the host's view) and supervised; each is a `ForeignUid`
+//! fault, and the victim's status in the API server stays what it was. A write whose
+//! phase the host never handed is a `Content` fault. A liar's swap in `replay` is held
+//! against the record of what the trace handed, as the agent's is.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Pod;
+use podstatus_backends::{ApiServer, HostView, MemoryApiServer};
+use podstatus_plugins::PODSTATUS_V1;
+use podstatus_replay::{Trace, run_with_swaps};
+use podstatus_runtime::bindings::UpdateOutcome;
+use podstatus_runtime::{
+    Call, CallError, Contract, FaultKind, HandedPods, ManagerHandle, Plugin, PluginExt, Reply, ResizeCondition,
+    SchedulerConfig, SupervisedPlugin, World,
+};
+use podstatus_test_programs::{LIAR, TRESPASSER};
+use podstatus_tests::{load, memory_world};
+use serde_json::{Value, json};
+
+const NODE: &str = "node-1";
+const VICTIM: &str = "ns/victim/uid-victim";
+
+fn pod(name: &str, annotations: Value) -> Pod {
+    serde_json::from_value(json!({
+        "metadata": {"uid": format!("uid-{name}"), "name": name, "namespace": "ns", "annotations": annotations},
+        "spec": {"nodeName": NODE, "containers": [{"name": "app", "image": "app:1"}]},
+        "status": {"phase": "Running"},
+    }))
+    .unwrap()
+}
+
+/// The faults a plugin answered, as (kind, message).
+type Faults = Arc<Mutex<Vec<(FaultKind, String)>>>;
+
+/// A layer that notes every fault the plugin under it answers.
+struct Watched {
+    inner: Box<dyn Plugin>,
+    faults: Faults,
+}
+
+impl Plugin for Watched {
+    fn call(&mut self, call: Call<'_>) -> Result<Reply, CallError> {
+        let result = self.inner.call(call);
+        if let Err(CallError::Fault { kind, message, .. }) = &result {
+            self.faults.lock().unwrap_or_else(PoisonError::into_inner).push((*kind, message.clone()));
+        }
+        result
+    }
+
+    fn observe(&mut self, view: Arc<HostView>) {
+        self.inner.observe(view);
+    }
+
+    fn handed(&self) -> Option<Arc<HandedPods>> {
+        self.inner.handed()
+    }
+
+    fn carry_handed(&mut self, record: Arc<HandedPods>) {
+        self.inner.carry_handed(record);
+    }
+
+    fn world(&self) -> &World {
+        self.inner.world()
+    }
+
+    fn stop_following(&mut self) {
+        self.inner.stop_following();
+    }
+
+    fn contract(&self) -> Contract {
+        self.inner.contract()
+    }
+}
+
+/// How the trespasser runs: alone, or under a supervisor.
+#[derive(Clone, Copy, Debug)]
+enum Run {
+    Alone,
+    Supervised,
+}
+
+impl Run {
+    fn instantiate(self, world: &World) -> Box<dyn Plugin> {
+        match self {
+            Run::Alone => Box::new(load(TRESPASSER).instantiate(world.clone()).unwrap()),
+            Run::Supervised => Box::new(SupervisedPlugin::new(load(TRESPASSER), world.clone()).unwrap()),
+        }
+    }
+}
+
+/// A node as the agent runs it: the handle over the reach guard, observed by the host's
+/// view (or, `unobserved`, a handle over the bare API server, as a test or an embedder
+/// may run one); `ns/own` is the pod handed, `ns/victim` the one never handed.
+struct Node {
+    api: Arc<MemoryApiServer>,
+    world: World,
+    manager: ManagerHandle,
+    scheduler: podstatus_runtime::Scheduler,
+    faults: Faults,
+}
+
+impl Node {
+    fn start(run: Run) -> Node {
+        Node::start_as(run, true)
+    }
+
+    fn unobserved(run: Run) -> Node {
+        Node::start_as(run, false)
+    }
+
+    fn start_as(run: Run, observed: bool) -> Node {
+        let (api, world) = memory_world([pod("own", json!({})), pod("victim", json!({}))], true, 1000);
+        let view = Arc::new(HostView::new(world.deletion_safety.clone()));
+        let world = if observed { world.guarded(Some(NODE.into()), view.clone()) } else { world };
+        let faults = Faults::default();
+        let plugin = Watched { inner: run.instantiate(&world), faults: faults.clone() };
+        let config = SchedulerConfig { sync_period: Duration::from_secs(3600), ..SchedulerConfig::default() };
+        let (manager, scheduler) = ManagerHandle::start(Box::new(plugin), world.queue.clone(), config);
+        if observed {
+            assert!(manager.observe(view));
+        }
+        Node { api, world, manager, scheduler, faults }
+    }
+
+    /// Hands `ns/own` Running, with `attack` against the victim.
+    fn hand(&self, attack: &str) -> Result<UpdateOutcome, CallError> {
+        let own = pod("own", json!({"podstatus.test/attack": attack, "podstatus.test/victim": VICTIM}));
+        self.manager.set_pod_status(&serde_json::to_string(&own).unwrap(), r#"{"phase":"Running"}"#)
+    }
+
+    fn phase(&self, name: &str) -> Option<String> {
+        self.api.get_pod("ns", name).unwrap().status.as_ref().and_then(|s| s.phase.clone())
+    }
+
+    /// Drains the queue, runs a batch, stops; asserts that the victim is untouched, that
+    /// the plugin's own pod holds the phase the host handed, and that the plugin faulted
+    /// `kind` naming `pod`. The faults.
+    fn stop_untouched(self, kind: FaultKind, pod: &str) -> Vec<(FaultKind, String)> {
+        let faults = self.stop();
+        assert!(
+            faults.iter().any(|(k, message)| *k == kind && message.contains(pod)),
+            "a {kind:?} fault naming {pod}: {faults:?}"
+        );
+        faults
+    }
+
+    /// Drains the queue, runs a batch, stops; asserts that the victim is untouched and
+    /// that the plugin's own pod holds the phase the host handed. The faults.
+    fn stop(self) -> Vec<(FaultKind, String)> {
+        let _ = self.manager.sync_batch();
+        assert_eq!(self.scheduler.shutdown(Duration::from_secs(10)), 0);
+        assert_eq!(self.phase("victim").as_deref(), Some("Running"), "the victim's status is untouched");
+        assert_eq!(self.phase("own").as_deref(), Some("Running"), "the pod handed holds the phase handed");
+        self.faults.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+}
+
+fn unhanded_plan(run: Run) {
+    let node = Node::start(run);
+    node.hand("unhanded-plan").unwrap();
+    let faults = node.stop_untouched(FaultKind::ForeignUid, "uid-victim");
+    let (_, message) = faults.iter().find(|(kind, _)| *kind == FaultKind::ForeignUid).unwrap();
+    assert!(message.contains("is not a pod whose status the host handed it"), "{message}");
+}
+
+#[test]
+fn a_plan_naming_a_pod_never_handed_is_a_fault_and_writes_nothing() {
+    unhanded_plan(Run::Alone);
+}
+
+#[test]
+fn a_supervised_plan_naming_a_pod_never_handed_is_a_fault_and_writes_nothing() {
+    unhanded_plan(Run::Supervised);
+}
+
+/// The agent's swap holds the state against the host's record: the ghost is a status
+/// of a pod the node never reported, invented, and goes. Without the record (a handle
+/// nobody observes), the new plugin takes the ghost, and may not reach its pod.
+#[test]
+fn a_ghost_status_in_the_state_a_swap_hands_over_opens_no_pod() {
+    for run in [Run::Alone, Run::Supervised] {
+        let node = Node::start(run);
+        node.hand("ghost-state").unwrap();
+        let new = Watched { inner: run.instantiate(&node.world), faults: node.faults.clone() };
+        let report = node.manager.swap(Box::new(new)).expect("swapped");
+        assert_eq!(report.repaired.invented, ["uid-victim"], "{run:?}");
+        node.stop();
+
+        let node = Node::unobserved(run);
+        node.hand("ghost-state").unwrap();
+        let new = Watched { inner: run.instantiate(&node.world), faults: node.faults.clone() };
+        assert!(node.manager.swap(Box::new(new)).expect("swapped").repaired.is_empty());
+        node.stop_untouched(FaultKind::ForeignUid, "uid-victim");
+    }
+}
+
+/// A supervisor's copy takes the ghost from the change sets; a fault makes it restore a
+/// fresh instance from that copy, which loads the ghost (without a record to repair it
+/// from) and may not reach its pod.
+#[test]
+fn a_ghost_status_in_the_state_a_recovery_restores_opens_no_pod() {
+    for observed in [true, false] {
+        let node = Node::start_as(Run::Supervised, observed);
+        node.hand("ghost-state").unwrap();
+        let (_, kind, _) = podstatus_tests::fault(node.manager.get_pod_resize_conditions("crash"));
+        assert_eq!(kind, FaultKind::ResizeConditions);
+        match observed {
+            true => drop(node.stop()),
+            false => drop(node.stop_untouched(FaultKind::ForeignUid, "uid-victim")),
+        }
+    }
+}
+
+fn resize_only(run: Run) {
+    let node = Node::start(run);
+    node.hand("resize-only").unwrap();
+    node.manager.set_pod_resize_condition("uid-victim", ResizeCondition::Pending, "Deferred", "", 1).unwrap();
+    node.stop_untouched(FaultKind::ForeignUid, "uid-victim");
+}
+
+#[test]
+fn a_pod_named_only_in_a_resize_call_is_not_handed() {
+    resize_only(Run::Alone);
+}
+
+#[test]
+fn a_supervised_plugin_given_a_resize_call_only_may_not_write_the_pod() {
+    resize_only(Run::Supervised);
+}
+
+#[test]
+fn a_phase_the_host_never_handed_is_a_content_fault() {
+    for run in [Run::Alone, Run::Supervised] {
+        let node = Node::start(run);
+        node.hand("forge-phase").unwrap();
+        node.stop_untouched(FaultKind::Content, "uid-own");
+    }
+}
+
+#[test]
+fn an_honest_trespasser_writes_what_it_was_handed() {
+    let node = Node::start(Run::Alone);
+    assert_eq!(node.hand("none").unwrap(), UpdateOutcome::Queued);
+    let _ = node.manager.sync_batch();
+    assert_eq!(node.scheduler.shutdown(Duration::from_secs(10)), 0);
+    assert_eq!(node.phase("own").as_deref(), Some("Running"));
+    assert!(node.faults.lock().unwrap().is_empty(), "{:?}", node.faults.lock().unwrap());
+}
+
+/// A trace that hands the liar (logic v1 on contract 0.1.0, whose `save-state` leaves
+/// out `omit-omit`'s status) three pods, swaps to the honest v1, and reads each back.
+fn liar_trace(node: Option<&str>) -> Trace {
+    let names = ["omit-omit", "alter-alter", "honest"];
+    let pods: Vec<Value> = names
+        .iter()
+        .map(|name| {
+            json!({"metadata": {"uid": format!("uid-{name}"), "name": name, "namespace": "default"},
+                   "spec": {"nodeName": NODE, "containers": [{"name": "app", "image": "app:1"}]}})
+        })
+        .collect();
+    let mut steps: Vec<Value> = names
+        .iter()
+        .map(|name| json!({"op": "set-pod-status", "pod": format!("uid-{name}"), "status": {"phase": "Running"}}))
+        .collect();
+    steps.push(json!({"op": "swap", "plugin": "honest.wasm"}));
+    steps.extend(names.iter().map(|name| json!({"op": "get-pod-status", "uid": format!("uid-{name}")})));
+    let text = json!({"apiserver": pods, "pod_manager": pods, "steps": steps}).to_string();
+    let trace = Trace::parse(&text, Path::new(".").to_path_buf()).unwrap();
+    Trace { guard_node: node.map(str::to_owned), ..trace }
+}
+
+fn replay_liar_swap(run: Run, node: Option<&str>) {
+    let trace = liar_trace(node);
+    let make = |world: World| -> Result<Box<dyn Plugin>, podstatus_runtime::LoadError> {
+        Ok(match run {
+            Run::Alone => Box::new(load(LIAR).instantiate(world)?),
+            Run::Supervised => Box::new(SupervisedPlugin::new(load(LIAR), world)?),
+        })
+    };
+    let loader = |path: &Path, world: World| -> Result<Box<dyn Plugin>, podstatus_runtime::LoadError> {
+        assert_eq!(path.file_name().and_then(|n| n.to_str()), Some("honest.wasm"));
+        Ok(Box::new(load(PODSTATUS_V1).instantiate(world)?))
+    };
+    let report = run_with_swaps(&trace, &make, &loader).unwrap().report;
+    let results = serde_json::to_value(&report.results).unwrap();
+    assert_eq!(results[3]["swapped"], true, "{run:?} {node:?}: {results}");
+    assert_eq!(results[3]["repaired"]["missing"], json!(["uid-omit-omit"]), "{run:?} {node:?}: {results}");
+    assert_eq!(results[3]["repaired"]["altered"], json!(["uid-alter-alter"]), "{run:?} {node:?}: {results}");
+    for (i, name) in ["omit-omit", "alter-alter", "honest"].iter().enumerate() {
+        let read = &results[4 + i];
+        assert_eq!(read["found"], true, "{name}: {results}");
+        assert_eq!(read["status"]["phase"], "Running", "{name}: the status the host recorded, {results}");
+    }
+}
+
+#[test]
+fn a_replayed_swap_from_a_liar_hands_over_the_traces_record() {
+    for run in [Run::Alone, Run::Supervised] {
+        for node in [None, Some(NODE)] {
+            replay_liar_swap(run, node);
+        }
+    }
+}
