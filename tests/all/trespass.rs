@@ -19,7 +19,7 @@ use podstatus_plugins::PODSTATUS_V1;
 use podstatus_replay::{Trace, run_with_swaps};
 use podstatus_runtime::bindings::UpdateOutcome;
 use podstatus_runtime::{
-    Call, CallError, Contract, FaultKind, HandedPods, ManagerHandle, Plugin, PluginExt, Reply, ResizeCondition,
+    Call, CallError, Contract, FaultKind, HandedPods, ManagerHandle, Plugin, Reply, ResizeCondition,
     SchedulerConfig, SupervisedPlugin, World,
 };
 use podstatus_test_programs::{LIAR, TRESPASSER};
@@ -137,10 +137,6 @@ impl Node {
         self.manager.set_pod_status(&serde_json::to_string(&own).unwrap(), r#"{"phase":"Running"}"#)
     }
 
-    fn phase(&self, name: &str) -> Option<String> {
-        self.api.get_pod("ns", name).unwrap().status.as_ref().and_then(|s| s.phase.clone())
-    }
-
     /// Drains the queue, runs a batch, stops; asserts that the victim is untouched, that
     /// the plugin's own pod holds the phase the host handed, and that the plugin faulted
     /// `kind` naming `pod`. The faults.
@@ -158,10 +154,15 @@ impl Node {
     fn stop(self) -> Vec<(FaultKind, String)> {
         let _ = self.manager.sync_batch();
         assert_eq!(self.scheduler.shutdown(Duration::from_secs(10)), 0);
-        assert_eq!(self.phase("victim").as_deref(), Some("Running"), "the victim's status is untouched");
-        assert_eq!(self.phase("own").as_deref(), Some("Running"), "the pod handed holds the phase handed");
+        assert_eq!(phase(&self.api, "victim").as_deref(), Some("Running"), "the victim's status is untouched");
+        assert_eq!(phase(&self.api, "own").as_deref(), Some("Running"), "the pod handed holds the phase handed");
         self.faults.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
+}
+
+/// The phase of `ns/NAME` in the API server.
+fn phase(api: &MemoryApiServer, name: &str) -> Option<String> {
+    api.get_pod("ns", name).unwrap().status.as_ref().and_then(|s| s.phase.clone())
 }
 
 fn unhanded_plan(run: Run) {
@@ -252,14 +253,14 @@ fn an_honest_trespasser_writes_what_it_was_handed() {
     assert_eq!(node.hand("none").unwrap(), UpdateOutcome::Queued);
     let _ = node.manager.sync_batch();
     assert_eq!(node.scheduler.shutdown(Duration::from_secs(10)), 0);
-    assert_eq!(node.phase("own").as_deref(), Some("Running"));
+    assert_eq!(phase(&node.api, "own").as_deref(), Some("Running"));
     assert!(node.faults.lock().unwrap().is_empty(), "{:?}", node.faults.lock().unwrap());
 }
 
-/// A trace that hands the liar (logic v1 on contract 0.1.0, whose `save-state` leaves
-/// out `omit-omit`'s status) three pods, swaps to the honest v1, and reads each back.
-fn liar_trace(node: Option<&str>) -> Trace {
-    let names = ["omit-omit", "alter-alter", "honest"];
+/// A trace that hands the liar (logic v1 on contract 0.1.0, lying about each pod as
+/// its name says: `omit-…` left out of its state, `alter-…` altered; `-in-changes-` in
+/// its change sets only) the pods `names`, swaps to the honest v1, and reads each back.
+fn liar_trace(names: &[&str], node: Option<&str>) -> Trace {
     let pods: Vec<Value> = names
         .iter()
         .map(|name| {
@@ -278,8 +279,17 @@ fn liar_trace(node: Option<&str>) -> Trace {
     Trace { guard_node: node.map(str::to_owned), ..trace }
 }
 
+/// Replays the liar's swap, alone or supervised (a supervisor answers `save-state`
+/// from its copy, built from the change sets: the liar lies there, and a change set
+/// that drops the status its call accepted is refused at the call, so only the
+/// alteration rides along), and checks what the swap repaired and that the honest
+/// plugin holds every status as the trace handed it.
 fn replay_liar_swap(run: Run, node: Option<&str>) {
-    let trace = liar_trace(node);
+    let (names, missing, altered): (&[&str], &[&str], &[&str]) = match run {
+        Run::Alone => (&["omit-omit", "alter-alter", "honest"], &["uid-omit-omit"], &["uid-alter-alter"]),
+        Run::Supervised => (&["alter-in-changes-alter", "honest"], &[], &["uid-alter-in-changes-alter"]),
+    };
+    let trace = liar_trace(names, node);
     let make = |world: World| -> Result<Box<dyn Plugin>, podstatus_runtime::LoadError> {
         Ok(match run {
             Run::Alone => Box::new(load(LIAR).instantiate(world)?),
@@ -292,11 +302,12 @@ fn replay_liar_swap(run: Run, node: Option<&str>) {
     };
     let report = run_with_swaps(&trace, &make, &loader).unwrap().report;
     let results = serde_json::to_value(&report.results).unwrap();
-    assert_eq!(results[3]["swapped"], true, "{run:?} {node:?}: {results}");
-    assert_eq!(results[3]["repaired"]["missing"], json!(["uid-omit-omit"]), "{run:?} {node:?}: {results}");
-    assert_eq!(results[3]["repaired"]["altered"], json!(["uid-alter-alter"]), "{run:?} {node:?}: {results}");
-    for (i, name) in ["omit-omit", "alter-alter", "honest"].iter().enumerate() {
-        let read = &results[4 + i];
+    let swap = &results[names.len()];
+    assert_eq!(swap["swapped"], true, "{run:?} {node:?}: {results}");
+    assert_eq!(swap["repaired"]["missing"], json!(missing), "{run:?} {node:?}: {results}");
+    assert_eq!(swap["repaired"]["altered"], json!(altered), "{run:?} {node:?}: {results}");
+    for (i, name) in names.iter().enumerate() {
+        let read = &results[names.len() + 1 + i];
         assert_eq!(read["found"], true, "{name}: {results}");
         assert_eq!(read["status"]["phase"], "Running", "{name}: the status the host recorded, {results}");
     }
@@ -309,4 +320,18 @@ fn a_replayed_swap_from_a_liar_hands_over_the_traces_record() {
             replay_liar_swap(run, node);
         }
     }
+}
+
+/// The hostile fuzzer for a fixed seed: the trespasser draws every answer at random,
+/// and no write that reaches the API server goes beyond what the host handed, nor is
+/// an accepted status lost. (`podstatus fuzz --hostile --duration N` runs it longer.)
+#[test]
+fn the_hostile_fuzzer_finds_no_write_beyond_the_rule() {
+    let (hostile, honest) = (load(TRESPASSER), load(PODSTATUS_V1));
+    let limit = podstatus_fuzz::Limit::Traces(8);
+    let figures = podstatus_fuzz::hostile::run_hostile(&hostile, &honest, 47, 40, limit, &mut |_| {})
+        .unwrap_or_else(|trespass| panic!("{trespass}"));
+    assert_eq!((figures.traces, figures.steps, figures.beyond_rule), (8, 320, 0), "{figures:?}");
+    assert!(figures.faults.get("foreign-uid").is_some_and(|n| *n > 0), "the guest reached beyond: {figures:?}");
+    assert!(figures.writes > 0, "writes reached the API server and were held to the rule: {figures:?}");
 }

@@ -110,12 +110,12 @@ pub fn hostile_trace(
         figures.steps += 1;
         trace.check(figures).map_err(|what| Trespass { seed, step, what })?;
     }
-    trace.check_nothing_lost(honest).map_err(|what| Trespass { seed, step: steps, what })?;
-    figures.traces += 1;
     figures.guard_refusals += trace.guard.refusals().total();
-    for (kind, n) in trace.faults {
+    for (kind, n) in std::mem::take(&mut trace.faults) {
         *figures.faults.entry(kind).or_default() += n;
     }
+    trace.check_nothing_lost(honest).map_err(|what| Trespass { seed, step: steps, what })?;
+    figures.traces += 1;
     Ok(())
 }
 
@@ -281,6 +281,11 @@ impl HostileTrace {
         &mut self.rng
     }
 
+    /// One of the first `len` pods of the node.
+    fn pick_pod(&mut self, len: usize) -> usize {
+        self.entropy().index(len)
+    }
+
     /// The pod JSON the harness hands: the node's copy, with the guest's seed and the
     /// pods it may aim at (every pod of the node, and one of another node).
     fn pod_json(&mut self, index: usize) -> (String, String) {
@@ -332,7 +337,7 @@ impl HostileTrace {
         let weights = [30, 5, 4, 6, 15, 15, 4, 3, 3, 3, 4, 3];
         match self.entropy().weighted(&weights) {
             0 => {
-                let index = self.entropy().index(self.node_pods.len());
+                let index = self.pick_pod(self.node_pods.len());
                 let (pod, uid) = self.pod_json(index);
                 let phase = (*self.entropy().pick(&PHASES)).to_owned();
                 let mut status = json!({ "phase": phase });
@@ -350,7 +355,7 @@ impl HostileTrace {
                 self.note(outcome.map(drop));
             }
             1 => {
-                let index = self.entropy().index(self.node_pods.len());
+                let index = self.pick_pod(self.node_pods.len());
                 let (pod, uid) = self.pod_json(index);
                 let own = self.pods.get_any(&uid).and_then(|p| p.status.as_ref()?.phase.clone()).unwrap_or_default();
                 let entry = self.handed.entry(uid).or_default();
@@ -406,7 +411,7 @@ impl HostileTrace {
             }
             8 => {
                 // Marked for deletion in the API server (and the pod manager follows).
-                let index = self.entropy().index(self.node_pods.len());
+                let index = self.pick_pod(self.node_pods.len());
                 let (namespace, name, _) = self.node_pods[index].clone();
                 if let Ok(current) = self.store.get_pod(&namespace, &name) {
                     let mut marked = (*current).clone();
@@ -417,7 +422,7 @@ impl HostileTrace {
             }
             9 => {
                 // Recreated under the same name, with a new UID (not a static pod).
-                let index = self.entropy().index(self.node_pods.len() - 1);
+                let index = self.pick_pod(self.node_pods.len() - 1);
                 let (namespace, name, old) = self.node_pods[index].clone();
                 self.recreated += 1;
                 let uid = format!("{old}-r{}", self.recreated);

@@ -343,8 +343,9 @@ impl<'t> Stepper<'t> {
             Ok(new) => new,
             Err(e) => return refused(format!("loading {}: {e}", file.display())),
         };
-        let record = self.scene.host_view.as_deref().filter(|_| self.scene.records_accepted);
-        let moved = crate::swap_record::swap(self.plugin.as_mut(), new.as_mut(), record, &self.scene.pod_manager);
+        let record = self.scene.host_view.as_ref().filter(|_| self.scene.records_accepted);
+        let moved =
+            crate::swap_record::swap(self.plugin.as_mut(), new.as_mut(), record.map(|v| &**v), &self.scene.pod_manager);
         match moved {
             Ok(repaired) => {
                 if !new.contract().has_split_syncs() {

@@ -6,7 +6,10 @@
 //! reaches by the running one's record of handed pods (`move_bulk` carries it).
 
 use podstatus_backends::{HostView, PodManager};
-use podstatus_runtime::{Findings, HeldState, Plugin, PluginExt, SwapError, load_checked, move_bulk, move_changes};
+use podstatus_runtime::{
+    Findings, HeldState, Plugin, PluginExt, SwapError, apply_checked, load_checked, move_bulk, move_changes,
+    repair_from_record,
+};
 use serde_json::{Value, json};
 
 /// Moves `old`'s state into `new`: held against `record` when there is one (repairs
@@ -26,21 +29,31 @@ pub fn swap(
     if let Some(handed) = old.handed() {
         new.carry_handed(handed);
     }
+    let mark = view.change_mark();
     let state = old.save_state().map_err(SwapError::Source)?;
-    let (state, findings) = match HeldState::from_state(&state) {
+    let (state, mut held, mut findings) = match HeldState::from_state(&state) {
         Some(mut held) => {
             let findings = held.audit(view, pods);
             if findings.is_empty() {
-                (state, findings)
+                (state, Some(held), findings)
             } else {
                 let repaired = findings.repair_document(&state).map_err(|e| findings.untrusted(e.to_string()))?;
-                (repaired, findings)
+                let held = HeldState::from_state(&repaired);
+                (repaired, held, findings)
             }
         }
-        None => (state, Findings::default()),
+        None => (state, None, Findings::default()),
     };
     load_checked(new, &state)?;
-    move_changes(old, new)?;
+    // What changed since the save moves too, and is held against the record again: a
+    // change set can lie as a state document can.
+    let changes = old.save_state_changes().map_err(SwapError::Source)?;
+    apply_checked(new, &changes)?;
+    if let Some(held) = held.as_mut() {
+        held.apply_changes(&changes);
+        let again = held.audit_again(view, pods, &findings, mark);
+        findings.merge(repair_from_record(new, again)?);
+    }
     // The checks made the new plugin keep its changes for a follower: none.
     new.stop_following();
     if !findings.is_empty() {

@@ -4,7 +4,6 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::TARGET;
 use super::config::SchedulerConfig;
 use super::hot_swap::{self, SWAP_DRAIN_MAX};
 use super::scheduler::Scheduler;

@@ -1,7 +1,7 @@
 //! A plugin instance running in wasmtime.
 
 use crate::shown::shown;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use wasmtime::Store;
 
 use crate::bindings::{

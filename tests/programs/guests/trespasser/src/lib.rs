@@ -531,7 +531,14 @@ impl Guest for Trespasser {
 
     fn apply_state_changes(changes: String) -> Result<(), ManagerError> {
         let changes: Value = serde_json::from_str(&changes).map_err(|e| ManagerError::InvalidState(e.to_string()))?;
-        with(|p| p.load(changes.pointer("/patch/statuses").and_then(Value::as_object)));
+        with(|p| {
+            let statuses = changes.pointer("/patch/statuses").and_then(Value::as_object);
+            p.load(statuses);
+            // What it took is what changed, as its next change set says.
+            for (uid, entry) in statuses.into_iter().flatten() {
+                p.changed.insert(uid.clone(), Some(entry.clone()).filter(|e| !e.is_null()));
+            }
+        });
         Ok(())
     }
 }
