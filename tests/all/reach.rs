@@ -527,7 +527,25 @@ fn a_terminal_phase_cannot_be_revived() {
     job["status"] = json!({"phase": "Succeeded"});
     node.own(&job);
     let before = node.stored("ns", "job");
-    let message = node.sync_probe(&mut *prober, &job, SUCCEEDED, SyncOutcome::WriteFailed);
+    // The host handed Succeeded: a write of Running is the plugin's fault before the
+    // guard sees it (issue 47: the phase must be one the host handed).
+    node.host_view.report_status_json(&job.to_string(), SUCCEEDED);
+    assert_eq!(prober.set_pod_status(&job.to_string(), SUCCEEDED).expect("set"), UpdateOutcome::Queued);
+    let request = node.world.queue.pop().expect("a queued sync");
+    let (_, kind, message) = podstatus_tests::fault(prober.sync_pod(&request));
+    assert_eq!(kind, podstatus_runtime::FaultKind::Content, "{message}");
+    assert!(message.contains("it sets phase \"Running\" on pod \"u-job\""), "{message}");
+    assert_eq!(node.stored("ns", "job"), before, "untouched");
+    // The guard refuses it too, for whatever reaches it: the server the imports forward
+    // to, called as a plugin's import would call it.
+    let revive = StatusUpdate {
+        namespace: "ns".into(),
+        name: "job".into(),
+        uid_precondition: Some("u-job".into()),
+        resource_version_precondition: None,
+        status: serde_json::from_str(RUNNING).expect("a status"),
+    };
+    let message = forbidden(node.world.api_server.update_pod_status(revive));
     assert!(message.contains("phase Succeeded is terminal, it does not go back to \"Running\""), "{message}");
     assert_eq!(node.stored("ns", "job"), before, "untouched");
 }

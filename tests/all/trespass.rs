@@ -19,8 +19,8 @@ use podstatus_plugins::PODSTATUS_V1;
 use podstatus_replay::{Trace, run_with_swaps};
 use podstatus_runtime::bindings::UpdateOutcome;
 use podstatus_runtime::{
-    Call, CallError, Contract, FaultKind, HandedPods, ManagerHandle, Plugin, Reply, ResizeCondition,
-    SchedulerConfig, SupervisedPlugin, World,
+    Call, CallError, Contract, FaultKind, HandedPods, ManagerHandle, Plugin, Reply, ResizeCondition, SchedulerConfig,
+    SupervisedPlugin, World,
 };
 use podstatus_test_programs::{LIAR, TRESPASSER};
 use podstatus_tests::{load, memory_world};

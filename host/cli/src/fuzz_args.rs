@@ -140,7 +140,9 @@ fn run_inner(args: &FuzzArgs) -> anyhow::Result<ExitCode> {
     };
     config.limits.call_fuel = Some(CALL_FUEL);
     if args.hostile {
-        return crate::fuzz_hostile::run(args, seed, limit, &config);
+        let hostile =
+            crate::fuzz_hostile::Hostile { guest: args.plugin.as_deref(), honest: *args.logic, steps: args.steps };
+        return crate::fuzz_hostile::run(hostile, seed, limit, &config);
     }
     let mut runtime = None;
     let mut component = |path: Option<&PathBuf>, logic: Logic| -> anyhow::Result<Target> {

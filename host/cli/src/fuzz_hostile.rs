@@ -10,7 +10,7 @@ use podstatus_fuzz::Limit;
 use podstatus_fuzz::hostile::{HostileFigures, run_hostile};
 use podstatus_runtime::{PluginRuntime, RuntimeConfig};
 
-use crate::fuzz_args::FuzzArgs;
+use podstatus_plugins::LogicVersion;
 
 /// Where `cargo test` (tests/programs' build script) leaves the hostile guest of this
 /// checkout: a test program, never part of the `podstatus` binary.
@@ -18,20 +18,32 @@ fn default_guest() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/guest-programs/trespasser.wasm")
 }
 
-/// Runs the hostile fuzzer from `seed` until `limit`: the guest `--plugin` (or the
-/// trespasser built by `cargo test`), the honest plugin at each trace's end `--logic`'s.
-pub fn run(args: &FuzzArgs, seed: u64, limit: Limit, config: &RuntimeConfig) -> anyhow::Result<ExitCode> {
-    let guest = args.plugin.clone().unwrap_or_else(default_guest);
+/// What `podstatus fuzz --hostile` was asked for.
+pub struct Hostile<'a> {
+    /// The hostile guest (`--plugin`); the trespasser `cargo test` built when `None`.
+    pub guest: Option<&'a Path>,
+    /// The honest plugin each trace ends with (`--logic`).
+    pub honest: LogicVersion,
+    /// Steps per trace.
+    pub steps: usize,
+}
+
+/// Runs the hostile fuzzer from `seed` until `limit`.
+pub fn run(args: Hostile<'_>, seed: u64, limit: Limit, config: &RuntimeConfig) -> anyhow::Result<ExitCode> {
+    let guest = args.guest.map_or_else(default_guest, Path::to_path_buf);
     let bytes = std::fs::read(&guest).with_context(|| {
-        format!("reading the hostile guest {} (build it with `cargo test -p podstatus-tests --no-run`)", guest.display())
+        format!(
+            "reading the hostile guest {} (build it with `cargo test -p podstatus-tests --no-run`)",
+            guest.display()
+        )
     })?;
     let runtime = PluginRuntime::new(config)?;
     let hostile = runtime.load(&bytes).context("the hostile guest")?;
-    let honest = runtime.load(args.logic.component()).context("the honest plugin")?;
+    let honest = runtime.load(args.honest.component()).context("the honest plugin")?;
     eprintln!(
         "podstatus fuzz --hostile: seed {seed}, guest {}, honest logic {}, {} steps per trace",
         guest.display(),
-        args.logic.name(),
+        args.honest.name(),
         args.steps
     );
     let started = std::time::Instant::now();

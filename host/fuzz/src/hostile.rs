@@ -142,7 +142,13 @@ struct Witness {
 }
 
 impl Witness {
-    fn note(&self, verb: &'static str, namespace: &str, name: &str, write: impl FnOnce() -> ApiResult<Arc<Pod>>) -> ApiResult<Arc<Pod>> {
+    fn note(
+        &self,
+        verb: &'static str,
+        namespace: &str,
+        name: &str,
+        write: impl FnOnce() -> ApiResult<Arc<Pod>>,
+    ) -> ApiResult<Arc<Pod>> {
         let before = self.store.get_pod(namespace, name).ok();
         let result = write();
         if let Ok(after) = &result {
@@ -168,12 +174,7 @@ impl ApiServer for Witness {
         self.note("patch", &namespace, &name, || self.store.patch_pod_status(patch))
     }
 
-    fn delete_pod(
-        &self,
-        namespace: &str,
-        name: &str,
-        options: &DeleteOptions,
-    ) -> ApiResult<Arc<Pod>> {
+    fn delete_pod(&self, namespace: &str, name: &str, options: &DeleteOptions) -> ApiResult<Arc<Pod>> {
         self.note("delete", namespace, name, || self.store.delete_pod(namespace, name, options))
     }
 }
@@ -298,8 +299,7 @@ impl HostileTrace {
             .map(|(ns, n, u)| format!("{ns}/{n}/{u}"))
             .chain(["kube-system/etcd-node-1/m1".to_owned(), "other/elsewhere/u-elsewhere".to_owned()])
             .collect();
-        let mut annotations =
-            value["metadata"]["annotations"].as_object_mut().map(std::mem::take).unwrap_or_default();
+        let mut annotations = value["metadata"]["annotations"].as_object_mut().map(std::mem::take).unwrap_or_default();
         annotations.insert("podstatus.test/attack".into(), "random".into());
         annotations.insert("podstatus.test/seed".into(), self.seed.to_string().into());
         annotations.insert("podstatus.test/targets".into(), targets.join(" ").into());
@@ -381,7 +381,11 @@ impl HostileTrace {
             4 => {
                 while let Some(request) = self.world.queue.pop() {
                     let outcome = self.plugin.sync_pod(&request);
-                    if let Ok(podstatus_runtime::bindings::SyncOutcome::Deleted | podstatus_runtime::bindings::SyncOutcome::Recreated) = &outcome {
+                    if let Ok(
+                        podstatus_runtime::bindings::SyncOutcome::Deleted
+                        | podstatus_runtime::bindings::SyncOutcome::Recreated,
+                    ) = &outcome
+                    {
                         self.view.forget_accepted(&request.pod_uid);
                     }
                     self.note(outcome.map(drop));
@@ -471,7 +475,10 @@ impl HostileTrace {
                 || before.phase.clone().unwrap_or_default() == phase;
             if !allowed {
                 figures.beyond_rule += 1;
-                return Err(format!("a {} of pod {uid} set phase {phase:?}, never handed ({:?})", write.verb, handed.phases));
+                return Err(format!(
+                    "a {} of pod {uid} set phase {phase:?}, never handed ({:?})",
+                    write.verb, handed.phases
+                ));
             }
             let known: BTreeSet<&str> = ips_of(&before).collect();
             if let Some(ip) = ips_of(&after).find(|ip| !handed.ips.contains(*ip) && !known.contains(ip)) {

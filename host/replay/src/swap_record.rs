@@ -26,14 +26,15 @@ pub fn swap(
         move_changes(old, new)?;
         return Ok(Findings::default());
     };
-    if let Some(handed) = old.handed() {
-        new.carry_handed(handed);
+    let handed = old.handed();
+    if let Some(record) = &handed {
+        new.carry_handed(std::sync::Arc::clone(record));
     }
     let mark = view.change_mark();
     let state = old.save_state().map_err(SwapError::Source)?;
     let (state, mut held, mut findings) = match HeldState::from_state(&state) {
         Some(mut held) => {
-            let findings = held.audit(view, pods);
+            let findings = held.audit(view, pods, handed.as_deref());
             if findings.is_empty() {
                 (state, Some(held), findings)
             } else {
@@ -51,7 +52,7 @@ pub fn swap(
     apply_checked(new, &changes)?;
     if let Some(held) = held.as_mut() {
         held.apply_changes(&changes);
-        let again = held.audit_again(view, pods, &findings, mark);
+        let again = held.audit_again(view, pods, handed.as_deref(), &findings, mark);
         findings.merge(repair_from_record(new, again)?);
     }
     // The checks made the new plugin keep its changes for a follower: none.

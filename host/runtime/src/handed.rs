@@ -121,11 +121,20 @@ impl HandedPods {
     }
 
     /// The namespace and name the host handed the pod `uid` under.
-    pub fn name_of(&self, uid: &str) -> Option<(String, String)> {
-        self.read().pods.get(uid).map(|pod| (pod.namespace.to_string(), pod.name.to_string()))
+    pub fn name_of(&self, uid: &str) -> Option<(Box<str>, Box<str>)> {
+        self.read().pods.get(uid).map(|pod| (pod.namespace.clone(), pod.name.clone()))
     }
 
-    /// The UIDs handed under `namespace/name`, and how many there are.
+    /// The namespace and name of the pod `uid`, held or dropped lately (a request queued
+    /// before the drop may still sync it).
+    pub(crate) fn lately_named(&self, uid: &str) -> Option<(Box<str>, Box<str>)> {
+        let record = self.read();
+        let pod =
+            record.pods.get(uid).or_else(|| record.dropped.iter().rev().find(|(d, _)| **d == *uid).map(|(_, p)| p));
+        pod.map(|pod| (pod.namespace.clone(), pod.name.clone()))
+    }
+
+    /// The UIDs handed under `namespace/name`.
     pub(crate) fn named(&self, namespace: &str, name: &str) -> Vec<Box<str>> {
         let record = self.read();
         record.names.get(namespace).and_then(|names| names.get(name)).cloned().unwrap_or_default()
@@ -144,7 +153,9 @@ impl HandedPods {
         let record = self.read();
         match record.pods.get(uid) {
             Some(pod) => allows(pod),
-            None => record.dropped.iter().rev().find(|(dropped, _)| **dropped == *uid).is_some_and(|(_, pod)| allows(pod)),
+            None => {
+                record.dropped.iter().rev().find(|(dropped, _)| **dropped == *uid).is_some_and(|(_, pod)| allows(pod))
+            }
         }
     }
 
@@ -162,10 +173,8 @@ impl HandedPods {
             return;
         }
         let mut record = self.write();
-        let renamed = record
-            .pods
-            .get(pod.uid)
-            .is_some_and(|held| *held.namespace != *namespace || *held.name != *pod.name);
+        let renamed =
+            record.pods.get(pod.uid).is_some_and(|held| *held.namespace != *namespace || *held.name != *pod.name);
         if renamed {
             // A pod's name never changes; a host that says otherwise is believed, and
             // the old name goes.
@@ -299,6 +308,7 @@ mod tests {
         record.hand(pod("ub", "b", Some("Pending")));
         assert!(record.contains("ua") && record.contains("ub"));
         assert_eq!(record.name_of("ua"), Some(("ns".into(), "a".into())));
+        assert_eq!(record.lately_named("ua"), Some(("ns".into(), "a".into())));
         assert_eq!(record.named("ns", "a"), vec![Box::from("ua")]);
         record.retain(&HashSet::from(["ub"]));
         assert_eq!(record.uids(), ["ub"]);
@@ -307,6 +317,7 @@ mod tests {
         record.drop_pod("ub");
         record.drop_pod("ub");
         assert!(record.is_empty());
+        assert_eq!(record.lately_named("ua"), Some(("ns".into(), "a".into())), "dropped lately");
         assert_eq!(record.drops(), 2, "only a pod that was held counts");
     }
 

@@ -14,8 +14,10 @@
 //!
 //! A breach is the plugin's fault, not an answer it gets: nothing reaches the API
 //! server, and the instance is not entered again (`FaultKind::ForeignUid` for reach,
-//! `FaultKind::Content` for content). An honest plugin never breaches either: it calls
-//! only on the pods it caches, with the UID it read, and writes what it cached.
+//! `FaultKind::Content` for content: see [`Broken`]). An honest plugin never breaches
+//! either: it calls only on the pods it caches, with the UID it read, and writes what
+//! it cached. This module knows neither the imports nor the plugin, which both hold
+//! their calls to it.
 
 use std::borrow::Cow;
 
@@ -23,9 +25,7 @@ use podstatus_backends::PodManager;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::handed::{HandedPods, default_namespace};
-use crate::imports::HostState;
-use crate::plugin::limits::FaultKind;
+use crate::handed::HandedPods;
 use crate::shown::shown;
 
 /// The UID precondition a write or delete of the handed pod `uid` goes out with:
@@ -71,7 +71,8 @@ pub(crate) fn check_phase(
     if record.phase_allowed(uid, phase) {
         return Ok(());
     }
-    let followed = pods.get_any(api_uid).map(|pod| pod.status.as_ref().and_then(|s| s.phase.clone()).unwrap_or_default());
+    let followed =
+        pods.get_any(api_uid).map(|pod| pod.status.as_ref().and_then(|s| s.phase.clone()).unwrap_or_default());
     if followed.as_deref() == Some(phase) || read().as_deref() == Some(phase) {
         return Ok(());
     }
@@ -158,62 +159,73 @@ pub(crate) struct Reached {
     pub pinned: Option<String>,
 }
 
-impl HostState {
-    /// Holds a 0.1.x plugin's call of `import` on `namespace/name` (UID precondition
-    /// `given`) to the rule: the pod it reaches, or a trap naming the import, the pod and
-    /// the rule broken (the instance is not entered again). A 0.1.x sync runs inside one
-    /// call, so its pod is one the host still holds: the rule is the record's now.
-    pub(crate) fn reach(
-        &mut self,
-        import: &str,
-        namespace: &str,
-        name: &str,
-        given: Option<&str>,
-        access: Access<'_>,
-    ) -> wasmtime::Result<Reached> {
-        let namespace = default_namespace(namespace);
-        let mut handed = self.handed.named(namespace, name);
-        handed.retain(|uid| self.may_reach(uid));
-        let pod = format_args!("pod {:?}/{:?}", shown(namespace), shown(name));
-        if handed.is_empty() {
-            return self.trespass(FaultKind::ForeignUid, format!("{import}: {pod} is not a pod whose status the host handed the plugin"));
-        }
-        if let Access::Read = access {
-            return Ok(Reached { uid: handed.swap_remove(0), pinned: None });
-        }
-        let pods = &self.world.pod_manager;
-        let chosen = match given.filter(|given| !given.is_empty()) {
-            Some(given) => handed.iter().position(|uid| pin(pods, uid, Some(given)).is_ok()),
-            None => (handed.len() == 1).then_some(0),
-        };
-        let Some(chosen) = chosen else {
-            let why = match given.filter(|given| !given.is_empty()) {
-                Some(given) => format!("its UID precondition {:?} is not the pod the host handed under that name", shown(given)),
-                None => "it carries no UID precondition, and the host handed several pods under that name".to_owned(),
-            };
-            return self.trespass(FaultKind::ForeignUid, format!("{import} of {pod}: {why}"));
-        };
-        let uid = handed.swap_remove(chosen);
-        let pinned = pin(pods, &uid, given).unwrap_or(None);
-        let written = match access {
-            Access::Update(status) => update_phase(status).map(Some),
-            Access::Patch(patch) => patch_phase(patch),
-            Access::Read | Access::Delete => Ok(None),
-        };
-        let api_uid = pinned.as_deref().or(given).unwrap_or(&uid);
-        let checked = written.and_then(|phase| check_phase(&self.handed, pods, &uid, api_uid, phase.as_deref(), || None));
-        if let Err(why) = checked {
-            return self.trespass(FaultKind::Content, format!("{import} of {pod}: {why}"));
-        }
-        Ok(Reached { uid, pinned })
-    }
+/// Which rule a call broke, and how: the fault's message.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Broken {
+    /// It reached a pod the host did not hand (`FaultKind::ForeignUid`).
+    Reach(String),
+    /// It wrote what the host did not hand (`FaultKind::Content`).
+    Content(String),
+}
 
-    /// The trap of a call that breaks the rule (`kind` names it in the fault).
-    fn trespass<T>(&mut self, kind: FaultKind, message: String) -> wasmtime::Result<T> {
-        self.sandbox.breach = Some(kind);
-        tracing::warn!(target: crate::imports::TARGET, kind = kind.as_str(), "refused: {message}");
-        Err(wasmtime::format_err!("{message}"))
+/// Holds a 0.1.x plugin's call of `import` on `namespace/name` (UID precondition
+/// `given`) to the rule: `handed` are the UIDs under that name the plugin may reach.
+/// The pod it reaches, or the rule it breaks.
+#[allow(clippy::too_many_arguments, reason = "one call's parts, each from another place")]
+pub(crate) fn by_name(
+    record: &HandedPods,
+    pods: &PodManager,
+    mut handed: Vec<Box<str>>,
+    import: &str,
+    namespace: &str,
+    name: &str,
+    given: Option<&str>,
+    access: Access<'_>,
+) -> Result<Reached, Broken> {
+    let pod = format_args!("pod {:?}/{:?}", shown(namespace), shown(name));
+    if handed.is_empty() {
+        return Err(Broken::Reach(format!("{import}: {pod} is not a pod whose status the host handed the plugin")));
     }
+    if let Access::Read = access {
+        return Ok(Reached { uid: handed.swap_remove(0), pinned: None });
+    }
+    let given = given.filter(|given| !given.is_empty());
+    let chosen = match given {
+        Some(given) => handed.iter().position(|uid| pin(pods, uid, Some(given)).is_ok()),
+        None => (handed.len() == 1).then_some(0),
+    };
+    let Some(chosen) = chosen else {
+        let why = match given {
+            Some(given) => {
+                format!("its UID precondition {:?} is not the pod the host handed under that name", shown(given))
+            }
+            None => "it carries no UID precondition, and the host handed several pods under that name".to_owned(),
+        };
+        return Err(Broken::Reach(format!("{import} of {pod}: {why}")));
+    };
+    let uid = handed.swap_remove(chosen);
+    let pinned = pin(pods, &uid, given).unwrap_or(None);
+    let written = match access {
+        Access::Update(status) => update_phase(status).map(Some),
+        Access::Patch(patch) => patch_phase(patch),
+        Access::Read | Access::Delete => Ok(None),
+    };
+    let api_uid = pinned.as_deref().or(given).unwrap_or(&uid);
+    written
+        .and_then(|phase| check_phase(record, pods, &uid, api_uid, phase.as_deref(), || None))
+        .map_err(|why| Broken::Content(format!("{import} of {pod}: {why}")))?;
+    Ok(Reached { uid, pinned })
+}
+
+/// The handed pods under a name a read found `found` (a pod's UID) under, that the
+/// read shows gone: not `found`, nor the static pod of the mirror pod `found` (what
+/// upstream's `syncPod` calls recreated, `translatedUID != uid`).
+pub(crate) fn recreated(pods: &PodManager, handed: &[Box<str>], found: &str) -> Vec<Box<str>> {
+    let translated = pods.translate_pod_uid(found);
+    if translated.is_empty() {
+        return Vec::new();
+    }
+    handed.iter().filter(|uid| ***uid != *found && ***uid != *translated).cloned().collect()
 }
 
 #[cfg(test)]

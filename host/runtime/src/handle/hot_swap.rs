@@ -25,8 +25,9 @@ pub(super) fn swap(shared: &Shared, mut new: Box<dyn Plugin>) -> Result<SwapRepo
     let start = Instant::now();
     // The new plugin reaches by the running one's record of handed pods, from before
     // its first state: the old plugin's calls meanwhile reach it too.
-    if let Some(record) = shared.plugin.lock().handed() {
-        new.carry_handed(record);
+    let handed = shared.plugin.lock().handed();
+    if let Some(record) = &handed {
+        new.carry_handed(Arc::clone(record));
     }
     // The bulk: saving it is one call like any other (others wait only for it);
     // loading it into the new plugin happens while the old one serves.
@@ -42,7 +43,7 @@ pub(super) fn swap(shared: &Shared, mut new: Box<dyn Plugin>) -> Result<SwapRepo
     let (state, mut held, early) = match view.zip(HeldState::from_state(&state)) {
         Some((view, mut held)) => {
             let pods = Arc::clone(&shared.plugin.lock().world().pod_manager);
-            let findings = held.audit(view, &pods).without(&view.changed_since(mark));
+            let findings = held.audit(view, &pods, handed.as_deref()).without(&view.changed_since(mark));
             if findings.is_empty() {
                 (state, Some(held), Some((mark, findings)))
             } else {
@@ -81,7 +82,7 @@ pub(super) fn swap(shared: &Shared, mut new: Box<dyn Plugin>) -> Result<SwapRepo
     let repaired = match (view, held.as_mut(), early) {
         (Some(view), Some(held), Some((mark, mut earlier))) => {
             held.apply_changes(&changes);
-            let findings = held.audit_again(view, &running.world().pod_manager, &earlier, mark);
+            let findings = held.audit_again(view, &running.world().pod_manager, handed.as_deref(), &earlier, mark);
             earlier.merge(repair_from_record(new.as_mut(), findings)?);
             earlier
         }

@@ -4,13 +4,15 @@
 //! first, so the rule's messages quote only such), then made as a 0.2.0 host makes a
 //! sync's call ([`crate::api`]).
 
-use crate::api::{delete_pod, get_pod, invalid_name, patch_pod_status, update_pod_status};
+use crate::api::{delete_pod, get_pod_and_uid, invalid_name, patch_pod_status, update_pod_status};
 use crate::bindings::v0_1_1::kubelet::status::api_server::{
     self as wit, ApiError, DeleteOptions, StatusPatch, StatusUpdate,
 };
 use crate::bindings::{self as host};
+use crate::handed::default_namespace;
 use crate::imports::HostState;
-use crate::reach::Access;
+use crate::plugin::limits::FaultKind;
+use crate::reach::{Access, Broken, Reached, by_name, recreated};
 use crate::world::World;
 
 impl wit::Host for HostState {
@@ -20,8 +22,19 @@ impl wit::Host for HostState {
         if let Some(e) = invalid_name(&namespace, &name) {
             return self.answer(IMPORT, Ok(Err(e)));
         }
-        self.reach(IMPORT, &namespace, &name, None, Access::Read)?;
-        self.pod_call(IMPORT, |world| get_pod(world, &namespace, &name))
+        let handed = self.reachable(&namespace, &name);
+        self.reach(IMPORT, &namespace, &name, handed.clone(), None, Access::Read)?;
+        let world = &self.world;
+        let result = self.sandbox.backend_call(|| get_pod_and_uid(world, &namespace, &name))?;
+        if let Ok((_, Some(found))) = &result {
+            // A handed pod the read shows recreated is gone: the plugin drops its status
+            // (upstream's `deletePodStatus`), and the host's record drops it on the
+            // host's own reading, not the plugin's word.
+            for gone in recreated(&self.world.pod_manager, &handed, found) {
+                self.handed.drop_pod(&gone);
+            }
+        }
+        self.answer(IMPORT, Ok(result.map(|(pod, _)| pod)))
     }
 
     fn update_pod_status(&mut self, update: StatusUpdate) -> wasmtime::Result<Result<String, ApiError>> {
@@ -33,7 +46,9 @@ impl wit::Host for HostState {
             return self.answer(IMPORT, Ok(Err(e)));
         }
         let given = update.uid_precondition.as_deref();
-        let reached = self.reach(IMPORT, &update.namespace, &update.name, given, Access::Update(&update.status))?;
+        let handed = self.reachable(&update.namespace, &update.name);
+        let reached =
+            self.reach(IMPORT, &update.namespace, &update.name, handed, given, Access::Update(&update.status))?;
         let update = host::StatusUpdate {
             namespace: update.namespace,
             name: update.name,
@@ -52,7 +67,8 @@ impl wit::Host for HostState {
             return self.answer(IMPORT, Ok(Err(e)));
         }
         let given = patch.uid_precondition.as_deref();
-        let reached = self.reach(IMPORT, &patch.namespace, &patch.name, given, Access::Patch(&patch.patch))?;
+        let handed = self.reachable(&patch.namespace, &patch.name);
+        let reached = self.reach(IMPORT, &patch.namespace, &patch.name, handed, given, Access::Patch(&patch.patch))?;
         let patch = host::StatusPatch {
             namespace: patch.namespace,
             name: patch.name,
@@ -75,7 +91,9 @@ impl wit::Host for HostState {
             self.charge_result(IMPORT, error_len(&e))?;
             return Ok(Err(e));
         }
-        let reached = self.reach(IMPORT, &namespace, &name, options.uid_precondition.as_deref(), Access::Delete)?;
+        let handed = self.reachable(&namespace, &name);
+        let given = options.uid_precondition.as_deref();
+        let reached = self.reach(IMPORT, &namespace, &name, handed, given, Access::Delete)?;
         let world = &self.world;
         let options = host::DeleteOptions {
             uid_precondition: reached.pinned.or(options.uid_precondition),
@@ -93,6 +111,49 @@ impl wit::Host for HostState {
 }
 
 impl HostState {
+    /// The handed pods a call on `namespace/name` may reach: those the host handed under
+    /// that name and this instance may reach, or, while the host makes the plugin sync
+    /// a request it queued, the request's pod even if dropped since (upstream's queued
+    /// request carries its status, and `syncPod` writes it after `RemoveOrphanedStatuses`
+    /// too).
+    fn reachable(&self, namespace: &str, name: &str) -> Vec<Box<str>> {
+        let namespace = default_namespace(namespace);
+        let mut handed = self.handed.named(namespace, name);
+        handed.retain(|uid| self.may_reach(uid));
+        if handed.is_empty()
+            && let Some(uid) = &self.syncing
+            && self.handed.lately_named(uid).is_some_and(|(ns, n)| &*ns == namespace && &*n == name)
+        {
+            handed.push(uid.clone());
+        }
+        handed
+    }
+
+    /// Holds a call of `import` on `namespace/name` (UID precondition `given`; `handed`
+    /// what [`Self::reachable`] says of the name) to the rule
+    /// ([`crate::reach::by_name`]): the pod it reaches, or a trap naming the import, the
+    /// pod and the rule broken (the instance is not entered again).
+    fn reach(
+        &mut self,
+        import: &str,
+        namespace: &str,
+        name: &str,
+        handed: Vec<Box<str>>,
+        given: Option<&str>,
+        access: Access<'_>,
+    ) -> wasmtime::Result<Reached> {
+        let namespace = default_namespace(namespace);
+        let reached = by_name(&self.handed, &self.world.pod_manager, handed, import, namespace, name, given, access);
+        let (kind, message) = match reached {
+            Ok(reached) => return Ok(reached),
+            Err(Broken::Reach(message)) => (FaultKind::ForeignUid, message),
+            Err(Broken::Content(message)) => (FaultKind::Content, message),
+        };
+        self.sandbox.breach = Some(kind);
+        tracing::warn!(target: crate::imports::TARGET, kind = kind.as_str(), "refused: {message}");
+        Err(wasmtime::format_err!("{message}"))
+    }
+
     /// One call of `import` that answers a pod (its arguments admitted and held to the
     /// rule already): `call` made as a backend call, the pod or the error charged.
     fn pod_call(

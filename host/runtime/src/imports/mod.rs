@@ -37,6 +37,9 @@ pub struct HostState {
     /// since: a state document narrows what the instance may reach within the record,
     /// never widens it (`None`: no document loaded, the whole record).
     pub(crate) narrowed: Option<HashSet<Box<str>>>,
+    /// The pod of the sync request the host has a 0.1.x plugin sync now: reachable by
+    /// its calls even if the host dropped it since the request was queued.
+    pub(crate) syncing: Option<Box<str>>,
     /// The plugin's log budget.
     pub(crate) log: LogBucket,
 }
@@ -49,7 +52,7 @@ impl HostState {
     /// The state of an instance that will reach `world` within `sandbox`'s limits.
     pub fn new(world: World, sandbox: Sandbox) -> Self {
         let log = LogBucket::new(sandbox.limits.log_burst, sandbox.limits.log_per_second);
-        HostState { world, sandbox, handed: Arc::new(HandedPods::new()), narrowed: None, log }
+        HostState { world, sandbox, handed: Arc::new(HandedPods::new()), narrowed: None, syncing: None, log }
     }
 
     /// Traps when a string or list the plugin passed to `import` is over the limit.

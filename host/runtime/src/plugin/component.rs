@@ -342,13 +342,16 @@ impl ComponentPlugin {
 
     fn call_remove_orphaned_statuses(&mut self, keep: &[String]) -> Result<u32> {
         self.check_input("remove-orphaned-statuses", "keep", keep.iter().map(|uid| uid.len() + 8).sum())?;
-        // The plugin drops the others' statuses: it has no business reaching them.
+        let removed = self.enter_infallible("remove-orphaned-statuses", |x, s| {
+            dispatch!(x, s, |g| |s| g.call_remove_orphaned_statuses(s, keep), |n| n)
+        })?;
+        // The plugin dropped the others' statuses: it has no business reaching them.
         // `keep` only narrows: a UID the host never handed is not handed by keeping it.
+        // Only once the call is through: a plugin that faulted kept them (a supervisor
+        // restores it holding them), and the host asks again.
         let kept: HashSet<&str> = keep.iter().map(String::as_str).collect();
         self.store.data().handed.retain(&kept);
-        self.enter_infallible("remove-orphaned-statuses", |x, s| {
-            dispatch!(x, s, |g| |s| g.call_remove_orphaned_statuses(s, keep), |n| n)
-        })
+        Ok(removed)
     }
 
     fn call_sync_pod(&mut self, request: &SyncRequest) -> Result<SyncOutcome> {
@@ -357,9 +360,11 @@ impl ComponentPlugin {
             return crate::plugin::split_sync::sync_pod_now(self, &world, request);
         }
         // A request hands nothing: the queue holds only pods handed already, and one the
-        // plugin's state carried in (a recovery queues those again) is not made one.
+        // plugin's state carried in (a recovery queues those again) is not made one. Its
+        // pod stays reachable while it syncs, dropped since or not (see `HostState::syncing`).
         let old = v0_1_0::kubelet::status::types::SyncRequest::from(request);
         let middle = v0_1_1::kubelet::status::types::SyncRequest::from(request);
+        self.store.data_mut().syncing = Some(request.pod_uid.as_str().into());
         let outcome = self.enter(
             "sync-pod",
             |x, s| match x {
@@ -372,14 +377,12 @@ impl ComponentPlugin {
                 }
             },
             |error| CallError::Rejected { call: "sync-pod", error },
-        )?;
-        // The plugin dropped the pod's status (upstream's `deletePodStatus`): so does the
-        // host's record (a delete it made dropped it already). Believing the plugin
-        // here only narrows.
-        if outcome == SyncOutcome::Recreated {
-            self.store.data().handed.drop_pod(&request.pod_uid);
-        }
-        Ok(outcome)
+        );
+        // What the plugin dropped, the host's record dropped when it saw why (a delete
+        // the API server answered, a read that found the pod recreated): the outcome is
+        // the plugin's word, which the record does not take.
+        self.store.data_mut().syncing = None;
+        outcome
     }
 
     fn call_sync_batch(&mut self) -> Result<BatchReport> {
@@ -406,7 +409,7 @@ impl ComponentPlugin {
             |_, s| manager.call_sync_pod(s, &request),
             |error| CallError::Rejected { call: CALL, error },
         )?;
-        self.check_syncs(CALL, syncs)
+        self.check_syncs(CALL, syncs, Some(&request.pod_uid))
     }
 
     fn call_plan_sync_batch(&mut self, slice: &BatchSlice) -> Result<BatchPlan> {
@@ -416,7 +419,7 @@ impl ComponentPlugin {
         };
         let manager = bindings.kubelet_status_manager().clone();
         let plan = self.enter_infallible(CALL, |_, s| manager.call_sync_batch(s, slice))?;
-        let syncs = self.check_syncs(CALL, plan.syncs)?;
+        let syncs = self.check_syncs(CALL, plan.syncs, None)?;
         let next = self.check_batch_next(CALL, slice, plan.next)?;
         Ok(BatchPlan { report: plan.report, syncs, next })
     }
@@ -515,15 +518,18 @@ impl ComponentPlugin {
 
 impl ComponentPlugin {
     /// Checks the syncs a plan returned: each names a pod the host handed the plugin
-    /// (the plugin may only sync pods it was told of) with a UID of bounded length. A
-    /// plan naming any other pod is a plugin bug: the instance is poisoned.
-    fn check_syncs(&mut self, call: &'static str, syncs: Vec<PodSync>) -> Result<Vec<PodSync>> {
+    /// (the plugin may only sync pods it was told of), or the pod of the request it
+    /// planned for (`request`: queued while handed, it may sync after a drop, as
+    /// upstream's queued request does), with a UID of bounded length. A plan naming any
+    /// other pod is a plugin bug: the instance is poisoned.
+    fn check_syncs(&mut self, call: &'static str, syncs: Vec<PodSync>, request: Option<&str>) -> Result<Vec<PodSync>> {
         let limit = self.store.data().sandbox.limits().max_boundary_bytes;
         let bytes: usize = syncs.iter().map(|s| s.pod_uid.len() + 16).sum();
         if bytes > limit {
             return Err(self.oversized(call, "a plan", bytes, limit));
         }
-        let foreign = syncs.iter().find(|s| !self.handed_over(&s.pod_uid));
+        let requested = |uid: &str| request == Some(uid);
+        let foreign = syncs.iter().find(|s| !self.handed_over(&s.pod_uid) && !requested(&s.pod_uid));
         if let Some(foreign) = foreign {
             let message = format!(
                 "planned a sync of pod {:?}, which is not a pod whose status the host handed it",
@@ -533,7 +539,7 @@ impl ComponentPlugin {
             return Err(CallError::Fault { call, kind: FaultKind::ForeignUid, message });
         }
         let handed = &self.store.data().handed;
-        self.syncs.plan(syncs, handed).map_err(|(kind, message)| {
+        self.syncs.plan(syncs, handed, request).map_err(|(kind, message)| {
             self.fault = Some(message.clone());
             CallError::Fault { call, kind, message }
         })

@@ -5,8 +5,8 @@ use std::sync::Arc;
 use podstatus_backends::HostView;
 
 use crate::bindings::Contract;
-use crate::handed::HandedPods;
 use crate::calls::{Call, Reply};
+use crate::handed::HandedPods;
 use crate::plugin::call_error::Result;
 use crate::world::World;
 

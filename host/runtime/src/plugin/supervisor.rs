@@ -20,8 +20,8 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use crate::bindings::{Contract, SyncRequest, UpdateOutcome};
-use crate::handed::HandedPods;
 use crate::calls::{Call, Effect, Reply};
+use crate::handed::HandedPods;
 use crate::plugin::call_error::{CallError, Result};
 use crate::plugin::component::ComponentPlugin;
 use crate::plugin::limits::FaultKind;
@@ -300,7 +300,7 @@ impl SupervisedPlugin {
     fn repair_from_record(&mut self, instance: &mut ComponentPlugin, document: &str) {
         let Some(view) = &self.record else { return };
         let Some(mut held) = HeldState::from_state(document) else { return };
-        let findings = held.audit(view, &self.world.pod_manager);
+        let findings = held.audit(view, &self.world.pod_manager, Some(&self.handed));
         if findings.is_empty() {
             return;
         }

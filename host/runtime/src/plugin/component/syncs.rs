@@ -70,9 +70,14 @@ enum Verb {
 }
 
 impl Ledger {
-    /// Takes a plan, each of whose pods `handed` holds: each sync under a new host ID,
-    /// or the breach.
-    pub(super) fn plan(&mut self, syncs: Vec<PodSync>, handed: &HandedPods) -> Result<Vec<PodSync>, Breach> {
+    /// Takes a plan, each of whose pods `handed` holds (or held lately, for the pod of
+    /// the `request` planned for): each sync under a new host ID, or the breach.
+    pub(super) fn plan(
+        &mut self,
+        syncs: Vec<PodSync>,
+        handed: &HandedPods,
+        request: Option<&str>,
+    ) -> Result<Vec<PodSync>, Breach> {
         let mut ids = HashSet::new();
         let mut pods = HashSet::new();
         let mut names = Vec::with_capacity(syncs.len());
@@ -84,7 +89,11 @@ impl Ledger {
                 let uid = shown(&sync.pod_uid);
                 return Err((FaultKind::Plan, format!("planned two syncs of pod {uid:?} in one plan")));
             }
-            let Some(name) = handed.name_of(&sync.pod_uid) else {
+            let name = match request {
+                Some(uid) if uid == sync.pod_uid => handed.lately_named(uid),
+                _ => handed.name_of(&sync.pod_uid),
+            };
+            let Some(name) = name else {
                 let uid = shown(&sync.pod_uid);
                 return Err((FaultKind::ForeignUid, format!("planned a sync of pod {uid:?}, which the host dropped")));
             };
@@ -99,8 +108,8 @@ impl Ledger {
                 let live = Live {
                     plugin_id: sync.id,
                     pod_uid: sync.pod_uid.as_str().into(),
-                    namespace: namespace.into(),
-                    name: name.into(),
+                    namespace,
+                    name,
                     waiting: None,
                     calls: 0,
                 };
@@ -188,7 +197,6 @@ impl Ledger {
             }
         }
     }
-
 }
 
 /// Holds a sync's write or delete of its pod `uid` to the rule ([`crate::reach`]): its
@@ -203,7 +211,8 @@ fn held_to_its_pod(call: &mut ApiCall, uid: &str, reply: Option<&ApiReply>, stat
         ApiCall::PatchPodStatus(p) => &mut p.uid_precondition,
         ApiCall::DeletePod(d) => &mut d.options.uid_precondition,
     };
-    let refused = |why: String| (FaultKind::ForeignUid, format!("sync of pod {:?} asked for a call: {why}", shown(uid)));
+    let refused =
+        |why: String| (FaultKind::ForeignUid, format!("sync of pod {:?} asked for a call: {why}", shown(uid)));
     if let Some(pinned) = pin(pods, uid, given.as_deref()).map_err(refused)? {
         *given = Some(pinned);
     }

@@ -34,8 +34,8 @@ wit_bindgen::generate!({
 });
 
 use exports::kubelet::status::manager::{
-    ApiCall, ApiReply, BatchPlan, BatchReport, BatchSlice, CachedStatus, Guest, ManagerError, PodSync,
-    ResizeCondition, SyncOrigin, SyncOutcome, SyncStep, UpdateOutcome,
+    ApiCall, ApiReply, BatchPlan, BatchReport, BatchSlice, CachedStatus, Guest, ManagerError, PodSync, ResizeCondition,
+    SyncOrigin, SyncOutcome, SyncStep, UpdateOutcome,
 };
 use kubelet::status::api::{DeleteOptions, PodDeletion, PodName, StatusPatch, StatusUpdate};
 use kubelet::status::types::SyncRequest;
@@ -155,7 +155,8 @@ impl Plugin {
     }
 
     fn note_pod(&mut self, pod: &Value) -> PodRef {
-        let annotation = |key: &str| pod.pointer("/metadata/annotations").and_then(|a| a.get(key)).and_then(Value::as_str);
+        let annotation =
+            |key: &str| pod.pointer("/metadata/annotations").and_then(|a| a.get(key)).and_then(Value::as_str);
         if let Some(attack) = annotation(ATTACK) {
             self.attack = attack.to_owned();
         }
@@ -170,7 +171,11 @@ impl Plugin {
             self.know(target);
         }
         let namespace = Some(text(pod, "/metadata/namespace")).filter(|ns| !ns.is_empty()).unwrap_or("default");
-        let handed = PodRef { namespace: namespace.into(), name: text(pod, "/metadata/name").into(), uid: text(pod, "/metadata/uid").into() };
+        let handed = PodRef {
+            namespace: namespace.into(),
+            name: text(pod, "/metadata/name").into(),
+            uid: text(pod, "/metadata/uid").into(),
+        };
         self.know(handed.clone());
         handed
     }
@@ -221,9 +226,11 @@ impl Plugin {
 
     /// The pod a sync's UID names, as far as it knows it.
     fn pod_of(&self, uid: &str) -> PodRef {
-        self.held.get(uid).map(|h| h.pod.clone()).or_else(|| self.known.iter().find(|p| p.uid == uid).cloned()).unwrap_or(
-            PodRef { namespace: "ns".into(), name: "unknown".into(), uid: uid.into() },
-        )
+        self.held
+            .get(uid)
+            .map(|h| h.pod.clone())
+            .or_else(|| self.known.iter().find(|p| p.uid == uid).cloned())
+            .unwrap_or(PodRef { namespace: "ns".into(), name: "unknown".into(), uid: uid.into() })
     }
 
     fn patch(pod: &PodRef, uid: Option<String>, status: Value) -> SyncStep {
@@ -380,7 +387,11 @@ impl Guest for Trespasser {
             let id = p.next_id;
             p.next_id += 1;
             let request = SyncRequest { id, pod_uid: uid, version };
-            Ok(if kubelet::status::sync_queue::push(&request) { UpdateOutcome::Queued } else { UpdateOutcome::QueueFull })
+            Ok(if kubelet::status::sync_queue::push(&request) {
+                UpdateOutcome::Queued
+            } else {
+                UpdateOutcome::QueueFull
+            })
         })
     }
 
