@@ -3,14 +3,15 @@
 //! annotation of the pod it is handed) reaches for `ns/victim`, a pod of its node in
 //! the pod manager and the API server whose status the host never handed it: a plan
 //! naming it, a ghost status of it in the state a swap or a recovery loads, a resize
-//! condition of it. Each attack runs as the agent runs a plugin (a handle over the
-//! reach guard, observed by the host's view) and supervised; each is a `ForeignUid`
-//! fault, and the victim's status in the API server stays what it was. A write whose
-//! phase the host never handed is a `Content` fault. A liar's swap in `replay` is held
-//! against the record of what the trace handed, as the agent's is.
+//! condition of it. Each attack runs as the agent runs a plugin (metered into the
+//! agent's metrics, a handle over the reach guard, observed by the host's view) and
+//! supervised; each is a `ForeignUid` fault the agent's metrics count (or a status the
+//! swap's audit repairs out), and the victim's status in the API server stays what it
+//! was. A write whose phase the host never handed is a `Content` fault. A liar's swap in
+//! `replay` is held against the record of what the trace handed, as the agent's is.
 
 use std::path::Path;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
@@ -18,9 +19,10 @@ use podstatus_backends::{ApiServer, HostView, MemoryApiServer};
 use podstatus_plugins::PODSTATUS_V1;
 use podstatus_replay::{Trace, run_with_swaps};
 use podstatus_runtime::bindings::UpdateOutcome;
+use podstatus_agent::MeteredPlugin;
+use podstatus_agent::metrics::Metrics;
 use podstatus_runtime::{
-    Call, CallError, Contract, FaultKind, HandedPods, ManagerHandle, Plugin, Reply, ResizeCondition, SchedulerConfig,
-    SupervisedPlugin, World,
+    CallError, FaultKind, ManagerHandle, Plugin, ResizeCondition, SchedulerConfig, SupervisedPlugin, World,
 };
 use podstatus_test_programs::{LIAR, TRESPASSER};
 use podstatus_tests::{load, memory_world};
@@ -36,49 +38,6 @@ fn pod(name: &str, annotations: Value) -> Pod {
         "status": {"phase": "Running"},
     }))
     .unwrap()
-}
-
-/// The faults a plugin answered, as (kind, message).
-type Faults = Arc<Mutex<Vec<(FaultKind, String)>>>;
-
-/// A layer that notes every fault the plugin under it answers.
-struct Watched {
-    inner: Box<dyn Plugin>,
-    faults: Faults,
-}
-
-impl Plugin for Watched {
-    fn call(&mut self, call: Call<'_>) -> Result<Reply, CallError> {
-        let result = self.inner.call(call);
-        if let Err(CallError::Fault { kind, message, .. }) = &result {
-            self.faults.lock().unwrap_or_else(PoisonError::into_inner).push((*kind, message.clone()));
-        }
-        result
-    }
-
-    fn observe(&mut self, view: Arc<HostView>) {
-        self.inner.observe(view);
-    }
-
-    fn handed(&self) -> Option<Arc<HandedPods>> {
-        self.inner.handed()
-    }
-
-    fn carry_handed(&mut self, record: Arc<HandedPods>) {
-        self.inner.carry_handed(record);
-    }
-
-    fn world(&self) -> &World {
-        self.inner.world()
-    }
-
-    fn stop_following(&mut self) {
-        self.inner.stop_following();
-    }
-
-    fn contract(&self) -> Contract {
-        self.inner.contract()
-    }
 }
 
 /// How the trespasser runs: alone, or under a supervisor.
@@ -97,15 +56,16 @@ impl Run {
     }
 }
 
-/// A node as the agent runs it: the handle over the reach guard, observed by the host's
-/// view (or, `unobserved`, a handle over the bare API server, as a test or an embedder
-/// may run one); `ns/own` is the pod handed, `ns/victim` the one never handed.
+/// A node as the agent runs it: the plugin metered into the agent's metrics, the handle
+/// over the reach guard, observed by the host's view (or, `unobserved`, a handle over
+/// the bare API server, as a test or an embedder may run one); `ns/own` is the pod
+/// handed, `ns/victim` the one never handed.
 struct Node {
     api: Arc<MemoryApiServer>,
     world: World,
+    metrics: Arc<Metrics>,
     manager: ManagerHandle,
     scheduler: podstatus_runtime::Scheduler,
-    faults: Faults,
 }
 
 impl Node {
@@ -121,14 +81,19 @@ impl Node {
         let (api, world) = memory_world([pod("own", json!({})), pod("victim", json!({}))], true, 1000);
         let view = Arc::new(HostView::new(world.deletion_safety.clone()));
         let world = if observed { world.guarded(Some(NODE.into()), view.clone()) } else { world };
-        let faults = Faults::default();
-        let plugin = Watched { inner: run.instantiate(&world), faults: faults.clone() };
+        let metrics = Arc::new(Metrics::new());
+        let plugin = MeteredPlugin::new(run.instantiate(&world), Arc::clone(&metrics));
         let config = SchedulerConfig { sync_period: Duration::from_secs(3600), ..SchedulerConfig::default() };
         let (manager, scheduler) = ManagerHandle::start(Box::new(plugin), world.queue.clone(), config);
         if observed {
             assert!(manager.observe(view));
         }
-        Node { api, world, manager, scheduler, faults }
+        Node { api, world, metrics, manager, scheduler }
+    }
+
+    /// A new instance for a swap, metered as the running one.
+    fn metered(&self, run: Run) -> Box<dyn Plugin> {
+        Box::new(MeteredPlugin::new(run.instantiate(&self.world), Arc::clone(&self.metrics)))
     }
 
     /// Hands `ns/own` Running, with `attack` against the victim.
@@ -138,25 +103,28 @@ impl Node {
     }
 
     /// Drains the queue, runs a batch, stops; asserts that the victim is untouched, that
-    /// the plugin's own pod holds the phase the host handed, and that the plugin faulted
-    /// `kind` naming `pod`. The faults.
-    fn stop_untouched(self, kind: FaultKind, pod: &str) -> Vec<(FaultKind, String)> {
-        let faults = self.stop();
-        assert!(
-            faults.iter().any(|(k, message)| *k == kind && message.contains(pod)),
-            "a {kind:?} fault naming {pod}: {faults:?}"
-        );
-        faults
+    /// the plugin's own pod holds the phase the host handed, and that the agent's
+    /// metrics counted a fault of `kind`. The batch's answer: a plugin that faulted
+    /// alone answers every later call with the first fault's message.
+    fn stop_untouched(self, kind: FaultKind) -> Result<(), CallError> {
+        let (metrics, batch) = (Arc::clone(&self.metrics), self.stop());
+        let counted = metrics.render().lines().any(|line| {
+            line.starts_with("podstatus_plugin_faults_total{")
+                && line.contains(&format!("kind=\"{}\"", kind.as_str()))
+                && !line.ends_with(" 0")
+        });
+        assert!(counted, "a {kind:?} fault counted in the agent's metrics:\n{}", metrics.render());
+        batch
     }
 
     /// Drains the queue, runs a batch, stops; asserts that the victim is untouched and
-    /// that the plugin's own pod holds the phase the host handed. The faults.
-    fn stop(self) -> Vec<(FaultKind, String)> {
-        let _ = self.manager.sync_batch();
+    /// that the plugin's own pod holds the phase the host handed. The batch's answer.
+    fn stop(self) -> Result<(), CallError> {
+        let batch = self.manager.sync_batch().map(drop);
         assert_eq!(self.scheduler.shutdown(Duration::from_secs(10)), 0);
         assert_eq!(phase(&self.api, "victim").as_deref(), Some("Running"), "the victim's status is untouched");
         assert_eq!(phase(&self.api, "own").as_deref(), Some("Running"), "the pod handed holds the phase handed");
-        self.faults.lock().unwrap_or_else(PoisonError::into_inner).clone()
+        batch
     }
 }
 
@@ -165,12 +133,22 @@ fn phase(api: &MemoryApiServer, name: &str) -> Option<String> {
     api.get_pod("ns", name).unwrap().status.as_ref().and_then(|s| s.phase.clone())
 }
 
+/// The message of the fault a plugin that faulted alone answers with ever after.
+fn first_fault(batch: Result<(), CallError>) -> String {
+    let (_, _, message) = podstatus_tests::fault(batch);
+    assert!(message.starts_with("instance is unusable after an earlier fault: "), "{message}");
+    message
+}
+
 fn unhanded_plan(run: Run) {
     let node = Node::start(run);
     node.hand("unhanded-plan").unwrap();
-    let faults = node.stop_untouched(FaultKind::ForeignUid, "uid-victim");
-    let (_, message) = faults.iter().find(|(kind, _)| *kind == FaultKind::ForeignUid).unwrap();
-    assert!(message.contains("is not a pod whose status the host handed it"), "{message}");
+    let batch = node.stop_untouched(FaultKind::ForeignUid);
+    if let Run::Alone = run {
+        let message = first_fault(batch);
+        let rule = "planned a sync of pod \"uid-victim\", which is not a pod whose status the host handed it";
+        assert!(message.contains(rule), "{message}");
+    }
 }
 
 #[test]
@@ -191,22 +169,23 @@ fn a_ghost_status_in_the_state_a_swap_hands_over_opens_no_pod() {
     for run in [Run::Alone, Run::Supervised] {
         let node = Node::start(run);
         node.hand("ghost-state").unwrap();
-        let new = Watched { inner: run.instantiate(&node.world), faults: node.faults.clone() };
-        let report = node.manager.swap(Box::new(new)).expect("swapped");
+        let report = node.manager.swap(node.metered(run)).expect("swapped");
         assert_eq!(report.repaired.invented, ["uid-victim"], "{run:?}");
-        node.stop();
+        node.stop().expect("the new plugin serves");
 
         let node = Node::unobserved(run);
         node.hand("ghost-state").unwrap();
-        let new = Watched { inner: run.instantiate(&node.world), faults: node.faults.clone() };
-        assert!(node.manager.swap(Box::new(new)).expect("swapped").repaired.is_empty());
-        node.stop_untouched(FaultKind::ForeignUid, "uid-victim");
+        assert!(node.manager.swap(node.metered(run)).expect("swapped").repaired.is_empty());
+        let batch = node.stop_untouched(FaultKind::ForeignUid);
+        if let Run::Alone = run {
+            assert!(first_fault(batch).contains("\"uid-victim\", which is not a pod whose status"));
+        }
     }
 }
 
 /// A supervisor's copy takes the ghost from the change sets; a fault makes it restore a
-/// fresh instance from that copy, which loads the ghost (without a record to repair it
-/// from) and may not reach its pod.
+/// fresh instance from that copy: held against the record, the ghost goes; without a
+/// record, the restored instance takes it and may not reach its pod.
 #[test]
 fn a_ghost_status_in_the_state_a_recovery_restores_opens_no_pod() {
     for observed in [true, false] {
@@ -215,8 +194,8 @@ fn a_ghost_status_in_the_state_a_recovery_restores_opens_no_pod() {
         let (_, kind, _) = podstatus_tests::fault(node.manager.get_pod_resize_conditions("crash"));
         assert_eq!(kind, FaultKind::ResizeConditions);
         match observed {
-            true => drop(node.stop()),
-            false => drop(node.stop_untouched(FaultKind::ForeignUid, "uid-victim")),
+            true => node.stop().expect("the restored instance serves"),
+            false => drop(node.stop_untouched(FaultKind::ForeignUid)),
         }
     }
 }
@@ -225,7 +204,10 @@ fn resize_only(run: Run) {
     let node = Node::start(run);
     node.hand("resize-only").unwrap();
     node.manager.set_pod_resize_condition("uid-victim", ResizeCondition::Pending, "Deferred", "", 1).unwrap();
-    node.stop_untouched(FaultKind::ForeignUid, "uid-victim");
+    let batch = node.stop_untouched(FaultKind::ForeignUid);
+    if let Run::Alone = run {
+        assert!(first_fault(batch).contains("\"uid-victim\", which is not a pod whose status"));
+    }
 }
 
 #[test]
@@ -243,7 +225,12 @@ fn a_phase_the_host_never_handed_is_a_content_fault() {
     for run in [Run::Alone, Run::Supervised] {
         let node = Node::start(run);
         node.hand("forge-phase").unwrap();
-        node.stop_untouched(FaultKind::Content, "uid-own");
+        let batch = node.stop_untouched(FaultKind::Content);
+        if let Run::Alone = run {
+            let message = first_fault(batch);
+            let rule = "it sets phase \"Failed\" on pod \"uid-own\", which no status the host handed for it carries";
+            assert!(message.contains(rule), "{message}");
+        }
     }
 }
 
@@ -251,10 +238,9 @@ fn a_phase_the_host_never_handed_is_a_content_fault() {
 fn an_honest_trespasser_writes_what_it_was_handed() {
     let node = Node::start(Run::Alone);
     assert_eq!(node.hand("none").unwrap(), UpdateOutcome::Queued);
-    let _ = node.manager.sync_batch();
-    assert_eq!(node.scheduler.shutdown(Duration::from_secs(10)), 0);
-    assert_eq!(phase(&node.api, "own").as_deref(), Some("Running"));
-    assert!(node.faults.lock().unwrap().is_empty(), "{:?}", node.faults.lock().unwrap());
+    let metrics = Arc::clone(&node.metrics);
+    node.stop().expect("no fault");
+    assert!(!metrics.render().contains("podstatus_plugin_faults_total{"), "{}", metrics.render());
 }
 
 /// A trace that hands the liar (logic v1 on contract 0.1.0, lying about each pod as
