@@ -89,13 +89,16 @@ fn build_core_module(workspace: &Path, target_dir: &Path, package: &str, feature
 /// library is the shared code, as wasmtime's test programs are) in one cargo run, with
 /// the `guest` profile and the given cargo features; makes each a component, written
 /// as `$OUT_DIR/{bin}.wasm` and beside the guest build; and returns the `$OUT_DIR`
-/// paths in the order of `bins`. Panics with a clear message on failure.
+/// paths in the order of `bins`. `sections[i]`, when given, is a custom section
+/// (name, payload) appended to the component of `bins[i]` (what the program is, for a
+/// reader of the file). Panics with a clear message on failure.
 pub fn build_program_component_files(
     workspace: &Path,
     target_dir: &Path,
     package: &str,
     features: &[&str],
     bins: &[&str],
+    sections: &[Option<(&str, Vec<u8>)>],
 ) -> Vec<PathBuf> {
     let mut args = Vec::new();
     for bin in bins {
@@ -104,15 +107,44 @@ pub fn build_program_component_files(
     cargo_build(workspace, target_dir, package, features, &args);
     let out_dir = PathBuf::from(env::var("OUT_DIR").expect("run from a build script"));
     bins.iter()
-        .map(|bin| {
+        .enumerate()
+        .map(|(i, bin)| {
             let core = read_core_module(target_dir, bin);
-            let component = wit_component::ComponentEncoder::default()
+            let mut component = wit_component::ComponentEncoder::default()
                 .module(&core)
                 .and_then(|encoder| encoder.validate(true).encode())
                 .unwrap_or_else(|e| panic!("making a component of {package}'s {bin}: {e:?}"));
+            if let Some(Some((name, payload))) = sections.get(i) {
+                append_custom_section(&mut component, name, payload);
+            }
             write_component(&out_dir, target_dir, bin, &component)
         })
         .collect()
+}
+
+/// Appends the custom section `name` with `payload` to a component (or module): a
+/// section of id 0 whose content is the name's length and bytes, then the payload,
+/// each length as unsigned LEB128. A custom section may stand anywhere; runtimes
+/// ignore it.
+fn append_custom_section(wasm: &mut Vec<u8>, name: &str, payload: &[u8]) {
+    fn leb128(out: &mut Vec<u8>, mut n: usize) {
+        loop {
+            let byte = (n & 0x7f) as u8;
+            n >>= 7;
+            if n == 0 {
+                out.push(byte);
+                return;
+            }
+            out.push(byte | 0x80);
+        }
+    }
+    let mut content = Vec::new();
+    leb128(&mut content, name.len());
+    content.extend_from_slice(name.as_bytes());
+    content.extend_from_slice(payload);
+    wasm.push(0);
+    leb128(wasm, content.len());
+    wasm.extend_from_slice(&content);
 }
 
 /// Writes `component` as `{out_dir}/{name}.wasm` and beside the guest build in

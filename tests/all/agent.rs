@@ -14,12 +14,14 @@ use std::time::Duration;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, DeleteParams, PostParams};
-use podstatus_agent::{KubeClientConfig, NODE_LEASE_NAMESPACE, NodeConfig, PodRunner, VIRTUAL_NODE_TAINT};
+use podstatus_agent::AgentConfig;
+use podstatus_agent::client::KubeClientConfig;
+use podstatus_agent::node::{NODE_LEASE_NAMESPACE, NodeConfig, PodRunner, VIRTUAL_NODE_TAINT};
 use podstatus_backends::DEFAULT_CAPACITY;
 use podstatus_backends::testing;
 use podstatus_plugins::PODSTATUS_V2;
 use podstatus_runtime::{PluginRuntime, RuntimeConfig};
-use podstatus_simulate::{AgentConfig, NodeAgent, Target};
+use podstatus_simulate::{ApiServerTarget, SimulatedNode, SimulatedTarget};
 use podstatus_tests::cache_dir;
 use serde_json::json;
 
@@ -76,9 +78,9 @@ fn the_agent_registers_its_node_renews_its_lease_and_runs_a_pod_to_ready_then_de
         status_update_frequency: Duration::from_secs(1),
         ..NodeConfig::new(NODE)
     };
-    let agent = podstatus_agent::AgentConfig {
+    let config = AgentConfig {
         node: NODE.into(),
-        target: Target::Embedded("127.0.0.1:0".parse().expect("addr")),
+        target: SimulatedTarget::from(ApiServerTarget::Embedded("127.0.0.1:0".parse().expect("addr"))),
         client: KubeClientConfig::default(),
         manifest_dir: None,
         metrics_addr: None,
@@ -87,11 +89,11 @@ fn the_agent_registers_its_node_renews_its_lease_and_runs_a_pod_to_ready_then_de
         queue_capacity: DEFAULT_CAPACITY,
         register_node: Some(node),
     };
-    let config = AgentConfig { agent, injected_faults: None, api_latency: None };
     let plugins = PluginRuntime::new(&RuntimeConfig { cache_dir: Some(cache_dir()), ..RuntimeConfig::default() })
         .expect("runtime");
     let image = plugins.load(PODSTATUS_V2).expect("v2 loads");
-    let agent = NodeAgent::start(&config, plugins, image).expect("the agent starts");
+    let simulated = SimulatedNode::start(&config, plugins, image).expect("the agent starts");
+    let agent = simulated.agent();
     let _runner = PodRunner::start(agent.node_side(), Arc::clone(agent.pod_manager()), "10.0.0.10".into());
     let other = Client::new(agent.api_url());
 
@@ -164,7 +166,7 @@ fn the_agent_registers_its_node_renews_its_lease_and_runs_a_pod_to_ready_then_de
         other.runtime.block_on(other.pods().get_opt("web")).expect("GET pod").is_none().then_some(())
     });
     drop(_runner);
-    assert_eq!(agent.shutdown(Duration::from_secs(30)), 0, "nothing left unwritten");
+    assert_eq!(simulated.shutdown(Duration::from_secs(30)), 0, "nothing left unwritten");
 }
 
 /// kubectl on the PATH (failing, never skipping, without one), isolated from any user

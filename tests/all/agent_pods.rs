@@ -10,8 +10,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Pod;
-use podstatus_agent::PodWatch;
-use podstatus_agent::{CONFIG_HASH_ANNOTATION, ManifestError, StaticPods};
+use podstatus_agent::node::PodWatch;
+use podstatus_agent::node::{CONFIG_HASH_ANNOTATION, ManifestError, StaticPods};
 use podstatus_apiserver::{EmbeddedApiServer, ServeOptions};
 use podstatus_backends::PodManager;
 use podstatus_backends::pod_identity::{CONFIG_MIRROR_ANNOTATION, CONFIG_SOURCE_ANNOTATION};

@@ -8,7 +8,7 @@ use crate::raw_http::{create, http};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use podstatus_agent::{STATUS_CLIENT_PRODUCT, STATUS_CLIENT_USER_AGENT};
+use podstatus_agent::client::{STATUS_CLIENT_PRODUCT, STATUS_CLIENT_USER_AGENT};
 use podstatus_apiserver::{DelayedClient, EmbeddedApiServer, ServeOptions};
 use podstatus_backends::MemoryApiServer;
 use serde_json::json;

@@ -41,7 +41,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use podstatus_agent::{ClientSource, connect};
+use podstatus_agent::client::{ClientSource, connect};
 use podstatus_apiserver::EmbeddedApiServer;
 use podstatus_backends::{ApiServer, MemoryApiServer, StatusUpdate};
 use podstatus_tests::workspace_dir;

@@ -15,14 +15,15 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, PostParams};
-use podstatus_agent::{
-    ControlLimits, ControlServer, Fleet, FleetGroup, FleetSpec, KubeClientConfig, NodeConfig, PluginCatalog, PodRunner,
-    Rollout, RolloutPolicy, Target, serve_commands,
-};
+use podstatus_agent::client::KubeClientConfig;
+use podstatus_agent::fleet::{FleetGroup, FleetSpec};
+use podstatus_agent::node::{NodeConfig, PodRunner};
+use podstatus_agent::rollout::{ControlLimits, ControlServer, PluginCatalog, RolloutPolicy, serve_commands};
+use podstatus_agent::{Fleet, Rollout, Target};
 use podstatus_apiserver::{EmbeddedApiServer, ServeOptions};
 use podstatus_backends::testing;
 use podstatus_backends::{ApiServer, DEFAULT_CAPACITY, MemoryApiServer};
-use podstatus_plugins::{PODSTATUS_V1, PODSTATUS_V2, PODSTATUS_V3};
+use podstatus_plugins::LogicVersion;
 use podstatus_runtime::{PluginRuntime, RuntimeConfig};
 use podstatus_tests::cache_dir;
 use serde_json::{Value, json};
@@ -51,7 +52,8 @@ struct Running {
 }
 
 impl Running {
-    /// `nodes` nodes on `plugin` (`v1`, `v2` or `v3`), rolled out by `policy`.
+    /// `nodes` nodes on `plugin` (a built-in plugin by its `--logic` name or alias, as
+    /// `podstatus fleet` takes it), rolled out by `policy`.
     fn start(nodes: usize, plugin: &str, policy: RolloutPolicy) -> Running {
         let options = ServeOptions {
             max_connections: ServeOptions::default().max_connections + Fleet::connections(nodes),
@@ -63,8 +65,10 @@ impl Running {
         let plugins = PluginRuntime::new(&RuntimeConfig { cache_dir: Some(cache_dir()), ..RuntimeConfig::default() })
             .expect("runtime");
         let mut catalog = PluginCatalog::new(plugins.clone());
-        for (name, bytes) in [("v1", PODSTATUS_V1), ("v2", PODSTATUS_V2), ("v3", PODSTATUS_V3)] {
-            catalog.add_bytes(name, bytes, &format!("podstatus-{name}"));
+        for version in LogicVersion::ALL {
+            for name in std::iter::once(version.name()).chain(version.alias()) {
+                catalog.add_bytes(name, version.component(), version.program());
+            }
         }
         let (image, logic) = catalog.get(plugin).expect("the plugin loads");
         let config = podstatus_agent::AgentConfig {
@@ -148,6 +152,18 @@ impl Running {
         let body = body.map(|b| b.to_string()).unwrap_or_default();
         let reply = http(self.control, method, path, &[("Content-Type", "application/json")], body.as_bytes());
         (reply.code, reply.json())
+    }
+
+    /// Starts a canary of `share` to the plugin `to`, checks the nodes each plugin then
+    /// serves, and waits until the canary (labelled `logic`) has written statuses.
+    fn start_canary(&self, share: Value, to: &str, logic: &str, nodes_by_logic: Value) {
+        let (code, status) = self.control("POST", "/rollout/canary", Some(json!({"share": share, "to": to})));
+        assert_eq!(code, 200, "{status}");
+        assert_eq!(status["nodes_by_logic"], nodes_by_logic, "{status}");
+        wait_for("the canary writes statuses", || {
+            let series = format!("podstatus_status_versions_total{{group=\"canary\",logic=\"{logic}\"}}");
+            sample(&self.metrics(), &series).filter(|&n| n >= 2.0)
+        });
     }
 
     fn rollout(&self) -> Value {
@@ -279,6 +295,33 @@ fn a_canary_promoted_over_http_moves_every_node_to_its_plugin_and_loses_nothing(
     assert!(fleet.stop_and_check() >= 8);
 }
 
+/// Issue 48: a fleet on `1.35-one-call` (v4) rolls by canary to `1.37`, Kubernetes
+/// 1.37's status manager as its kubelet writes: every node moves, nothing is lost, and
+/// the promoted nodes read each pod before they write it, as upstream does.
+#[test]
+fn a_canary_rolls_a_fleet_from_1_35_one_call_to_1_37() {
+    let fleet = Running::start(4, "1.35-one-call", manual());
+    fleet.create_pods(8);
+    fleet.wait_running(8);
+    let canary = json!({"podstatus-v4": 3, "podstatus-1-37": 1});
+    fleet.start_canary(json!("25%"), "1.37", "podstatus-1-37", canary);
+    let (code, status) = fleet.control("POST", "/rollout/promote", None);
+    assert_eq!(code, 200, "{status}");
+    assert_eq!(status["nodes_by_logic"], json!({"podstatus-1-37": 4}), "{status}");
+    assert_eq!(status["last_decision"]["swap_errors"], 0, "{status}");
+    let series = |verb: &str| {
+        format!(
+            "podstatus_api_calls_total{{group=\"all\",logic=\"podstatus-1-37\",verb=\"{verb}\",outcome=\"Success\"}}"
+        )
+    };
+    wait_for("the promoted nodes read before they write", || {
+        let metrics = fleet.metrics();
+        let (gets, patches) = (sample(&metrics, &series("get"))?, sample(&metrics, &series("patch_status"))?);
+        (gets >= 3.0 && patches >= 3.0).then_some(())
+    });
+    assert!(fleet.stop_and_check() >= 8);
+}
+
 #[test]
 fn a_canary_rolled_back_over_http_returns_to_its_group_plugin_and_loses_nothing() {
     let fleet = Running::start(3, "v2", manual());
@@ -287,15 +330,9 @@ fn a_canary_rolled_back_over_http_returns_to_its_group_plugin_and_loses_nothing(
     // Only a plugin the fleet was given, by name: never a path a client sends.
     let (code, refused) = fleet.control("POST", "/rollout/canary", Some(json!({"share": 0.5, "to": "/tmp/x.wasm"})));
     assert_eq!(code, 422, "{refused}");
-    assert!(refused["error"].as_str().unwrap_or_default().contains("can roll out v1, v2, v3"), "{refused}");
+    assert!(refused["error"].as_str().unwrap_or_default().contains("v1, v2, v3, v4"), "{refused}");
     assert_eq!(fleet.rollout()["state"], "idle");
-    let (code, status) = fleet.control("POST", "/rollout/canary", Some(json!({"share": 0.5, "to": "v3"})));
-    assert_eq!(code, 200, "{status}");
-    assert_eq!(status["nodes_by_logic"], json!({"podstatus-v2": 1, "podstatus-v3": 2}), "{status}");
-    wait_for("the canary writes statuses", || {
-        let series = "podstatus_status_versions_total{group=\"canary\",logic=\"podstatus-v3\"}";
-        sample(&fleet.metrics(), series).filter(|&n| n >= 2.0)
-    });
+    fleet.start_canary(json!(0.5), "v3", "podstatus-v3", json!({"podstatus-v2": 1, "podstatus-v3": 2}));
     let (code, status) = fleet.control("POST", "/rollout/rollback", None);
     assert_eq!(code, 200, "{status}");
     assert_eq!(status["state"], "rolled_back", "{status}");

@@ -6,7 +6,7 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
-use podstatus_agent::{ControlCommand, ControlError, ControlLimits, ControlServer, RolloutError, StartCanary};
+use podstatus_agent::rollout::{ControlCommand, ControlError, ControlLimits, ControlServer, RolloutError, StartCanary};
 use serde_json::Value;
 
 use crate::raw_http::{connect, http, read_reply};

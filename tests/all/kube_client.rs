@@ -8,9 +8,9 @@ use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
-use podstatus_agent::{ClientSource, connect};
-use podstatus_agent::{KubeApiServer, KubeClientConfig};
-use podstatus_agent::{Outcome, Verb};
+use podstatus_agent::client::{ClientSource, connect};
+use podstatus_agent::client::{KubeApiServer, KubeClientConfig};
+use podstatus_agent::client::{Outcome, Verb};
 use podstatus_apiserver::EmbeddedApiServer;
 use podstatus_backends::testing;
 use podstatus_backends::{ApiError, ApiServer, DeleteOptions, MemoryApiServer, StatusPatch, StatusUpdate};

@@ -6,8 +6,8 @@ use std::net::{SocketAddr, TcpStream};
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
-use podstatus_agent::MeteredApiServer;
-use podstatus_agent::MeteredPlugin;
+use podstatus_agent::metrics::MeteredApiServer;
+use podstatus_agent::metrics::MeteredPlugin;
 use podstatus_agent::metrics::{Metrics, MetricsServer};
 use podstatus_backends::ApiServer;
 use podstatus_runtime::PluginExt;

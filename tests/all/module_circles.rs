@@ -40,20 +40,10 @@ fn no_module_imports_another_that_imports_it_back() {
         let name = krate.strip_prefix(&root).unwrap_or(&krate).display().to_string();
         circles.extend(sibling_circles(&edges).into_iter().map(|c| format!("{name}/src: {}", c.join(" -> "))));
     }
-    let known: Vec<String> = KNOWN.iter().map(|c| c.to_string()).collect();
-    assert_eq!(
-        circles, known,
-        "the module circles changed (a new one to break, or one of KNOWN gone: take it off the list)"
-    );
+    // No list of known circles to tolerate (issue 46 broke the last three): a circle is
+    // broken by moving what both sides need below them, not by listing it here.
+    assert!(circles.is_empty(), "modules that import each other back (break each circle): {circles:#?}");
 }
-
-/// The circles still to break (issue 46), each in the form the test prints. The list
-/// only shrinks: a circle not on it fails the test, and so does one on it that is gone.
-const KNOWN: [&str; 3] = [
-    "host/runtime/src: api -> imports -> api",
-    "host/runtime/src: plugin -> imports -> plugin",
-    "host/runtime/src: swap -> plugin -> swap",
-];
 
 fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))

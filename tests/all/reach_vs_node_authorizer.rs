@@ -33,7 +33,8 @@ use k8s_openapi::api::core::v1::{Namespace, Pod, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Api;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
-use podstatus_agent::{Connection, KubeApiServer, KubeClientConfig, Target as AgentTarget};
+use podstatus_agent::Target as AgentTarget;
+use podstatus_agent::client::{Connection, KubeApiServer, KubeClientConfig};
 use podstatus_backends::{
     ApiError, ApiServer, ContainersStopped, DeleteOptions, GuardedApiServer, HostView, PodManager, StatusPatch,
     StatusUpdate,

@@ -11,7 +11,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
-use podstatus_agent::{KubeClientConfig, NodeConfig};
+use podstatus_agent::client::KubeClientConfig;
+use podstatus_agent::node::NodeConfig;
+use podstatus_agent::{AgentConfig, NodeAgent, Target};
 use podstatus_apiserver::EmbeddedApiServer;
 use podstatus_backends::DEFAULT_CAPACITY;
 use podstatus_backends::pod_identity::is_mirror_pod;
@@ -20,7 +22,10 @@ use podstatus_backends::{ApiServer, DeleteOptions, MemoryApiServer, PodEvent};
 use podstatus_plugins::PODSTATUS_V1;
 use podstatus_runtime::bindings::UpdateOutcome;
 use podstatus_runtime::{PluginRuntime, RuntimeConfig};
-use podstatus_simulate::{AgentConfig, NodeAgent, OwnerError, Signals, SimulateConfig, Summary, Target, check};
+use podstatus_simulate::{
+    ApiServerTarget, OwnerError, Signals, SimulateConfig, SimulatedNode, SimulatedNodeError, SimulatedTarget, Summary,
+    check,
+};
 use podstatus_tests::{TestPod, cache_dir};
 
 const NODE: &str = "sim-node";
@@ -37,10 +42,10 @@ fn server() -> EmbeddedApiServer {
     EmbeddedApiServer::start(store, "127.0.0.1:0".parse().unwrap()).expect("the embedded server starts")
 }
 
-fn agent_config(target: Target) -> AgentConfig {
-    let agent = podstatus_agent::AgentConfig {
+fn agent_config(target: Target) -> AgentConfig<SimulatedTarget> {
+    AgentConfig {
         node: NODE.into(),
-        target,
+        target: SimulatedTarget::from(ApiServerTarget::Running(target)),
         client: KubeClientConfig::default(),
         manifest_dir: None,
         metrics_addr: None,
@@ -48,8 +53,7 @@ fn agent_config(target: Target) -> AgentConfig {
         batch_phase: 0.0,
         queue_capacity: DEFAULT_CAPACITY,
         register_node: None,
-    };
-    AgentConfig { agent, injected_faults: None, api_latency: None }
+    }
 }
 
 fn simulation(target: Target, pods: usize, churn: f64, seconds: f64) -> SimulateConfig {
@@ -179,7 +183,9 @@ fn running() -> PodStatus {
 fn agent_without_batch_syncs(plugin: &[u8], loads: &str) -> (EmbeddedApiServer, Arc<MemoryApiServer>, NodeAgent) {
     let server = server();
     let store = Arc::clone(server.store());
-    let mut config = agent_config(Target::Url(server.url()));
+    // The agent's own: against a server already running, the simulator adds nothing.
+    let target = Target::Url(server.url());
+    let mut config = agent_config(target.clone()).with_target(target);
     config.sync_period = Duration::from_secs(3600);
     let plugins = runtime();
     let image = plugins.load(plugin).expect(loads);
@@ -482,12 +488,12 @@ fn an_added_api_latency_needs_the_embedded_server() {
     // cluster) it could not be applied, and silently running without it would report
     // figures that are not what was asked for.
     let server = server();
-    let config =
-        AgentConfig { api_latency: Some(Duration::from_millis(20)), ..agent_config(Target::Url(server.url())) };
+    let mut config = agent_config(Target::Url(server.url()));
+    config.target.api_latency = Some(Duration::from_millis(20));
     let plugins = runtime();
     let image = plugins.load(PODSTATUS_V1).expect("v1 loads");
-    let error = NodeAgent::start(&config, plugins, image).err().expect("refused");
-    assert!(matches!(error, podstatus_simulate::AgentError::LatencyNeedsEmbeddedServer), "{error}");
+    let error = SimulatedNode::start(&config, plugins, image).err().expect("refused");
+    assert!(matches!(error, SimulatedNodeError::LatencyNeedsEmbeddedServer), "{error}");
     assert!(error.to_string().contains("embedded API server"), "{error}");
 }
 

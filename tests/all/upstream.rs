@@ -7,6 +7,13 @@
 //! - logic v2 against Kubernetes 1.27: the same results, calls and final API server,
 //!   over 500 random traces, and over every fixture upstream can run but those listed
 //!   in `tests/fixtures/upstream/v2-vs-1.27-fixtures.txt` with their class;
+//! - `--logic 1.35` and `--logic 1.37` (each release as its kubelet writes) against
+//!   Kubernetes 1.35 and 1.37: the same results, calls and final API server over 500
+//!   random traces each, and over every fixture as for v2; each change from 1.35 to
+//!   1.37 shows in a trace (`tests/fixtures/upstream/release-1.37/`), where 1.37 does
+//!   what Kubernetes 1.37 does;
+//! - `--logic 1.37-one-call` against 1.37: every difference over 500 random traces is
+//!   one of the one-call mode's documented classes;
 //! - logic v4 (1.35's decisions, written as v3 writes: one PATCH, no GET) against 1.35:
 //!   what the two decide (results and the final API server), over the fixtures and 500
 //!   random traces; every difference is explained by a documented class of the write
@@ -24,11 +31,11 @@ use podstatus_fuzz::{
     Campaign, CheckOutcome, Differential, FinalRules, Limit, Reference, ShrinkBudget, Summary, Target, UnreadClass,
     Violation, run_campaign,
 };
-use podstatus_plugins::PODSTATUS_V4;
+use podstatus_plugins::{LogicVersion, PODSTATUS_V4};
 use podstatus_replay::{Step, Trace};
 use podstatus_runtime::PluginImage;
 use podstatus_tests::version_fixtures::trace_fixtures;
-use podstatus_tests::{fixtures_dir, load, v2_image};
+use podstatus_tests::{fixtures_dir, load, logic_image, v2_image};
 use podstatus_upstream::{Oracle, Release};
 
 /// Random traces per logic version, as the issue asks.
@@ -117,6 +124,36 @@ fn every_fixture_replays_through_v2_as_kubernetes_1_27_does() {
     );
 }
 
+/// Every fixture upstream can run, through `version` (a release as its kubelet writes)
+/// and through upstream's `minor`: the fixtures where they differ, by name.
+fn fixtures_differing(version: LogicVersion, minor: &str) -> BTreeSet<String> {
+    let mut folders = SEED_FOLDERS.to_vec();
+    folders.extend([
+        ("replay-v4", "replay-v4/"),
+        ("upstream/release-1.35", "release-1.35/"),
+        ("upstream/release-1.37", "release-1.37/"),
+    ]);
+    let target = Target::Component(Box::new(logic_image(version).clone()));
+    let (ran, differences) = fixtures_against(&folders, &target, &oracle(minor), Differential::Exact, true);
+    assert!(ran >= 60, "only {ran} fixtures ran through upstream");
+    differences.iter().map(|d| d.split(':').next().unwrap_or_default().to_string()).collect()
+}
+
+/// 1.35 and 1.37 as their kubelets write replay every fixture as upstream's own
+/// release does, but for the one upstream cannot (a zero `deletionTimestamp`, as for
+/// v2: `tests/fixtures/upstream/v2-vs-1.27-fixtures.txt`).
+#[test]
+fn every_fixture_replays_through_1_35_and_1_37_as_kubernetes_does() {
+    for (version, minor) in [(LogicVersion::K1_35, "1.35"), (LogicVersion::K1_37, "1.37")] {
+        assert_eq!(
+            fixtures_differing(version, minor),
+            known_differences("v2-vs-1.27-fixtures.txt"),
+            "--logic {} against upstream-{minor}",
+            version.name()
+        );
+    }
+}
+
 #[test]
 fn every_fixture_leaves_through_v4_what_kubernetes_1_35_leaves() {
     let target = Target::Component(Box::new(v4_image().clone()));
@@ -158,12 +195,44 @@ fn shown(tallied: &[(u64, Violation)]) -> String {
     tallied.iter().map(|(seed, v)| format!("seed {seed}: {v}")).collect::<Vec<_>>().join("\n")
 }
 
-#[test]
-fn v2_does_what_kubernetes_1_27_does_over_500_random_traces() {
-    let summary = tally(Target::Component(Box::new(v2_image().clone())), "1.27", Differential::Exact);
+/// `target` does exactly what upstream's `minor` does over [`TRACES`] random traces.
+fn exactly_as_upstream(target: Target, logic: &str, minor: &str) {
+    let summary = tally(target, minor, Differential::Exact);
     assert!(
         summary.tallied.is_empty() && summary.explained.is_empty(),
-        "{} of {TRACES} traces differ (podstatus fuzz --logic v2 --against upstream-1.27 --seed N --traces 1 shrinks one):\n{}",
+        "{} of {TRACES} traces differ (podstatus fuzz --logic {logic} --against upstream-{minor} --seed N --traces 1 \
+         shrinks one):\n{}",
+        summary.tallied.len(),
+        shown(&summary.tallied)
+    );
+}
+
+#[test]
+fn v2_does_what_kubernetes_1_27_does_over_500_random_traces() {
+    exactly_as_upstream(Target::Component(Box::new(v2_image().clone())), "1.27", "1.27");
+}
+
+#[test]
+fn kubelet_1_35_does_what_kubernetes_1_35_does_over_500_random_traces() {
+    exactly_as_upstream(Target::Component(Box::new(logic_image(LogicVersion::K1_35).clone())), "1.35", "1.35");
+}
+
+#[test]
+fn kubelet_1_37_does_what_kubernetes_1_37_does_over_500_random_traces() {
+    exactly_as_upstream(Target::Component(Box::new(logic_image(LogicVersion::K1_37).clone())), "1.37", "1.37");
+}
+
+/// The one-call mode on 1.37 differs from Kubernetes 1.37 only as the mode does: every
+/// difference over the 500 traces is one of the documented classes
+/// ([`UnreadClass`], the same list as for v4 against 1.35).
+#[test]
+fn one_call_1_37_decides_what_kubernetes_1_37_decides_over_500_random_traces() {
+    let target = Target::Component(Box::new(logic_image(LogicVersion::K1_37OneCall).clone()));
+    let summary = tally(target, "1.37", Differential::FinalState(FinalRules::UnreadWrites));
+    assert!(
+        summary.tallied.is_empty(),
+        "{} of {TRACES} traces differ beyond the documented classes (podstatus fuzz --logic 1.37-one-call \
+         --against upstream-1.37 --final-state --seed N --traces 1 shrinks one):\n{}",
         summary.tallied.len(),
         shown(&summary.tallied)
     );
@@ -226,29 +295,65 @@ fn each_documented_class_of_v4_has_a_trace_that_shows_it() {
     }
 }
 
-/// What changed in the status manager between 1.35 and 1.37, a trace each
-/// (`tests/fixtures/upstream/release-1.37/`): upstream's own two releases report
-/// differently there, and v4 does what 1.35 does.
-#[test]
-fn each_change_from_1_35_to_1_37_has_a_trace_that_shows_it() {
+/// The traces of `folder` (under `tests/fixtures/`): upstream's releases `before` and
+/// `after` report differently on each, and each of `targets` (a logic version, the
+/// release it follows and how it is compared) does what its release does. Returns how
+/// many traces there are.
+fn traces_showing(folder: (&str, &str), before: &str, after: &str, targets: &[(LogicVersion, &str)]) -> usize {
     let mut shown = 0;
-    for fixture in trace_fixtures(&[("upstream/release-1.37", "release-1.37/")]) {
+    for fixture in trace_fixtures(&[folder]) {
         let trace = Trace::parse(&fixture.text, fixture.path.parent().expect("in a folder").to_path_buf())
             .unwrap_or_else(|e| panic!("{}: {e}", fixture.key));
         let report = |minor: &str| oracle(minor).replay_json(&trace, None).unwrap_or_else(|e| panic!("{e}"));
-        assert_ne!(report("1.35"), report("1.37"), "{}: 1.35 and 1.37 no longer differ", fixture.key);
-        let v4 = Target::Component(Box::new(v4_image().clone()));
-        let unread = Differential::FinalState(FinalRules::UnreadWrites);
-        let outcome = podstatus_fuzz::replay_against_upstream(&trace, &v4, &oracle("1.35"), unread).expect("replays");
-        assert_eq!(
-            (outcome.violation, outcome.explained.len()),
-            (None, 0),
-            "{}: v4 should do what 1.35 does",
-            fixture.key
-        );
+        assert_ne!(report(before), report(after), "{}: {before} and {after} no longer differ", fixture.key);
+        for &(version, minor) in targets {
+            let mode = if version.one_call() {
+                Differential::FinalState(FinalRules::UnreadWrites)
+            } else {
+                Differential::Exact
+            };
+            let target = Target::Component(Box::new(logic_image(version).clone()));
+            let outcome =
+                podstatus_fuzz::replay_against_upstream(&trace, &target, &oracle(minor), mode).expect("replays");
+            assert_eq!(
+                (outcome.violation, outcome.explained.len()),
+                (None, 0),
+                "{}: --logic {} should do what {minor} does",
+                fixture.key,
+                version.name()
+            );
+        }
         shown += 1;
     }
-    assert_eq!(shown, 2, "the traces of release-1.37/");
+    shown
+}
+
+/// What changed in the status manager between 1.35 and 1.37, a trace each
+/// (`tests/fixtures/upstream/release-1.37/`): upstream's own two releases report
+/// differently there, `--logic 1.35` and v4 do what 1.35 does, and `--logic 1.37` and
+/// `1.37-one-call` what 1.37 does.
+#[test]
+fn each_change_from_1_35_to_1_37_has_a_trace_that_shows_it() {
+    let targets = [
+        (LogicVersion::K1_35, "1.35"),
+        (LogicVersion::V4, "1.35"),
+        (LogicVersion::K1_37, "1.37"),
+        (LogicVersion::K1_37OneCall, "1.37"),
+    ];
+    let shown = traces_showing(("upstream/release-1.37", "release-1.37/"), "1.35", "1.37", &targets);
+    assert_eq!(shown, 4, "the traces of release-1.37/");
+}
+
+/// What 1.35 decides that podstatus's 1.35 did not before issue 48 (its
+/// `normalizeStatus`, container restart rules, AllContainersRestarting's transition
+/// time, `extendedResourceClaimStatus`), a trace each
+/// (`tests/fixtures/upstream/release-1.35/`): upstream's 1.27 and 1.35 report
+/// differently there (each is 1.35's own), and `--logic 1.35` and v4 do what 1.35 does.
+#[test]
+fn each_decision_of_1_35_found_against_upstream_has_a_trace_that_shows_it() {
+    let targets = [(LogicVersion::K1_35, "1.35"), (LogicVersion::V4, "1.35")];
+    let shown = traces_showing(("upstream/release-1.35", "release-1.35/"), "1.27", "1.35", &targets);
+    assert_eq!(shown, 4, "the traces of release-1.35/");
 }
 
 /// The first word of each line of a list in tests/fixtures/upstream/ (`#` comments).

@@ -104,7 +104,7 @@ fn main() {
             );
         }
         let bins: Vec<&str> = programs.iter().map(|(_, bin, _)| *bin).collect();
-        let files = build_program_component_files(&workspace, &target_dir, package, &[], &bins);
+        let files = build_program_component_files(&workspace, &target_dir, package, &[], &bins, &[]);
         for ((constant, _, what), file) in programs.iter().zip(files) {
             writeln!(generated, "/// {what}").unwrap();
             writeln!(generated, "pub const {constant}: &[u8] = include_bytes!({:?});", file.display().to_string())

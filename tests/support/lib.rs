@@ -1,9 +1,10 @@
 //! Shared helpers of the integration tests.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
-use podstatus_plugins::{PODSTATUS_V1, PODSTATUS_V2, PODSTATUS_V3};
+use podstatus_plugins::{LogicVersion, PODSTATUS_V1, PODSTATUS_V2, PODSTATUS_V3};
 use podstatus_replay as replay;
 use podstatus_replay::{ReplayOutcome, Trace, TraceError};
 use podstatus_runtime::{Plugin, PluginImage, PluginRuntime, RuntimeConfig};
@@ -71,6 +72,19 @@ pub fn v2_image() -> &'static PluginImage {
 pub fn v3_image() -> &'static PluginImage {
     static IMAGE: OnceLock<PluginImage> = OnceLock::new();
     IMAGE.get_or_init(|| load(PODSTATUS_V3))
+}
+
+/// The built-in plugin of `version` (`1.35`, `1.37-one-call`, ...), compiled once per
+/// test binary.
+pub fn logic_image(version: LogicVersion) -> &'static PluginImage {
+    static IMAGES: OnceLock<Mutex<BTreeMap<LogicVersion, &'static PluginImage>>> = OnceLock::new();
+    let mut images = IMAGES.get_or_init(Default::default).lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(image) = images.get(&version).copied() {
+        return image;
+    }
+    let image: &'static PluginImage = Box::leak(Box::new(load(version.component())));
+    images.insert(version, image);
+    image
 }
 
 /// Replays `trace_text` through the component `image` ([`v1_image`], [`v2_image`], or

@@ -24,8 +24,8 @@ pub use lookup::{
     find_condition, find_condition_in, find_condition_mut, find_container_status, find_container_status_mut,
 };
 pub use normalize::{
-    MAX_POD_TERMINATION_MESSAGE_BYTES, normalize_status, sort_init_container_statuses, truncate_at_char_boundary,
-    truncate_time,
+    MAX_POD_TERMINATION_MESSAGE_BYTES, normalize_status, normalize_status_with_ephemeral, sort_init_container_statuses,
+    truncate_at_char_boundary, truncate_time,
 };
 pub use pod::{
     API_SOURCE, CONFIG_MIRROR_ANNOTATION, CONFIG_SOURCE_ANNOTATION, MetaView, NamedView, PodView, SpecView,

@@ -14,11 +14,26 @@ use crate::pod::SpecView;
 /// (`MaxPodTerminationMessageLogLength`), shared equally between them.
 pub const MAX_POD_TERMINATION_MESSAGE_BYTES: usize = 12 * 1024;
 
-/// Normalises `status` in place for a pod with `spec`: times cut to whole seconds,
-/// termination messages cut to each container's share of the budget, container statuses
-/// sorted by name and init container statuses put in spec order.
+/// Normalises `status` in place for a pod with `spec` as the kubelet did from 2017 to
+/// 1.27: times cut to whole seconds, termination messages cut to each container's
+/// share of the budget (regular and init containers), container statuses sorted by
+/// name and init container statuses put in spec order; ephemeral container statuses
+/// are left as they are.
 pub fn normalize_status(spec: &SpecView, status: &mut PodStatus) {
-    let containers = spec.containers.len() + spec.init_containers.len();
+    normalize(spec, status, false);
+}
+
+/// Normalises `status` as 1.35's `normalizeStatus` does (and 1.37's): as
+/// [`normalize_status`], with the ephemeral containers counted in the budget and their
+/// statuses normalised too and sorted by name
+/// (`sort.Sort(kubetypes.SortedContainerStatuses(status.EphemeralContainerStatuses))`).
+pub fn normalize_status_with_ephemeral(spec: &SpecView, status: &mut PodStatus) {
+    normalize(spec, status, true);
+}
+
+fn normalize(spec: &SpecView, status: &mut PodStatus, ephemeral: bool) {
+    let ephemeral_containers = if ephemeral { spec.ephemeral_containers.len() } else { 0 };
+    let containers = spec.containers.len() + spec.init_containers.len() + ephemeral_containers;
     let budget = MAX_POD_TERMINATION_MESSAGE_BYTES.checked_div(containers).unwrap_or(MAX_POD_TERMINATION_MESSAGE_BYTES);
 
     if let Some(start) = status.start_time.as_mut() {
@@ -38,6 +53,10 @@ pub fn normalize_status(spec: &SpecView, status: &mut PodStatus) {
     if let Some(statuses) = status.init_container_statuses.as_mut() {
         normalize_container_statuses(statuses, budget);
         sort_init_container_statuses(spec, statuses);
+    }
+    if ephemeral && let Some(statuses) = status.ephemeral_container_statuses.as_mut() {
+        normalize_container_statuses(statuses, budget);
+        statuses.sort_by(|a, b| a.name.cmp(&b.name));
     }
 }
 
@@ -118,7 +137,7 @@ mod tests {
 
     fn spec(containers: &[&str], init: &[&str]) -> SpecView {
         let named = |names: &[&str]| names.iter().map(|n| NamedView { name: n.to_string() }).collect();
-        SpecView { containers: named(containers), init_containers: named(init), restart_policy: None }
+        SpecView { containers: named(containers), init_containers: named(init), ..SpecView::default() }
     }
 
     fn status(json: serde_json::Value) -> PodStatus {
@@ -182,6 +201,24 @@ mod tests {
         assert_eq!(state.terminated.as_ref().unwrap().message.as_ref().unwrap().len(), budget);
         let last = s.init_container_statuses.as_ref().unwrap()[0].last_state.as_ref().unwrap();
         assert_eq!(last.terminated.as_ref().unwrap().message.as_ref().unwrap().len(), budget);
+    }
+
+    #[test]
+    fn since_1_35_ephemeral_statuses_sort_by_name_and_share_the_budget() {
+        let long = "m".repeat(MAX_POD_TERMINATION_MESSAGE_BYTES);
+        let ephemeral = serde_json::json!({"ephemeralContainerStatuses": [
+            {"name": "z", "state": {"terminated": {"exitCode": 0, "message": long}}}, {"name": "b"}]});
+        let mut pod_spec = spec(&["a"], &[]);
+        pod_spec.ephemeral_containers = vec![NamedView { name: "z".into() }, NamedView { name: "b".into() }];
+        let mut old = status(ephemeral.clone());
+        normalize_status(&pod_spec, &mut old);
+        assert_eq!(names(&old.ephemeral_container_statuses), ["z", "b"], "1.27 leaves them as given");
+        let mut s = status(ephemeral);
+        normalize_status_with_ephemeral(&pod_spec, &mut s);
+        assert_eq!(names(&s.ephemeral_container_statuses), ["b", "z"]);
+        let state = s.ephemeral_container_statuses.as_ref().unwrap()[1].state.as_ref().unwrap();
+        let budget = MAX_POD_TERMINATION_MESSAGE_BYTES / 3;
+        assert_eq!(state.terminated.as_ref().unwrap().message.as_ref().unwrap().len(), budget);
     }
 
     #[test]

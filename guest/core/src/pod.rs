@@ -67,6 +67,9 @@ pub struct SpecView {
     pub containers: Vec<NamedView>,
     #[serde(deserialize_with = "named_list")]
     pub init_containers: Vec<NamedView>,
+    /// Counted in the termination message budget since 1.35 (its `normalizeStatus`).
+    #[serde(deserialize_with = "named_list")]
+    pub ephemeral_containers: Vec<NamedView>,
     pub restart_policy: Option<String>,
 }
 

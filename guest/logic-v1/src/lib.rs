@@ -19,5 +19,12 @@ pub use ready::generate_pod_ready_condition;
 #[derive(Clone, Copy, Debug, Default)]
 pub struct V1;
 
+/// The seed's kubelet of 2017, reading the pod and then replacing its whole status
+/// (GET, PUT guarded by the resourceVersion read).
+impl podstatus_logic::Follows for V1 {
+    const RELEASE: &'static str = "2017";
+    const MODE: &'static str = "read-then-update";
+}
+
 /// Logic v1's status manager over `I`.
 pub type Manager<I> = podstatus_logic::Manager<I, V1>;

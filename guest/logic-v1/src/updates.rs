@@ -4,7 +4,7 @@
 use k8s_openapi::api::core::v1::{ContainerState, ContainerStateTerminated, PodStatus};
 use podstatus_core::{
     POD_INITIALIZED, POD_READY, PodView, find_condition, find_condition_mut, find_container_status,
-    find_container_status_mut, parse_status, status_equal,
+    find_container_status_mut, normalize_status, parse_status, status_equal,
 };
 use podstatus_logic::{
     ContainerProbe, Engine, Imports, InvalidPod, Level, ManagerError, PodSync, Policy, Result, SyncOrigin, SyncRequest,
@@ -133,7 +133,9 @@ fn update_status_internal<I: Imports>(
     engine.keep_start_time(old_status, &mut status, &mut now);
 
     let pod_is_finished = cached.as_ref().is_some_and(|c| c.pod_is_finished);
-    let Some(versioned) = engine.cache_if_changed(pod, status, cached.as_deref(), force, pod_is_finished, status_equal)
+    let cached = cached.as_deref();
+    let Some(versioned) =
+        engine.cache_if_changed(pod, status, cached, force, pod_is_finished, normalize_status, status_equal)
     else {
         return Ok(UpdateOutcome::Unchanged);
     };

@@ -4,7 +4,7 @@
 //! `PodHasNetworkCondition` and `InPlacePodVerticalScaling` off).
 
 use k8s_openapi::api::core::v1::{PodCondition, PodStatus};
-use podstatus_core::{PodView, SpecView};
+use podstatus_core::{PodView, SpecView, normalize_status};
 use podstatus_logic::{InvalidPod, Release, Result, restart_policy};
 
 use crate::conditions::{TRANSITION_TIME_CONDITIONS, is_pod_status_by_kubelet_equal, owned_by_kubelet};
@@ -16,6 +16,7 @@ use crate::generate::{generate_containers_ready_condition, generate_pod_ready_co
 pub struct Release127;
 
 impl Release for Release127 {
+    const NAME: &'static str = "1.27";
     /// 1.27 reads nothing of a pod up front: only a readiness change reads the
     /// readiness gates.
     type Pod = ();
@@ -91,4 +92,15 @@ impl Release for Release127 {
 
     /// The kubelet's status is written whole but for the conditions others own.
     fn keep_api_server_fields(&self, _api: &PodStatus, _merged: &mut PodStatus) {}
+
+    /// `normalizeStatus`: the budget shared by the regular and init containers, the
+    /// ephemeral containers' statuses left as given.
+    fn normalize_status(&self, spec: &SpecView, status: &mut PodStatus) {
+        normalize_status(spec, status);
+    }
+
+    /// No resize conditions in 1.27 (never asked).
+    fn resize_pending_reason<'a>(&self, reason: &'a str) -> &'a str {
+        reason
+    }
 }

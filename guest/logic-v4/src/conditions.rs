@@ -19,10 +19,23 @@ use podstatus_logic::{
 /// 1.29.
 pub const POD_READY_TO_START_CONTAINERS: &str = "PodReadyToStartContainers";
 
+/// Condition type: the pod's containers are being restarted in place after a
+/// `RestartAllContainers` rule matched (KEP-5532). The kubelet's own with
+/// `RestartAllContainersOnContainerExits` (off in 1.35, on since 1.36); its transition
+/// time is kept in 1.35 already, whatever the gate.
+pub const ALL_CONTAINERS_RESTARTING: &str = "AllContainersRestarting";
+
 /// The conditions whose last transition time the kubelet keeps while their status
-/// stays the same, in the order 1.35's `updateStatusInternal` handles them.
-pub const TRANSITION_TIME_CONDITIONS: [&str; 6] =
-    [CONTAINERS_READY, POD_READY, POD_INITIALIZED, POD_READY_TO_START_CONTAINERS, POD_SCHEDULED, DISRUPTION_TARGET];
+/// stays the same, in the order `updateStatusInternal` handles them (1.35 to 1.37).
+pub const TRANSITION_TIME_CONDITIONS: [&str; 7] = [
+    CONTAINERS_READY,
+    POD_READY,
+    POD_INITIALIZED,
+    POD_READY_TO_START_CONTAINERS,
+    POD_SCHEDULED,
+    DISRUPTION_TARGET,
+    ALL_CONTAINERS_RESTARTING,
+];
 
 /// `PodConditionByKubelet` in 1.35 with its gates at their defaults.
 pub fn owned_by_kubelet(condition_type: &str) -> bool {
@@ -38,9 +51,9 @@ pub fn owned_by_kubelet(condition_type: &str) -> bool {
     )
 }
 
-fn kubelet_conditions(status: &PodStatus) -> BTreeMap<&str, &PodCondition> {
+fn kubelet_conditions(status: &PodStatus, owned: fn(&str) -> bool) -> BTreeMap<&str, &PodCondition> {
     // Later conditions of a type replace earlier ones, as Go's map assignment does.
-    let kubelet = |c: &&PodCondition| owned_by_kubelet(&c.type_) || shared_by_kubelet(&c.type_);
+    let kubelet = |c: &&PodCondition| owned(&c.type_) || shared_by_kubelet(&c.type_);
     status.conditions.iter().flatten().filter(kubelet).map(|c| (c.type_.as_str(), c)).collect()
 }
 
@@ -50,7 +63,12 @@ fn kubelet_conditions(status: &PodStatus) -> BTreeMap<&str, &PodCondition> {
 /// `status`'s conditions (so condition times and observedGeneration, and conditions
 /// others own, make no new version). Both must be normalised.
 pub fn is_pod_status_by_kubelet_equal(old: &PodStatus, status: &PodStatus) -> bool {
-    let (old_conditions, new_conditions) = (kubelet_conditions(old), kubelet_conditions(status));
+    status_by_kubelet_equal(old, status, owned_by_kubelet)
+}
+
+/// `isPodStatusByKubeletEqual` over the conditions `owned` says the kubelet owns.
+pub(crate) fn status_by_kubelet_equal(old: &PodStatus, status: &PodStatus, owned: fn(&str) -> bool) -> bool {
+    let (old_conditions, new_conditions) = (kubelet_conditions(old, owned), kubelet_conditions(status, owned));
     if old_conditions.len() != new_conditions.len() {
         return false;
     }
@@ -127,7 +145,7 @@ mod tests {
         let new = status(json!({"phase": "Running", "resourceClaimStatuses": [{"name": "other"}],
             "conditions": [{"type": "PodReadyToStartContainers", "status": "True"}]}));
         let now = Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH);
-        let merged = merge_pod_status(&Release135, &PodSpec135::default(), &old, &new, || false, &now);
+        let merged = merge_pod_status(&Release135::default(), &PodSpec135::default(), &old, &new, || false, &now);
         assert_eq!(merged.resource_claim_statuses, old.resource_claim_statuses);
         let types: Vec<&str> = merged.conditions.iter().flatten().map(|c| c.type_.as_str()).collect();
         // The kubelet's own PodResizePending is gone from what it writes: it no longer has it.
@@ -140,7 +158,7 @@ mod tests {
         let new = status(json!({"phase": "Succeeded", "conditions": [{"type": "Ready", "status": "True"}]}));
         let now = Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH);
         let pod = PodSpec135 { generation: 5, ..PodSpec135::default() };
-        let merged = merge_pod_status(&Release135, &pod, &old, &new, || false, &now);
+        let merged = merge_pod_status(&Release135::default(), &pod, &old, &new, || false, &now);
         let ready = find_condition(&merged, POD_READY).unwrap();
         assert_eq!(
             (ready.status.as_str(), ready.reason.as_deref(), ready.observed_generation),

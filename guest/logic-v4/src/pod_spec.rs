@@ -1,6 +1,7 @@
 //! What 1.35 reads of a pod that `podstatus_core::PodView` does not: the pod's
-//! `metadata.generation` (observedGeneration, KEP-5067), each init container's restart
-//! policy (sidecars, KEP-753) and the readiness gates.
+//! `metadata.generation` (observedGeneration, KEP-5067), each container's restart
+//! policy and rules (sidecars, KEP-753; container restart rules, KEP-5307) and the
+//! readiness gates.
 
 use podstatus_core::JsonError;
 use serde::Deserialize;
@@ -16,6 +17,8 @@ pub struct PodSpec135 {
     pub generation: i64,
     /// `spec.initContainers`, in order.
     pub init_containers: Vec<InitContainer>,
+    /// `spec.containers`' restart policies and rules, in order.
+    pub containers: Vec<ContainerRestart>,
     /// The condition types of `spec.readinessGates`.
     pub readiness_gates: Vec<String>,
 }
@@ -27,6 +30,47 @@ pub struct InitContainer {
     pub name: String,
     /// `IsRestartableInitContainer`: its own restart policy is `Always` (a sidecar).
     pub restartable: bool,
+    /// Its restart policy and rules.
+    pub restart: ContainerRestart,
+}
+
+/// A container's own restart policy and rules (`restartPolicy`, `restartPolicyRules`;
+/// KEP-5307's container restart rules, the `ContainerRestartRules` gate, beta and on
+/// since 1.35).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ContainerRestart {
+    /// The container's name.
+    pub name: String,
+    /// `restartPolicy` (`Always`, `OnFailure`, `Never`), when set.
+    pub policy: Option<String>,
+    /// `restartPolicyRules`, in order.
+    pub rules: Vec<RestartRule>,
+}
+
+/// One of a container's `restartPolicyRules`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RestartRule {
+    /// `action`: `Restart`, `RestartAllContainers`.
+    pub action: String,
+    /// `exitCodes`: the operator (`In`, `NotIn`) and the values; a rule without it
+    /// never matches.
+    pub exit_codes: Option<(String, Vec<i32>)>,
+}
+
+impl RestartRule {
+    /// `FindMatchingContainerRestartRule`'s test of one rule: its exit codes hold
+    /// `exit_code` (`In`) or do not (`NotIn`); any other operator matches nothing.
+    pub fn matches(&self, exit_code: i32) -> bool {
+        let Some((operator, values)) = &self.exit_codes else {
+            return false;
+        };
+        let listed = values.contains(&exit_code);
+        match operator.as_str() {
+            "In" => listed,
+            "NotIn" => !listed,
+            _ => false,
+        }
+    }
 }
 
 impl PodSpec135 {
@@ -48,6 +92,7 @@ impl PodSpec135 {
         #[serde(default, rename_all = "camelCase")]
         struct Spec {
             init_containers: Option<Vec<Container>>,
+            containers: Option<Vec<Container>>,
             readiness_gates: Option<Vec<Gate>>,
         }
         #[derive(Default, Deserialize)]
@@ -55,6 +100,19 @@ impl PodSpec135 {
         struct Container {
             name: Option<String>,
             restart_policy: Option<String>,
+            restart_policy_rules: Option<Vec<Rule>>,
+        }
+        #[derive(Default, Deserialize)]
+        #[serde(default, rename_all = "camelCase")]
+        struct Rule {
+            action: Option<String>,
+            exit_codes: Option<ExitCodes>,
+        }
+        #[derive(Default, Deserialize)]
+        #[serde(default)]
+        struct ExitCodes {
+            operator: Option<String>,
+            values: Option<Vec<i32>>,
         }
         #[derive(Default, Deserialize)]
         #[serde(default, rename_all = "camelCase")]
@@ -63,17 +121,32 @@ impl PodSpec135 {
         }
         let pod: Pod = serde_json::from_str(pod_json).map_err(|e| JsonError::new(format!("pod: {e}")))?;
         let spec = pod.spec.unwrap_or_default();
+        let restart = |c: Container| ContainerRestart {
+            name: c.name.unwrap_or_default(),
+            policy: c.restart_policy,
+            rules: (c.restart_policy_rules.unwrap_or_default().into_iter())
+                .map(|r| RestartRule {
+                    action: r.action.unwrap_or_default(),
+                    exit_codes: r.exit_codes.map(|e| (e.operator.unwrap_or_default(), e.values.unwrap_or_default())),
+                })
+                .collect(),
+        };
         Ok(PodSpec135 {
             generation: pod.metadata.and_then(|m| m.generation).unwrap_or(0),
             init_containers: spec
                 .init_containers
                 .unwrap_or_default()
                 .into_iter()
-                .map(|c| InitContainer {
-                    name: c.name.unwrap_or_default(),
-                    restartable: c.restart_policy.as_deref() == Some(RESTART_ALWAYS),
+                .map(|c| {
+                    let restart = restart(c);
+                    InitContainer {
+                        name: restart.name.clone(),
+                        restartable: restart.policy.as_deref() == Some(RESTART_ALWAYS),
+                        restart,
+                    }
                 })
                 .collect(),
+            containers: spec.containers.unwrap_or_default().into_iter().map(restart).collect(),
             readiness_gates: spec
                 .readiness_gates
                 .unwrap_or_default()
@@ -113,6 +186,21 @@ mod tests {
         let restartable: Vec<bool> = spec.init_containers.iter().map(|c| c.restartable).collect();
         assert_eq!(restartable, [false, true]);
         assert_eq!(spec.readiness_gates, ["lb"]);
+    }
+
+    #[test]
+    fn reads_container_restart_policies_and_rules() {
+        let pod = r#"{"spec": {"containers": [{"name": "app", "restartPolicy": "Never", "restartPolicyRules": [
+            {"action": "Restart", "exitCodes": {"operator": "In", "values": [42]}},
+            {"action": "RestartAllContainers", "exitCodes": {"operator": "NotIn", "values": [0, 1]}},
+            {"action": "Restart"}]}]}}"#;
+        let spec = PodSpec135::parse(pod).unwrap();
+        let app = &spec.containers[0];
+        assert_eq!((app.name.as_str(), app.policy.as_deref()), ("app", Some("Never")));
+        let matched = |code: i32| app.rules.iter().find(|r| r.matches(code)).map(|r| r.action.as_str());
+        assert_eq!(matched(42), Some("Restart"));
+        assert_eq!(matched(7), Some("RestartAllContainers"));
+        assert_eq!(matched(1), None, "a rule without exit codes matches nothing");
     }
 
     #[test]

@@ -45,9 +45,9 @@ pub use jobs::{BatchPlan, BatchSlice, PodSync, SyncOrigin, SyncStep, SyncTarget}
 pub use manager::{ContainerProbe, Manager, Policy, StatusManager};
 pub use outcomes::{BatchReport, CachedStatus, SyncOutcome, UpdateOutcome};
 pub use release::{
-    CONTAINER_STATUS_UNKNOWN, CONTAINER_STATUS_UNKNOWN_MESSAGE, CONTAINERS_READY, DISRUPTION_TARGET, Logic, POD_FAILED,
-    POD_FAILED_REASON, POD_SCHEDULED, READINESS_GATES_NOT_READY, RESTART_ALWAYS, RESTART_ON_FAILURE, Release,
-    UNKNOWN_EXIT_CODE, containers_ready_condition, containers_ready_for_terminal_phase, go_quote,
+    CONTAINER_STATUS_UNKNOWN, CONTAINER_STATUS_UNKNOWN_MESSAGE, CONTAINERS_READY, DISRUPTION_TARGET, Follows, Logic,
+    POD_FAILED, POD_FAILED_REASON, POD_SCHEDULED, READINESS_GATES_NOT_READY, RESTART_ALWAYS, RESTART_ON_FAILURE,
+    Release, UNKNOWN_EXIT_CODE, containers_ready_condition, containers_ready_for_terminal_phase, go_quote,
     initialized_containers, is_terminal, last_terminated, merge_pod_status, pod_ready_condition,
     pod_ready_for_terminal_phase, restart_policy, shared_by_kubelet, terminated, update_last_transition_time,
     update_pod_condition, waiting,
@@ -57,4 +57,4 @@ pub use resize::{
     ResizeConditions,
 };
 pub use status::{LastWritten, PendingSync, VersionedStatus};
-pub use write_modes::{FirstDesign, OneCall, OneCallDesign, ReadThenPatch, Refined};
+pub use write_modes::{FirstDesign, OneCall, OneCallDesign, ReadThenPatch, Refined, WriteMode};

@@ -23,11 +23,11 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, ListParams};
 
-use crate::connection::Connection;
-use crate::connection::Target;
+use crate::client::Connection;
+use crate::client::Target;
 use crate::metrics::{Metrics, MetricsScope, MetricsServer};
 use crate::node::{AgentConfig, AgentError, NodeAgent};
-use crate::pod_watch::{PodRoutes, PodWatch};
+use crate::node::{PodRoutes, PodWatch};
 use podstatus_backends::{ApiServer, PodManager};
 use podstatus_runtime::{CallPool, PluginImage, PluginRuntime};
 

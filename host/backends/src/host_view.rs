@@ -28,6 +28,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::deletion_safety::DeletionSafety;
+use crate::pod_identity::PodIdentity;
 
 /// Distinct pod and host IPs remembered per pod at most (the oldest go first): a pod
 /// has one or two of each in its life; the bound keeps a flood of reports small.
@@ -183,8 +184,7 @@ impl NodeReport {
 
     /// TerminatePod's pod; None when it is not a JSON object.
     pub fn termination(pod: &str) -> Option<Self> {
-        let identity = PodIdentity::read(pod)?;
-        let metadata = identity.metadata.unwrap_or_default();
+        let metadata = ReportedPod::read(pod)?.metadata.unwrap_or_default();
         Some(NodeReport {
             uid: metadata.uid.map(Cow::into_owned),
             namespace: metadata.namespace.map_or_else(|| "default".to_owned(), Cow::into_owned),
@@ -214,26 +214,16 @@ impl NodeReport {
 /// What a report's pod is read for at once: whose it is, and its own status (the one a
 /// termination stops when the node reported none before).
 #[derive(Deserialize)]
-struct PodIdentity<'a> {
+struct ReportedPod<'a> {
     #[serde(default, borrow)]
-    metadata: Option<MetaIdentity<'a>>,
+    metadata: Option<PodIdentity<'a>>,
     #[serde(default, borrow)]
     status: Option<&'a RawValue>,
 }
 
-#[derive(Default, Deserialize)]
-struct MetaIdentity<'a> {
-    #[serde(default, borrow)]
-    uid: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    name: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    namespace: Option<Cow<'a, str>>,
-}
-
-impl<'a> PodIdentity<'a> {
-    /// `json`'s identity, if it is a JSON object (serde would take a list of the
-    /// fields' values too, which no client sends for a pod).
+impl<'a> ReportedPod<'a> {
+    /// `json`'s identity and status, if it is a JSON object (serde would take a list of
+    /// the fields' values too, which no client sends for a pod).
     fn read(json: &'a str) -> Option<Self> {
         json.trim_start().starts_with('{').then(|| serde_json::from_str(json).ok()).flatten()
     }
@@ -365,7 +355,7 @@ impl HostView {
                 // The status the node reported last, else the pod's own, all stopped.
                 let json = match entry.status.take() {
                     Some(last) => last.json,
-                    None => PodIdentity::read(&pod).and_then(|p| p.status).map_or("{}".into(), |s| s.get().into()),
+                    None => ReportedPod::read(&pod).and_then(|p| p.status).map_or("{}".into(), |s| s.get().into()),
                 };
                 LastStatus { json, stopped: true }
             }

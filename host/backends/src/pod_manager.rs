@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGua
 
 use k8s_openapi::api::core::v1::Pod;
 
-use super::pod_identity::{identity, is_mirror_pod, is_static_pod};
+use super::pod_identity::{identity, is_mirror_pod, is_static_pod, uid_of};
 use crate::api_server::memory::{MemoryApiServer, PodEvent};
 
 /// Pods keyed by UID. Thread-safe; every method takes `&self`.
@@ -279,10 +279,6 @@ fn mirror_of<'a>(pods: &'a Held, pod: &Pod) -> Option<&'a HeldPod> {
 /// The static pod with the smallest UID sharing `mirror`'s full name.
 fn static_of<'a>(pods: &'a Held, mirror: &Pod) -> Option<&'a HeldPod> {
     pods.named(mirror).find(|other| is_pairable_static(&other.pod))
-}
-
-fn uid_of(pod: &Pod) -> &str {
-    pod.metadata.uid.as_deref().unwrap_or_default()
 }
 
 #[cfg(test)]

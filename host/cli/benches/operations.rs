@@ -3,11 +3,19 @@
 //! (the floor any JSON boundary pays), natively and in the sandbox (the floor of the
 //! sandbox for this work). Prints the ratios of this run at the end.
 //!
+//! The `release-modes` group holds one release written both ways (issue 48): `1.35`,
+//! as its kubelet writes (a GET before each PATCH), beside `1.35-one-call` (one PATCH,
+//! no GET), for set-pod-status and update-and-sync, against the in-memory API server
+//! as it is and with 20 ms added to every API call; it prints the API calls each
+//! status delivered costs.
+//!
 //! `cargo bench -p podstatus --bench operations`
 
 use std::hint::black_box;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use criterion::Criterion;
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
@@ -16,8 +24,9 @@ use podstatus_backends::MemoryApiServer;
 use podstatus_backends::PodManager;
 use podstatus_backends::SyncQueue;
 use podstatus_backends::SystemClock;
-use podstatus_plugins::NativePlugin;
+use podstatus_backends::{ApiServer, DeleteOptions, StatusPatch, StatusUpdate};
 use podstatus_plugins::PODSTATUS_V1;
+use podstatus_plugins::{LogicVersion, NativePlugin};
 use podstatus_runtime::World;
 use podstatus_runtime::bindings::UpdateOutcome;
 use podstatus_runtime::{Limits, Plugin, PluginExt, PluginRuntime, RuntimeConfig, SupervisedPlugin};
@@ -28,18 +37,137 @@ mod fixture;
 /// A world for one plugin; `queue_capacity` 0 makes every push "queue full", so
 /// repeated updates keep no snapshots and memory stays flat over millions of calls.
 fn world(queue_capacity: usize) -> World {
-    let api = Arc::new(MemoryApiServer::new());
+    world_on(queue_capacity, |api| api)
+}
+
+/// [`world`] with the API server `api` makes of the in-memory one the pod manager follows.
+fn world_on(queue_capacity: usize, api: impl FnOnce(Arc<MemoryApiServer>) -> Arc<dyn ApiServer>) -> World {
+    let memory = Arc::new(MemoryApiServer::new());
     let pod_manager = Arc::new(PodManager::new());
     let pod: Pod = serde_json::from_str(&fixture::pod_json()).unwrap();
-    api.put_pod(pod.clone()).unwrap();
+    memory.put_pod(pod.clone()).unwrap();
     pod_manager.add_pod(pod);
-    pod_manager.follow_api_server(&api);
+    pod_manager.follow_api_server(&memory);
     World {
-        api_server: api,
+        api_server: api(memory),
         pod_manager,
         deletion_safety: Arc::new(FixedDeletionSafety::new(false)),
         clock: Arc::new(SystemClock),
         queue: Arc::new(SyncQueue::new(queue_capacity)),
+    }
+}
+
+/// The in-memory API server behind a latency added to every call, counting the calls.
+struct Remote {
+    inner: Arc<MemoryApiServer>,
+    latency: Duration,
+    calls: AtomicU64,
+}
+
+impl Remote {
+    fn call<T>(&self, call: impl FnOnce(&MemoryApiServer) -> T) -> T {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        if !self.latency.is_zero() {
+            std::thread::sleep(self.latency);
+        }
+        call(&self.inner)
+    }
+}
+
+impl ApiServer for Remote {
+    fn get_pod(&self, namespace: &str, name: &str) -> podstatus_backends::Result<Arc<Pod>> {
+        self.call(|api| api.get_pod(namespace, name))
+    }
+
+    fn update_pod_status(&self, update: StatusUpdate) -> podstatus_backends::Result<Arc<Pod>> {
+        self.call(|api| api.update_pod_status(update))
+    }
+
+    fn patch_pod_status(&self, patch: StatusPatch) -> podstatus_backends::Result<Arc<Pod>> {
+        self.call(|api| api.patch_pod_status(patch))
+    }
+
+    fn delete_pod(&self, namespace: &str, name: &str, options: &DeleteOptions) -> podstatus_backends::Result<Arc<Pod>> {
+        self.call(|api| api.delete_pod(namespace, name, options))
+    }
+}
+
+/// [`world`] with its API server behind `latency`, and the server's call counter.
+fn remote_world(queue_capacity: usize, latency: Duration) -> (World, Arc<Remote>) {
+    let mut remote = None;
+    let world = world_on(queue_capacity, |inner| {
+        let api = Arc::new(Remote { inner, latency, calls: AtomicU64::new(0) });
+        remote = Some(Arc::clone(&api));
+        api
+    });
+    (world, remote.expect("made with the world"))
+}
+
+/// The two ways of writing 1.35 the `release-modes` group compares.
+const RELEASE_MODES: [LogicVersion; 2] = [LogicVersion::K1_35, LogicVersion::V4];
+/// The API latencies it compares them at: none, and a remote API server's.
+const LATENCIES: [Duration; 2] = [Duration::ZERO, Duration::from_millis(20)];
+
+fn latency_label(latency: Duration) -> String {
+    if latency.is_zero() { String::new() } else { format!(", {} ms API latency", latency.as_millis()) }
+}
+
+/// 1.35 read then patch beside 1.35-one-call, in the sandbox, per latency: set-pod-status
+/// and update-and-sync; then the API calls per status delivered, counted.
+fn bench_release_modes(c: &mut Criterion) {
+    let pod = fixture::pod_json();
+    let statuses = [fixture::status_json(0), fixture::status_json(1)];
+    let mut group = c.benchmark_group("release-modes");
+    let mut calls = Vec::new();
+    for latency in LATENCIES {
+        for version in RELEASE_MODES {
+            let load = |world: World| runtime(Limits::default()).load(version.component()).unwrap().instantiate(world);
+            let suffix = latency_label(latency);
+            let (w, _) = remote_world(0, latency);
+            let mut plugin = load(w).unwrap();
+            let mut turn = 0;
+            group.bench_function(format!("{}/set-pod-status{suffix}", version.name()), |b| {
+                b.iter(|| {
+                    turn ^= 1;
+                    plugin.set_pod_status(&pod, &statuses[turn]).unwrap()
+                })
+            });
+            let (w, _) = remote_world(1, latency);
+            let name = format!("{}/update-and-sync{suffix}", version.name());
+            fixture::bench_update_and_sync(&mut group, &name, Box::new(load(w.clone()).unwrap()), &w.queue);
+            if latency.is_zero() {
+                // Per status delivered, counted over a fresh run of the same loop.
+                let (w, remote_once) = remote_world(1, latency);
+                let mut once = load(w.clone()).unwrap();
+                const STATUSES: u64 = 100;
+                for i in 0..STATUSES {
+                    once.set_pod_status(&pod, &statuses[(i % 2) as usize]).unwrap();
+                    let request = w.queue.pop().expect("a request was queued");
+                    once.sync_pod(&request).unwrap();
+                }
+                let per_status = remote_once.calls.load(Ordering::Relaxed) as f64 / STATUSES as f64;
+                calls.push((version.name(), per_status));
+            }
+        }
+    }
+    group.finish();
+    println!("\n| logic | API calls per status delivered |");
+    println!("|---|---:|");
+    for (name, per_status) in calls {
+        println!("| {name} | {per_status:.2} |");
+    }
+    println!("\n| operation | 1.35 | 1.35-one-call | what the GET costs |");
+    println!("|---|---:|---:|---:|");
+    for latency in LATENCIES {
+        for op in ["set-pod-status", "update-and-sync"] {
+            let suffix = latency_label(latency);
+            let get =
+                |version: LogicVersion| fixture::estimate_ns(&format!("release-modes/{}/{op}{suffix}", version.name()));
+            if let (Some(read), Some(one)) = (get(RELEASE_MODES[0]), get(RELEASE_MODES[1])) {
+                let us = |ns: f64| format!("{:.1} µs", ns / 1000.0);
+                println!("| {op}{suffix} | {} | {} | {} |", us(read), us(one), us(read - one));
+            }
+        }
     }
 }
 
@@ -152,6 +280,7 @@ fn bench(c: &mut Criterion) {
 fn main() {
     let mut c = fixture::criterion();
     bench(&mut c);
+    bench_release_modes(&mut c);
     c.final_summary();
     fixture::print_ratios();
 }

@@ -10,10 +10,10 @@ use std::sync::Arc;
 
 use criterion::Criterion;
 use k8s_openapi::api::core::v1::Pod;
-use podstatus_agent::MeteredApiServer;
+use podstatus_agent::client::{ClientSource, connect};
+use podstatus_agent::client::{KubeApiServer, KubeClientConfig};
+use podstatus_agent::metrics::MeteredApiServer;
 use podstatus_agent::metrics::Metrics;
-use podstatus_agent::{ClientSource, connect};
-use podstatus_agent::{KubeApiServer, KubeClientConfig};
 use podstatus_apiserver::EmbeddedApiServer;
 use podstatus_backends::FixedDeletionSafety;
 use podstatus_backends::PodManager;

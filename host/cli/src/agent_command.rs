@@ -10,9 +10,10 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use anyhow::Context;
-use podstatus_agent::PodRunner;
+use podstatus_agent::Target;
+use podstatus_agent::node::PodRunner;
 use podstatus_runtime::PluginRuntime;
-use podstatus_simulate::{NodeAgent, Signals, Target};
+use podstatus_simulate::{ApiServerTarget, Signals, SimulatedNode};
 
 use crate::node_args::NodeArgs;
 use crate::plugin_args::PluginArgs;
@@ -62,7 +63,9 @@ fn agent(args: &AgentArgs) -> anyhow::Result<bool> {
     // an API server of its own there would register nowhere anyone looks.
     let in_cluster = std::env::var_os("KUBERNETES_SERVICE_HOST").is_some_and(|host| !host.is_empty());
     let target = match (&args.client.kubeconfig, &args.client.server) {
-        (None, None) if in_cluster => Target::Kubeconfig { path: None, context: args.client.context.clone() },
+        (None, None) if in_cluster => {
+            ApiServerTarget::Running(Target::Kubeconfig { path: None, context: args.client.context.clone() })
+        }
         _ => args.client.target(args.listen),
     };
     let config = args.client.agent_config(&args.node_name, target, args.node.config(&args.node_name));
@@ -70,7 +73,8 @@ fn agent(args: &AgentArgs) -> anyhow::Result<bool> {
     let image = plugins.load(&args.plugin.bytes()?).context("loading the plugin")?;
     let signals = Signals::default();
     simulate_command::install_signal_handlers(&signals, "shutting down: flushing pending statuses")?;
-    let agent = NodeAgent::start(&config, plugins, image).context("starting the agent")?;
+    let node = SimulatedNode::start(&config, plugins, image).context("starting the agent")?;
+    let agent = node.agent();
     tracing::info!(node = %args.node_name, api_server = agent.api_url(), "agent running");
     eprintln!("podstatus agent: node {} on {}", args.node_name, agent.api_url());
     let mut runner = PodRunner::start(agent.node_side(), Arc::clone(agent.pod_manager()), args.node.node_ip.clone());
@@ -100,7 +104,7 @@ fn agent(args: &AgentArgs) -> anyhow::Result<bool> {
     {
         tracing::error!("reporting the node as shutting down: {e}");
     }
-    let left = agent.shutdown(args.flush_timeout);
+    let left = node.shutdown(args.flush_timeout);
     eprintln!("podstatus agent: stopped ({left} sync requests left unwritten)");
     Ok(flushed && left == 0)
 }

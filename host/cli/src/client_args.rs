@@ -1,8 +1,10 @@
 //! The client flags `podstatus agent` and `podstatus simulate` share.
 
-use podstatus_agent::{KubeClientConfig, NodeConfig};
+use podstatus_agent::client::KubeClientConfig;
+use podstatus_agent::node::NodeConfig;
+use podstatus_agent::{AgentConfig, Target};
 use podstatus_backends::DEFAULT_CAPACITY;
-use podstatus_simulate::{AgentConfig, Target};
+use podstatus_simulate::{ApiServerTarget, SimulatedTarget};
 
 /// How the node agent reaches its API server and paces its client: what `agent` and
 /// `simulate` share.
@@ -48,23 +50,26 @@ pub struct ClientArgs {
 impl ClientArgs {
     /// Where the API server is, from `--kubeconfig [FILE]`, `--context` and `--server`,
     /// else the embedded server on `listen`.
-    pub fn target(&self, listen: std::net::SocketAddr) -> Target {
-        match (&self.kubeconfig, &self.server) {
-            (Some(path), _) if path.as_os_str().is_empty() => {
-                Target::Kubeconfig { path: None, context: self.context.clone() }
-            }
-            (Some(path), _) => Target::Kubeconfig { path: Some(path.clone()), context: self.context.clone() },
-            (None, Some(url)) => Target::Url(url.clone()),
-            (None, None) => Target::Embedded(listen),
-        }
+    pub fn target(&self, listen: std::net::SocketAddr) -> ApiServerTarget {
+        let path = match (&self.kubeconfig, &self.server) {
+            (Some(path), _) => (!path.as_os_str().is_empty()).then(|| path.clone()),
+            (None, Some(url)) => return ApiServerTarget::Running(Target::Url(url.clone())),
+            (None, None) => return ApiServerTarget::Embedded(listen),
+        };
+        ApiServerTarget::Running(Target::Kubeconfig { path, context: self.context.clone() })
     }
 
     /// The agent for node `node` (registered as `registration` says) against `target`,
     /// with these flags' client budget, manifests, metrics and sync period.
-    pub fn agent_config(&self, node: &str, target: Target, registration: NodeConfig) -> AgentConfig {
-        let agent = podstatus_agent::AgentConfig {
+    pub fn agent_config(
+        &self,
+        node: &str,
+        target: ApiServerTarget,
+        registration: NodeConfig,
+    ) -> AgentConfig<SimulatedTarget> {
+        AgentConfig {
             node: node.to_string(),
-            target,
+            target: SimulatedTarget::from(target),
             client: KubeClientConfig {
                 qps: self.kube_api_qps,
                 burst: self.kube_api_burst,
@@ -76,7 +81,6 @@ impl ClientArgs {
             batch_phase: 0.0,
             queue_capacity: DEFAULT_CAPACITY,
             register_node: Some(registration),
-        };
-        AgentConfig { agent, injected_faults: None, api_latency: None }
+        }
     }
 }

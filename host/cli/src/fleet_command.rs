@@ -15,15 +15,16 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use podstatus_agent::{
-    CanaryPlan, ControlLimits, ControlServer, Fleet, FleetGroup, FleetSpec, PluginCatalog, PodRunner, Rollout,
-    RolloutOutcome, StartProgress, canary_nodes, serve_commands,
-};
+use podstatus_agent::Target;
+use podstatus_agent::fleet::{FleetGroup, FleetSpec, StartProgress, canary_nodes};
+use podstatus_agent::node::PodRunner;
+use podstatus_agent::rollout::{CanaryPlan, ControlLimits, ControlServer, Outcome, PluginCatalog, serve_commands};
+use podstatus_agent::{Fleet, Rollout};
 use podstatus_apiserver::{EmbeddedApiServer, ServeOptions};
 use podstatus_backends::MemoryApiServer;
 use podstatus_plugins::LogicVersion;
 use podstatus_runtime::{PluginImage, PluginRuntime, PoolSize};
-use podstatus_simulate::{Signals, Target};
+use podstatus_simulate::{ApiServerTarget, Signals};
 
 use crate::client_args::ClientArgs;
 use crate::node_args::NodeArgs;
@@ -130,7 +131,7 @@ fn parse_group(text: &str) -> Result<GroupArg, String> {
     if name.is_empty() || name.len() > MAX_GROUP_NAME || !name.chars().all(valid) {
         return Err(format!("{name:?}: a group name is 1 to {MAX_GROUP_NAME} letters, digits, '-' or '_'"));
     }
-    if name == podstatus_agent::CANARY_GROUP {
+    if name == podstatus_agent::fleet::CANARY_GROUP {
         return Err(format!("{name:?} is the canary's group: name the group otherwise"));
     }
     let (count, plugin) = match rest.split_once(':') {
@@ -207,7 +208,9 @@ fn groups(args: &FleetArgs, plugins: &PluginRuntime) -> anyhow::Result<Vec<Fleet
 fn catalog(args: &FleetArgs, plugins: &PluginRuntime) -> PluginCatalog {
     let mut catalog = PluginCatalog::new(plugins.clone());
     for version in LogicVersion::ALL {
-        catalog.add_bytes(version.name(), version.component(), version.program());
+        for name in std::iter::once(version.name()).chain(version.alias()) {
+            catalog.add_bytes(name, version.component(), version.program());
+        }
     }
     let files =
         args.canary_plugin.iter().chain(&args.plugin.plugin).chain(args.groups.iter().filter_map(
@@ -250,18 +253,23 @@ fn fleet(args: &FleetArgs) -> anyhow::Result<bool> {
     // As `podstatus agent`: in a pod, the cluster it runs in is the one to join.
     let in_cluster = std::env::var_os("KUBERNETES_SERVICE_HOST").is_some_and(|host| !host.is_empty());
     let target = match (&args.client.kubeconfig, &args.client.server) {
-        (None, None) if in_cluster => Target::Kubeconfig { path: None, context: args.client.context.clone() },
+        (None, None) if in_cluster => {
+            ApiServerTarget::Running(Target::Kubeconfig { path: None, context: args.client.context.clone() })
+        }
         _ => args.client.target(args.listen),
     };
     let (embedded, target) = resolve(target, nodes)?;
-    let config =
-        args.client.agent_config(&args.node_name, Target::Url(String::new()), args.node.config(&args.node_name));
+    let config = args.client.agent_config(
+        &args.node_name,
+        ApiServerTarget::Running(Target::Url(String::new())),
+        args.node.config(&args.node_name),
+    );
     let signals = Signals::default();
     simulate_command::install_signal_handlers(&signals, "shutting down: flushing pending statuses")?;
 
     let spec = FleetSpec { groups, per_node_labels: args.per_node_metrics };
     let mut starting = WorkProgress::new("nodes started", nodes as u64, args.quiet);
-    let fleet = Fleet::start(&target, &config.agent, spec, &plugins, &|_, api| api, &mut |step| {
+    let fleet = Fleet::start(&target, &config, spec, &plugins, &|_, api| api, &mut |step| {
         if let StartProgress::NodeStarted { started, .. } = step {
             starting.set(started as u64);
         }
@@ -312,8 +320,8 @@ fn fleet(args: &FleetArgs) -> anyhow::Result<bool> {
         serve_commands(&control, &fleet, &mut rollout, &catalog);
         if let Some(decision) = rollout.tick(&fleet) {
             let outcome = match decision.outcome {
-                RolloutOutcome::Promoted => "promoted",
-                RolloutOutcome::RolledBack => "rolled back",
+                Outcome::Promoted => "promoted",
+                Outcome::RolledBack => "rolled back",
             };
             eprintln!("podstatus fleet: canary on {} {outcome}: {}", decision.to, decision.reason);
         }
@@ -337,9 +345,9 @@ fn fleet(args: &FleetArgs) -> anyhow::Result<bool> {
 
 /// The fleet's target as the nodes reach it, and the embedded server started first
 /// (admitting the connections the fleet opens) when that is the target.
-fn resolve(target: Target, nodes: usize) -> anyhow::Result<(Option<EmbeddedApiServer>, podstatus_agent::Target)> {
+fn resolve(target: ApiServerTarget, nodes: usize) -> anyhow::Result<(Option<EmbeddedApiServer>, Target)> {
     Ok(match target {
-        Target::Embedded(addr) => {
+        ApiServerTarget::Embedded(addr) => {
             let options = ServeOptions {
                 max_connections: ServeOptions::default().max_connections + Fleet::connections(nodes),
                 ..ServeOptions::default()
@@ -348,10 +356,9 @@ fn resolve(target: Target, nodes: usize) -> anyhow::Result<(Option<EmbeddedApiSe
             let server =
                 EmbeddedApiServer::start_with(store, addr, options).context("starting the embedded API server")?;
             let url = server.url();
-            (Some(server), podstatus_agent::Target::Url(url))
+            (Some(server), Target::Url(url))
         }
-        Target::Url(url) => (None, podstatus_agent::Target::Url(url)),
-        Target::Kubeconfig { path, context } => (None, podstatus_agent::Target::Kubeconfig { path, context }),
+        ApiServerTarget::Running(target) => (None, target),
     })
 }
 
@@ -374,7 +381,7 @@ fn wait_ready(fleet: &Fleet, signals: &Signals, quiet: bool) {
 fn print_groups(fleet: &Fleet, running: Duration) {
     for (g, name) in fleet.group_names().iter().enumerate() {
         let nodes = (0..fleet.len()).filter(|&n| fleet.home_group(n) == g).count();
-        let figures = podstatus_agent::Figures::of(&fleet.metrics().group_snapshot(name));
+        let figures = podstatus_agent::rollout::Figures::of(&fleet.metrics().group_snapshot(name));
         eprintln!(
             "podstatus fleet: group {name}: {nodes} nodes on {} over {:.0} s: {} updates, {} versions, {} API calls \
              ({:.2} per version), {} faults, {} recoveries, propagation p99 {:.1} ms, plugin {:.1} us / update",

@@ -57,28 +57,32 @@ pub struct FuzzArgs {
     /// The plugin component to fuzz; defaults to the one built from this checkout.
     #[arg(long, value_name = "FILE.wasm")]
     pub plugin: Option<PathBuf>,
-    /// Which built-in plugin to fuzz: v1, v2, v3 or v4 (see `replay --help`).
+    /// Which built-in plugin to fuzz: a release and mode (`1.35`, `1.35-one-call`, ...)
+    /// or `v1`; v2-v4 are aliases (see `replay --help`).
     #[arg(long, value_enum, default_value_t = Logic(LogicVersion::V1), conflicts_with = "plugin")]
     pub logic: Logic,
-    /// Differential mode: compare with this component (`v1`, `v2` or `v3` for a built-in
-    /// plugin, `native` for the native logic) instead of checking invariants. `--logic v3
-    /// --against v2` accepts exactly the GETs v3 does not make (and v3's patches the API
-    /// server refused, which v3 follows with v2's GET), and leaves out the injected
-    /// faults the two cannot meet alike (on GETs, on any call, conflicts on writes).
+    /// Differential mode: compare with this component (a built-in plugin by its
+    /// `--logic` name or alias, `native` for the native logic) instead of checking
+    /// invariants. A one-call logic against a read-then-patch one (`--logic
+    /// 1.27-one-call --against 1.27`) accepts exactly the GETs the first does not make
+    /// (and its patches the API server refused, which it follows with the GET), and
+    /// leaves out the injected faults the two cannot meet alike (on GETs, on any call,
+    /// conflicts on writes).
     ///
     /// `upstream-1.27`, `upstream-1.35`, `upstream-1.36` or `upstream-1.37`: Kubernetes'
     /// own status manager of that release (the Go program of `upstream/`, built with Go
     /// on first use and cached under target/upstream/). Its calls of a sync step are
-    /// compared in pod order (upstream leaves the order free); against a logic that
-    /// writes without a GET (v3, v4) its GETs are accepted as for `--against v2`.
-    #[arg(long, value_name = "FILE.wasm|v1..v4|native|upstream-1.X")]
+    /// compared in pod order (upstream leaves the order free); against a one-call logic
+    /// its GETs are accepted as against a read-then-patch one.
+    #[arg(long, value_name = "FILE.wasm|LOGIC|native|upstream-1.X")]
     pub against: Option<PathBuf>,
     /// With --against: compare only what the two plugins leave behind once the trace
     /// is quiet (the API server's pods without their resourceVersion, each plugin's
-    /// cache), not the results and calls in between. `--logic v3 --against v2` accepts
-    /// exactly the documented differences no write without a GET can avoid, and
-    /// `--logic v4 --against v2` those and 1.35's refusal of statuses naming init
-    /// containers the spec lacks (docs/replay-and-fuzzing.md).
+    /// cache), not the results and calls in between. A one-call logic against a
+    /// read-then-patch one (`--logic v3 --against v2`) accepts exactly the documented
+    /// differences no write without a GET can avoid, and a 1.35 or later one-call
+    /// logic against 1.27 (`--logic v4 --against v2`) those and 1.35's refusal of
+    /// statuses naming init containers the spec lacks (docs/replay-and-fuzzing.md).
     #[arg(long, requires = "against")]
     pub final_state: bool,
     /// Count the traces that break the check and go on instead of stopping at the
@@ -173,7 +177,7 @@ fn run_inner(args: &FuzzArgs) -> anyhow::Result<ExitCode> {
     let builtin = |path: &PathBuf| path.to_str().and_then(LogicVersion::named).map(Logic);
     let mut differential =
         if args.final_state { Differential::FinalState(FinalRules::Equal) } else { Differential::Exact };
-    let unread_logic = args.plugin.is_none() && matches!(*args.logic, LogicVersion::V3 | LogicVersion::V4);
+    let unread_logic = args.plugin.is_none() && args.logic.one_call();
     let upstream = args.against.as_ref().and_then(|p| p.to_str()).filter(|name| name.starts_with("upstream-"));
     let against = match &args.against {
         None => None,
@@ -200,9 +204,9 @@ fn run_inner(args: &FuzzArgs) -> anyhow::Result<ExitCode> {
         }
         Some(path) => match builtin(path) {
             Some(logic) => {
-                if unread_logic && !args.native && *logic == LogicVersion::V2 {
-                    let rules =
-                        if *args.logic == LogicVersion::V4 { FinalRules::Kubelet135 } else { FinalRules::UnreadWrites };
+                if unread_logic && !args.native && logic.reads_then_patches() {
+                    let other_release = logic.release() == "1.27" && args.logic.release() != "1.27";
+                    let rules = if other_release { FinalRules::Kubelet135 } else { FinalRules::UnreadWrites };
                     differential = match differential {
                         Differential::FinalState(_) => Differential::FinalState(rules),
                         _ => Differential::UnreadWrites,

@@ -50,7 +50,8 @@ enum Command {
         #[arg(long, value_name = "RELEASE", conflicts_with_all = ["plugin", "native", "node"])]
         upstream: Option<String>,
     },
-    /// Print a plugin's WIT world and the version of the contract it implements.
+    /// Print a plugin's WIT world, the version of the contract it implements and, for a
+    /// built-in plugin, the Kubernetes release and the write mode it follows.
     Inspect {
         #[command(flatten)]
         plugin: PluginArgs,
@@ -252,6 +253,23 @@ fn read_trace(path: &Path) -> anyhow::Result<(String, PathBuf)> {
     Ok(podstatus_replay::read_trace_file(path)?)
 }
 
+/// What `inspect` says a plugin follows: the `--logic` name its custom section gives,
+/// and what this checkout's table knows of it.
+fn logic_line(component: &[u8]) -> String {
+    use podstatus_plugins::LogicVersion;
+    let Some((name, alias)) = LogicVersion::named_in(component) else {
+        return "unknown (not a built-in plugin: no podstatus-logic section)".into();
+    };
+    let called = match alias {
+        Some(alias) => format!("{name} (alias {alias})"),
+        None => name.to_string(),
+    };
+    match LogicVersion::named(name) {
+        Some(version) => format!("{called}: {}", version.follows()),
+        None => format!("{called} (not a logic version of this checkout)"),
+    }
+}
+
 fn inspect_command(plugin: &PluginArgs) -> anyhow::Result<()> {
     let bytes = plugin.bytes()?;
     let inspection = inspect(&bytes)?;
@@ -262,6 +280,7 @@ fn inspect_command(plugin: &PluginArgs) -> anyhow::Result<()> {
         Err(e) => format!("no ({e})"),
     };
     let mut out = std::io::stdout().lock();
+    writeln!(out, "logic: {}", logic_line(&bytes))?;
     writeln!(out, "contract: {}", inspection.contract_versions.join(", "))?;
     writeln!(out, "imports: {}", inspection.imports.join(", "))?;
     writeln!(out, "exports: {}", inspection.exports.join(", "))?;

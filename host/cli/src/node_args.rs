@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use podstatus_agent::NodeConfig;
+use podstatus_agent::node::NodeConfig;
 
 /// The registered node's options.
 #[derive(clap::Args, Clone, Debug)]

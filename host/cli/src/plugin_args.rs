@@ -15,11 +15,12 @@ pub struct PluginArgs {
     /// The plugin component; defaults to the one built from this checkout's guest/.
     #[arg(long, value_name = "FILE.wasm")]
     pub plugin: Option<PathBuf>,
-    /// Which built-in plugin to run (v1-v3 on contract 0.2.0, v4 on 0.2.1; `--native`
-    /// runs it with each sync's calls made at once, as a 0.1.x plugin does): v1 (the
-    /// 2017 kubelet), v2 (Kubernetes 1.27), v3 (v2 writing each status version with one
-    /// PATCH and no GET) or v4 (Kubernetes 1.35, written as v3 writes, with in-place
-    /// resize).
+    /// Which built-in plugin to run: a Kubernetes release's status manager as its
+    /// kubelet writes (`1.27`, `1.35`, `1.37`: GET, merge over the status read, PATCH)
+    /// or in the one-call write mode (`1.27-one-call`, ...: one PATCH per status
+    /// version, no GET), or the seed's 2017 kubelet (`v1`). The first names stay
+    /// aliases: v2 is 1.27, v3 1.27-one-call, v4 1.35-one-call (docs/logic-versions.md).
+    /// `--native` runs it with each sync's calls made at once, as a 0.1.x plugin does.
     #[arg(long, value_enum, default_value_t = Logic(LogicVersion::V1), conflicts_with = "plugin")]
     pub logic: Logic,
     /// Where compiled plugins are cached [default: $PODSTATUS_CACHE_DIR, else
@@ -55,8 +56,8 @@ fn parse_cpu_budget(text: &str) -> Result<CpuBudget, String> {
 }
 
 /// A logic version with a built-in plugin, as `--logic` takes it: its choices, their
-/// names, order and help are `podstatus_plugins`' table ([`LogicVersion::ALL`]),
-/// generated from `guest/plugins`' programs.
+/// names, aliases, order and help are `podstatus_plugins`' table
+/// ([`LogicVersion::ALL`]), generated from `guest/plugins`' programs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Logic(pub LogicVersion);
 
@@ -69,7 +70,15 @@ impl clap::ValueEnum for Logic {
     }
 
     fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
-        Some(clap::builder::PossibleValue::new(self.0.name()).help(self.0.help()))
+        let help = match self.0.alias() {
+            Some(alias) => format!("{} (alias {alias})", self.0.help()),
+            None => self.0.help().to_string(),
+        };
+        let value = clap::builder::PossibleValue::new(self.0.name()).help(help);
+        Some(match self.0.alias() {
+            Some(alias) => value.alias(alias),
+            None => value,
+        })
     }
 }
 
@@ -138,6 +147,21 @@ mod tests {
         assert_eq!(config.cache_dir, None);
         // The rest of the sandbox stays as it is.
         assert_eq!(config.limits.memory_bytes, Limits::default().memory_bytes);
+    }
+
+    #[test]
+    fn logic_takes_releases_and_modes_and_the_first_names() {
+        for (arg, name) in [
+            ("1.35", "1.35"),
+            ("1.37-one-call", "1.37-one-call"),
+            ("v2", "1.27"),
+            ("v3", "1.27-one-call"),
+            ("v4", "1.35-one-call"),
+        ] {
+            assert_eq!(parse(&["--logic", arg]).unwrap().logic.name(), name, "{arg}");
+        }
+        assert_eq!(parse(&[]).unwrap().logic.name(), "v1");
+        assert!(parse(&["--logic", "1.36"]).is_err());
     }
 
     #[test]

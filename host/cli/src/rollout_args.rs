@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use podstatus_agent::RolloutPolicy;
+use podstatus_agent::rollout::RolloutPolicy;
 
 /// How a canary is judged against the other nodes (see docs/fleet.md).
 #[derive(clap::Args, Clone, Debug)]
@@ -70,6 +70,6 @@ fn fraction(text: &str) -> Result<f64, String> {
 
 /// A share of the nodes: `10%` or `0.1`, above 0 and below 1.
 pub fn canary_share(text: &str) -> Result<f64, String> {
-    podstatus_agent::parse_share(text)
+    podstatus_agent::rollout::parse_share(text)
         .ok_or_else(|| format!("{text:?} is not a share of the nodes above 0 and below 100%"))
 }

@@ -13,7 +13,7 @@ use podstatus_apiserver::EmbeddedApiServer;
 use podstatus_backends::InjectedFaults;
 use podstatus_backends::MemoryApiServer;
 use podstatus_runtime::{PluginRuntime, PoolSize};
-use podstatus_simulate::{AgentConfig, CanaryConfig, CanaryShare, PlannedSwap, Signals, SimulateConfig};
+use podstatus_simulate::{CanaryConfig, CanaryShare, PlannedSwap, Signals, SimulateConfig};
 
 /// Pods a second a fleet creates its first pods at, without --create-rate: what two
 /// cores carry with every pod's status work behind it (1,000 nodes, 100,000 pods:
@@ -181,12 +181,11 @@ pub fn run(args: &SimulateArgs) -> ExitCode {
 
 fn simulate(args: &SimulateArgs) -> anyhow::Result<bool> {
     let duration = args.duration;
-    let agent = AgentConfig {
-        injected_faults: (args.api_fault_rate > 0.0)
-            .then_some(InjectedFaults { rate: args.api_fault_rate, seed: args.seed }),
-        api_latency: args.api_latency,
-        ..args.client.agent_config(&args.node_name, args.client.target(args.listen), args.node.config(&args.node_name))
-    };
+    let mut agent =
+        args.client.agent_config(&args.node_name, args.client.target(args.listen), args.node.config(&args.node_name));
+    agent.target.injected_faults =
+        (args.api_fault_rate > 0.0).then_some(InjectedFaults { rate: args.api_fault_rate, seed: args.seed });
+    agent.target.api_latency = args.api_latency;
     let mut runtime = args.plugin.runtime_config();
     if args.nodes > 1 && !args.on_demand_instances {
         runtime.pool = Some(PoolSize::for_nodes(args.nodes as usize));
@@ -221,7 +220,7 @@ fn simulate(args: &SimulateArgs) -> anyhow::Result<bool> {
             (Some(share), Some(plugin)) => Some(CanaryShare {
                 share,
                 rollout: CanaryConfig {
-                    group: podstatus_agent::CANARY_GROUP.into(),
+                    group: podstatus_agent::fleet::CANARY_GROUP.into(),
                     plugin: plugin.clone(),
                     at: args.canary_at,
                     policy: args.rollout.policy(args.canary_watch, true),

@@ -98,6 +98,25 @@ fn inspect_prints_the_world_and_contract_version() {
     // The host makes a 0.2.0 plugin's API calls: it cannot reach the API server.
     assert!(!text.contains("import kubelet:status/api-server"), "{text}");
     assert!(!text.contains("wasi:"), "the plugin must import no WASI: {text}");
+    assert!(text.starts_with("logic: v1: the 2017 kubelet (the seed), "), "{text}");
+}
+
+#[test]
+fn inspect_and_help_say_which_release_and_mode_a_plugin_follows() {
+    for (logic, said) in [
+        ("v4", "logic: 1.35-one-call (alias v4): Kubernetes 1.35's status manager, one UID-guarded PATCH"),
+        ("1.37", "logic: 1.37: Kubernetes 1.37's status manager, reading the pod, then patching its status"),
+    ] {
+        let out = podstatus(&["inspect", "--logic", logic], None);
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(text.starts_with(said), "{logic}: {text}");
+    }
+    let out = podstatus(&["replay", "--help"], None);
+    let help = String::from_utf8(out.stdout).unwrap();
+    for choice in ["1.27:", "1.27-one-call:", "1.35:", "1.35-one-call:", "1.37:", "1.37-one-call:", "(alias v4)"] {
+        assert!(help.contains(choice), "{choice}: {help}");
+    }
 }
 
 #[test]

@@ -9,6 +9,10 @@
 //! overlap. The same logic built against contract 0.1.x (whose syncs call the API
 //! server themselves, serially) stays loadable and tested: `*_ON_0_1`.
 
+/// The custom section of each built-in component that names its logic version: its
+/// `--logic` name, then a space and its alias when it has one (`1.27 v2`).
+pub const LOGIC_SECTION: &str = "podstatus-logic";
+
 // The constants and `foreach_logic_version!`, before the modules that use the macro.
 include!(concat!(env!("OUT_DIR"), "/built_in.rs"));
 

@@ -19,9 +19,11 @@ mod handed;
 mod handle;
 mod host_imports;
 mod imports;
+mod limits;
 mod plugin;
 mod reach;
 mod shown;
+mod state_document;
 mod swap;
 mod sync_runner;
 pub mod sync_table;
@@ -38,17 +40,17 @@ pub use handle::hot_swap::SWAP_DRAIN_MAX;
 pub use handle::manager::ManagerHandle;
 pub use handle::scheduler::Scheduler;
 pub use host_imports::HostImports;
+pub use limits::{
+    CallUsage, FaultKind, Limits, MAX_RESIZE_CONDITION_BYTES, MAX_RESIZE_MESSAGE_BYTES, MAX_RESIZE_REASON_BYTES,
+};
 pub use plugin::split_sync;
 pub use plugin::{
-    ArtifactCache, Backoff, CacheOutcome, CallError, CallUsage, ComponentPlugin, Evicted, EvictionPolicy, FaultKind,
-    Limits, LoadError, MAX_RESIZE_CONDITION_BYTES, MAX_RESIZE_MESSAGE_BYTES, MAX_RESIZE_REASON_BYTES, Plugin,
+    ArtifactCache, Backoff, CacheOutcome, CallError, ComponentPlugin, Evicted, EvictionPolicy, LoadError, Plugin,
     PluginExt, PluginImage, PluginRuntime, PoolSize, RecoveryStats, Result, RuntimeConfig, SupervisedPlugin, cache_key,
     describe,
 };
-pub use swap::{
-    Findings, HeldState, RepairError, SwapError, SwapReport, apply_checked, load_checked, move_bulk, move_changes,
-    repair_from_record,
-};
+pub use state_document::{Findings, HeldState, RepairError};
+pub use swap::{SwapError, SwapReport, apply_checked, load_checked, move_bulk, move_changes, repair_from_record};
 pub use world::World;
 
 /// For the typed methods `manager_methods!` generates in other crates.

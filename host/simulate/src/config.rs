@@ -1,14 +1,16 @@
 //! How a simulation is asked for ([`SimulateConfig`], a [`PlannedSwap`], a
-//! [`CanaryShare`]), the signals that steer it while it runs, where it stands
+//! [`CanaryShare`], a fleet's [`NodeGroup`]s), the signals that steer it while it runs, where it stands
 //! ([`Progress`]) and what stops it ([`SimulateError`]): one node's run and a fleet's
 //! share them.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use crate::agent::{AgentConfig, AgentError};
+use crate::simulated_node::{SimulatedNodeError, SimulatedTarget};
+use podstatus_agent::AgentConfig;
 use podstatus_runtime::PluginImage;
 
 /// A swap the run makes at a time of its own: the plugin is compiled before the run
@@ -38,7 +40,7 @@ impl std::fmt::Debug for PlannedSwap {
 #[derive(Clone, Debug)]
 pub struct SimulateConfig {
     /// The agent under test.
-    pub agent: AgentConfig,
+    pub agent: AgentConfig<SimulatedTarget>,
     /// Pods alive at once.
     pub pods: usize,
     /// Static pods to write into a manifest folder (when the agent has none given).
@@ -73,6 +75,31 @@ pub struct SimulateConfig {
     pub logic: String,
 }
 
+/// Nodes of a fleet that run one plugin: each node its own instance of `image`.
+#[derive(Clone)]
+pub struct NodeGroup {
+    /// The group's name in the summary and its metrics' `group` label (`v2`, `canary`).
+    pub name: String,
+    /// How many nodes.
+    pub nodes: usize,
+    /// The plugin they run.
+    pub image: PluginImage,
+    /// The plugin's name in the metrics' `logic` label; empty: the run's
+    /// ([`SimulateConfig::logic`]).
+    pub logic: String,
+    /// Annotations the pods of its nodes are created with (what a plugin may read
+    /// them for is its own business: a test's adversary picks its attack so).
+    pub pod_annotations: BTreeMap<String, String>,
+}
+
+impl NodeGroup {
+    /// `nodes` nodes named `name`, running `image` (labelled as the run's plugin),
+    /// their pods without annotations of the group's.
+    pub fn new(name: &str, nodes: usize, image: PluginImage) -> Self {
+        NodeGroup { name: name.to_owned(), nodes, image, logic: String::new(), pod_annotations: BTreeMap::new() }
+    }
+}
+
 /// A canary rollout over a fleet split in two groups, `base` and `canary`.
 #[derive(Clone, Debug)]
 pub struct CanaryShare {
@@ -97,7 +124,7 @@ pub struct Signals {
 pub enum SimulateError {
     /// The agent did not start.
     #[error(transparent)]
-    Agent(#[from] AgentError),
+    Agent(#[from] SimulatedNodeError),
     /// A canary rollout was asked for with fewer than two nodes.
     #[error("a canary rollout needs a fleet of two nodes or more (--nodes)")]
     CanaryNeedsAFleet,
@@ -112,7 +139,7 @@ pub enum SimulateError {
     NoNodes,
     /// The fleet did not start.
     #[error(transparent)]
-    Fleet(podstatus_agent::FleetError),
+    Fleet(podstatus_agent::fleet::FleetError),
     /// A fleet node's driver thread could not start.
     #[error("starting a node's driver thread: {0}")]
     Spawn(#[source] std::io::Error),

@@ -11,8 +11,9 @@ use std::time::{Duration, Instant};
 
 use crate::kubelet_1_35::{Call, Kubelet135, NewPaths};
 use crate::owners::Owners;
-use podstatus_agent::{LifeEvent as Event, LifeStage as Stage, PodKind as Kind, PodLife, SIMULATED_NAMESPACE};
-use podstatus_agent::{TimedManager, report, report_pod_status_json};
+use podstatus_agent::metrics::TimedManager;
+use podstatus_agent::node::{LifeEvent as Event, LifeStage as Stage, PodKind as Kind, PodLife, SIMULATED_NAMESPACE};
+use podstatus_agent::node::{report, report_pod_status_json};
 use podstatus_backends::PodManager;
 use podstatus_backends::rng::{Entropy, SplitMix64};
 use podstatus_runtime::CallError;

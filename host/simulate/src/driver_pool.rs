@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use crate::driver::Driver;
 use crate::owners::Owners;
-use podstatus_agent::TimedManager;
+use podstatus_agent::metrics::TimedManager;
 use podstatus_backends::PodManager;
 
 /// The longest a pool thread sleeps before it looks at `stop` again.

@@ -11,63 +11,49 @@
 //! cache is checked against the API server as one node's is, from one list read page by
 //! page ([`crate::fleet_check`]).
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::agent;
+use crate::config::NodeGroup;
 use crate::config::{PlannedSwap, Progress, Signals, SimulateConfig, SimulateError};
 use crate::driver::{Driver, DriverConfig, DriverCounts};
 use crate::driver_pool::{self, PooledNode};
-use crate::fleet_check::{CheckedNode, check_fleet};
-use crate::observed::{Observed, per_update_us, statuses_written, summarize};
+use crate::fleet_tally::{FleetTally, NodeRun};
+use crate::observed::{Observed, statuses_written, summarize};
 use crate::owners::KubeOwners;
 use crate::rollout::SimulatedRollout;
+use crate::simulated_node;
 use crate::static_manifests::{wait_for_mirrors, write_static_pods};
-use crate::summary::{self, Check, FleetFigures, GroupFigures, Summary, SwapSummary};
+use crate::summary::{self, FleetFigures, Summary, SwapSummary};
 use crate::swaps::{file_logic, swap_to_image};
-use podstatus_agent::{Fleet, FleetGroup, FleetSpec, StartProgress};
+use podstatus_agent::fleet::{FleetGroup, FleetSpec, StartProgress};
+use podstatus_agent::{Fleet, NodeAgent};
 use podstatus_backends::{ApiServer, InjectedFaults};
-use podstatus_runtime::{PluginImage, PluginRuntime};
+use podstatus_runtime::PluginRuntime;
 
 /// How often the main thread looks at the drivers (progress, the swap, the rollout).
 const TICK: Duration = Duration::from_millis(100);
 
-/// Nodes of a fleet that run one plugin: each node its own instance of `image`.
-#[derive(Clone)]
-pub struct NodeGroup {
-    /// The group's name in the summary and its metrics' `group` label (`v2`, `canary`).
-    pub name: String,
-    /// How many nodes.
-    pub nodes: usize,
-    /// The plugin they run.
-    pub image: PluginImage,
-    /// The plugin's name in the metrics' `logic` label; empty: the run's
-    /// ([`SimulateConfig::logic`]).
-    pub logic: String,
-    /// Annotations the pods of its nodes are created with (what a plugin may read
-    /// them for is its own business: a test's adversary picks its attack so).
-    pub pod_annotations: BTreeMap<String, String>,
+/// A fleet started for a run, with what its start cost and what it runs against.
+struct StartedFleet {
+    fleet: Fleet,
+    /// The embedded API server, when the run started one: stopped after the fleet.
+    embedded: Option<podstatus_apiserver::EmbeddedApiServer>,
+    start_seconds: f64,
+    idle_memory_mib_per_node: Option<f64>,
 }
 
-impl NodeGroup {
-    /// `nodes` nodes named `name`, running `image` (labelled as the run's plugin),
-    /// their pods without annotations of the group's.
-    pub fn new(name: &str, nodes: usize, image: PluginImage) -> Self {
-        NodeGroup { name: name.to_owned(), nodes, image, logic: String::new(), pod_annotations: BTreeMap::new() }
-    }
-}
-
-/// One node's driver after the churn, and the plugin time it held.
-struct NodeRun {
-    driver: Driver,
-    plugin_busy: Duration,
+/// What the churn left: each node's run, and the swap's summary if one was made.
+struct Churned {
+    runs: Vec<NodeRun>,
+    swap: Option<SwapSummary>,
 }
 
 /// Runs `config` as a fleet of `groups`' nodes, numbered in the groups' order (the
 /// nodes of the first group first); `config.nodes` is not read. See the module
-/// documentation.
+/// documentation. The steps: start the fleet, plan its canary, churn until the end,
+/// sync quietly, then check and add up every node.
 pub fn run_fleet(
     mut config: SimulateConfig,
     plugins: PluginRuntime,
@@ -83,226 +69,51 @@ pub fn run_fleet(
     }
     config.nodes = group_of.len();
     let manifests = write_static_pods(&mut config)?;
-    let connections = podstatus_apiserver::ServeOptions::default().max_connections + Fleet::connections(config.nodes);
-    let (embedded, target) = agent::resolve(&config.agent, connections)?;
-    let spec = FleetSpec {
-        groups: groups
-            .iter()
-            .map(|group| {
-                let logic = if group.logic.is_empty() { &config.logic } else { &group.logic };
-                FleetGroup::new(&group.name, group.nodes, group.image.clone(), logic)
-            })
-            .collect(),
-        per_node_labels: false,
-    };
-    let injected = config.agent.injected_faults;
-    let layer = move |i: usize, api_server: Arc<dyn ApiServer>| {
-        let faults = injected.map(|f| InjectedFaults { seed: f.seed.wrapping_add(i as u64), ..f });
-        agent::fault_layer(faults)(api_server)
-    };
-    let mut memory_before = None;
-    let mut started = Instant::now();
-    let fleet = Fleet::start(&target, &config.agent.agent, spec, &plugins, &layer, &mut |step| match step {
-        StartProgress::Connected => {
-            memory_before = summary::rss_mib();
-            started = Instant::now();
-        }
-        StartProgress::NodeStarted { started: done, total } => progress(&Progress {
-            elapsed: started.elapsed(),
-            duration: None,
-            message: format!("{done} of {total} nodes started"),
-        }),
-    })
-    .map_err(SimulateError::Fleet)?;
-    let start_seconds = started.elapsed().as_secs_f64();
+    let StartedFleet { fleet, embedded, start_seconds, idle_memory_mib_per_node } =
+        start_fleet(&config, &plugins, &groups, progress)?;
     let names = fleet.names().to_vec();
     let agents = fleet.agents();
-    let idle_memory_mib_per_node =
-        memory_before.zip(summary::rss_mib()).map(|(before, after)| (after - before).max(0.0) / names.len() as f64);
     for agent in agents {
         wait_for_mirrors(agent.pod_manager(), config.static_pods, Duration::from_secs(10));
     }
-    let mut rollout = match config.canary.clone() {
-        Some(canary) => {
-            let rollout = canary.rollout;
-            let group = groups
-                .iter()
-                .position(|g| g.name == rollout.group)
-                .ok_or_else(|| SimulateError::UnknownCanaryGroup(rollout.group.clone()))?;
-            let image = plugins.load_file(&rollout.plugin).map_err(SimulateError::CanaryPlugin)?;
-            let logic = file_logic(&rollout.plugin);
-            let canary: Vec<usize> = (0..names.len()).filter(|&i| group_of[i] == group).collect();
-            Some(SimulatedRollout::new(rollout, image, logic, canary))
-        }
-        None => None,
-    };
+    let mut rollout = canary_rollout(&config, &plugins, &groups, &group_of)?;
     let connection = fleet.connection();
 
     let owners = KubeOwners::new(connection.client().clone(), connection.runtime().clone());
 
-    if let Err(e) = owners.ensure_namespace(podstatus_agent::SIMULATED_NAMESPACE) {
-        tracing::warn!("creating the namespace {}: {e}", podstatus_agent::SIMULATED_NAMESPACE);
+    if let Err(e) = owners.ensure_namespace(podstatus_agent::node::SIMULATED_NAMESPACE) {
+        tracing::warn!("creating the namespace {}: {e}", podstatus_agent::node::SIMULATED_NAMESPACE);
     }
     let cpu_at_start = summary::CpuTimes::now();
     let start = Instant::now();
-    let until = config.duration.map_or(start + Duration::from_secs(86_400 * 365), |d| start + d);
-    let mut swap = None;
-    // The drivers' stop: the signal's, or the fleet's own when a driver cannot start.
-    let stop = AtomicBool::new(false);
-    let busy_at_start: Vec<Duration> = agents.iter().map(|agent| agent.handle().plugin_busy()).collect();
-    let nodes: Vec<PooledNode<'_>> = agents
-        .iter()
-        .enumerate()
-        .map(|(i, agent)| {
-            let driver_config = DriverConfig {
-                pods: share(config.pods, names.len(), i),
-                churn: config.churn / names.len() as f64,
-                node: names[i].clone(),
-                seed: config.seed.wrapping_add(i as u64),
-                cycles: config.cycles.map(|cycles| cycles.div_ceil(names.len() as u64)),
-                // As one node's run: a 1.35 kubelet beside a plugin with the resize calls.
-                kubelet_1_35: agent.handle().contract().has_resize(),
-                resync: config.resync,
-                name_prefix: Some(format!("n{i}")),
-                arrival_rate: config.arrival_rate.map(|rate| rate / names.len() as f64),
-                annotations: groups[group_of[i]].pod_annotations.clone(),
-            };
-            PooledNode {
-                driver: Driver::new(driver_config, agent.pod_manager()),
-                side: agent.node_side(),
-                pods: agent.pod_manager(),
-            }
-        })
-        .collect();
-    let runs: Result<Vec<NodeRun>, SimulateError> = std::thread::scope(|scope| {
-        let (owners, stop) = (&owners, &stop);
-        let drivers = std::thread::Builder::new()
-            .name("podstatus-node-pool".into())
-            .spawn_scoped(scope, move || driver_pool::run(nodes, owners, until, stop))
-            .map_err(SimulateError::Spawn)?;
-        let mut swap_at = config.swap_at.clone();
-        while !drivers.is_finished() {
-            std::thread::sleep(TICK);
-            if signals.stop.load(Ordering::SeqCst) {
-                stop.store(true, Ordering::SeqCst);
-            }
-            let elapsed = start.elapsed();
-            if let Some(rollout) = rollout.as_mut() {
-                rollout.tick(elapsed, &fleet);
-            }
-            if let Some(planned) = swap_at.as_ref().filter(|planned| elapsed >= planned.at) {
-                swap = Some(swap_all(agents, planned, elapsed));
-                swap_at = None;
-            }
-            let queued: usize = agents.iter().map(|a| a.handle().queue_len()).sum();
-            progress(&Progress {
-                elapsed,
-                duration: config.duration,
-                message: format!("{} nodes, queue {queued}", names.len()),
-            });
-        }
-        // A driver that panicked is a bug of the host: its panic goes on up.
-        let nodes =
-            drivers.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)).map_err(SimulateError::Spawn)?;
-        Ok(nodes
-            .into_iter()
-            .zip(agents.iter().zip(&busy_at_start))
-            .map(|(node, (agent, busy))| NodeRun {
-                driver: node.driver,
-                plugin_busy: agent.handle().plugin_busy().saturating_sub(*busy),
-            })
-            .collect())
-    });
-    let mut runs = runs?;
+    let run = Run { config: &config, groups: &groups, group_of: &group_of, fleet: &fleet, start };
+    let Churned { mut runs, swap } = run.churn(&owners, rollout.as_mut(), signals, progress)?;
     let seconds = start.elapsed().as_secs_f64();
     let statuses_written = statuses_written(connection.metrics());
     let cpu_steal_percent = cpu_at_start.zip(summary::CpuTimes::now()).and_then(|(a, b)| a.steal_percent_until(b));
     let nodes_ready = fleet.ready_nodes();
 
     let quiet = Instant::now();
-    std::thread::scope(|scope| {
-        for (agent, run) in agents.iter().zip(runs.iter_mut()) {
-            let timeout = config.flush_timeout;
-            scope.spawn(move || run.driver.quiet_sync(agent, &agent.node_side(), timeout));
-        }
-    });
+    quiet_sync(agents, &mut runs, config.flush_timeout);
     tracing::info!(took = ?quiet.elapsed(), "quiet sync done");
 
-    let count_paths = runs.iter().any(|run| run.driver.new_paths().is_some());
-    let checked_nodes: Vec<CheckedNode<'_>> = agents
-        .iter()
-        .zip(&names)
-        .map(|(agent, name)| CheckedNode { name, handle: agent.handle(), pods: agent.pod_manager() })
-        .collect();
-    let mut checked = check_fleet(&owners, &checked_nodes, count_paths);
-    let mut check = Check::default();
-    let mut counts = DriverCounts::default();
-    let mut new_paths = None;
-    let (mut plugin_busy, mut static_pods) = (Duration::ZERO, 0);
-    let mut client_refusals = BTreeMap::<String, u64>::new();
-    let (mut lease_renewals, mut leases_late) = (0, 0);
-    let mut by_group: Vec<GroupFigures> = groups
-        .iter()
-        .map(|group| GroupFigures {
-            name: group.name.clone(),
-            plugin: group.image.contract().to_string(),
-            nodes: group.nodes,
-            ..GroupFigures::default()
-        })
-        .collect();
-    let mut group_busy = vec![(Duration::ZERO, 0u64); groups.len()];
-    for (i, (agent, run)) in agents.iter().zip(&runs).enumerate() {
-        let node_check = std::mem::take(&mut checked.nodes[i]);
-        let group = &mut by_group[group_of[i]];
-        group.add(&run.driver.counts, &node_check);
-        group.plugin = agent.handle().contract().to_string();
-        let busy = &mut group_busy[group_of[i]];
-        busy.0 += run.plugin_busy;
-        busy.1 += run.driver.counts.updates.values().sum::<u64>();
-        check.compared += node_check.compared;
-        check.differing.extend(node_check.differing);
-        counts.add(&run.driver.counts);
-        if let Some(paths) = run.driver.new_paths() {
-            new_paths.get_or_insert_with(crate::NewPaths::default).add(&paths);
-        }
-        plugin_busy += run.plugin_busy;
-        static_pods += run.driver.static_pods();
-        for (outcome, n) in agent.client_refusals() {
-            *client_refusals.entry(outcome).or_default() += n;
-        }
-        if let Some(registration) = agent.registration() {
-            lease_renewals += registration.lease_renewals();
-            leases_late += registration.late_renewals();
-        }
-    }
-    if let Some(paths) = new_paths.as_mut() {
-        paths.add(&checked.api_paths);
-    }
-    tracing::info!(compared = check.compared, differing = check.differing.len(), "checked");
-    let pods_created = counts.created;
-    // The first pods' creation on its own: from the churn's start to the last of them.
-    let all_first = counts.first_created == config.pods as u64;
-    let first_pods_seconds =
-        counts.first_created_at.filter(|_| all_first).map(|at| at.saturating_duration_since(start).as_secs_f64());
-    let first_rate = match first_pods_seconds {
-        Some(took) if took > 0.0 => counts.first_created as f64 / took,
-        _ if seconds > 0.0 => pods_created as f64 / seconds,
-        _ => 0.0,
-    };
+    let mut tally = FleetTally::of(&owners, &fleet, &groups, &group_of, &runs);
+    tracing::info!(compared = tally.check.compared, differing = tally.check.differing.len(), "checked");
+    let (first_pods_seconds, first_rate) = first_pods(&tally.counts, config.pods, start, seconds);
     let observed = Observed {
         plugin: agents.last().map(|a| a.handle().contract().to_string()).unwrap_or_default(),
         api_url: connection.api_url(),
         node: format!("{} .. {}", names[0], names[names.len() - 1]),
         metrics: connection.metrics(),
-        client_refusals,
-        counts,
-        static_pods,
-        plugin_busy,
+        client_refusals: std::mem::take(&mut tally.client_refusals),
+        counts: std::mem::take(&mut tally.counts),
+        static_pods: tally.static_pods,
+        plugin_busy: tally.plugin_busy,
         seconds,
         statuses_written,
-        new_paths,
-        pods_by_phase: std::mem::take(&mut checked.pods_by_phase),
-        check,
+        new_paths: tally.new_paths.take(),
+        pods_by_phase: std::mem::take(&mut tally.pods_by_phase),
+        check: std::mem::take(&mut tally.check),
         swap,
         cpu_steal_percent,
     };
@@ -311,27 +122,13 @@ pub fn run_fleet(
     summary.fleet = Some(FleetFigures {
         nodes: names.len(),
         nodes_ready,
-        lease_renewals,
-        leases_late,
+        lease_renewals: tally.lease_renewals,
+        leases_late: tally.leases_late,
         start_seconds,
         idle_memory_mib_per_node,
         pods_created_per_second: first_rate,
         first_pods_seconds,
-        groups: by_group
-            .into_iter()
-            .zip(group_busy)
-            .map(|(group, (busy, updates))| {
-                // What the group's nodes counted into their metrics, the final flush included.
-                let tally = fleet.metrics().group_snapshot(&group.name);
-                GroupFigures {
-                    plugin_busy_us_per_update: per_update_us(busy, updates),
-                    propagation_ms: tally.propagation.summary().into(),
-                    api_calls_per_version: podstatus_agent::Figures::of(&tally).api_calls_per_version,
-                    recoveries: tally.recoveries,
-                    ..group
-                }
-            })
-            .collect(),
+        groups: tally.group_figures(&fleet),
     });
 
     fleet.mark_shutting_down(Duration::from_secs(10));
@@ -344,6 +141,203 @@ pub fn run_fleet(
     Ok(summary)
 }
 
+/// Starts the fleet of `groups` against `config`'s target (the embedded server first,
+/// when that is it, admitting the connections the fleet opens), telling `progress` how
+/// many nodes have started; measures the start from the connection on, and the memory
+/// the idle nodes took.
+fn start_fleet(
+    config: &SimulateConfig,
+    plugins: &PluginRuntime,
+    groups: &[NodeGroup],
+    progress: &mut dyn FnMut(&Progress),
+) -> Result<StartedFleet, SimulateError> {
+    let connections = podstatus_apiserver::ServeOptions::default().max_connections + Fleet::connections(config.nodes);
+    let (embedded, target) = simulated_node::resolve(&config.agent.target, connections)?;
+    let spec = FleetSpec {
+        groups: groups
+            .iter()
+            .map(|group| {
+                let logic = if group.logic.is_empty() { &config.logic } else { &group.logic };
+                FleetGroup::new(&group.name, group.nodes, group.image.clone(), logic)
+            })
+            .collect(),
+        per_node_labels: false,
+    };
+    let injected = config.agent.target.injected_faults;
+    let layer = move |i: usize, api_server: Arc<dyn ApiServer>| {
+        let faults = injected.map(|f| InjectedFaults { seed: f.seed.wrapping_add(i as u64), ..f });
+        simulated_node::fault_layer(faults)(api_server)
+    };
+    let mut memory_before = None;
+    let mut started = Instant::now();
+    let fleet = Fleet::start(&target, &config.agent, spec, plugins, &layer, &mut |step| match step {
+        StartProgress::Connected => {
+            memory_before = summary::rss_mib();
+            started = Instant::now();
+        }
+        StartProgress::NodeStarted { started: done, total } => progress(&Progress {
+            elapsed: started.elapsed(),
+            duration: None,
+            message: format!("{done} of {total} nodes started"),
+        }),
+    })
+    .map_err(SimulateError::Fleet)?;
+    let start_seconds = started.elapsed().as_secs_f64();
+    let nodes = fleet.names().len();
+    let idle_memory_mib_per_node =
+        memory_before.zip(summary::rss_mib()).map(|(before, after)| (after - before).max(0.0) / nodes as f64);
+    Ok(StartedFleet { fleet, embedded, start_seconds, idle_memory_mib_per_node })
+}
+
+/// The canary rollout `config` asks for, over the nodes of its group (its plugin
+/// loaded now), if it asks for one.
+fn canary_rollout(
+    config: &SimulateConfig,
+    plugins: &PluginRuntime,
+    groups: &[NodeGroup],
+    group_of: &[usize],
+) -> Result<Option<SimulatedRollout>, SimulateError> {
+    let Some(canary) = config.canary.clone() else { return Ok(None) };
+    let rollout = canary.rollout;
+    let group = groups
+        .iter()
+        .position(|g| g.name == rollout.group)
+        .ok_or_else(|| SimulateError::UnknownCanaryGroup(rollout.group.clone()))?;
+    let image = plugins.load_file(&rollout.plugin).map_err(SimulateError::CanaryPlugin)?;
+    let logic = file_logic(&rollout.plugin);
+    let canary: Vec<usize> = (0..group_of.len()).filter(|&i| group_of[i] == group).collect();
+    Ok(Some(SimulatedRollout::new(rollout, image, logic, canary)))
+}
+
+/// A fleet's run as the churn sees it: the run's settings, its nodes and their
+/// groups, and when the churn began.
+struct Run<'a> {
+    config: &'a SimulateConfig,
+    groups: &'a [NodeGroup],
+    group_of: &'a [usize],
+    fleet: &'a Fleet,
+    start: Instant,
+}
+
+impl Run<'_> {
+    /// Churns every node's pods (the drivers on a pool of threads) until the run's end
+    /// or a stop, while this thread ticks the rollout, makes the planned swap and tells
+    /// `progress` where the run stands.
+    fn churn(
+        &self,
+        owners: &KubeOwners,
+        mut rollout: Option<&mut SimulatedRollout>,
+        signals: &Signals,
+        progress: &mut dyn FnMut(&Progress),
+    ) -> Result<Churned, SimulateError> {
+        let (config, agents) = (self.config, self.fleet.agents());
+        let until = config.duration.map_or(self.start + Duration::from_secs(86_400 * 365), |d| self.start + d);
+        let mut swap = None;
+        // The drivers' stop: the signal's, or the fleet's own when a driver cannot start.
+        let stop = AtomicBool::new(false);
+        let busy_at_start: Vec<Duration> = agents.iter().map(|agent| agent.handle().plugin_busy()).collect();
+        let nodes = self.pooled_nodes();
+        let runs = std::thread::scope(|scope| {
+            let stop = &stop;
+            let drivers = std::thread::Builder::new()
+                .name("podstatus-node-pool".into())
+                .spawn_scoped(scope, move || driver_pool::run(nodes, owners, until, stop))
+                .map_err(SimulateError::Spawn)?;
+            let mut swap_at = config.swap_at.clone();
+            while !drivers.is_finished() {
+                std::thread::sleep(TICK);
+                if signals.stop.load(Ordering::SeqCst) {
+                    stop.store(true, Ordering::SeqCst);
+                }
+                let elapsed = self.start.elapsed();
+                if let Some(rollout) = rollout.as_mut() {
+                    rollout.tick(elapsed, self.fleet);
+                }
+                if let Some(planned) = swap_at.as_ref().filter(|planned| elapsed >= planned.at) {
+                    swap = Some(swap_all(agents, planned, elapsed));
+                    swap_at = None;
+                }
+                let queued: usize = agents.iter().map(|a| a.handle().queue_len()).sum();
+                progress(&Progress {
+                    elapsed,
+                    duration: config.duration,
+                    message: format!("{} nodes, queue {queued}", agents.len()),
+                });
+            }
+            // A driver that panicked is a bug of the host: its panic goes on up.
+            let nodes = drivers
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+                .map_err(SimulateError::Spawn)?;
+            Ok::<_, SimulateError>(
+                nodes
+                    .into_iter()
+                    .zip(agents.iter().zip(&busy_at_start))
+                    .map(|(node, (agent, busy))| NodeRun {
+                        driver: node.driver,
+                        plugin_busy: agent.handle().plugin_busy().saturating_sub(*busy),
+                    })
+                    .collect(),
+            )
+        })?;
+        Ok(Churned { runs, swap })
+    }
+
+    /// Each node's driver, with its share of the pods and the churn and its own seed.
+    fn pooled_nodes(&self) -> Vec<PooledNode<'_>> {
+        let (config, names) = (self.config, self.fleet.names());
+        self.fleet
+            .agents()
+            .iter()
+            .enumerate()
+            .map(|(i, agent)| {
+                let driver_config = DriverConfig {
+                    pods: share(config.pods, names.len(), i),
+                    churn: config.churn / names.len() as f64,
+                    node: names[i].clone(),
+                    seed: config.seed.wrapping_add(i as u64),
+                    cycles: config.cycles.map(|cycles| cycles.div_ceil(names.len() as u64)),
+                    // As one node's run: a 1.35 kubelet beside a plugin with the resize calls.
+                    kubelet_1_35: agent.handle().contract().has_resize(),
+                    resync: config.resync,
+                    name_prefix: Some(format!("n{i}")),
+                    arrival_rate: config.arrival_rate.map(|rate| rate / names.len() as f64),
+                    annotations: self.groups[self.group_of[i]].pod_annotations.clone(),
+                };
+                PooledNode {
+                    driver: Driver::new(driver_config, agent.pod_manager()),
+                    side: agent.node_side(),
+                    pods: agent.pod_manager(),
+                }
+            })
+            .collect()
+    }
+}
+
+/// Every node's quiet sync at once, each on a thread of its own, within `timeout`.
+fn quiet_sync(agents: &[NodeAgent], runs: &mut [NodeRun], timeout: Duration) {
+    std::thread::scope(|scope| {
+        for (agent, run) in agents.iter().zip(runs.iter_mut()) {
+            scope.spawn(move || run.driver.quiet_sync(agent, &agent.node_side(), timeout));
+        }
+    });
+}
+
+/// How long the first pods' creation took on its own (from the churn's `start` to the
+/// last of the run's first `pods`, when all were created), and the rate of creation:
+/// theirs, else the run's over its `seconds`.
+fn first_pods(counts: &DriverCounts, pods: usize, start: Instant, seconds: f64) -> (Option<f64>, f64) {
+    let all_first = counts.first_created == pods as u64;
+    let first_pods_seconds =
+        counts.first_created_at.filter(|_| all_first).map(|at| at.saturating_duration_since(start).as_secs_f64());
+    let first_rate = match first_pods_seconds {
+        Some(took) if took > 0.0 => counts.first_created as f64 / took,
+        _ if seconds > 0.0 => counts.created as f64 / seconds,
+        _ => 0.0,
+    };
+    (first_pods_seconds, first_rate)
+}
+
 /// Node `i`'s share of `total` over `nodes`: the remainder goes to the first nodes.
 fn share(total: usize, nodes: usize, i: usize) -> usize {
     total / nodes + usize::from(i < total % nodes)
@@ -352,7 +346,7 @@ fn share(total: usize, nodes: usize, i: usize) -> usize {
 /// Swaps every node's plugin for the one in `path`, one node after another (a rollout
 /// of the whole fleet): the first failure's summary if one fails, else the longest
 /// pause and the whole rollout's time.
-fn swap_all(agents: &[podstatus_agent::NodeAgent], planned: &PlannedSwap, at: Duration) -> SwapSummary {
+fn swap_all(agents: &[NodeAgent], planned: &PlannedSwap, at: Duration) -> SwapSummary {
     let began = Instant::now();
     let mut rollout = SwapSummary::default();
     for agent in agents {

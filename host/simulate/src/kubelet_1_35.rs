@@ -24,7 +24,9 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::owners::{OwnerError, Owners};
-use podstatus_agent::{LifeStage as Stage, PodKind as Kind, PodLife, TimedManager};
+use podstatus_agent::metrics::TimedManager;
+use podstatus_agent::node::{LifeStage as Stage, PodKind as Kind, PodLife};
+use podstatus_backends::pod_identity::uid_of;
 use podstatus_backends::rng::{Entropy, SplitMix64};
 use podstatus_runtime::bindings::UpdateOutcome;
 use podstatus_runtime::{CallError, ResizeCondition};
@@ -327,7 +329,7 @@ impl Kubelet135 {
             Resize::Idle | Resize::Deferred | Resize::Infeasible if extras.sidecar && self.rng().chance(10) => {
                 let ready = !extras.sidecar_ready;
                 self.extras(life.slot).sidecar_ready = ready;
-                let outcome = handle.set_container_readiness(uid(pod), &sidecar_id(&life.name()), ready);
+                let outcome = handle.set_container_readiness(uid_of(pod), &sidecar_id(&life.name()), ready);
                 calls.push(Call::Update("set-container-readiness", outcome));
                 self.counts.sidecar_readiness += 1;
                 return Some(calls);
@@ -363,7 +365,7 @@ impl Kubelet135 {
 
     /// Sets a resize condition through the plugin, at the pod's generation.
     fn set(&mut self, ctx: &Ctx<'_>, condition: ResizeCondition, reason: &str, message: &str, calls: &mut Vec<Call>) {
-        let (uid, generation) = (uid(ctx.pod), ctx.pod.metadata.generation.unwrap_or(0));
+        let (uid, generation) = (uid_of(ctx.pod), ctx.pod.metadata.generation.unwrap_or(0));
         match ctx.handle.set_pod_resize_condition(uid, condition, reason, message, generation) {
             Ok(()) => {
                 let name = condition_type(condition);
@@ -376,7 +378,7 @@ impl Kubelet135 {
 
     /// Clears a resize condition through the plugin.
     fn clear(&mut self, ctx: &Ctx<'_>, condition: ResizeCondition, calls: &mut Vec<Call>) {
-        match ctx.handle.clear_pod_resize_condition(uid(ctx.pod), condition) {
+        match ctx.handle.clear_pod_resize_condition(uid_of(ctx.pod), condition) {
             Ok(true) => self.counts.resize_conditions_cleared += 1,
             Ok(false) => {}
             Err(e) => calls.push(Call::Failed("clear-pod-resize-condition", e)),
@@ -393,7 +395,7 @@ impl Kubelet135 {
             app.resources = Some(cpu_request(cpu));
         }
         let patch = json!({
-            "metadata": {"uid": uid(ctx.pod), "generation": generation},
+            "metadata": {"uid": uid_of(ctx.pod), "generation": generation},
             "spec": {"containers": containers},
         });
         let namespace = ctx.pod.metadata.namespace.as_deref().unwrap_or_default();
@@ -420,10 +422,6 @@ struct Ctx<'a> {
 
 fn log_owner_error(pod: &str, error: &OwnerError) {
     tracing::warn!(pod, "resizing: {error}");
-}
-
-fn uid(pod: &Pod) -> &str {
-    pod.metadata.uid.as_deref().unwrap_or_default()
 }
 
 fn condition_type(condition: ResizeCondition) -> &'static str {
@@ -585,7 +583,7 @@ mod tests {
         }
         let mut killed = life(3);
         let stopped = match killed.kill(NOW) {
-            podstatus_agent::LifeEvent::Kill(status) => status,
+            podstatus_agent::node::LifeEvent::Kill(status) => status,
             other => panic!("{other:?}"),
         };
         let stopped = decorate(&killed, &extras(true), 0, stopped, NOW);

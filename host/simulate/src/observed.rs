@@ -11,9 +11,9 @@ use crate::driver::DriverCounts;
 use crate::kubelet_1_35::NewPaths;
 use crate::owners::{OwnerError, StoredPod, StoredPods};
 use crate::summary::{self, Check, Summary, SwapSummary};
-use podstatus_agent::Outcome;
+use podstatus_agent::client::Outcome;
 use podstatus_agent::metrics::{Metrics, OUTCOME_OK};
-use podstatus_agent::{VERB_PATCH_STATUS, VERB_UPDATE_STATUS};
+use podstatus_agent::metrics::{VERB_PATCH_STATUS, VERB_UPDATE_STATUS};
 
 /// What a run observed, for its summary: one node's, or a fleet's added up.
 pub(crate) struct Observed<'a> {

@@ -8,7 +8,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::summary::RolloutSummary;
-use podstatus_agent::{CanaryPlan, DecidedBy, Decision, Fleet, Rollout, RolloutOutcome, RolloutPolicy};
+use podstatus_agent::rollout::{CanaryPlan, DecidedBy, Decision, Outcome, RolloutPolicy};
+use podstatus_agent::{Fleet, Rollout};
 use podstatus_runtime::PluginImage;
 
 /// How a canary rollout runs.
@@ -101,8 +102,8 @@ impl SimulatedRollout {
 fn fill(summary: &mut RolloutSummary, decision: &Decision) {
     summary.canary_nodes = decision.canary_nodes;
     summary.decision = match decision.outcome {
-        RolloutOutcome::Promoted => "promoted",
-        RolloutOutcome::RolledBack => "rolled back",
+        Outcome::Promoted => "promoted",
+        Outcome::RolledBack => "rolled back",
     }
     .into();
     summary.decided_by = match decision.by {

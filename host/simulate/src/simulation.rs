@@ -8,12 +8,12 @@ use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use crate::agent::NodeAgent;
 use crate::check;
-use crate::config::{Progress, Signals, SimulateConfig, SimulateError};
+use crate::config::{NodeGroup, Progress, Signals, SimulateConfig, SimulateError};
 use crate::driver::{Driver, DriverConfig};
 use crate::observed::{Observed, api_paths, statuses_written, summarize};
 use crate::owners::{self, KubeOwners, StoredPod};
+use crate::simulated_node::SimulatedNode;
 use crate::static_manifests::{wait_for_mirrors, write_static_pods};
 use crate::summary::{self, Summary};
 use crate::swaps::{do_swap, swap_to_image};
@@ -45,21 +45,22 @@ pub fn run_with_progress(
             Some(canary) => {
                 let nodes = ((config.nodes as f64 * canary.share).ceil() as usize).clamp(1, config.nodes - 1);
                 vec![
-                    crate::fleet::NodeGroup::new("base", config.nodes - nodes, image.clone()),
-                    crate::fleet::NodeGroup::new(&canary.rollout.group, nodes, image),
+                    NodeGroup::new("base", config.nodes - nodes, image.clone()),
+                    NodeGroup::new(&canary.rollout.group, nodes, image),
                 ]
             }
-            None => vec![crate::fleet::NodeGroup::new("all", config.nodes, image)],
+            None => vec![NodeGroup::new("all", config.nodes, image)],
         };
         return crate::fleet::run_fleet(config, plugins, groups, signals, progress);
     }
     let manifests = write_static_pods(&mut config)?;
     let started = Instant::now();
-    let agent = NodeAgent::start(&config.agent, plugins, image)?;
+    let node = SimulatedNode::start(&config.agent, plugins, image)?;
+    let agent = node.agent();
     tracing::info!(took = ?started.elapsed(), api_server = agent.api_url(), "agent started");
     let owners = KubeOwners::new(agent.client().clone(), agent.runtime().clone());
-    if let Err(e) = owners.ensure_namespace(podstatus_agent::SIMULATED_NAMESPACE) {
-        tracing::warn!("creating the namespace {}: {e}", podstatus_agent::SIMULATED_NAMESPACE);
+    if let Err(e) = owners.ensure_namespace(podstatus_agent::node::SIMULATED_NAMESPACE) {
+        tracing::warn!("creating the namespace {}: {e}", podstatus_agent::node::SIMULATED_NAMESPACE);
     }
     wait_for_mirrors(agent.pod_manager(), config.static_pods, Duration::from_secs(10));
 
@@ -88,13 +89,13 @@ pub fn run_with_progress(
     driver.run(&node_side, agent.pod_manager(), &owners, until, &signals.stop, |driver| {
         let elapsed = start.elapsed();
         if let Some(planned) = swap_at.as_ref().filter(|planned| elapsed >= planned.at) {
-            swap = Some(swap_to_image(&agent, &planned.image, elapsed));
+            swap = Some(swap_to_image(agent, &planned.image, elapsed));
             tracing::info!(at = ?planned.at, "swap done");
             swap_at = None;
         }
         if signals.swap.swap(false, Ordering::SeqCst) {
             match &config.swap_on_signal {
-                Some(path) => swap = Some(do_swap(&agent, path, elapsed)),
+                Some(path) => swap = Some(do_swap(agent, path, elapsed)),
                 None => tracing::warn!("swap signal ignored: no plugin file to swap to"),
             }
         }
@@ -116,7 +117,7 @@ pub fn run_with_progress(
     let cpu_steal_percent = cpu_at_start.zip(summary::CpuTimes::now()).and_then(|(a, b)| a.steal_percent_until(b));
 
     let quiet = Instant::now();
-    driver.quiet_sync(&agent, &node_side, config.flush_timeout);
+    driver.quiet_sync(agent, &node_side, config.flush_timeout);
     tracing::info!(took = ?quiet.elapsed(), stages = ?driver.stages(), "quiet sync done");
     // One list of the node's pods serves the check and the count by phase.
     let stored = owners.node_pods(&config.agent.node);
@@ -151,7 +152,7 @@ pub fn run_with_progress(
     {
         tracing::warn!("reporting the node as shutting down: {e}");
     }
-    let left = agent.shutdown(config.flush_timeout);
+    let left = node.shutdown(config.flush_timeout);
     tracing::info!("agent stopped");
     if left > 0 {
         tracing::warn!("{left} sync requests were left unwritten at shutdown");

@@ -135,7 +135,7 @@ pub struct RolloutSummary {
     /// Swaps that failed (those nodes kept their plugin).
     pub swap_errors: usize,
     /// Every criterion of the comparison, with both sides' figures and samples.
-    pub verdict: Option<podstatus_agent::Verdict>,
+    pub verdict: Option<podstatus_agent::rollout::Verdict>,
 }
 
 /// What only a fleet reports: its nodes, their Leases, and what a node costs.
@@ -388,71 +388,10 @@ impl fmt::Display for Summary {
             rows.push(("swap".into(), text));
         }
         if let Some(fleet) = &self.fleet {
-            rows.push((
-                "fleet".into(),
-                format!(
-                    "{} nodes ({} Ready), started in {:.1} s, {:.1} pods created per second",
-                    fleet.nodes, fleet.nodes_ready, fleet.start_seconds, fleet.pods_created_per_second
-                ),
-            ));
-            rows.push((
-                "leases".into(),
-                format!("{} renewals, {} after their Lease expired", fleet.lease_renewals, fleet.leases_late),
-            ));
-            if let Some(mib) = fleet.idle_memory_mib_per_node {
-                rows.push(("memory / idle node".into(), format!("{mib:.2} MiB")));
-            }
-            for group in &fleet.groups {
-                rows.push((
-                    format!("  group {}", group.name),
-                    format!(
-                        "{} nodes on {}: {} pods, {} versions, {} faults ({} recoveries), {} of {} pods differ, \
-                         plugin {:.1} us / update, propagation p99 {:.1} ms, {:.2} API calls / version",
-                        group.nodes,
-                        group.plugin,
-                        group.pods_created,
-                        group.versions,
-                        group.faults,
-                        group.recoveries,
-                        group.differing,
-                        group.compared,
-                        group.plugin_busy_us_per_update,
-                        group.propagation_ms.p99,
-                        group.api_calls_per_version
-                    ),
-                ));
-            }
+            rows.extend(fleet.rows());
         }
         if let Some(rollout) = &self.rollout {
-            rows.push((
-                "rollout".into(),
-                format!(
-                    "{} ({} nodes) to {}: {} at {:.1} s ({}); canary swapped in {:.0} ms, decision in {:.0} ms",
-                    rollout.group,
-                    rollout.canary_nodes,
-                    rollout.to,
-                    rollout.decision,
-                    rollout.decided_at_seconds,
-                    rollout.reason,
-                    rollout.canary_swap_ms,
-                    rollout.decision_swap_ms
-                ),
-            ));
-            rows.push((
-                "  canary / rest".into(),
-                format!(
-                    "propagation p99 {:.1} / {:.1} ms, API calls per version {:.2} / {:.2}, faults per update \
-                     {:.4} / {:.4}, plugin {:.1} / {:.1} us per update",
-                    rollout.canary_p99_ms,
-                    rollout.rest_p99_ms,
-                    rollout.canary_api_calls_per_version,
-                    rollout.rest_api_calls_per_version,
-                    rollout.canary_fault_rate,
-                    rollout.rest_fault_rate,
-                    rollout.canary_plugin_us_per_update,
-                    rollout.rest_plugin_us_per_update
-                ),
-            ));
+            rows.extend(rollout.rows());
         }
         if let Some(mib) = self.peak_memory_mib {
             rows.push(("peak memory".into(), format!("{mib:.0} MiB")));
@@ -475,6 +414,76 @@ impl fmt::Display for Summary {
             let _ = writeln!(out, "  differs: {}: {}", d.pod, d.detail);
         }
         f.write_str(&out)
+    }
+}
+
+impl FleetFigures {
+    /// The summary's rows of a fleet run: the fleet's, then each group's.
+    fn rows(&self) -> Vec<(String, String)> {
+        let started = format!(
+            "{} nodes ({} Ready), started in {:.1} s, {:.1} pods created per second",
+            self.nodes, self.nodes_ready, self.start_seconds, self.pods_created_per_second
+        );
+        let leases = format!("{} renewals, {} after their Lease expired", self.lease_renewals, self.leases_late);
+        let memory = self.idle_memory_mib_per_node.map(|mib| ("memory / idle node".into(), format!("{mib:.2} MiB")));
+        [("fleet".into(), started), ("leases".into(), leases)]
+            .into_iter()
+            .chain(memory)
+            .chain(self.groups.iter().map(GroupFigures::row))
+            .collect()
+    }
+}
+
+impl GroupFigures {
+    /// The summary's row of a fleet's group.
+    fn row(&self) -> (String, String) {
+        let figures = format!(
+            "{} nodes on {}: {} pods, {} versions, {} faults ({} recoveries), {} of {} pods differ, \
+             plugin {:.1} us / update, propagation p99 {:.1} ms, {:.2} API calls / version",
+            self.nodes,
+            self.plugin,
+            self.pods_created,
+            self.versions,
+            self.faults,
+            self.recoveries,
+            self.differing,
+            self.compared,
+            self.plugin_busy_us_per_update,
+            self.propagation_ms.p99,
+            self.api_calls_per_version
+        );
+        (format!("  group {}", self.name), figures)
+    }
+}
+
+impl RolloutSummary {
+    /// The summary's rows of a canary rollout: the decision, then canary and rest side
+    /// by side.
+    fn rows(&self) -> [(String, String); 2] {
+        let decision = format!(
+            "{} ({} nodes) to {}: {} at {:.1} s ({}); canary swapped in {:.0} ms, decision in {:.0} ms",
+            self.group,
+            self.canary_nodes,
+            self.to,
+            self.decision,
+            self.decided_at_seconds,
+            self.reason,
+            self.canary_swap_ms,
+            self.decision_swap_ms
+        );
+        let compared = format!(
+            "propagation p99 {:.1} / {:.1} ms, API calls per version {:.2} / {:.2}, faults per update \
+             {:.4} / {:.4}, plugin {:.1} / {:.1} us per update",
+            self.canary_p99_ms,
+            self.rest_p99_ms,
+            self.canary_api_calls_per_version,
+            self.rest_api_calls_per_version,
+            self.canary_fault_rate,
+            self.rest_fault_rate,
+            self.canary_plugin_us_per_update,
+            self.rest_plugin_us_per_update
+        );
+        [("rollout".into(), decision), ("  canary / rest".into(), compared)]
     }
 }
 

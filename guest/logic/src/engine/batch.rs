@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Bound;
 use std::sync::Arc;
 
-use podstatus_core::{PodView, normalize_status};
+use podstatus_core::PodView;
 
 use super::Engine;
 use super::batch_reads::{Agreement, digest};
@@ -215,7 +215,7 @@ impl<I: Imports> Engine<I> {
             pod = PodView::parse_with_uid(&mirror_json).invalid_pod(|| format!("mirror pod of {uid}"))?;
         }
         let mut api_status = pod.parse_status().invalid_pod(|| format!("status of {}", pod.full_name()))?;
-        normalize_status(&pod.spec, &mut api_status);
+        policy.normalize_status(&pod.spec, &mut api_status);
         if policy.status_equal(&api_status, &cached.status) {
             self.batch_reads.note_agreed(uid, pod_read, mirror_read, cached);
             return Ok(false);

@@ -17,6 +17,7 @@
 //! the same imports and calls in the same order.
 
 use k8s_openapi::api::core::v1::PodStatus;
+use podstatus_core::{SpecView, normalize_status};
 
 use crate::api_pod::ApiPod;
 use crate::engine::Engine;
@@ -113,4 +114,10 @@ pub trait SyncPolicy<I: Imports> {
     /// Whether the API server's status (normalised) holds the cached one, so the batch
     /// has no drift to repair.
     fn status_equal(&self, api: &PodStatus, cached: &PodStatus) -> bool;
+
+    /// `normalizeStatus`, as `needsReconcile` applies it to the API server's status
+    /// before comparing; the default is the 2017 kubelet's (through 1.27).
+    fn normalize_status(&self, spec: &SpecView, status: &mut PodStatus) {
+        normalize_status(spec, status);
+    }
 }

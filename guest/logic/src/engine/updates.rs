@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::PodStatus;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use podstatus_core::{PodView, is_zero, normalize_status};
+use podstatus_core::{PodView, SpecView, is_zero};
 
 use super::Engine;
 use crate::error::{InvalidPod, Result};
@@ -37,9 +37,11 @@ impl<I: Imports> Engine<I> {
         }
     }
 
-    /// Normalises `status` and caches it as the next version of `pod`'s status after
-    /// `cached` (see [`Engine::cache_version`]), unless the update is not forced and
-    /// `equal` finds it the same as the cached one: then None, logged.
+    /// Normalises `status` (`normalize`: the release's `normalizeStatus`) and caches it
+    /// as the next version of `pod`'s status after `cached` (see
+    /// [`Engine::cache_version`]), unless the update is not forced and `equal` finds it
+    /// the same as the cached one: then None, logged.
+    #[allow(clippy::too_many_arguments)]
     pub fn cache_if_changed(
         &mut self,
         pod: &PodView,
@@ -47,9 +49,10 @@ impl<I: Imports> Engine<I> {
         cached: Option<&VersionedStatus>,
         force: bool,
         pod_is_finished: bool,
+        normalize: impl FnOnce(&SpecView, &mut PodStatus),
         equal: impl FnOnce(&PodStatus, &PodStatus) -> bool,
     ) -> Option<Arc<VersionedStatus>> {
-        normalize_status(&pod.spec, &mut status);
+        normalize(&pod.spec, &mut status);
         if let Some(cached) = cached
             && !force
             && equal(&cached.status, &status)

@@ -19,6 +19,9 @@ use crate::error::Result;
 /// ([`crate::ReadThenPatch`], [`crate::OneCall`]); a logic version is the two together
 /// ([`crate::Logic`]).
 pub trait Release {
+    /// The release, as `--logic` names it (`1.27`, `1.35`, `1.37`).
+    const NAME: &'static str;
+
     /// What the release reads of a pod beyond [`PodView`] (1.35: the generation, the
     /// init containers' restart policies, the readiness gates; 1.27 reads nothing more
     /// up front).
@@ -85,4 +88,12 @@ pub trait Release {
     /// `mergePodStatus`: the fields of the API server's status `api` the merged status
     /// keeps whatever the kubelet has (1.35: `resourceClaimStatuses`).
     fn keep_api_server_fields(&self, api: &PodStatus, merged: &mut PodStatus);
+
+    /// `normalizeStatus`: the form `status` (of a pod with `spec`) is cached and
+    /// compared in (1.35 budgets and sorts the ephemeral containers' statuses too).
+    fn normalize_status(&self, spec: &SpecView, status: &mut PodStatus);
+
+    /// `SetPodResizePendingCondition`: the reason a PodResizePending condition set with
+    /// `reason` carries (1.36 and later make every reason but `Infeasible` `Deferred`).
+    fn resize_pending_reason<'a>(&self, reason: &'a str) -> &'a str;
 }

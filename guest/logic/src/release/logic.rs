@@ -26,6 +26,15 @@ pub struct Logic<R, M> {
     pub mode: M,
 }
 
+/// What a logic version follows, as the table of built-in plugins says it (`--help`,
+/// `podstatus inspect`): the release whose status manager decides, and how it writes.
+pub trait Follows {
+    /// The Kubernetes release (`1.35`), or `2017` for the seed's kubelet.
+    const RELEASE: &'static str;
+    /// The write mode (`read-then-patch`, `one-call`; the seed's `read-then-update`).
+    const MODE: &'static str;
+}
+
 /// The release's updates, its one-slot signal and pass, and its resize conditions
 /// (where it has them).
 impl<I: Imports, R: Release, M> Policy<I> for Logic<R, M>
@@ -65,6 +74,10 @@ where
         if !R::RESIZE_CONDITIONS {
             return Err(no_resize(condition));
         }
+        let reason = match condition {
+            ResizeCondition::Pending => self.release.resize_pending_reason(reason),
+            ResizeCondition::InProgress => reason,
+        };
         engine.set_resize_condition(pod_uid, condition, reason, message, observed_generation)
     }
 

@@ -26,5 +26,5 @@ pub use generate::{
     containers_ready_for_terminal_phase, pod_ready_condition, pod_ready_for_terminal_phase,
 };
 pub use go_quote::go_quote;
-pub use logic::Logic;
+pub use logic::{Follows, Logic};
 pub use merge::merge_pod_status;

@@ -230,8 +230,10 @@ fn update_status_internal<R: Release, I: Imports>(
         status.observed_generation = old_status.observed_generation;
     }
 
+    let normalize = |spec: &_, status: &mut PodStatus| release.normalize_status(spec, status);
     let equal = |old: &PodStatus, new: &PodStatus| release.is_pod_status_by_kubelet_equal(old, new);
-    let Some(versioned) = engine.cache_if_changed(pod, status, cached.as_deref(), force, pod_is_finished, equal) else {
+    let cached = cached.as_deref();
+    let Some(versioned) = engine.cache_if_changed(pod, status, cached, force, pod_is_finished, normalize, equal) else {
         return Ok(UpdateOutcome::Unchanged);
     };
     Ok(enqueue(engine, uid, versioned))

@@ -29,6 +29,7 @@
 use std::marker::PhantomData;
 
 use k8s_openapi::api::core::v1::PodStatus;
+use podstatus_core::SpecView;
 
 use super::patching::{Carries, can_be_deleted, finish_write, plan_patch, plan_write_over_read, send};
 use crate::api_pod::ApiPod;
@@ -39,14 +40,18 @@ use crate::imports::{ApiError, Imports, Level};
 use crate::release::{Logic, Release};
 use crate::status::{LastWritten, VersionedStatus};
 
-/// One PATCH per status version, no GET, in design `D` ([`FirstDesign`] for logic v3,
-/// [`Refined`] for logic v4).
+/// One PATCH per status version, no GET, in design `D`: [`Refined`], the mode every
+/// release takes (`1.35-one-call`, `1.37-one-call`), unless named; [`FirstDesign`]
+/// only for logic v3 (`1.27-one-call`), whose traces and fixtures stay as they were.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct OneCall<D>(PhantomData<D>);
+pub struct OneCall<D = Refined>(PhantomData<D>);
 
 /// Which refinements of the one-call mode a logic version takes. Each was found by
-/// `fuzz --logic v4` (docs/replay-and-fuzzing.md) and came with v4; v3 keeps the mode
-/// as it shipped, and its fixtures, until it is moved to them.
+/// `fuzz --logic v4` (docs/replay-and-fuzzing.md) and came with v4; none depends on
+/// what a release decides (each is about what a write without a GET can know), so they
+/// are the mode's, taken by every release. Logic v3 keeps the mode as it shipped
+/// ([`FirstDesign`]): its traces, fixtures and documented differences stay as they
+/// were, and it is the only version that does.
 pub trait OneCallDesign {
     /// Every patch carries the whole merged status (the kubelet's own conditions whole,
     /// every other field of it), so the pod ends as computed whatever another writer
@@ -211,6 +216,10 @@ impl<I: Imports, R: Release, D: OneCallDesign> SyncPolicy<I> for Logic<R, OneCal
 
     fn status_equal(&self, api: &PodStatus, cached: &PodStatus) -> bool {
         self.release.is_pod_status_by_kubelet_equal(api, cached)
+    }
+
+    fn normalize_status(&self, spec: &SpecView, status: &mut PodStatus) {
+        self.release.normalize_status(spec, status);
     }
 }
 

@@ -3,6 +3,7 @@
 //! under the pod's UID (`PatchPodStatus`), and delete the pod once `canBeDeleted`.
 
 use k8s_openapi::api::core::v1::PodStatus;
+use podstatus_core::SpecView;
 
 use super::patching::{Carries, can_be_deleted, finish_write, plan_write_over_read};
 use crate::api_pod::ApiPod;
@@ -43,5 +44,9 @@ impl<I: Imports, R: Release> SyncPolicy<I> for Logic<R, ReadThenPatch> {
     /// `isPodStatusByKubeletEqual`: conditions others own are not drift.
     fn status_equal(&self, api: &PodStatus, cached: &PodStatus) -> bool {
         self.release.is_pod_status_by_kubelet_equal(api, cached)
+    }
+
+    fn normalize_status(&self, spec: &SpecView, status: &mut PodStatus) {
+        self.release.normalize_status(spec, status);
     }
 }

@@ -2,7 +2,7 @@
 //! waits in each status manager call, measured by the caller around the call, so the
 //! wait for the plugin (held by a sync, a batch, another caller) is included. The
 //! kubelet's `SetPodStatus` never waits for the network: this is the figure that shows
-//! whether ours does. [`crate::TimedManager`] records every call here.
+//! whether ours does. [`crate::metrics::TimedManager`] records every call here.
 
 use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};

@@ -13,8 +13,8 @@
 //! unmeasured, and the slow ones most of all).
 //!
 //! The tracker is told both ends by the metered wrappers
-//! ([`crate::metered_plugin::MeteredPlugin`] and
-//! [`crate::metered_api_server::MeteredApiServer`]), which keeps the plugin
+//! ([`super::MeteredPlugin`] and
+//! [`super::MeteredApiServer`]), which keeps the plugin
 //! itself free of metrics.
 
 use std::collections::HashMap;

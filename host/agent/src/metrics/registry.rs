@@ -187,7 +187,7 @@ impl Metrics {
     }
 
     /// Counts one API call without labels; `outcome` is [`OUTCOME_OK`] or the
-    /// failure's reason. (A node counts through its [`MetricsScope`].)
+    /// failure's reason. (A node counts through its [`super::MetricsScope`].)
     pub fn api_call(&self, verb: &str, outcome: &str) {
         self.api_call_in(&SeriesLabels::none(), verb, outcome);
     }

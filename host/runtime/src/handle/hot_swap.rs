@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 use super::TARGET;
 use super::shared::Shared;
 use crate::plugin::{Plugin, PluginExt};
-use crate::swap::{Findings, HeldState, SwapError, SwapReport, apply_checked, load_checked, repair_from_record};
+use crate::state_document::{Findings, HeldState};
+use crate::swap::{SwapError, SwapReport, apply_checked, load_checked, repair_from_record};
 
 /// Change sets moved before the pause at most, during a swap.
 const PRECOPY_ROUNDS: usize = 4;

@@ -11,7 +11,7 @@ use crate::bindings::v0_1_1::kubelet::status::api_server::{
 use crate::bindings::{self as host};
 use crate::handed::default_namespace;
 use crate::imports::HostState;
-use crate::plugin::limits::FaultKind;
+use crate::limits::FaultKind;
 use crate::reach::{Access, Broken, Reached, by_name, recreated};
 use crate::world::World;
 

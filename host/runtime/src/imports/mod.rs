@@ -4,8 +4,6 @@
 //! The functions that do the forwarding work on JSON text and WIT types and are shared
 //! with the native plugin, so the component and the native build see the same host.
 
-use std::borrow::Cow;
-use std::cell::Cell;
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Instant;
@@ -14,7 +12,7 @@ use wasmtime::component::{HasSelf, Linker};
 
 use crate::bindings::StatusManager;
 use crate::handed::{HandedPod, HandedPods};
-use crate::plugin::limits::Sandbox;
+use crate::limits::Sandbox;
 use crate::world::World;
 
 pub mod api_server;
@@ -169,61 +167,6 @@ impl LogBucket {
     }
 }
 
-/// The UID in a pod's JSON, without parsing the rest of it into a tree.
-pub(crate) fn pod_uid(pod_json: &str) -> Option<String> {
-    pod_identity(pod_json).map(|identity| identity.uid.into_owned())
-}
-
-/// A pod's UID, namespace and name as its JSON has them: borrowed from the text (a
-/// string with escapes is the only one copied), the rest of the pod skipped, not
-/// parsed into a tree. The host reads this of every pod it hands a plugin (issue 27:
-/// the kubelet's common call should cost no allocation on the host's side either).
-pub(crate) struct PodIdentity<'a> {
-    pub uid: Cow<'a, str>,
-    pub namespace: Cow<'a, str>,
-    pub name: Cow<'a, str>,
-}
-
-/// [`PodIdentity`] of `pod_json`; None when it is not a JSON object with a
-/// `metadata.uid` string.
-pub(crate) fn pod_identity(pod_json: &str) -> Option<PodIdentity<'_>> {
-    #[derive(serde::Deserialize)]
-    struct Pod<M> {
-        metadata: Option<M>,
-    }
-    #[derive(serde::Deserialize)]
-    struct Borrowed<'a> {
-        uid: Option<&'a str>,
-        namespace: Option<&'a str>,
-        name: Option<&'a str>,
-    }
-    #[derive(serde::Deserialize)]
-    struct Owned {
-        uid: Option<String>,
-        namespace: Option<String>,
-        name: Option<String>,
-    }
-    // Borrowing fails only on a string with escapes, which then is read again, owned.
-    match serde_json::from_str::<Pod<Borrowed<'_>>>(pod_json) {
-        Ok(pod) => {
-            let meta = pod.metadata?;
-            Some(PodIdentity {
-                uid: Cow::Borrowed(meta.uid?),
-                namespace: Cow::Borrowed(meta.namespace.unwrap_or_default()),
-                name: Cow::Borrowed(meta.name.unwrap_or_default()),
-            })
-        }
-        Err(_) => {
-            let meta = serde_json::from_str::<Pod<Owned>>(pod_json).ok()?.metadata?;
-            Some(PodIdentity {
-                uid: Cow::Owned(meta.uid?),
-                namespace: Cow::Owned(meta.namespace.unwrap_or_default()),
-                name: Cow::Owned(meta.name.unwrap_or_default()),
-            })
-        }
-    }
-}
-
 impl crate::bindings::kubelet::status::types::Host for HostState {}
 impl crate::bindings::kubelet::status::api::Host for HostState {}
 impl crate::bindings::v0_1_1::kubelet::status::types::Host for HostState {}
@@ -247,28 +190,6 @@ pub(crate) fn parse_from_plugin<T: serde::de::DeserializeOwned>(
         .map_err(|e| wasmtime::format_err!("{import}: the plugin passed {what} that is not usable JSON: {e}"))
 }
 
-/// Serialises an object for the plugin. k8s-openapi's types always serialise; failing
-/// here is a host bug, which traps.
-///
-/// The objects a thread serialises are mostly pods of similar size, so the buffer starts
-/// at the size of the thread's previous one: that spares the several doublings (each a
-/// reallocation and copy) of growing from empty to a pod's few kilobytes. The same text
-/// as `serde_json::to_string`.
-pub(crate) fn to_json<T: serde::Serialize>(value: &T) -> wasmtime::Result<String> {
-    /// Beyond this a hint is not used: a rare huge object must not make every later
-    /// buffer huge (nor push allocations past malloc's mmap threshold).
-    const MAX_HINT: usize = 64 * 1024;
-    thread_local! {
-        static LAST_LEN: Cell<usize> = const { Cell::new(0) };
-    }
-    let hint = LAST_LEN.get();
-    let mut buffer = Vec::with_capacity(if hint <= MAX_HINT { hint.max(128) } else { 128 });
-    serde_json::to_writer(&mut buffer, value).map_err(|e| wasmtime::format_err!("serialising for the plugin: {e}"))?;
-    LAST_LEN.set(buffer.len());
-    // serde_json writes only UTF-8; checking it costs a fraction of a growth copy.
-    String::from_utf8(buffer).map_err(|e| wasmtime::format_err!("serialising for the plugin: {e}"))
-}
-
 /// A pod as far as identity goes. The plugin may hand back a pod whose spec is not
 /// fully valid (it was given that pod); only its metadata matters to the imports.
 #[derive(serde::Deserialize)]
@@ -284,30 +205,5 @@ impl PodMeta {
     pub(crate) fn into_pod(self) -> k8s_openapi::api::core::v1::Pod {
         let status = self.status.and_then(|status| serde_json::from_value(status).ok());
         k8s_openapi::api::core::v1::Pod { metadata: self.metadata, status, ..Default::default() }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use std::borrow::Cow;
-
-    use super::pod_identity;
-
-    #[test]
-    fn a_pods_identity_is_borrowed_unless_escaped() {
-        let pod = r#"{"spec":{"containers":[{"name":"x"}]},"metadata":{"name":"web","namespace":"ns","uid":"u-1"}}"#;
-        let identity = pod_identity(pod).expect("an identity");
-        assert!(matches!(identity.uid, Cow::Borrowed("u-1")));
-        assert!(matches!(identity.name, Cow::Borrowed("web")));
-        assert!(matches!(identity.namespace, Cow::Borrowed("ns")));
-
-        let escaped = pod_identity(r#"{"metadata":{"uid":"u\u002d2"}}"#).expect("an identity");
-        assert_eq!(identity_parts(&escaped), ("u-2", "", ""));
-        assert!(pod_identity(r#"{"metadata":{"name":"no-uid"}}"#).is_none());
-        assert!(pod_identity("not json").is_none());
-    }
-
-    fn identity_parts<'a>(identity: &'a super::PodIdentity<'_>) -> (&'a str, &'a str, &'a str) {
-        (&identity.uid, &identity.namespace, &identity.name)
     }
 }

@@ -3,7 +3,7 @@
 use crate::bindings::kubelet::status::sync_queue as wit;
 use crate::bindings::kubelet::status::types::SyncRequest;
 use crate::imports::HostState;
-use crate::plugin::limits::FaultKind;
+use crate::limits::FaultKind;
 
 impl wit::Host for HostState {
     fn push(&mut self, request: SyncRequest) -> wasmtime::Result<bool> {

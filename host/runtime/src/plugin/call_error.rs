@@ -2,7 +2,7 @@
 //! host repeats.
 
 use crate::bindings::{Contract, ManagerError};
-use crate::plugin::limits::FaultKind;
+use crate::limits::FaultKind;
 
 /// Why a call into the plugin did not succeed.
 #[derive(Debug, thiserror::Error)]

@@ -10,8 +10,8 @@ use crate::bindings::{
 };
 use crate::calls::{Call, Reply};
 use crate::imports::HostState;
+use crate::limits::{CallUsage, FaultKind};
 use crate::plugin::call_error::{CallError, Result};
-use crate::plugin::limits::{CallUsage, FaultKind};
 use crate::plugin::plugin_trait::Plugin;
 
 mod handing;

@@ -6,7 +6,6 @@
 mod cache;
 mod call_error;
 mod component;
-pub(crate) mod limits;
 mod plugin_ext;
 mod plugin_trait;
 mod runtime;
@@ -16,9 +15,6 @@ mod supervisor;
 pub use cache::{ArtifactCache, CacheOutcome, Evicted, EvictionPolicy, cache_key};
 pub use call_error::{CallError, Result, describe};
 pub use component::ComponentPlugin;
-pub use limits::{
-    CallUsage, FaultKind, Limits, MAX_RESIZE_CONDITION_BYTES, MAX_RESIZE_MESSAGE_BYTES, MAX_RESIZE_REASON_BYTES,
-};
 pub use plugin_ext::{PluginExt, unexpected_reply};
 pub use plugin_trait::Plugin;
 pub use runtime::{LoadError, PluginImage, PluginRuntime, PoolSize, RuntimeConfig};

@@ -8,9 +8,9 @@ use wasmtime::{CallHook, Config, Engine, InstanceAllocationStrategy, PoolingAllo
 
 use crate::bindings::{Contract, PerContract, StatusManagerIndices, StatusManagerPre, v0_1_0, v0_1_1, v0_2_1};
 use crate::imports::{self, HostState};
+use crate::limits::{EpochTicker, Limits, Sandbox};
 use crate::plugin::cache::{ArtifactCache, CacheOutcome, EvictionPolicy};
 use crate::plugin::component::{ComponentPlugin, Exports};
-use crate::plugin::limits::{EpochTicker, Limits, Sandbox};
 use crate::world::World;
 
 /// Why a plugin could not be loaded or instantiated.

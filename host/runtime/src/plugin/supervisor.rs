@@ -22,13 +22,13 @@ use serde_json::value::RawValue;
 use crate::bindings::{Contract, SyncRequest, UpdateOutcome};
 use crate::calls::{Call, Effect, Reply};
 use crate::handed::HandedPods;
+use crate::limits::FaultKind;
 use crate::plugin::call_error::{CallError, Result};
 use crate::plugin::component::ComponentPlugin;
-use crate::plugin::limits::FaultKind;
 use crate::plugin::plugin_ext::PluginExt;
 use crate::plugin::plugin_trait::Plugin;
 use crate::plugin::runtime::PluginImage;
-use crate::swap::{CHANGES_FORMAT, HeldState};
+use crate::state_document::{CHANGES_FORMAT, HeldState};
 use crate::world::World;
 
 /// Backoff between recovery attempts that keep failing.
@@ -295,7 +295,7 @@ impl SupervisedPlugin {
 
     /// Holds the state `instance` was just restored from (`document`, the copy) against
     /// the host's record, and gives the instance (and the copy) the record's statuses
-    /// where they disagree (see [`crate::swap::Findings`]). A plugin that lied in its
+    /// where they disagree (see [`crate::state_document::Findings`]). A plugin that lied in its
     /// change sets is not believed after a fault either.
     fn repair_from_record(&mut self, instance: &mut ComponentPlugin, document: &str) {
         let Some(view) = &self.record else { return };

@@ -6,17 +6,11 @@
 //! (`save-state-changes`, `apply-state-changes`) moves while calls are held, so the
 //! pause follows the traffic during the swap, not the size of the state.
 
-mod audit;
-mod document;
-
 use std::time::Duration;
-
-pub use audit::{Findings, HeldState, RepairError};
-pub(crate) use document::CHANGES_FORMAT;
-use document::{ChangesEntries, Entries};
 
 use crate::bindings::Contract;
 use crate::plugin::{CallError, Plugin, PluginExt};
+use crate::state_document::{ChangesEntries, Entries, Findings};
 
 /// Why a swap did not happen. The running plugin keeps serving in every case.
 #[derive(Debug, thiserror::Error)]
@@ -149,9 +143,9 @@ fn invalid_state(call: &'static str, what: String) -> SwapError {
 }
 
 /// Repairs `new` from the host's record where `findings` (what it was given, held
-/// against the record: [`HeldState::audit`]) say they disagree (see
-/// [`audit`](self::audit) for what counts and why it is repaired rather than refused).
-/// Returns what was repaired.
+/// against the record: [`HeldState::audit`](crate::HeldState::audit)) say they disagree
+/// (the state document's audit says what counts, and why it is repaired rather than
+/// refused). Returns what was repaired.
 pub fn repair_from_record(new: &mut dyn Plugin, findings: Findings) -> Result<Findings, SwapError> {
     if findings.is_empty() {
         return Ok(findings);

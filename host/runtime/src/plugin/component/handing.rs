@@ -13,6 +13,7 @@ use xxhash_rust::xxh3::{xxh3_128, xxh3_128_with_seed};
 
 use super::ComponentPlugin;
 use crate::handed::{HandedPod, pod_phase, status_phase};
+use podstatus_backends::pod_identity::PodIdentity;
 
 /// How many digests of each kind an instance keeps before it starts over.
 const DIGESTS_KEPT: usize = 4096;
@@ -48,8 +49,8 @@ impl ComponentPlugin {
             return;
         }
         if !self.handed.pods.contains_key(&pod_digest) {
-            let Some(identity) = crate::imports::pod_identity(pod) else { return };
-            let noted = (identity.uid.into(), identity.namespace.into(), identity.name.into());
+            let Some(PodIdentity { uid: Some(uid), namespace, name }) = PodIdentity::read(pod) else { return };
+            let noted = (uid.into(), namespace.unwrap_or_default().into(), name.unwrap_or_default().into());
             if self.handed.pods.len() >= DIGESTS_KEPT {
                 self.handed.pods.clear();
             }
@@ -68,9 +69,10 @@ impl ComponentPlugin {
     /// `TerminatePod` starts from when nothing was cached, and `Failed` is what it may
     /// end in. Rare: read each time.
     pub(super) fn hand_termination(&mut self, pod: &str) {
-        let Some(identity) = crate::imports::pod_identity(pod) else { return };
+        let Some(PodIdentity { uid: Some(uid), namespace, name }) = PodIdentity::read(pod) else { return };
         let phase = pod_phase(pod);
-        let (uid, namespace, name) = (&*identity.uid, &*identity.namespace, &*identity.name);
+        let (namespace, name) = (namespace.unwrap_or_default(), name.unwrap_or_default());
+        let (uid, namespace, name) = (&*uid, &*namespace, &*name);
         let handed = HandedPod { uid, namespace, name, phase: Some(&phase), terminated: true };
         self.store.data_mut().hand(handed);
     }

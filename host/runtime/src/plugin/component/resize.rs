@@ -6,8 +6,8 @@ use serde::Deserialize;
 
 use super::{ComponentPlugin, ResizeExports};
 use crate::bindings::{ManagerError, ResizeCondition};
+use crate::limits::{FaultKind, MAX_RESIZE_CONDITION_BYTES, MAX_RESIZE_MESSAGE_BYTES, MAX_RESIZE_REASON_BYTES};
 use crate::plugin::call_error::{CallError, Result};
-use crate::plugin::limits::{FaultKind, MAX_RESIZE_CONDITION_BYTES, MAX_RESIZE_MESSAGE_BYTES, MAX_RESIZE_REASON_BYTES};
 use crate::shown::shown;
 
 const SET: &str = "set-pod-resize-condition";

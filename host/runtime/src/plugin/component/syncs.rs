@@ -29,9 +29,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use crate::bindings::{ApiCall, ApiReply, PodSync, SyncOutcome, SyncStep};
 use crate::handed::HandedPods;
 use crate::imports::HostState;
-use crate::plugin::limits::FaultKind;
+use crate::limits::FaultKind;
 use crate::reach::{check_phase, patch_phase, pin, reply_phase, update_phase};
 use crate::world::World;
+use podstatus_backends::pod_identity::uid_in_json;
 
 /// The next host ID of a sync, across every instance of the process.
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
@@ -250,7 +251,7 @@ fn target(call: &ApiCall) -> (Verb, &str, &str) {
 /// pod was deleted and recreated, as the plugin checks it.
 fn found_another(reply: &ApiReply, uid: &str, world: &World) -> bool {
     let ApiReply::Pod(Ok(pod)) = reply else { return false };
-    let Some(found) = crate::imports::pod_uid(pod) else { return false };
+    let Some(found) = uid_in_json(pod) else { return false };
     let translated = world.pod_manager.translate_pod_uid(&found);
     !translated.is_empty() && translated != uid
 }

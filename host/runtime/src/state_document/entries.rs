@@ -1,5 +1,5 @@
-//! Reading the state format's entries as the swap checks need them: each entry kept as
-//! a slice of its document, no tree of the whole state built.
+//! Reading the state format's entries as a swap's checks and the audit need them: each
+//! entry kept as a slice of its document, no tree of the whole state built.
 
 use std::collections::BTreeMap;
 
@@ -13,14 +13,14 @@ pub(crate) const CHANGES_FORMAT: &str = "podstatus.kubelet.io/state-changes";
 
 /// A status entry of the state format, its body left as text.
 #[derive(serde::Deserialize)]
-pub(super) struct StatusEntry<'a> {
+pub(crate) struct StatusEntry<'a> {
     #[serde(default)]
-    pub(super) version: Option<u64>,
+    pub(crate) version: Option<u64>,
     /// Since state version 2; absent is false.
     #[serde(default, rename = "podIsFinished")]
-    pub(super) finished: Option<bool>,
+    pub(crate) finished: Option<bool>,
     #[serde(default, borrow)]
-    pub(super) status: Option<&'a RawValue>,
+    pub(crate) status: Option<&'a RawValue>,
 }
 
 impl StatusEntry<'_> {
@@ -33,7 +33,7 @@ impl StatusEntry<'_> {
 
 /// Equal as JSON: the same text, or (rarely: another plugin's formatting) the same
 /// value once this one entry is parsed.
-pub(super) fn same_json(a: Option<&RawValue>, b: Option<&RawValue>) -> bool {
+pub(crate) fn same_json(a: Option<&RawValue>, b: Option<&RawValue>) -> bool {
     match (a, b) {
         (None, None) => true,
         (Some(a), Some(b)) => {
@@ -49,26 +49,26 @@ pub(super) fn same_json(a: Option<&RawValue>, b: Option<&RawValue>) -> bool {
 
 /// The entries of a state document (or of a change set's patch: `None` removes).
 #[derive(serde::Deserialize)]
-pub(super) struct Entries<'a> {
+pub(crate) struct Entries<'a> {
     #[serde(default, borrow)]
-    pub(super) statuses: BTreeMap<String, Option<StatusEntry<'a>>>,
+    pub(crate) statuses: BTreeMap<String, Option<StatusEntry<'a>>>,
     #[serde(default, borrow, rename = "apiStatusVersions")]
-    pub(super) written: BTreeMap<String, Option<&'a RawValue>>,
+    pub(crate) written: BTreeMap<String, Option<&'a RawValue>>,
     #[serde(default, borrow)]
-    pub(super) pending: BTreeMap<String, Option<&'a RawValue>>,
+    pub(crate) pending: BTreeMap<String, Option<&'a RawValue>>,
     #[serde(default, rename = "nextRequestId")]
-    pub(super) next_request_id: Option<u64>,
+    pub(crate) next_request_id: Option<u64>,
 }
 
 #[derive(serde::Deserialize)]
-pub(super) struct ChangesEntries<'a> {
+pub(crate) struct ChangesEntries<'a> {
     #[serde(borrow)]
-    pub(super) patch: Entries<'a>,
+    pub(crate) patch: Entries<'a>,
 }
 
 impl Entries<'_> {
     /// The first entry `actual` does not hold as `self` has it, if any.
-    pub(super) fn difference(&self, actual: &Entries<'_>) -> Option<String> {
+    pub(crate) fn difference(&self, actual: &Entries<'_>) -> Option<String> {
         for (uid, entry) in &self.statuses {
             let same = match (entry, actual.statuses.get(uid)) {
                 (Some(a), Some(Some(b))) => a.same(b),

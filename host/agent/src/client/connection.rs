@@ -6,12 +6,12 @@
 //! fleet, issue 28) share one: a client is a connection pool, and a pool (and a runtime)
 //! per node is what makes one process per node cost what it does. What stays per node
 //! is what a kubelet has per node: its rate limit and circuit breaker
-//! ([`crate::KubeApiServer`] over the shared status client).
+//! ([`crate::client::KubeApiServer`] over the shared status client).
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::kubeconfig::{self, ClientSource, ConnectError};
+use super::kubeconfig::{self, ClientSource, ConnectError};
 use crate::metrics::Metrics;
 use podstatus_runtime::CallPool;
 
@@ -82,7 +82,7 @@ impl Connection {
         let (client, status_client) = {
             // kube spawns its connection pool's tasks on the current runtime.
             let _entered = runtime.enter();
-            let status_config = crate::kube_client::status_client_config(kube_config.clone());
+            let status_config = super::kube_client::status_client_config(kube_config.clone());
             (
                 crate::metrics::metered_client(kube_config, &metrics).map_err(ConnectError::Client)?,
                 crate::metrics::metered_client(status_config, &metrics).map_err(ConnectError::Client)?,
@@ -108,7 +108,7 @@ impl Connection {
         &self.client
     }
 
-    /// The plugin's status client (User-Agent [`crate::STATUS_CLIENT_USER_AGENT`]).
+    /// The plugin's status client (User-Agent [`crate::client::STATUS_CLIENT_USER_AGENT`]).
     pub fn status_client(&self) -> &kube::Client {
         &self.status_client
     }

@@ -3,7 +3,7 @@
 //! same name gets its labels and taint reconciled), reports the node's status every
 //! `nodeStatusUpdateFrequency` when it changed and every `nodeStatusReportFrequency`
 //! regardless, registers again if the Node is deleted, and renews its Lease
-//! ([`crate::node_lease`]). On shutdown it reports Ready False, "node is shutting
+//! ([`crate::node::lease`]). On shutdown it reports Ready False, "node is shutting
 //! down", as the kubelet's graceful node shutdown does.
 
 use std::sync::Arc;
@@ -13,9 +13,9 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, PostParams};
 
-use crate::heartbeat::Pacer;
-use crate::node_lease;
-use crate::node_object::{self, NodeConfig, Readiness};
+use super::heartbeat::Pacer;
+use super::lease;
+use super::object::{self, NodeConfig, Readiness};
 
 /// The first pause after a failed registration; doubled up to [`MAX_RETRY`] (the
 /// kubelet's registration backoff: 100 ms to 7 s).
@@ -69,7 +69,7 @@ impl NodeRegistration {
         let lease_duration = config.lease_duration;
         // The renew time before, to tell a renewal that came after the Lease expired.
         let mut previous: Option<jiff::Timestamp> = None;
-        let lease = node_lease::renew_forever(
+        let lease = lease::renew_forever(
             client,
             config.name.clone(),
             config.lease_duration,
@@ -190,10 +190,9 @@ impl Reporter {
     /// Creates the Node; one that exists already (a restart, another registration)
     /// gets the labels and taint this node needs, its other fields kept.
     async fn register(&self) -> Result<(), NodeError> {
-        let mut node = node_object::node(&self.config, jiff::Timestamp::now());
+        let mut node = object::node(&self.config, jiff::Timestamp::now());
         if self.readiness() == Readiness::ShuttingDown {
-            node.status =
-                Some(node_object::status(&self.config, None, Readiness::ShuttingDown, jiff::Timestamp::now()));
+            node.status = Some(object::status(&self.config, None, Readiness::ShuttingDown, jiff::Timestamp::now()));
         }
         match self.nodes.create(&PostParams::default(), &node).await {
             Ok(_) => return Ok(()),
@@ -201,10 +200,10 @@ impl Reporter {
             Err(error) => return Err(self.api_error(error)),
         }
         let mut existing = self.nodes.get(&self.config.name).await.map_err(|e| self.api_error(e))?;
-        existing.metadata.labels.get_or_insert_with(Default::default).extend(node_object::labels(&self.config));
+        existing.metadata.labels.get_or_insert_with(Default::default).extend(object::labels(&self.config));
         let taints = existing.spec.get_or_insert_with(Default::default).taints.get_or_insert_with(Vec::new);
-        if !taints.iter().any(|t| t.key == node_object::VIRTUAL_NODE_TAINT) {
-            taints.push(node_object::taint());
+        if !taints.iter().any(|t| t.key == object::VIRTUAL_NODE_TAINT) {
+            taints.push(object::taint());
         }
         self.nodes
             .replace(&self.config.name, &PostParams::default(), &existing)
@@ -221,9 +220,8 @@ impl Reporter {
         loop {
             attempt += 1;
             let mut node = self.nodes.get(&self.config.name).await.map_err(|e| self.api_error(e))?;
-            let status =
-                node_object::status(&self.config, node.status.as_ref(), self.readiness(), jiff::Timestamp::now());
-            if !force && !node_object::changed(node.status.as_ref(), &status) {
+            let status = object::status(&self.config, node.status.as_ref(), self.readiness(), jiff::Timestamp::now());
+            if !force && !object::changed(node.status.as_ref(), &status) {
                 return Ok(false);
             }
             node.status = Some(status);

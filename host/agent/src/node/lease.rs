@@ -12,7 +12,7 @@
 //!   it again; a failed renewal is retried with exponential backoff (200 ms doubling
 //!   up to 7 s) rather than waiting a whole interval;
 //! - the waits between renewals are jittered as `wait.JitterUntil` jitters them, and a
-//!   node's phase places its renewals within the interval ([`crate::heartbeat`]).
+//!   node's phase places its renewals within the interval ([`crate::node::heartbeat`]).
 //!
 //! Hand-written: kube-runtime has no node-lease helper (its Lease support is for
 //! leader election), and the kubelet's loop is a few lines.
@@ -24,7 +24,7 @@ use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta, OwnerReference};
 use kube::api::{Api, PostParams};
 
-use crate::heartbeat::Pacer;
+use super::heartbeat::Pacer;
 
 /// The namespace of node leases.
 pub const NODE_LEASE_NAMESPACE: &str = "kube-node-lease";

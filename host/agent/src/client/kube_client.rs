@@ -34,7 +34,7 @@
 //!   then one probe goes through (see [`CircuitBreaker`]). A dead server thus costs the
 //!   lock one call timeout, then microseconds per call.
 //! - kube's own retries of 429/503/504 are off for clients built by
-//!   [`crate::kubeconfig::connect`]: they would wait under the lock,
+//!   [`super::kubeconfig::connect`]: they would wait under the lock,
 //!   uncounted by the rate limit; the status manager retries from its batch sync.
 //!
 //! # Errors
@@ -56,13 +56,13 @@ use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::core::Status;
 use tokio::runtime::Handle;
 
-use crate::call_counts::{CallCount, CallCounters, Outcome, Verb};
-use crate::circuit_breaker::{Admit, CircuitBreaker};
-use crate::rate_limit::{RateLimitError, RateLimiter};
+use super::call_counts::{CallCount, CallCounters, Outcome, Verb};
+use super::circuit_breaker::{Admit, CircuitBreaker};
+use super::rate_limit::{RateLimitError, RateLimiter};
 use podstatus_backends::{ApiError, ApiServer, DeleteOptions, Result, StatusPatch, StatusUpdate};
 
 #[cfg(doc)]
-use crate::rate_limit::Admission;
+use super::rate_limit::Admission;
 
 /// The field manager our writes are recorded under (`metadata.managedFields`).
 pub const FIELD_MANAGER: &str = "podstatus";

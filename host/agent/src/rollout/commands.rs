@@ -7,9 +7,9 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Mutex, PoisonError};
 
-use crate::control_server::{ControlAnswer, ControlCommand, ControlError, ControlServer, StartCanary};
+use super::canary::{CanaryPlan, Rollout};
+use super::control_server::{ControlAnswer, ControlCommand, ControlError, ControlServer, StartCanary};
 use crate::fleet::{Fleet, canary_nodes};
-use crate::rollout::{CanaryPlan, Rollout};
 use podstatus_runtime::{PluginImage, PluginRuntime};
 
 /// Where a catalog's plugin comes from.

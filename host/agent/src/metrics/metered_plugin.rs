@@ -16,6 +16,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::metrics::{Metrics, MetricsScope};
+use podstatus_backends::pod_identity::uid_in_json;
 use podstatus_runtime::bindings::{Contract, UpdateOutcome};
 use podstatus_runtime::{Call, CallError, Plugin, Reply, Result, SupervisedPlugin, World};
 
@@ -66,19 +67,6 @@ impl<P: Plugin + ?Sized> MeteredPlugin<P> {
     }
 }
 
-/// The UID in a pod's JSON, if it has one (a pod the plugin refuses has none to track).
-fn pod_uid(pod_json: &str) -> Option<String> {
-    #[derive(serde::Deserialize)]
-    struct PodUid {
-        metadata: Option<Meta>,
-    }
-    #[derive(serde::Deserialize)]
-    struct Meta {
-        uid: Option<String>,
-    }
-    serde_json::from_str::<PodUid>(pod_json).ok()?.metadata?.uid
-}
-
 impl<P: Plugin + ?Sized> Plugin for MeteredPlugin<P> {
     fn call(&mut self, call: Call<'_>) -> Result<Reply> {
         let started = Instant::now();
@@ -99,7 +87,7 @@ impl<P: Plugin + ?Sized> Plugin for MeteredPlugin<P> {
             // unchanged update costs no parse. A resize condition makes no version:
             // no propagation clock starts.
             let parsed = match (new_version, call.pod_uid(), call.pod_json()) {
-                (true, None, Some(pod)) => pod_uid(pod),
+                (true, None, Some(pod)) => uid_in_json(pod),
                 _ => None,
             };
             self.note(new_version, call.pod_uid().or(parsed.as_deref()), started);
@@ -139,7 +127,7 @@ impl<P: Plugin + ?Sized> Plugin for MeteredPlugin<P> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::metered_api_server::MeteredApiServer;
+    use crate::metrics::MeteredApiServer;
     use k8s_openapi::api::core::v1::Pod;
     use podstatus_backends::FixedDeletionSafety;
     use podstatus_backends::PodManager;
@@ -226,12 +214,5 @@ mod tests {
         assert_eq!(metrics.propagation().pending(), 1);
         plugin.remove_orphaned_statuses(&[]).expect("remove");
         assert_eq!(metrics.propagation().pending(), 0);
-    }
-
-    #[test]
-    fn uid_is_read_from_the_pod_json() {
-        assert_eq!(pod_uid(r#"{"metadata":{"name":"a","uid":"u"},"spec":{}}"#).as_deref(), Some("u"));
-        assert_eq!(pod_uid(r#"{"spec":{}}"#), None);
-        assert_eq!(pod_uid("[1]"), None);
     }
 }

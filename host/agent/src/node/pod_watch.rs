@@ -24,6 +24,7 @@ use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event, watcher};
 
 use podstatus_backends::PodManager;
+use podstatus_backends::pod_identity::uid_of;
 
 /// How long one watch request may stay open before it is renewed from the last
 /// resourceVersion seen (the API server caps it too).
@@ -227,8 +228,4 @@ impl Follower {
             pod_manager.remove_pod(uid);
         }
     }
-}
-
-fn uid_of(pod: &Pod) -> &str {
-    pod.metadata.uid.as_deref().unwrap_or_default()
 }

@@ -5,7 +5,7 @@
 //! process did. Then either every other node moves too (promoted) or the canary's
 //! nodes move back to their group's plugin (rolled back): by an operator
 //! ([`Rollout::promote`], [`Rollout::roll_back`]) or by the rollout itself at the end
-//! of the watch ([`Rollout::tick`]), by [`crate::judge`] (propagation p99, API calls
+//! of the watch ([`Rollout::tick`]), by [`crate::rollout::judge`] (propagation p99, API calls
 //! per status version, faults and plugin time per update, each with its threshold and
 //! a minimum of samples). At the end of the watch, any judged criterion that is worse
 //! rolls the canary back; else, if at least one was judged, the canary is promoted;
@@ -22,7 +22,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use crate::canary_verdict::{RolloutPolicy, Verdict, judge};
+use super::verdict::{RolloutPolicy, Verdict, judge};
 use crate::fleet::{CANARY_GROUP, Fleet, SwapOutcome};
 use crate::metrics::GroupSnapshot;
 use podstatus_runtime::PluginImage;
@@ -30,7 +30,7 @@ use podstatus_runtime::PluginImage;
 /// A canary to start: its nodes, and the plugin they move to.
 #[derive(Clone)]
 pub struct CanaryPlan {
-    /// The nodes, by index (see [`crate::canary_nodes`] for a share of the fleet).
+    /// The nodes, by index (see [`crate::fleet::canary_nodes`] for a share of the fleet).
     pub nodes: Vec<usize>,
     /// The plugin they move to.
     pub image: PluginImage,

@@ -25,7 +25,7 @@ use podstatus_backends::{AcceptedRecord, HostView, PodManager};
 use crate::handed::HandedPods;
 use serde_json::value::RawValue;
 
-use super::document::{CHANGES_FORMAT, ChangesEntries, Entries, same_json, shown};
+use super::entries::{CHANGES_FORMAT, ChangesEntries, Entries, same_json, shown};
 
 /// The state format version whose change sets carry `podIsFinished`.
 const STATE_VERSION: u32 = 2;

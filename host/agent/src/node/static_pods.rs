@@ -15,7 +15,7 @@
 //! The mirror pod is a copy of the static pod with `kubernetes.io/config.mirror` set to
 //! the hash, no status and no UID (the API server assigns one), created through the API
 //! server when absent and recreated when its hash is stale. It reaches the pod manager
-//! through the [`super::pod_watch::PodWatch`], like any pod bound to the node.
+//! through the [`super::PodWatch`], like any pod bound to the node.
 //!
 //! The folder is scanned at start, every [`POLL_INTERVAL`] (by modification time and
 //! size) and on [`StaticPods::rescan`]. A removed file removes its static pod and deletes

@@ -9,6 +9,7 @@ use k8s_openapi::api::core::v1::Pod;
 
 use crate::metrics::{Metrics, MetricsScope, OUTCOME_OK};
 use podstatus_backends::PodManager;
+use podstatus_backends::pod_identity::uid_of;
 use podstatus_backends::{ApiServer, DeleteOptions, Result, StatusPatch, StatusUpdate};
 
 /// The `verb` label of a GET of a pod.
@@ -62,7 +63,7 @@ impl MeteredApiServer {
 
     fn written(&self, result: &Result<Arc<Pod>>) {
         let Ok(pod) = result else { return };
-        let uid = pod.metadata.uid.as_deref().unwrap_or_default();
+        let uid = uid_of(pod);
         let uid = match &self.pod_manager {
             Some(pod_manager) => pod_manager.translate_pod_uid(uid),
             None => uid.to_owned(),
@@ -97,7 +98,7 @@ impl ApiServer for MeteredApiServer {
         self.count(VERB_DELETE, &result);
         if let Ok(pod) = &result {
             // The pod is gone: a change still pending for it will never be written.
-            self.scope.forget_clock(pod.metadata.uid.as_deref().unwrap_or_default());
+            self.scope.forget_clock(uid_of(pod));
         }
         result
     }

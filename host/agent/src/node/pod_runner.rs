@@ -28,9 +28,10 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Pod;
 
-use crate::lifecycle::{Event, PodLife, Stage};
-use crate::timed_manager::TimedManager;
+use super::lifecycle::{Event, PodLife, Stage};
+use crate::metrics::TimedManager;
 use podstatus_backends::PodManager;
+use podstatus_backends::pod_identity::uid_of;
 use podstatus_runtime::CallError;
 use podstatus_runtime::bindings::UpdateOutcome;
 
@@ -283,7 +284,7 @@ pub fn report(
     match event {
         Event::SetStatus(status) => vec![set_status(status)],
         Event::Readiness { container_id, ready } => {
-            let uid = pod.metadata.uid.as_deref().unwrap_or_default();
+            let uid = uid_of(pod);
             vec![("set-container-readiness", handle.set_container_readiness(uid, container_id, *ready))]
         }
         Event::Kill(status) => {
@@ -316,10 +317,6 @@ pub fn report_pod_status_json(
 
 fn pod_json(pod: &Pod) -> String {
     serde_json::to_string(pod).unwrap_or_default()
-}
-
-fn uid_of(pod: &Pod) -> &str {
-    pod.metadata.uid.as_deref().unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -32,7 +32,7 @@ use serde::Deserialize;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinSet;
 
-use crate::rollout::{RolloutError, RolloutStatus};
+use super::canary::{RolloutError, RolloutStatus};
 
 /// The most bytes of a request head hyper reads (its own floor is 8 KiB).
 const MIN_HEAD_BYTES: usize = 8192;

@@ -13,17 +13,17 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::connection::{Connection, ConnectionError, Target};
-use crate::kube_client::{KubeApiServer, KubeClientConfig, KubeClientError};
-use crate::kubeconfig::ConnectError;
-use crate::metered_api_server::MeteredApiServer;
-use crate::metered_plugin::MeteredPlugin;
+use super::object::NodeConfig;
+use super::pod_watch::PodWatch;
+use super::registration::NodeRegistration;
+use super::static_pods::StaticPods;
+use crate::client::ConnectError;
+use crate::client::{Connection, ConnectionError, Target};
+use crate::client::{KubeApiServer, KubeClientConfig, KubeClientError};
+use crate::metrics::MeteredApiServer;
+use crate::metrics::MeteredPlugin;
+use crate::metrics::TimedManager;
 use crate::metrics::{Metrics, MetricsScope, MetricsServer};
-use crate::node_object::NodeConfig;
-use crate::node_registration::NodeRegistration;
-use crate::pod_watch::PodWatch;
-use crate::static_pods::StaticPods;
-use crate::timed_manager::TimedManager;
 use podstatus_backends::ApiServer;
 use podstatus_backends::ContainersStopped;
 use podstatus_backends::PodManager;
@@ -102,7 +102,7 @@ pub enum AgentError {
     NotSynced(Duration),
     /// The manifest folder could not be read.
     #[error("static pods: {0}")]
-    StaticPods(#[from] crate::static_pods::StaticPodsError),
+    StaticPods(#[from] super::static_pods::StaticPodsError),
     /// A swap failed; the old plugin keeps serving.
     #[error(transparent)]
     Swap(#[from] SwapError),
@@ -299,7 +299,7 @@ impl NodeAgent {
     /// fast by the open circuit (never sent), or cut by the call timeout. The API calls
     /// metrics count them as `ServiceUnavailable`, with the server's own answers.
     pub fn client_refusals(&self) -> std::collections::BTreeMap<String, u64> {
-        use crate::call_counts::Outcome;
+        use crate::client::Outcome;
         let mut refusals = std::collections::BTreeMap::new();
         for call in self.kube.call_counts() {
             if matches!(call.outcome, Outcome::Throttled | Outcome::Timeout | Outcome::CircuitOpen) && call.count > 0 {
@@ -310,7 +310,7 @@ impl NodeAgent {
     }
 
     /// The client the agent talks to its API server with (not the plugin's: that one's
-    /// `User-Agent` is [`crate::STATUS_CLIENT_USER_AGENT`]).
+    /// `User-Agent` is [`crate::client::STATUS_CLIENT_USER_AGENT`]).
     pub fn client(&self) -> &kube::Client {
         self.connection.client()
     }

@@ -47,7 +47,7 @@ pub struct NodeConfig {
     pub status_report_frequency: Duration,
     /// Where in each interval the node's Lease renewals and status checks fall, as a
     /// fraction of the interval (0 up to but excluding 1): a fleet spreads its nodes'
-    /// phases so that they do not all renew at once ([`crate::heartbeat`]).
+    /// phases so that they do not all renew at once (the `heartbeat` module).
     pub heartbeat_phase: f64,
 }
 
@@ -57,7 +57,7 @@ impl NodeConfig {
     pub fn new(name: &str) -> Self {
         NodeConfig {
             name: name.to_owned(),
-            internal_ip: crate::lifecycle::DEFAULT_HOST_IP.to_owned(),
+            internal_ip: super::lifecycle::DEFAULT_HOST_IP.to_owned(),
             cpu: "8".into(),
             memory: "32Gi".into(),
             max_pods: 110,

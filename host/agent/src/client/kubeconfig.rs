@@ -67,7 +67,7 @@ pub enum ConnectError {
 }
 
 /// The kube-rs configuration `source` names, with kube's own retries of 429/503/504
-/// turned off: [`super::kube_client::KubeApiServer`] calls under the plugin lock, where
+/// turned off: [`super::KubeApiServer`] calls under the plugin lock, where
 /// retries would wait uncounted by the rate limit; the status manager retries from its
 /// batch sync instead. Reads files (and may run nothing else): async only because kube's
 /// loaders are.

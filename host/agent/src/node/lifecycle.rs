@@ -10,7 +10,7 @@
 //!
 //! `podstatus agent` runs the same lives for pods someone else created
 //! ([`PodLife::of_pod`]: containers, init containers and restart policy from the pod's
-//! spec), stepping them on a schedule ([`crate::PodRunner`]) through the same
+//! spec), stepping them on a schedule ([`crate::node::PodRunner`]) through the same
 //! transitions ([`PodLife::advance`], [`PodLife::set_ready`], [`PodLife::exit_all`],
 //! [`PodLife::kill`]) instead of the generator's draws.
 
