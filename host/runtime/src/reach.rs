@@ -94,22 +94,34 @@ pub(crate) fn update_phase(status: &str) -> Result<Cow<'_, str>, String> {
         #[serde(default, borrow)]
         phase: Option<Cow<'a, str>>,
     }
+    an_object(status).map_err(|e| format!("its status cannot be read: {e}"))?;
     let status: Status<'_> = serde_json::from_str(status).map_err(|e| format!("its status cannot be read: {e}"))?;
     Ok(status.phase.unwrap_or_default())
+}
+
+/// serde reads a struct from a JSON array too (its fields in order), where the API
+/// server takes only an object: anything else is refused before it is read.
+fn an_object(text: &str) -> Result<(), &'static str> {
+    match text.trim_start().starts_with('{') {
+        true => Ok(()),
+        false => Err("not a JSON object"),
+    }
 }
 
 /// The phase a status patch sets: `None` leaves it, `""` clears it (`"phase": null`, a
 /// `status` of null, or a `$patch` or `$retainKeys` directive in `status`, each of
 /// which may drop it). Read as [`update_phase`] reads a status.
 pub(crate) fn patch_phase(patch: &str) -> Result<Option<Cow<'_, str>>, String> {
+    // `present`: a field given as null is `Some("null")`, not the `None` of a field
+    // left out (serde reads a null into an `Option` as `None`).
     #[derive(Deserialize)]
     struct Patch<'a> {
-        #[serde(default, borrow)]
+        #[serde(default, borrow, deserialize_with = "present")]
         status: Option<&'a RawValue>,
     }
     #[derive(Deserialize)]
     struct Status<'a> {
-        #[serde(default, borrow)]
+        #[serde(default, borrow, deserialize_with = "present")]
         phase: Option<&'a RawValue>,
         #[serde(default, borrow, rename = "$patch")]
         directive: Option<&'a RawValue>,
@@ -117,11 +129,14 @@ pub(crate) fn patch_phase(patch: &str) -> Result<Option<Cow<'_, str>>, String> {
         retain_keys: Option<&'a RawValue>,
     }
     let unreadable = |e: serde_json::Error| format!("its patch cannot be read: {e}");
+    let not_an_object = |e: &str| format!("its patch cannot be read: {e}");
+    an_object(patch).map_err(not_an_object)?;
     let patch: Patch<'_> = serde_json::from_str(patch).map_err(unreadable)?;
     let Some(status) = patch.status else { return Ok(None) };
     if status.get() == "null" {
         return Ok(Some(Cow::Borrowed("")));
     }
+    an_object(status.get()).map_err(not_an_object)?;
     let status: Status<'_> = serde_json::from_str(status.get()).map_err(unreadable)?;
     match status.phase {
         Some(phase) if phase.get() == "null" => Ok(Some(Cow::Borrowed(""))),
@@ -129,6 +144,11 @@ pub(crate) fn patch_phase(patch: &str) -> Result<Option<Cow<'_, str>>, String> {
         None if status.directive.is_some() || status.retain_keys.is_some() => Ok(Some(Cow::Borrowed(""))),
         None => Ok(None),
     }
+}
+
+/// A field that is there, whatever its value (null included).
+fn present<'de: 'a, 'a, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<&'a RawValue>, D::Error> {
+    <&'a RawValue>::deserialize(deserializer).map(Some)
 }
 
 /// The phase of a pod the API server answered (JSON the host wrote), for
@@ -250,6 +270,8 @@ mod tests {
         assert_eq!(phase(r#"{"status":{"$retainKeys":["podIP"]}}"#), Ok(Some(String::new())));
         assert!(phase(r#"{"status":{"phase":"Running","phase":"Failed"}}"#).is_err());
         assert!(phase(r#"{"status":{"phase":7}}"#).is_err());
+        assert!(phase(r#"[{"phase":"Failed"}]"#).is_err(), "a patch read as an array");
+        assert!(phase(r#"{"status":["Failed"]}"#).is_err(), "a status read as an array");
     }
 
     #[test]
