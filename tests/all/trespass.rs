@@ -235,6 +235,22 @@ fn a_phase_the_host_never_handed_is_a_content_fault() {
     }
 }
 
+/// A write of the handed pod under another pod's UID precondition (the victim's, as if
+/// the pod had been recreated) is a reach fault: a write is pinned to the handed pod.
+#[test]
+fn a_write_pinned_to_another_pods_uid_is_a_reach_fault() {
+    for run in [Run::Alone, Run::Supervised] {
+        let node = Node::start(run);
+        node.hand("other-uid").unwrap();
+        let batch = node.stop_untouched(FaultKind::ForeignUid);
+        if let Run::Alone = run {
+            let message = first_fault(batch);
+            let rule = "its UID precondition \"uid-victim\" is not pod \"uid-own\" (nor its mirror pod)";
+            assert!(message.contains(rule), "{message}");
+        }
+    }
+}
+
 #[test]
 fn an_honest_trespasser_writes_what_it_was_handed() {
     let node = Node::start(Run::Alone);
