@@ -15,12 +15,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
+use podstatus_agent::metrics::MeteredPlugin;
+use podstatus_agent::metrics::Metrics;
 use podstatus_backends::{ApiServer, HostView, MemoryApiServer};
 use podstatus_plugins::PODSTATUS_V1;
 use podstatus_replay::{Trace, run_with_swaps};
 use podstatus_runtime::bindings::UpdateOutcome;
-use podstatus_agent::metrics::MeteredPlugin;
-use podstatus_agent::metrics::Metrics;
 use podstatus_runtime::{
     CallError, FaultKind, ManagerHandle, Plugin, ResizeCondition, SchedulerConfig, SupervisedPlugin, World,
 };

@@ -7,9 +7,11 @@
 //!
 //! After every step the writes that reached the API server are held against an oracle
 //! kept here, apart from the host's own record: each must be of a pod whose status the
-//! harness handed (a static pod's for its mirror pod) and has not dropped, with a phase
-//! it handed for that pod (`Failed` once it terminated it, or the phase the API server
-//! had), and with only IPs it handed; a delete must be of such a pod. At the end of a
+//! harness handed (a static pod's for its mirror pod) and has not dropped (or dropped
+//! by orphan removal while a request of it was queued, written by that request's sync,
+//! as the host allows: see `HandedPods`), with a phase it handed for that pod (`Failed`
+//! once it terminated it, or the phase the API server had), and with only IPs it
+//! handed; a delete must be of such a pod. At the end of a
 //! trace the hostile plugin is swapped for an honest one, held against the host's
 //! record: every status the host recorded the plugin accepted must be in the honest
 //! plugin as recorded (nothing accepted was lost).
@@ -127,18 +129,22 @@ struct Handed {
     terminated: bool,
 }
 
-/// A write that reached the API server: the pod before and after.
+/// A write that reached the API server: the pod before and after, and the pod of the
+/// request whose sync made it, if a request's.
 #[derive(Debug)]
 struct Reached {
     verb: &'static str,
     before: Option<Arc<Pod>>,
     after: Option<Arc<Pod>>,
+    syncing: Option<String>,
 }
 
 /// The API server behind the guard: forwards everything, noting what reached it.
 struct Witness {
     store: Arc<MemoryApiServer>,
     reached: Mutex<Vec<Reached>>,
+    /// The pod of the request the harness is syncing now.
+    syncing: Mutex<Option<String>>,
 }
 
 impl Witness {
@@ -153,7 +159,8 @@ impl Witness {
         let result = write();
         if let Ok(after) = &result {
             let after = (verb != "delete").then(|| Arc::clone(after));
-            self.reached.lock().unwrap_or_else(PoisonError::into_inner).push(Reached { verb, before, after });
+            let syncing = self.syncing.lock().unwrap_or_else(PoisonError::into_inner).clone();
+            self.reached.lock().unwrap_or_else(PoisonError::into_inner).push(Reached { verb, before, after, syncing });
         }
         result
     }
@@ -195,6 +202,9 @@ struct HostileTrace {
     node_pods: Vec<(String, String, String)>,
     /// The oracle: what the harness handed, by UID.
     handed: BTreeMap<String, Handed>,
+    /// What the harness handed of the pods it dropped as orphans: a request of such a
+    /// pod queued before the drop may still write it, with what was handed.
+    orphaned: BTreeMap<String, Handed>,
     faults: BTreeMap<&'static str, u64>,
     /// Pods recreated so far (each a new UID).
     recreated: u64,
@@ -238,7 +248,8 @@ impl HostileTrace {
 
         let deletion_safety = Arc::new(FixedDeletionSafety::new(true));
         let view = Arc::new(HostView::new(deletion_safety.clone()));
-        let witness = Arc::new(Witness { store: Arc::clone(&store), reached: Mutex::default() });
+        let witness =
+            Arc::new(Witness { store: Arc::clone(&store), reached: Mutex::default(), syncing: Mutex::default() });
         let guard = Arc::new(
             podstatus_backends::GuardedApiServer::new(
                 witness.clone(),
@@ -269,6 +280,7 @@ impl HostileTrace {
             plugin,
             node_pods,
             handed: BTreeMap::new(),
+            orphaned: BTreeMap::new(),
             faults: BTreeMap::new(),
             recreated: 0,
         }
@@ -368,7 +380,10 @@ impl HostileTrace {
             }
             2 => {
                 let keep: Vec<String> = self.handed.keys().filter(|_| self.rng.next_u64() % 3 != 0).cloned().collect();
-                self.handed.retain(|uid, _| keep.contains(uid));
+                let (kept, orphaned) =
+                    std::mem::take(&mut self.handed).into_iter().partition(|(uid, _)| keep.contains(uid));
+                self.handed = kept;
+                self.orphaned.extend(orphaned);
                 self.view.retain(&keep);
                 let outcome = self.plugin.remove_orphaned_statuses(&keep);
                 self.note(outcome.map(drop));
@@ -380,7 +395,10 @@ impl HostileTrace {
             }
             4 => {
                 while let Some(request) = self.world.queue.pop() {
+                    *self.witness.syncing.lock().unwrap_or_else(PoisonError::into_inner) =
+                        Some(request.pod_uid.clone());
                     let outcome = self.plugin.sync_pod(&request);
+                    *self.witness.syncing.lock().unwrap_or_else(PoisonError::into_inner) = None;
                     if let Ok(
                         podstatus_runtime::bindings::SyncOutcome::Deleted
                         | podstatus_runtime::bindings::SyncOutcome::Recreated,
@@ -459,7 +477,11 @@ impl HostileTrace {
             let pod = write.after.as_ref().or(write.before.as_ref()).expect("a write of a pod that was there");
             let uid = pod.metadata.uid.clone().unwrap_or_default();
             let handed_as = self.pods.translate_pod_uid(&uid);
-            let Some(handed) = self.handed.get(&handed_as).or_else(|| self.handed.get(&uid)).cloned() else {
+            let requested = |key: &String| write.syncing.as_ref() == Some(key);
+            let orphaned =
+                [&handed_as, &uid].into_iter().find(|key| requested(key)).and_then(|key| self.orphaned.get(key));
+            let handed = self.handed.get(&handed_as).or_else(|| self.handed.get(&uid)).or(orphaned).cloned();
+            let Some(handed) = handed else {
                 figures.beyond_rule += 1;
                 return Err(format!("a {} of pod {uid} ({handed_as}), whose status was never handed", write.verb));
             };
