@@ -48,7 +48,7 @@ pub fn run(args: Hostile<'_>, seed: u64, limit: Limit, config: &RuntimeConfig) -
     );
     let started = std::time::Instant::now();
     let result = run_hostile(&hostile, &honest, seed, args.steps, limit, &mut |f: &HostileFigures| {
-        if f.traces % 100 == 0 {
+        if f.traces.is_multiple_of(100) {
             eprintln!("  ... {} traces, {} steps, {} refusals, {} writes", f.traces, f.steps, f.refusals(), f.writes);
         }
     });

@@ -355,7 +355,7 @@ impl HostileTrace {
                 let mut status = json!({ "phase": phase });
                 let entry = self.handed.entry(uid.clone()).or_default();
                 entry.phases.insert(phase);
-                if self.rng.next_u64() % 2 == 0 {
+                if self.rng.next_u64().is_multiple_of(2) {
                     let ip = format!("10.0.0.{}", index + 1);
                     status["podIP"] = json!(ip);
                     self.handed.get_mut(&uid).expect("noted").ips.insert(ip);
@@ -379,7 +379,8 @@ impl HostileTrace {
                 self.note(outcome.map(drop));
             }
             2 => {
-                let keep: Vec<String> = self.handed.keys().filter(|_| self.rng.next_u64() % 3 != 0).cloned().collect();
+                let keep: Vec<String> =
+                    self.handed.keys().filter(|_| !self.rng.next_u64().is_multiple_of(3)).cloned().collect();
                 let (kept, orphaned) =
                     std::mem::take(&mut self.handed).into_iter().partition(|(uid, _)| keep.contains(uid));
                 self.handed = kept;

@@ -47,12 +47,15 @@ pub struct HandedPods {
     drops: AtomicU64,
 }
 
+/// name -> the UIDs handed under that name, in one namespace.
+type UidsByName = HashMap<Box<str>, Vec<Box<str>>>;
+
 #[derive(Debug, Default)]
 struct Record {
     pods: HashMap<Box<str>, Handed>,
     /// namespace -> name -> the UIDs handed under that name (a recreated pod's old
     /// and new UID, while both are held).
-    names: HashMap<Box<str>, HashMap<Box<str>, Vec<Box<str>>>>,
+    names: HashMap<Box<str>, UidsByName>,
     /// The last [`DROPPED_KEPT`] pods dropped, oldest first: a 0.2.0 sync planned before
     /// its pod was dropped may still write it (upstream's `syncPod` runs on with the
     /// status it was given), and what the host handed for it is still the rule for

@@ -18,13 +18,16 @@ use podstatus_backends::pod_identity::PodIdentity;
 /// How many digests of each kind an instance keeps before it starts over.
 const DIGESTS_KEPT: usize = 4096;
 
+/// A pod's UID, namespace and name, as noted.
+type Identity = (Box<str>, Box<str>, Box<str>);
+
 /// What the instance noted already, by digest; forgotten whenever the record drops a
 /// pod (a pod handed again must then be noted again) or a state document narrows the
 /// instance's reach.
 #[derive(Debug, Default)]
 pub(super) struct Digests {
     /// A pod's bytes -> its UID, namespace and name.
-    pods: HashMap<u128, (Box<str>, Box<str>, Box<str>)>,
+    pods: HashMap<u128, Identity>,
     /// A pod's and status's bytes, noted together.
     statuses: HashSet<u128>,
     /// The record's drop count when these were noted.
