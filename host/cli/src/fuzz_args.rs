@@ -103,6 +103,14 @@ pub struct FuzzArgs {
     /// tests/fixtures/fuzz-findings/, which are otherwise counted and reported).
     #[arg(long)]
     pub strict: bool,
+    /// Fuzz the host instead of a plugin: a hostile guest (`--plugin`, by default the
+    /// trespasser `cargo test` builds into target/guest-programs/) draws every plan,
+    /// call, cursor and state document at random, and every write that reaches the API
+    /// server is held against what the host handed; at each trace's end the guest is
+    /// swapped for the honest `--logic` plugin, which must hold every status the host
+    /// recorded accepted. Prints the figures; exit 1 on a write beyond the rule.
+    #[arg(long, conflicts_with_all = ["native", "against", "tally"])]
+    pub hostile: bool,
     /// The longest shrinking may take (`2m`; a bare number is seconds).
     #[arg(long, value_name = "DURATION", default_value = "120", value_parser = podstatus_agent::parse_go_duration)]
     pub shrink_time: Duration,
@@ -135,6 +143,11 @@ fn run_inner(args: &FuzzArgs) -> anyhow::Result<ExitCode> {
         (None, false) => RuntimeConfig::with_default_cache(),
     };
     config.limits.call_fuel = Some(CALL_FUEL);
+    if args.hostile {
+        let hostile =
+            crate::fuzz_hostile::Hostile { guest: args.plugin.as_deref(), honest: *args.logic, steps: args.steps };
+        return crate::fuzz_hostile::run(hostile, seed, limit, &config);
+    }
     let mut runtime = None;
     let mut component = |path: Option<&PathBuf>, logic: Logic| -> anyhow::Result<Target> {
         let bytes = match path {

@@ -113,6 +113,7 @@ mod agent_command;
 mod client_args;
 mod fleet_command;
 mod fuzz_args;
+mod fuzz_hostile;
 mod inspect;
 mod kube_apiserver_command;
 mod logging;

@@ -159,7 +159,9 @@ pub enum FaultKind {
     /// It made more import calls in one export call, or moved more bytes through its
     /// imports, than allowed.
     Imports,
-    /// It pushed a sync request for a pod the host never handed it.
+    /// It named a pod whose status the host never handed it, or has dropped since: in a
+    /// sync request it pushed, a sync it planned, a batch cursor, or an API call (whose
+    /// UID precondition must name the handed pod too).
     ForeignUid,
     /// Its state (the supervisor's copy) would grow past the state limit.
     StateSize,
@@ -181,6 +183,9 @@ pub enum FaultKind {
     /// allow: more than two conditions, one that is not a core/v1 PodCondition object,
     /// or not PodResizePending then PodResizeInProgress, each at most once.
     ResizeConditions,
+    /// It asked to write a status whose content the host did not hand for the pod: a
+    /// phase no status handed for it carries (see `crate::reach`).
+    Content,
 }
 
 impl FaultKind {
@@ -203,6 +208,7 @@ impl FaultKind {
             FaultKind::WrongPod => "wrong-pod",
             FaultKind::Outcome => "outcome",
             FaultKind::ResizeConditions => "resize-conditions",
+            FaultKind::Content => "content",
         }
     }
 }

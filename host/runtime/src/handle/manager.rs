@@ -4,17 +4,15 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::TARGET;
 use super::config::SchedulerConfig;
 use super::hot_swap::{self, SWAP_DRAIN_MAX};
 use super::scheduler::Scheduler;
 use super::scheduler_v0_2::run_batch_in_slices;
 use super::shared::Shared;
-use crate::bindings::{BatchReport, Contract, UpdateOutcome};
+use crate::bindings::{BatchReport, Contract};
 use crate::calls::{Call, ManagerCall, Reply};
 use crate::plugin::{Plugin, PluginExt, Result};
 use crate::swap::{SwapError, SwapReport};
-use podstatus_backends::host_view::Accepted;
 use podstatus_backends::{HostView, NodeReport, SyncQueue};
 
 /// The status manager as other threads see it: cheap to clone, every Manager operation
@@ -141,8 +139,7 @@ impl ManagerHandle {
     crate::manager_methods!();
 
     /// Records, when observing, what the plugin now holds for `uid` after it accepted
-    /// a change (`outcome`). A plugin that accepted a status and holds none is held to
-    /// `reported` (the status the node handed it, as version 0) when there is one.
+    /// a change (`outcome`): see [`super::accepted::note_accepted`].
     fn note_accepted(
         &self,
         plugin: &mut dyn Plugin,
@@ -150,22 +147,8 @@ impl ManagerHandle {
         reported: Option<&str>,
         outcome: &Result<Reply>,
     ) {
-        let (Some(view), Some(uid)) = (self.shared.host_view.get(), uid) else { return };
-        if !matches!(outcome, Ok(Reply::Update(UpdateOutcome::Queued | UpdateOutcome::QueueFull))) {
-            return;
-        }
-        // Asked of the plugin, not taken from its change set: the record must not rest on
-        // the channel it is held against.
-        match plugin.get_pod_status(uid) {
-            Ok(Some(cached)) => view.accept(uid, Accepted { version: cached.version, status: cached.status }),
-            // The plugin accepted a status it does not hold: the final check will show it.
-            Ok(None) => {
-                tracing::warn!(target: TARGET, pod = %uid, "the plugin accepted a status and does not hold it");
-                if let Some(status) = reported {
-                    view.accept(uid, Accepted { version: 0, status: status.to_owned() });
-                }
-            }
-            Err(e) => tracing::warn!(target: TARGET, pod = %uid, "reading back an accepted status: {e}"),
+        if let Some(view) = self.shared.host_view.get() {
+            super::accepted::note_accepted(view, plugin, uid, reported, outcome);
         }
     }
 
