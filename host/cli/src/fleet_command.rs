@@ -454,8 +454,9 @@ mod tests {
             ("=3", "group name"),
             ("we b=3", "group name"),
             ("canary=3", "canary's group"),
-            ("web=0", "above 0"),
-            ("web=x", "above 0"),
+            ("web=0", "from 1 to 10000"),
+            ("web=x", "from 1 to 10000"),
+            ("web=10001", "from 1 to 10000"),
             ("web=3:", "empty plugin"),
         ] {
             let error = parse_group(bad).expect_err(bad);

@@ -78,7 +78,7 @@ mod tests {
     #[test]
     fn verbosity_maps_onto_levels_unless_rust_log_says() {
         let unset = || Err(std::env::VarError::NotPresent);
-        assert_eq!(args(0).filter("error", unset()).unwrap().to_string(), "error,kube_client::client::builder=off");
+        assert_eq!(args(0).filter("error", unset()).unwrap().to_string(), "kube_client::client::builder=off,error");
         assert_eq!(args(2).filter("error", unset()).unwrap().to_string(), "info");
         assert_eq!(args(4).filter("error", unset()).unwrap().to_string(), "debug");
         assert_eq!(args(9).filter("error", unset()).unwrap().to_string(), "trace");
