@@ -16,6 +16,12 @@ use crate::failure::InputContext;
 use crate::plugin_args::PluginArgs;
 use crate::simulate_command::SimulateArgs;
 
+/// What every command with durations says after its options: the one rule for 0, and
+/// the exit codes (README, "Exit codes").
+const DURATIONS_AND_EXIT_CODES: &str = "Durations are Go's (30s, 1m30s, 250ms) or seconds as a number. No \
+duration takes 0: a flag that can be off (no limit, never) takes `off`.\n\nExit codes: 0 done, 1 a failure at run \
+time, 2 bad input (one line on stderr naming the flag or file), 130 cut short by a signal.";
+
 /// The kubelet's pod status manager as a sandboxed WebAssembly plugin.
 #[derive(Parser)]
 #[command(name = "podstatus", version, about, long_about = None)]
@@ -64,6 +70,7 @@ enum Command {
     },
     /// Fuzz the plugin: random valid traces, invariants checked after every step; a
     /// violation is shrunk and written as a trace `replay` runs.
+    #[command(after_help = DURATIONS_AND_EXIT_CODES)]
     Fuzz(crate::fuzz_args::FuzzArgs),
     /// The main job: a node agent running the plugin against an API server over HTTP
     /// (the embedded one, or a cluster), driven through realistic pod lives.
@@ -73,6 +80,7 @@ enum Command {
     /// (--flush-timeout). SIGINT/SIGTERM stop the churn and flush (a second one cuts the
     /// flush short, a third exits at once): a run a signal cut short says so in its
     /// summary and exits 130. SIGHUP hot-swaps to --swap-to (or --plugin).
+    #[command(after_help = DURATIONS_AND_EXIT_CODES)]
     Simulate(Box<SimulateArgs>),
     /// A long-running virtual node with the kubelet's status logic (as KWOK or
     /// virtual-kubelet provide): registers its Node and renews its Lease, runs the pods
@@ -86,6 +94,7 @@ enum Command {
     /// its message, exit 1. SIGINT/SIGTERM, in every state: stop taking work, flush
     /// (within --flush-timeout), report the node as shutting down (a second one exits at
     /// once); SIGHUP re-reads --plugin.
+    #[command(after_help = DURATIONS_AND_EXIT_CODES)]
     Agent(Box<agent_command::AgentArgs>),
     /// `agent` for N virtual nodes in one process (NAME-0 .. NAME-(N-1)), each with its
     /// own plugin instance, queue, client budget, Node and Lease, sharing one engine,
@@ -100,6 +109,7 @@ enum Command {
     /// `group` and `logic` labels. SIGINT/SIGTERM: stop taking work, flush, report the
     /// nodes as shutting down (a second one exits at once). Exit 0 when everything was
     /// written, 1 when statuses were left unwritten, 2 when the fleet could not start.
+    #[command(after_help = DURATIONS_AND_EXIT_CODES)]
     Fleet(Box<fleet_command::FleetArgs>),
     /// Serve the embedded API server (an empty in-memory store) until SIGINT, for
     /// kubectl and other clients.
