@@ -30,7 +30,7 @@ pub struct BadInput {
 
 impl BadInput {
     /// `what` cannot be used because `why`.
-    pub fn new(what: impl Into<String>, why: impl std::fmt::Display) -> anyhow::Error {
+    pub fn error(what: impl Into<String>, why: impl std::fmt::Display) -> anyhow::Error {
         anyhow::Error::new(BadInput { what: what.into(), why: why.to_string() })
     }
 }
@@ -43,7 +43,7 @@ pub trait InputContext<T> {
 
 impl<T, E: Into<anyhow::Error>> InputContext<T> for Result<T, E> {
     fn input(self, what: impl std::fmt::Display) -> anyhow::Result<T> {
-        self.map_err(|error| BadInput::new(what.to_string(), one_line(&error.into())))
+        self.map_err(|error| BadInput::error(what.to_string(), one_line(&error.into())))
     }
 }
 
@@ -62,6 +62,21 @@ fn is_bad_input(error: &(dyn std::error::Error + 'static)) -> bool {
         || error.is::<podstatus_replay::TraceError>()
         || error.is::<podstatus_replay::TraceFileError>()
         || matches!(error.downcast_ref(), Some(podstatus_agent::node::StaticPodsError::ReadDir { .. }))
+    {
+        return true;
+    }
+    // Options that do not go together, found when the simulation starts.
+    use podstatus_simulate::{SimulateError, SimulatedNodeError};
+    if matches!(
+        error.downcast_ref(),
+        Some(
+            SimulateError::CanaryNeedsAFleet
+                | SimulateError::NoNodes
+                | SimulateError::UnknownCanaryGroup(_)
+                | SimulateError::CanaryPlugin(_)
+                | SimulateError::Agent(SimulatedNodeError::LatencyNeedsEmbeddedServer)
+        )
+    ) || matches!(error.downcast_ref(), Some(SimulatedNodeError::LatencyNeedsEmbeddedServer))
     {
         return true;
     }
@@ -149,7 +164,7 @@ mod tests {
 
     #[test]
     fn bad_input_is_exit_2_wherever_it_is_in_the_chain() {
-        let error = BadInput::new("--node-cpu \"lots\"", "not a quantity").context("starting");
+        let error = BadInput::error("--node-cpu \"lots\"", "not a quantity").context("starting");
         assert_eq!(exit_code(&error), BAD_INPUT);
         assert_eq!(one_line(&error), "starting: --node-cpu \"lots\": not a quantity");
         assert_eq!(exit_code(&anyhow::anyhow!("the API server refused")), FAILURE);

@@ -189,12 +189,12 @@ fn groups(args: &FleetArgs, plugins: &PluginRuntime) -> anyhow::Result<Vec<Fleet
     }
     let total: usize = args.groups.iter().map(|g| g.nodes).sum();
     if total as u64 > MAX_NODES {
-        return Err(BadInput::new("--group", format!("the groups add up to {total} nodes, more than {MAX_NODES}")));
+        return Err(BadInput::error("--group", format!("the groups add up to {total} nodes, more than {MAX_NODES}")));
     }
     if let Some(nodes) = args.nodes
         && nodes as usize != total
     {
-        return Err(BadInput::new(
+        return Err(BadInput::error(
             "--group",
             format!("the groups add up to {total} nodes, not the {nodes} of --nodes"),
         ));
@@ -249,7 +249,7 @@ fn catalog(args: &FleetArgs, plugins: &PluginRuntime) -> PluginCatalog {
 
 fn fleet(args: &FleetArgs) -> anyhow::Result<bool> {
     if args.canary.is_some() && args.canary_plugin.is_none() && args.canary_logic.is_none() {
-        return Err(BadInput::new("--canary", "needs --canary-plugin or --canary-logic"));
+        return Err(BadInput::error("--canary", "needs --canary-plugin or --canary-logic"));
     }
     // Every node's instance comes from wasmtime's pooling allocator, sized for the fleet
     // and its swaps.

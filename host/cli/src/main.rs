@@ -287,7 +287,7 @@ fn upstream_replay_command(trace_path: &Path, release: &str, max_trace_bytes: u6
     };
     let Some(release) = podstatus_upstream::Release::named(release) else {
         let why = format!("the oracle builds {}", podstatus_upstream::release::names());
-        return failure::fail("replay", &failure::BadInput::new(format!("--upstream {release}"), why));
+        return failure::fail("replay", &failure::BadInput::error(format!("--upstream {release}"), why));
     };
     let report = podstatus_upstream::Oracle::new(release).and_then(|oracle| oracle.replay_json(&trace, None));
     match report {

@@ -116,7 +116,7 @@ impl PluginArgs {
             .and_then(|file| file.take(limit.saturating_add(1)).read_to_end(&mut bytes))
             .input(self.name())?;
         if bytes.len() as u64 > limit {
-            return Err(BadInput::new(self.name(), format!("larger than {limit} bytes (--max-plugin-size)")));
+            return Err(BadInput::error(self.name(), format!("larger than {limit} bytes (--max-plugin-size)")));
         }
         Ok(bytes)
     }

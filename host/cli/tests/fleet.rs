@@ -105,7 +105,7 @@ fn unusable_fleet_options_exit_2_with_a_line_on_stderr() {
         (&["--group", "canary=2"], "canary's group"),
         (&["--group", "web=0"], "from 1 to 10000"),
         (&["--nodes", "3", "--group", "a=1", "--group", "b=1"], "add up to 2 nodes, not the 3"),
-        (&["--nodes", "3", "--canary", "10%"], "--canary needs --canary-plugin or --canary-logic"),
+        (&["--nodes", "3", "--canary", "10%"], "--canary: needs --canary-plugin or --canary-logic"),
         (&["--nodes", "3", "--canary", "100%", "--canary-logic", "v3"], "not a share of the nodes"),
         (
             &["--nodes", "3", "--canary", "10%", "--canary-plugin", "/nonexistent/canary.wasm"],

@@ -40,7 +40,7 @@ pub enum TraceFileError {
 /// `bytes` as a person reads a size: in MiB when it is a whole number of them.
 fn bytes_text(bytes: u64) -> String {
     const MIB: u64 = 1024 * 1024;
-    if bytes >= MIB && bytes % MIB == 0 { format!("{} MiB", bytes / MIB) } else { format!("{bytes} bytes") }
+    if bytes >= MIB && bytes.is_multiple_of(MIB) { format!("{} MiB", bytes / MIB) } else { format!("{bytes} bytes") }
 }
 
 /// The text of the trace at `path` (`-`: standard input) and the folder its relative
