@@ -166,6 +166,20 @@ impl Fleet {
         layer: &dyn Fn(usize, Arc<dyn ApiServer>) -> Arc<dyn ApiServer>,
         progress: &mut dyn FnMut(StartProgress),
     ) -> Result<Fleet, FleetError> {
+        Self::start_until(target, config, spec, plugins, layer, progress, &|| true)
+    }
+
+    /// [`Fleet::start`] while `go_on` says so (asked every tenth of a second while the
+    /// API server is waited for, and before each node): a signal ends the start at once.
+    pub fn start_until<T>(
+        target: &Target,
+        config: &AgentConfig<T>,
+        spec: FleetSpec,
+        plugins: &PluginRuntime,
+        layer: &dyn Fn(usize, Arc<dyn ApiServer>) -> Arc<dyn ApiServer>,
+        progress: &mut dyn FnMut(StartProgress),
+        go_on: &dyn Fn() -> bool,
+    ) -> Result<Fleet, FleetError> {
         check_groups(&spec.groups)?;
         let homes: Vec<usize> =
             spec.groups.iter().enumerate().flat_map(|(g, group)| std::iter::repeat_n(g, group.nodes)).collect();
@@ -187,9 +201,15 @@ impl Fleet {
         let server = connection.api_url().to_owned();
         let watch =
             PodWatch::start_routed(connection.client().clone(), &server, Arc::new(routes), connection.runtime());
-        if !watch.wait_synced(SYNC_TIMEOUT) {
+        let waiting = Instant::now();
+        while !watch.wait_synced(Duration::from_millis(100)) {
             let last_error = watch.last_error();
-            return Err(AgentError::NotSynced { server, waited: SYNC_TIMEOUT, last_error }.into());
+            if !go_on() {
+                return Err(AgentError::Stopped { server, last_error }.into());
+            }
+            if waiting.elapsed() >= SYNC_TIMEOUT {
+                return Err(AgentError::NotSynced { server, waited: SYNC_TIMEOUT, last_error }.into());
+            }
         }
         let metrics_server = match config.metrics_addr {
             Some(addr) => Some(MetricsServer::start(addr, Arc::clone(connection.metrics()), connection.runtime())?),
@@ -200,6 +220,9 @@ impl Fleet {
         let started = Instant::now();
         let mut agents = Vec::with_capacity(names.len());
         for (i, (name, pod_manager)) in names.iter().zip(&pod_managers).enumerate() {
+            if !go_on() {
+                return Err(AgentError::Stopped { server, last_error: None }.into());
+            }
             let group = &spec.groups[homes[i]];
             let mut node = config.with_target(());
             node.node = name.clone();

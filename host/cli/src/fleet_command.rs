@@ -294,11 +294,20 @@ fn fleet(args: &FleetArgs) -> anyhow::Result<bool> {
 
     let spec = FleetSpec { groups, per_node_labels: args.per_node_metrics };
     let mut starting = WorkProgress::new("nodes started", nodes as u64, args.quiet);
-    let fleet = Fleet::start(&target, &config, spec, &plugins, &|_, api| api, &mut |step| {
-        if let StartProgress::NodeStarted { started, .. } = step {
-            starting.set(started as u64);
-        }
-    });
+    let not_stopped = || !signals.stop.load(Ordering::SeqCst);
+    let fleet = Fleet::start_until(
+        &target,
+        &config,
+        spec,
+        &plugins,
+        &|_, api| api,
+        &mut |step| {
+            if let StartProgress::NodeStarted { started, .. } = step {
+                starting.set(started as u64);
+            }
+        },
+        &not_stopped,
+    );
     starting.finish();
     let fleet = fleet.context("starting the fleet")?;
     let names = fleet.names();
