@@ -31,14 +31,10 @@ pub struct Hostile<'a> {
 /// Runs the hostile fuzzer from `seed` until `limit`.
 pub fn run(args: Hostile<'_>, seed: u64, limit: Limit, config: &RuntimeConfig) -> anyhow::Result<ExitCode> {
     let guest = args.guest.map_or_else(default_guest, Path::to_path_buf);
-    let bytes = std::fs::read(&guest).with_context(|| {
-        format!(
-            "reading the hostile guest {} (build it with `cargo test -p podstatus-tests --no-run`)",
-            guest.display()
-        )
-    })?;
-    let runtime = PluginRuntime::new(config)?;
-    let hostile = runtime.load(&bytes).context("the hostile guest")?;
+    let runtime = PluginRuntime::new(config).context("plugin runtime")?;
+    let hostile = runtime
+        .load_file(&guest)
+        .with_context(|| "the hostile guest (build it with `cargo test -p podstatus-tests --no-run`)".to_owned())?;
     let honest = runtime.load(args.honest.component()).context("the honest plugin")?;
     eprintln!(
         "podstatus fuzz --hostile: seed {seed}, guest {}, honest logic {}, {} steps per trace",

@@ -84,7 +84,7 @@ fn a_fleet_runs_ready_nodes_takes_a_canary_over_http_and_shuts_down_on_sigterm()
     assert!(stderr.contains("podstatus fleet: 3 nodes cli-fleet-0 .. cli-fleet-2"), "{stderr}");
     assert!(stderr.contains(&format!("control endpoint on http://{control}/rollout")), "{stderr}");
     assert!(stderr.contains("group all: 3 nodes on podstatus-v3"), "{stderr}");
-    assert!(stderr.contains("(0 sync requests left unwritten)"), "{stderr}");
+    assert!(stderr.contains("(flush done, 0 sync requests left unwritten)"), "{stderr}");
     for name in names {
         let (_, node) = request(api, "GET", &format!("/api/v1/nodes/{name}"), None).expect("the node");
         let ready = condition(&node, "Ready").expect("a Ready condition");
@@ -103,9 +103,9 @@ fn a_fleet_runs_ready_nodes_takes_a_canary_over_http_and_shuts_down_on_sigterm()
 fn unusable_fleet_options_exit_2_with_a_line_on_stderr() {
     let cases: [(&[&str], &str); 7] = [
         (&["--group", "canary=2"], "canary's group"),
-        (&["--group", "web=0"], "above 0"),
+        (&["--group", "web=0"], "from 1 to 10000"),
         (&["--nodes", "3", "--group", "a=1", "--group", "b=1"], "add up to 2 nodes, not the 3"),
-        (&["--nodes", "3", "--canary", "10%"], "--canary needs --canary-plugin or --canary-logic"),
+        (&["--nodes", "3", "--canary", "10%"], "--canary: needs --canary-plugin or --canary-logic"),
         (&["--nodes", "3", "--canary", "100%", "--canary-logic", "v3"], "not a share of the nodes"),
         (
             &["--nodes", "3", "--canary", "10%", "--canary-plugin", "/nonexistent/canary.wasm"],

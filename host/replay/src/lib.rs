@@ -14,4 +14,4 @@ pub use report::{Call, Fault, Report};
 pub use runner::{PluginFactory, ReplayOutcome, Stepper, SwapLoader, run, run_with_swaps};
 pub use swap_record::swap as swap_held;
 pub use trace::{DEFAULT_CLOCK, FailError, FailVerb, PodRef, Problem, Step, Trace, TraceError};
-pub use trace_file::{MAX_TRACE_BYTES, TraceFileError, read_trace_file};
+pub use trace_file::{MAX_TRACE_BYTES, TraceFileError, read_trace_file, read_trace_file_within};

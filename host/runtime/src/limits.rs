@@ -66,6 +66,10 @@ pub struct Limits {
     /// most four (logic v3: a patch refused, a read, the patch again, a delete); a sync
     /// that asks call after call would hold its pod, and a worker, forever.
     pub sync_calls: u32,
+    /// The largest plugin component loaded, in bytes (default 64 MiB). The built plugins
+    /// are about 3 MiB (a debug build of one about 20); the cap keeps a wrong file
+    /// (`/dev/zero`, a disk image) from being read whole before it is refused.
+    pub max_component_bytes: u64,
 }
 
 impl Default for Limits {
@@ -86,6 +90,7 @@ impl Default for Limits {
             log_burst: 1_000,
             log_per_second: 100,
             sync_calls: 16,
+            max_component_bytes: 64 << 20,
         }
     }
 }
