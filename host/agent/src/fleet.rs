@@ -203,6 +203,9 @@ impl Fleet {
             PodWatch::start_routed(connection.client().clone(), &server, Arc::new(routes), connection.runtime());
         let waiting = Instant::now();
         while !watch.wait_synced(Duration::from_millis(100)) {
+            if let Some(message) = watch.refusal() {
+                return Err(AgentError::WatchRefused { server, what: "the fleet's pods".to_owned(), message }.into());
+            }
             let last_error = watch.last_error();
             if !go_on() {
                 return Err(AgentError::Stopped { server, last_error }.into());

@@ -107,6 +107,17 @@ pub enum AgentError {
         /// The pod watch's last failure, if it failed.
         last_error: Option<String>,
     },
+    /// The API server refused, for good, to list the pods (the node's credentials may
+    /// not list them): no retry will change it.
+    #[error("the API server at {server} refused to list {what}: {message}")]
+    WatchRefused {
+        /// The API server's URL.
+        server: String,
+        /// Whose pods (`node intruder's pods`, `the fleet's pods`).
+        what: String,
+        /// The server's answer, one line.
+        message: String,
+    },
     /// The caller stopped the start (a signal) before the node's pods were listed.
     #[error("stopped before the API server at {server} listed the node's pods{}", last_error_text(.last_error))]
     Stopped {
@@ -227,6 +238,9 @@ impl NodeAgent {
         );
         let started = Instant::now();
         while !pod_watch.wait_synced(Duration::from_millis(100)) {
+            if let Some(message) = pod_watch.refusal() {
+                return Err(AgentError::WatchRefused { server, what: format!("node {}'s pods", config.node), message });
+            }
             if !go_on() {
                 return Err(AgentError::Stopped { server, last_error: pod_watch.last_error() });
             }

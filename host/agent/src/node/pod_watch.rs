@@ -79,6 +79,9 @@ struct Synced {
     lists: AtomicU64,
     /// The last failure of the watch, as one line (cleared by the next event).
     last_error: Mutex<Option<String>>,
+    /// The API server's final refusal of the first list, as one line: set once, and the
+    /// watch stops (what the credentials may not list, they will not list on a retry).
+    refusal: Mutex<Option<String>>,
 }
 
 impl PodWatch {
@@ -101,6 +104,13 @@ impl PodWatch {
     /// recovered (what an agent waiting for its first list says it waits on).
     pub fn last_error(&self) -> Option<String> {
         self.synced.last_error.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// The API server's final refusal of the first list (a 4xx other than a conflict,
+    /// an expired version or too many requests: [`refuses_for_good`]), as one line: an
+    /// agent waiting for the list stops on it rather than retrying forever.
+    pub fn refusal(&self) -> Option<String> {
+        self.synced.refusal.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
     /// Starts one watch for every node `routes` names, on `runtime`: of that node's pods
@@ -160,6 +170,18 @@ impl Drop for PodWatch {
     }
 }
 
+/// Whether the watcher's `error` is the API server's final answer to the first list: a
+/// refusal [`is_permanent`](crate::node::is_permanent) (403 for credentials that may not
+/// list these pods, 404, 400) but for 410 Gone, which only asks for a fresh list.
+fn refuses_for_good(error: &watcher::Error) -> bool {
+    match error {
+        watcher::Error::InitialListFailed(error) => {
+            crate::node::is_permanent(error) && !matches!(error, kube::Error::Api(status) if status.code == 410)
+        }
+        _ => false,
+    }
+}
+
 /// The task's state.
 struct Follower {
     /// The API server's URL, for the warnings.
@@ -204,6 +226,12 @@ impl Follower {
                 // The watcher retries by itself (resume, or relist after a 410) once its
                 // backoff has passed (0.8 s, doubling to 30 s).
                 Err(error) => {
+                    if !self.is_synced() && refuses_for_good(&error) {
+                        let error = crate::client::error_line(&error);
+                        tracing::error!(selector = ?self.selector, "the API server at {} refused the pod watch: {error}", self.server);
+                        *self.synced.refusal.lock().unwrap_or_else(PoisonError::into_inner) = Some(error);
+                        return;
+                    }
                     let error = crate::client::error_line(&error);
                     tracing::warn!(
                         selector = ?self.selector,
@@ -214,6 +242,10 @@ impl Follower {
                 }
             }
         }
+    }
+
+    fn is_synced(&self) -> bool {
+        *self.synced.done.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     fn set_last_error(&self, error: Option<String>) {

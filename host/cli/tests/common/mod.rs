@@ -77,7 +77,9 @@ pub fn wait(mut child: Child, lines: &Receiver<String>) -> (Option<i32>, String)
         }
         if Instant::now() >= deadline {
             let _ = child.kill();
-            panic!("podstatus did not exit within {DEADLINE:?}");
+            // What it said so far is what tells why it hung.
+            let said: Vec<String> = lines.try_iter().collect();
+            panic!("podstatus did not exit within {DEADLINE:?}; its stderr so far:\n{}", said.join("\n"));
         }
         std::thread::sleep(Duration::from_millis(50));
     };
