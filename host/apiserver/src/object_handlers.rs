@@ -12,6 +12,7 @@ use http::{Response, StatusCode};
 use serde_json::{Value, json};
 
 use crate::call::{Call, Context};
+use crate::field_validation::{FieldValidation, warned};
 use crate::object_tables;
 use crate::objects::{self, Part, Resource};
 use crate::pods::{Encoder, stream_list, table_request};
@@ -95,9 +96,10 @@ pub(crate) fn create(
     resource: &Resource,
     namespace: &str,
 ) -> Result<Response<Body>, Failure> {
-    let object = objects::checked_body(resource, call.json_body()?, namespace, None)?;
+    let directive = FieldValidation::of(call)?;
+    let (object, warnings) = objects::checked_body(resource, call.json_body()?, namespace, None, directive)?;
     let created = context.objects.create(resource, namespace, object)?;
-    Ok(json_response(StatusCode::CREATED, &*created))
+    Ok(warned(json_response(StatusCode::CREATED, &*created), &warnings))
 }
 
 /// PUT of the object (`part` Main) or of `/status` (`part` Status); the body's
@@ -110,9 +112,10 @@ pub(crate) fn replace(
     name: &str,
     part: Part,
 ) -> Result<Response<Body>, Failure> {
-    let object = objects::checked_body(resource, call.json_body()?, namespace, Some(name))?;
+    let directive = FieldValidation::of(call)?;
+    let (object, warnings) = objects::checked_body(resource, call.json_body()?, namespace, Some(name), directive)?;
     let updated = context.objects.update(resource, namespace, name, object, part)?;
-    Ok(json_response(StatusCode::OK, &*updated))
+    Ok(warned(json_response(StatusCode::OK, &*updated), &warnings))
 }
 
 /// PATCH of the object or of `/status`: a JSON merge patch, or a strategic merge patch
@@ -128,6 +131,7 @@ pub(crate) fn patch(
     name: &str,
     part: Part,
 ) -> Result<Response<Body>, Failure> {
+    let directive = FieldValidation::of(call)?;
     let strategic = match call.content_type.as_str() {
         MERGE_PATCH => false,
         STRATEGIC_MERGE_PATCH => true,
@@ -152,10 +156,10 @@ pub(crate) fn patch(
         if !explicit_version {
             document["metadata"]["resourceVersion"] = stored["metadata"]["resourceVersion"].clone();
         }
-        let document = objects::checked_body(resource, document, namespace, Some(name))?;
+        let (document, warnings) = objects::checked_body(resource, document, namespace, Some(name), directive)?;
         match context.objects.update(resource, namespace, name, document, part) {
             Err(failure) if failure.reason == "Conflict" && !explicit_version && attempt < PATCH_ATTEMPTS => continue,
-            Ok(updated) => return Ok(json_response(StatusCode::OK, &*updated)),
+            Ok(updated) => return Ok(warned(json_response(StatusCode::OK, &*updated), &warnings)),
             Err(failure) => return Err(failure),
         }
     }
