@@ -361,12 +361,17 @@ mod tests {
 
     #[test]
     fn fields_the_kind_lacks_are_dropped_and_judged() {
-        let given = json!({"metadata": {"name": "n1", "labelz": {}}, "spec": {"podCIDR": "10.0.0.0/24", "podCIDRZ": 1}});
+        let given =
+            json!({"metadata": {"name": "n1", "labelz": {}}, "spec": {"podCIDR": "10.0.0.0/24", "podCIDRZ": 1}});
         let (kept, warnings) = checked_body(&NODES, given.clone(), "", None, FieldValidation::Warn).expect("warned");
         assert_eq!(warnings, ["unknown field \"metadata.labelz\"", "unknown field \"spec.podCIDRZ\""]);
         assert_eq!((kept["spec"]["podCIDR"].as_str(), kept["spec"].get("podCIDRZ")), (Some("10.0.0.0/24"), None));
         let refused = checked_body(&NODES, given, "", None, FieldValidation::Strict).expect_err("strict");
-        assert!(refused.message.starts_with("Node in version \"v1\" cannot be handled as a Node"), "{}", refused.message);
+        assert!(
+            refused.message.starts_with("Node in version \"v1\" cannot be handled as a Node"),
+            "{}",
+            refused.message
+        );
     }
 
     fn node(name: &str) -> Value {
@@ -404,9 +409,11 @@ mod tests {
 
     #[test]
     fn names_sizes_types_and_the_object_cap_are_enforced() {
-        let invalid = checked_body(&NODES, json!({"metadata": {"name": "Not_A_Name"}}), "", None, IGNORE).expect_err("422");
+        let invalid =
+            checked_body(&NODES, json!({"metadata": {"name": "Not_A_Name"}}), "", None, IGNORE).expect_err("422");
         assert_eq!((invalid.code, invalid.causes[0].field.as_str()), (422, "metadata.name"));
-        let lease = checked_body(&LEASES, json!({"metadata": {"name": "n1"}}), "Bad NS", None, IGNORE).expect_err("422");
+        let lease =
+            checked_body(&LEASES, json!({"metadata": {"name": "n1"}}), "Bad NS", None, IGNORE).expect_err("422");
         assert_eq!(lease.causes[0].field, "metadata.namespace");
         let mistyped = checked_body(
             &LEASES,
@@ -418,8 +425,13 @@ mod tests {
         assert_eq!(mistyped.expect_err("400").code, 400);
 
         let store = ObjectStore::new(1, 400);
-        let big =
-            checked_body(&NODES, json!({"metadata": {"name": "big", "labels": {"a": "x".repeat(500)}}}), "", None, IGNORE);
+        let big = checked_body(
+            &NODES,
+            json!({"metadata": {"name": "big", "labels": {"a": "x".repeat(500)}}}),
+            "",
+            None,
+            IGNORE,
+        );
         assert_eq!(store.create(&NODES, "", big.expect("valid").0).expect_err("too large").code, 413);
         store.create(&NODES, "", node("n1")).expect("room for one");
         let refused = store.create(&NODES, "", node("n2")).expect_err("over the cap");

@@ -101,7 +101,9 @@ pub(crate) fn route(rest: &[&str], call: &Call) -> Option<Result<Response<Body>,
 fn v2(call: &Call) -> Result<Response<Body>, Failure> {
     let hashes = &*HASHES;
     match negotiate(&call.accept, &["json"], &V2_PROTOBUF_SUBTYPES) {
-        Some(Format::Json) => Ok(static_response(Bytes::from_static(V2_JSON), "application/json", Some(&hashes.v2_json))),
+        Some(Format::Json) => {
+            Ok(static_response(Bytes::from_static(V2_JSON), "application/json", Some(&hashes.v2_json)))
+        }
         Some(Format::Protobuf) => {
             Ok(static_response(Bytes::from_static(V2_PROTOBUF), V2_PROTOBUF_TYPE, Some(&hashes.v2_protobuf)))
         }
@@ -178,7 +180,8 @@ fn negotiate(accept: &str, json: &[&str], protobuf: &[&str]) -> Option<Format> {
         .filter(|(quality, _, _)| *quality > 0.0)
         .collect();
     clauses.sort_by(|a, b| b.0.total_cmp(&a.0));
-    let offered = json.iter().map(|subtype| (Format::Json, *subtype)).chain(protobuf.iter().map(|s| (Format::Protobuf, *s)));
+    let offered =
+        json.iter().map(|subtype| (Format::Json, *subtype)).chain(protobuf.iter().map(|s| (Format::Protobuf, *s)));
     let offered: Vec<(Format, &str)> = offered.collect();
     clauses.iter().find_map(|(_, kind, subtype)| {
         offered.iter().find_map(|(format, offer)| {

@@ -394,10 +394,11 @@ pub(crate) fn patch(call: &Call, context: &Context, namespace: &str, name: &str)
         }
         other => other,
     };
-    let (patched, warnings) = patch_retrying(context, namespace, name, &patch, directive, |context, stored, mut patched| {
-        patched.metadata.resource_version = stored.metadata.resource_version.clone();
-        update_checked(context, patched)
-    })?;
+    let (patched, warnings) =
+        patch_retrying(context, namespace, name, &patch, directive, |context, stored, mut patched| {
+            patched.metadata.resource_version = stored.metadata.resource_version.clone();
+            update_checked(context, patched)
+        })?;
     Ok(warned(json_response(StatusCode::OK, &to_json(&patched)), &warnings))
 }
 

@@ -16,7 +16,7 @@ use podstatus_runtime::PluginRuntime;
 use podstatus_simulate::{ApiServerTarget, Signals, SimulatedNode};
 
 use crate::node_args::NodeArgs;
-use crate::plugin_args::PluginArgs;
+use crate::plugin_args::{NODE_DEFAULT_LOGIC, PluginArgs, RanPlugin};
 use crate::simulate_command;
 
 /// Exit code when the agent could not start.
@@ -26,15 +26,18 @@ const UNFLUSHED: u8 = 1;
 /// How long reporting the node as shutting down may take.
 const MARK_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// `podstatus agent`'s options.
+/// `podstatus agent`'s options. The agent acts for a real node: it runs the newest
+/// release followed faithfully unless told otherwise (`--logic`).
 #[derive(clap::Args)]
+#[command(mut_arg("logic", |arg| arg.default_value(NODE_DEFAULT_LOGIC)))]
 pub struct AgentArgs {
     /// The node's name (the kubelet's --hostname-override); in a pod, pass the pod's
     /// name (`--node-name $(POD_NAME)`).
     #[arg(long, visible_alias = "hostname-override", value_name = "NAME")]
     node_name: String,
-    /// Where the embedded API server listens (without --kubeconfig or --server).
-    #[arg(long, default_value = "127.0.0.1:8080")]
+    /// Where the embedded API server listens (without --kubeconfig or --server); not
+    /// `serve`'s 8080 nor `fleet`'s 8082, so that the three run side by side.
+    #[arg(long, default_value = "127.0.0.1:8081", help_heading = "API server and client")]
     listen: std::net::SocketAddr,
     /// How long the flush at shutdown may take.
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = podstatus_agent::parse_go_duration)]
@@ -70,13 +73,15 @@ fn agent(args: &AgentArgs) -> anyhow::Result<bool> {
     };
     let config = args.client.agent_config(&args.node_name, target, args.node.config(&args.node_name));
     let plugins = PluginRuntime::new(&args.plugin.runtime_config()).context("plugin runtime")?;
-    let image = plugins.load(&args.plugin.bytes()?).context("loading the plugin")?;
+    let bytes = args.plugin.bytes()?;
+    let image = plugins.load(&bytes).context("loading the plugin")?;
+    let ran = RanPlugin::of(&bytes);
     let signals = Signals::default();
     simulate_command::install_signal_handlers(&signals, "shutting down: flushing pending statuses")?;
     let node = SimulatedNode::start(&config, plugins, image).context("starting the agent")?;
     let agent = node.agent();
     tracing::info!(node = %args.node_name, api_server = agent.api_url(), "agent running");
-    eprintln!("podstatus agent: node {} on {}", args.node_name, agent.api_url());
+    eprintln!("podstatus agent: node {} on {}, {ran}", args.node_name, agent.api_url());
     let mut runner = PodRunner::start(agent.node_side(), Arc::clone(agent.pod_manager()), args.node.node_ip.clone());
     while !signals.stop.load(Ordering::SeqCst) {
         if signals.swap.swap(false, Ordering::SeqCst) {

@@ -9,17 +9,17 @@ use anyhow::Context;
 use podstatus_plugins::LogicVersion;
 use podstatus_runtime::RuntimeConfig;
 
-/// The options naming the plugin.
+/// The options naming the plugin (under their own heading in `--help`).
 #[derive(clap::Args)]
+#[command(next_help_heading = "Plugin")]
 pub struct PluginArgs {
     /// The plugin component; defaults to the one built from this checkout's guest/.
     #[arg(long, value_name = "FILE.wasm")]
     pub plugin: Option<PathBuf>,
     /// Which built-in plugin to run: a Kubernetes release's status manager as its
-    /// kubelet writes (`1.27`, `1.35`, `1.37`: GET, merge over the status read, PATCH)
-    /// or in the one-call write mode (`1.27-one-call`, ...: one PATCH per status
-    /// version, no GET), or the seed's 2017 kubelet (`v1`). The first names stay
-    /// aliases: v2 is 1.27, v3 1.27-one-call, v4 1.35-one-call (docs/logic-versions.md).
+    /// kubelet writes (GET, merge over the status read, PATCH) or in the one-call write
+    /// mode (one PATCH per status version, no GET), or the seed's 2017 kubelet (`v1`);
+    /// the choices and their aliases are listed below (docs/logic-versions.md).
     /// `--native` runs it with each sync's calls made at once, as a 0.1.x plugin does.
     #[arg(long, value_enum, default_value_t = Logic(LogicVersion::V1), conflicts_with = "plugin")]
     pub logic: Logic,
@@ -87,6 +87,40 @@ impl std::ops::Deref for Logic {
 
     fn deref(&self) -> &LogicVersion {
         &self.0
+    }
+}
+
+/// The logic version `podstatus agent` and `podstatus fleet` run unless told: the newest
+/// release followed faithfully (they act for real nodes; `simulate` and `replay` keep
+/// the seed, as the README's main job shows).
+pub const NODE_DEFAULT_LOGIC: &str = "1.37";
+
+/// What a summary says ran: the logic version and the plugin's digest.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct RanPlugin {
+    /// The logic version as `--logic` names it (`1.37`), read from the plugin's
+    /// `podstatus-logic` section; `unknown` for a plugin without one.
+    pub logic: String,
+    /// The SHA-256 of the plugin component, in lower-case hex.
+    pub plugin_sha256: String,
+}
+
+impl RanPlugin {
+    /// What the component in `bytes` is.
+    pub fn of(bytes: &[u8]) -> Self {
+        use sha2::Digest;
+        let logic = LogicVersion::named_in(bytes).map_or_else(|| "unknown".to_owned(), |(name, _)| name.to_owned());
+        let plugin_sha256 = sha2::Sha256::digest(bytes).iter().map(|byte| format!("{byte:02x}")).collect();
+        RanPlugin { logic, plugin_sha256 }
+    }
+}
+
+/// `logic 1.37, plugin sha256:0123456789ab` (the digest's first 12 digits, as
+/// container image IDs are shortened).
+impl std::fmt::Display for RanPlugin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let short = self.plugin_sha256.get(..12).unwrap_or(&self.plugin_sha256);
+        write!(f, "logic {}, plugin sha256:{short}", self.logic)
     }
 }
 
@@ -162,6 +196,18 @@ mod tests {
         }
         assert_eq!(parse(&[]).unwrap().logic.name(), "v1");
         assert!(parse(&["--logic", "1.36"]).is_err());
+        assert!(LogicVersion::named(NODE_DEFAULT_LOGIC).is_some(), "the nodes' default is a choice");
+    }
+
+    #[test]
+    fn a_plugin_is_named_by_its_logic_and_digest() {
+        let ran = RanPlugin::of(LogicVersion::named("1.37").expect("a choice").component());
+        assert_eq!(ran.logic, "1.37");
+        assert_eq!(ran.plugin_sha256.len(), 64);
+        assert_eq!(ran.to_string(), format!("logic 1.37, plugin sha256:{}", &ran.plugin_sha256[..12]));
+        let v3 = RanPlugin::of(LogicVersion::named("v3").expect("an alias").component());
+        assert_eq!(v3.logic, "1.27-one-call", "named by the table, not the alias");
+        assert_eq!(RanPlugin::of(b"not a component").logic, "unknown");
     }
 
     #[test]

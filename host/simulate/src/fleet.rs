@@ -153,6 +153,11 @@ fn start_fleet(
 ) -> Result<StartedFleet, SimulateError> {
     let connections = podstatus_apiserver::ServeOptions::default().max_connections + Fleet::connections(config.nodes);
     let (embedded, target) = simulated_node::resolve(&config.agent.target, connections)?;
+    // Known before the nodes start (they may take a while): said with their progress.
+    let url = match &target {
+        podstatus_agent::Target::Url(url) => Some(url.clone()),
+        podstatus_agent::Target::Kubeconfig { .. } => None,
+    };
     let spec = FleetSpec {
         groups: groups
             .iter()
@@ -179,6 +184,7 @@ fn start_fleet(
             elapsed: started.elapsed(),
             duration: None,
             message: format!("{done} of {total} nodes started"),
+            api_server: url.clone(),
         }),
     })
     .map_err(SimulateError::Fleet)?;
@@ -262,6 +268,7 @@ impl Run<'_> {
                     elapsed,
                     duration: config.duration,
                     message: format!("{} nodes, queue {queued}", agents.len()),
+                    api_server: Some(self.fleet.connection().api_url().to_owned()),
                 });
             }
             // A driver that panicked is a bug of the host: its panic goes on up.

@@ -109,6 +109,7 @@ pub fn run_with_progress(
                 driver.counts.deleted,
                 agent.handle().queue_len()
             ),
+            api_server: Some(agent.api_url().to_owned()),
         });
     });
     let seconds = start.elapsed().as_secs_f64();
