@@ -59,7 +59,8 @@ pub struct FuzzArgs {
     #[arg(long, value_name = "FILE.wasm")]
     pub plugin: Option<PathBuf>,
     /// Which built-in plugin to fuzz: a release and write mode, or the seed's `v1` (the
-    /// choices and their aliases are listed below, as `replay --logic` takes them).
+    /// choices, each with what it follows and its alias in `--help`, as `replay
+    /// --logic` takes them).
     #[arg(long, value_enum, default_value_t = Logic(LogicVersion::V1), conflicts_with = "plugin")]
     pub logic: Logic,
     /// Differential mode: compare with this component (a built-in plugin by its

@@ -18,8 +18,9 @@ pub struct PluginArgs {
     pub plugin: Option<PathBuf>,
     /// Which built-in plugin to run: a Kubernetes release's status manager as its
     /// kubelet writes (GET, merge over the status read, PATCH) or in the one-call write
-    /// mode (one PATCH per status version, no GET), or the seed's 2017 kubelet (`v1`);
-    /// the choices and their aliases are listed below (docs/logic-versions.md).
+    /// mode (one PATCH per status version, no GET), or the seed's 2017 kubelet (`v1`):
+    /// the choices, each with what it follows and its alias in `--help`
+    /// (docs/logic-versions.md).
     /// `--native` runs it with each sync's calls made at once, as a 0.1.x plugin does.
     #[arg(long, value_enum, default_value_t = Logic(LogicVersion::V1), conflicts_with = "plugin")]
     pub logic: Logic,
