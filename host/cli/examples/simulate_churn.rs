@@ -79,10 +79,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             f("/caller_latency_ms/p50"),
             f("/caller_latency_ms/p99"),
         );
+        let flush = wall - f("/seconds");
         let mut run = summary;
         run["churn"] = serde_json::json!(rate.parse::<f64>().unwrap_or(f64::NAN));
         run["kube_api_qps"] = serde_json::json!(qps);
-        run["start_and_flush_seconds"] = serde_json::json!(wall - f("/seconds"));
+        run["start_and_flush_seconds"] = serde_json::json!(flush);
         runs.push(run);
     }
     if let Some(path) = std::env::var_os("PODSTATUS_CHURN_JSON") {
