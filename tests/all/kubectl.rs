@@ -253,6 +253,21 @@ fn apply_creates_then_leaves_an_unchanged_pod_alone_and_get_shows_it_pending() {
     assert!(out.contains("pod/demo configured"), "{out}");
     let labels = fixture.store().get_pod("default", "demo").expect("there").metadata.labels.clone();
     assert_eq!(labels.and_then(|l| l.get("app").cloned()).as_deref(), Some("demo2"));
+
+    // A new image: kubectl sends a strategic merge patch of that container alone (by
+    // name); its ports stay.
+    let with_ports =
+        POD_YAML.replace("    image: nginx:1.27\n", "    image: nginx:1.27\n    ports:\n    - containerPort: 80\n");
+    let served = fixture.manifest("web2", &with_ports);
+    assert!(fixture.run(&["apply", "-f", &served]).contains("pod/web2 created"));
+    let upgraded = fixture.manifest("web2", &with_ports.replace("nginx:1.27", "nginx:1.28"));
+    let out = fixture.run(&["apply", "-f", &upgraded]);
+    assert!(out.contains("pod/web2 configured"), "{out}");
+    let pod = fixture.store().get_pod("default", "web2").expect("there");
+    let container = &pod.spec.as_ref().expect("a spec").containers[0];
+    assert_eq!(container.image.as_deref(), Some("nginx:1.28"));
+    let ports = container.ports.as_ref().map(|ports| ports.iter().map(|p| p.container_port).collect::<Vec<_>>());
+    assert_eq!(ports, Some(vec![80]), "the container merged by name, not replaced");
 }
 
 #[test]

@@ -54,6 +54,7 @@ mod server_fields;
 mod stats;
 mod status_body;
 mod stopping;
+mod strategic;
 mod table;
 mod validation;
 mod watch;

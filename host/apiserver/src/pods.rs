@@ -23,6 +23,7 @@ use crate::selectors::Selector;
 use crate::server_fields::{self, version_of};
 use crate::stats::Held;
 use crate::status_body::{Cause, Failure};
+use crate::strategic;
 use crate::table::{self, IncludeObject};
 use crate::validation;
 use crate::watch::{self, Start, WatchFormat};
@@ -382,18 +383,12 @@ pub(crate) fn patch_status(
     Ok(warned(json_response(StatusCode::OK, &to_json(&patched)), &warnings))
 }
 
-/// PATCH of the pod itself (labels, annotations, ...): the status is kept. A strategic
-/// merge patch is applied as a merge patch with its `$` directives dropped: the same for
-/// maps such as labels and annotations, but lists are replaced whole, not merged by key.
+/// PATCH of the pod itself (labels, annotations, an image, ...): the status is kept. A
+/// strategic merge patch merges a pod's lists by their keys (containers by name, ...:
+/// `strategic`), as `kubectl apply` of a changed manifest needs.
 pub(crate) fn patch(call: &Call, context: &Context, namespace: &str, name: &str) -> Result<Response<Body>, Failure> {
     let directive = FieldValidation::of(call)?;
-    let patch = match patch_body(call)? {
-        PatchBody::Strategic(mut patch) => {
-            drop_directives(&mut patch);
-            PatchBody::Merge(patch)
-        }
-        other => other,
-    };
+    let patch = patch_body(call)?;
     let (patched, warnings) =
         patch_retrying(context, namespace, name, &patch, directive, |context, stored, mut patched| {
             patched.metadata.resource_version = stored.metadata.resource_version.clone();
@@ -490,7 +485,8 @@ impl PatchBody {
     /// a 422, as kube-apiserver answers it.
     fn apply(&self, document: &mut Value) -> Result<(), Failure> {
         match self {
-            PatchBody::Merge(patch) | PatchBody::Strategic(patch) => json_patch::merge(document, patch),
+            PatchBody::Merge(patch) => json_patch::merge(document, patch),
+            PatchBody::Strategic(patch) => strategic::strategic_merge(document, patch, strategic::pod_keys),
             PatchBody::Json(operations) => {
                 json_patch::patch(document, operations).map_err(|_| Failure::rejected_patch())?;
             }
@@ -511,7 +507,7 @@ fn patch_retrying(
     directive: FieldValidation,
     write: impl Fn(&Context, &Pod, Pod) -> Result<Arc<Pod>, Failure>,
 ) -> Result<(Arc<Pod>, Vec<String>), Failure> {
-    if let PatchBody::Merge(patch) = patch {
+    if let PatchBody::Merge(patch) | PatchBody::Strategic(patch) = patch {
         patch_uid(patch)?;
     }
     let explicit_version = patch.names_version();
@@ -574,17 +570,6 @@ fn patch_uid(patch: &Value) -> Result<Option<&str>, Failure> {
             "metadata.uid in the patch must be a string, not {}",
             excerpt(&other.to_string())
         ))),
-    }
-}
-
-fn drop_directives(value: &mut Value) {
-    match value {
-        Value::Object(map) => {
-            map.retain(|key, _| !key.starts_with('$'));
-            map.values_mut().for_each(drop_directives);
-        }
-        Value::Array(items) => items.iter_mut().for_each(drop_directives),
-        _ => {}
     }
 }
 
