@@ -116,3 +116,35 @@ fn a_dry_run_is_neither_promised_nor_made() {
     assert!(status["message"].as_str().is_some_and(|m| m.contains("dryRun")), "{status}");
     assert!(server.store().get_pod("default", "dry").is_err(), "nothing was written");
 }
+
+/// The documents served are data made by a program from upstream's published spec:
+/// made again, they are the same bytes (a change of the routes or of the release is
+/// followed by `go run ./cmd/openapi` in `upstream/`, as its README says).
+#[test]
+fn the_documents_are_what_upstream_cmd_openapi_makes() {
+    let workspace = podstatus_tests::workspace_dir();
+    let committed = workspace.join("host/apiserver/openapi");
+    let made = std::env::temp_dir().join(format!("podstatus-openapi-{}", std::process::id()));
+    let output = std::process::Command::new("go")
+        .args(["run", "./cmd/openapi", "-out"])
+        .arg(&made)
+        .current_dir(workspace.join("upstream"))
+        // The machine's Go, as the oracle's builds: never another toolchain.
+        .env("GOTOOLCHAIN", "local")
+        .output()
+        .expect("Go 1.25 or later on PATH (the upstream tests need it too)");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let mut compared = 0;
+    for file in ["v2.json", "v2.pb"].into_iter().map(String::from).chain(
+        std::fs::read_dir(made.join("v3"))
+            .expect("v3 made")
+            .map(|entry| format!("v3/{}", entry.expect("an entry").file_name().to_string_lossy())),
+    ) {
+        let fresh = std::fs::read(made.join(&file)).expect("made");
+        let kept = std::fs::read(committed.join(&file)).unwrap_or_else(|e| panic!("{file} is not committed: {e}"));
+        assert!(fresh == kept, "{file} differs from what upstream/cmd/openapi makes: run it again");
+        compared += 1;
+    }
+    assert_eq!(compared, 8, "v2.json, v2.pb and six v3 documents");
+    std::fs::remove_dir_all(&made).expect("scratch removed");
+}
