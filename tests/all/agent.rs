@@ -169,6 +169,34 @@ fn the_agent_registers_its_node_renews_its_lease_and_runs_a_pod_to_ready_then_de
     assert_eq!(simulated.shutdown(Duration::from_secs(30)), 0, "nothing left unwritten");
 }
 
+/// A Node the API server refuses for good (422: a name that is no DNS-1123 subdomain,
+/// which the command line refuses before this) is not registered again and again: the
+/// registration stops and keeps the server's answer, for the agent to stop on.
+#[test]
+fn a_node_the_api_server_refuses_for_good_is_kept_as_a_refusal() {
+    let name = "Bad_Name";
+    let config = AgentConfig {
+        node: name.into(),
+        target: SimulatedTarget::from(ApiServerTarget::Embedded("127.0.0.1:0".parse().expect("addr"))),
+        client: KubeClientConfig::default(),
+        manifest_dir: None,
+        metrics_addr: None,
+        sync_period: Duration::from_secs(2),
+        batch_phase: 0.0,
+        queue_capacity: DEFAULT_CAPACITY,
+        register_node: Some(NodeConfig::new(name)),
+    };
+    let plugins = PluginRuntime::new(&RuntimeConfig { cache_dir: Some(cache_dir()), ..RuntimeConfig::default() })
+        .expect("runtime");
+    let image = plugins.load(PODSTATUS_V2).expect("v2 loads");
+    let simulated = SimulatedNode::start(&config, plugins, image).expect("the agent starts");
+    let registration = simulated.agent().registration().expect("a registration");
+    let refusal = wait_until("the registration is refused", || registration.refusal());
+    assert_eq!((refusal.code, refusal.reason.as_str()), (422, "Invalid"), "{refusal}");
+    assert!(refusal.message.contains("RFC 1123 subdomain"), "{refusal}");
+    assert!(refusal.to_string().starts_with("the API server refused to register node Bad_Name (422 Invalid): "));
+}
+
 /// kubectl on the PATH (failing, never skipping, without one), isolated from any user
 /// configuration.
 fn kubectl(url: &str, args: &[&str]) -> String {

@@ -55,7 +55,8 @@ impl Cluster {
     }
 
     fn watch(&self, pod_manager: &Arc<PodManager>) -> PodWatch {
-        let watch = PodWatch::start(self.client.clone(), NODE, Arc::clone(pod_manager), self.runtime.handle());
+        let watch =
+            PodWatch::start(self.client.clone(), "test-server", NODE, Arc::clone(pod_manager), self.runtime.handle());
         assert!(watch.wait_synced(DEADLINE), "the first list arrives");
         watch
     }
@@ -360,7 +361,7 @@ fn a_dropped_watch_resumes_without_listing_and_only_an_expired_one_lists_again()
         kube::Client::try_from(kube::Config::new(proxy.url().parse().expect("url"))).expect("client")
     };
     let pod_manager = Arc::new(PodManager::new());
-    let watch = PodWatch::start(client, NODE, Arc::clone(&pod_manager), cluster.runtime.handle());
+    let watch = PodWatch::start(client, "test-server", NODE, Arc::clone(&pod_manager), cluster.runtime.handle());
     assert!(watch.wait_synced(DEADLINE), "the first list arrives");
     let stats = || cluster.server.stats();
     eventually("the watch is open", || stats().open_watches == 1);

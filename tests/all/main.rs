@@ -42,6 +42,7 @@ mod serde_floor;
 mod simulate;
 mod split_syncs;
 mod swap;
+mod trespass;
 mod upstream;
 mod v1_vs_v2;
 mod v2_vs_v3;

@@ -70,5 +70,13 @@ fn a_component_of_another_world_is_refused_with_a_typed_error() {
     let err = runtime.load(&empty).err().expect("refused");
     assert!(matches!(err, podstatus_runtime::LoadError::WrongWorld(_)), "{err}");
     let err = runtime.load(b"not wasm").err().expect("refused");
+    assert!(matches!(err, podstatus_runtime::LoadError::NotWasm), "{err}");
+    // A core module (layer 0) is named as one, before any parser sees it.
+    let core = [0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00];
+    let err = runtime.load(&core).err().expect("refused");
+    assert!(matches!(err, podstatus_runtime::LoadError::CoreModule), "{err}");
+    // A component that is not one past its header is the parser's to describe.
+    let truncated = [0x00, 0x61, 0x73, 0x6d, 0x0d, 0x00, 0x01, 0x00, 0x07];
+    let err = runtime.load(&truncated).err().expect("refused");
     assert!(matches!(err, podstatus_runtime::LoadError::Compile(_)), "{err}");
 }

@@ -527,9 +527,53 @@ fn a_terminal_phase_cannot_be_revived() {
     job["status"] = json!({"phase": "Succeeded"});
     node.own(&job);
     let before = node.stored("ns", "job");
-    let message = node.sync_probe(&mut *prober, &job, SUCCEEDED, SyncOutcome::WriteFailed);
+    // The host handed Succeeded: a write of Running is the plugin's fault before the
+    // guard sees it (issue 47: the phase must be one the host handed).
+    node.host_view.report_status_json(&job.to_string(), SUCCEEDED);
+    assert_eq!(prober.set_pod_status(&job.to_string(), SUCCEEDED).expect("set"), UpdateOutcome::Queued);
+    let request = node.world.queue.pop().expect("a queued sync");
+    let (_, kind, message) = podstatus_tests::fault(prober.sync_pod(&request));
+    assert_eq!(kind, podstatus_runtime::FaultKind::Content, "{message}");
+    assert!(message.contains("it sets phase \"Running\" on pod \"u-job\""), "{message}");
+    assert_eq!(node.stored("ns", "job"), before, "untouched");
+    // The guard refuses it too, for whatever reaches it: the server the imports forward
+    // to, called as a plugin's import would call it.
+    let revive = StatusUpdate {
+        namespace: "ns".into(),
+        name: "job".into(),
+        uid_precondition: Some("u-job".into()),
+        resource_version_precondition: None,
+        status: serde_json::from_str(RUNNING).expect("a status"),
+    };
+    let message = forbidden(node.world.api_server.update_pod_status(revive));
     assert!(message.contains("phase Succeeded is terminal, it does not go back to \"Running\""), "{message}");
     assert_eq!(node.stored("ns", "job"), before, "untouched");
+}
+
+/// A 0.1.x plugin's `api-server` imports reach only the pods whose status the host
+/// handed it (issue 47), not every pod of its node: a write by name to a neighbour the
+/// node owns (in the pod manager, bound to the node) is the plugin's fault, before the
+/// guard, which would let it through, sees it.
+#[test]
+fn a_0_1_plugin_may_not_write_a_pod_of_its_node_never_handed() {
+    let (node, mut prober) = Node::with_prober();
+    let neighbour = pod("ns", "neighbour", "u-neighbour", NODE);
+    node.own(&neighbour);
+    let before = node.stored("ns", "neighbour");
+    let writer = with_annotations(
+        pod("ns", "writer", "u-writer", NODE),
+        json!({"podstatus.test/probe": "neighbour", "podstatus.test/neighbour": "ns/neighbour"}),
+    );
+    node.own(&writer);
+    node.host_view.report_status_json(&writer.to_string(), RUNNING);
+    assert_eq!(prober.set_pod_status(&writer.to_string(), RUNNING).expect("set"), UpdateOutcome::Queued);
+    let request = node.world.queue.pop().expect("a queued sync");
+    let (_, kind, message) = podstatus_tests::fault(prober.sync_pod(&request));
+    assert_eq!(kind, podstatus_runtime::FaultKind::ForeignUid, "{message}");
+    let rule = "update-pod-status: pod \"ns\"/\"neighbour\" is not a pod whose status the host handed the plugin";
+    assert!(message.contains(rule), "{message}");
+    assert_eq!(node.stored("ns", "neighbour"), before, "untouched");
+    assert!(node.plugin_side.errors().is_empty(), "nothing reached the guard: {:?}", node.plugin_side.errors());
 }
 
 #[test]

@@ -59,6 +59,13 @@ fn without_the_guard_the_probers_forbidden_calls_reach_the_api_server() {
         let guarded = replay_component_guarded(prober(), &text, trace.parent().unwrap(), NODE).unwrap();
         let open = replay_component_with(prober(), &text, trace.parent().unwrap()).unwrap();
         assert!(open.report.calls.iter().all(|call| call.refused.is_none()), "{name}: no guard, no refusal");
+        if name.contains("stale-name") {
+            // A write without a UID precondition is pinned to the handed pod by the
+            // plugin's runtime on every path (issue 47), guard or not: it fails its
+            // precondition either way.
+            assert!(open.report.calls.iter().all(|call| call.outcome != "ok"), "{name}: {:?}", open.report.calls);
+            continue;
+        }
         // A call the guard stopped (refused, or pinned so that it failed) went through
         // without it.
         let stopped = guarded.report.calls.iter().zip(&open.report.calls).any(|(guarded, open)| {

@@ -2,7 +2,8 @@
 //! every feature of `guests/adversary` is one adversary (`ADVERSARY_INFINITE_LOOP` for
 //! feature `infinite-loop`), `guests/prober` is one component whose probe each test
 //! picks at run time (`PROBER`), `guests/split-adversary` forges what a 0.2.0 plugin
-//! hands the host (`SPLIT_ADVERSARY`), the `hostile` adversary gets three extra memories (see
+//! hands the host (`SPLIT_ADVERSARY`), `guests/trespasser` reaches for pods never handed
+//! to it (`TRESPASSER`), the `hostile` adversary gets three extra memories (see
 //! `extra_memories.rs`), and `guests/failpoints` is the real plugin with faults on
 //! demand (`FAILPOINTS` on contract 0.1.0, `FAILPOINTS_SPLIT` on 0.2.0), and `guests/liar` the
 //! same lying in its state (`LIAR`, `LIAR_SPLIT`); `guests/serde-floor` is the operations
@@ -70,6 +71,12 @@ fn main() {
         "podstatus-test-split-adversary",
         &[],
         "A hostile plugin of contract 0.2.0 forging plans, batch cursors and calls, its attack chosen by the name of the pod it is handed.",
+    );
+    add(
+        "TRESPASSER".into(),
+        "podstatus-test-trespasser",
+        &[],
+        "A hostile plugin of contract 0.2.1 reaching for pods the host never handed it (planned syncs, ghost state, resize-only pods, forged phases), its attack chosen by an annotation of the pod it is handed, or drawn at random from a seed.",
     );
     // The real plugin with faults on demand, and one that also lies in its state: two
     // programs of each package, each package built in one run.

@@ -32,7 +32,7 @@ pub use pod::{
     is_static_source, parse_status, status_to_json,
 };
 pub use pod_meta::PodMeta;
-pub use quantity::{go_canonical, quantities_equal};
+pub use quantity::{ParsedQuantity, go_canonical, parse_quantity, quantities_equal};
 pub use readiness::{
     CONTAINERS_NOT_READY, ContainersReadiness, POD_COMPLETED, POD_INITIALIZED, POD_READY, POD_SUCCEEDED,
     UNKNOWN_CONTAINER_STATUSES, condition,

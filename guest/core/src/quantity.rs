@@ -88,6 +88,35 @@ pub fn go_canonical(quantity: &Quantity) -> Option<String> {
     Some(format!("{sign}{number}{suffix}"))
 }
 
+/// A quantity as `resource.ParseQuantity` reads it, for checking what a user gives
+/// (a node's capacity, a size): its sign, and its value in whole units.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ParsedQuantity {
+    /// Below zero.
+    pub negative: bool,
+    /// The magnitude rounded up to a whole unit (`500m` is 1, `1Ki` is 1024, `1.5` is
+    /// 2); `None` when it takes more than 128 bits in nanos.
+    pub whole: Option<u128>,
+}
+
+/// `text` read as a quantity of Kubernetes' grammar (`<sign>? <number> <suffix>`, the
+/// suffix one of `Ki` .. `Ei`, `n` .. `E`, or `e`/`E` and an exponent), exactly as
+/// written (no spaces around it); `None` when it is not one (`lots`, `32GB`).
+pub fn parse_quantity(text: &str) -> Option<ParsedQuantity> {
+    const NANOS: u128 = 1_000_000_000;
+    match parse(text)? {
+        Value::Zero => Some(ParsedQuantity { negative: false, whole: Some(0) }),
+        Value::NonZero { negative, magnitude } => {
+            // Whole nanos (rounded so by `parse`): both exponents are at least -9.
+            let nanos = magnitude
+                .odd
+                .checked_mul(pow(2, magnitude.twos.checked_add(9)?)?)
+                .and_then(|n| n.checked_mul(pow(5, magnitude.fives.checked_add(9)?)?));
+            Some(ParsedQuantity { negative, whole: nanos.map(|n| n.div_ceil(NANOS)) })
+        }
+    }
+}
+
 /// The exact value of a quantity, in a form where equal values are equal structs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Value {
@@ -248,6 +277,33 @@ impl Magnitude {
 /// `base^exponent`, or `None` when the exponent is negative or the result overflows.
 fn pow(base: u128, exponent: i64) -> Option<u128> {
     base.checked_pow(u32::try_from(exponent).ok()?)
+}
+
+#[cfg(test)]
+mod parse_quantity_tests {
+    use super::*;
+
+    #[test]
+    fn quantities_of_the_grammar_read_as_whole_units() {
+        let whole = |text: &str| parse_quantity(text).and_then(|q| q.whole);
+        assert_eq!(whole("8"), Some(8));
+        assert_eq!(whole("500m"), Some(1));
+        assert_eq!(whole("1.5"), Some(2));
+        assert_eq!(whole("32Gi"), Some(32 << 30));
+        assert_eq!(whole("64Mi"), Some(64 << 20));
+        assert_eq!(whole("2e3"), Some(2000));
+        assert_eq!(whole("1k"), Some(1000));
+        assert_eq!(whole("0"), Some(0));
+        assert_eq!(parse_quantity("-1").map(|q| q.negative), Some(true));
+        assert_eq!(parse_quantity("1e40").map(|q| q.whole), Some(None), "a quantity, too large for 128 bits");
+    }
+
+    #[test]
+    fn anything_else_is_not_a_quantity() {
+        for bad in ["lots", "32GB", "", " 8", "8 ", "1.2.3", "Gi", "1gi", "1KiB", "0x10", "--1", "1e"] {
+            assert_eq!(parse_quantity(bad), None, "{bad:?}");
+        }
+    }
 }
 
 #[cfg(test)]

@@ -26,7 +26,7 @@ use kube::api::{Api, ListParams};
 use crate::client::Connection;
 use crate::client::Target;
 use crate::metrics::{Metrics, MetricsScope, MetricsServer};
-use crate::node::{AgentConfig, AgentError, NodeAgent};
+use crate::node::{AgentConfig, AgentError, Flushed, NodeAgent};
 use crate::node::{PodRoutes, PodWatch};
 use podstatus_backends::{ApiServer, PodManager};
 use podstatus_runtime::{CallPool, PluginImage, PluginRuntime};
@@ -166,6 +166,20 @@ impl Fleet {
         layer: &dyn Fn(usize, Arc<dyn ApiServer>) -> Arc<dyn ApiServer>,
         progress: &mut dyn FnMut(StartProgress),
     ) -> Result<Fleet, FleetError> {
+        Self::start_until(target, config, spec, plugins, layer, progress, &|| true)
+    }
+
+    /// [`Fleet::start`] while `go_on` says so (asked every tenth of a second while the
+    /// API server is waited for, and before each node): a signal ends the start at once.
+    pub fn start_until<T>(
+        target: &Target,
+        config: &AgentConfig<T>,
+        spec: FleetSpec,
+        plugins: &PluginRuntime,
+        layer: &dyn Fn(usize, Arc<dyn ApiServer>) -> Arc<dyn ApiServer>,
+        progress: &mut dyn FnMut(StartProgress),
+        go_on: &dyn Fn() -> bool,
+    ) -> Result<Fleet, FleetError> {
         check_groups(&spec.groups)?;
         let homes: Vec<usize> =
             spec.groups.iter().enumerate().flat_map(|(g, group)| std::iter::repeat_n(g, group.nodes)).collect();
@@ -184,9 +198,18 @@ impl Fleet {
                 pod_manager
             })
             .collect();
-        let watch = PodWatch::start_routed(connection.client().clone(), Arc::new(routes), connection.runtime());
-        if !watch.wait_synced(SYNC_TIMEOUT) {
-            return Err(AgentError::NotSynced(SYNC_TIMEOUT).into());
+        let server = connection.api_url().to_owned();
+        let watch =
+            PodWatch::start_routed(connection.client().clone(), &server, Arc::new(routes), connection.runtime());
+        let waiting = Instant::now();
+        while !watch.wait_synced(Duration::from_millis(100)) {
+            let last_error = watch.last_error();
+            if !go_on() {
+                return Err(AgentError::Stopped { server, last_error }.into());
+            }
+            if waiting.elapsed() >= SYNC_TIMEOUT {
+                return Err(AgentError::NotSynced { server, waited: SYNC_TIMEOUT, last_error }.into());
+            }
         }
         let metrics_server = match config.metrics_addr {
             Some(addr) => Some(MetricsServer::start(addr, Arc::clone(connection.metrics()), connection.runtime())?),
@@ -197,6 +220,9 @@ impl Fleet {
         let started = Instant::now();
         let mut agents = Vec::with_capacity(names.len());
         for (i, (name, pod_manager)) in names.iter().zip(&pod_managers).enumerate() {
+            if !go_on() {
+                return Err(AgentError::Stopped { server, last_error: None }.into());
+            }
             let group = &spec.groups[homes[i]];
             let mut node = config.with_target(());
             node.node = name.clone();
@@ -389,23 +415,43 @@ impl Fleet {
         }
     }
 
-    /// Writes every node's pending statuses (each within `timeout`, the nodes a few at
+    /// Writes every node's pending statuses (all within `timeout`, the nodes a few at
     /// a time): true when nothing is left anywhere.
     pub fn flush(&self, timeout: Duration) -> bool {
+        self.flush_until(Instant::now() + timeout, &|| true) == Flushed::Done
+    }
+
+    /// [`Fleet::flush`] that ends by `deadline` (a hard limit for the whole fleet:
+    /// nodes not reached by then are not flushed) or soon after `go_on` says no; how the
+    /// worst node's flush ended.
+    pub fn flush_until(&self, deadline: Instant, go_on: &(dyn Fn() -> bool + Sync)) -> Flushed {
         let next = AtomicUsize::new(0);
-        let unflushed = AtomicUsize::new(0);
+        let timed_out = AtomicUsize::new(0);
+        let interrupted = AtomicUsize::new(0);
         std::thread::scope(|scope| {
             for _ in 0..SWAP_THREADS.min(self.agents.len()) {
                 scope.spawn(|| {
                     while let Some(agent) = self.agents.get(next.fetch_add(1, Ordering::Relaxed)) {
-                        if !agent.flush(timeout) {
-                            unflushed.fetch_add(1, Ordering::Relaxed);
+                        match agent.flush_until(deadline, go_on) {
+                            Flushed::Done => {}
+                            Flushed::TimedOut => {
+                                timed_out.fetch_add(1, Ordering::Relaxed);
+                            }
+                            Flushed::Interrupted => {
+                                interrupted.fetch_add(1, Ordering::Relaxed);
+                            }
                         }
                     }
                 });
             }
         });
-        unflushed.into_inner() == 0
+        if interrupted.into_inner() > 0 {
+            Flushed::Interrupted
+        } else if timed_out.into_inner() > 0 {
+            Flushed::TimedOut
+        } else {
+            Flushed::Done
+        }
     }
 
     /// Reports every registered node as shutting down (as `podstatus agent` does at
@@ -420,11 +466,14 @@ impl Fleet {
         }
     }
 
-    /// Stops every node, writing what is pending first (each within `timeout`), then
-    /// what they share. Returns how many queued requests were left unwritten.
+    /// Stops every node, writing what is pending first (all within `timeout`, one
+    /// after another), then what they share. Returns how many queued requests were left
+    /// unwritten.
     pub fn shutdown(self, timeout: Duration) -> usize {
         let Fleet { agents, metrics_server, watch, connection, .. } = self;
-        let left = agents.into_iter().map(|agent| agent.shutdown(timeout)).sum();
+        let deadline = Instant::now() + timeout;
+        let left =
+            agents.into_iter().map(|agent| agent.shutdown(deadline.saturating_duration_since(Instant::now()))).sum();
         drop(metrics_server);
         drop(watch);
         drop(connection);

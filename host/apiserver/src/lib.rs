@@ -63,3 +63,4 @@ pub use client_latency::DelayedClient;
 pub use options::ServeOptions;
 pub use server::{EmbeddedApiServer, ServeError};
 pub use stats::ServerStats;
+pub use validation::subdomain_problems;

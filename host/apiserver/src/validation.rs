@@ -30,8 +30,9 @@ const LABEL_MESSAGE: &str = "a lowercase RFC 1123 label must consist of lower ca
      and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for \
      validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
 
-/// Why `name` is not a DNS-1123 subdomain (a pod's name), if it is not.
-pub(crate) fn subdomain_problems(name: &str) -> Vec<String> {
+/// Why `name` is not a DNS-1123 subdomain (a pod's or a node's name), if it is not: in
+/// kube-apiserver's words.
+pub fn subdomain_problems(name: &str) -> Vec<String> {
     let mut problems = Vec::new();
     if name.len() > SUBDOMAIN_MAX {
         problems.push(format!("must be no more than {SUBDOMAIN_MAX} characters"));

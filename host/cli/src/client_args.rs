@@ -29,8 +29,9 @@ pub struct ClientArgs {
     /// The kubeconfig context to use (with --kubeconfig) instead of its current one.
     #[arg(long, value_name = "NAME", requires = "kubeconfig")]
     pub context: Option<String>,
-    /// Use the API server at this URL (no credentials) instead of the embedded one.
-    #[arg(long, value_name = "URL")]
+    /// Use the API server at this URL (no credentials) instead of the embedded one:
+    /// `http://HOST:PORT` or `https://...`.
+    #[arg(long, value_name = "URL", value_parser = crate::input::url)]
     pub server: Option<String>,
     /// Static pod manifests (the kubelet's --pod-manifest-path).
     #[arg(long, value_name = "DIR", help_heading = "Status manager")]
@@ -38,14 +39,16 @@ pub struct ClientArgs {
     /// Serve Prometheus metrics here (e.g. 127.0.0.1:9090).
     #[arg(long, value_name = "ADDR", help_heading = "Output")]
     pub metrics_addr: Option<std::net::SocketAddr>,
-    /// API requests per second the client may make (the kubelet's --kube-api-qps).
-    #[arg(long, default_value_t = 50.0)]
+    /// API requests per second the client may make (the kubelet's --kube-api-qps;
+    /// above zero).
+    #[arg(long, default_value_t = 50.0, value_parser = crate::input::qps)]
     pub kube_api_qps: f32,
-    /// Burst of API requests above the QPS (the kubelet's --kube-api-burst).
-    #[arg(long, default_value_t = 100)]
+    /// Burst of API requests above the QPS (the kubelet's --kube-api-burst; at least 1).
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
     pub kube_api_burst: u32,
-    /// Time between the status manager's batch syncs (`10s`; a bare number is seconds).
-    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = podstatus_agent::parse_go_duration)]
+    /// Time between the status manager's batch syncs (`10s`; a bare number is seconds;
+    /// at least 100ms).
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = crate::input::period)]
     pub sync_period: std::time::Duration,
 }
 

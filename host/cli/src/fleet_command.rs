@@ -26,17 +26,18 @@ use podstatus_plugins::LogicVersion;
 use podstatus_runtime::{PluginImage, PluginRuntime, PoolSize};
 use podstatus_simulate::{ApiServerTarget, Signals};
 
+use podstatus_agent::node::Flushed;
+
 use crate::client_args::ClientArgs;
+use crate::failure::{BadInput, InputContext};
 use crate::node_args::NodeArgs;
 use crate::plugin_args::{Logic, NODE_DEFAULT_LOGIC, PluginArgs, RanPlugin};
 use crate::rollout_args::{RolloutArgs, canary_share};
 use crate::simulate_command;
 use crate::work_progress::WorkProgress;
 
-/// Exit code when the fleet could not start.
-const UNUSABLE: u8 = 2;
 /// Exit code when statuses were left unwritten at shutdown.
-const UNFLUSHED: u8 = 1;
+const UNFLUSHED: u8 = crate::failure::FAILURE;
 /// How long reporting each node as shutting down may take.
 const MARK_TIMEOUT: Duration = Duration::from_secs(10);
 /// Nodes whose pods one runner thread runs: a thousand nodes take twenty threads.
@@ -52,11 +53,14 @@ const READY_TIMEOUT: Duration = Duration::from_secs(120);
 #[command(mut_arg("logic", |arg| arg.default_value(NODE_DEFAULT_LOGIC)))]
 pub struct FleetArgs {
     /// Virtual nodes in this process, named NAME-0 .. NAME-(N-1) after --node-name
-    /// (defaults to the sum of the --group counts).
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=10_000), required_unless_present = "groups")]
+    /// (defaults to the sum of the --group counts); 1 to 10,000 (every node's plugin
+    /// instance slots are reserved as address space when the fleet starts; the largest
+    /// fleet measured is 2,000 nodes, docs/fleet.md).
+    #[arg(long, value_parser = nodes, required_unless_present = "groups")]
     nodes: Option<u32>,
-    /// The prefix of the nodes' names (the kubelet's --hostname-override).
-    #[arg(long, visible_alias = "hostname-override", value_name = "NAME", default_value = "podstatus-fleet")]
+    /// The prefix of the nodes' names (the kubelet's --hostname-override): with `-N`
+    /// after it, a DNS-1123 subdomain.
+    #[arg(long, visible_alias = "hostname-override", value_name = "NAME", default_value = "podstatus-fleet", value_parser = node_prefix)]
     node_name: String,
     /// A group of nodes: NAME=COUNT, running --plugin/--logic, or NAME=COUNT:vN (a
     /// built-in logic version) or NAME=COUNT:FILE.wasm. Repeatable; the nodes are
@@ -89,15 +93,16 @@ pub struct FleetArgs {
     canary_logic: Option<Logic>,
     /// How long a canary runs before the rollout decides by itself (it waits on while
     /// the canary has too few samples to judge).
-    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = podstatus_agent::parse_go_duration, help_heading = "Canary rollout")]
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = crate::input::duration, help_heading = "Canary rollout")]
     canary_watch: Duration,
     /// Never decide by itself: only POST /rollout/promote or /rollout/rollback do.
     #[arg(long, help_heading = "Canary rollout")]
     canary_manual: bool,
     #[command(flatten)]
     rollout: RolloutArgs,
-    /// How long the flush at shutdown may take (per node, the nodes a few at a time).
-    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = podstatus_agent::parse_go_duration)]
+    /// How long the flush at shutdown may take, at most, for the whole fleet (the nodes a
+    /// few at a time; statuses still unwritten then are left, and the exit is 1).
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = crate::input::duration)]
     flush_timeout: Duration,
     /// No progress on stderr while the nodes start.
     #[arg(long, help_heading = "Output")]
@@ -132,6 +137,23 @@ enum PluginChoice {
 /// Group names are label values and appear in node counts and logs: short, plain.
 const MAX_GROUP_NAME: usize = 63;
 
+/// The most nodes one process runs (`--nodes`, `simulate --nodes`, the sum of the groups).
+pub const MAX_NODES: u64 = 10_000;
+
+/// `--nodes`: 1 to [`MAX_NODES`], the bound's reason said.
+pub fn nodes(text: &str) -> Result<u32, String> {
+    let why = "every node's plugin instance slots are reserved as address space when the fleet starts \
+               (the largest fleet measured is 2,000 nodes)";
+    crate::input::count(text, 1, MAX_NODES, why).map(|n| n as u32)
+}
+
+/// `--node-name` of a fleet: a prefix that, with `-N` after it, is a node's name.
+fn node_prefix(text: &str) -> Result<String, String> {
+    let last = format!("{text}-{}", MAX_NODES - 1);
+    crate::input::node_name(&last).map_err(|e| format!("{text:?} with -N after it: {e}"))?;
+    Ok(text.to_owned())
+}
+
 fn parse_group(text: &str) -> Result<GroupArg, String> {
     let (name, rest) = text.split_once('=').ok_or_else(|| format!("{text:?}: expected NAME=COUNT[:PLUGIN]"))?;
     let valid = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_';
@@ -146,8 +168,8 @@ fn parse_group(text: &str) -> Result<GroupArg, String> {
         None => (rest, None),
     };
     let nodes = match count.parse::<usize>() {
-        Ok(n) if n > 0 => n,
-        _ => return Err(format!("{count:?}: a group's count is a number of nodes above 0")),
+        Ok(n) if n > 0 && n as u64 <= MAX_NODES => n,
+        _ => return Err(format!("{count:?}: a group's count is a number of nodes from 1 to {MAX_NODES}")),
     };
     let plugin = plugin.map(|plugin| match <Logic as clap::ValueEnum>::from_str(plugin, true) {
         Ok(logic) => Ok(PluginChoice::Logic(logic)),
@@ -161,10 +183,7 @@ pub fn run(args: &FleetArgs) -> ExitCode {
     match fleet(args) {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::from(UNFLUSHED),
-        Err(e) => {
-            eprintln!("podstatus fleet: {e:#}");
-            ExitCode::from(UNUSABLE)
-        }
+        Err(e) => crate::failure::fail("fleet", &e),
     }
 }
 
@@ -176,9 +195,8 @@ fn groups(
     ran: &mut BTreeMap<String, RanPlugin>,
 ) -> anyhow::Result<Vec<FleetGroup>> {
     let default_plugin = |ran: &mut BTreeMap<String, RanPlugin>| -> anyhow::Result<(PluginImage, String)> {
-        let bytes = args.plugin.bytes()?;
-        let image = plugins.load(&bytes).context("loading the plugin")?;
-        ran.insert(args.plugin.logic_label(), RanPlugin::of(&bytes));
+        let (image, plugin) = args.plugin.load(plugins)?;
+        ran.insert(args.plugin.logic_label(), plugin);
         Ok((image, args.plugin.logic_label()))
     };
     if args.groups.is_empty() {
@@ -187,10 +205,16 @@ fn groups(
         return Ok(vec![FleetGroup::new("all", nodes, image, &logic)]);
     }
     let total: usize = args.groups.iter().map(|g| g.nodes).sum();
+    if total as u64 > MAX_NODES {
+        return Err(BadInput::error("--group", format!("the groups add up to {total} nodes, more than {MAX_NODES}")));
+    }
     if let Some(nodes) = args.nodes
         && nodes as usize != total
     {
-        anyhow::bail!("the groups add up to {total} nodes, not the {nodes} of --nodes");
+        return Err(BadInput::error(
+            "--group",
+            format!("the groups add up to {total} nodes, not the {nodes} of --nodes"),
+        ));
     }
     // One image per distinct plugin: a plugin is compiled (or read from the cache) once.
     let mut images: BTreeMap<String, (PluginImage, String)> = BTreeMap::new();
@@ -205,10 +229,9 @@ fn groups(
                     logic.program().to_owned(),
                 ),
                 Some(PluginChoice::File(path)) => {
-                    let bytes =
-                        std::fs::read(path).with_context(|| format!("reading the plugin {}", path.display()))?;
-                    let image =
-                        plugins.load(&bytes).with_context(|| format!("loading the plugin {}", path.display()))?;
+                    let flag = format!("--group {}", group.name);
+                    let bytes = plugins.read_file(path).input(&flag)?;
+                    let image = plugins.load_read(path, &bytes).input(&flag)?;
                     ran.insert(podstatus_simulate::file_logic(path), RanPlugin::of(&bytes));
                     (image, podstatus_simulate::file_logic(path))
                 }
@@ -248,7 +271,7 @@ fn catalog(args: &FleetArgs, plugins: &PluginRuntime, ran: &mut BTreeMap<String,
 
 fn fleet(args: &FleetArgs) -> anyhow::Result<bool> {
     if args.canary.is_some() && args.canary_plugin.is_none() && args.canary_logic.is_none() {
-        anyhow::bail!("--canary needs --canary-plugin or --canary-logic");
+        return Err(BadInput::error("--canary", "needs --canary-plugin or --canary-logic"));
     }
     // Every node's instance comes from wasmtime's pooling allocator, sized for the fleet
     // and its swaps.
@@ -266,7 +289,7 @@ fn fleet(args: &FleetArgs) -> anyhow::Result<bool> {
     // The canary's plugin is loaded before anything starts: a bad file is refused
     // before a thousand nodes register.
     let canary_plugin = match (&args.canary_plugin, args.canary_logic) {
-        (Some(path), _) => Some(catalog.get(&podstatus_simulate::file_logic(path))?),
+        (Some(path), _) => Some(catalog.get(&podstatus_simulate::file_logic(path)).input("--canary-plugin")?),
         (None, Some(logic)) => Some(catalog.get(logic.name())?),
         (None, None) => None,
     };
@@ -286,15 +309,28 @@ fn fleet(args: &FleetArgs) -> anyhow::Result<bool> {
         args.node.config(&args.node_name),
     );
     let signals = Signals::default();
-    simulate_command::install_signal_handlers(&signals, "shutting down: flushing pending statuses")?;
+    simulate_command::install_signal_handlers(
+        &signals,
+        "shutting down: flushing pending statuses",
+        simulate_command::Second::Exits,
+    )?;
 
     let spec = FleetSpec { groups, per_node_labels: args.per_node_metrics };
     let mut starting = WorkProgress::new("nodes started", nodes as u64, args.quiet);
-    let fleet = Fleet::start(&target, &config, spec, &plugins, &|_, api| api, &mut |step| {
-        if let StartProgress::NodeStarted { started, .. } = step {
-            starting.set(started as u64);
-        }
-    });
+    let not_stopped = || !signals.stop.load(Ordering::SeqCst);
+    let fleet = Fleet::start_until(
+        &target,
+        &config,
+        spec,
+        &plugins,
+        &|_, api| api,
+        &mut |step| {
+            if let StartProgress::NodeStarted { started, .. } = step {
+                starting.set(started as u64);
+            }
+        },
+        &not_stopped,
+    );
     starting.finish();
     let fleet = fleet.context("starting the fleet")?;
     let names = fleet.names();
@@ -340,6 +376,16 @@ fn fleet(args: &FleetArgs) -> anyhow::Result<bool> {
     }
     let started = Instant::now();
     while !signals.stop.load(Ordering::SeqCst) {
+        // A registration the API server refused for good stops the fleet, as it stops
+        // an agent: the nodes share their configuration, so the others fare no better.
+        let refused = fleet.agents().iter().find_map(|a| a.registration().and_then(|r| r.refusal()));
+        if let Some(refusal) = refused {
+            let server = fleet.connection().api_url().to_owned();
+            for runner in &mut runners {
+                runner.stop();
+            }
+            return Err(anyhow::Error::new(refusal).context(server));
+        }
         if signals.swap.swap(false, Ordering::SeqCst) {
             tracing::warn!("swap signal ignored: a fleet changes plugins through its control endpoint");
         }
@@ -360,14 +406,19 @@ fn fleet(args: &FleetArgs) -> anyhow::Result<bool> {
     for runner in &mut runners {
         runner.stop();
     }
-    let flushed = fleet.flush(args.flush_timeout);
-    fleet.mark_shutting_down(MARK_TIMEOUT);
+    // All within --flush-timeout, a hard limit (the report of the nodes at most a second
+    // past it).
+    let deadline = Instant::now() + args.flush_timeout;
+    let flush = fleet.flush_until(deadline, &|| true);
+    let left_time = deadline.saturating_duration_since(Instant::now());
+    fleet.mark_shutting_down(left_time.clamp(Duration::from_secs(1), MARK_TIMEOUT));
     let groups = group_summaries(&fleet, &ran);
     let api_server = fleet.connection().api_url().to_owned();
     let running = started.elapsed();
-    let left = fleet.shutdown(args.flush_timeout);
+    let left = fleet.shutdown(deadline.saturating_duration_since(Instant::now()));
     drop(embedded);
-    eprintln!("podstatus fleet: stopped ({left} sync requests left unwritten)");
+    eprintln!("podstatus fleet: stopped (flush {flush}, {left} sync requests left unwritten)");
+    let flushed = flush == Flushed::Done;
     let summary = FleetSummary {
         format: SUMMARY_FORMAT,
         api_server,
@@ -375,6 +426,7 @@ fn fleet(args: &FleetArgs) -> anyhow::Result<bool> {
         running_seconds: running.as_secs_f64(),
         groups,
         flushed,
+        flush,
         sync_requests_left: left,
         passed: flushed && left == 0,
     };
@@ -405,6 +457,9 @@ struct FleetSummary {
     groups: Vec<GroupSummary>,
     /// Whether the flush at shutdown wrote everything within `--flush-timeout`.
     flushed: bool,
+    /// How the flush ended: `done`, `timed-out` (past `--flush-timeout`) or
+    /// `interrupted` (a second signal).
+    flush: Flushed,
     /// Sync requests left unwritten at the end.
     sync_requests_left: usize,
     /// `flushed` and nothing left: the exit code is 0.
@@ -488,7 +543,11 @@ impl std::fmt::Display for FleetSummary {
                 format_seconds(group.plugin_seconds_per_update),
             )?;
         }
-        let flush = if self.flushed { "flushed" } else { "flush cut short by --flush-timeout" };
+        let flush = match self.flush {
+            Flushed::Done => "flushed",
+            Flushed::TimedOut => "flush cut short by --flush-timeout",
+            Flushed::Interrupted => "flush interrupted",
+        };
         writeln!(f, "stopped: {flush}, {} sync requests left unwritten", self.sync_requests_left)
     }
 }
@@ -543,8 +602,9 @@ mod tests {
             ("=3", "group name"),
             ("we b=3", "group name"),
             ("canary=3", "canary's group"),
-            ("web=0", "above 0"),
-            ("web=x", "above 0"),
+            ("web=0", "from 1 to 10000"),
+            ("web=x", "from 1 to 10000"),
+            ("web=10001", "from 1 to 10000"),
             ("web=3:", "empty plugin"),
         ] {
             let error = parse_group(bad).expect_err(bad);

@@ -42,15 +42,18 @@ pub struct FuzzArgs {
     /// Seed of the first trace [default: from the clock; printed].
     #[arg(long)]
     pub seed: Option<u64>,
-    /// How many traces to run [default: 500].
-    #[arg(long, conflicts_with = "duration")]
+    /// How many traces to run [default: 500]; 1 to 100,000,000 (with --tally every
+    /// broken trace is kept to be listed; for longer campaigns, --duration).
+    #[arg(long, conflicts_with = "duration", value_parser = traces)]
     pub traces: Option<u64>,
     /// Run this long instead of a number of traces (`90s`, `5m`; a bare number is
-    /// seconds).
-    #[arg(long, value_name = "DURATION", value_parser = podstatus_agent::parse_go_duration)]
+    /// seconds; above zero).
+    #[arg(long, value_name = "DURATION", value_parser = crate::input::duration)]
     pub duration: Option<Duration>,
-    /// Steps per trace (four quiescence steps are added to each).
-    #[arg(long, default_value_t = 40)]
+    /// Steps per trace (four quiescence steps are added to each); 1 to 10,000 (a trace
+    /// is generated whole before it runs, and a failing one is replayed again and again
+    /// while it is shrunk: 10,000 steps are about 5 MiB of trace).
+    #[arg(long, default_value_t = 40, value_parser = steps)]
     pub steps: usize,
     /// Run the logic natively instead of in the sandbox (same code, no boundary).
     #[arg(long, conflicts_with = "plugin")]
@@ -105,8 +108,16 @@ pub struct FuzzArgs {
     /// tests/fixtures/fuzz-findings/, which are otherwise counted and reported).
     #[arg(long)]
     pub strict: bool,
-    /// The longest shrinking may take (`2m`; a bare number is seconds).
-    #[arg(long, value_name = "DURATION", default_value = "2m", value_parser = podstatus_agent::parse_go_duration)]
+    /// Fuzz the host instead of a plugin: a hostile guest (`--plugin`, by default the
+    /// trespasser `cargo test` builds into target/guest-programs/) draws every plan,
+    /// call, cursor and state document at random, and every write that reaches the API
+    /// server is held against what the host handed; at each trace's end the guest is
+    /// swapped for the honest `--logic` plugin, which must hold every status the host
+    /// recorded accepted. Prints the figures; exit 1 on a write beyond the rule.
+    #[arg(long, conflicts_with_all = ["native", "against", "tally"])]
+    pub hostile: bool,
+    /// The longest shrinking may take (`2m`; a bare number is seconds; above zero).
+    #[arg(long, value_name = "DURATION", default_value = "2m", value_parser = crate::input::duration)]
     pub shrink_time: Duration,
     /// Print the result as one JSON document (`podstatus.fuzz/v1`,
     /// docs/json-output.md) instead of lines of text; progress stays on stderr.
@@ -114,14 +125,23 @@ pub struct FuzzArgs {
     pub json: bool,
 }
 
+/// `--steps`: a trace is generated, held and shrunk whole.
+fn steps(text: &str) -> Result<usize, String> {
+    let why = "a trace is generated whole before it runs and replayed again and again while it is shrunk \
+               (10,000 steps are about 5 MiB)";
+    crate::input::count(text, 1, 10_000, why).map(|n| n as usize)
+}
+
+/// `--traces`: counted, not held, but for --tally's list of broken ones.
+fn traces(text: &str) -> Result<u64, String> {
+    crate::input::count(text, 1, 100_000_000, "with --tally every broken trace is kept; run longer with --duration")
+}
+
 /// Runs `podstatus fuzz`.
 pub fn run(args: &FuzzArgs) -> ExitCode {
     match run_inner(args) {
         Ok(code) => code,
-        Err(e) => {
-            eprintln!("podstatus fuzz: {e:#}");
-            ExitCode::from(2)
-        }
+        Err(e) => crate::failure::fail("fuzz", &e),
     }
 }
 
@@ -141,16 +161,28 @@ fn run_inner(args: &FuzzArgs) -> anyhow::Result<ExitCode> {
         (None, false) => RuntimeConfig::with_default_cache(),
     };
     config.limits.call_fuel = Some(CALL_FUEL);
+    if args.hostile {
+        let hostile =
+            crate::fuzz_hostile::Hostile { guest: args.plugin.as_deref(), honest: *args.logic, steps: args.steps };
+        return crate::fuzz_hostile::run(hostile, seed, limit, &config);
+    }
     let mut runtime = None;
     let mut component = |path: Option<&PathBuf>, logic: Logic| -> anyhow::Result<(Target, RanPlugin)> {
-        let bytes = match path {
-            Some(path) => std::fs::read(path).with_context(|| format!("reading plugin {}", path.display()))?,
-            None => logic.component().to_vec(),
-        };
         if runtime.is_none() {
-            runtime = Some(PluginRuntime::new(&config)?);
+            runtime = Some(PluginRuntime::new(&config).context("plugin runtime")?);
         }
-        let image = runtime.as_ref().expect("set above").load(&bytes).context("plugin")?;
+        let runtime = runtime.as_ref().expect("set above");
+        // A file's error names it; a built-in plugin that does not load is this build's.
+        let (image, bytes) = match path {
+            Some(path) => {
+                let bytes = runtime.read_file(path)?;
+                (runtime.load_read(path, &bytes)?, bytes)
+            }
+            None => (
+                runtime.load(logic.component()).with_context(|| format!("loading {}", logic.program()))?,
+                logic.component().to_vec(),
+            ),
+        };
         Ok((Target::Component(Box::new(image)), RanPlugin::of(&bytes)))
     };
     // Native logic has no component: its logic, and no digest.

@@ -56,10 +56,7 @@ pub fn run(args: &KubeApiserverArgs) -> ExitCode {
     );
     let program = match build_program(Program::ControlPlane, args.kubernetes) {
         Ok(program) => program,
-        Err(e) => {
-            eprintln!("podstatus kube-apiserver: {e}");
-            return ExitCode::from(2);
-        }
+        Err(e) => return crate::failure::fail("kube-apiserver", &e.into()),
     };
     let config = ControlPlaneConfig {
         nodes: args.nodes.clone(),
@@ -73,6 +70,5 @@ pub fn run(args: &KubeApiserverArgs) -> ExitCode {
     command.args(config.args(false));
     use std::os::unix::process::CommandExt;
     let error = command.exec();
-    eprintln!("podstatus kube-apiserver: running {}: {error}", program.display());
-    ExitCode::from(2)
+    crate::failure::fail("kube-apiserver", &anyhow::Error::new(error).context(format!("running {}", program.display())))
 }

@@ -5,6 +5,9 @@
 use anyhow::Context;
 use tracing_subscriber::EnvFilter;
 
+/// kube-rs's target that logs every failed request.
+const KUBE_CLIENT_REQUESTS: &str = "kube_client::client::builder";
+
 /// The kubelet's logging flags.
 #[derive(clap::Args, Debug)]
 pub struct LoggingArgs {
@@ -36,20 +39,26 @@ impl LoggingArgs {
             Err(std::env::VarError::NotUnicode(_)) => anyhow::bail!("RUST_LOG is not UTF-8"),
             Err(std::env::VarError::NotPresent) => {
                 let level = match self.verbosity {
-                    0 => default,
-                    1 | 2 => "info",
-                    3 | 4 => "debug",
-                    _ => "trace",
+                    // kube-rs logs each failed request as an error of its own, beside the
+                    // agent's warning that names the server and the cause: at the default
+                    // level, only the agent's.
+                    0 => format!("{default},{KUBE_CLIENT_REQUESTS}=off"),
+                    1 | 2 => "info".into(),
+                    3 | 4 => "debug".into(),
+                    _ => "trace".into(),
                 };
                 Ok(EnvFilter::new(level))
             }
         }
     }
 
-    /// Installs the subscriber on stderr.
+    /// Installs the subscriber on stderr, in colour only when stderr is a terminal (and
+    /// `NO_COLOR` is not set): a log file or a pipe gets plain text.
     pub fn init(&self, default: &str) -> anyhow::Result<()> {
+        use std::io::IsTerminal;
         let filter = self.filter(default, std::env::var("RUST_LOG"))?;
-        let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+        let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+        let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(colour);
         match self.logging_format {
             LogFormat::Text => builder.try_init(),
             LogFormat::Json => builder.json().try_init(),
@@ -69,7 +78,7 @@ mod tests {
     #[test]
     fn verbosity_maps_onto_levels_unless_rust_log_says() {
         let unset = || Err(std::env::VarError::NotPresent);
-        assert_eq!(args(0).filter("error", unset()).unwrap().to_string(), "error");
+        assert_eq!(args(0).filter("error", unset()).unwrap().to_string(), "kube_client::client::builder=off,error");
         assert_eq!(args(2).filter("error", unset()).unwrap().to_string(), "info");
         assert_eq!(args(4).filter("error", unset()).unwrap().to_string(), "debug");
         assert_eq!(args(9).filter("error", unset()).unwrap().to_string(), "trace");

@@ -5,14 +5,22 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use crate::inspect::inspect;
+use anyhow::Context;
 use clap::{Parser, Subcommand};
 use podstatus_plugins::NativePlugin;
 use podstatus_replay as replay;
 use podstatus_replay::Trace;
 use podstatus_runtime::{Plugin, PluginRuntime};
 
+use crate::failure::InputContext;
 use crate::plugin_args::PluginArgs;
 use crate::simulate_command::SimulateArgs;
+
+/// What every command with durations says after its options: the one rule for 0, and
+/// the exit codes (README, "Exit codes").
+const DURATIONS_AND_EXIT_CODES: &str = "Durations are Go's (30s, 1m30s, 250ms) or seconds as a number. No \
+duration takes 0: a flag that can be off (no limit, never) takes `off`.\n\nExit codes: 0 done, 1 a failure at run \
+time, 2 bad input (one line on stderr naming the flag or file), 130 cut short by a signal.";
 
 /// The kubelet's pod status manager as a sandboxed WebAssembly plugin.
 #[derive(Parser)]
@@ -33,6 +41,10 @@ enum Command {
     Replay {
         /// The trace (`-` reads standard input).
         trace: PathBuf,
+        /// The largest trace read (`64Mi`; a Kubernetes quantity of bytes): a trace is
+        /// read whole before it runs, so an endless input (`/dev/zero`) is refused here.
+        #[arg(long, value_name = "BYTES", default_value = "64Mi", value_parser = crate::input::parse_size)]
+        max_trace_size: crate::input::Size,
         #[command(flatten)]
         plugin: PluginArgs,
         /// Run the logic natively instead of in the sandbox (same code, no boundary).
@@ -62,13 +74,17 @@ enum Command {
     },
     /// Fuzz the plugin: random valid traces, invariants checked after every step; a
     /// violation is shrunk and written as a trace `replay` runs.
+    #[command(after_help = DURATIONS_AND_EXIT_CODES)]
     Fuzz(crate::fuzz_args::FuzzArgs),
     /// The main job: a node agent running the plugin against an API server over HTTP
     /// (the embedded one, or a cluster), driven through realistic pod lives.
     ///
     /// Prints a summary; exits 1 naming the pods whose API server status is not the
-    /// plugin's cached one after the final quiet sync. SIGINT/SIGTERM stop the churn and
-    /// flush (a second one exits at once); SIGHUP hot-swaps to --swap-to (or --plugin).
+    /// plugin's cached one after the final quiet sync, or when the flush timed out
+    /// (--flush-timeout). SIGINT/SIGTERM stop the churn and flush (a second one cuts the
+    /// flush short, a third exits at once): a run a signal cut short says so in its
+    /// summary and exits 130. SIGHUP hot-swaps to --swap-to (or --plugin).
+    #[command(after_help = DURATIONS_AND_EXIT_CODES)]
     Simulate(Box<SimulateArgs>),
     /// A long-running virtual node with the kubelet's status logic (as KWOK or
     /// virtual-kubelet provide): registers its Node and renews its Lease, runs the pods
@@ -76,8 +92,13 @@ enum Command {
     ///
     /// Against the embedded API server by default, or a cluster (--kubeconfig,
     /// in-cluster). In a pod (KUBERNETES_SERVICE_HOST set) without --kubeconfig or
-    /// --server, the in-cluster service account is used. SIGINT/SIGTERM: stop taking work, flush, report the node as
-    /// shutting down (a second one exits at once); SIGHUP re-reads --plugin.
+    /// --server, the in-cluster service account is used. An API server that does not
+    /// answer is waited for (retried with backoff, each failure a warning naming it); one
+    /// that refuses the Node for good (a 4xx other than 409 and 429) stops the agent with
+    /// its message, exit 1. SIGINT/SIGTERM, in every state: stop taking work, flush
+    /// (within --flush-timeout), report the node as shutting down (a second one exits at
+    /// once); SIGHUP re-reads --plugin.
+    #[command(after_help = DURATIONS_AND_EXIT_CODES)]
     Agent(Box<agent_command::AgentArgs>),
     /// `agent` for N virtual nodes in one process (NAME-0 .. NAME-(N-1)), each with its
     /// own plugin instance, queue, client budget, Node and Lease, sharing one engine,
@@ -92,6 +113,7 @@ enum Command {
     /// `group` and `logic` labels. SIGINT/SIGTERM: stop taking work, flush, report the
     /// nodes as shutting down (a second one exits at once). Exit 0 when everything was
     /// written, 1 when statuses were left unwritten, 2 when the fleet could not start.
+    #[command(after_help = DURATIONS_AND_EXIT_CODES)]
     Fleet(Box<fleet_command::FleetArgs>),
     /// Serve the embedded API server (an empty in-memory store) until SIGINT, for
     /// kubectl and other clients.
@@ -115,8 +137,11 @@ enum Command {
 
 mod agent_command;
 mod client_args;
+mod failure;
 mod fleet_command;
 mod fuzz_args;
+mod fuzz_hostile;
+mod input;
 mod inspect;
 mod kube_apiserver_command;
 mod logging;
@@ -127,7 +152,22 @@ mod simulate_command;
 mod work_progress;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(
+                e.kind(),
+                ErrorKind::DisplayHelp
+                    | ErrorKind::DisplayVersion
+                    | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+            ) {
+                e.exit();
+            }
+            eprintln!("podstatus: {}", failure::clap_line(&e));
+            return ExitCode::from(failure::BAD_INPUT);
+        }
+    };
     // Fuzzing injects API failures by the thousand: the plugin's warnings about them
     // are noise there unless asked for.
     // A simulation's churn makes expected warnings by the hundred (a sync of a pod
@@ -138,14 +178,16 @@ fn main() -> ExitCode {
         _ => "warn",
     };
     if let Err(e) = cli.logging.init(default_filter) {
-        eprintln!("podstatus: {e:#}");
-        return ExitCode::from(2);
+        eprintln!("podstatus: {}", failure::one_line(&e));
+        return ExitCode::from(failure::BAD_INPUT);
     }
     match cli.command {
         Command::Fuzz(args) => crate::fuzz_args::run(&args),
-        Command::Replay { trace, upstream: Some(release), .. } => upstream_replay_command(&trace, &release),
-        Command::Replay { trace, plugin, native, node, upstream: None } => {
-            replay_command(&trace, &plugin, native, node)
+        Command::Replay { trace, upstream: Some(release), max_trace_size, .. } => {
+            upstream_replay_command(&trace, &release, max_trace_size.bytes())
+        }
+        Command::Replay { trace, plugin, native, node, upstream: None, max_trace_size } => {
+            replay_command(&trace, &plugin, native, node, max_trace_size.bytes())
         }
         Command::Simulate(args) => simulate_command::run(&args),
         Command::Agent(args) => agent_command::run(&args),
@@ -154,35 +196,53 @@ fn main() -> ExitCode {
         Command::Serve { listen, max_connections } => simulate_command::serve(listen, max_connections as usize),
         Command::Inspect { plugin, json } => match inspect_command(&plugin, json) {
             Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("podstatus inspect: {e:#}");
-                ExitCode::FAILURE
-            }
+            Err(e) => failure::fail("inspect", &e),
         },
     }
 }
 
-/// Exit codes of `replay`, as the replay contract fixes them.
-const REPLAY_FAULT: u8 = 1;
-const REPLAY_UNUSABLE: u8 = 2;
+/// Exit codes of `replay`, as the replay contract fixes them (and as every command
+/// uses them: [`failure`]).
+const REPLAY_FAULT: u8 = failure::FAILURE;
+const REPLAY_UNUSABLE: u8 = failure::BAD_INPUT;
 
-fn replay_command(trace_path: &Path, plugin: &PluginArgs, native: bool, node: Option<String>) -> ExitCode {
-    let unusable = |message: String| {
-        eprintln!("{message}");
-        ExitCode::from(REPLAY_UNUSABLE)
-    };
-    let (text, base_dir) = match read_trace(trace_path) {
+/// How a trace is named in a message: its file, or standard input.
+fn trace_name(path: &Path) -> String {
+    if path == Path::new("-") { "standard input".to_owned() } else { path.display().to_string() }
+}
+
+/// An unusable trace: one line naming the trace and the problem, exit 2.
+fn unusable(trace: &Path, error: &anyhow::Error) -> ExitCode {
+    let line = failure::one_line(error);
+    let name = trace_name(trace);
+    // A message about the file itself names it already.
+    if line.contains(&name) {
+        eprintln!("podstatus replay: {line}");
+    } else {
+        eprintln!("podstatus replay: {name}: {line}");
+    }
+    ExitCode::from(REPLAY_UNUSABLE)
+}
+
+fn replay_command(
+    trace_path: &Path,
+    plugin: &PluginArgs,
+    native: bool,
+    node: Option<String>,
+    max_trace_bytes: u64,
+) -> ExitCode {
+    let (text, base_dir) = match podstatus_replay::read_trace_file_within(trace_path, max_trace_bytes) {
         Ok(read) => read,
-        Err(e) => return unusable(format!("{e:#}")),
+        Err(e) => return unusable(trace_path, &e.into()),
     };
     let trace = match Trace::parse(&text, base_dir) {
         Ok(trace) => Trace { guard_node: node, ..trace },
-        Err(e) => return unusable(e.to_string()),
+        Err(e) => return unusable(trace_path, &e.into()),
     };
 
     let runtime = match PluginRuntime::new(&plugin.runtime_config()) {
         Ok(runtime) => runtime,
-        Err(e) => return unusable(format!("plugin runtime: {e}")),
+        Err(e) => return failure::fail("replay", &anyhow::Error::from(e).context("plugin runtime")),
     };
     // `swap` steps load their plugin files with the same runtime (and cache).
     let swap_loader = |path: &Path, world| {
@@ -197,9 +257,9 @@ fn replay_command(trace_path: &Path, plugin: &PluginArgs, native: bool, node: Op
             &swap_loader,
         )
     } else {
-        let image = match plugin.bytes().and_then(|bytes| Ok(runtime.load(&bytes)?)) {
-            Ok(image) => image,
-            Err(e) => return unusable(format!("plugin: {e:#}")),
+        let image = match plugin.load(&runtime) {
+            Ok((image, _)) => image,
+            Err(e) => return failure::fail("replay", &e),
         };
         replay::run_with_swaps(
             &trace,
@@ -209,31 +269,30 @@ fn replay_command(trace_path: &Path, plugin: &PluginArgs, native: bool, node: Op
     };
     let outcome = match outcome {
         Ok(outcome) => outcome,
-        Err(e) => return unusable(e.to_string()),
+        Err(e) => return unusable(trace_path, &e.into()),
     };
     let mut out = std::io::stdout().lock();
     let printed = serde_json::to_writer_pretty(&mut out, &outcome.report)
         .map_err(anyhow::Error::from)
         .and_then(|()| Ok(writeln!(out)?));
     if let Err(e) = printed {
-        eprintln!("podstatus replay: writing the report: {e:#}");
-        return ExitCode::FAILURE;
+        return failure::fail("replay", &e.context("writing the report"));
     }
     if outcome.faulted() { ExitCode::from(REPLAY_FAULT) } else { ExitCode::SUCCESS }
 }
 
 /// `replay --upstream RELEASE`: the trace through Kubernetes' own status manager.
-fn upstream_replay_command(trace_path: &Path, release: &str) -> ExitCode {
-    let unusable = |message: String| {
-        eprintln!("{message}");
-        ExitCode::from(REPLAY_UNUSABLE)
-    };
-    let trace = match read_trace(trace_path).and_then(|(text, base)| Ok(Trace::parse(&text, base)?)) {
+fn upstream_replay_command(trace_path: &Path, release: &str, max_trace_bytes: u64) -> ExitCode {
+    let trace = match podstatus_replay::read_trace_file_within(trace_path, max_trace_bytes)
+        .map_err(anyhow::Error::from)
+        .and_then(|(text, base)| Ok(Trace::parse(&text, base)?))
+    {
         Ok(trace) => trace,
-        Err(e) => return unusable(format!("{e:#}")),
+        Err(e) => return unusable(trace_path, &e),
     };
     let Some(release) = podstatus_upstream::Release::named(release) else {
-        return unusable(format!("--upstream {release}: the oracle builds {}", podstatus_upstream::release::names()));
+        let why = format!("the oracle builds {}", podstatus_upstream::release::names());
+        return failure::fail("replay", &failure::BadInput::error(format!("--upstream {release}"), why));
     };
     let report = podstatus_upstream::Oracle::new(release).and_then(|oracle| oracle.replay_json(&trace, None));
     match report {
@@ -242,18 +301,11 @@ fn upstream_replay_command(trace_path: &Path, release: &str) -> ExitCode {
                 println!("{text}");
                 ExitCode::SUCCESS
             }
-            Err(e) => unusable(e.to_string()),
+            Err(e) => failure::fail("replay", &anyhow::Error::from(e).context("writing the report")),
         },
-        Err(e @ podstatus_upstream::OracleError::Refused { .. }) => unusable(e.to_string()),
-        Err(e) => {
-            eprintln!("podstatus replay: {e}");
-            ExitCode::FAILURE
-        }
+        Err(e @ podstatus_upstream::OracleError::Refused { .. }) => unusable(trace_path, &e.into()),
+        Err(e) => failure::fail("replay", &e.into()),
     }
-}
-
-fn read_trace(path: &Path) -> anyhow::Result<(String, PathBuf)> {
-    Ok(podstatus_replay::read_trace_file(path)?)
 }
 
 /// What `inspect` says a plugin follows: the `--logic` name its custom section gives,
@@ -274,11 +326,17 @@ fn logic_line(component: &[u8]) -> String {
 }
 
 fn inspect_command(plugin: &PluginArgs, json: bool) -> anyhow::Result<()> {
+    use podstatus_runtime::LoadError;
     let bytes = plugin.bytes()?;
-    let inspection = inspect(&bytes)?;
-    // Loading it proves the world is one this host can serve, not just well-formed.
-    let runtime = PluginRuntime::new(&plugin.runtime_config())?;
-    let load_error = runtime.load(&bytes).err().map(|e| e.to_string());
+    // Loading it proves the world is one this host can serve, not just well-formed; a
+    // file that is no component at all is refused before its world is read.
+    let runtime = PluginRuntime::new(&plugin.runtime_config()).context("plugin runtime")?;
+    let loaded = runtime.load(&bytes);
+    if let Err(e @ (LoadError::NotWasm | LoadError::CoreModule | LoadError::TooLarge { .. })) = loaded {
+        return Err(e).input(plugin.name());
+    }
+    let inspection = inspect(&bytes).input(plugin.name())?;
+    let load_error = loaded.err().map(|e| podstatus_agent::client::error_line(&e));
     let ran = plugin_args::RanPlugin::of(&bytes);
     let mut out = std::io::stdout().lock();
     if json {

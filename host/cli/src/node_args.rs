@@ -10,28 +10,31 @@ use podstatus_agent::node::NodeConfig;
 #[command(next_help_heading = "Node")]
 pub struct NodeArgs {
     /// How long the node's Lease (in kube-node-lease) holds; it is renewed every quarter
-    /// of it, as the kubelet does (its --node-lease-duration-seconds; `40s`).
-    #[arg(long, value_name = "DURATION", default_value = "40s", value_parser = podstatus_agent::parse_go_duration)]
+    /// of it, as the kubelet does (its --node-lease-duration-seconds; `40s`; whole
+    /// seconds, at least 1s).
+    #[arg(long, value_name = "DURATION", default_value = "40s", value_parser = crate::input::lease_duration)]
     pub node_lease_duration: Duration,
     /// How often the node's status is computed and written if it changed (the
-    /// kubelet's --node-status-update-frequency).
-    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = podstatus_agent::parse_go_duration)]
+    /// kubelet's --node-status-update-frequency; at least 100ms).
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = crate::input::period)]
     pub node_status_update_frequency: Duration,
     /// How often the node's status is written even when nothing changed (the
-    /// kubelet's nodeStatusReportFrequency; the Lease is the heartbeat in between).
-    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = podstatus_agent::parse_go_duration)]
+    /// kubelet's nodeStatusReportFrequency; the Lease is the heartbeat in between; at
+    /// least 100ms).
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = crate::input::period)]
     pub node_status_report_frequency: Duration,
-    /// The node's InternalIP, also its pods' hostIP (the kubelet's --node-ip).
-    #[arg(long, value_name = "IP", default_value = "10.0.0.10")]
+    /// The node's InternalIP, also its pods' hostIP (the kubelet's --node-ip): IPv4 or
+    /// IPv6.
+    #[arg(long, value_name = "IP", default_value = "10.0.0.10", value_parser = crate::input::ip)]
     pub node_ip: String,
     /// Pods the node takes at most: its `pods` capacity (the kubelet's --max-pods).
-    #[arg(long, value_name = "N", default_value_t = 110)]
+    #[arg(long, value_name = "N", default_value_t = 110, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_pods: u32,
-    /// The node's CPU capacity, a quantity (`8`, `500m`).
-    #[arg(long, value_name = "QUANTITY", default_value = "8")]
+    /// The node's CPU capacity, a Kubernetes quantity (`8`, `500m`).
+    #[arg(long, value_name = "QUANTITY", default_value = "8", value_parser = crate::input::capacity)]
     pub node_cpu: String,
-    /// The node's memory capacity, a quantity (`32Gi`).
-    #[arg(long, value_name = "QUANTITY", default_value = "32Gi")]
+    /// The node's memory capacity, a Kubernetes quantity (`32Gi`, `64G`; not `GB`).
+    #[arg(long, value_name = "QUANTITY", default_value = "32Gi", value_parser = crate::input::capacity)]
     pub node_memory: String,
 }
 

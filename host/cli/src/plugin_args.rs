@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use anyhow::Context;
 use podstatus_plugins::LogicVersion;
-use podstatus_runtime::RuntimeConfig;
+use podstatus_runtime::{PluginImage, PluginRuntime, RuntimeConfig};
+
+use crate::failure::{BadInput, InputContext};
 
 /// The options naming the plugin (under their own heading in `--help`).
 #[derive(clap::Args)]
@@ -38,6 +40,10 @@ pub struct PluginArgs {
     /// calls forever. Only for a plugin you trust as you trust the host.
     #[arg(long, value_name = "DURATION|off", default_value = "5s", value_parser = parse_cpu_budget)]
     pub plugin_cpu_budget: CpuBudget,
+    /// The largest plugin file read (`64Mi`; a Kubernetes quantity of bytes): the built
+    /// plugins are about 3 MiB, and a wrong file is refused before it is read whole.
+    #[arg(long, value_name = "BYTES", default_value = "64Mi", value_parser = crate::input::parse_size)]
+    pub max_plugin_size: crate::input::Size,
 }
 
 /// A plugin's CPU budget per call, or none (`off`).
@@ -126,11 +132,42 @@ impl std::fmt::Display for RanPlugin {
 }
 
 impl PluginArgs {
-    pub fn bytes(&self) -> anyhow::Result<Vec<u8>> {
-        match (&self.plugin, self.logic) {
-            (Some(path), _) => std::fs::read(path).with_context(|| format!("reading plugin {}", path.display())),
-            (None, logic) => Ok(logic.component().to_vec()),
+    /// How the plugin is named in a message: `--plugin FILE` or `--logic NAME`.
+    pub fn name(&self) -> String {
+        match &self.plugin {
+            Some(path) => format!("--plugin {}", path.display()),
+            None => format!("--logic {}", self.logic.name()),
         }
+    }
+
+    /// The plugin's bytes: the file's (no more than --max-plugin-size of it), or the
+    /// built-in plugin's.
+    pub fn bytes(&self) -> anyhow::Result<Vec<u8>> {
+        use std::io::Read;
+        let Some(path) = &self.plugin else { return Ok(self.logic.component().to_vec()) };
+        let limit = self.max_plugin_size.bytes();
+        let mut bytes = Vec::new();
+        std::fs::File::open(path)
+            .and_then(|file| file.take(limit.saturating_add(1)).read_to_end(&mut bytes))
+            .input(self.name())?;
+        if bytes.len() as u64 > limit {
+            return Err(BadInput::error(self.name(), format!("larger than {limit} bytes (--max-plugin-size)")));
+        }
+        Ok(bytes)
+    }
+
+    /// The plugin, compiled (or read from the cache) and checked against the worlds this
+    /// host serves, with what it is (logic and digest) for the summaries; an error names
+    /// the flag and the file.
+    pub fn load(&self, runtime: &PluginRuntime) -> anyhow::Result<(PluginImage, RanPlugin)> {
+        let bytes = self.bytes()?;
+        let image = match &self.plugin {
+            Some(_) => runtime.load(&bytes).input(self.name())?,
+            None => {
+                runtime.load(&bytes).with_context(|| format!("loading the built-in plugin {}", self.logic.program()))?
+            }
+        };
+        Ok((image, RanPlugin::of(&bytes)))
     }
 
     /// What the plugin is called in a fleet's `logic` metric label: the file's stem,
@@ -149,6 +186,7 @@ impl PluginArgs {
             None => RuntimeConfig::with_default_cache(),
         };
         config.limits.call_cpu_time = self.plugin_cpu_budget.0;
+        config.limits.max_component_bytes = self.max_plugin_size.bytes();
         config
     }
 }

@@ -16,7 +16,7 @@ pub struct RolloutArgs {
     pub canary_max_p99_ratio: f64,
     /// ...and above theirs by more than this (at a few milliseconds a ratio alone
     /// judges noise).
-    #[arg(long, value_name = "DURATION", default_value = "50ms", value_parser = podstatus_agent::parse_go_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "50ms", value_parser = crate::input::duration)]
     pub canary_p99_margin: Duration,
     /// Roll back when the canary makes this many times the other nodes' API calls per
     /// status version.
@@ -31,8 +31,9 @@ pub struct RolloutArgs {
     #[arg(long, value_name = "FACTOR", default_value_t = 2.0, value_parser = factor)]
     pub canary_max_slowdown: f64,
     /// Judge a criterion only when the canary and the other nodes each have this many
-    /// samples of it (status writes, versions, updates) since the canary started.
-    #[arg(long, value_name = "N", default_value_t = 20)]
+    /// samples of it (status writes, versions, updates) since the canary started; at
+    /// least 1.
+    #[arg(long, value_name = "N", default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..))]
     pub canary_min_samples: u64,
 }
 
@@ -61,13 +62,7 @@ fn factor(text: &str) -> Result<f64, String> {
     }
 }
 
-/// A fraction from 0 to 1.
-fn fraction(text: &str) -> Result<f64, String> {
-    match text.parse::<f64>() {
-        Ok(fraction) if (0.0..=1.0).contains(&fraction) => Ok(fraction),
-        _ => Err(format!("{text:?} is not a fraction from 0 to 1")),
-    }
-}
+use crate::input::fraction;
 
 /// A share of the nodes: `10%` or `0.1`, above 0 and below 1.
 pub fn canary_share(text: &str) -> Result<f64, String> {

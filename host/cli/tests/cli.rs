@@ -69,7 +69,7 @@ fn unusable_traces_exit_2_with_one_line_naming_the_step() {
         assert!(out.stdout.is_empty(), "nothing on stdout for {trace}");
         let stderr = String::from_utf8(out.stderr).unwrap();
         assert_eq!(stderr.lines().count(), 1, "one line for {trace}: {stderr}");
-        assert!(stderr.starts_with(expected), "{trace}: {stderr}");
+        assert!(stderr.starts_with(&format!("podstatus replay: standard input: {expected}")), "{trace}: {stderr}");
     }
 }
 

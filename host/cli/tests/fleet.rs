@@ -96,12 +96,13 @@ fn a_fleet_runs_ready_nodes_takes_a_canary_over_http_and_shuts_down_on_sigterm()
     assert!(stderr.contains("podstatus fleet: 3 nodes cli-fleet-0 .. cli-fleet-2"), "{stderr}");
     assert!(stderr.contains(&format!("control endpoint on http://{control}/rollout")), "{stderr}");
     assert!(stderr.contains("group all runs logic 1.27, plugin sha256:"), "said at start: {stderr}");
-    assert!(stderr.contains("(0 sync requests left unwritten)"), "{stderr}");
+    assert!(stderr.contains("(flush done, 0 sync requests left unwritten)"), "{stderr}");
     let summary = summary.join().expect("the reader").expect("stdout read");
     let summary: Value = serde_json::from_str(&summary).unwrap_or_else(|e| panic!("{e}: {summary}"));
     assert_eq!(summary["format"], "podstatus.fleet/v1");
     assert_eq!((&summary["nodes"], &summary["flushed"], &summary["passed"]), (&json!(3), &json!(true), &json!(true)));
     assert_eq!(summary["sync_requests_left"], 0);
+    assert_eq!(summary["flush"], "done");
     assert!(summary["running_seconds"].as_f64().is_some_and(|s| s > 0.0), "{summary}");
     assert_eq!(summary["api_server"].as_str().map(|u| u.trim_end_matches('/')), Some(url.as_str()));
     let group = &summary["groups"][0];
@@ -134,9 +135,9 @@ fn a_fleet_runs_ready_nodes_takes_a_canary_over_http_and_shuts_down_on_sigterm()
 fn unusable_fleet_options_exit_2_with_a_line_on_stderr() {
     let cases: [(&[&str], &str); 7] = [
         (&["--group", "canary=2"], "canary's group"),
-        (&["--group", "web=0"], "above 0"),
+        (&["--group", "web=0"], "from 1 to 10000"),
         (&["--nodes", "3", "--group", "a=1", "--group", "b=1"], "add up to 2 nodes, not the 3"),
-        (&["--nodes", "3", "--canary", "10%"], "--canary needs --canary-plugin or --canary-logic"),
+        (&["--nodes", "3", "--canary", "10%"], "--canary: needs --canary-plugin or --canary-logic"),
         (&["--nodes", "3", "--canary", "100%", "--canary-logic", "v3"], "not a share of the nodes"),
         (
             &["--nodes", "3", "--canary", "10%", "--canary-plugin", "/nonexistent/canary.wasm"],

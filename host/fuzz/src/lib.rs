@@ -8,6 +8,8 @@
 //! - [`shrink`]: delta debugging of a failing trace.
 //! - [`final_state`]: the differential that compares only what two plugins leave
 //!   behind.
+//! - [`hostile`]: the hostile-plugin fuzzer, a guest drawing its answers at random,
+//!   every write that reaches the API server held against what the host handed.
 //!
 //! The invariants, with their names in findings:
 //! (a) `version-monotonic`, (b) `write-own-pod`, (c) `delete-precondition`,
@@ -26,6 +28,7 @@ mod byte_entropy;
 mod exec;
 mod final_state;
 mod generate;
+pub mod hostile;
 mod invariants;
 mod kubelet_135;
 mod shrink;

@@ -51,8 +51,13 @@ struct Scene {
     deletion_safety: Arc<FixedDeletionSafety>,
     /// What the host knows in a replay with `--node`: the statuses the trace's
     /// `set-pod-status` and `terminate-pod` steps gave (their IPs), and `deletion_safe`
-    /// as "no container can run". `None` without `--node`.
+    /// as "no container can run". A trace with `swap` steps keeps one too, for its
+    /// record of what the plugin accepted (see `swap_record`), guard or not. `None`
+    /// otherwise.
     host_view: Option<Arc<HostView>>,
+    /// Whether the view records what the plugin accepts: the trace has `swap` steps,
+    /// which are held against that record as the agent's are.
+    records_accepted: bool,
     queue: Arc<SyncQueue>,
     /// The last full object the trace gave for each UID, for a step that names a pod
     /// by a UID that neither the pod manager nor the API server holds any more.
@@ -89,7 +94,9 @@ impl Scene {
         // With --node the plugin's calls go through the agent's reach guard: the
         // recorder in front of it records them as the plugin made them (refusals
         // included), and the guard reads the store directly.
+        let records_accepted = trace.steps.iter().any(|step| matches!(step, Step::Swap { .. }));
         let (behind_recorder, host_view): (Arc<dyn ApiServer>, _) = match &trace.guard_node {
+            None if records_accepted => (store.clone(), Some(Arc::new(HostView::new(deletion_safety.clone())))),
             None => (store.clone(), None),
             Some(node) => {
                 let host_view = Arc::new(HostView::new(deletion_safety.clone()));
@@ -110,8 +117,35 @@ impl Scene {
             clock: Arc::new(VirtualClock::new(trace.clock)),
             deletion_safety,
             host_view,
+            records_accepted,
             queue: Arc::new(SyncQueue::default()),
         })
+    }
+
+    /// Records in the view what the plugin now holds for `uid` after a step's status
+    /// update answered `outcome` (only when the trace swaps: see `records_accepted`).
+    fn note_accepted(
+        &self,
+        plugin: &mut dyn Plugin,
+        uid: Option<&str>,
+        reported: Option<&str>,
+        outcome: &Result<podstatus_runtime::bindings::UpdateOutcome, CallError>,
+    ) {
+        if let (Some(view), true, Ok(outcome)) = (&self.host_view, self.records_accepted, outcome) {
+            let reply = Ok(podstatus_runtime::Reply::Update(*outcome));
+            podstatus_runtime::note_accepted(view, plugin, uid, reported, &reply);
+        }
+    }
+
+    /// A sync of `uid` ended with `outcome`: a status the plugin dropped as it should
+    /// (the pod deleted, or recreated) leaves the record of accepted statuses too.
+    fn note_outcome(&self, uid: &str, outcome: podstatus_runtime::bindings::SyncOutcome) {
+        use podstatus_runtime::bindings::SyncOutcome;
+        if let (Some(view), true, SyncOutcome::Deleted | SyncOutcome::Recreated) =
+            (&self.host_view, self.records_accepted, outcome)
+        {
+            view.forget_accepted(uid);
+        }
     }
 
     fn world(&self) -> World {
@@ -309,15 +343,19 @@ impl<'t> Stepper<'t> {
             Ok(new) => new,
             Err(e) => return refused(format!("loading {}: {e}", file.display())),
         };
-        let moved = podstatus_runtime::move_bulk(self.plugin.as_mut(), new.as_mut())
-            .and_then(|_| podstatus_runtime::move_changes(self.plugin.as_mut(), new.as_mut()));
+        let record = self.scene.host_view.as_ref().filter(|_| self.scene.records_accepted);
+        let moved =
+            crate::swap_record::swap(self.plugin.as_mut(), new.as_mut(), record.map(|v| &**v), &self.scene.pod_manager);
         match moved {
-            Ok(_) => {
+            Ok(repaired) => {
                 if !new.contract().has_split_syncs() {
                     self.held = None;
                 }
+                if let Some(view) = record {
+                    new.observe(Arc::clone(view));
+                }
                 self.plugin = new;
-                Ok(Ok(serde_json::json!({ "swapped": true })))
+                Ok(Ok(crate::swap_record::swapped(&repaired)))
             }
             Err(podstatus_runtime::SwapError::Source(fault @ CallError::Fault { .. })) => Ok(Err(fault)),
             Err(e) => refused(e.to_string()),
@@ -400,20 +438,22 @@ fn run_step(scene: &Scene, plugin: &mut dyn Plugin, step: &Step, index: usize) -
     Ok(match step {
         Step::SetPodStatus { pod, status } => {
             let pod = scene.pod_json(pod, index)?;
-            if let Some(view) = &scene.host_view {
-                view.report_status_json(&pod, status);
-            }
-            null(plugin.set_pod_status(&pod, status))
+            let uid = scene.host_view.as_ref().and_then(|view| view.report_status_json(&pod, status));
+            let outcome = plugin.set_pod_status(&pod, status);
+            scene.note_accepted(plugin, uid.as_deref(), Some(status), &outcome);
+            null(outcome)
         }
         Step::SetContainerReadiness { uid, container_id, ready } => {
-            null(plugin.set_container_readiness(uid, container_id, *ready))
+            let outcome = plugin.set_container_readiness(uid, container_id, *ready);
+            scene.note_accepted(plugin, Some(uid), None, &outcome);
+            null(outcome)
         }
         Step::TerminatePod { pod } => {
             let pod = scene.pod_json(pod, index)?;
-            if let Some(view) = &scene.host_view {
-                view.report_termination_json(&pod);
-            }
-            null(plugin.terminate_pod(&pod))
+            let uid = scene.host_view.as_ref().and_then(|view| view.report_termination_json(&pod));
+            let outcome = plugin.terminate_pod(&pod);
+            scene.note_accepted(plugin, uid.as_deref(), None, &outcome);
+            null(outcome)
         }
         Step::RemoveOrphanedStatuses { keep } => {
             if let Some(view) = &scene.host_view {
@@ -463,7 +503,10 @@ fn run_step(scene: &Scene, plugin: &mut dyn Plugin, step: &Step, index: usize) -
                     ));
                     return Err(TraceError::Step { step: index, problem });
                 }
-                result => null(result),
+                result => {
+                    scene.note_accepted(plugin, Some(uid), None, &result);
+                    null(result)
+                }
             }
         }
         Step::SetPodResizeCondition { uid, condition, reason, message, observed_generation } => resize_step(
@@ -502,7 +545,7 @@ fn step_op(step: &Step) -> String {
 fn sync_queued(scene: &Scene, plugin: &mut dyn Plugin) -> StepResult {
     while let Some(request) = scene.queue.pop() {
         match plugin.sync_pod(&request) {
-            Ok(_) => {}
+            Ok(outcome) => scene.note_outcome(&request.pod_uid, outcome),
             Err(e @ CallError::Fault { .. }) => return Err(e),
             // A refused request (the plugin does not know it) is logged, as the
             // scheduler does, and the queue goes on.

@@ -65,8 +65,13 @@ pub enum Problem {
     #[error("{0}")]
     Shape(#[source] serde_json::Error),
     /// An `op` the format does not have.
-    #[error("unknown op {0:?}")]
-    UnknownOp(String),
+    #[error("unknown op {op:?}; the ops are {known}")]
+    UnknownOp {
+        /// The op the step names.
+        op: String,
+        /// The ops the format has, as serde lists them (`set-pod-status, sync, ...`).
+        known: String,
+    },
     /// A pod that is not a JSON object.
     #[error("a pod must be a JSON object")]
     NotAnObject,
@@ -378,7 +383,7 @@ impl Trace {
                     // serde names an unknown tag "variant"; the format calls it an op.
                     let problem = match op {
                         Some(op) if e.to_string().starts_with(&format!("unknown variant `{op}`")) => {
-                            Problem::UnknownOp(op)
+                            Problem::UnknownOp { known: expected_ops(&e.to_string()), op }
                         }
                         _ => Problem::Shape(e),
                     };
@@ -502,6 +507,14 @@ fn once() -> u64 {
 
 fn here() -> PathBuf {
     PathBuf::from(".")
+}
+
+/// The ops serde's "unknown variant `x`, expected one of `a`, `b`" lists, as `a, b`:
+/// the format's ops as the step type declares them, written nowhere else.
+fn expected_ops(serde_message: &str) -> String {
+    let listed = serde_message.split_once("expected one of ").map_or("", |(_, ops)| ops);
+    let listed = listed.split(" at line ").next().unwrap_or_default();
+    listed.replace('`', "")
 }
 
 /// `null` reads as absent, as the format allows for every top-level key.
@@ -660,7 +673,9 @@ mod tests {
     fn errors_name_the_step() {
         let unknown = parse(r#"{"steps": [{"op": "sync"}, {"op": "nope"}]}"#).unwrap_err();
         assert_eq!(unknown.step(), Some(1));
-        assert_eq!(unknown.to_string(), "step 1: unknown op \"nope\"");
+        let said = unknown.to_string();
+        assert!(said.starts_with("step 1: unknown op \"nope\"; the ops are set-pod-status, "), "{said}");
+        assert!(said.contains(", advance-clock, ") && said.ends_with(", release-api"), "{said}");
         assert!(err(r#"{"steps": [{"op": "advance-clock"}]}"#).starts_with("step 0: missing field `ms`"));
         assert!(err(r#"{"steps": [{"op": "get-pod-status", "uid": "ghost"}]}"#).starts_with("step 0: UID \"ghost\""));
         assert!(err(r#"{"steps": [3]}"#).starts_with("step 0: a step must be a JSON object"));

@@ -21,11 +21,13 @@ pub enum TraceFileError {
         #[source]
         error: std::io::Error,
     },
-    /// More than [`MAX_TRACE_BYTES`].
-    #[error("trace {source_name} is larger than {} MiB, the limit for a trace", MAX_TRACE_BYTES / (1024 * 1024))]
+    /// More than the limit ([`MAX_TRACE_BYTES`] unless the caller sets one).
+    #[error("trace {source_name} is larger than {}, the limit for a trace", bytes_text(*.limit))]
     TooLarge {
         /// The file, or `standard input`.
         source_name: String,
+        /// The limit, in bytes.
+        limit: u64,
     },
     /// Not UTF-8 text.
     #[error("trace {source_name} is not UTF-8 text")]
@@ -35,18 +37,31 @@ pub enum TraceFileError {
     },
 }
 
+/// `bytes` as a person reads a size: in MiB when it is a whole number of them.
+fn bytes_text(bytes: u64) -> String {
+    const MIB: u64 = 1024 * 1024;
+    if bytes >= MIB && bytes.is_multiple_of(MIB) { format!("{} MiB", bytes / MIB) } else { format!("{bytes} bytes") }
+}
+
 /// The text of the trace at `path` (`-`: standard input) and the folder its relative
-/// paths start from (the file's, or the working directory for standard input).
+/// paths start from (the file's, or the working directory for standard input), within
+/// [`MAX_TRACE_BYTES`].
 pub fn read_trace_file(path: &Path) -> Result<(String, PathBuf), TraceFileError> {
+    read_trace_file_within(path, MAX_TRACE_BYTES)
+}
+
+/// [`read_trace_file`], refusing a trace of more than `limit` bytes (reading no more
+/// than one byte past it).
+pub fn read_trace_file_within(path: &Path, limit: u64) -> Result<(String, PathBuf), TraceFileError> {
     let stdin = path == Path::new("-");
     let source_name = if stdin { "from standard input".to_string() } else { path.display().to_string() };
     let io = |error| TraceFileError::Io { source_name: source_name.clone(), error };
     let reader: Box<dyn Read> =
         if stdin { Box::new(std::io::stdin()) } else { Box::new(std::fs::File::open(path).map_err(io)?) };
     let mut bytes = Vec::new();
-    reader.take(MAX_TRACE_BYTES + 1).read_to_end(&mut bytes).map_err(io)?;
-    if bytes.len() as u64 > MAX_TRACE_BYTES {
-        return Err(TraceFileError::TooLarge { source_name });
+    reader.take(limit.saturating_add(1)).read_to_end(&mut bytes).map_err(io)?;
+    if bytes.len() as u64 > limit {
+        return Err(TraceFileError::TooLarge { source_name, limit });
     }
     let text = String::from_utf8(bytes).map_err(|_| TraceFileError::NotText { source_name })?;
     let base = if stdin {
@@ -66,6 +81,12 @@ mod tests {
         let error = read_trace_file(Path::new("/dev/zero")).expect_err("refused");
         assert!(matches!(error, TraceFileError::TooLarge { .. }), "{error}");
         assert_eq!(error.to_string(), "trace /dev/zero is larger than 64 MiB, the limit for a trace");
+    }
+
+    #[test]
+    fn a_limit_of_the_callers_is_kept_and_said() {
+        let error = read_trace_file_within(Path::new("/dev/zero"), 1000).expect_err("refused");
+        assert_eq!(error.to_string(), "trace /dev/zero is larger than 1000 bytes, the limit for a trace");
     }
 
     #[test]

@@ -95,11 +95,20 @@ pub(crate) fn invalid_name(namespace: &str, name: &str) -> Option<ApiError> {
 
 /// GET a pod as JSON.
 pub(crate) fn get_pod(world: &World, namespace: &str, name: &str) -> wasmtime::Result<Result<String, ApiError>> {
+    Ok(get_pod_and_uid(world, namespace, name)?.map(|(pod, _)| pod))
+}
+
+/// GET a pod as JSON, with its UID (read off the object, not the JSON).
+pub(crate) fn get_pod_and_uid(
+    world: &World,
+    namespace: &str,
+    name: &str,
+) -> wasmtime::Result<Result<(String, Option<String>), ApiError>> {
     if let Some(e) = invalid_name(namespace, name) {
         return Ok(Err(e));
     }
     match world.api_server.get_pod(namespace, name) {
-        Ok(pod) => Ok(Ok(to_json(&*pod)?)),
+        Ok(pod) => Ok(Ok((to_json(&*pod)?, pod.metadata.uid.clone()))),
         Err(e) => Ok(Err(wit_error(&e))),
     }
 }

@@ -66,6 +66,10 @@ pub struct Limits {
     /// most four (logic v3: a patch refused, a read, the patch again, a delete); a sync
     /// that asks call after call would hold its pod, and a worker, forever.
     pub sync_calls: u32,
+    /// The largest plugin component loaded, in bytes (default 64 MiB). The built plugins
+    /// are about 3 MiB (a debug build of one about 20); the cap keeps a wrong file
+    /// (`/dev/zero`, a disk image) from being read whole before it is refused.
+    pub max_component_bytes: u64,
 }
 
 impl Default for Limits {
@@ -86,6 +90,7 @@ impl Default for Limits {
             log_burst: 1_000,
             log_per_second: 100,
             sync_calls: 16,
+            max_component_bytes: 64 << 20,
         }
     }
 }
@@ -159,7 +164,9 @@ pub enum FaultKind {
     /// It made more import calls in one export call, or moved more bytes through its
     /// imports, than allowed.
     Imports,
-    /// It pushed a sync request for a pod the host never handed it.
+    /// It named a pod whose status the host never handed it, or has dropped since: in a
+    /// sync request it pushed, a sync it planned, a batch cursor, or an API call (whose
+    /// UID precondition must name the handed pod too).
     ForeignUid,
     /// Its state (the supervisor's copy) would grow past the state limit.
     StateSize,
@@ -181,6 +188,9 @@ pub enum FaultKind {
     /// allow: more than two conditions, one that is not a core/v1 PodCondition object,
     /// or not PodResizePending then PodResizeInProgress, each at most once.
     ResizeConditions,
+    /// It asked to write a status whose content the host did not hand for the pod: a
+    /// phase no status handed for it carries (see `crate::reach`).
+    Content,
 }
 
 impl FaultKind {
@@ -203,6 +213,7 @@ impl FaultKind {
             FaultKind::WrongPod => "wrong-pod",
             FaultKind::Outcome => "outcome",
             FaultKind::ResizeConditions => "resize-conditions",
+            FaultKind::Content => "content",
         }
     }
 }

@@ -255,11 +255,15 @@ fn dispatch<H: PluginHost>(host: &Arc<H>, job: Job) {
         Calls::Pooled { stopping: true, .. } | Calls::NotStarted | Calls::Stopped => job,
     };
     drop(calls);
-    // Stopping: the call is not made; the sync ends here (its status stays cached).
+    abandon(host, &job);
+}
+
+/// Stopping: `job`'s call is not made; its sync ends here (its status stays cached).
+fn abandon<H: PluginHost>(host: &Arc<H>, job: &Job) {
     tracing::debug!(pod = %job.sync.pod_uid, sync = job.sync.id, "not syncing: the runner stopped");
     let _ = host.plugin().drop_sync(job.sync.id);
     // The waiting syncs of the pod are forgotten with the runner.
-    let _ = runner.finish(&job.sync.pod_uid, job.sync.id);
+    let _ = host.runner().finish(&job.sync.pod_uid, job.sync.id);
 }
 
 /// A pooled runner's task on a pool thread: makes the backlog's calls until it is
@@ -302,6 +306,12 @@ fn work<H: PluginHost>(host: &Arc<H>, receiver: &Mutex<Receiver<Job>>) {
     loop {
         let job = receiver.lock().unwrap_or_else(PoisonError::into_inner).recv();
         let Ok(job) = job else { return };
+        // Calls queued before the runner stopped are not made: a backlog at a low QPS
+        // would keep the workers (and the stop that joins them) busy for minutes.
+        if matches!(*host.runner().calls(), Calls::Stopped) {
+            abandon(host, &job);
+            continue;
+        }
         call(host, job);
     }
 }

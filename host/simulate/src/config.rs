@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use crate::simulated_node::{SimulatedNodeError, SimulatedTarget};
@@ -115,8 +115,24 @@ pub struct CanaryShare {
 pub struct Signals {
     /// Stop taking new work, flush and finish (SIGINT, SIGTERM).
     pub stop: Arc<AtomicBool>,
+    /// Cut the final flush short (a second SIGINT or SIGTERM): the run ends at once,
+    /// its summary saying so.
+    pub cut: Arc<AtomicBool>,
+    /// Set by the run when its final flush starts (for what a signal handler says).
+    pub flushing: Arc<AtomicBool>,
     /// Swap to the configured plugin now (SIGHUP).
     pub swap: Arc<AtomicBool>,
+}
+
+impl Signals {
+    /// Whether a flush that starts now may go on, asked as it runs: until a signal
+    /// comes during it (the first one, when the run ended by itself; when a signal
+    /// stopped the run, the next one, [`Signals::cut`]).
+    pub fn flush_may_go_on(&self) -> impl Fn() -> bool + Sync + '_ {
+        self.flushing.store(true, Ordering::SeqCst);
+        let stopped_before = self.stop.load(Ordering::SeqCst);
+        move || !self.cut.load(Ordering::SeqCst) && (stopped_before || !self.stop.load(Ordering::SeqCst))
+    }
 }
 
 /// What stops a simulation before it can report.

@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 use crate::kubelet_1_35::{Call, Kubelet135, NewPaths};
 use crate::owners::Owners;
 use podstatus_agent::metrics::TimedManager;
+use podstatus_agent::node::{Flushed, report, report_pod_status_json};
 use podstatus_agent::node::{LifeEvent as Event, LifeStage as Stage, PodKind as Kind, PodLife, SIMULATED_NAMESPACE};
-use podstatus_agent::node::{report, report_pod_status_json};
 use podstatus_backends::PodManager;
 use podstatus_backends::rng::{Entropy, SplitMix64};
 use podstatus_runtime::CallError;
@@ -313,11 +313,18 @@ impl Driver {
 
     /// After the churn: stop the resyncs, drop orphans, let the queue drain, then
     /// batch-sync until nothing is left to write (the rate limit may refuse some writes
-    /// of a batch: the next one takes them), all within `timeout`.
-    pub fn quiet_sync(&mut self, agent: &podstatus_agent::NodeAgent, handle: &TimedManager, timeout: Duration) {
+    /// of a batch: the next one takes them), until `deadline` at most and while `go_on`
+    /// ([`podstatus_agent::NodeAgent::flush_until`]).
+    pub fn quiet_sync(
+        &mut self,
+        agent: &podstatus_agent::NodeAgent,
+        handle: &TimedManager,
+        deadline: Instant,
+        go_on: &dyn Fn() -> bool,
+    ) -> Flushed {
         self.stop_resyncs();
         self.housekeeping(handle, agent.pod_manager());
-        agent.flush(timeout);
+        agent.flush_until(deadline, go_on)
     }
 
     /// One event of one pod; returns how long until its next.

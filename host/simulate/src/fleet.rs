@@ -28,6 +28,7 @@ use crate::static_manifests::{wait_for_mirrors, write_static_pods};
 use crate::summary::{self, FleetFigures, Summary, SwapSummary};
 use crate::swaps::{file_logic, swap_to_image};
 use podstatus_agent::fleet::{FleetGroup, FleetSpec, StartProgress};
+use podstatus_agent::node::Flushed;
 use podstatus_agent::{Fleet, NodeAgent};
 use podstatus_backends::{ApiServer, InjectedFaults};
 use podstatus_runtime::PluginRuntime;
@@ -89,13 +90,23 @@ pub fn run_fleet(
     let run = Run { config: &config, groups: &groups, group_of: &group_of, fleet: &fleet, start };
     let Churned { mut runs, swap } = run.churn(&owners, rollout.as_mut(), signals, progress)?;
     let seconds = start.elapsed().as_secs_f64();
+    let interrupted = crate::simulation::interrupted(&config, signals);
     let statuses_written = statuses_written(connection.metrics());
     let cpu_steal_percent = cpu_at_start.zip(summary::CpuTimes::now()).and_then(|(a, b)| a.steal_percent_until(b));
     let nodes_ready = fleet.ready_nodes();
 
+    // --flush-timeout is a hard limit on what follows, as for one node.
     let quiet = Instant::now();
-    quiet_sync(agents, &mut runs, config.flush_timeout);
-    tracing::info!(took = ?quiet.elapsed(), "quiet sync done");
+    let deadline = quiet + config.flush_timeout;
+    progress(&Progress {
+        elapsed: start.elapsed(),
+        duration: config.duration,
+        message: "flushing".into(),
+        api_server: None,
+    });
+    let flush = quiet_sync(agents, &mut runs, deadline, &signals.flush_may_go_on());
+    tracing::info!(took = ?quiet.elapsed(), %flush, "quiet sync done");
+    let deadline = crate::simulation::after_flush(flush, deadline);
 
     let mut tally = FleetTally::of(&owners, &fleet, &groups, &group_of, &runs);
     tracing::info!(compared = tally.check.compared, differing = tally.check.differing.len(), "checked");
@@ -116,6 +127,7 @@ pub fn run_fleet(
         check: std::mem::take(&mut tally.check),
         swap,
         cpu_steal_percent,
+        ended: crate::summary::Ended { interrupted, flush },
     };
     let mut summary = summarize(&config, observed);
     summary.rollout = rollout.map(|rollout| rollout.summary(&fleet));
@@ -131,8 +143,8 @@ pub fn run_fleet(
         groups: tally.group_figures(&fleet),
     });
 
-    fleet.mark_shutting_down(Duration::from_secs(10));
-    let left = fleet.shutdown(config.flush_timeout);
+    fleet.mark_shutting_down(crate::simulation::mark_timeout(deadline));
+    let left = fleet.shutdown(crate::simulation::time_left(deadline));
     if left > 0 {
         tracing::warn!("{left} sync requests were left unwritten at shutdown");
     }
@@ -321,13 +333,24 @@ impl Run<'_> {
     }
 }
 
-/// Every node's quiet sync at once, each on a thread of its own, within `timeout`.
-fn quiet_sync(agents: &[NodeAgent], runs: &mut [NodeRun], timeout: Duration) {
-    std::thread::scope(|scope| {
-        for (agent, run) in agents.iter().zip(runs.iter_mut()) {
-            scope.spawn(move || run.driver.quiet_sync(agent, &agent.node_side(), timeout));
-        }
+/// Every node's quiet sync at once, each on a thread of its own, until `deadline` and
+/// while `go_on`: how the worst of them ended.
+fn quiet_sync(
+    agents: &[NodeAgent],
+    runs: &mut [NodeRun],
+    deadline: Instant,
+    go_on: &(dyn Fn() -> bool + Sync),
+) -> Flushed {
+    let ends: Vec<Flushed> = std::thread::scope(|scope| {
+        let threads: Vec<_> = agents
+            .iter()
+            .zip(runs.iter_mut())
+            .map(|(agent, run)| scope.spawn(move || run.driver.quiet_sync(agent, &agent.node_side(), deadline, go_on)))
+            .collect();
+        threads.into_iter().map(|thread| thread.join().unwrap_or(Flushed::Interrupted)).collect()
     });
+    let worst = |end: Flushed| ends.contains(&end).then_some(end);
+    worst(Flushed::Interrupted).or(worst(Flushed::TimedOut)).unwrap_or(Flushed::Done)
 }
 
 /// How long the first pods' creation took on its own (from the churn's `start` to the

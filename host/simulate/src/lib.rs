@@ -39,9 +39,9 @@ pub use fleet_check::{CheckedNode, FleetCheck, check_fleet};
 pub use kubelet_1_35::NewPaths;
 pub use owners::{KubeOwners, OWNER_CALL_TIMEOUT, OwnerError, Owners};
 pub use rollout::CanaryConfig;
-pub use simulated_node::{ApiServerTarget, SimulatedNode, SimulatedNodeError, SimulatedTarget};
+pub use simulated_node::{ApiServerTarget, START_WAIT, SimulatedNode, SimulatedNodeError, SimulatedTarget};
 pub use simulation::{run, run_with_progress};
 pub use summary::{
-    CallerLatency, Check, Difference, FleetFigures, GroupFigures, Latency, RolloutSummary, Summary, SwapSummary,
+    CallerLatency, Check, Difference, Ended, FleetFigures, GroupFigures, Latency, RolloutSummary, Summary, SwapSummary,
 };
 pub use swaps::file_logic;

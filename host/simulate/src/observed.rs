@@ -36,6 +36,7 @@ pub(crate) struct Observed<'a> {
     pub check: Check,
     pub swap: Option<SwapSummary>,
     pub cpu_steal_percent: Option<f64>,
+    pub ended: summary::Ended,
 }
 
 /// A run's new paths with the API server's pods at its end counted in.
@@ -101,6 +102,7 @@ pub(crate) fn summarize(config: &SimulateConfig, observed: Observed<'_>) -> Summ
         cpu_steal_percent: observed.cpu_steal_percent,
         fleet: None,
         rollout: None,
+        ended: observed.ended,
     }
 }
 

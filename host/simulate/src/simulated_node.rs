@@ -64,6 +64,9 @@ pub enum SimulatedNodeError {
     LatencyNeedsEmbeddedServer,
 }
 
+/// How long [`SimulatedNode::start`] waits for the API server to list the node's pods.
+pub const START_WAIT: Duration = Duration::from_secs(30);
+
 /// A running node agent and the embedded API server it runs against, if it started
 /// one: the server must outlive the agent, so they stop together
 /// ([`SimulatedNode::shutdown`] flushes; dropping it stops without flushing).
@@ -81,9 +84,23 @@ impl SimulatedNode {
         plugins: PluginRuntime,
         image: PluginImage,
     ) -> Result<Self, SimulatedNodeError> {
+        Self::start_until(config, plugins, image, Some(START_WAIT), &|| true)
+    }
+
+    /// [`SimulatedNode::start`], waiting for the API server to list the node's pods for
+    /// `wait` at most (`None`: until it does) and while `go_on` says so
+    /// ([`NodeAgent::start_with_layer_until`]): `podstatus agent` waits for its server
+    /// as the kubelet does, and stops at a signal.
+    pub fn start_until(
+        config: &AgentConfig<SimulatedTarget>,
+        plugins: PluginRuntime,
+        image: PluginImage,
+        wait: Option<Duration>,
+        go_on: &dyn Fn() -> bool,
+    ) -> Result<Self, SimulatedNodeError> {
         let (embedded, target) = resolve(&config.target, ServeOptions::default().max_connections)?;
         let layer = fault_layer(config.target.injected_faults);
-        let agent = NodeAgent::start_with_layer(&config.with_target(target), plugins, image, layer)?;
+        let agent = NodeAgent::start_with_layer_until(&config.with_target(target), plugins, image, layer, wait, go_on)?;
         Ok(SimulatedNode { agent, embedded })
     }
 

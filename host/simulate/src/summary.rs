@@ -102,6 +102,46 @@ pub struct Summary {
     /// A fleet's canary rollout, if one was asked for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rollout: Option<RolloutSummary>,
+    /// How the run ended: at its own end, or cut short by a signal or the flush's
+    /// time limit.
+    pub ended: Ended,
+}
+
+/// How a run ended. A run cut short says so (and `podstatus simulate` exits non-zero):
+/// its figures are of less than was asked for, and its check of what was flushed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Ended {
+    /// A signal stopped the churn before its own end (`--duration`, `--cycles`); never
+    /// set for a run that has none (`--duration off`), which a signal ends.
+    pub interrupted: bool,
+    /// The final flush: `done`, `timed-out` (past `--flush-timeout`: statuses left
+    /// unwritten) or `interrupted` (a signal during it).
+    pub flush: podstatus_agent::node::Flushed,
+}
+
+impl Ended {
+    /// Whether the run was cut short: a signal, or a flush that did not finish.
+    pub fn cut_short(&self) -> bool {
+        self.interrupted || self.flush != podstatus_agent::node::Flushed::Done
+    }
+
+    /// Whether a signal cut it short (the churn or the flush).
+    pub fn by_signal(&self) -> bool {
+        self.interrupted || self.flush == podstatus_agent::node::Flushed::Interrupted
+    }
+}
+
+impl fmt::Display for Ended {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use podstatus_agent::node::Flushed;
+        let run = if self.interrupted { "interrupted by a signal before its end" } else { "at its end" };
+        let flush = match self.flush {
+            Flushed::Done => "flush done",
+            Flushed::TimedOut => "flush timed out (--flush-timeout): statuses left unwritten",
+            Flushed::Interrupted => "flush cut short by a signal",
+        };
+        write!(f, "{run}; {flush}")
+    }
 }
 
 /// What a canary rollout did.
@@ -424,6 +464,7 @@ impl fmt::Display for Summary {
             format!("{} of {} pods differ", self.check.differing.len(), self.check.compared)
         };
         rows.push(("check".into(), verdict));
+        rows.push(("ended".into(), self.ended.to_string()));
         let width = rows.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
         let mut out = String::new();
         for (key, value) in rows {

@@ -7,6 +7,7 @@
 mod call_counts;
 mod circuit_breaker;
 mod connection;
+mod error_line;
 mod kube_client;
 mod kubeconfig;
 mod rate_limit;
@@ -14,6 +15,7 @@ mod rate_limit;
 pub use call_counts::{CallCount, CallCounters, Outcome, Verb};
 pub use circuit_breaker::CircuitBreaker;
 pub use connection::{Connection, ConnectionError, Target};
+pub use error_line::{MAX_ERROR_LINE, error_line};
 pub use kube_client::{
     FIELD_MANAGER, KubeApiServer, KubeClientConfig, KubeClientError, STATUS_CLIENT_PRODUCT, STATUS_CLIENT_USER_AGENT,
     status_client_config,

@@ -14,7 +14,7 @@
 //! (the balance goes below zero, as `golang.org/x/time/rate` reservations do): calls are
 //! served in the order they asked, and no sleeping call can be overtaken.
 
-use std::sync::Mutex;
+use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 pub use podstatus_runtime::Admission;
@@ -39,6 +39,11 @@ pub struct RateLimiter {
     burst: f64,
     /// The balance; a short critical section (no waiting under it).
     bucket: Mutex<Bucket>,
+    /// Set by [`Admission::close`]: every wait ends and every call is refused (a
+    /// stopping agent's calls must not sleep out their tokens).
+    closed: Mutex<bool>,
+    /// Wakes the waits when the limiter closes.
+    closing: Condvar,
 }
 
 #[derive(Debug)]
@@ -59,7 +64,13 @@ impl RateLimiter {
             return Err(RateLimitError::Burst);
         }
         let burst = f64::from(burst);
-        Ok(RateLimiter { qps: f64::from(qps), burst, bucket: Mutex::new(Bucket { tokens: burst, at: Instant::now() }) })
+        Ok(RateLimiter {
+            qps: f64::from(qps),
+            burst,
+            bucket: Mutex::new(Bucket { tokens: burst, at: Instant::now() }),
+            closed: Mutex::new(false),
+            closing: Condvar::new(),
+        })
     }
 
     /// Tokens added per second.
@@ -86,8 +97,12 @@ impl RateLimiter {
     }
 
     /// Takes one token, waiting for it at most `max_wait`; returns `false` at once
-    /// (taking nothing) when the token would come later than that.
+    /// (taking nothing) when the token would come later than that, or when the limiter
+    /// is closed (also while it waits).
     pub fn acquire_within(&self, max_wait: Duration) -> bool {
+        if self.is_closed() {
+            return false;
+        }
         let wait = {
             let mut bucket = self.lock();
             let now = Instant::now();
@@ -99,10 +114,19 @@ impl RateLimiter {
             bucket.tokens -= 1.0;
             wait
         };
-        if !wait.is_zero() {
-            std::thread::sleep(wait);
-        }
-        true
+        wait.is_zero() || self.sleep(wait)
+    }
+
+    /// Sleeps `wait`, or less if the limiter closes meanwhile: whether it is still open.
+    fn sleep(&self, wait: Duration) -> bool {
+        let closed = self.closed.lock().unwrap_or_else(|p| p.into_inner());
+        let (closed, _) =
+            self.closing.wait_timeout_while(closed, wait, |closed| !*closed).unwrap_or_else(|p| p.into_inner());
+        !*closed
+    }
+
+    fn is_closed(&self) -> bool {
+        *self.closed.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Bucket> {
@@ -141,8 +165,15 @@ impl Admission for RateLimiter {
                 return false;
             }
             // Others may take tokens meanwhile: look again after the sleep.
-            std::thread::sleep(wait.min(deadline - now));
+            if !self.sleep(wait.min(deadline - now)) {
+                return false;
+            }
         }
+    }
+
+    fn close(&self) {
+        *self.closed.lock().unwrap_or_else(|p| p.into_inner()) = true;
+        self.closing.notify_all();
     }
 }
 
@@ -203,6 +234,26 @@ mod tests {
         assert!(limiter.available() >= 2.0 - f64::EPSILON);
         // Asking for more than the bucket can ever hold waits for a full bucket.
         assert!(limiter.wait_ready(u32::MAX, Instant::now() + Duration::from_secs(10)));
+    }
+
+    #[test]
+    fn a_closed_limiter_wakes_its_waits_and_refuses_every_call() {
+        let limiter = std::sync::Arc::new(RateLimiter::new(0.1, 1).unwrap());
+        assert!(limiter.try_acquire(), "the burst");
+        let waiting = {
+            let limiter = std::sync::Arc::clone(&limiter);
+            std::thread::spawn(move || {
+                let start = Instant::now();
+                (limiter.acquire_within(Duration::from_secs(60)), start.elapsed())
+            })
+        };
+        std::thread::sleep(Duration::from_millis(50));
+        limiter.close();
+        let (acquired, waited) = waiting.join().unwrap();
+        assert!(!acquired, "a wait for a token ten seconds away ends when the limiter closes");
+        assert!(waited < Duration::from_secs(5), "{waited:?}");
+        assert!(!limiter.try_acquire());
+        assert!(!limiter.wait_ready(1, Instant::now() + Duration::from_secs(60)));
     }
 
     #[test]

@@ -103,6 +103,14 @@ impl<P: Plugin + ?Sized> Plugin for MeteredPlugin<P> {
         self.inner.observe(view);
     }
 
+    fn handed(&self) -> Option<std::sync::Arc<podstatus_runtime::HandedPods>> {
+        self.inner.handed()
+    }
+
+    fn carry_handed(&mut self, record: std::sync::Arc<podstatus_runtime::HandedPods>) {
+        self.inner.carry_handed(record);
+    }
+
     fn world(&self) -> &World {
         self.inner.world()
     }

@@ -11,7 +11,7 @@
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::object::NodeConfig;
 use super::pod_watch::PodWatch;
@@ -98,14 +98,35 @@ pub enum AgentError {
     #[error("loading the plugin: {0}")]
     Load(#[from] LoadError),
     /// The node's pods could not be listed in time.
-    #[error("the pod watch did not list the node's pods within {0:?}")]
-    NotSynced(Duration),
+    #[error("the API server at {server} did not list the node's pods within {waited:?}{}", last_error_text(.last_error))]
+    NotSynced {
+        /// The API server's URL.
+        server: String,
+        /// How long the agent waited.
+        waited: Duration,
+        /// The pod watch's last failure, if it failed.
+        last_error: Option<String>,
+    },
+    /// The caller stopped the start (a signal) before the node's pods were listed.
+    #[error("stopped before the API server at {server} listed the node's pods{}", last_error_text(.last_error))]
+    Stopped {
+        /// The API server's URL.
+        server: String,
+        /// The pod watch's last failure, if it failed.
+        last_error: Option<String>,
+    },
     /// The manifest folder could not be read.
     #[error("static pods: {0}")]
     StaticPods(#[from] super::static_pods::StaticPodsError),
     /// A swap failed; the old plugin keeps serving.
     #[error(transparent)]
     Swap(#[from] SwapError),
+}
+
+/// `(last error: ...)` after a message about waiting for the API server, when the
+/// watch failed.
+fn last_error_text(error: &Option<String>) -> String {
+    error.as_ref().map(|e| format!(" (last error: {e})")).unwrap_or_default()
 }
 
 impl From<ConnectionError> for AgentError {
@@ -141,6 +162,29 @@ pub struct NodeAgent {
 /// How long the first list of the node's pods may take.
 const SYNC_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// How a flush ended ([`NodeAgent::flush_until`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Flushed {
+    /// Every pending status was written.
+    #[default]
+    Done,
+    /// The deadline came first: statuses are left unwritten.
+    TimedOut,
+    /// The caller stopped it (a signal): statuses may be left unwritten.
+    Interrupted,
+}
+
+impl std::fmt::Display for Flushed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Flushed::Done => "done",
+            Flushed::TimedOut => "timed out",
+            Flushed::Interrupted => "interrupted",
+        })
+    }
+}
+
 impl NodeAgent {
     /// Starts the agent with `image` as its plugin.
     pub fn start(config: &AgentConfig, plugins: PluginRuntime, image: PluginImage) -> Result<Self, AgentError> {
@@ -156,12 +200,39 @@ impl NodeAgent {
         image: PluginImage,
         layer: impl FnOnce(Arc<dyn ApiServer>) -> Arc<dyn ApiServer>,
     ) -> Result<Self, AgentError> {
+        Self::start_with_layer_until(config, plugins, image, layer, Some(SYNC_TIMEOUT), &|| true)
+    }
+
+    /// [`NodeAgent::start_with_layer`], waiting for the first list of the node's pods
+    /// for `wait` at most (`None`: until it comes, the watch retrying with backoff, as
+    /// the kubelet waits for its API server) and only while `go_on` says so (asked every
+    /// tenth of a second: a signal ends the start at once).
+    pub fn start_with_layer_until(
+        config: &AgentConfig,
+        plugins: PluginRuntime,
+        image: PluginImage,
+        layer: impl FnOnce(Arc<dyn ApiServer>) -> Arc<dyn ApiServer>,
+        wait: Option<Duration>,
+        go_on: &dyn Fn() -> bool,
+    ) -> Result<Self, AgentError> {
         let connection = Arc::new(Connection::open(&config.target)?);
         let pod_manager = Arc::new(PodManager::new());
-        let pod_watch =
-            PodWatch::start(connection.client().clone(), &config.node, Arc::clone(&pod_manager), connection.runtime());
-        if !pod_watch.wait_synced(SYNC_TIMEOUT) {
-            return Err(AgentError::NotSynced(SYNC_TIMEOUT));
+        let server = connection.api_url().to_owned();
+        let pod_watch = PodWatch::start(
+            connection.client().clone(),
+            &server,
+            &config.node,
+            Arc::clone(&pod_manager),
+            connection.runtime(),
+        );
+        let started = Instant::now();
+        while !pod_watch.wait_synced(Duration::from_millis(100)) {
+            if !go_on() {
+                return Err(AgentError::Stopped { server, last_error: pod_watch.last_error() });
+            }
+            if let Some(waited) = wait.filter(|wait| started.elapsed() >= *wait) {
+                return Err(AgentError::NotSynced { server, waited, last_error: pod_watch.last_error() });
+            }
         }
         let mut agent = Self::start_on(connection, pod_manager, config, plugins, image, layer)?;
         agent.pod_watch = Some(pod_watch);
@@ -347,22 +418,43 @@ impl NodeAgent {
     /// syncs until one finds nothing to write (the rate limit may refuse some writes of
     /// a batch: the next takes them), all within `timeout`. True when nothing is left.
     pub fn flush(&self, timeout: Duration) -> bool {
-        let deadline = std::time::Instant::now() + timeout;
-        while self.handle.queue_len() > 0 && std::time::Instant::now() < deadline {
+        self.flush_until(Instant::now() + timeout, &|| true) == Flushed::Done
+    }
+
+    /// [`NodeAgent::flush`] that ends by `deadline`, a hard limit (a batch is cut
+    /// between its slices, and no wait outlasts it), or within a few tens of
+    /// milliseconds of `go_on` saying no (a signal during the flush).
+    pub fn flush_until(&self, deadline: Instant, go_on: &dyn Fn() -> bool) -> Flushed {
+        let cut = || {
+            if !go_on() {
+                Some(Flushed::Interrupted)
+            } else if Instant::now() >= deadline {
+                Some(Flushed::TimedOut)
+            } else {
+                None
+            }
+        };
+        while self.handle.queue_len() > 0 {
+            if let Some(cut) = cut() {
+                return cut;
+            }
             std::thread::sleep(Duration::from_millis(10));
         }
-        while std::time::Instant::now() < deadline {
-            match self.handle.sync_batch() {
-                Ok(report) if report.synced == 0 => return true,
-                Ok(_) => std::thread::sleep(Duration::from_millis(100)),
-                Err(e) => {
-                    tracing::error!("flushing: batch sync: {e}");
-                    std::thread::sleep(Duration::from_millis(100));
-                }
+        loop {
+            if let Some(cut) = cut() {
+                return cut;
+            }
+            match self.handle.sync_batch_until(deadline, go_on) {
+                Ok(Some(report)) if report.synced == 0 => return Flushed::Done,
+                Ok(_) => {}
+                Err(e) => tracing::error!("flushing: batch sync: {e}"),
+            }
+            // A breath between batches (the rate limit refills), cut as short as the rest.
+            let pause = Instant::now() + Duration::from_millis(100);
+            while Instant::now() < pause.min(deadline) && go_on() {
+                std::thread::sleep(Duration::from_millis(10));
             }
         }
-        tracing::warn!("the flush did not settle within {timeout:?}");
-        false
     }
 
     /// Stops taking work, writes every pending status (within `timeout`) and stops.

@@ -15,7 +15,7 @@ mod pod_watch;
 mod registration;
 mod static_pods;
 
-pub use agent::{AgentConfig, AgentError, NodeAgent};
+pub use agent::{AgentConfig, AgentError, Flushed, NodeAgent};
 pub use lease::NODE_LEASE_NAMESPACE;
 pub use lifecycle::{
     DEFAULT_HOST_IP, Event as LifeEvent, Kind as PodKind, NAMESPACE as SIMULATED_NAMESPACE, PodLife, Stage as LifeStage,
@@ -25,7 +25,7 @@ pub use pod_runner::{
     EXIT_CODE_ANNOTATION, PodRunner, RUN_FOR_ANNOTATION, report, report_pod_status_json, report_status_json,
 };
 pub use pod_watch::{PodRoutes, PodWatch};
-pub use registration::{NodeError, NodeRegistration};
+pub use registration::{NodeError, NodeRegistration, Refusal, is_permanent};
 pub use static_pods::{
     CONFIG_HASH_ANNOTATION, CONFIG_SEEN_ANNOTATION, FILE_SOURCE, ManifestError, MirrorError, POLL_INTERVAL, ScanReport,
     StaticPods, StaticPodsError,

@@ -77,28 +77,44 @@ struct Synced {
     changed: Condvar,
     /// Complete lists so far: the first, then one per relist after a 410.
     lists: AtomicU64,
+    /// The last failure of the watch, as one line (cleared by the next event).
+    last_error: Mutex<Option<String>>,
 }
 
 impl PodWatch {
     /// Starts listing and watching the pods with `spec.nodeName` = `node_name` on
-    /// `runtime`, adding, replacing (by UID) and removing them in `pod_manager`.
+    /// `runtime`, adding, replacing (by UID) and removing them in `pod_manager`;
+    /// `server` (the API server's URL) names it in its warnings.
     pub fn start(
         client: kube::Client,
+        server: &str,
         node_name: &str,
         pod_manager: Arc<PodManager>,
         runtime: &tokio::runtime::Handle,
     ) -> PodWatch {
         let routes = PodRoutes::new();
         routes.add(node_name, pod_manager);
-        Self::start_routed(client, Arc::new(routes), runtime)
+        Self::start_routed(client, server, Arc::new(routes), runtime)
+    }
+
+    /// The watch's last failure, as one line with its causes, while it has not
+    /// recovered (what an agent waiting for its first list says it waits on).
+    pub fn last_error(&self) -> Option<String> {
+        self.synced.last_error.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
     /// Starts one watch for every node `routes` names, on `runtime`: of that node's pods
     /// alone (a field selector) when it names one, else of every pod, each handed to its
-    /// node's pod manager.
-    pub fn start_routed(client: kube::Client, routes: Arc<PodRoutes>, runtime: &tokio::runtime::Handle) -> PodWatch {
+    /// node's pod manager; `server` (the API server's URL) names it in its warnings.
+    pub fn start_routed(
+        client: kube::Client,
+        server: &str,
+        routes: Arc<PodRoutes>,
+        runtime: &tokio::runtime::Handle,
+    ) -> PodWatch {
         let synced = Arc::new(Synced::default());
         let follower = Follower {
+            server: server.to_owned(),
             api: Api::all(client),
             selector: routes.only().map(|node| format!("spec.nodeName={node}")),
             routes,
@@ -146,6 +162,8 @@ impl Drop for PodWatch {
 
 /// The task's state.
 struct Follower {
+    /// The API server's URL, for the warnings.
+    server: String,
     api: Api<Pod>,
     /// The field selector of the watch, if it asks for one node's pods.
     selector: Option<String>,
@@ -166,6 +184,9 @@ impl Follower {
         // UIDs listed since the (re)list began.
         let mut listed = HashSet::new();
         while let Some(event) = events.next().await {
+            if event.is_ok() {
+                self.set_last_error(None);
+            }
             match event {
                 Ok(Event::Init) => listed.clear(),
                 Ok(Event::InitApply(pod)) => {
@@ -181,10 +202,22 @@ impl Follower {
                 },
                 Ok(Event::Delete(pod)) => self.remove(&pod),
                 // The watcher retries by itself (resume, or relist after a 410) once its
-                // backoff has passed.
-                Err(error) => tracing::warn!(selector = ?self.selector, %error, "the pod watch failed; retrying"),
+                // backoff has passed (0.8 s, doubling to 30 s).
+                Err(error) => {
+                    let error = crate::client::error_line(&error);
+                    tracing::warn!(
+                        selector = ?self.selector,
+                        "the pod watch of {} failed; retrying with backoff: {error}",
+                        self.server
+                    );
+                    self.set_last_error(Some(error));
+                }
             }
         }
+    }
+
+    fn set_last_error(&self, error: Option<String>) {
+        *self.synced.last_error.lock().unwrap_or_else(PoisonError::into_inner) = error;
     }
 
     /// A (re)list is complete: pods of ours it lacks are gone.

@@ -1,6 +1,7 @@
 //! A virtual node's presence in the API server, as the kubelet keeps its own: it
-//! registers its Node (retrying with backoff until it can; an existing Node of the
-//! same name gets its labels and taint reconciled), reports the node's status every
+//! registers its Node (retrying with backoff what can succeed later; a permanent
+//! refusal, a 4xx other than 409 and 429, ends it and is kept for the agent to stop
+//! on; an existing Node of the same name gets its labels and taint reconciled), reports the node's status every
 //! `nodeStatusUpdateFrequency` when it changed and every `nodeStatusReportFrequency`
 //! regardless, registers again if the Node is deleted, and renews its Lease
 //! ([`crate::node::lease`]). On shutdown it reports Ready False, "node is shutting
@@ -42,12 +43,35 @@ pub enum NodeError {
     Timeout(String),
 }
 
+/// The API server's permanent refusal of the node's registration: what it answered.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("the API server refused to register node {node} ({code} {reason}): {message}")]
+pub struct Refusal {
+    /// The node.
+    pub node: String,
+    /// The HTTP status (`422`, `403`).
+    pub code: u16,
+    /// The Status reason (`Invalid`, `Forbidden`).
+    pub reason: String,
+    /// The server's message.
+    pub message: String,
+}
+
+/// Whether the API server's answer is final: a 4xx other than 409 (Conflict: another
+/// writer, try again) and 429 (TooManyRequests: later) will be the same next time. A
+/// 5xx, a timeout or no connection may not be.
+pub fn is_permanent(error: &kube::Error) -> bool {
+    matches!(error, kube::Error::Api(status) if (400..500).contains(&status.code) && !matches!(status.code, 409 | 429))
+}
+
 /// The running registration: status reports and Lease renewals, on the agent's runtime.
 /// Dropping it stops both (the Node stays as last reported, as a stopped kubelet's).
 pub struct NodeRegistration {
     config: NodeConfig,
     nodes: Api<Node>,
     shutting_down: Arc<AtomicBool>,
+    /// Set, once, when the API server refused the registration for good.
+    refusal: Arc<std::sync::Mutex<Option<Refusal>>>,
     renewals: Arc<AtomicU64>,
     late_renewals: Arc<AtomicU64>,
     runtime: tokio::runtime::Handle,
@@ -61,10 +85,15 @@ impl NodeRegistration {
     pub fn start(client: kube::Client, config: NodeConfig, runtime: &tokio::runtime::Handle) -> Self {
         let nodes: Api<Node> = Api::all(client.clone());
         let shutting_down = Arc::new(AtomicBool::new(false));
+        let refusal = Arc::new(std::sync::Mutex::new(None));
         let renewals = Arc::new(AtomicU64::new(0));
         let late_renewals = Arc::new(AtomicU64::new(0));
-        let reporter =
-            Reporter { nodes: nodes.clone(), config: config.clone(), shutting_down: Arc::clone(&shutting_down) };
+        let reporter = Reporter {
+            nodes: nodes.clone(),
+            config: config.clone(),
+            shutting_down: Arc::clone(&shutting_down),
+            refusal: Some(Arc::clone(&refusal)),
+        };
         let (counted, late) = (Arc::clone(&renewals), Arc::clone(&late_renewals));
         let lease_duration = config.lease_duration;
         // The renew time before, to tell a renewal that came after the Lease expired.
@@ -83,7 +112,23 @@ impl NodeRegistration {
             },
         );
         let tasks = vec![runtime.spawn(reporter.run()), runtime.spawn(lease)];
-        NodeRegistration { config, nodes, shutting_down, renewals, late_renewals, runtime: runtime.clone(), tasks }
+        NodeRegistration {
+            config,
+            nodes,
+            shutting_down,
+            refusal,
+            renewals,
+            late_renewals,
+            runtime: runtime.clone(),
+            tasks,
+        }
+    }
+
+    /// The API server's permanent refusal of the registration, once it came (the
+    /// registration then stops trying; an agent stops on it, as nothing it does can
+    /// make the node appear).
+    pub fn refusal(&self) -> Option<Refusal> {
+        self.refusal.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
     }
 
     /// Successful Lease renewals so far (the first is the Lease's creation).
@@ -107,6 +152,7 @@ impl NodeRegistration {
             nodes: self.nodes.clone(),
             config: self.config.clone(),
             shutting_down: Arc::clone(&self.shutting_down),
+            refusal: None,
         };
         let name = self.config.name.clone();
         match self.runtime.block_on(async { tokio::time::timeout(timeout, reporter.report(true)).await }) {
@@ -140,6 +186,8 @@ struct Reporter {
     nodes: Api<Node>,
     config: NodeConfig,
     shutting_down: Arc<AtomicBool>,
+    /// Where a permanent refusal of the registration is kept (the running task's).
+    refusal: Option<Arc<std::sync::Mutex<Option<Refusal>>>>,
 }
 
 impl Reporter {
@@ -158,6 +206,13 @@ impl Reporter {
                         last_report = Some(Instant::now());
                     }
                     Err(error) => {
+                        if let Some(refusal) = self.refusal_of(&error) {
+                            tracing::info!(%refusal, "not registering the node again");
+                            if let Some(kept) = &self.refusal {
+                                *kept.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(refusal);
+                            }
+                            return;
+                        }
                         tracing::warn!(%error, "registering the node failed; retrying in {retry:?}");
                         tokio::time::sleep(retry).await;
                         retry = (retry * 2).min(MAX_RETRY);
@@ -177,6 +232,18 @@ impl Reporter {
                 Err(error) => tracing::warn!(%error, "reporting the node's status failed"),
             }
         }
+    }
+
+    /// The refusal `error` is, if the API server's answer is final ([`is_permanent`]).
+    fn refusal_of(&self, error: &NodeError) -> Option<Refusal> {
+        let NodeError::Api { source, .. } = error else { return None };
+        let kube::Error::Api(status) = source else { return None };
+        is_permanent(source).then(|| Refusal {
+            node: self.config.name.clone(),
+            code: status.code,
+            reason: status.reason.clone(),
+            message: status.message.clone(),
+        })
     }
 
     fn api_error(&self, source: kube::Error) -> NodeError {
@@ -237,6 +304,20 @@ impl Reporter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn api_error(code: u16) -> kube::Error {
+        kube::Error::Api(kube::core::Status::failure("m", "R").with_code(code).boxed())
+    }
+
+    #[test]
+    fn a_4xx_is_final_but_a_conflict_or_a_throttle_is_not() {
+        for code in [400, 401, 403, 404, 422] {
+            assert!(is_permanent(&api_error(code)), "{code}");
+        }
+        for code in [409, 429, 500, 503, 504] {
+            assert!(!is_permanent(&api_error(code)), "{code}");
+        }
+    }
 
     #[test]
     fn a_renewal_is_late_only_past_the_lease_duration() {

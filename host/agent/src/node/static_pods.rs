@@ -333,8 +333,11 @@ impl Source {
                 continue;
             }
             let pod = load(&path, &self.node).map(Arc::new);
+            // An error, as the kubelet logs it ("Could not process manifest file"): a
+            // file an operator wrote that gives no pod must be seen at every verbosity
+            // (once per change of the file).
             if let Err(error) = &pod {
-                tracing::warn!(%error, "static pods: skipping a bad manifest");
+                tracing::error!("static pods: skipping a bad manifest: {error}");
             }
             state.files.insert(path, Manifest { stamp, pod });
         }
@@ -468,11 +471,27 @@ fn is_manifest_name(path: &Path) -> bool {
         && path.extension().and_then(|ext| ext.to_str()).is_some_and(|ext| matches!(ext, "yaml" | "yml" | "json"))
 }
 
+/// The largest manifest read: 1.5 MiB, what etcd holds of one object by default (its
+/// `--max-request-bytes`), so the most a mirror pod can be. A larger file (a wrong one,
+/// `/dev/zero` linked in) is refused before it is read whole.
+pub const MAX_MANIFEST_BYTES: u64 = 3 << 19;
+
 /// Reads one manifest into the static pod it defines for `node`.
 pub fn load(path: &Path, node: &str) -> Result<Pod, ManifestError> {
-    let bytes =
-        std::fs::read(path).map_err(|e| ManifestError::Read { path: path.to_path_buf(), message: e.to_string() })?;
-    let parse_error = |message: String| ManifestError::Parse { path: path.to_path_buf(), message };
+    use std::io::Read;
+    let read_error = |message: String| ManifestError::Read { path: path.to_path_buf(), message };
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|file| file.take(MAX_MANIFEST_BYTES + 1).read_to_end(&mut bytes))
+        .map_err(|e| read_error(e.to_string()))?;
+    if bytes.len() as u64 > MAX_MANIFEST_BYTES {
+        return Err(read_error(format!("larger than {MAX_MANIFEST_BYTES} bytes, the most etcd holds of an object")));
+    }
+    // A parser's message may quote the file over several lines: its first says it.
+    let parse_error = |message: String| ManifestError::Parse {
+        path: path.to_path_buf(),
+        message: message.lines().next().unwrap_or_default().to_owned(),
+    };
     let pod: Pod = if path.extension().is_some_and(|ext| ext == "json") {
         serde_json::from_slice(&bytes).map_err(|e| parse_error(e.to_string()))?
     } else {
@@ -615,8 +634,13 @@ mod tests {
             let path = write(&dir, name, text);
             let error = load(&path, "n").expect_err(name);
             assert!(error.to_string().starts_with(&path.display().to_string()), "{error}");
+            assert_eq!(error.to_string().lines().count(), 1, "one line: {error}");
         }
         assert!(matches!(load(&dir.join("missing.yaml"), "n"), Err(ManifestError::Read { .. })));
+        // A manifest past what etcd holds of an object is refused unread.
+        let huge = format!("{YAML}# {}\n", "x".repeat(MAX_MANIFEST_BYTES as usize));
+        let error = load(&write(&dir, "huge.yaml", &huge), "n").expect_err("too large");
+        assert!(error.to_string().contains("larger than 1572864 bytes"), "{error}");
         let _ = std::fs::remove_dir_all(&dir);
     }
 

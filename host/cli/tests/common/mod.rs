@@ -90,6 +90,56 @@ pub fn wait(mut child: Child, lines: &Receiver<String>) -> (Option<i32>, String)
     (status.code(), stderr)
 }
 
+/// How a process ended, as [`wait_measured`] saw it.
+#[derive(Debug)]
+pub struct Ended {
+    /// The exit code (`None`: killed by a signal).
+    pub code: Option<i32>,
+    /// Its peak resident memory (the kernel's `ru_maxrss` of the child), in KiB.
+    pub peak_rss_kib: u64,
+    /// When it was reaped.
+    pub at: Instant,
+    /// Every stderr line.
+    pub stderr: String,
+}
+
+/// Waits for the exit within `limit` (killing the process past it: a hang is then a
+/// failure with its stderr, not a stuck test), reaping it with wait4(2) to read its
+/// peak memory.
+pub fn wait_measured(child: Child, lines: &Receiver<String>, limit: Duration) -> Ended {
+    let pid = libc::pid_t::try_from(child.id()).unwrap();
+    let deadline = Instant::now() + limit;
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is a valid value of the plain C struct.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let mut killed = false;
+    loop {
+        // SAFETY: wait4(2) on our own child, not yet reaped (the Child is never waited
+        // on: it is dropped below without a wait), with valid pointers to locals.
+        let reaped = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
+        assert!(reaped >= 0, "wait4({pid}) failed");
+        if reaped == pid {
+            break;
+        }
+        if Instant::now() >= deadline && !killed {
+            // SAFETY: kill(2) on our own child, not yet reaped.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            killed = true;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let at = Instant::now();
+    drop(child);
+    let mut stderr = String::new();
+    while let Ok(line) = lines.recv_timeout(Duration::from_secs(5)) {
+        stderr.push_str(&line);
+        stderr.push('\n');
+    }
+    assert!(!killed, "still running after {limit:?}, killed; stderr:\n{stderr}");
+    let code = libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
+    Ended { code, peak_rss_kib: u64::try_from(usage.ru_maxrss).unwrap_or(0), at, stderr }
+}
+
 /// A port nobody listens on now (bound, then released).
 pub fn free_port() -> SocketAddr {
     TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap()

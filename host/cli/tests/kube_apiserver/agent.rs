@@ -232,3 +232,18 @@ fn the_newest_release_runs_a_node_too() {
     let (code, stderr) = agent.stop();
     assert_eq!(code, Some(0), "stderr:\n{stderr}");
 }
+
+/// A node's credential used for another node: `NodeRestriction` refuses the Node for
+/// good (403), and the agent stops at once with the server's words, exit 1, instead of
+/// registering again and again.
+#[test]
+fn an_agent_the_api_server_refuses_for_good_stops_with_its_message() {
+    let cluster = cluster();
+    let kubeconfig = cluster.node_kubeconfig("v1");
+    let mut process = Process::spawn(&["agent", "--kubeconfig", &kubeconfig, "--node-name", "intruder"]);
+    let (code, stderr) = process.wait();
+    assert_eq!(code, Some(1), "stderr:\n{stderr}");
+    let last = stderr.lines().last().unwrap_or_default();
+    assert!(last.contains("the API server refused to register node intruder (403 Forbidden)"), "{stderr}");
+    assert!(last.contains("node \"v1\" is not allowed"), "the server's own words: {stderr}");
+}

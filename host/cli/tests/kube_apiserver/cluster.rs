@@ -105,10 +105,15 @@ impl Cluster {
         Some(serde_json::from_str(&succeeded(&all, out)).expect("kubectl prints JSON"))
     }
 
+    /// The kubeconfig of `node`'s own credential (`system:node:NODE`).
+    pub fn node_kubeconfig(&self, node: &str) -> String {
+        let kubeconfig = self.plane.node_kubeconfig(node).unwrap_or_else(|| panic!("no kubeconfig for {node}"));
+        kubeconfig.to_string_lossy().into_owned()
+    }
+
     /// `podstatus agent` for `node` with its own credential, and `args` after.
     pub fn agent(&self, node: &str, args: &[&str]) -> Process {
-        let kubeconfig = self.plane.node_kubeconfig(node).unwrap_or_else(|| panic!("no kubeconfig for {node}"));
-        let kubeconfig = kubeconfig.to_string_lossy().into_owned();
+        let kubeconfig = self.node_kubeconfig(node);
         let mut all = vec![
             "agent",
             "--kubeconfig",
@@ -164,6 +169,11 @@ impl Process {
     /// SIGTERM, then its exit code and stderr.
     pub fn stop(mut self) -> (Option<i32>, String) {
         self.signal(libc::SIGTERM);
+        self.wait()
+    }
+
+    /// Its exit code and stderr, once it exits by itself (within the tests' deadline).
+    pub fn wait(&mut self) -> (Option<i32>, String) {
         common::wait(self.child.take().expect("running"), &self.lines)
     }
 }

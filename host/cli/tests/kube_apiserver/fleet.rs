@@ -143,5 +143,5 @@ fn a_fleet_of_100_nodes_runs_on_kube_apiserver_and_rolls_canaries_out_and_back()
 
     let (code, stderr) = fleet.stop();
     assert_eq!(code, Some(0), "stderr:\n{stderr}");
-    assert!(stderr.contains("(0 sync requests left unwritten)"), "{stderr}");
+    assert!(stderr.contains("(flush done, 0 sync requests left unwritten)"), "{stderr}");
 }

@@ -33,6 +33,12 @@ pub trait Admission: Send + Sync {
     /// at once: `u32::MAX` asks for a full bucket), or until `deadline`. Takes nothing:
     /// the calls themselves take their tokens. Returns whether they are ready.
     fn wait_ready(&self, calls: u32, deadline: Instant) -> bool;
+
+    /// No call is to be made any more (the scheduler's shutdown, once the syncs it
+    /// could finish are finished): every wait ends at once, and the calls waiting for
+    /// their tokens (an API worker's) are refused, so that stopping does not sleep out
+    /// a backlog at the rate limit. By default nothing.
+    fn close(&self) {}
 }
 
 /// How long the oldest queued request may have waited before the scheduler takes the
@@ -65,6 +71,13 @@ impl ClientBudget {
             tracing::debug!(target: TARGET, calls, "API calls not admitted in time");
         }
         admitted
+    }
+
+    /// No call is to be made any more ([`Admission::close`]).
+    pub(super) fn close(&self) {
+        if let Some(admission) = &self.admission {
+            admission.close();
+        }
     }
 
     /// Waits for a request's admission, at most until `deadline`; whether to shed it.

@@ -24,6 +24,12 @@ pub const SWAP_DRAIN_MAX: Duration = Duration::from_secs(10);
 /// [`ManagerHandle::swap`](super::manager::ManagerHandle::swap)).
 pub(super) fn swap(shared: &Shared, mut new: Box<dyn Plugin>) -> Result<SwapReport, SwapError> {
     let start = Instant::now();
+    // The new plugin reaches by the running one's record of handed pods, from before
+    // its first state: the old plugin's calls meanwhile reach it too.
+    let handed = shared.plugin.lock().handed();
+    if let Some(record) = &handed {
+        new.carry_handed(Arc::clone(record));
+    }
     // The bulk: saving it is one call like any other (others wait only for it);
     // loading it into the new plugin happens while the old one serves.
     // Records that change after this mark may be newer than the saved state: traffic,
@@ -38,7 +44,7 @@ pub(super) fn swap(shared: &Shared, mut new: Box<dyn Plugin>) -> Result<SwapRepo
     let (state, mut held, early) = match view.zip(HeldState::from_state(&state)) {
         Some((view, mut held)) => {
             let pods = Arc::clone(&shared.plugin.lock().world().pod_manager);
-            let findings = held.audit(view, &pods).without(&view.changed_since(mark));
+            let findings = held.audit(view, &pods, handed.as_deref()).without(&view.changed_since(mark));
             if findings.is_empty() {
                 (state, Some(held), Some((mark, findings)))
             } else {
@@ -77,7 +83,7 @@ pub(super) fn swap(shared: &Shared, mut new: Box<dyn Plugin>) -> Result<SwapRepo
     let repaired = match (view, held.as_mut(), early) {
         (Some(view), Some(held), Some((mark, mut earlier))) => {
             held.apply_changes(&changes);
-            let findings = held.audit_again(view, &running.world().pod_manager, &earlier, mark);
+            let findings = held.audit_again(view, &running.world().pod_manager, handed.as_deref(), &earlier, mark);
             earlier.merge(repair_from_record(new.as_mut(), findings)?);
             earlier
         }

@@ -4,17 +4,15 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::TARGET;
 use super::config::SchedulerConfig;
 use super::hot_swap::{self, SWAP_DRAIN_MAX};
 use super::scheduler::Scheduler;
 use super::scheduler_v0_2::run_batch_in_slices;
 use super::shared::Shared;
-use crate::bindings::{BatchReport, Contract, UpdateOutcome};
+use crate::bindings::{BatchReport, Contract};
 use crate::calls::{Call, ManagerCall, Reply};
 use crate::plugin::{Plugin, PluginExt, Result};
 use crate::swap::{SwapError, SwapReport};
-use podstatus_backends::host_view::Accepted;
 use podstatus_backends::{HostView, NodeReport, SyncQueue};
 
 /// The status manager as other threads see it: cheap to clone, every Manager operation
@@ -141,8 +139,7 @@ impl ManagerHandle {
     crate::manager_methods!();
 
     /// Records, when observing, what the plugin now holds for `uid` after it accepted
-    /// a change (`outcome`). A plugin that accepted a status and holds none is held to
-    /// `reported` (the status the node handed it, as version 0) when there is one.
+    /// a change (`outcome`): see [`super::accepted::note_accepted`].
     fn note_accepted(
         &self,
         plugin: &mut dyn Plugin,
@@ -150,22 +147,8 @@ impl ManagerHandle {
         reported: Option<&str>,
         outcome: &Result<Reply>,
     ) {
-        let (Some(view), Some(uid)) = (self.shared.host_view.get(), uid) else { return };
-        if !matches!(outcome, Ok(Reply::Update(UpdateOutcome::Queued | UpdateOutcome::QueueFull))) {
-            return;
-        }
-        // Asked of the plugin, not taken from its change set: the record must not rest on
-        // the channel it is held against.
-        match plugin.get_pod_status(uid) {
-            Ok(Some(cached)) => view.accept(uid, Accepted { version: cached.version, status: cached.status }),
-            // The plugin accepted a status it does not hold: the final check will show it.
-            Ok(None) => {
-                tracing::warn!(target: TARGET, pod = %uid, "the plugin accepted a status and does not hold it");
-                if let Some(status) = reported {
-                    view.accept(uid, Accepted { version: 0, status: status.to_owned() });
-                }
-            }
-            Err(e) => tracing::warn!(target: TARGET, pod = %uid, "reading back an accepted status: {e}"),
+        if let Some(view) = self.shared.host_view.get() {
+            super::accepted::note_accepted(view, plugin, uid, reported, outcome);
         }
     }
 
@@ -175,17 +158,49 @@ impl ManagerHandle {
     /// and returns once none is (each wait at most [`SWAP_DRAIN_MAX`]). The report is the plan's: its `failed` counts
     /// the pods the batch skipped while deciding, not syncs that then failed.
     pub fn sync_batch(&self) -> Result<BatchReport> {
+        // Planned whole, each wait for syncs in flight at most SWAP_DRAIN_MAX.
+        let whole = self.sync_batch_until(Instant::now() + std::time::Duration::from_secs(86_400 * 365), &|| true)?;
+        Ok(whole.unwrap_or(BatchReport { synced: 0, reconciled: 0, failed: 0 }))
+    }
+
+    /// [`ManagerHandle::sync_batch`], ending by `deadline` or as soon as `go_on` says
+    /// no (checked every few milliseconds): a 0.2.0 plugin's batch stops being planned
+    /// between its slices, and the waits for syncs in flight end (the syncs started run
+    /// on; each call is bounded by the client's timeout). What a flush with a hard limit
+    /// uses: without it, a batch over a backlog at a low QPS ran for minutes past its
+    /// time. A 0.1.x plugin's batch is one call of its own, and runs to its end. `None`
+    /// when the batch was not planned whole.
+    pub fn sync_batch_until(&self, deadline: Instant, go_on: &dyn Fn() -> bool) -> Result<Option<BatchReport>> {
         let gate = self.shared.runner.gate();
         if !self.shared.plugin.lock().contract().has_split_syncs() {
-            return self.shared.plugin.lock().sync_batch();
+            return self.shared.plugin.lock().sync_batch().map(Some);
         }
         // Syncs still in flight (an earlier batch's) finish first: a batch planned over
         // them plans again what they are writing, and each such sync would cost a GET.
-        self.shared.runner.wait_idle(Instant::now() + SWAP_DRAIN_MAX);
-        let (report, _) = run_batch_in_slices(&self.shared, None, || true)?;
+        let idle = self.wait_idle_while(deadline.min(Instant::now() + SWAP_DRAIN_MAX), go_on);
+        if !idle && (Instant::now() >= deadline || !go_on()) {
+            return Ok(None);
+        }
+        let (report, rest) = run_batch_in_slices(&self.shared, None, || Instant::now() < deadline && go_on())?;
         drop(gate);
-        self.shared.runner.wait_idle(Instant::now() + SWAP_DRAIN_MAX);
-        Ok(report)
+        self.wait_idle_while(deadline.min(Instant::now() + SWAP_DRAIN_MAX), go_on);
+        Ok(rest.is_none().then_some(report))
+    }
+
+    /// Waits until no sync is in flight, at most until `deadline` and while `go_on`;
+    /// whether none is.
+    fn wait_idle_while(&self, deadline: Instant, go_on: &dyn Fn() -> bool) -> bool {
+        /// How often `go_on` is asked.
+        const POLL: std::time::Duration = std::time::Duration::from_millis(20);
+        loop {
+            let now = Instant::now();
+            if self.shared.runner.wait_idle(deadline.min(now + POLL)) {
+                return true;
+            }
+            if Instant::now() >= deadline || !go_on() {
+                return false;
+            }
+        }
     }
 
     /// Requests waiting in the sync queue.

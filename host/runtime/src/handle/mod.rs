@@ -18,6 +18,7 @@
 //! another that imports it back (and this file imports none of them: the crate root
 //! re-exports their public names):
 //!
+//! - [`accepted`] feeds the host's record of accepted statuses (replay feeds it too);
 //! - [`admission`] waits for the API client's budget outside the lock, and sheds;
 //! - [`plugin_lock`] is the plugin's mutex, and the turns sync steps take behind callers;
 //! - [`config`] is [`config::SchedulerConfig`];
@@ -29,6 +30,7 @@
 //! - [`manager`] is [`manager::ManagerHandle`], the Manager operations callers use, each a
 //!   method that [`manager_methods`] generates from the one list of operations.
 
+pub(crate) mod accepted;
 pub(crate) mod admission;
 pub(crate) mod config;
 pub(crate) mod hot_swap;

@@ -44,6 +44,11 @@ impl Scheduler {
         let deadline = Instant::now() + timeout;
         self.shared.stopping.store(true, Ordering::SeqCst);
         self.shared.queue.close();
+        // With no time left nothing more is written: the thread's waits for the client's
+        // budget end now rather than after their own time.
+        if timeout.is_zero() {
+            self.shared.admission.close();
+        }
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
@@ -63,6 +68,9 @@ impl Scheduler {
         };
         self.shared.runner.wait_idle(deadline);
         let in_flight = self.shared.runner.pending();
+        // The time is up: calls still waiting for their rate-limit tokens give up, and
+        // the workers stop after the calls they are making.
+        self.shared.admission.close();
         self.shared.runner.stop();
         left + in_flight
     }

@@ -8,6 +8,7 @@
 //! queue newest first once it backs up ([`QUEUE_LIFO_AFTER`]).
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use super::TARGET;
@@ -112,7 +113,8 @@ pub(super) fn sync_batch(
             let shed = shared.admit_request(deadline);
             plan_request(&request, shed);
         }
-        if started.elapsed() >= time_box {
+        // A periodic batch also stops when the scheduler does (shutdown runs its own).
+        if started.elapsed() >= time_box || (batch == Batch::Periodic && shared.stopping.load(Ordering::SeqCst)) {
             return false;
         }
         shared.admission.admit(shared.batch_slice_pods.saturating_mul(SYNC_POD_CALLS), deadline);

@@ -1,45 +1,81 @@
 //! `kubelet:status/api-server` (contract 0.1.x only): the plugin calls the API server
-//! from inside a sync. Each call is bounded and charged to the plugin's budget, then
-//! made as a 0.2.0 host makes a sync's call ([`crate::api`]).
+//! from inside a sync. Each call is bounded and charged to the plugin's budget, held to
+//! the rule of what a plugin may reach ([`crate::reach`]: a name Kubernetes allows
+//! first, so the rule's messages quote only such), then made as a 0.2.0 host makes a
+//! sync's call ([`crate::api`]).
 
-use crate::api::{delete_pod, get_pod, patch_pod_status, update_pod_status};
+use crate::api::{delete_pod, get_pod_and_uid, invalid_name, patch_pod_status, update_pod_status};
 use crate::bindings::v0_1_1::kubelet::status::api_server::{
     self as wit, ApiError, DeleteOptions, StatusPatch, StatusUpdate,
 };
 use crate::bindings::{self as host};
+use crate::handed::default_namespace;
 use crate::imports::HostState;
+use crate::limits::FaultKind;
+use crate::reach::{Access, Broken, Reached, by_name, recreated};
 use crate::world::World;
 
 impl wit::Host for HostState {
     fn get_pod(&mut self, namespace: String, name: String) -> wasmtime::Result<Result<String, ApiError>> {
-        let args = [("namespace", namespace.len()), ("name", name.len())];
-        self.pod_call("get-pod", &args, |world| get_pod(world, &namespace, &name))
+        const IMPORT: &str = "get-pod";
+        self.admit(IMPORT, &[("namespace", namespace.len()), ("name", name.len())])?;
+        if let Some(e) = invalid_name(&namespace, &name) {
+            return self.answer(IMPORT, Ok(Err(e)));
+        }
+        let handed = self.reachable(&namespace, &name);
+        self.reach(IMPORT, &namespace, &name, handed.clone(), None, Access::Read)?;
+        let world = &self.world;
+        let result = self.sandbox.backend_call(|| get_pod_and_uid(world, &namespace, &name))?;
+        if let Ok((_, Some(found))) = &result {
+            // A handed pod the read shows recreated is gone: the plugin drops its status
+            // (upstream's `deletePodStatus`), and the host's record drops it on the
+            // host's own reading, not the plugin's word.
+            for gone in recreated(&self.world.pod_manager, &handed, found) {
+                self.handed.drop_pod(&gone);
+            }
+        }
+        self.answer(IMPORT, Ok(result.map(|(pod, _)| pod)))
     }
 
     fn update_pod_status(&mut self, update: StatusUpdate) -> wasmtime::Result<Result<String, ApiError>> {
         let [namespace, name, uid] = named_lens(&update.namespace, &update.name, &update.uid_precondition);
         let rv = ("resourceVersion precondition", len_of(&update.resource_version_precondition));
-        let args = [namespace, name, ("status", update.status.len()), uid, rv];
+        const IMPORT: &str = "update-pod-status";
+        self.admit(IMPORT, &[namespace, name, ("status", update.status.len()), uid, rv])?;
+        if let Some(e) = invalid_name(&update.namespace, &update.name) {
+            return self.answer(IMPORT, Ok(Err(e)));
+        }
+        let given = update.uid_precondition.as_deref();
+        let handed = self.reachable(&update.namespace, &update.name);
+        let reached =
+            self.reach(IMPORT, &update.namespace, &update.name, handed, given, Access::Update(&update.status))?;
         let update = host::StatusUpdate {
             namespace: update.namespace,
             name: update.name,
-            uid_precondition: update.uid_precondition,
+            uid_precondition: reached.pinned.or(update.uid_precondition),
             resource_version_precondition: update.resource_version_precondition,
             status: update.status,
         };
-        self.pod_call("update-pod-status", &args, |world| update_pod_status(world, update))
+        self.pod_call(IMPORT, |world| update_pod_status(world, update))
     }
 
     fn patch_pod_status(&mut self, patch: StatusPatch) -> wasmtime::Result<Result<String, ApiError>> {
         let [namespace, name, uid] = named_lens(&patch.namespace, &patch.name, &patch.uid_precondition);
-        let args = [namespace, name, ("patch", patch.patch.len()), uid];
+        const IMPORT: &str = "patch-pod-status";
+        self.admit(IMPORT, &[namespace, name, ("patch", patch.patch.len()), uid])?;
+        if let Some(e) = invalid_name(&patch.namespace, &patch.name) {
+            return self.answer(IMPORT, Ok(Err(e)));
+        }
+        let given = patch.uid_precondition.as_deref();
+        let handed = self.reachable(&patch.namespace, &patch.name);
+        let reached = self.reach(IMPORT, &patch.namespace, &patch.name, handed, given, Access::Patch(&patch.patch))?;
         let patch = host::StatusPatch {
             namespace: patch.namespace,
             name: patch.name,
-            uid_precondition: patch.uid_precondition,
+            uid_precondition: reached.pinned.or(patch.uid_precondition),
             patch: patch.patch,
         };
-        self.pod_call("patch-pod-status", &args, |world| patch_pod_status(world, patch))
+        self.pod_call(IMPORT, |world| patch_pod_status(world, patch))
     }
 
     fn delete_pod(
@@ -50,31 +86,93 @@ impl wit::Host for HostState {
     ) -> wasmtime::Result<Result<(), ApiError>> {
         const IMPORT: &str = "delete-pod";
         self.admit(IMPORT, &named_lens(&namespace, &name, &options.uid_precondition))?;
+        if let Some(e) = invalid_name(&namespace, &name) {
+            let e = old_error(e);
+            self.charge_result(IMPORT, error_len(&e))?;
+            return Ok(Err(e));
+        }
+        let handed = self.reachable(&namespace, &name);
+        let given = options.uid_precondition.as_deref();
+        let reached = self.reach(IMPORT, &namespace, &name, handed, given, Access::Delete)?;
         let world = &self.world;
         let options = host::DeleteOptions {
-            uid_precondition: options.uid_precondition,
+            uid_precondition: reached.pinned.or(options.uid_precondition),
             grace_period_seconds: options.grace_period_seconds,
         };
         let result = self.sandbox.backend_call(|| delete_pod(world, &namespace, &name, options)).map_err(old_error);
-        if let Err(e) = &result {
-            self.charge_result(IMPORT, error_len(e))?;
+        match &result {
+            // Deleted: the plugin drops the pod's status (upstream's `deletePodStatus`),
+            // and the host its record of it.
+            Ok(()) => self.handed.drop_pod(&reached.uid),
+            Err(e) => self.charge_result(IMPORT, error_len(e))?,
         }
         Ok(result)
     }
 }
 
 impl HostState {
-    /// One call of `import` that answers a pod: its arguments (`args`) admitted, `call`
-    /// made as a backend call, the pod or the error charged.
+    /// The handed pods a call on `namespace/name` may reach: those the host handed under
+    /// that name and this instance may reach, or, while the host makes the plugin sync
+    /// a request it queued, the request's pod even if dropped since (upstream's queued
+    /// request carries its status, and `syncPod` writes it after `RemoveOrphanedStatuses`
+    /// too).
+    fn reachable(&self, namespace: &str, name: &str) -> Vec<Box<str>> {
+        let namespace = default_namespace(namespace);
+        let mut handed = self.handed.named(namespace, name);
+        handed.retain(|uid| self.may_reach(uid));
+        if handed.is_empty()
+            && let Some(uid) = &self.syncing
+            && self.handed.lately_named(uid).is_some_and(|(ns, n)| &*ns == namespace && &*n == name)
+        {
+            handed.push(uid.clone());
+        }
+        handed
+    }
+
+    /// Holds a call of `import` on `namespace/name` (UID precondition `given`; `handed`
+    /// what [`Self::reachable`] says of the name) to the rule
+    /// ([`crate::reach::by_name`]): the pod it reaches, or a trap naming the import, the
+    /// pod and the rule broken (the instance is not entered again).
+    fn reach(
+        &mut self,
+        import: &str,
+        namespace: &str,
+        name: &str,
+        handed: Vec<Box<str>>,
+        given: Option<&str>,
+        access: Access<'_>,
+    ) -> wasmtime::Result<Reached> {
+        let namespace = default_namespace(namespace);
+        let reached = by_name(&self.handed, &self.world.pod_manager, handed, import, namespace, name, given, access);
+        let (kind, message) = match reached {
+            Ok(reached) => return Ok(reached),
+            Err(Broken::Reach(message)) => (FaultKind::ForeignUid, message),
+            Err(Broken::Content(message)) => (FaultKind::Content, message),
+        };
+        self.sandbox.breach = Some(kind);
+        tracing::warn!(target: crate::imports::TARGET, kind = kind.as_str(), "refused: {message}");
+        Err(wasmtime::format_err!("{message}"))
+    }
+
+    /// One call of `import` that answers a pod (its arguments admitted and held to the
+    /// rule already): `call` made as a backend call, the pod or the error charged.
     fn pod_call(
         &mut self,
         import: &str,
-        args: &[(&str, usize)],
         call: impl FnOnce(&World) -> wasmtime::Result<Result<String, host::ApiError>>,
     ) -> wasmtime::Result<Result<String, ApiError>> {
-        self.admit(import, args)?;
         let world = &self.world;
-        let result = self.sandbox.backend_call(|| call(world))?.map_err(old_error);
+        let result = self.sandbox.backend_call(|| call(world))?;
+        self.answer(import, Ok(result))
+    }
+
+    /// `result` as the plugin gets it, charged.
+    fn answer(
+        &mut self,
+        import: &str,
+        result: wasmtime::Result<Result<String, host::ApiError>>,
+    ) -> wasmtime::Result<Result<String, ApiError>> {
+        let result = result?.map_err(old_error);
         self.charge_result(import, result_len(&result))?;
         Ok(result)
     }

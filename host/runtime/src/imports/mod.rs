@@ -5,11 +5,13 @@
 //! with the native plugin, so the component and the native build see the same host.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 use std::time::Instant;
 
 use wasmtime::component::{HasSelf, Linker};
 
 use crate::bindings::StatusManager;
+use crate::handed::{HandedPod, HandedPods};
 use crate::limits::Sandbox;
 use crate::world::World;
 
@@ -25,9 +27,17 @@ pub mod sync_queue;
 pub struct HostState {
     pub(crate) world: World,
     pub(crate) sandbox: Sandbox,
-    /// The UIDs of the pods the host handed this instance (in calls, in loaded state):
-    /// the only ones it may push sync requests for, besides the pod manager's pods.
-    pub(crate) handed: HashSet<Box<str>>,
+    /// The host's record of the pods whose status it handed the plugin (shared with
+    /// the instances a swap or a recovery puts in this one's place): the only pods it
+    /// may queue, plan or ask the API server about ([`HostState::may_reach`]).
+    pub(crate) handed: Arc<HandedPods>,
+    /// The pods of the last state document this instance loaded and those handed to it
+    /// since: a state document narrows what the instance may reach within the record,
+    /// never widens it (`None`: no document loaded, the whole record).
+    pub(crate) narrowed: Option<HashSet<Box<str>>>,
+    /// The pod of the sync request the host has a 0.1.x plugin sync now: reachable by
+    /// its calls even if the host dropped it since the request was queued.
+    pub(crate) syncing: Option<Box<str>>,
     /// The plugin's log budget.
     pub(crate) log: LogBucket,
 }
@@ -40,7 +50,7 @@ impl HostState {
     /// The state of an instance that will reach `world` within `sandbox`'s limits.
     pub fn new(world: World, sandbox: Sandbox) -> Self {
         let log = LogBucket::new(sandbox.limits.log_burst, sandbox.limits.log_per_second);
-        HostState { world, sandbox, handed: HashSet::new(), log }
+        HostState { world, sandbox, handed: Arc::new(HandedPods::new()), narrowed: None, syncing: None, log }
     }
 
     /// Traps when a string or list the plugin passed to `import` is over the limit.
@@ -69,11 +79,32 @@ impl HostState {
         self.sandbox.charge_bytes(import, bytes)
     }
 
-    /// Notes a UID the host handed the plugin.
-    pub(crate) fn hand(&mut self, uid: &str) {
-        if !uid.is_empty() && uid.len() <= MAX_UID_BYTES && !self.handed.contains(uid) {
-            self.handed.insert(uid.into());
+    /// Notes a pod whose status the host handed the plugin.
+    pub(crate) fn hand(&mut self, pod: HandedPod<'_>) {
+        if pod.uid.is_empty() || pod.uid.len() > MAX_UID_BYTES {
+            return;
         }
+        self.handed.hand(pod);
+        self.widen_narrowed(pod.uid);
+    }
+
+    /// A pod handed again, or carried by a change set, is this instance's to reach again
+    /// when a state document narrowed it out (the record must hold it as well).
+    pub(crate) fn widen_narrowed(&mut self, uid: &str) {
+        if let Some(narrowed) = &mut self.narrowed
+            && !narrowed.contains(uid)
+        {
+            narrowed.insert(uid.into());
+        }
+    }
+
+    /// Whether the plugin may name the pod `uid` in a sync request, a plan, a batch
+    /// cursor or an API call: the host handed its status and has not dropped it (the
+    /// record), and the last state document loaded did not leave it out.
+    pub(crate) fn may_reach(&self, uid: &str) -> bool {
+        uid.len() <= MAX_UID_BYTES
+            && self.narrowed.as_ref().is_none_or(|narrowed| narrowed.contains(uid))
+            && self.handed.contains(uid)
     }
 }
 

@@ -2,23 +2,20 @@
 
 use crate::bindings::kubelet::status::sync_queue as wit;
 use crate::bindings::kubelet::status::types::SyncRequest;
-use crate::imports::{HostState, MAX_UID_BYTES};
+use crate::imports::HostState;
 use crate::limits::FaultKind;
 
 impl wit::Host for HostState {
     fn push(&mut self, request: SyncRequest) -> wasmtime::Result<bool> {
         self.charge("push", request.pod_uid.len() + 16)?;
         self.check_arg("push", "pod-uid", request.pod_uid.len())?;
-        // Only a pod the host handed the plugin (in a call, in loaded state, or one of
-        // the pod manager's) may be queued: the queue holds the host's names, never
-        // the plugin's inventions.
-        let known = request.pod_uid.len() <= MAX_UID_BYTES
-            && (self.handed.contains(request.pod_uid.as_str())
-                || self.world.pod_manager.get_any(&request.pod_uid).is_some());
-        if !known {
+        // Only a pod whose status the host handed the plugin may be queued: the queue
+        // holds the host's names, never the plugin's inventions, nor the pod manager's
+        // pods the plugin was never told of.
+        if !self.may_reach(&request.pod_uid) {
             self.sandbox.breach = Some(FaultKind::ForeignUid);
             wasmtime::bail!(
-                "push: pod UID {:?} ({} bytes) was never handed to the plugin",
+                "push: pod UID {:?} ({} bytes) is not a pod whose status the host handed the plugin",
                 crate::shown::shown(&request.pod_uid),
                 request.pod_uid.len()
             );

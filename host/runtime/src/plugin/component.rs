@@ -13,8 +13,8 @@ use crate::imports::HostState;
 use crate::limits::{CallUsage, FaultKind};
 use crate::plugin::call_error::{CallError, Result};
 use crate::plugin::plugin_trait::Plugin;
-use podstatus_backends::pod_identity::PodIdentity;
 
+mod handing;
 mod resize;
 mod syncs;
 
@@ -62,14 +62,9 @@ pub struct ComponentPlugin {
     syncs: syncs::Ledger,
     /// A 0.2.1 plugin's resize functions; none for older plugins, which have none.
     resize: Option<ResizeExports>,
-    /// Digests of the pods handed whole whose identity is noted already (issue 27: the
-    /// kubelet hands the same pod over and over); forgotten with the notes they stand
-    /// for, and bounded.
-    handed_pods: HashSet<u128>,
+    /// What the host handed already, by digest (see [`handing`]).
+    handed: handing::Digests,
 }
-
-/// How many handed pods' digests an instance keeps before it starts over.
-const HANDED_PODS_KEPT: usize = 4096;
 
 impl ComponentPlugin {
     pub(crate) fn new(store: Store<HostState>, exports: Exports, resize: Option<ResizeExports>) -> Self {
@@ -79,7 +74,7 @@ impl ComponentPlugin {
             fault: None,
             syncs: syncs::Ledger::default(),
             resize,
-            handed_pods: HashSet::new(),
+            handed: handing::Digests::default(),
         }
     }
 
@@ -110,34 +105,6 @@ impl ComponentPlugin {
     /// Linear memory the instance holds, across its memories.
     pub fn memory_bytes(&self) -> usize {
         self.store.data().sandbox.memory_bytes()
-    }
-
-    /// Notes the UID of a pod handed to the plugin (what it may push requests for),
-    /// and its namespace and name (what its syncs may call on).
-    /// A pod handed before in the same bytes is known already: its digest says so,
-    /// without reading the JSON again.
-    fn hand_pod(&mut self, pod: &str) {
-        let digest = xxhash_rust::xxh3::xxh3_128(pod.as_bytes());
-        if self.handed_pods.contains(&digest) {
-            return;
-        }
-        let identity = PodIdentity::read(pod).unwrap_or_default();
-        if let Some(uid) = &identity.uid {
-            self.store.data_mut().hand(uid);
-            let (namespace, name) = (identity.namespace.as_deref(), identity.name.as_deref());
-            self.syncs.name(uid, namespace.unwrap_or_default(), name.unwrap_or_default());
-            if self.handed_pods.len() >= HANDED_PODS_KEPT {
-                self.handed_pods.clear();
-            }
-            self.handed_pods.insert(digest);
-        }
-    }
-
-    /// Notes the UIDs of a state document or change set handed to the plugin.
-    fn hand_state(&mut self, document: &str) {
-        for uid in state_uids(document) {
-            self.store.data_mut().hand(&uid);
-        }
     }
 
     /// Refuses an argument over the boundary limit before the plugin sees it.
@@ -267,6 +234,15 @@ impl Plugin for ComponentPlugin {
         &self.store.data().world
     }
 
+    fn handed(&self) -> Option<std::sync::Arc<crate::HandedPods>> {
+        Some(std::sync::Arc::clone(&self.store.data().handed))
+    }
+
+    fn carry_handed(&mut self, record: std::sync::Arc<crate::HandedPods>) {
+        self.store.data_mut().handed = record;
+        self.handed = handing::Digests::default();
+    }
+
     fn contract(&self) -> Contract {
         ComponentPlugin::contract(self)
     }
@@ -293,7 +269,7 @@ impl ComponentPlugin {
     fn call_set_pod_status(&mut self, pod: &str, status: &str) -> Result<UpdateOutcome> {
         self.check_input("set-pod-status", "pod", pod.len())?;
         self.check_input("set-pod-status", "status", status.len())?;
-        self.hand_pod(pod);
+        self.hand_status(pod, status);
         // The bindings take the WIT aliases `pod-json` and `status-json` as `&String`.
         let (pod, status) = (pod.to_string(), status.to_string());
         self.enter(
@@ -311,7 +287,6 @@ impl ComponentPlugin {
     ) -> Result<UpdateOutcome> {
         self.check_input("set-container-readiness", "pod-uid", pod_uid.len())?;
         self.check_input("set-container-readiness", "container-id", container_id.len())?;
-        self.store.data_mut().hand(pod_uid);
         let pod_uid = pod_uid.to_string();
         self.enter(
             "set-container-readiness",
@@ -332,7 +307,6 @@ impl ComponentPlugin {
         }
         self.check_input("set-container-startup", "pod-uid", pod_uid.len())?;
         self.check_input("set-container-startup", "container-id", container_id.len())?;
-        self.store.data_mut().hand(pod_uid);
         let pod_uid = pod_uid.to_string();
         let contract = self.contract();
         self.enter(
@@ -357,7 +331,7 @@ impl ComponentPlugin {
 
     fn call_terminate_pod(&mut self, pod: &str) -> Result<UpdateOutcome> {
         self.check_input("terminate-pod", "pod", pod.len())?;
-        self.hand_pod(pod);
+        self.hand_termination(pod);
         let pod = pod.to_string();
         self.enter(
             "terminate-pod",
@@ -368,17 +342,16 @@ impl ComponentPlugin {
 
     fn call_remove_orphaned_statuses(&mut self, keep: &[String]) -> Result<u32> {
         self.check_input("remove-orphaned-statuses", "keep", keep.iter().map(|uid| uid.len() + 8).sum())?;
-        // The plugin drops the others' statuses: it has no business queuing them.
-        let kept: std::collections::HashSet<&str> = keep.iter().map(String::as_str).collect();
-        self.store.data_mut().handed.retain(|uid| kept.contains(&**uid));
-        self.syncs.keep_names(&kept);
-        self.handed_pods.clear();
-        for uid in keep {
-            self.store.data_mut().hand(uid);
-        }
-        self.enter_infallible("remove-orphaned-statuses", |x, s| {
+        let removed = self.enter_infallible("remove-orphaned-statuses", |x, s| {
             dispatch!(x, s, |g| |s| g.call_remove_orphaned_statuses(s, keep), |n| n)
-        })
+        })?;
+        // The plugin dropped the others' statuses: it has no business reaching them.
+        // `keep` only narrows: a UID the host never handed is not handed by keeping it.
+        // Only once the call is through: a plugin that faulted kept them (a supervisor
+        // restores it holding them), and the host asks again.
+        let kept: HashSet<&str> = keep.iter().map(String::as_str).collect();
+        self.store.data().handed.retain(&kept);
+        Ok(removed)
     }
 
     fn call_sync_pod(&mut self, request: &SyncRequest) -> Result<SyncOutcome> {
@@ -386,10 +359,13 @@ impl ComponentPlugin {
             let world = self.store.data().world.clone();
             return crate::plugin::split_sync::sync_pod_now(self, &world, request);
         }
-        self.store.data_mut().hand(&request.pod_uid);
+        // A request hands nothing: the queue holds only pods handed already, and one the
+        // plugin's state carried in (a recovery queues those again) is not made one. Its
+        // pod stays reachable while it syncs, dropped since or not (see `HostState::syncing`).
         let old = v0_1_0::kubelet::status::types::SyncRequest::from(request);
         let middle = v0_1_1::kubelet::status::types::SyncRequest::from(request);
-        self.enter(
+        self.store.data_mut().syncing = Some(request.pod_uid.as_str().into());
+        let outcome = self.enter(
             "sync-pod",
             |x, s| match x {
                 Exports::V0_2_0(_) => unreachable!("split syncs are planned"),
@@ -401,7 +377,12 @@ impl ComponentPlugin {
                 }
             },
             |error| CallError::Rejected { call: "sync-pod", error },
-        )
+        );
+        // What the plugin dropped, the host's record dropped when it saw why (a delete
+        // the API server answered, a read that found the pod recreated): the outcome is
+        // the plugin's word, which the record does not take.
+        self.store.data_mut().syncing = None;
+        outcome
     }
 
     fn call_sync_batch(&mut self) -> Result<BatchReport> {
@@ -422,14 +403,13 @@ impl ComponentPlugin {
             return Err(CallError::Unsupported { call: CALL, contract: self.contract() });
         };
         let manager = bindings.kubelet_status_manager().clone();
-        self.store.data_mut().hand(&request.pod_uid);
         let request = crate::bindings::kubelet::status::types::SyncRequest::from(request);
         let syncs = self.enter(
             CALL,
             |_, s| manager.call_sync_pod(s, &request),
             |error| CallError::Rejected { call: CALL, error },
         )?;
-        self.check_syncs(CALL, syncs)
+        self.check_syncs(CALL, syncs, Some(&request.pod_uid))
     }
 
     fn call_plan_sync_batch(&mut self, slice: &BatchSlice) -> Result<BatchPlan> {
@@ -439,7 +419,7 @@ impl ComponentPlugin {
         };
         let manager = bindings.kubelet_status_manager().clone();
         let plan = self.enter_infallible(CALL, |_, s| manager.call_sync_batch(s, slice))?;
-        let syncs = self.check_syncs(CALL, plan.syncs)?;
+        let syncs = self.check_syncs(CALL, plan.syncs, None)?;
         let next = self.check_batch_next(CALL, slice, plan.next)?;
         Ok(BatchPlan { report: plan.report, syncs, next })
     }
@@ -508,12 +488,13 @@ impl ComponentPlugin {
 
     fn call_load_state(&mut self, state: &str) -> Result<()> {
         self.check_state_input("load-state", state)?;
-        self.hand_state(state);
         self.enter(
             "load-state",
             |x, s| dispatch!(x, s, |g| |s| g.call_load_state(s, state)),
             |error| CallError::Rejected { call: "load-state", error },
-        )
+        )?;
+        self.narrow_to_state(state);
+        Ok(())
     }
 
     fn call_save_state_changes(&mut self) -> Result<String> {
@@ -525,43 +506,49 @@ impl ComponentPlugin {
 
     fn call_apply_state_changes(&mut self, changes: &str) -> Result<()> {
         self.check_state_input("apply-state-changes", changes)?;
-        self.hand_state(changes);
         self.enter(
             "apply-state-changes",
             |x, s| dispatch!(x, s, |g| |s| g.call_apply_state_changes(s, changes)),
             |error| CallError::Rejected { call: "apply-state-changes", error },
-        )
+        )?;
+        self.widen_to_changes(changes);
+        Ok(())
     }
 }
 
 impl ComponentPlugin {
     /// Checks the syncs a plan returned: each names a pod the host handed the plugin
-    /// (the plugin may only sync pods it was told of) with a UID of bounded length. A
-    /// plan naming any other pod is a plugin bug: the instance is poisoned.
-    fn check_syncs(&mut self, call: &'static str, syncs: Vec<PodSync>) -> Result<Vec<PodSync>> {
+    /// (the plugin may only sync pods it was told of), or the pod of the request it
+    /// planned for (`request`: queued while handed, it may sync after a drop, as
+    /// upstream's queued request does), with a UID of bounded length. A plan naming any
+    /// other pod is a plugin bug: the instance is poisoned.
+    fn check_syncs(&mut self, call: &'static str, syncs: Vec<PodSync>, request: Option<&str>) -> Result<Vec<PodSync>> {
         let limit = self.store.data().sandbox.limits().max_boundary_bytes;
         let bytes: usize = syncs.iter().map(|s| s.pod_uid.len() + 16).sum();
         if bytes > limit {
             return Err(self.oversized(call, "a plan", bytes, limit));
         }
-        let foreign = syncs.iter().find(|s| !self.handed_over(&s.pod_uid));
+        let requested = |uid: &str| request == Some(uid);
+        let foreign = syncs.iter().find(|s| !self.handed_over(&s.pod_uid) && !requested(&s.pod_uid));
         if let Some(foreign) = foreign {
-            let message = format!("planned a sync of pod {:?}, which was never handed to it", shown(&foreign.pod_uid));
+            let message = format!(
+                "planned a sync of pod {:?}, which is not a pod whose status the host handed it",
+                shown(&foreign.pod_uid)
+            );
             self.fault = Some(message.clone());
             return Err(CallError::Fault { call, kind: FaultKind::ForeignUid, message });
         }
-        self.syncs.plan(syncs).map_err(|(kind, message)| {
+        let handed = &self.store.data().handed;
+        self.syncs.plan(syncs, handed, request).map_err(|(kind, message)| {
             self.fault = Some(message.clone());
             CallError::Fault { call, kind, message }
         })
     }
 
-    /// Whether `uid` names a pod the host handed this plugin (in a call, in loaded
-    /// state) or the pod manager knows: what a plan or a batch cursor may name.
+    /// Whether `uid` names a pod whose status the host handed this plugin and has not
+    /// dropped: what a plan or a batch cursor may name (`HostState::may_reach`).
     fn handed_over(&self, uid: &str) -> bool {
-        let state = self.store.data();
-        uid.len() <= crate::imports::MAX_UID_BYTES
-            && (state.handed.contains(uid) || state.world.pod_manager.get_any(uid).is_some())
+        self.store.data().may_reach(uid)
     }
 
     /// Checks where a batch's next slice starts: a pod the host handed over, strictly
@@ -577,7 +564,10 @@ impl ComponentPlugin {
         let known = self.handed_over(&next);
         let forward = slice.after.as_ref().is_none_or(|after| *after < next);
         let (kind, message) = if !known {
-            let message = format!("continued a batch after pod {:?}, which was never handed to it", shown(&next));
+            let message = format!(
+                "continued a batch after pod {:?}, which is not a pod whose status the host handed it",
+                shown(&next)
+            );
             (FaultKind::ForeignUid, message)
         } else if !forward {
             let after = slice.after.as_deref().unwrap_or_default();
@@ -618,7 +608,7 @@ impl ComponentPlugin {
         result: Result<SyncStep>,
         reply: Option<&ApiReply>,
     ) -> Result<SyncStep> {
-        let step = match result {
+        let mut step = match result {
             Ok(step) => self.check_step(call, step)?,
             Err(CallError::Rejected { call, error: ManagerError::UnknownSync(_) }) => {
                 self.syncs.end(id);
@@ -631,7 +621,7 @@ impl ComponentPlugin {
         };
         let state = self.store.data();
         let max_calls = state.sandbox.limits().sync_calls;
-        if let Err((kind, message)) = self.syncs.step(id, &step, reply, &state.world, max_calls) {
+        if let Err((kind, message)) = self.syncs.step(id, &mut step, reply, state, max_calls) {
             self.fault = Some(message.clone());
             return Err(CallError::Fault { call, kind, message });
         }
@@ -653,33 +643,4 @@ impl ComponentPlugin {
         }
         Ok(state)
     }
-}
-
-/// The pod UIDs a state document or change set names (its statuses' and written
-/// versions' keys), read without building a tree of the entries.
-fn state_uids(document: &str) -> Vec<String> {
-    use serde::de::IgnoredAny;
-    use std::collections::BTreeMap;
-    #[derive(serde::Deserialize, Default)]
-    struct Maps {
-        #[serde(default)]
-        statuses: BTreeMap<String, IgnoredAny>,
-        #[serde(default, rename = "apiStatusVersions")]
-        api_status_versions: BTreeMap<String, IgnoredAny>,
-    }
-    #[derive(serde::Deserialize)]
-    struct Document {
-        #[serde(default)]
-        statuses: BTreeMap<String, IgnoredAny>,
-        #[serde(default, rename = "apiStatusVersions")]
-        api_status_versions: BTreeMap<String, IgnoredAny>,
-        #[serde(default)]
-        patch: Option<Maps>,
-    }
-    let Ok(doc) = serde_json::from_str::<Document>(document) else { return Vec::new() };
-    let top = Maps { statuses: doc.statuses, api_status_versions: doc.api_status_versions };
-    [top, doc.patch.unwrap_or_default()]
-        .into_iter()
-        .flat_map(|m| m.statuses.into_keys().chain(m.api_status_versions.into_keys()))
-        .collect()
 }

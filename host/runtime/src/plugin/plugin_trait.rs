@@ -6,6 +6,7 @@ use podstatus_backends::HostView;
 
 use crate::bindings::Contract;
 use crate::calls::{Call, Reply};
+use crate::handed::HandedPods;
 use crate::plugin::call_error::Result;
 use crate::world::World;
 
@@ -24,6 +25,16 @@ pub trait Plugin: Send {
     /// now on: a plugin that restores state by itself (the supervisor, after a fault)
     /// holds what it restores against the record. Ignored by default.
     fn observe(&mut self, _view: Arc<HostView>) {}
+    /// The host's record of the pods whose status it handed this plugin, the only pods
+    /// the plugin may reach ([`HandedPods`]); `None` for a plugin the host trusts as
+    /// itself (the logic linked natively), which keeps none.
+    fn handed(&self) -> Option<Arc<HandedPods>> {
+        None
+    }
+    /// Reaches by `record` from now on, instead of its own: the record of the plugin
+    /// this one takes over from (a swap, a recovery), which the host carries across.
+    /// Called before any state is loaded into it. Ignored by default.
+    fn carry_handed(&mut self, _record: Arc<HandedPods>) {}
     /// The world the plugin's imports reach: where the host makes the API calls a 0.2.0
     /// plugin's syncs ask for.
     fn world(&self) -> &World;

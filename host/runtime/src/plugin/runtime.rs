@@ -39,6 +39,51 @@ pub enum LoadError {
         #[source]
         source: std::io::Error,
     },
+    /// The bytes are not WebAssembly at all: they do not start with its magic number
+    /// (`\0asm`). Checked first, so that a wrong file is named as such rather than by a
+    /// parser's dump of the bytes it expected.
+    #[error("not a WebAssembly file (it does not start with \\0asm)")]
+    NotWasm,
+    /// A core WebAssembly module: a plugin is a component (the module wrapped with its
+    /// WIT world, as `wasm-tools component new` or this workspace's build makes it).
+    #[error("a core WebAssembly module, not a component (wrap it with `wasm-tools component new`)")]
+    CoreModule,
+    /// More bytes than [`Limits::max_component_bytes`]: refused before it is read whole
+    /// or compiled.
+    #[error("larger than {limit} bytes, the limit for a plugin")]
+    TooLarge {
+        /// The limit, in bytes.
+        limit: u64,
+    },
+    /// A plugin file that did not load, for any of the reasons above: the file named.
+    #[error("{}: {source}", .path.display())]
+    File {
+        /// The file.
+        path: PathBuf,
+        /// Why it did not load.
+        #[source]
+        source: Box<LoadError>,
+    },
+}
+
+/// The first four bytes of every WebAssembly binary.
+const WASM_MAGIC: &[u8; 4] = b"\0asm";
+/// The layer field of a component's header (bytes 6 and 7; 0 is a core module).
+const COMPONENT_LAYER: [u8; 2] = [0x01, 0x00];
+
+/// Refuses what is surely no component before a parser sees it: a wrong file, a core
+/// module, more than `limit` bytes.
+fn check_header(bytes: &[u8], limit: u64) -> Result<(), LoadError> {
+    if bytes.len() as u64 > limit {
+        return Err(LoadError::TooLarge { limit });
+    }
+    if !bytes.starts_with(WASM_MAGIC) {
+        return Err(LoadError::NotWasm);
+    }
+    if bytes.len() >= 8 && bytes[6..8] != COMPONENT_LAYER {
+        return Err(LoadError::CoreModule);
+    }
+    Ok(())
 }
 
 /// How the runtime is set up.
@@ -168,6 +213,7 @@ impl PluginRuntime {
     /// Compiles (or loads from the cache) and pre-instantiates a plugin, checking that
     /// it implements the world this host serves.
     pub fn load(&self, bytes: &[u8]) -> Result<PluginImage, LoadError> {
+        check_header(bytes, self.limits.max_component_bytes)?;
         let (component, cache) = match &self.cache {
             Some(cache) => cache.load_or_compile(&self.engine, bytes).map_err(LoadError::Compile)?,
             None => (
@@ -203,12 +249,36 @@ impl PluginRuntime {
         Ok(PluginImage { pre, resize, cache, limits: self.limits.clone(), _ticker: self.ticker.clone() })
     }
 
-    /// Reads and loads a plugin file.
+    /// Reads and loads a plugin file, reading no more than
+    /// [`Limits::max_component_bytes`] of it (and one byte to know it is more); a
+    /// failure names the file.
     pub fn load_file(&self, path: impl Into<PathBuf>) -> Result<PluginImage, LoadError> {
         let path = path.into();
-        let bytes = std::fs::read(&path).map_err(|source| LoadError::Read { path, source })?;
-        self.load(&bytes)
+        let bytes = self.read_file(&path)?;
+        self.load_read(&path, &bytes)
     }
+
+    /// The bytes of the plugin file at `path`, read no further than the size limit
+    /// allows (one byte past it, for [`PluginRuntime::load`] to refuse): for a caller
+    /// that keeps the bytes (to name their digest) and loads them with
+    /// [`PluginRuntime::load_read`].
+    pub fn read_file(&self, path: &std::path::Path) -> Result<Vec<u8>, LoadError> {
+        read_bounded(path, self.limits.max_component_bytes)
+            .map_err(|source| LoadError::Read { path: path.to_path_buf(), source })
+    }
+
+    /// [`PluginRuntime::load`] of bytes read from `path`, an error naming the file.
+    pub fn load_read(&self, path: &std::path::Path, bytes: &[u8]) -> Result<PluginImage, LoadError> {
+        self.load(bytes).map_err(|source| LoadError::File { path: path.to_path_buf(), source: Box::new(source) })
+    }
+}
+
+/// The bytes of the file at `path`, at most `limit` and one more.
+fn read_bounded(path: &std::path::Path, limit: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)?.take(limit.saturating_add(1)).read_to_end(&mut bytes)?;
+    Ok(bytes)
 }
 
 /// A pre-instantiated plugin, by contract version.

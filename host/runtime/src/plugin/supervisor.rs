@@ -21,6 +21,7 @@ use serde_json::value::RawValue;
 
 use crate::bindings::{Contract, SyncRequest, UpdateOutcome};
 use crate::calls::{Call, Effect, Reply};
+use crate::handed::HandedPods;
 use crate::limits::FaultKind;
 use crate::plugin::call_error::{CallError, Result};
 use crate::plugin::component::ComponentPlugin;
@@ -90,12 +91,16 @@ pub struct SupervisedPlugin {
     /// The host's view, with its record of accepted statuses, once observed: a
     /// restored instance is held against it (its own change sets built the copy).
     record: Option<Arc<HostView>>,
+    /// The host's record of the pods handed to the plugin: every restored instance
+    /// reaches by it (the copy of the state narrows it, never widens it).
+    handed: Arc<HandedPods>,
 }
 
 impl SupervisedPlugin {
     /// A supervised instance of `image` over `world`, starting from the empty state.
     pub fn new(image: PluginImage, world: World) -> Result<Self, crate::plugin::runtime::LoadError> {
         let mut instance = image.instantiate(world.clone())?;
+        let handed = Plugin::handed(&instance).unwrap_or_default();
         let document = instance
             .save_state()
             .map_err(|e| crate::plugin::runtime::LoadError::Instantiate(wasmtime::format_err!("{e}")))?;
@@ -111,6 +116,7 @@ impl SupervisedPlugin {
             backoff: Backoff::default(),
             stats: RecoveryStats::default(),
             record: None,
+            handed,
         })
     }
 
@@ -294,7 +300,7 @@ impl SupervisedPlugin {
     fn repair_from_record(&mut self, instance: &mut ComponentPlugin, document: &str) {
         let Some(view) = &self.record else { return };
         let Some(mut held) = HeldState::from_state(document) else { return };
-        let findings = held.audit(view, &self.world.pod_manager);
+        let findings = held.audit(view, &self.world.pod_manager, Some(&self.handed));
         if findings.is_empty() {
             return;
         }
@@ -337,6 +343,7 @@ impl SupervisedPlugin {
             }
             let restored =
                 self.image.instantiate(self.world.clone()).map_err(|e| e.to_string()).and_then(|mut instance| {
+                    instance.carry_handed(Arc::clone(&self.handed));
                     instance.load_state(&document).map(|()| instance).map_err(|e| e.to_string())
                 });
             match restored {
@@ -416,6 +423,17 @@ impl Plugin for SupervisedPlugin {
 
     fn observe(&mut self, view: Arc<HostView>) {
         self.record = Some(view);
+    }
+
+    fn handed(&self) -> Option<Arc<HandedPods>> {
+        Some(Arc::clone(&self.handed))
+    }
+
+    fn carry_handed(&mut self, record: Arc<HandedPods>) {
+        if let Some(instance) = &mut self.instance {
+            instance.carry_handed(Arc::clone(&record));
+        }
+        self.handed = record;
     }
 
     fn world(&self) -> &World {

@@ -13,13 +13,16 @@
 //!
 //! Statuses a plugin drops as it should are not held against it: the host forgets a
 //! record when a sync reports the pod deleted or recreated, and a record whose pod the
-//! pod manager no longer holds (a pod deleted from the API server in a batch sync,
-//! whose outcome the host does not see) is not restored.
+//! pod manager no longer holds, or that the plugin's record of handed pods dropped (a
+//! pod deleted or found recreated in a 0.1.x batch sync, whose outcome the host does
+//! not see but whose calls it made), is not restored.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use podstatus_backends::host_view::Accepted;
 use podstatus_backends::{AcceptedRecord, HostView, PodManager};
+
+use crate::handed::HandedPods;
 use serde_json::value::RawValue;
 
 use super::entries::{CHANGES_FORMAT, ChangesEntries, Entries, same_json, shown};
@@ -103,13 +106,14 @@ impl HeldState {
         }
     }
 
-    /// Holds this state against the host's record: `view`'s accepted statuses, and
-    /// `pods` for which pods the node still has. Forgets, in `view`, the records of
-    /// pods the pod manager no longer holds that this state dropped (dropped as they
-    /// should be).
-    pub fn audit(&mut self, view: &HostView, pods: &PodManager) -> Findings {
+    /// Holds this state against the host's record: `view`'s accepted statuses, `pods`
+    /// for which pods the node still has, and `handed` (the plugin's record of handed
+    /// pods, when it keeps one) for which the host saw go. Forgets, in `view`, the
+    /// records of pods the pod manager no longer holds, or the host dropped, that this
+    /// state dropped (dropped as they should be).
+    pub fn audit(&mut self, view: &HostView, pods: &PodManager, handed: Option<&HandedPods>) -> Findings {
         self.touched.clear();
-        self.audit_pods(view, pods, None)
+        self.audit_pods(view, pods, handed, None)
     }
 
     /// [`HeldState::audit`] again, after `earlier` (taken when `view` stood at `mark`),
@@ -117,14 +121,27 @@ impl HeldState {
     /// whose status this state took since, and those whose record changed since. The
     /// cost follows the changes, not the state: a swap checks its bulk while the old
     /// plugin serves and only this while calls are held.
-    pub fn audit_again(&mut self, view: &HostView, pods: &PodManager, earlier: &Findings, mark: u64) -> Findings {
+    pub fn audit_again(
+        &mut self,
+        view: &HostView,
+        pods: &PodManager,
+        handed: Option<&HandedPods>,
+        earlier: &Findings,
+        mark: u64,
+    ) -> Findings {
         let mut only = std::mem::take(&mut self.touched);
         only.extend(view.changed_since(mark));
         only.extend(earlier.missing.iter().chain(&earlier.altered).chain(&earlier.invented).cloned());
-        self.audit_pods(view, pods, Some(&only))
+        self.audit_pods(view, pods, handed, Some(&only))
     }
 
-    fn audit_pods(&self, view: &HostView, pods: &PodManager, only: Option<&BTreeSet<String>>) -> Findings {
+    fn audit_pods(
+        &self,
+        view: &HostView,
+        pods: &PodManager,
+        handed: Option<&HandedPods>,
+        only: Option<&BTreeSet<String>>,
+    ) -> Findings {
         let mut findings = Findings { next_request_id: self.next_request_id, ..Findings::default() };
         let differs = |uid: &str, accepted: &Accepted| match self.statuses.get(uid) {
             None => true,
@@ -132,9 +149,13 @@ impl HeldState {
                 held.version != Some(accepted.version) || !same_text(held.status.as_deref(), &accepted.status)
             }
         };
+        // The host saw the pod go: gone from the node, or dropped from its record of
+        // handed pods (deleted at the plugin's request, found recreated by a read the
+        // host made, orphaned), so the plugin dropped its status as it should.
+        let gone = |uid: &str| pods.get_any(uid).is_none() || handed.is_some_and(|handed| !handed.contains(uid));
         for record in view.accepted_records_where(only, differs) {
             match self.statuses.get(&record.uid) {
-                None if pods.get_any(&record.uid).is_none() => view.forget_accepted(&record.uid),
+                None if gone(&record.uid) => view.forget_accepted(&record.uid),
                 None => {
                     findings.missing.push(record.uid.clone());
                     findings.restore.push(record);
@@ -149,8 +170,11 @@ impl HeldState {
             Some(only) => Box::new(only.iter().filter(|uid| self.statuses.contains_key(*uid))),
             None => Box::new(self.statuses.keys()),
         };
+        // A pod the node never reported is one whose status the host never handed the
+        // plugin: its status is invented, even of a pod the pod manager holds (a ghost
+        // that would have the new plugin sync a pod it may not reach, issue 47).
         for uid in held {
-            if !view.knows(uid) && pods.get_any(uid).is_none() {
+            if !view.knows(uid) {
                 findings.invented.push(uid.clone());
             }
         }
@@ -174,8 +198,8 @@ pub struct Findings {
     pub missing: Vec<String>,
     /// Accepted statuses the state holds with another version or body.
     pub altered: Vec<String>,
-    /// Statuses of pods the node never handed over (never reported, not in the pod
-    /// manager).
+    /// Statuses of pods the node never handed over (never reported, whether the pod
+    /// manager holds the pod or not).
     pub invented: Vec<String>,
     /// The records that go back in.
     restore: Vec<AcceptedRecord>,
@@ -345,7 +369,7 @@ mod tests {
         let entry =
             serde_json::json!({"version": 1, "podName": "a", "podNamespace": "ns", "status": {"phase": "Running"}});
         let held = HeldState::from_state(&state(serde_json::json!({"ua": entry, "ub": entry}), serde_json::json!({})));
-        let findings = held.expect("the state format").audit(&view, &pods);
+        let findings = held.expect("the state format").audit(&view, &pods, None);
         assert!(findings.is_empty(), "{findings:?}");
     }
 
@@ -359,7 +383,7 @@ mod tests {
             serde_json::json!({"ub": altered, "u-invented": invented}),
             serde_json::json!({"7": {"podUid": "u-invented", "version": 9, "podName": "x", "podNamespace": "ns"}}),
         );
-        let findings = HeldState::from_state(&document).unwrap().audit(&view, &pods);
+        let findings = HeldState::from_state(&document).unwrap().audit(&view, &pods, None);
         assert_eq!(findings.missing, ["ua"]);
         assert_eq!(findings.altered, ["ub"]);
         assert_eq!(findings.invented, ["u-invented"]);
@@ -382,14 +406,14 @@ mod tests {
         let entry =
             serde_json::json!({"version": 1, "podName": "a", "podNamespace": "ns", "status": {"phase": "Running"}});
         let mut held = HeldState::from_state(&state(serde_json::json!({"ua": entry}), serde_json::json!({}))).unwrap();
-        assert_eq!(held.audit(&view, &pods).missing, ["ub"]);
+        assert_eq!(held.audit(&view, &pods, None).missing, ["ub"]);
         let newer =
             serde_json::json!({"version": 2, "podName": "b", "podNamespace": "ns", "status": {"phase": "Running"}});
         let changes = serde_json::json!({"format": CHANGES_FORMAT, "version": 2,
             "patch": {"statuses": {"ub": newer, "ua": null}, "apiStatusVersions": {}, "pending": {}, "nextRequestId": 3}});
         assert!(held.apply_changes(&changes.to_string()));
         assert!(!held.apply_changes("{not a change set"));
-        let findings = held.audit(&view, &pods);
+        let findings = held.audit(&view, &pods, None);
         assert_eq!((findings.missing, findings.altered), (vec!["ua".to_string()], vec!["ub".to_string()]));
     }
 
@@ -400,7 +424,7 @@ mod tests {
         let entry =
             serde_json::json!({"version": 1, "podName": "b", "podNamespace": "ns", "status": {"phase": "Running"}});
         let mut held = HeldState::from_state(&state(serde_json::json!({"ub": entry}), serde_json::json!({}))).unwrap();
-        assert!(held.audit(&view, &pods).is_empty());
+        assert!(held.audit(&view, &pods, None).is_empty());
         assert_eq!(view.accepted("ua"), None, "the record of the dropped status is forgotten");
     }
 
@@ -410,7 +434,7 @@ mod tests {
         let entry = |name: &str, version: u64| serde_json::json!({"version": version, "podName": name, "podNamespace": "ns", "status": {"phase": "Running"}});
         let mut held =
             HeldState::from_state(&state(serde_json::json!({"ua": entry("a", 1)}), serde_json::json!({}))).unwrap();
-        let earlier = held.audit(&view, &pods);
+        let earlier = held.audit(&view, &pods, None);
         assert_eq!(earlier.missing, ["ub"]);
         let mark = view.change_mark();
         // Since: the record of a moves on (the plugin accepted version 2), the state
@@ -419,14 +443,14 @@ mod tests {
         let changes = serde_json::json!({"format": CHANGES_FORMAT, "version": 2, "patch": {"statuses":
             {"ub": entry("b", 1), "u-new": entry("x", 1)}, "apiStatusVersions": {}, "pending": {}, "nextRequestId": 3}});
         assert!(held.apply_changes(&changes.to_string()));
-        let again = held.audit_again(&view, &pods, &earlier, mark);
+        let again = held.audit_again(&view, &pods, None, &earlier, mark);
         assert_eq!(
             (again.missing.len(), again.altered.clone(), again.invented.clone()),
             (0, vec!["ua".into()], vec!["u-new".into()])
         );
         // Nothing changed since that: only what it found is looked at, and found again.
         let mark = view.change_mark();
-        let third = held.audit_again(&view, &pods, &again, mark);
+        let third = held.audit_again(&view, &pods, None, &again, mark);
         assert_eq!(third, again);
     }
 
@@ -443,13 +467,13 @@ mod tests {
                 "5": {"podUid": "u-x", "version": 1, "podName": "x", "podNamespace": "ns"}}),
         );
         let mut held = HeldState::from_state(&document).unwrap();
-        let findings = held.audit(&view, &pods);
+        let findings = held.audit(&view, &pods, None);
         let repaired: serde_json::Value = serde_json::from_str(&findings.repair_document(&document).unwrap()).unwrap();
         assert_eq!(repaired["statuses"]["ua"]["status"], serde_json::json!({"phase": "Running"}));
         assert_eq!(repaired["statuses"]["ua"]["version"], 1, "the kept request refers to it again");
         assert!(repaired["statuses"].get("u-x").is_none() && repaired["pending"].get("5").is_none());
         assert!(repaired["pending"].get("4").is_some());
-        assert!(HeldState::from_state(&repaired.to_string()).unwrap().audit(&view, &pods).is_empty());
+        assert!(HeldState::from_state(&repaired.to_string()).unwrap().audit(&view, &pods, None).is_empty());
         // Judged without ua (its record moved on since the save), only the invention is left.
         let rest = findings.clone().without(&BTreeSet::from(["ua".to_string()]));
         assert_eq!((rest.missing.len(), rest.invented.clone()), (0, vec!["u-x".to_string()]));
@@ -460,13 +484,27 @@ mod tests {
     }
 
     #[test]
+    fn a_status_of_a_pod_never_reported_is_invented_though_the_pod_manager_holds_it() {
+        let (view, pods) = world();
+        pods.add_pod(pod("c", "uc"));
+        let entry =
+            serde_json::json!({"version": 1, "podName": "a", "podNamespace": "ns", "status": {"phase": "Running"}});
+        let ghost =
+            serde_json::json!({"version": 1, "podName": "c", "podNamespace": "ns", "status": {"phase": "Failed"}});
+        let document = state(serde_json::json!({"ua": entry, "ub": entry, "uc": ghost}), serde_json::json!({}));
+        let findings = HeldState::from_state(&document).unwrap().audit(&view, &pods, None);
+        assert_eq!(findings.invented, ["uc"]);
+    }
+
+    #[test]
     fn a_record_without_a_pod_name_cannot_be_repaired() {
         let view = HostView::new(Arc::new(ContainersStopped));
         view.accept("ua", Accepted { version: 1, status: "{}".into() });
         let pods = PodManager::new();
         pods.add_pod(pod("a", "ua"));
-        let findings =
-            HeldState::from_state(&state(serde_json::json!({}), serde_json::json!({}))).unwrap().audit(&view, &pods);
+        let findings = HeldState::from_state(&state(serde_json::json!({}), serde_json::json!({})))
+            .unwrap()
+            .audit(&view, &pods, None);
         assert_eq!(findings.missing, ["ua"]);
         assert_eq!(findings.repair(), Err(RepairError::UnnamedPod("ua".into())));
         assert!(HeldState::from_state("{not json").is_none());

@@ -77,9 +77,13 @@ pub struct SwapReport {
 }
 
 /// Moves the bulk of `old`'s state into `new` and checks that `new` holds it; returns
-/// the document's size. `old` keeps serving afterwards; what changes from here on moves
-/// with [`move_changes`].
+/// the document's size. `new` reaches by `old`'s record of handed pods from here on
+/// ([`Plugin::carry_handed`]). `old` keeps serving afterwards; what changes from here
+/// on moves with [`move_changes`].
 pub fn move_bulk(old: &mut dyn Plugin, new: &mut dyn Plugin) -> Result<usize, SwapError> {
+    if let Some(record) = old.handed() {
+        new.carry_handed(record);
+    }
     let state = old.save_state().map_err(SwapError::Source)?;
     load_checked(new, &state)?;
     Ok(state.len())

@@ -80,12 +80,12 @@ impl ComponentPlugin {
         self.resize.clone().ok_or(CallError::Unsupported { call, contract: self.contract() })
     }
 
-    /// A pod UID the host passes, within the boundary limit; noted as handed (a
-    /// plugin may name the pods it was told of).
+    /// A pod UID the host passes, within the boundary limit. It hands the plugin no
+    /// status: upstream keeps a resize condition beside the status cache, and a pod
+    /// named only here is never one its manager writes, so the plugin may not reach it
+    /// either ([`crate::handed`]).
     fn check_uid(&mut self, call: &'static str, pod_uid: &str) -> Result<()> {
-        self.check_input(call, "pod-uid", pod_uid.len())?;
-        self.store.data_mut().hand(pod_uid);
-        Ok(())
+        self.check_input(call, "pod-uid", pod_uid.len())
     }
 }
 

@@ -11,11 +11,14 @@
 //! contract refuses it, `unknown-sync`) and the plugin's steps after:
 //!
 //! - a plan names each pod at most once and no ID of a sync not yet ended;
-//! - a call is on the sync's own pod (its namespace and name) and a sync asks for at
-//!   most [`Limits::sync_calls`](crate::plugin::Limits::sync_calls) calls;
+//! - a call is on the sync's own pod (its namespace and name, as the host handed it
+//!   when the sync was planned), a write or delete pinned to its UID and a write's
+//!   phase one the host handed ([`crate::reach`]), and a sync asks for at most
+//!   [`Limits::sync_calls`](crate::plugin::Limits::sync_calls) calls;
 //! - `deleted` ends a sync only right after a delete the API server answered, and
 //!   `recreated` only right after a read that found another pod under the name: the
-//!   host forgets its record of a pod's accepted status on either word.
+//!   host forgets its record of a pod's accepted status on either word, and the pod
+//!   leaves its record of handed pods.
 //!
 //! A breach is a fault ([`Breach`]): the instance is not entered again.
 
@@ -24,7 +27,10 @@ use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::bindings::{ApiCall, ApiReply, PodSync, SyncOutcome, SyncStep};
+use crate::handed::HandedPods;
+use crate::imports::HostState;
 use crate::limits::FaultKind;
+use crate::reach::{check_phase, patch_phase, pin, reply_phase, update_phase};
 use crate::world::World;
 use podstatus_backends::pod_identity::uid_in_json;
 
@@ -40,15 +46,17 @@ pub(super) struct Ledger {
     live: HashMap<u64, Live>,
     /// The plugin's ID of each live sync to its host ID.
     by_plugin: HashMap<u64, u64>,
-    /// Namespace and name of each pod handed over with them (a pod's never change),
-    /// for the pods the pod manager no longer holds.
-    names: HashMap<Box<str>, (Box<str>, Box<str>)>,
 }
 
 #[derive(Debug)]
 struct Live {
     plugin_id: u64,
     pod_uid: Box<str>,
+    /// The pod's namespace and name as the host handed it: the only pod the sync may
+    /// call on, even if the host drops the pod while the sync runs (upstream's
+    /// `syncPod` runs on with the status it was given).
+    namespace: Box<str>,
+    name: Box<str>,
     /// The call it waits for an answer to; `None` while planned.
     waiting: Option<Verb>,
     /// Calls it asked for so far.
@@ -63,23 +71,17 @@ enum Verb {
 }
 
 impl Ledger {
-    /// Notes the namespace and name of the pod `uid`, as a pod the host handed over
-    /// says. Only names Kubernetes allows are kept (a call can name no other pod).
-    pub(super) fn name(&mut self, uid: &str, namespace: &str, name: &str) {
-        if crate::api::invalid_name(default_namespace(namespace), name).is_none() && !self.names.contains_key(uid) {
-            self.names.insert(uid.into(), (default_namespace(namespace).into(), name.into()));
-        }
-    }
-
-    /// Forgets the names of the pods `keep` does not hold.
-    pub(super) fn keep_names(&mut self, keep: &HashSet<&str>) {
-        self.names.retain(|uid, _| keep.contains(&**uid));
-    }
-
-    /// Takes a plan: each sync under a new host ID, or the breach.
-    pub(super) fn plan(&mut self, syncs: Vec<PodSync>) -> Result<Vec<PodSync>, Breach> {
+    /// Takes a plan, each of whose pods `handed` holds (or held lately, for the pod of
+    /// the `request` planned for): each sync under a new host ID, or the breach.
+    pub(super) fn plan(
+        &mut self,
+        syncs: Vec<PodSync>,
+        handed: &HandedPods,
+        request: Option<&str>,
+    ) -> Result<Vec<PodSync>, Breach> {
         let mut ids = HashSet::new();
         let mut pods = HashSet::new();
+        let mut names = Vec::with_capacity(syncs.len());
         for sync in &syncs {
             if self.by_plugin.contains_key(&sync.id) || !ids.insert(sync.id) {
                 return Err((FaultKind::Plan, format!("planned sync {} again before it ended", sync.id)));
@@ -88,13 +90,30 @@ impl Ledger {
                 let uid = shown(&sync.pod_uid);
                 return Err((FaultKind::Plan, format!("planned two syncs of pod {uid:?} in one plan")));
             }
+            let name = match request {
+                Some(uid) if uid == sync.pod_uid => handed.lately_named(uid),
+                _ => handed.name_of(&sync.pod_uid),
+            };
+            let Some(name) = name else {
+                let uid = shown(&sync.pod_uid);
+                return Err((FaultKind::ForeignUid, format!("planned a sync of pod {uid:?}, which the host dropped")));
+            };
+            names.push(name);
         }
         Ok(syncs
             .into_iter()
-            .map(|sync| {
+            .zip(names)
+            .map(|(sync, (namespace, name))| {
                 let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
                 self.by_plugin.insert(sync.id, id);
-                let live = Live { plugin_id: sync.id, pod_uid: sync.pod_uid.as_str().into(), waiting: None, calls: 0 };
+                let live = Live {
+                    plugin_id: sync.id,
+                    pod_uid: sync.pod_uid.as_str().into(),
+                    namespace,
+                    name,
+                    waiting: None,
+                    calls: 0,
+                };
                 self.live.insert(id, live);
                 PodSync { id, ..sync }
             })
@@ -115,22 +134,22 @@ impl Ledger {
     }
 
     /// Checks the step the live sync `id` took, `reply` being the answer it was handed
-    /// (none when it started), and notes it: a sync that is done is over.
+    /// (none when it started), and notes it: a sync that is done is over. A write or
+    /// delete that carries no UID precondition gets its pod's here.
     pub(super) fn step(
         &mut self,
         id: u64,
-        step: &SyncStep,
+        step: &mut SyncStep,
         reply: Option<&ApiReply>,
-        world: &World,
+        state: &HostState,
         max_calls: u32,
     ) -> Result<(), Breach> {
         let Some(live) = self.live.get(&id) else { return Ok(()) };
         match step {
             SyncStep::Call(call) => {
                 let (verb, namespace, name) = target(call);
-                if let Some((own_ns, own_name)) = self.pod_name(&live.pod_uid, world)
-                    && (default_namespace(namespace) != own_ns || name != own_name)
-                {
+                let (own_ns, own_name) = (&*live.namespace, &*live.name);
+                if default_namespace(namespace) != own_ns || name != own_name {
                     let message = format!(
                         "sync of pod {:?} ({own_ns}/{own_name}) asked for a call on pod {:?}/{:?}",
                         shown(&live.pod_uid),
@@ -138,6 +157,9 @@ impl Ledger {
                         shown(name)
                     );
                     return Err((FaultKind::WrongPod, message));
+                }
+                if verb != Verb::Get {
+                    held_to_its_pod(call, &live.pod_uid, reply, state)?;
                 }
                 if live.calls >= max_calls {
                     let message =
@@ -151,6 +173,7 @@ impl Ledger {
             }
             SyncStep::Done(outcome) => {
                 let shown = shown(&live.pod_uid).to_owned();
+                let world = &state.world;
                 let fits = match outcome {
                     SyncOutcome::Deleted => {
                         live.waiting == Some(Verb::Delete) && matches!(reply, Some(ApiReply::Deleted(Ok(()))))
@@ -160,6 +183,12 @@ impl Ledger {
                     }
                     _ => true,
                 };
+                let dropped = matches!(outcome, SyncOutcome::Deleted | SyncOutcome::Recreated);
+                if fits && dropped {
+                    // The plugin drops the pod's status (upstream's `deletePodStatus`): the
+                    // host's record of handed pods drops it too.
+                    state.handed.drop_pod(&live.pod_uid);
+                }
                 self.end(id);
                 if !fits {
                     let message = format!("sync of pod {shown:?} ended {outcome:?}, which its calls do not show");
@@ -169,23 +198,43 @@ impl Ledger {
             }
         }
     }
+}
 
-    /// The namespace and name of the pod `uid`, when the host knows them.
-    fn pod_name(&self, uid: &str, world: &World) -> Option<(String, String)> {
-        if let Some((namespace, name)) = self.names.get(uid) {
-            return Some((namespace.to_string(), name.to_string()));
-        }
-        // Not handed over by name (the pod manager's pods reach the plugin by UID
-        // too): the pod manager's copy names it.
-        let pod = world.pod_manager.get_any(uid)?;
-        let namespace = default_namespace(pod.metadata.namespace.as_deref().unwrap_or_default()).to_owned();
-        Some((namespace, pod.metadata.name.clone()?))
+/// Holds a sync's write or delete of its pod `uid` to the rule ([`crate::reach`]): its
+/// UID precondition names the pod (one the call lacks is added), and a write's phase
+/// is one the host handed for it (or the API server's, as the sync's read answered it,
+/// `reply`).
+fn held_to_its_pod(call: &mut ApiCall, uid: &str, reply: Option<&ApiReply>, state: &HostState) -> Result<(), Breach> {
+    let pods = &state.world.pod_manager;
+    let given = match call {
+        ApiCall::GetPod(_) => return Ok(()),
+        ApiCall::UpdatePodStatus(u) => &mut u.uid_precondition,
+        ApiCall::PatchPodStatus(p) => &mut p.uid_precondition,
+        ApiCall::DeletePod(d) => &mut d.options.uid_precondition,
+    };
+    let refused =
+        |why: String| (FaultKind::ForeignUid, format!("sync of pod {:?} asked for a call: {why}", shown(uid)));
+    if let Some(pinned) = pin(pods, uid, given.as_deref()).map_err(refused)? {
+        *given = Some(pinned);
     }
+    let api_uid = given.clone().unwrap_or_default();
+    let written = match call {
+        ApiCall::UpdatePodStatus(u) => update_phase(&u.status).map(Some),
+        ApiCall::PatchPodStatus(p) => patch_phase(&p.patch),
+        ApiCall::GetPod(_) | ApiCall::DeletePod(_) => Ok(None),
+    };
+    let read = || match reply {
+        Some(ApiReply::Pod(Ok(pod))) => reply_phase(pod),
+        _ => None,
+    };
+    written
+        .and_then(|phase| check_phase(&state.handed, pods, uid, &api_uid, phase.as_deref(), read))
+        .map_err(|why| (FaultKind::Content, format!("sync of pod {:?} asked for a write: {why}", shown(uid))))
 }
 
 /// Kubernetes' namespace of a pod that names none.
 fn default_namespace(namespace: &str) -> &str {
-    if namespace.is_empty() { "default" } else { namespace }
+    crate::handed::default_namespace(namespace)
 }
 
 /// What a call does and the pod it names.

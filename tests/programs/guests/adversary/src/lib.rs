@@ -3,7 +3,7 @@
 //! Every adversary accepts statuses (queuing a request for each) and otherwise answers
 //! plausibly; the feature decides where it goes wrong:
 //! - `trap-on-sync`: panics as soon as `sync-pod` is called;
-//! - `trap-mid-sync`: reads the pod from the API server, then panics before writing;
+//! - `trap-mid-sync`: reads the pod from the pod manager, then panics before writing;
 //! - `infinite-loop`: `set-pod-status` never returns;
 //! - `memory-bomb`: `set-pod-status` allocates without bound;
 //! - `stack-overflow`: `set-pod-status` recurses without bound;
@@ -212,7 +212,9 @@ impl Guest for Adversary {
             panic!("adversary: refusing to sync {}", request.pod_uid);
         }
         if cfg!(feature = "trap-mid-sync") {
-            let _ = kubelet::status::api_server::get_pod("default", &request.pod_uid);
+            // A read of the pod manager, not of the API server: the pod's name is not
+            // remembered here, and a read by any other name is the host's refusal.
+            let _ = kubelet::status::pod_manager::get_pod_by_uid(&request.pod_uid);
             panic!("adversary: read {} and gave up before writing", request.pod_uid);
         }
         Ok(SyncOutcome::UpToDate)

@@ -13,6 +13,9 @@
 //! - `revive`: writes the status with phase `Running`, with the pod's UID;
 //! - `forget`: accepts the status and forgets it: `get-pod-status` finds nothing and
 //!   `sync-pod` writes nothing (a plugin that drops its cache);
+//! - `neighbour`: writes the status to the pod the annotation `podstatus.test/neighbour`
+//!   names (`namespace/name`), by name alone: a pod of the node whose status the host
+//!   never handed it;
 //! - anything else (or no annotation): writes the status as given, with the pod's UID,
 //!   as an honest plugin would.
 //!
@@ -38,6 +41,8 @@ use kubelet::status::types::SyncRequest;
 const PROBE: &str = "podstatus.test/probe";
 /// The annotation that gives a forged IP.
 const IP: &str = "podstatus.test/ip";
+/// The annotation that names the pod the `neighbour` probe writes.
+const NEIGHBOUR: &str = "podstatus.test/neighbour";
 
 /// A pod handed over, and what its last probe got.
 struct Held {
@@ -45,6 +50,8 @@ struct Held {
     name: String,
     probe: String,
     ip: String,
+    /// `namespace/name` of the pod the `neighbour` probe writes.
+    neighbour: String,
     status: Value,
     version: u64,
     result: Option<String>,
@@ -82,15 +89,18 @@ struct Prober;
 
 impl Prober {
     fn probe(uid: &str, held: &Held) -> Result<(), ApiError> {
-        let write = |status: &Value, uid_precondition: Option<String>| {
+        let write_to = |namespace: &str, name: &str, status: &Value, uid_precondition: Option<String>| {
             let update = StatusUpdate {
-                namespace: held.namespace.clone(),
-                name: held.name.clone(),
+                namespace: namespace.to_owned(),
+                name: name.to_owned(),
                 uid_precondition,
                 resource_version_precondition: None,
                 status: status.to_string(),
             };
             api_server::update_pod_status(&update).map(|_| ())
+        };
+        let write = |status: &Value, uid_precondition: Option<String>| {
+            write_to(&held.namespace, &held.name, status, uid_precondition)
         };
         match held.probe.as_str() {
             "delete" => {
@@ -104,6 +114,10 @@ impl Prober {
                 write(&status, Some(uid.to_owned()))
             }
             "stale-name" => write(&held.status, None),
+            "neighbour" => {
+                let (namespace, name) = held.neighbour.split_once('/').unwrap_or(("default", &held.neighbour));
+                write_to(namespace, name, &held.status, None)
+            }
             "revive" => {
                 let mut status = held.status.clone();
                 status["phase"] = json!("Running");
@@ -139,6 +153,7 @@ impl Guest for Prober {
                     name: field(&pod, "/metadata/name").to_owned(),
                     probe: annotation(&pod, PROBE).unwrap_or("honest").to_owned(),
                     ip: annotation(&pod, IP).unwrap_or("10.66.6.6").to_owned(),
+                    neighbour: annotation(&pod, NEIGHBOUR).unwrap_or_default().to_owned(),
                     status,
                     version,
                     result: None,
