@@ -1,6 +1,8 @@
 //! kubectl against the embedded API server: `get pods -o wide`, `get pod X -o json`,
-//! `delete pod X` (immediate for an unbound pod, graceful for a bound one), and
-//! `get pods -w` seeing a status written to the store.
+//! `delete pod X` (immediate for an unbound pod, graceful for a bound one), `get pods
+//! -w` seeing a status written to the store, and as users start: `apply -f`, `create
+//! -f` and `explain` without extra flags (kubectl reads the server's OpenAPI documents
+//! first and has the server validate fields: a typo is refused, not dropped).
 //!
 //! Uses the `kubectl` on the PATH (`.ci/run` makes sure there is one), isolated from any
 //! user configuration: `KUBECONFIG=/dev/null` and a scratch `HOME`.
@@ -187,4 +189,131 @@ fn get_pods_watch_prints_a_status_change() {
     let changed = changed.unwrap_or_else(|e| panic!("{e}\nstderr: {stderr}"));
     assert!(first.starts_with("web "), "{first}");
     assert!(changed.starts_with("web ") && changed.contains("node-1"), "{changed}");
+}
+
+/// A manifest as users write one: no status, no node.
+const POD_YAML: &str = "apiVersion: v1
+kind: Pod
+metadata:
+  name: NAME
+  labels:
+    app: demo
+spec:
+  containers:
+  - name: app
+    image: nginx:1.27
+";
+
+impl Fixture {
+    /// `POD_YAML` for pod `name`, written to a file; its path.
+    fn manifest(&self, name: &str, yaml: &str) -> String {
+        let path = self.home.join(format!("{name}.yaml"));
+        std::fs::write(&path, yaml.replace("NAME", name)).expect("manifest written");
+        path.to_str().expect("a UTF-8 path").to_owned()
+    }
+
+    /// kubectl's exit, stdout and stderr (for the commands expected to fail).
+    fn attempt(&self, args: &[&str]) -> (bool, String, String) {
+        let output = self.command(args).output().expect("kubectl runs");
+        let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
+        (output.status.success(), text(&output.stdout), text(&output.stderr))
+    }
+}
+
+/// The STATUS column of `name` in `kubectl get pods`.
+fn status_of(out: &str, name: &str) -> String {
+    let mut lines = out.lines();
+    let header: Vec<&str> = lines.next().expect("a header").split_whitespace().collect();
+    let column = header.iter().position(|h| *h == "STATUS").expect("a STATUS column");
+    let row = lines.map(|l| l.split_whitespace().collect::<Vec<_>>()).find(|row| row[0] == name);
+    row.unwrap_or_else(|| panic!("no row {name}:\n{out}"))[column].to_owned()
+}
+
+#[test]
+fn apply_creates_then_leaves_an_unchanged_pod_alone_and_get_shows_it_pending() {
+    let fixture = Fixture::new("apply");
+    let manifest = fixture.manifest("demo", POD_YAML);
+    let out = fixture.run(&["apply", "-f", &manifest]);
+    assert!(out.contains("pod/demo created"), "{out}");
+    let stored = fixture.store().get_pod("default", "demo").expect("created");
+    assert!(
+        stored
+            .metadata
+            .annotations
+            .as_ref()
+            .is_some_and(|a| a.contains_key("kubectl.kubernetes.io/last-applied-configuration")),
+        "apply records what it applied"
+    );
+    assert_eq!(status_of(&fixture.run(&["get", "pods"]), "demo"), "Pending", "a pod on no node is Pending");
+
+    let out = fixture.run(&["apply", "-f", &manifest]);
+    assert!(out.contains("pod/demo unchanged"), "{out}");
+    let relabelled = fixture.manifest("demo", &POD_YAML.replace("app: demo", "app: demo2"));
+    let out = fixture.run(&["apply", "-f", &relabelled]);
+    assert!(out.contains("pod/demo configured"), "{out}");
+    let labels = fixture.store().get_pod("default", "demo").expect("there").metadata.labels.clone();
+    assert_eq!(labels.and_then(|l| l.get("app").cloned()).as_deref(), Some("demo2"));
+
+    // A new image: kubectl sends a strategic merge patch of that container alone (by
+    // name); its ports stay.
+    let with_ports =
+        POD_YAML.replace("    image: nginx:1.27\n", "    image: nginx:1.27\n    ports:\n    - containerPort: 80\n");
+    let served = fixture.manifest("web2", &with_ports);
+    assert!(fixture.run(&["apply", "-f", &served]).contains("pod/web2 created"));
+    let upgraded = fixture.manifest("web2", &with_ports.replace("nginx:1.27", "nginx:1.28"));
+    let out = fixture.run(&["apply", "-f", &upgraded]);
+    assert!(out.contains("pod/web2 configured"), "{out}");
+    let pod = fixture.store().get_pod("default", "web2").expect("there");
+    let container = &pod.spec.as_ref().expect("a spec").containers[0];
+    assert_eq!(container.image.as_deref(), Some("nginx:1.28"));
+    let ports = container.ports.as_ref().map(|ports| ports.iter().map(|p| p.container_port).collect::<Vec<_>>());
+    assert_eq!(ports, Some(vec![80]), "the container merged by name, not replaced");
+}
+
+#[test]
+fn create_refuses_a_field_the_kind_lacks_and_a_name_taken() {
+    let fixture = Fixture::new("create");
+    let manifest = fixture.manifest("made", POD_YAML);
+    let out = fixture.run(&["create", "-f", &manifest]);
+    assert!(out.contains("pod/made created"), "{out}");
+    assert_eq!(status_of(&fixture.run(&["get", "pods"]), "made"), "Pending");
+    let (created, _, stderr) = fixture.attempt(&["create", "-f", &manifest]);
+    assert!(!created && stderr.contains("AlreadyExists"), "{stderr}");
+
+    // kubectl sends fieldValidation=Strict (its default, --validate=strict) once the
+    // OpenAPI document says the server takes it, and checks nothing itself.
+    let typo = fixture.manifest("typo", &POD_YAML.replace("    image:", "    imagee:"));
+    let (created, _, stderr) = fixture.attempt(&["create", "-f", &typo]);
+    assert!(!created, "a typo is refused");
+    assert!(stderr.contains("strict decoding error: unknown field \"spec.containers[0].imagee\""), "{stderr}");
+    assert!(fixture.store().get_pod("default", "typo").is_err(), "and nothing was written");
+    // --validate=warn: written, the field dropped, the warning printed.
+    let (created, _, stderr) = fixture.attempt(&["create", "--validate=warn", "-f", &typo]);
+    assert!(created, "{stderr}");
+    assert!(stderr.contains("unknown field \"spec.containers[0].imagee\""), "{stderr}");
+    // A dry run this server cannot make is refused, never made for real.
+    let other = fixture.manifest("dry", POD_YAML);
+    let (created, _, stderr) = fixture.attempt(&["create", "--dry-run=server", "-f", &other]);
+    assert!(!created && stderr.contains("dryRun"), "{stderr}");
+    assert!(fixture.store().get_pod("default", "dry").is_err());
+}
+
+#[test]
+fn explain_reads_kubernetes_own_words_from_both_documents() {
+    let fixture = Fixture::new("explain");
+    // OpenAPI v3 (kubectl's default).
+    let out = fixture.run(&["explain", "pods"]);
+    assert!(out.contains("KIND:") && out.contains("Pod"), "{out}");
+    assert!(out.contains("Pod is a collection of containers that can run on a host."), "{out}");
+    let out = fixture.run(&["explain", "pods.spec.containers.image"]);
+    assert!(out.contains("Container image name."), "{out}");
+    let out = fixture.run(&["explain", "leases.spec"]);
+    assert!(out.contains("holderIdentity"), "{out}");
+    // OpenAPI v2, as protobuf (what client-go asks /openapi/v2 for).
+    let out = fixture.run(&["explain", "pods.status.phase", "--output", "plaintext-openapiv2"]);
+    assert!(out.contains("FIELD:") && out.contains("phase"), "{out}");
+    assert!(out.contains("The phase of a Pod"), "{out}");
+    // A kind this server does not serve has no document.
+    let (explained, _, stderr) = fixture.attempt(&["explain", "deployments"]);
+    assert!(!explained, "{stderr}");
 }

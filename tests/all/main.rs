@@ -24,6 +24,7 @@ mod layout;
 mod lying_plugins;
 mod metrics;
 mod module_circles;
+mod openapi;
 mod overlap;
 mod plugin_faults;
 mod pod_identity_readers;

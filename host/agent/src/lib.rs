@@ -22,6 +22,7 @@
 //! ([`NodeAgent::start_with_layer`] takes its faults).
 
 pub mod client;
+mod duration_text;
 pub mod fleet;
 mod go_duration;
 mod listen;
@@ -30,6 +31,7 @@ pub mod node;
 pub mod rollout;
 
 pub use client::Target;
+pub use duration_text::{format_duration, format_seconds};
 pub use fleet::Fleet;
 pub use go_duration::{GoDurationError, parse as parse_go_duration};
 pub use node::{AgentConfig, AgentError, NodeAgent};

@@ -3,6 +3,7 @@
 //! Python client work against it as against a cluster.
 //!
 //! Served: discovery (`/version`, `/api`, `/apis`, `/api/v1`, aggregated discovery v2),
+//! the OpenAPI v2 and v3 documents of the kinds served (`/openapi/v2`, `/openapi/v3`),
 //! list and get of pods with field and label selectors and server-side `Table`s, watch
 //! (chunked newline-delimited events, resumable from a resourceVersion, 410 when too
 //! old, bookmarks), create, update, status update and patch (JSON merge patch,
@@ -35,10 +36,12 @@ mod call;
 mod client_latency;
 mod discovery;
 mod excerpt;
+mod field_validation;
 mod identifiers;
 mod object_handlers;
 mod object_tables;
 mod objects;
+mod openapi;
 mod options;
 mod paging;
 mod pods;
@@ -51,6 +54,7 @@ mod server_fields;
 mod stats;
 mod status_body;
 mod stopping;
+mod strategic;
 mod table;
 mod validation;
 mod watch;

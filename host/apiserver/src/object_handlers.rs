@@ -12,12 +12,14 @@ use http::{Response, StatusCode};
 use serde_json::{Value, json};
 
 use crate::call::{Call, Context};
+use crate::field_validation::{FieldValidation, warned};
 use crate::object_tables;
 use crate::objects::{self, Part, Resource};
 use crate::pods::{Encoder, stream_list, table_request};
 use crate::response::{Body, json_response};
 use crate::selectors::Selector;
 use crate::status_body::Failure;
+use crate::strategic::{self, strategic_merge};
 
 const MERGE_PATCH: &str = "application/merge-patch+json";
 const STRATEGIC_MERGE_PATCH: &str = "application/strategic-merge-patch+json";
@@ -95,9 +97,10 @@ pub(crate) fn create(
     resource: &Resource,
     namespace: &str,
 ) -> Result<Response<Body>, Failure> {
-    let object = objects::checked_body(resource, call.json_body()?, namespace, None)?;
+    let directive = FieldValidation::of(call)?;
+    let (object, warnings) = objects::checked_body(resource, call.json_body()?, namespace, None, directive)?;
     let created = context.objects.create(resource, namespace, object)?;
-    Ok(json_response(StatusCode::CREATED, &*created))
+    Ok(warned(json_response(StatusCode::CREATED, &*created), &warnings))
 }
 
 /// PUT of the object (`part` Main) or of `/status` (`part` Status); the body's
@@ -110,9 +113,10 @@ pub(crate) fn replace(
     name: &str,
     part: Part,
 ) -> Result<Response<Body>, Failure> {
-    let object = objects::checked_body(resource, call.json_body()?, namespace, Some(name))?;
+    let directive = FieldValidation::of(call)?;
+    let (object, warnings) = objects::checked_body(resource, call.json_body()?, namespace, Some(name), directive)?;
     let updated = context.objects.update(resource, namespace, name, object, part)?;
-    Ok(json_response(StatusCode::OK, &*updated))
+    Ok(warned(json_response(StatusCode::OK, &*updated), &warnings))
 }
 
 /// PATCH of the object or of `/status`: a JSON merge patch, or a strategic merge patch
@@ -128,6 +132,7 @@ pub(crate) fn patch(
     name: &str,
     part: Part,
 ) -> Result<Response<Body>, Failure> {
+    let directive = FieldValidation::of(call)?;
     let strategic = match call.content_type.as_str() {
         MERGE_PATCH => false,
         STRATEGIC_MERGE_PATCH => true,
@@ -145,17 +150,17 @@ pub(crate) fn patch(
         let stored = context.objects.get(resource, namespace, name)?;
         let mut document = (*stored).clone();
         if strategic {
-            strategic_merge(&mut document, &patch);
+            strategic_merge(&mut document, &patch, strategic::node_and_lease_keys);
         } else {
             json_patch::merge(&mut document, &patch);
         }
         if !explicit_version {
             document["metadata"]["resourceVersion"] = stored["metadata"]["resourceVersion"].clone();
         }
-        let document = objects::checked_body(resource, document, namespace, Some(name))?;
+        let (document, warnings) = objects::checked_body(resource, document, namespace, Some(name), directive)?;
         match context.objects.update(resource, namespace, name, document, part) {
             Err(failure) if failure.reason == "Conflict" && !explicit_version && attempt < PATCH_ATTEMPTS => continue,
-            Ok(updated) => return Ok(json_response(StatusCode::OK, &*updated)),
+            Ok(updated) => return Ok(warned(json_response(StatusCode::OK, &*updated), &warnings)),
             Err(failure) => return Err(failure),
         }
     }
@@ -181,94 +186,4 @@ pub(crate) fn delete(
     let (uid, version) = (precondition("uid")?, precondition("resourceVersion")?);
     let deleted = context.objects.delete(resource, namespace, name, uid.as_deref(), version.as_deref())?;
     Ok(json_response(StatusCode::OK, &*deleted))
-}
-
-/// The merge keys of the lists in these kinds' schema (`patchMergeKey`).
-fn merge_key(field: &str) -> Option<&'static str> {
-    match field {
-        "conditions" | "addresses" => Some("type"),
-        "taints" => Some("key"),
-        _ => None,
-    }
-}
-
-/// A strategic merge patch, as far as nodes and leases need: objects merge key by key,
-/// `null` removes, lists with a merge key merge by it (an item `{"$patch": "delete"}`
-/// removes its match), other lists are replaced; `$` directives are dropped.
-/// Hand-written: no Rust crate applies strategic merge patches (they need Kubernetes'
-/// schema), and these two kinds need only the three merge keys above.
-fn strategic_merge(target: &mut Value, patch: &Value) {
-    let (Value::Object(target_map), Value::Object(patch_map)) = (&mut *target, patch) else {
-        *target = without_directives(patch);
-        return;
-    };
-    for (key, value) in patch_map {
-        if key.starts_with('$') {
-            continue;
-        }
-        if value.is_null() {
-            target_map.remove(key);
-            continue;
-        }
-        match (merge_key(key), value, target_map.get_mut(key)) {
-            (Some(merge_key), Value::Array(items), Some(Value::Array(current))) => {
-                for item in items {
-                    let id = &item[merge_key];
-                    let existing = current.iter().position(|candidate| &candidate[merge_key] == id);
-                    match (existing, item.get("$patch").and_then(Value::as_str)) {
-                        (Some(at), Some("delete")) => {
-                            current.remove(at);
-                        }
-                        (None, Some("delete")) => {}
-                        (Some(at), _) => strategic_merge(&mut current[at], item),
-                        (None, _) => current.push(without_directives(item)),
-                    }
-                }
-            }
-            (_, Value::Object(_), Some(existing)) if existing.is_object() => strategic_merge(existing, value),
-            _ => {
-                target_map.insert(key.clone(), without_directives(value));
-            }
-        }
-    }
-}
-
-fn without_directives(value: &Value) -> Value {
-    match value {
-        Value::Object(map) => Value::Object(
-            map.iter()
-                .filter(|(key, _)| !key.starts_with('$'))
-                .map(|(k, v)| (k.clone(), without_directives(v)))
-                .collect(),
-        ),
-        Value::Array(items) => Value::Array(items.iter().map(without_directives).collect()),
-        other => other.clone(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn strategic_patches_merge_conditions_by_type_and_taints_by_key() {
-        let mut node = json!({"status": {"conditions": [
-            {"type": "Ready", "status": "True", "reason": "KubeletReady"},
-            {"type": "MemoryPressure", "status": "False"}
-        ]}, "spec": {"taints": [{"key": "a", "effect": "NoSchedule"}]}});
-        let patch = json!({
-            "status": {"$setElementOrder/conditions": [{"type": "Ready"}], "conditions": [
-                {"type": "Ready", "status": "False", "reason": "KubeletNotReady"},
-                {"type": "MemoryPressure", "$patch": "delete"}
-            ]},
-            "spec": {"taints": [{"key": "b", "effect": "NoExecute"}], "unschedulable": true}
-        });
-        strategic_merge(&mut node, &patch);
-        assert_eq!(
-            node["status"]["conditions"],
-            json!([{"type": "Ready", "status": "False", "reason": "KubeletNotReady"}])
-        );
-        assert_eq!(node["spec"]["taints"].as_array().map(Vec::len), Some(2));
-        assert_eq!(node["spec"]["unschedulable"], true);
-    }
 }

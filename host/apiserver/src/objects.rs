@@ -16,6 +16,7 @@ use k8s_openapi::api::core::v1::Node;
 use serde_json::{Value, json};
 
 use crate::excerpt::excerpt;
+use crate::field_validation::FieldValidation;
 use crate::identifiers::new_uid;
 use crate::status_body::{Cause, Failure};
 use crate::validation;
@@ -39,8 +40,9 @@ pub(crate) struct Resource {
     pub short_names: &'static [&'static str],
     /// Whether it has a `status` subresource (written only through `/status`).
     pub has_status: bool,
-    /// Checks that a JSON object is a valid object of the kind (its typed parse).
-    pub parse: fn(&Value) -> Result<(), String>,
+    /// Checks that a JSON object is a valid object of the kind (its typed parse), and
+    /// gives what the type keeps of it: the object without fields the kind lacks.
+    pub parse: fn(&Value) -> Result<Value, String>,
 }
 
 impl Resource {
@@ -76,8 +78,9 @@ pub(crate) const LEASES: Resource = Resource {
     parse: typed::<Lease>,
 };
 
-fn typed<T: serde::de::DeserializeOwned>(value: &Value) -> Result<(), String> {
-    T::deserialize(value).map(|_| ()).map_err(|e| e.to_string())
+fn typed<T: serde::de::DeserializeOwned + serde::Serialize>(value: &Value) -> Result<Value, String> {
+    let object = T::deserialize(value).map_err(|e| e.to_string())?;
+    serde_json::to_value(object).map_err(|e| e.to_string())
 }
 
 /// Which part of a stored object a write replaces.
@@ -270,7 +273,8 @@ pub(crate) fn checked_body(
     mut object: Value,
     namespace: &str,
     name: Option<&str>,
-) -> Result<Value, Failure> {
+    directive: FieldValidation,
+) -> Result<(Value, Vec<String>), Failure> {
     if !object.is_object() {
         return Err(Failure::bad_request(format!("the body must be a {} object", resource.kind)));
     }
@@ -325,9 +329,12 @@ pub(crate) fn checked_body(
     if !causes.is_empty() {
         return Err(Failure::invalid_kind(resource.kind, &name, causes));
     }
-    (resource.parse)(&object)
+    // What the type keeps is stored: fields the kind lacks are dropped, as
+    // kube-apiserver drops them (and refuses or warns of them as `directive` says).
+    let kept = (resource.parse)(&object)
         .map_err(|e| Failure::bad_request(format!("the body is not a valid {}: {e}", resource.kind)))?;
-    Ok(object)
+    let warnings = directive.judge(&object, &kept, resource.kind)?;
+    Ok((kept, warnings))
 }
 
 fn name_of(object: &Value) -> String {
@@ -350,9 +357,27 @@ fn now() -> String {
 mod tests {
     use super::*;
 
+    const IGNORE: FieldValidation = FieldValidation::Ignore;
+
+    #[test]
+    fn fields_the_kind_lacks_are_dropped_and_judged() {
+        let given =
+            json!({"metadata": {"name": "n1", "labelz": {}}, "spec": {"podCIDR": "10.0.0.0/24", "podCIDRZ": 1}});
+        let (kept, warnings) = checked_body(&NODES, given.clone(), "", None, FieldValidation::Warn).expect("warned");
+        assert_eq!(warnings, ["unknown field \"metadata.labelz\"", "unknown field \"spec.podCIDRZ\""]);
+        assert_eq!((kept["spec"]["podCIDR"].as_str(), kept["spec"].get("podCIDRZ")), (Some("10.0.0.0/24"), None));
+        let refused = checked_body(&NODES, given, "", None, FieldValidation::Strict).expect_err("strict");
+        assert!(
+            refused.message.starts_with("Node in version \"v1\" cannot be handled as a Node"),
+            "{}",
+            refused.message
+        );
+    }
+
     fn node(name: &str) -> Value {
-        checked_body(&NODES, json!({"metadata": {"name": name}, "status": {"phase": "Running"}}), "", None)
+        checked_body(&NODES, json!({"metadata": {"name": name}, "status": {"phase": "Running"}}), "", None, IGNORE)
             .expect("a valid node")
+            .0
     }
 
     #[test]
@@ -384,22 +409,30 @@ mod tests {
 
     #[test]
     fn names_sizes_types_and_the_object_cap_are_enforced() {
-        let invalid = checked_body(&NODES, json!({"metadata": {"name": "Not_A_Name"}}), "", None).expect_err("422");
+        let invalid =
+            checked_body(&NODES, json!({"metadata": {"name": "Not_A_Name"}}), "", None, IGNORE).expect_err("422");
         assert_eq!((invalid.code, invalid.causes[0].field.as_str()), (422, "metadata.name"));
-        let lease = checked_body(&LEASES, json!({"metadata": {"name": "n1"}}), "Bad NS", None).expect_err("422");
+        let lease =
+            checked_body(&LEASES, json!({"metadata": {"name": "n1"}}), "Bad NS", None, IGNORE).expect_err("422");
         assert_eq!(lease.causes[0].field, "metadata.namespace");
         let mistyped = checked_body(
             &LEASES,
             json!({"metadata": {"name": "n1"}, "spec": {"leaseDurationSeconds": "x"}}),
             "ns",
             None,
+            IGNORE,
         );
         assert_eq!(mistyped.expect_err("400").code, 400);
 
         let store = ObjectStore::new(1, 400);
-        let big =
-            checked_body(&NODES, json!({"metadata": {"name": "big", "labels": {"a": "x".repeat(500)}}}), "", None);
-        assert_eq!(store.create(&NODES, "", big.expect("valid")).expect_err("too large").code, 413);
+        let big = checked_body(
+            &NODES,
+            json!({"metadata": {"name": "big", "labels": {"a": "x".repeat(500)}}}),
+            "",
+            None,
+            IGNORE,
+        );
+        assert_eq!(store.create(&NODES, "", big.expect("valid").0).expect_err("too large").code, 413);
         store.create(&NODES, "", node("n1")).expect("room for one");
         let refused = store.create(&NODES, "", node("n2")).expect_err("over the cap");
         assert_eq!((refused.code, refused.reason), (403, "Forbidden"));

@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 
 use crate::call::{Call, Context};
 use crate::excerpt::excerpt;
+use crate::field_validation::{FieldValidation, warned};
 use crate::identifiers::{new_uid, random_suffix};
 use crate::paging::{self, PageRequest};
 use crate::response::{Body, SendFailed, json_response, streaming_response};
@@ -22,6 +23,7 @@ use crate::selectors::Selector;
 use crate::server_fields::{self, version_of};
 use crate::stats::Held;
 use crate::status_body::{Cause, Failure};
+use crate::strategic;
 use crate::table::{self, IncludeObject};
 use crate::validation;
 use crate::watch::{self, Start, WatchFormat};
@@ -251,7 +253,7 @@ pub(crate) fn get(call: &Call, context: &Context, namespace: &str, name: &str) -
 /// kube-apiserver sets them (`server_fields`: generation 1, the QoS class). Unlike
 /// kube-apiserver, a status given here is kept (tests and `simulate` seed pods so).
 pub(crate) fn create(call: &Call, context: &Context, namespace: &str) -> Result<Response<Body>, Failure> {
-    let mut pod = pod_body(call)?;
+    let (mut pod, warnings) = pod_body(call)?;
     check_namespace(&pod, namespace)?;
     pod.metadata.namespace = Some(namespace.to_owned());
     if pod.metadata.name.as_deref().is_none_or(str::is_empty)
@@ -266,21 +268,26 @@ pub(crate) fn create(call: &Call, context: &Context, namespace: &str) -> Result<
     pod.metadata.deletion_timestamp = None;
     pod.metadata.deletion_grace_period_seconds = None;
     pod.metadata.resource_version = None;
-    pod.status.get_or_insert_with(|| PodStatus { phase: Some("Pending".into()), ..Default::default() });
+    // kube-apiserver starts every pod Pending (its `PrepareForCreate`); a status given
+    // here is kept, and a phase it lacks is Pending (kubectl's STATUS column shows it).
+    let status = pod.status.get_or_insert_with(PodStatus::default);
+    if status.phase.as_deref().is_none_or(str::is_empty) {
+        status.phase = Some("Pending".into());
+    }
     server_fields::on_create(&mut pod);
     validation::check_size(&pod.metadata, pod.spec.as_ref(), pod.status.as_ref(), context.options.max_object_bytes)?;
     let created = context.store.create_pod(pod)?;
-    Ok(json_response(StatusCode::CREATED, &to_json(&created)))
+    Ok(warned(json_response(StatusCode::CREATED, &to_json(&created)), &warnings))
 }
 
 /// PUT of the pod: its UID and resourceVersion are preconditions; the status is kept.
 pub(crate) fn replace(call: &Call, context: &Context, namespace: &str, name: &str) -> Result<Response<Body>, Failure> {
-    let mut pod = pod_body(call)?;
+    let (mut pod, warnings) = pod_body(call)?;
     check_identity(&pod, namespace, name)?;
     pod.metadata.namespace = Some(namespace.to_owned());
     pod.metadata.name = Some(name.to_owned());
     let updated = update_checked(context, pod)?;
-    Ok(json_response(StatusCode::OK, &to_json(&updated)))
+    Ok(warned(json_response(StatusCode::OK, &to_json(&updated)), &warnings))
 }
 
 /// Writes an update of the pod (PUT, PATCH) with kube-apiserver's update validation
@@ -307,7 +314,7 @@ pub(crate) fn replace_status(
     namespace: &str,
     name: &str,
 ) -> Result<Response<Body>, Failure> {
-    let pod = pod_body(call)?;
+    let (pod, warnings) = pod_body(call)?;
     check_identity(&pod, namespace, name)?;
     let update = StatusUpdate {
         namespace: namespace.to_owned(),
@@ -317,7 +324,7 @@ pub(crate) fn replace_status(
         status: pod.status.unwrap_or_default(),
     };
     let updated = update_status_checked(context, update)?;
-    Ok(json_response(StatusCode::OK, &to_json(&updated)))
+    Ok(warned(json_response(StatusCode::OK, &to_json(&updated)), &warnings))
 }
 
 /// Writes a status with the size limit, checked under the store's lock.
@@ -340,7 +347,8 @@ pub(crate) fn patch_status(
     name: &str,
 ) -> Result<Response<Body>, Failure> {
     let limit = context.options.max_object_bytes;
-    let patched = match patch_body(call)? {
+    let directive = FieldValidation::of(call)?;
+    let (patched, warnings) = match patch_body(call)? {
         PatchBody::Strategic(patch) => {
             let stored = context.store.get_pod(namespace, name)?;
             check_uid_kept(&stored, patch_uid(&patch)?)?;
@@ -353,12 +361,15 @@ pub(crate) fn patch_status(
             // is a conflict there).
             let patch =
                 StatusPatch { namespace: namespace.to_owned(), name: name.to_owned(), uid_precondition: None, patch };
-            context.store.patch_pod_status_checked(patch, |stored, status| {
+            // Not judged for unknown fields: the store merges the status itself (the
+            // status manager's own write, made often, never with fieldValidation).
+            let patched = context.store.patch_pod_status_checked(patch, |stored, status| {
                 server_fields::on_status_write(stored, status)?;
                 validation::check_size(&stored.metadata, stored.spec.as_ref(), Some(status), limit)
-            })?
+            })?;
+            (patched, Vec::new())
         }
-        patch => patch_retrying(context, namespace, name, &patch, |context, stored, patched| {
+        patch => patch_retrying(context, namespace, name, &patch, directive, |context, stored, patched| {
             let update = StatusUpdate {
                 namespace: namespace.to_owned(),
                 name: name.to_owned(),
@@ -369,25 +380,21 @@ pub(crate) fn patch_status(
             update_status_checked(context, update)
         })?,
     };
-    Ok(json_response(StatusCode::OK, &to_json(&patched)))
+    Ok(warned(json_response(StatusCode::OK, &to_json(&patched)), &warnings))
 }
 
-/// PATCH of the pod itself (labels, annotations, ...): the status is kept. A strategic
-/// merge patch is applied as a merge patch with its `$` directives dropped: the same for
-/// maps such as labels and annotations, but lists are replaced whole, not merged by key.
+/// PATCH of the pod itself (labels, annotations, an image, ...): the status is kept. A
+/// strategic merge patch merges a pod's lists by their keys (containers by name, ...:
+/// `strategic`), as `kubectl apply` of a changed manifest needs.
 pub(crate) fn patch(call: &Call, context: &Context, namespace: &str, name: &str) -> Result<Response<Body>, Failure> {
-    let patch = match patch_body(call)? {
-        PatchBody::Strategic(mut patch) => {
-            drop_directives(&mut patch);
-            PatchBody::Merge(patch)
-        }
-        other => other,
-    };
-    let patched = patch_retrying(context, namespace, name, &patch, |context, stored, mut patched| {
-        patched.metadata.resource_version = stored.metadata.resource_version.clone();
-        update_checked(context, patched)
-    })?;
-    Ok(json_response(StatusCode::OK, &to_json(&patched)))
+    let directive = FieldValidation::of(call)?;
+    let patch = patch_body(call)?;
+    let (patched, warnings) =
+        patch_retrying(context, namespace, name, &patch, directive, |context, stored, mut patched| {
+            patched.metadata.resource_version = stored.metadata.resource_version.clone();
+            update_checked(context, patched)
+        })?;
+    Ok(warned(json_response(StatusCode::OK, &to_json(&patched)), &warnings))
 }
 
 /// DELETE with `DeleteOptions` (body, or `?gracePeriodSeconds=`); answers with the pod as
@@ -478,7 +485,8 @@ impl PatchBody {
     /// a 422, as kube-apiserver answers it.
     fn apply(&self, document: &mut Value) -> Result<(), Failure> {
         match self {
-            PatchBody::Merge(patch) | PatchBody::Strategic(patch) => json_patch::merge(document, patch),
+            PatchBody::Merge(patch) => json_patch::merge(document, patch),
+            PatchBody::Strategic(patch) => strategic::strategic_merge(document, patch, strategic::pod_keys),
             PatchBody::Json(operations) => {
                 json_patch::patch(document, operations).map_err(|_| Failure::rejected_patch())?;
             }
@@ -488,15 +496,18 @@ impl PatchBody {
 }
 
 /// Read, patch, write with the read resourceVersion as precondition; a conflict caused
-/// by a concurrent write (not by the patch's own resourceVersion) is retried.
+/// by a concurrent write (not by the patch's own resourceVersion) is retried. The
+/// patched pod's unknown fields are judged by `directive`: the written pod and the
+/// warnings to send.
 fn patch_retrying(
     context: &Context,
     namespace: &str,
     name: &str,
     patch: &PatchBody,
+    directive: FieldValidation,
     write: impl Fn(&Context, &Pod, Pod) -> Result<Arc<Pod>, Failure>,
-) -> Result<Arc<Pod>, Failure> {
-    if let PatchBody::Merge(patch) = patch {
+) -> Result<(Arc<Pod>, Vec<String>), Failure> {
+    if let PatchBody::Merge(patch) | PatchBody::Strategic(patch) = patch {
         patch_uid(patch)?;
     }
     let explicit_version = patch.names_version();
@@ -506,8 +517,13 @@ fn patch_retrying(
         let stored = context.store.get_pod(namespace, name)?;
         let mut document = to_json(&stored);
         patch.apply(&mut document)?;
+        let given = directive.checks().then(|| document.clone());
         let mut patched: Pod = serde_json::from_value(document)
             .map_err(|e| Failure::bad_request(format!("the patched pod is not a valid Pod: {e}")))?;
+        let warnings = match &given {
+            Some(given) => directive.judge(given, &to_json(&patched), "Pod")?,
+            None => Vec::new(),
+        };
         // The URL names the pod: a patch cannot move it to another name or namespace.
         check_identity(&patched, namespace, name)?;
         patched.metadata.namespace = Some(namespace.to_owned());
@@ -520,7 +536,7 @@ fn patch_retrying(
         }
         match write(context, &stored, patched) {
             Err(failure) if failure.reason == "Conflict" && !explicit_version && attempt < PATCH_ATTEMPTS => continue,
-            result => return result,
+            result => return result.map(|pod| (pod, warnings)),
         }
     }
 }
@@ -557,17 +573,6 @@ fn patch_uid(patch: &Value) -> Result<Option<&str>, Failure> {
     }
 }
 
-fn drop_directives(value: &mut Value) {
-    match value {
-        Value::Object(map) => {
-            map.retain(|key, _| !key.starts_with('$'));
-            map.values_mut().for_each(drop_directives);
-        }
-        Value::Array(items) => items.iter_mut().for_each(drop_directives),
-        _ => {}
-    }
-}
-
 /// The body of a PATCH by its type; a type this server does not apply (an apply patch,
 /// say) is a 415.
 fn patch_body(call: &Call) -> Result<PatchBody, Failure> {
@@ -588,12 +593,21 @@ fn patch_body(call: &Call) -> Result<PatchBody, Failure> {
     }
 }
 
-fn pod_body(call: &Call) -> Result<Pod, Failure> {
+/// The pod a body holds, and the warnings about its unknown fields (`fieldValidation`).
+fn pod_body(call: &Call) -> Result<(Pod, Vec<String>), Failure> {
+    let directive = FieldValidation::of(call)?;
     let value = call.json_body()?;
     if let Some(kind) = value.get("kind").and_then(Value::as_str).filter(|kind| *kind != "Pod") {
         return Err(Failure::bad_request(format!("the body is a {}, not a Pod", excerpt(kind))));
     }
-    serde_json::from_value(value).map_err(|e| Failure::bad_request(format!("the body is not a valid Pod: {e}")))
+    let given = directive.checks().then(|| value.clone());
+    let pod: Pod =
+        serde_json::from_value(value).map_err(|e| Failure::bad_request(format!("the body is not a valid Pod: {e}")))?;
+    let warnings = match &given {
+        Some(given) => directive.judge(given, &to_json(&pod), "Pod")?,
+        None => Vec::new(),
+    };
+    Ok((pod, warnings))
 }
 
 fn check_namespace(pod: &Pod, namespace: &str) -> Result<(), Failure> {

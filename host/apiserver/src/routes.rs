@@ -3,6 +3,7 @@
 //! | path | methods |
 //! |---|---|
 //! | `/version`, `/api`, `/apis`, `/api/v1` (trailing `/` accepted) | GET |
+//! | `/openapi/v2`, `/openapi/v3`, `/openapi/v3/{group version}` | GET |
 //! | `/api/v1/pods` | GET (list, `?watch=true`) |
 //! | `/api/v1/namespaces/{ns}/pods` | GET (list, watch), POST |
 //! | `/api/v1/namespaces/{ns}/pods/{name}` | GET, PUT, PATCH, DELETE |
@@ -38,7 +39,7 @@ use crate::response::{Body, failure_response, json_response, respond};
 use crate::stats::Held;
 use crate::status_body::Failure;
 use crate::stopping::stopped;
-use crate::{discovery, object_handlers as objects, pods};
+use crate::{discovery, object_handlers as objects, openapi, pods};
 
 /// One open connection, as the accept loop sees it.
 struct Connection {
@@ -341,6 +342,13 @@ fn route(path: &str, call: &Call, context: &Context) -> Result<Response<Body>, F
     let segments: Vec<String> =
         path.split('/').filter(|segment| !segment.is_empty()).map(percent_decode).collect::<Result<_, _>>()?;
     let segments: Vec<&str> = segments.iter().map(String::as_str).collect();
+    // A dry run this server cannot make is refused, never made for real.
+    if let Some(dry_run) = call.param("dryRun").filter(|value| !value.is_empty()) {
+        return Err(Failure::bad_request(format!(
+            "dryRun: Unsupported value: \"{}\": this server makes no dry runs (nothing was written)",
+            excerpt(dry_run)
+        )));
+    }
     let get_only = |value: Value| {
         if call.method == Method::GET {
             Ok(json_response(StatusCode::OK, &value))
@@ -350,6 +358,7 @@ fn route(path: &str, call: &Call, context: &Context) -> Result<Response<Body>, F
     };
     match segments.as_slice() {
         ["version"] => get_only(discovery::version()),
+        ["openapi", rest @ ..] => openapi::route(rest, call).unwrap_or_else(|| Err(Failure::no_such_path())),
         ["api"] if discovery::wants_aggregated(&call.accept) && call.method == Method::GET => {
             Ok(aggregated_response(&discovery::aggregated_core()))
         }

@@ -124,6 +124,12 @@ impl Failure {
         )
     }
 
+    /// 406: none of the media types the request accepts is one this path is served in
+    /// (kube-apiserver's OpenAPI handler answers so, with no body of its own).
+    pub fn not_acceptable() -> Self {
+        Self::new(406, "NotAcceptable", "the server cannot answer in any media type the request accepts")
+    }
+
     /// 415: a PATCH of a type this server does not apply (kube-apiserver's words for it).
     pub fn unsupported_patch_type() -> Self {
         Self::new(415, "UnsupportedMediaType", "415: Unsupported Media Type")

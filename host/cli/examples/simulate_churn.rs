@@ -7,6 +7,11 @@
 //!
 //! Arguments: pods, seconds per run, churn rates (events per second, comma-separated),
 //! then anything else is passed to `simulate` as is (e.g. `--kube-api-qps 500`).
+//!
+//! With `PODSTATUS_CHURN_JSON=FILE`, every run's summary (`simulate --json`'s, with the
+//! run's `churn`, `kube_api_qps` and `start_and_flush_seconds` added) is also written
+//! to FILE, `{"source": COMMAND, "runs": [...]}`: what `docs/figures/plot_runs.py`
+//! draws (`docs/figures/churn-*.json`).
 
 use std::process::Command;
 
@@ -30,6 +35,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "| churn (events/s) | new versions | statuses written | API calls / version | p50 | p95 | p99 | max | past a full queue | start + final flush | pods differing | peak RSS | written / s (churn) | caller p50 | caller p99 |"
     );
     println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let qps = extra
+        .iter()
+        .position(|arg| arg == "--kube-api-qps")
+        .and_then(|at| extra.get(at + 1))
+        .and_then(|qps| qps.parse::<f64>().ok())
+        .unwrap_or(50.0);
+    let mut runs = Vec::new();
     for rate in rates.split(',') {
         let started = std::time::Instant::now();
         let output = Command::new(&binary)
@@ -67,6 +79,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             f("/caller_latency_ms/p50"),
             f("/caller_latency_ms/p99"),
         );
+        let flush = wall - f("/seconds");
+        let mut run = summary;
+        run["churn"] = serde_json::json!(rate.parse::<f64>().unwrap_or(f64::NAN));
+        run["kube_api_qps"] = serde_json::json!(qps);
+        run["start_and_flush_seconds"] = serde_json::json!(flush);
+        runs.push(run);
+    }
+    if let Some(path) = std::env::var_os("PODSTATUS_CHURN_JSON") {
+        let command = std::env::args().collect::<Vec<_>>().join(" ");
+        let document = serde_json::json!({"source": command, "runs": runs});
+        std::fs::write(&path, serde_json::to_vec_pretty(&document)?)?;
     }
     Ok(())
 }

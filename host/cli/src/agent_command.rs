@@ -18,21 +18,24 @@ use podstatus_simulate::{ApiServerTarget, Signals, SimulatedNode};
 
 use crate::failure;
 use crate::node_args::NodeArgs;
-use crate::plugin_args::PluginArgs;
+use crate::plugin_args::{NODE_DEFAULT_LOGIC, PluginArgs};
 use crate::simulate_command::{self, Second};
 
 /// How long reporting the node as shutting down may take.
 const MARK_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// `podstatus agent`'s options.
+/// `podstatus agent`'s options. The agent acts for a real node: it runs the newest
+/// release followed faithfully unless told otherwise (`--logic`).
 #[derive(clap::Args)]
+#[command(mut_arg("logic", |arg| arg.default_value(NODE_DEFAULT_LOGIC)))]
 pub struct AgentArgs {
     /// The node's name (the kubelet's --hostname-override): a DNS-1123 subdomain, as
     /// the API server requires; in a pod, pass the pod's name (`--node-name $(POD_NAME)`).
     #[arg(long, visible_alias = "hostname-override", value_name = "NAME", value_parser = crate::input::node_name)]
     node_name: String,
-    /// Where the embedded API server listens (without --kubeconfig or --server).
-    #[arg(long, default_value = "127.0.0.1:8080")]
+    /// Where the embedded API server listens (without --kubeconfig or --server); not
+    /// `serve`'s 8080 nor `fleet`'s 8082, so that the three run side by side.
+    #[arg(long, default_value = "127.0.0.1:8081", help_heading = "API server and client")]
     listen: std::net::SocketAddr,
     /// How long the flush at shutdown may take, at most (statuses still unwritten then
     /// are left, and the exit is 1).
@@ -73,7 +76,7 @@ fn agent(args: &AgentArgs) -> anyhow::Result<()> {
     };
     let config = args.client.agent_config(&args.node_name, target, args.node.config(&args.node_name));
     let plugins = PluginRuntime::new(&args.plugin.runtime_config()).context("plugin runtime")?;
-    let image = args.plugin.load(&plugins)?;
+    let (image, ran) = args.plugin.load(&plugins)?;
     // Signals are honoured from here on, in every state: while the API server is
     // waited for, while the node registers and runs, during the flush.
     let signals = Signals::default();
@@ -84,7 +87,7 @@ fn agent(args: &AgentArgs) -> anyhow::Result<()> {
     let node = SimulatedNode::start_until(&config, plugins, image, None, &not_stopped).context("starting the agent")?;
     let agent = node.agent();
     tracing::info!(node = %args.node_name, api_server = agent.api_url(), "agent running");
-    eprintln!("podstatus agent: node {} on {}", args.node_name, agent.api_url());
+    eprintln!("podstatus agent: node {} on {}, {ran}", args.node_name, agent.api_url());
     let mut runner = PodRunner::start(agent.node_side(), Arc::clone(agent.pod_manager()), args.node.node_ip.clone());
     while !signals.stop.load(Ordering::SeqCst) {
         // A registration the API server refused for good: nothing this agent does can

@@ -7,8 +7,10 @@ use podstatus_backends::DEFAULT_CAPACITY;
 use podstatus_simulate::{ApiServerTarget, SimulatedTarget};
 
 /// How the node agent reaches its API server and paces its client: what `agent` and
-/// `simulate` share.
+/// `simulate` share (under their own heading in `--help`, but for the status
+/// manager's own options).
 #[derive(clap::Args)]
+#[command(next_help_heading = "API server and client")]
 pub struct ClientArgs {
     /// Use a cluster instead of the embedded API server: this kubeconfig file, or with
     /// no FILE, KUBECONFIG, ~/.kube/config or the in-cluster service account.
@@ -32,10 +34,10 @@ pub struct ClientArgs {
     #[arg(long, value_name = "URL", value_parser = crate::input::url)]
     pub server: Option<String>,
     /// Static pod manifests (the kubelet's --pod-manifest-path).
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", help_heading = "Status manager")]
     pub pod_manifest_path: Option<std::path::PathBuf>,
     /// Serve Prometheus metrics here (e.g. 127.0.0.1:9090).
-    #[arg(long, value_name = "ADDR")]
+    #[arg(long, value_name = "ADDR", help_heading = "Output")]
     pub metrics_addr: Option<std::net::SocketAddr>,
     /// API requests per second the client may make (the kubelet's --kube-api-qps;
     /// above zero).

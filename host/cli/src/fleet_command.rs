@@ -15,21 +15,23 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use podstatus_agent::Target;
 use podstatus_agent::fleet::{FleetGroup, FleetSpec, StartProgress, canary_nodes};
 use podstatus_agent::node::PodRunner;
 use podstatus_agent::rollout::{CanaryPlan, ControlLimits, ControlServer, Outcome, PluginCatalog, serve_commands};
 use podstatus_agent::{Fleet, Rollout};
+use podstatus_agent::{Target, format_seconds};
 use podstatus_apiserver::{EmbeddedApiServer, ServeOptions};
 use podstatus_backends::MemoryApiServer;
 use podstatus_plugins::LogicVersion;
 use podstatus_runtime::{PluginImage, PluginRuntime, PoolSize};
 use podstatus_simulate::{ApiServerTarget, Signals};
 
+use podstatus_agent::node::Flushed;
+
 use crate::client_args::ClientArgs;
 use crate::failure::{BadInput, InputContext};
 use crate::node_args::NodeArgs;
-use crate::plugin_args::{Logic, PluginArgs};
+use crate::plugin_args::{Logic, NODE_DEFAULT_LOGIC, PluginArgs, RanPlugin};
 use crate::rollout_args::{RolloutArgs, canary_share};
 use crate::simulate_command;
 use crate::work_progress::WorkProgress;
@@ -45,8 +47,10 @@ const TICK: Duration = Duration::from_millis(100);
 /// The longest the fleet waits for its Nodes to report Ready before it serves anyway.
 const READY_TIMEOUT: Duration = Duration::from_secs(120);
 
-/// `podstatus fleet`'s options.
+/// `podstatus fleet`'s options. Its nodes act for real ones: they run the newest
+/// release followed faithfully unless told otherwise (`--logic`).
 #[derive(clap::Args)]
+#[command(mut_arg("logic", |arg| arg.default_value(NODE_DEFAULT_LOGIC)))]
 pub struct FleetArgs {
     /// Virtual nodes in this process, named NAME-0 .. NAME-(N-1) after --node-name
     /// (defaults to the sum of the --group counts); 1 to 10,000 (every node's plugin
@@ -63,35 +67,36 @@ pub struct FleetArgs {
     /// numbered in the groups' order. Without it: one group `all` of every node.
     #[arg(long = "group", value_name = "NAME=COUNT[:PLUGIN]", value_parser = parse_group)]
     groups: Vec<GroupArg>,
-    /// Where the embedded API server listens (without --kubeconfig or --server).
-    #[arg(long, default_value = "127.0.0.1:8080")]
+    /// Where the embedded API server listens (without --kubeconfig or --server); not
+    /// `serve`'s 8080 nor `agent`'s 8081, so that the three run side by side.
+    #[arg(long, default_value = "127.0.0.1:8082", help_heading = "API server and client")]
     listen: SocketAddr,
     /// Where the control endpoint listens (GET /rollout, POST /rollout/promote,
     /// /rollout/rollback, /rollout/canary). Loopback by default: it swaps plugins.
-    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:10350")]
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:10350", help_heading = "Canary rollout")]
     control_addr: SocketAddr,
     /// Label every metric sample with its node too (`node`): a series per node and
     /// family, so off by default (samples carry `group` and `logic`).
-    #[arg(long)]
+    #[arg(long, help_heading = "Output")]
     per_node_metrics: bool,
     /// Start a canary at once: this share of the nodes (`10%`, `0.1`), spread over the
     /// fleet, moves to --canary-plugin or --canary-logic and is compared with the rest
     /// for --canary-watch.
-    #[arg(long, value_name = "SHARE", value_parser = canary_share)]
+    #[arg(long, value_name = "SHARE", value_parser = canary_share, help_heading = "Canary rollout")]
     canary: Option<f64>,
     /// The plugin a canary moves to (also one the control endpoint can start a canary
     /// on, by its file's stem).
-    #[arg(long, value_name = "FILE.wasm", conflicts_with = "canary_logic")]
+    #[arg(long, value_name = "FILE.wasm", conflicts_with = "canary_logic", help_heading = "Canary rollout")]
     canary_plugin: Option<PathBuf>,
     /// The built-in logic version a canary moves to.
-    #[arg(long, value_enum, value_name = "VERSION")]
+    #[arg(long, value_enum, value_name = "VERSION", help_heading = "Canary rollout")]
     canary_logic: Option<Logic>,
     /// How long a canary runs before the rollout decides by itself (it waits on while
     /// the canary has too few samples to judge).
-    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = crate::input::duration)]
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = crate::input::duration, help_heading = "Canary rollout")]
     canary_watch: Duration,
     /// Never decide by itself: only POST /rollout/promote or /rollout/rollback do.
-    #[arg(long)]
+    #[arg(long, help_heading = "Canary rollout")]
     canary_manual: bool,
     #[command(flatten)]
     rollout: RolloutArgs,
@@ -100,8 +105,12 @@ pub struct FleetArgs {
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = crate::input::duration)]
     flush_timeout: Duration,
     /// No progress on stderr while the nodes start.
-    #[arg(long)]
+    #[arg(long, help_heading = "Output")]
     quiet: bool,
+    /// Print the summary at the end as one JSON document (`podstatus.fleet/v1`,
+    /// docs/json-output.md) instead of the text.
+    #[arg(long, help_heading = "Output")]
+    json: bool,
     #[command(flatten)]
     client: ClientArgs,
     #[command(flatten)]
@@ -178,13 +187,21 @@ pub fn run(args: &FleetArgs) -> ExitCode {
     }
 }
 
-/// The groups the options describe, each with its plugin.
-fn groups(args: &FleetArgs, plugins: &PluginRuntime) -> anyhow::Result<Vec<FleetGroup>> {
-    let default_plugin =
-        || -> anyhow::Result<(PluginImage, String)> { Ok((args.plugin.load(plugins)?, args.plugin.logic_label())) };
+/// The groups the options describe, each with its plugin. What a plugin is (its
+/// logic and digest) is recorded in `ran` by its label, for the summary.
+fn groups(
+    args: &FleetArgs,
+    plugins: &PluginRuntime,
+    ran: &mut BTreeMap<String, RanPlugin>,
+) -> anyhow::Result<Vec<FleetGroup>> {
+    let default_plugin = |ran: &mut BTreeMap<String, RanPlugin>| -> anyhow::Result<(PluginImage, String)> {
+        let (image, plugin) = args.plugin.load(plugins)?;
+        ran.insert(args.plugin.logic_label(), plugin);
+        Ok((image, args.plugin.logic_label()))
+    };
     if args.groups.is_empty() {
         let nodes = args.nodes.context("--nodes or --group is needed")? as usize;
-        let (image, logic) = default_plugin()?;
+        let (image, logic) = default_plugin(ran)?;
         return Ok(vec![FleetGroup::new("all", nodes, image, &logic)]);
     }
     let total: usize = args.groups.iter().map(|g| g.nodes).sum();
@@ -206,15 +223,18 @@ fn groups(args: &FleetArgs, plugins: &PluginRuntime) -> anyhow::Result<Vec<Fleet
         let key = format!("{:?}", group.plugin);
         if !images.contains_key(&key) {
             let loaded = match &group.plugin {
-                None => default_plugin()?,
+                None => default_plugin(ran)?,
                 Some(PluginChoice::Logic(logic)) => (
                     plugins.load(logic.component()).with_context(|| format!("loading {}", logic.program()))?,
                     logic.program().to_owned(),
                 ),
-                Some(PluginChoice::File(path)) => (
-                    plugins.load_file(path).input(format!("--group {}", group.name))?,
-                    podstatus_simulate::file_logic(path),
-                ),
+                Some(PluginChoice::File(path)) => {
+                    let flag = format!("--group {}", group.name);
+                    let bytes = plugins.read_file(path).input(&flag)?;
+                    let image = plugins.load_read(path, &bytes).input(&flag)?;
+                    ran.insert(podstatus_simulate::file_logic(path), RanPlugin::of(&bytes));
+                    (image, podstatus_simulate::file_logic(path))
+                }
             };
             images.insert(key.clone(), loaded);
         }
@@ -225,13 +245,15 @@ fn groups(args: &FleetArgs, plugins: &PluginRuntime) -> anyhow::Result<Vec<Fleet
 }
 
 /// The plugins a canary may move to: every built-in logic version, and the files the
-/// options name.
-fn catalog(args: &FleetArgs, plugins: &PluginRuntime) -> PluginCatalog {
+/// options name. What each built-in is goes into `ran` by its label (a file's is
+/// recorded when it is read).
+fn catalog(args: &FleetArgs, plugins: &PluginRuntime, ran: &mut BTreeMap<String, RanPlugin>) -> PluginCatalog {
     let mut catalog = PluginCatalog::new(plugins.clone());
     for version in LogicVersion::ALL {
         for name in std::iter::once(version.name()).chain(version.alias()) {
             catalog.add_bytes(name, version.component(), version.program());
         }
+        ran.entry(version.program().to_owned()).or_insert_with(|| RanPlugin::of(version.component()));
     }
     let files =
         args.canary_plugin.iter().chain(&args.plugin.plugin).chain(args.groups.iter().filter_map(
@@ -260,9 +282,10 @@ fn fleet(args: &FleetArgs) -> anyhow::Result<bool> {
     };
     runtime.pool = Some(PoolSize::for_nodes(planned));
     let plugins = PluginRuntime::new(&runtime).context("plugin runtime")?;
-    let groups = groups(args, &plugins)?;
+    let mut ran = BTreeMap::new();
+    let groups = groups(args, &plugins, &mut ran)?;
     let nodes: usize = groups.iter().map(|g| g.nodes).sum();
-    let catalog = catalog(args, &plugins);
+    let catalog = catalog(args, &plugins, &mut ran);
     // The canary's plugin is loaded before anything starts: a bad file is refused
     // before a thousand nodes register.
     let canary_plugin = match (&args.canary_plugin, args.canary_logic) {
@@ -318,6 +341,11 @@ fn fleet(args: &FleetArgs) -> anyhow::Result<bool> {
         names[names.len() - 1],
         fleet.connection().api_url()
     );
+    for (g, name) in fleet.group_names().iter().enumerate() {
+        let label = fleet.group_plugin(g).1;
+        let what = ran.get(&label).map_or_else(|| label.clone(), RanPlugin::to_string);
+        eprintln!("podstatus fleet: group {name} runs {what} ({label})");
+    }
     wait_ready(&fleet, &signals, args.quiet);
 
     let control = ControlServer::start(args.control_addr, ControlLimits::default(), fleet.connection().runtime())?;
@@ -384,11 +412,144 @@ fn fleet(args: &FleetArgs) -> anyhow::Result<bool> {
     let flush = fleet.flush_until(deadline, &|| true);
     let left_time = deadline.saturating_duration_since(Instant::now());
     fleet.mark_shutting_down(left_time.clamp(Duration::from_secs(1), MARK_TIMEOUT));
-    print_groups(&fleet, started.elapsed());
+    let groups = group_summaries(&fleet, &ran);
+    let api_server = fleet.connection().api_url().to_owned();
+    let running = started.elapsed();
     let left = fleet.shutdown(deadline.saturating_duration_since(Instant::now()));
     drop(embedded);
     eprintln!("podstatus fleet: stopped (flush {flush}, {left} sync requests left unwritten)");
-    Ok(flush == podstatus_agent::node::Flushed::Done && left == 0)
+    let flushed = flush == Flushed::Done;
+    let summary = FleetSummary {
+        format: SUMMARY_FORMAT,
+        api_server,
+        nodes,
+        running_seconds: running.as_secs_f64(),
+        groups,
+        flushed,
+        flush,
+        sync_requests_left: left,
+        passed: flushed && left == 0,
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&summary)?);
+    } else {
+        print!("{summary}");
+    }
+    Ok(summary.passed)
+}
+
+/// The name and version of `--json`'s schema (docs/json-output.md): a field may be
+/// added within a version, none removed or changed.
+const SUMMARY_FORMAT: &str = "podstatus.fleet/v1";
+
+/// What `podstatus fleet` prints when it stops (text, or JSON with `--json`).
+#[derive(serde::Serialize)]
+struct FleetSummary {
+    /// [`SUMMARY_FORMAT`].
+    format: &'static str,
+    /// The API server the nodes wrote to.
+    api_server: String,
+    /// Nodes in the fleet.
+    nodes: usize,
+    /// From the nodes' start to the stop, in seconds.
+    running_seconds: f64,
+    /// Each group: its nodes, the plugin it ran last and what its nodes did.
+    groups: Vec<GroupSummary>,
+    /// Whether the flush at shutdown wrote everything within `--flush-timeout`.
+    flushed: bool,
+    /// How the flush ended: `done`, `timed-out` (past `--flush-timeout`) or
+    /// `interrupted` (a second signal).
+    flush: Flushed,
+    /// Sync requests left unwritten at the end.
+    sync_requests_left: usize,
+    /// `flushed` and nothing left: the exit code is 0.
+    passed: bool,
+}
+
+/// One group of a fleet, as the summary gives it.
+#[derive(serde::Serialize)]
+struct GroupSummary {
+    name: String,
+    nodes: usize,
+    /// The plugin's label in metrics (`podstatus-1-37`, or a file's stem).
+    plugin: String,
+    /// The logic version and the plugin's SHA-256.
+    #[serde(flatten)]
+    ran: Option<RanPlugin>,
+    updates: u64,
+    versions: u64,
+    api_calls: u64,
+    api_calls_per_version: f64,
+    faults: u64,
+    recoveries: u64,
+    propagation_p99_seconds: f64,
+    plugin_seconds_per_update: f64,
+}
+
+/// Each group's figures, from the fleet's metrics.
+fn group_summaries(fleet: &Fleet, ran: &BTreeMap<String, RanPlugin>) -> Vec<GroupSummary> {
+    fleet
+        .group_names()
+        .iter()
+        .enumerate()
+        .map(|(g, name)| {
+            let nodes = (0..fleet.len()).filter(|&n| fleet.home_group(n) == g).count();
+            let figures = podstatus_agent::rollout::Figures::of(&fleet.metrics().group_snapshot(name));
+            let plugin = fleet.group_plugin(g).1;
+            GroupSummary {
+                name: name.clone(),
+                nodes,
+                ran: ran.get(&plugin).cloned(),
+                plugin,
+                updates: figures.updates,
+                versions: figures.versions,
+                api_calls: figures.api_calls,
+                api_calls_per_version: figures.api_calls_per_version,
+                faults: figures.faults,
+                recoveries: figures.recoveries,
+                propagation_p99_seconds: figures.propagation_p99_ms / 1e3,
+                plugin_seconds_per_update: figures.plugin_us_per_update / 1e6,
+            }
+        })
+        .collect()
+}
+
+/// The text summary: a line for the fleet, one per group, one for the flush.
+impl std::fmt::Display for FleetSummary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(
+            f,
+            "fleet: {} nodes on {} for {}",
+            self.nodes,
+            self.api_server,
+            format_seconds(self.running_seconds.round())
+        )?;
+        for group in &self.groups {
+            let ran = group.ran.as_ref().map_or_else(|| "logic unknown".to_owned(), RanPlugin::to_string);
+            writeln!(
+                f,
+                "group {}: {} nodes on {} ({ran}): {} updates, {} versions, {} API calls ({:.2} per version), {} \
+                 faults, {} recoveries, propagation p99 {}, plugin {} per update",
+                group.name,
+                group.nodes,
+                group.plugin,
+                group.updates,
+                group.versions,
+                group.api_calls,
+                group.api_calls_per_version,
+                group.faults,
+                group.recoveries,
+                format_seconds(group.propagation_p99_seconds),
+                format_seconds(group.plugin_seconds_per_update),
+            )?;
+        }
+        let flush = match self.flush {
+            Flushed::Done => "flushed",
+            Flushed::TimedOut => "flush cut short by --flush-timeout",
+            Flushed::Interrupted => "flush interrupted",
+        };
+        writeln!(f, "stopped: {flush}, {} sync requests left unwritten", self.sync_requests_left)
+    }
 }
 
 /// The fleet's target as the nodes reach it, and the embedded server started first
@@ -423,28 +584,6 @@ fn wait_ready(fleet: &Fleet, signals: &Signals, quiet: bool) {
         std::thread::sleep(Duration::from_millis(500));
     }
     progress.finish();
-}
-
-/// A line per group on stderr: its nodes and what they did.
-fn print_groups(fleet: &Fleet, running: Duration) {
-    for (g, name) in fleet.group_names().iter().enumerate() {
-        let nodes = (0..fleet.len()).filter(|&n| fleet.home_group(n) == g).count();
-        let figures = podstatus_agent::rollout::Figures::of(&fleet.metrics().group_snapshot(name));
-        eprintln!(
-            "podstatus fleet: group {name}: {nodes} nodes on {} over {:.0} s: {} updates, {} versions, {} API calls \
-             ({:.2} per version), {} faults, {} recoveries, propagation p99 {:.1} ms, plugin {:.1} us / update",
-            fleet.group_plugin(g).1,
-            running.as_secs_f64(),
-            figures.updates,
-            figures.versions,
-            figures.api_calls,
-            figures.api_calls_per_version,
-            figures.faults,
-            figures.recoveries,
-            figures.propagation_p99_ms,
-            figures.plugin_us_per_update,
-        );
-    }
 }
 
 #[cfg(test)]

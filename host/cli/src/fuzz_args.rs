@@ -8,16 +8,17 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use podstatus_agent::format_seconds;
 use podstatus_fuzz::{
     CALL_FUEL, Campaign, Differential, FinalRules, Limit, Reference, ShrinkBudget, Summary, Target, UnreadClass,
-    run_campaign, write_finding,
+    Violation, run_campaign, write_finding,
 };
 use podstatus_runtime::{PluginRuntime, RuntimeConfig};
 use podstatus_upstream::{Oracle, Release};
 
 use podstatus_plugins::LogicVersion;
 
-use crate::plugin_args::Logic;
+use crate::plugin_args::{Logic, RanPlugin};
 
 /// Traces per run when neither `--traces` nor `--duration` is given.
 pub const DEFAULT_TRACES: u64 = 500;
@@ -60,8 +61,9 @@ pub struct FuzzArgs {
     /// The plugin component to fuzz; defaults to the one built from this checkout.
     #[arg(long, value_name = "FILE.wasm")]
     pub plugin: Option<PathBuf>,
-    /// Which built-in plugin to fuzz: a release and mode (`1.35`, `1.35-one-call`, ...)
-    /// or `v1`; v2-v4 are aliases (see `replay --help`).
+    /// Which built-in plugin to fuzz: a release and write mode, or the seed's `v1` (the
+    /// choices, each with what it follows and its alias in `--help`, as `replay
+    /// --logic` takes them).
     #[arg(long, value_enum, default_value_t = Logic(LogicVersion::V1), conflicts_with = "plugin")]
     pub logic: Logic,
     /// Differential mode: compare with this component (a built-in plugin by its
@@ -115,8 +117,12 @@ pub struct FuzzArgs {
     #[arg(long, conflicts_with_all = ["native", "against", "tally"])]
     pub hostile: bool,
     /// The longest shrinking may take (`2m`; a bare number is seconds; above zero).
-    #[arg(long, value_name = "DURATION", default_value = "120", value_parser = crate::input::duration)]
+    #[arg(long, value_name = "DURATION", default_value = "2m", value_parser = crate::input::duration)]
     pub shrink_time: Duration,
+    /// Print the result as one JSON document (`podstatus.fuzz/v1`,
+    /// docs/json-output.md) instead of lines of text; progress stays on stderr.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `--steps`: a trace is generated, held and shrunk whole.
@@ -161,31 +167,40 @@ fn run_inner(args: &FuzzArgs) -> anyhow::Result<ExitCode> {
         return crate::fuzz_hostile::run(hostile, seed, limit, &config);
     }
     let mut runtime = None;
-    let mut component = |path: Option<&PathBuf>, logic: Logic| -> anyhow::Result<Target> {
+    let mut component = |path: Option<&PathBuf>, logic: Logic| -> anyhow::Result<(Target, RanPlugin)> {
         if runtime.is_none() {
             runtime = Some(PluginRuntime::new(&config).context("plugin runtime")?);
         }
         let runtime = runtime.as_ref().expect("set above");
         // A file's error names it; a built-in plugin that does not load is this build's.
-        let image = match path {
-            Some(path) => runtime.load_file(path)?,
-            None => runtime.load(logic.component()).with_context(|| format!("loading {}", logic.program()))?,
+        let (image, bytes) = match path {
+            Some(path) => {
+                let bytes = runtime.read_file(path)?;
+                (runtime.load_read(path, &bytes)?, bytes)
+            }
+            None => (
+                runtime.load(logic.component()).with_context(|| format!("loading {}", logic.program()))?,
+                logic.component().to_vec(),
+            ),
         };
-        Ok(Target::Component(Box::new(image)))
+        Ok((Target::Component(Box::new(image)), RanPlugin::of(&bytes)))
     };
+    // Native logic has no component: its logic, and no digest.
+    let native_ran = |logic: Logic| RanPlugin { logic: logic.name().to_owned(), plugin_sha256: String::new() };
 
     let native_name = match *args.logic {
         LogicVersion::V1 => "native logic".to_string(),
         logic => format!("native logic {}", logic.name()),
     };
-    let (target, target_name) = if args.native {
-        (Target::Native(*args.logic), native_name.clone())
+    let (target, target_name, target_ran) = if args.native {
+        (Target::Native(*args.logic), native_name.clone(), native_ran(args.logic))
     } else {
         let name = args
             .plugin
             .as_ref()
             .map_or_else(|| format!("the built-in plugin (logic {})", args.logic.name()), |p| p.display().to_string());
-        (component(args.plugin.as_ref(), args.logic)?, format!("{name} in the sandbox (fuel {CALL_FUEL} per call)"))
+        let (target, ran) = component(args.plugin.as_ref(), args.logic)?;
+        (target, format!("{name} in the sandbox (fuel {CALL_FUEL} per call)"), ran)
     };
     let builtin = |path: &PathBuf| path.to_str().and_then(LogicVersion::named).map(Logic);
     let mut differential =
@@ -210,10 +225,11 @@ fn run_inner(args: &FuzzArgs) -> anyhow::Result<ExitCode> {
             Some((
                 Reference::Upstream(std::sync::Arc::new(oracle)),
                 format!("Kubernetes {} ({release})", release.version),
+                None,
             ))
         }
         Some(path) if path.as_os_str() == "native" => {
-            Some((Reference::Plugin(Target::Native(*args.logic)), native_name))
+            Some((Reference::Plugin(Target::Native(*args.logic)), native_name, Some(native_ran(args.logic))))
         }
         Some(path) => match builtin(path) {
             Some(logic) => {
@@ -225,13 +241,12 @@ fn run_inner(args: &FuzzArgs) -> anyhow::Result<ExitCode> {
                         _ => Differential::UnreadWrites,
                     };
                 }
-                Some((
-                    Reference::Plugin(component(None, logic)?),
-                    format!("the built-in plugin (logic {})", logic.name()),
-                ))
+                let (target, ran) = component(None, logic)?;
+                Some((Reference::Plugin(target), format!("the built-in plugin (logic {})", logic.name()), Some(ran)))
             }
             None => {
-                Some((Reference::Plugin(component(Some(path), Logic(LogicVersion::V1))?), path.display().to_string()))
+                let (target, ran) = component(Some(path), Logic(LogicVersion::V1))?;
+                Some((Reference::Plugin(target), path.display().to_string(), Some(ran)))
             }
         },
     };
@@ -241,17 +256,18 @@ fn run_inner(args: &FuzzArgs) -> anyhow::Result<ExitCode> {
         limit,
         steps: args.steps,
         target,
-        against: against.as_ref().map(|(t, _)| t.clone()),
+        against: against.as_ref().map(|(t, _, _)| t.clone()),
         differential,
         strict: args.strict,
         shrink: ShrinkBudget { max_time: args.shrink_time, ..ShrinkBudget::default() },
         tally: args.tally,
     };
     match &against {
-        Some((_, other)) => {
-            eprintln!("podstatus fuzz: seed {seed}, {target_name} against {other}, {} steps per trace", args.steps)
-        }
-        None => eprintln!("podstatus fuzz: seed {seed}, {target_name}, {} steps per trace", args.steps),
+        Some((_, other, _)) => eprintln!(
+            "podstatus fuzz: seed {seed}, {target_name} ({target_ran}) against {other}, {} steps per trace",
+            args.steps
+        ),
+        None => eprintln!("podstatus fuzz: seed {seed}, {target_name} ({target_ran}), {} steps per trace", args.steps),
     }
     let summary = run_campaign(&campaign, &mut |s: &Summary| {
         eprintln!(
@@ -263,73 +279,274 @@ fn run_inner(args: &FuzzArgs) -> anyhow::Result<ExitCode> {
         );
     })?;
 
-    let mut out = std::io::stdout().lock();
-    let print = |out: &mut dyn Write, text: String| writeln!(out, "{text}");
-    print(
-        &mut out,
-        format!(
-            "{} traces, {} steps in {:.2} s: {:.1} traces/s, {:.0} steps/s",
-            summary.traces,
-            summary.steps,
-            summary.elapsed.as_secs_f64(),
-            summary.traces_per_second(),
-            summary.steps_per_second()
-        ),
-    )?;
-    for (issue, traces) in &summary.known {
-        print(
-            &mut out,
-            format!(
-                "known issue {issue} in {traces} traces (not a failure; tests/fixtures/fuzz-findings/{})",
-                issue.fixture()
-            ),
-        )?;
-    }
-    for (class, seeds) in explained_by_class(&summary.explained) {
-        let shown: Vec<String> = seeds.iter().take(8).map(u64::to_string).collect();
-        let more = if seeds.len() > shown.len() { ", ..." } else { "" };
-        print(
-            &mut out,
-            format!(
-                "explained by the documented class {class} in {} traces (seeds {}{more}; not a failure without \
-                 --strict; docs/logic-versions.md, tests/fixtures/upstream/{})",
-                seeds.len(),
-                shown.join(", "),
-                class.fixture()
-            ),
-        )?;
-    }
-    if args.tally {
-        let share = 100.0 * summary.tallied.len() as f64 / summary.traces.max(1) as f64;
-        print(
-            &mut out,
-            format!("{} of {} traces broke the check ({share:.1}%)", summary.tallied.len(), summary.traces),
-        )?;
-        for (seed, violation) in &summary.tallied {
-            print(&mut out, format!("  seed {seed}: {violation}"))?;
+    let written = match &summary.finding {
+        Some(finding) if !args.tally => {
+            let mut plugins = vec![target_name.clone()];
+            plugins.extend(against.as_ref().map(|(_, name, _)| name.clone()));
+            let plugins = if plugins.len() > 1 { plugins } else { Vec::new() };
+            Some(write_finding(finding, &plugins, &args.out).context("writing the finding")?)
         }
-        return Ok(if summary.tallied.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) });
-    }
-    let Some(finding) = &summary.finding else {
-        let verdict = if against.is_some() { "no difference" } else { "no violation" };
-        print(&mut out, verdict.into())?;
-        return Ok(ExitCode::SUCCESS);
+        _ => None,
     };
-    print(&mut out, format!("VIOLATION {} (trace seed {})", finding.original, finding.seed))?;
-    let shrunk_steps = finding.shrunk.doc["steps"].as_array().map_or(0, Vec::len);
-    print(
-        &mut out,
-        format!(
-            "shrunk from {} to {shrunk_steps} steps in {} runs: {}",
-            finding.original_steps, finding.shrunk.runs, finding.shrunk.violation
-        ),
-    )?;
-    let mut plugins = vec![target_name];
-    plugins.extend(against.map(|(_, name)| name));
-    let plugins = if plugins.len() > 1 { plugins } else { Vec::new() };
-    let path = write_finding(finding, &plugins, &args.out).context("writing the finding")?;
-    print(&mut out, format!("wrote {}", path.display()))?;
-    Ok(ExitCode::from(1))
+    let report = FuzzReport::new(
+        &summary,
+        Side { name: target_name, ran: Some(target_ran) },
+        against.map(|(_, name, ran)| Side { name, ran }),
+        seed,
+        args,
+        written,
+    );
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        serde_json::to_writer_pretty(&mut out, &report)?;
+        writeln!(out)?;
+    } else {
+        write!(out, "{report}")?;
+    }
+    Ok(if report.passed { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+/// The name and version of `--json`'s schema (docs/json-output.md): a field may be
+/// added within a version, none removed or changed.
+const REPORT_FORMAT: &str = "podstatus.fuzz/v1";
+
+/// What a campaign found, as `podstatus fuzz` prints it (text, or JSON with `--json`).
+#[derive(serde::Serialize)]
+struct FuzzReport {
+    /// [`REPORT_FORMAT`].
+    format: &'static str,
+    /// The first trace's seed.
+    seed: u64,
+    /// What was fuzzed.
+    target: Side,
+    /// What it was compared with (`--against`), if anything.
+    against: Option<Side>,
+    /// Steps per generated trace (before the quiescence steps).
+    steps_per_trace: usize,
+    traces: u64,
+    /// Steps run, quiescence steps and every run of a trace included.
+    steps: u64,
+    elapsed_seconds: f64,
+    traces_per_second: f64,
+    steps_per_second: f64,
+    /// `no violation`, `no difference`, `violation`, `difference` or, with `--tally`,
+    /// `tallied`.
+    verdict: &'static str,
+    /// Known issues met (not failures without `--strict`): the issue, its traces, its
+    /// fixture.
+    known_issues: Vec<KnownIssueSeen>,
+    /// Differences a documented class explains (not failures without `--strict`).
+    explained: Vec<ExplainedClass>,
+    /// With `--tally`: each trace that broke the check.
+    tallied: Option<Vec<TalliedTrace>>,
+    /// The violation that stopped the campaign, shrunk and written.
+    finding: Option<FindingReport>,
+    /// Whether the exit code is 0.
+    passed: bool,
+}
+
+/// A plugin of the campaign: its description, logic and digest (a native logic has no
+/// digest: empty; upstream has neither).
+#[derive(serde::Serialize)]
+struct Side {
+    name: String,
+    #[serde(flatten)]
+    ran: Option<RanPlugin>,
+}
+
+#[derive(serde::Serialize)]
+struct KnownIssueSeen {
+    issue: String,
+    traces: u64,
+    fixture: String,
+}
+
+#[derive(serde::Serialize)]
+struct ExplainedClass {
+    class: String,
+    seeds: Vec<u64>,
+    fixture: String,
+}
+
+#[derive(serde::Serialize)]
+struct TalliedTrace {
+    seed: u64,
+    violation: ViolationReport,
+}
+
+#[derive(serde::Serialize)]
+struct ViolationReport {
+    invariant: String,
+    /// The step (0-based, quiescence steps included) where it broke.
+    step: usize,
+    message: String,
+    /// The known issue it is an instance of (found with `--strict`).
+    known_issue: Option<String>,
+}
+
+impl From<&Violation> for ViolationReport {
+    fn from(violation: &Violation) -> Self {
+        ViolationReport {
+            invariant: violation.invariant.to_string(),
+            step: violation.step,
+            message: violation.message.clone(),
+            known_issue: violation.known.map(|issue| issue.to_string()),
+        }
+    }
+}
+
+/// As [`Violation`]'s own text: `no-rollback at step 3: ... (known issue X)`.
+impl std::fmt::Display for ViolationReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} at step {}: {}", self.invariant, self.step, self.message)?;
+        match &self.known_issue {
+            Some(issue) => write!(f, " (known issue {issue})"),
+            None => Ok(()),
+        }
+    }
+}
+
+#[derive(serde::Serialize)]
+struct FindingReport {
+    /// The failing trace's seed (`--seed` it with `--traces 1` to see it again).
+    seed: u64,
+    violation: ViolationReport,
+    original_steps: usize,
+    shrunk_steps: usize,
+    shrink_runs: usize,
+    shrunk_violation: ViolationReport,
+    /// The trace written for `podstatus replay`.
+    written: Option<PathBuf>,
+}
+
+impl FuzzReport {
+    fn new(
+        summary: &Summary,
+        target: Side,
+        against: Option<Side>,
+        seed: u64,
+        args: &FuzzArgs,
+        written: Option<PathBuf>,
+    ) -> Self {
+        let known_issues = summary
+            .known
+            .iter()
+            .map(|(issue, traces)| KnownIssueSeen {
+                issue: issue.to_string(),
+                traces: *traces,
+                fixture: format!("tests/fixtures/fuzz-findings/{}", issue.fixture()),
+            })
+            .collect();
+        let explained = explained_by_class(&summary.explained)
+            .into_iter()
+            .map(|(class, seeds)| ExplainedClass {
+                class: class.to_string(),
+                seeds,
+                fixture: format!("tests/fixtures/upstream/{}", class.fixture()),
+            })
+            .collect();
+        let tallied: Option<Vec<TalliedTrace>> = args.tally.then(|| {
+            summary
+                .tallied
+                .iter()
+                .map(|(seed, violation)| TalliedTrace { seed: *seed, violation: violation.into() })
+                .collect()
+        });
+        let finding = summary.finding.as_ref().filter(|_| !args.tally).map(|finding| FindingReport {
+            seed: finding.seed,
+            violation: (&finding.original).into(),
+            original_steps: finding.original_steps,
+            shrunk_steps: finding.shrunk.doc["steps"].as_array().map_or(0, Vec::len),
+            shrink_runs: finding.shrunk.runs,
+            shrunk_violation: (&finding.shrunk.violation).into(),
+            written,
+        });
+        let differential = against.is_some();
+        let (verdict, passed) = match (&tallied, &finding) {
+            (Some(tallied), _) => ("tallied", tallied.is_empty()),
+            (None, Some(_)) => (if differential { "difference" } else { "violation" }, false),
+            (None, None) => (if differential { "no difference" } else { "no violation" }, true),
+        };
+        FuzzReport {
+            format: REPORT_FORMAT,
+            seed,
+            target,
+            against,
+            steps_per_trace: args.steps,
+            traces: summary.traces,
+            steps: summary.steps,
+            elapsed_seconds: summary.elapsed.as_secs_f64(),
+            traces_per_second: summary.traces_per_second(),
+            steps_per_second: summary.steps_per_second(),
+            verdict,
+            known_issues,
+            explained,
+            tallied,
+            finding,
+            passed,
+        }
+    }
+}
+
+/// The text: the rates, what ran, what was met, the verdict (and the finding).
+impl std::fmt::Display for FuzzReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(
+            f,
+            "{} traces, {} steps in {}: {:.1} traces/s, {:.0} steps/s",
+            self.traces,
+            self.steps,
+            format_seconds(self.elapsed_seconds),
+            self.traces_per_second,
+            self.steps_per_second
+        )?;
+        for side in std::iter::once(&self.target).chain(&self.against) {
+            if let Some(ran) = &side.ran {
+                let digest = match ran.plugin_sha256.get(..12) {
+                    Some(short) => format!(", plugin sha256:{short}"),
+                    None => " (native, no plugin)".to_owned(),
+                };
+                writeln!(f, "ran {}: logic {}{digest}", side.name, ran.logic)?;
+            }
+        }
+        for known in &self.known_issues {
+            writeln!(f, "known issue {} in {} traces (not a failure; {})", known.issue, known.traces, known.fixture)?;
+        }
+        for class in &self.explained {
+            let shown: Vec<String> = class.seeds.iter().take(8).map(u64::to_string).collect();
+            let more = if class.seeds.len() > shown.len() { ", ..." } else { "" };
+            writeln!(
+                f,
+                "explained by the documented class {} in {} traces (seeds {}{more}; not a failure without \
+                 --strict; docs/logic-versions.md, {})",
+                class.class,
+                class.seeds.len(),
+                shown.join(", "),
+                class.fixture
+            )?;
+        }
+        if let Some(tallied) = &self.tallied {
+            let share = 100.0 * tallied.len() as f64 / self.traces.max(1) as f64;
+            writeln!(f, "{} of {} traces broke the check ({share:.1}%)", tallied.len(), self.traces)?;
+            for trace in tallied {
+                writeln!(f, "  seed {}: {}", trace.seed, trace.violation)?;
+            }
+            return Ok(());
+        }
+        let Some(finding) = &self.finding else {
+            return writeln!(f, "{}", self.verdict);
+        };
+        writeln!(f, "VIOLATION {} (trace seed {})", finding.violation, finding.seed)?;
+        writeln!(
+            f,
+            "shrunk from {} to {} steps in {} runs: {}",
+            finding.original_steps, finding.shrunk_steps, finding.shrink_runs, finding.shrunk_violation
+        )?;
+        if let Some(path) = &finding.written {
+            writeln!(f, "wrote {}", path.display())?;
+        }
+        Ok(())
+    }
 }
 
 /// The seeds each documented class explained (a trace meeting two counts under both).

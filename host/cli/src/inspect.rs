@@ -53,3 +53,67 @@ pub fn inspect(bytes: &[u8]) -> Result<Inspection, InspectError> {
     printer.print(resolve, decoded.package(), &nested).map_err(InspectError::Print)?;
     Ok(Inspection { wit: printer.output.to_string(), contract_versions, imports, exports })
 }
+
+/// The name and version of `inspect --json`'s schema (docs/json-output.md): a field may
+/// be added within a version, none removed or changed.
+const REPORT_FORMAT: &str = "podstatus.inspect/v1";
+
+/// `podstatus inspect --json`.
+#[derive(Debug, serde::Serialize)]
+pub struct InspectReport<'a> {
+    /// [`REPORT_FORMAT`].
+    format: &'static str,
+    /// What the plugin's `podstatus-logic` section names, if it has one.
+    logic: Option<LogicReport>,
+    /// The component's SHA-256, in lower-case hex.
+    plugin_sha256: &'a str,
+    /// Every `kubelet:status@X` package it uses.
+    contract_versions: &'a [String],
+    imports: &'a [String],
+    exports: &'a [String],
+    /// Whether this host loads it (its world is one the host serves).
+    loadable: bool,
+    /// Why not, when it does not.
+    load_error: Option<String>,
+    /// The world in WIT syntax.
+    wit: &'a str,
+}
+
+/// A built-in plugin's logic version, as its section and this checkout's table say.
+#[derive(Debug, serde::Serialize)]
+struct LogicReport {
+    /// As `--logic` takes it (`1.27-one-call`).
+    name: String,
+    /// Its first name, if it has one (`v3`).
+    alias: Option<String>,
+    /// The release and write mode it follows, if this checkout knows the name.
+    follows: Option<String>,
+}
+
+impl<'a> InspectReport<'a> {
+    /// The report of the component `bytes`, inspected and loaded (or not).
+    pub fn new(
+        bytes: &[u8],
+        inspection: &'a Inspection,
+        ran: &'a crate::plugin_args::RanPlugin,
+        load_error: Option<String>,
+    ) -> Self {
+        use podstatus_plugins::LogicVersion;
+        let logic = LogicVersion::named_in(bytes).map(|(name, alias)| LogicReport {
+            name: name.to_owned(),
+            alias: alias.map(str::to_owned),
+            follows: LogicVersion::named(name).map(LogicVersion::follows),
+        });
+        InspectReport {
+            format: REPORT_FORMAT,
+            logic,
+            plugin_sha256: &ran.plugin_sha256,
+            contract_versions: &inspection.contract_versions,
+            imports: &inspection.imports,
+            exports: &inspection.exports,
+            loadable: load_error.is_none(),
+            load_error,
+            wit: &inspection.wit,
+        }
+    }
+}

@@ -67,6 +67,10 @@ enum Command {
     Inspect {
         #[command(flatten)]
         plugin: PluginArgs,
+        /// Print one JSON document (`podstatus.inspect/v1`, docs/json-output.md)
+        /// instead of the text.
+        #[arg(long)]
+        json: bool,
     },
     /// Fuzz the plugin: random valid traces, invariants checked after every step; a
     /// violation is shrunk and written as a trace `replay` runs.
@@ -190,7 +194,7 @@ fn main() -> ExitCode {
         Command::Fleet(args) => fleet_command::run(&args),
         Command::KubeApiserver(args) => kube_apiserver_command::run(&args),
         Command::Serve { listen, max_connections } => simulate_command::serve(listen, max_connections as usize),
-        Command::Inspect { plugin } => match inspect_command(&plugin) {
+        Command::Inspect { plugin, json } => match inspect_command(&plugin, json) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => failure::fail("inspect", &e),
         },
@@ -254,7 +258,7 @@ fn replay_command(
         )
     } else {
         let image = match plugin.load(&runtime) {
-            Ok(image) => image,
+            Ok((image, _)) => image,
             Err(e) => return failure::fail("replay", &e),
         };
         replay::run_with_swaps(
@@ -321,7 +325,7 @@ fn logic_line(component: &[u8]) -> String {
     }
 }
 
-fn inspect_command(plugin: &PluginArgs) -> anyhow::Result<()> {
+fn inspect_command(plugin: &PluginArgs, json: bool) -> anyhow::Result<()> {
     use podstatus_runtime::LoadError;
     let bytes = plugin.bytes()?;
     // Loading it proves the world is one this host can serve, not just well-formed; a
@@ -332,12 +336,21 @@ fn inspect_command(plugin: &PluginArgs) -> anyhow::Result<()> {
         return Err(e).input(plugin.name());
     }
     let inspection = inspect(&bytes).input(plugin.name())?;
-    let verdict = match loaded {
-        Ok(_) => "yes".to_string(),
-        Err(e) => format!("no ({})", podstatus_agent::client::error_line(&e)),
-    };
+    let load_error = loaded.err().map(|e| podstatus_agent::client::error_line(&e));
+    let ran = plugin_args::RanPlugin::of(&bytes);
     let mut out = std::io::stdout().lock();
+    if json {
+        let report = inspect::InspectReport::new(&bytes, &inspection, &ran, load_error);
+        serde_json::to_writer_pretty(&mut out, &report)?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    let verdict = match load_error {
+        None => "yes".to_string(),
+        Some(e) => format!("no ({e})"),
+    };
     writeln!(out, "logic: {}", logic_line(&bytes))?;
+    writeln!(out, "plugin: sha256:{}", ran.plugin_sha256)?;
     writeln!(out, "contract: {}", inspection.contract_versions.join(", "))?;
     writeln!(out, "imports: {}", inspection.imports.join(", "))?;
     writeln!(out, "exports: {}", inspection.exports.join(", "))?;
@@ -345,4 +358,58 @@ fn inspect_command(plugin: &PluginArgs) -> anyhow::Result<()> {
     writeln!(out)?;
     write!(out, "{}", inspection.wit)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::Cli;
+
+    /// The first line of `podstatus --help` is the one a newcomer reads: it names
+    /// every command.
+    #[test]
+    fn the_first_line_of_help_names_every_command() {
+        let command = Cli::command();
+        let about = command.get_about().map(ToString::to_string).unwrap_or_default();
+        let names: Vec<&str> =
+            command.get_subcommands().map(clap::Command::get_name).filter(|n| *n != "help").collect();
+        assert_eq!(names.len(), 8, "{names:?}");
+        for name in names {
+            assert!(about.contains(name), "{name} is not in {about:?}");
+        }
+    }
+
+    #[test]
+    fn agent_and_fleet_run_the_newest_release_and_simulate_and_replay_the_seed() {
+        let command = Cli::command();
+        let default_logic = |sub: &str| {
+            let sub = command.find_subcommand(sub).expect("a command");
+            let logic = sub.get_arguments().find(|a| a.get_id() == "logic").expect("--logic");
+            logic.get_default_values().iter().map(|v| v.to_string_lossy().into_owned()).collect::<Vec<_>>()
+        };
+        assert_eq!(default_logic("agent"), [crate::plugin_args::NODE_DEFAULT_LOGIC]);
+        assert_eq!(default_logic("fleet"), [crate::plugin_args::NODE_DEFAULT_LOGIC]);
+        assert_eq!(default_logic("simulate"), ["v1"]);
+        assert_eq!(default_logic("replay"), ["v1"]);
+    }
+
+    /// The embedded servers of `serve`, `agent` and `fleet` listen on ports of their
+    /// own: the README's commands, run side by side, do not collide.
+    #[test]
+    fn serve_agent_and_fleet_listen_on_different_ports() {
+        let command = Cli::command();
+        let listen = |sub: &str| {
+            let sub = command.find_subcommand(sub).expect("a command");
+            let arg = sub.get_arguments().find(|a| a.get_id() == "listen").expect("--listen");
+            arg.get_default_values()[0].to_string_lossy().into_owned()
+        };
+        let ports = [listen("serve"), listen("agent"), listen("fleet")];
+        assert_eq!(ports, ["127.0.0.1:8080", "127.0.0.1:8081", "127.0.0.1:8082"]);
+    }
+
+    #[test]
+    fn the_cli_is_well_formed() {
+        Cli::command().debug_assert();
+    }
 }

@@ -5,8 +5,9 @@ use std::time::Duration;
 
 use podstatus_agent::node::NodeConfig;
 
-/// The registered node's options.
+/// The registered node's options (under their own heading in `--help`).
 #[derive(clap::Args, Clone, Debug)]
+#[command(next_help_heading = "Node")]
 pub struct NodeArgs {
     /// How long the node's Lease (in kube-node-lease) holds; it is renewed every quarter
     /// of it, as the kubelet does (its --node-lease-duration-seconds; `40s`; whole

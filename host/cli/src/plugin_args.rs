@@ -11,17 +11,18 @@ use podstatus_runtime::{PluginImage, PluginRuntime, RuntimeConfig};
 
 use crate::failure::{BadInput, InputContext};
 
-/// The options naming the plugin.
+/// The options naming the plugin (under their own heading in `--help`).
 #[derive(clap::Args)]
+#[command(next_help_heading = "Plugin")]
 pub struct PluginArgs {
     /// The plugin component; defaults to the one built from this checkout's guest/.
     #[arg(long, value_name = "FILE.wasm")]
     pub plugin: Option<PathBuf>,
     /// Which built-in plugin to run: a Kubernetes release's status manager as its
-    /// kubelet writes (`1.27`, `1.35`, `1.37`: GET, merge over the status read, PATCH)
-    /// or in the one-call write mode (`1.27-one-call`, ...: one PATCH per status
-    /// version, no GET), or the seed's 2017 kubelet (`v1`). The first names stay
-    /// aliases: v2 is 1.27, v3 1.27-one-call, v4 1.35-one-call (docs/logic-versions.md).
+    /// kubelet writes (GET, merge over the status read, PATCH) or in the one-call write
+    /// mode (one PATCH per status version, no GET), or the seed's 2017 kubelet (`v1`):
+    /// the choices, each with what it follows and its alias in `--help`
+    /// (docs/logic-versions.md).
     /// `--native` runs it with each sync's calls made at once, as a 0.1.x plugin does.
     #[arg(long, value_enum, default_value_t = Logic(LogicVersion::V1), conflicts_with = "plugin")]
     pub logic: Logic,
@@ -96,6 +97,40 @@ impl std::ops::Deref for Logic {
     }
 }
 
+/// The logic version `podstatus agent` and `podstatus fleet` run unless told: the newest
+/// release followed faithfully (they act for real nodes; `simulate` and `replay` keep
+/// the seed, as the README's main job shows).
+pub const NODE_DEFAULT_LOGIC: &str = "1.37";
+
+/// What a summary says ran: the logic version and the plugin's digest.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct RanPlugin {
+    /// The logic version as `--logic` names it (`1.37`), read from the plugin's
+    /// `podstatus-logic` section; `unknown` for a plugin without one.
+    pub logic: String,
+    /// The SHA-256 of the plugin component, in lower-case hex.
+    pub plugin_sha256: String,
+}
+
+impl RanPlugin {
+    /// What the component in `bytes` is.
+    pub fn of(bytes: &[u8]) -> Self {
+        use sha2::Digest;
+        let logic = LogicVersion::named_in(bytes).map_or_else(|| "unknown".to_owned(), |(name, _)| name.to_owned());
+        let plugin_sha256 = sha2::Sha256::digest(bytes).iter().map(|byte| format!("{byte:02x}")).collect();
+        RanPlugin { logic, plugin_sha256 }
+    }
+}
+
+/// `logic 1.37, plugin sha256:0123456789ab` (the digest's first 12 digits, as
+/// container image IDs are shortened).
+impl std::fmt::Display for RanPlugin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let short = self.plugin_sha256.get(..12).unwrap_or(&self.plugin_sha256);
+        write!(f, "logic {}, plugin sha256:{short}", self.logic)
+    }
+}
+
 impl PluginArgs {
     /// How the plugin is named in a message: `--plugin FILE` or `--logic NAME`.
     pub fn name(&self) -> String {
@@ -122,15 +157,17 @@ impl PluginArgs {
     }
 
     /// The plugin, compiled (or read from the cache) and checked against the worlds this
-    /// host serves; an error names the flag and the file.
-    pub fn load(&self, runtime: &PluginRuntime) -> anyhow::Result<PluginImage> {
+    /// host serves, with what it is (logic and digest) for the summaries; an error names
+    /// the flag and the file.
+    pub fn load(&self, runtime: &PluginRuntime) -> anyhow::Result<(PluginImage, RanPlugin)> {
         let bytes = self.bytes()?;
-        match &self.plugin {
-            Some(_) => runtime.load(&bytes).input(self.name()),
+        let image = match &self.plugin {
+            Some(_) => runtime.load(&bytes).input(self.name())?,
             None => {
-                runtime.load(&bytes).with_context(|| format!("loading the built-in plugin {}", self.logic.program()))
+                runtime.load(&bytes).with_context(|| format!("loading the built-in plugin {}", self.logic.program()))?
             }
-        }
+        };
+        Ok((image, RanPlugin::of(&bytes)))
     }
 
     /// What the plugin is called in a fleet's `logic` metric label: the file's stem,
@@ -198,6 +235,18 @@ mod tests {
         }
         assert_eq!(parse(&[]).unwrap().logic.name(), "v1");
         assert!(parse(&["--logic", "1.36"]).is_err());
+        assert!(LogicVersion::named(NODE_DEFAULT_LOGIC).is_some(), "the nodes' default is a choice");
+    }
+
+    #[test]
+    fn a_plugin_is_named_by_its_logic_and_digest() {
+        let ran = RanPlugin::of(LogicVersion::named("1.37").expect("a choice").component());
+        assert_eq!(ran.logic, "1.37");
+        assert_eq!(ran.plugin_sha256.len(), 64);
+        assert_eq!(ran.to_string(), format!("logic 1.37, plugin sha256:{}", &ran.plugin_sha256[..12]));
+        let v3 = RanPlugin::of(LogicVersion::named("v3").expect("an alias").component());
+        assert_eq!(v3.logic, "1.27-one-call", "named by the table, not the alias");
+        assert_eq!(RanPlugin::of(b"not a component").logic, "unknown");
     }
 
     #[test]

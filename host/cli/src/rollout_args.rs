@@ -8,6 +8,7 @@ use podstatus_agent::rollout::RolloutPolicy;
 
 /// How a canary is judged against the other nodes (see docs/fleet.md).
 #[derive(clap::Args, Clone, Debug)]
+#[command(next_help_heading = "Canary rollout")]
 pub struct RolloutArgs {
     /// Roll back when the canary's propagation p99 is this many times the other
     /// nodes'...

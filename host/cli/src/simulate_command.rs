@@ -12,12 +12,13 @@ use std::path::Path;
 use anyhow::Context;
 
 use crate::failure::{self, InputContext};
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use podstatus_apiserver::EmbeddedApiServer;
 use podstatus_backends::InjectedFaults;
 use podstatus_backends::MemoryApiServer;
 use podstatus_runtime::{PluginRuntime, PoolSize};
 use podstatus_simulate::{CanaryConfig, CanaryShare, PlannedSwap, Signals, SimulateConfig};
+
+use crate::work_progress::RunProgress;
 
 /// Pods a second a fleet creates its first pods at, without --create-rate: what two
 /// cores carry with every pod's status work behind it (1,000 nodes, 100,000 pods:
@@ -28,11 +29,13 @@ const FLEET_CREATE_RATE: f64 = 1_050.0;
 /// `podstatus simulate`'s options.
 #[derive(clap::Args)]
 pub struct SimulateArgs {
+    #[arg(help_heading = "Workload")]
     /// Pods alive at once on the node (a deleted pod is replaced); at most 1,000,000
     /// (each pod's life, cached status and API object are held in this process, about
     /// 80 KiB together).
     #[arg(long, default_value_t = 50, value_parser = pods)]
     pub pods: usize,
+    #[arg(help_heading = "Workload")]
     /// Virtual nodes in this one process (a fleet), named NODE-0 .. NODE-(N-1) after
     /// --node-name, each with its own plugin instance, queue, client budget, Node and
     /// Lease; the pods and the churn are shared out among them (static pods are per
@@ -40,15 +43,18 @@ pub struct SimulateArgs {
     /// `podstatus fleet --help`).
     #[arg(long, default_value_t = 1, value_parser = crate::fleet_command::nodes)]
     pub nodes: u32,
+    #[arg(help_heading = "Plugin")]
     /// Allocate each plugin instance on demand, instead of from wasmtime's pooling
     /// allocator sized for the fleet (a fleet's default; for comparisons).
     #[arg(long)]
     pub on_demand_instances: bool,
+    #[arg(help_heading = "Workload")]
     /// Create the first pods at this many a second over all nodes, one after another (as
     /// a workload scaled up at once), instead of at the churn's rate. A fleet (--nodes
     /// above 1) creates them at 1,050 a second unless told otherwise (what two cores carry).
     #[arg(long, value_name = "PODS_PER_SECOND", value_parser = crate::input::positive_rate)]
     pub create_rate: Option<f64>,
+    #[arg(help_heading = "Canary rollout")]
     /// Roll --canary-plugin out to this share of the fleet's nodes first (`10%`, or
     /// `0.1`): at --canary-at they swap to it, and after --canary-watch the rest follow
     /// (promoted) or the canary swaps back (rolled back), by propagation p99, API calls
@@ -56,62 +62,77 @@ pub struct SimulateArgs {
     /// (the --canary-max-* thresholds).
     #[arg(long, value_name = "SHARE", requires = "canary_plugin", value_parser = crate::rollout_args::canary_share)]
     pub canary: Option<f64>,
+    #[arg(help_heading = "Canary rollout")]
     /// The plugin a canary rollout moves to.
     #[arg(long, value_name = "FILE.wasm", requires = "canary")]
     pub canary_plugin: Option<PathBuf>,
+    #[arg(help_heading = "Canary rollout")]
     /// How far into the churn the canary moves.
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = crate::input::duration)]
     pub canary_at: Duration,
+    #[arg(help_heading = "Canary rollout")]
     /// How long the canary is compared with the other nodes before the decision (it
     /// waits on while the canary has too few samples to judge).
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = crate::input::duration)]
     pub canary_watch: Duration,
     #[command(flatten)]
     pub rollout: crate::rollout_args::RolloutArgs,
+    #[arg(help_heading = "Workload")]
     /// Static pods, written to a temporary manifest folder (ignored with
     /// --pod-manifest-path); at most 1,000 (a node's system pods are a few).
     #[arg(long, default_value_t = 2, value_parser = static_pods)]
     pub static_pods: usize,
+    #[arg(help_heading = "Workload")]
     /// Lifecycle events per second over all pods (above zero).
     #[arg(long, default_value_t = 20.0, value_parser = crate::input::positive_rate)]
     pub churn: f64,
+    #[arg(help_heading = "Workload")]
     /// How long the churn lasts (`15s`, `1m30s`; a bare number is seconds), or `off`: until
     /// SIGINT or SIGTERM (or --cycles). A signal before the end cuts the run short: the
     /// summary says so and the exit is 130.
     #[arg(long, value_name = "DURATION|off", default_value = "15s", value_parser = crate::input::duration_or_off)]
     pub duration: crate::input::OrOff,
+    #[arg(help_heading = "Workload")]
     /// Stop once this many pods have lived whole lives (created, run, terminated and
     /// deleted by the status manager), if that comes before --duration.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub cycles: Option<u64>,
+    #[arg(help_heading = "Workload")]
     /// How often each pod is synced again with nothing new, its last status sent to the
     /// status manager once more, as the kubelet's pod workers do (`1m` by default, as
     /// the kubelet's; up to half as long again, jittered; at least 100ms), or `off`: never.
     #[arg(long, visible_alias = "sync-frequency", value_name = "DURATION|off", default_value = "1m", value_parser = crate::input::period_or_off)]
     pub resync: crate::input::OrOff,
+    #[arg(help_heading = "Workload")]
     /// The generator's seed: the same seed gives the same pod lives.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    #[arg(help_heading = "Node")]
     /// The node the pods are bound to (the kubelet's --hostname-override): a DNS-1123
     /// subdomain.
     #[arg(long, visible_alias = "hostname-override", default_value = "sim-node", value_parser = crate::input::node_name)]
     pub node_name: String,
+    #[arg(help_heading = "API server and client")]
     /// Where the embedded API server listens.
     #[arg(long, default_value = "127.0.0.1:0")]
     pub listen: std::net::SocketAddr,
     #[command(flatten)]
     pub client: crate::client_args::ClientArgs,
+    #[arg(help_heading = "Hot swap")]
     /// Hot-swap to this plugin during the run (with --swap-at), and on SIGHUP; loaded
     /// and checked at start.
     #[arg(long, value_name = "FILE.wasm")]
     pub swap_to: Option<PathBuf>,
+    #[arg(help_heading = "Hot swap")]
     /// How far into the run to swap to --swap-to (`40s`; a bare number is seconds).
     #[arg(long, value_name = "DURATION", requires = "swap_to", value_parser = crate::input::duration)]
     pub swap_at: Option<Duration>,
+    #[arg(help_heading = "Workload")]
     /// How long the final flush, quiet sync and shutdown may take, at most: past it the
     /// run ends, its summary saying the flush timed out, and the exit is 1.
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = crate::input::duration)]
     pub flush_timeout: Duration,
+    #[arg(help_heading = "Faults and latency")]
     /// Have the embedded API server answer the agent's status client (the plugin's GET
     /// of a pod, status writes, DELETE) this much later, as a cluster across a network
     /// would (`20ms`; a bare number is seconds). The pod watch, the pods' owners, node
@@ -124,17 +145,21 @@ pub struct SimulateArgs {
         conflicts_with_all = ["kubeconfig", "server"],
     )]
     pub api_latency: Option<Duration>,
+    #[arg(help_heading = "Faults and latency")]
     /// Fail this fraction of the plugin's API calls on purpose (half refused before
     /// sending, half sent with the answer lost): the final check shows nothing is lost.
     /// From 0 to 1.
     #[arg(long, value_name = "FRACTION", default_value_t = 0.0, value_parser = crate::input::fraction)]
     pub api_fault_rate: f64,
+    #[arg(help_heading = "Output")]
     /// Print the summary as JSON instead of a table (as `-o json`).
     #[arg(long)]
     pub json: bool,
+    #[arg(help_heading = "Output")]
     /// The summary's format, as kubectl's `-o`: `json`, or `text` (the table).
     #[arg(short = 'o', long, value_enum, value_name = "FORMAT")]
     pub output: Option<OutputFormat>,
+    #[arg(help_heading = "Output")]
     /// No progress bar.
     #[arg(long)]
     pub quiet: bool,
@@ -192,7 +217,7 @@ fn simulate(args: &SimulateArgs) -> anyhow::Result<podstatus_simulate::Summary> 
         runtime.pool = Some(PoolSize::for_nodes(args.nodes as usize));
     }
     let plugins = PluginRuntime::new(&runtime).context("plugin runtime")?;
-    let image = args.plugin.load(&plugins)?;
+    let (image, ran) = args.plugin.load(&plugins)?;
     // Compiled now, with or without --swap-at: a bad file is refused before the run,
     // and the swap at its time (or at SIGHUP) is only the swap.
     let swap_to = match &args.swap_to {
@@ -238,31 +263,34 @@ fn simulate(args: &SimulateArgs) -> anyhow::Result<podstatus_simulate::Summary> 
     let signals = Signals::default();
     install_signal_handlers(&signals, "stopping; flushing pending statuses", Second::CutsTheFlush)?;
     let duration = config.duration;
-    let bar = progress_bar(!args.quiet && !args.json(), duration);
-    let summary = podstatus_simulate::run_with_progress(config, plugins, image, &signals, &mut |progress| {
-        bar.set_position(progress.elapsed.as_millis() as u64);
-        bar.set_message(progress.message.clone());
+    let mut shown = RunProgress::new("simulate", duration, args.quiet || args.json());
+    // Said once, as soon as it is known, at every output but --quiet: where to point
+    // kubectl while the run goes on.
+    let mut url_said = args.quiet;
+    if !args.quiet {
+        eprintln!("podstatus simulate: {ran}");
+    }
+    let mut summary = podstatus_simulate::run_with_progress(config, plugins, image, &signals, &mut |progress| {
+        if let Some(url) = progress.api_server.as_deref().filter(|_| !url_said) {
+            let line = format!("podstatus simulate: API server {url} (kubectl --server {url} get pods -A)");
+            if args.json() {
+                eprintln!("{line}")
+            } else {
+                shown.say(&line)
+            }
+            url_said = true;
+        }
+        shown.set(progress.elapsed, progress.duration, &progress.message);
     })?;
-    bar.finish_and_clear();
+    shown.finish();
+    summary.logic = ran.logic;
+    summary.plugin_sha256 = ran.plugin_sha256;
     if args.json() {
         println!("{}", serde_json::to_string_pretty(&summary)?);
     } else {
         print!("{summary}");
     }
     Ok(summary)
-}
-
-/// A bar on stderr (hidden when stderr is not a terminal, or when not `enabled`).
-fn progress_bar(enabled: bool, duration: Option<Duration>) -> ProgressBar {
-    if !enabled {
-        return ProgressBar::hidden();
-    }
-    let length = duration.map(|d| d.as_millis() as u64);
-    let bar = ProgressBar::with_draw_target(length, ProgressDrawTarget::stderr());
-    if let Ok(style) = ProgressStyle::with_template("{spinner} [{elapsed_precise}] {wide_bar} {msg}") {
-        bar.set_style(style);
-    }
-    bar
 }
 
 pub fn serve(listen: std::net::SocketAddr, max_connections: usize) -> ExitCode {

@@ -61,6 +61,44 @@ fn sigterm_flushes_then_reports_the_node_shutting_down() {
     assert_eq!(code, Some(0), "serve's stderr:\n{stderr}");
 }
 
+/// Without `--logic` the agent runs the newest release followed faithfully, 1.37, and
+/// says so at start with the plugin's digest: a running pod is Ready with its
+/// containers Ready (the 2017 seed left ContainersReady False beside Ready True).
+#[test]
+fn the_agent_runs_1_37_by_default_and_says_so() {
+    let api = free_port();
+    let (server, server_lines) = spawn(&["serve", "--listen", &api.to_string()]);
+    wait_until("the API server answers", || request(api, "GET", "/version", None));
+    let url = format!("http://{api}");
+    let (agent, agent_lines) = spawn(&["agent", "--node-name", "agent-2", "--server", &url]);
+    let started = wait_until("the agent says what it runs", || {
+        agent_lines.recv_timeout(std::time::Duration::from_millis(100)).ok().filter(|l| l.contains("node agent-2"))
+    });
+    assert!(started.contains("logic 1.37, plugin sha256:"), "{started}");
+    wait_until("the node is registered Ready", || {
+        let (code, node) = request(api, "GET", "/api/v1/nodes/agent-2", None)?;
+        (code == 200 && condition(&node, "Ready")?["status"] == "True").then_some(())
+    });
+    let pod = json!({
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {"nodeName": "agent-2", "containers": [{"name": "app", "image": "nginx:1.27"}]}
+    });
+    let (code, _) = request(api, "POST", "/api/v1/namespaces/default/pods", Some(&pod)).expect("an answer");
+    assert_eq!(code, 201);
+    let pod = wait_until("the pod is Running and Ready", || {
+        let (_, pod) = request(api, "GET", "/api/v1/namespaces/default/pods/web", None)?;
+        (pod.pointer("/status/phase")? == "Running" && condition(&pod, "Ready")?["status"] == "True").then_some(pod)
+    });
+    assert_eq!(condition(&pod, "ContainersReady").expect("ContainersReady")["status"], "True", "{pod}");
+
+    signal(&agent, libc::SIGTERM);
+    let (code, stderr) = wait(agent, &agent_lines);
+    assert_eq!(code, Some(0), "stderr:\n{stderr}");
+    signal(&server, libc::SIGTERM);
+    let (code, stderr) = wait(server, &server_lines);
+    assert_eq!(code, Some(0), "serve's stderr:\n{stderr}");
+}
+
 /// `serve --max-connections N` admits N connections: past them it closes an idle one to
 /// admit the next (a cap of 0 is refused).
 #[test]

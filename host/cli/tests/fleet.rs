@@ -2,15 +2,19 @@
 //! its nodes register Ready, run the pods another client creates, a canary started and
 //! promoted over the control endpoint moves every node to its plugin (the metrics say
 //! so by their labels), and on SIGTERM the fleet flushes, reports every node as
-//! shutting down, prints a line per group and exits 0. Unusable options exit 2.
+//! shutting down, prints its summary (here `--json`, held against its documented
+//! schema) and exits 0. Unusable options exit 2.
 //!
 //! Every wait is bounded but generous: CI machines are slow and busy.
 
-use serde_json::json;
+use std::io::Read;
+use std::process::Stdio;
+
+use serde_json::{Value, json};
 
 mod common;
 
-use common::{condition, free_port, podstatus, request, signal, spawn, wait, wait_until};
+use common::{condition, free_port, podstatus, request, signal, spawn, start, wait, wait_until};
 
 #[test]
 fn a_fleet_runs_ready_nodes_takes_a_canary_over_http_and_shuts_down_on_sigterm() {
@@ -19,7 +23,7 @@ fn a_fleet_runs_ready_nodes_takes_a_canary_over_http_and_shuts_down_on_sigterm()
     wait_until("the API server answers", || request(api, "GET", "/version", None));
     let (control, metrics) = (free_port(), free_port());
     let url = format!("http://{api}");
-    let (fleet, lines) = spawn(&[
+    let mut command = podstatus(&[
         "fleet",
         "--nodes",
         "3",
@@ -35,7 +39,15 @@ fn a_fleet_runs_ready_nodes_takes_a_canary_over_http_and_shuts_down_on_sigterm()
         &metrics.to_string(),
         "--node-status-update-frequency",
         "1s",
+        "--json",
     ]);
+    command.stdout(Stdio::piped());
+    let (mut fleet, lines) = start(command);
+    let mut stdout = fleet.stdout.take().expect("stdout");
+    let summary = std::thread::spawn(move || {
+        let mut text = String::new();
+        stdout.read_to_string(&mut text).map(|_| text)
+    });
     let names = ["cli-fleet-0", "cli-fleet-1", "cli-fleet-2"];
     for name in names {
         wait_until(&format!("{name} is registered Ready"), || {
@@ -83,8 +95,28 @@ fn a_fleet_runs_ready_nodes_takes_a_canary_over_http_and_shuts_down_on_sigterm()
     assert_eq!(code, Some(0), "stderr:\n{stderr}");
     assert!(stderr.contains("podstatus fleet: 3 nodes cli-fleet-0 .. cli-fleet-2"), "{stderr}");
     assert!(stderr.contains(&format!("control endpoint on http://{control}/rollout")), "{stderr}");
-    assert!(stderr.contains("group all: 3 nodes on podstatus-v3"), "{stderr}");
+    assert!(stderr.contains("group all runs logic 1.27, plugin sha256:"), "said at start: {stderr}");
     assert!(stderr.contains("(flush done, 0 sync requests left unwritten)"), "{stderr}");
+    let summary = summary.join().expect("the reader").expect("stdout read");
+    let summary: Value = serde_json::from_str(&summary).unwrap_or_else(|e| panic!("{e}: {summary}"));
+    assert_eq!(summary["format"], "podstatus.fleet/v1");
+    assert_eq!((&summary["nodes"], &summary["flushed"], &summary["passed"]), (&json!(3), &json!(true), &json!(true)));
+    assert_eq!(summary["sync_requests_left"], 0);
+    assert_eq!(summary["flush"], "done");
+    assert!(summary["running_seconds"].as_f64().is_some_and(|s| s > 0.0), "{summary}");
+    assert_eq!(summary["api_server"].as_str().map(|u| u.trim_end_matches('/')), Some(url.as_str()));
+    let group = &summary["groups"][0];
+    // The plugin the group ran last (promoted to v3), its logic and digest.
+    assert_eq!((&group["name"], &group["nodes"], &group["plugin"]), (&json!("all"), &json!(3), &json!("podstatus-v3")));
+    assert_eq!(group["logic"], "1.27-one-call");
+    assert_eq!(group["plugin_sha256"].as_str().map(str::len), Some(64), "{group}");
+    for field in ["updates", "versions", "api_calls", "faults", "recoveries"] {
+        assert!(group[field].is_u64(), "{field}: {group}");
+    }
+    for field in ["api_calls_per_version", "propagation_p99_seconds", "plugin_seconds_per_update"] {
+        assert!(group[field].is_number(), "{field}: {group}");
+    }
+    assert!(group["versions"].as_u64().is_some_and(|v| v > 0), "the pods' statuses were counted: {group}");
     for name in names {
         let (_, node) = request(api, "GET", &format!("/api/v1/nodes/{name}"), None).expect("the node");
         let ready = condition(&node, "Ready").expect("a Ready condition");

@@ -101,7 +101,19 @@ fn v2_plugin(name: &str) -> TempFile {
 
 #[test]
 fn a_short_run_exits_0_with_a_json_summary_whose_check_passed() {
-    let s = passed_run(&["--pods", "12", "--duration", "2", "--json", "--churn", "30"]);
+    let out = simulate(&["--pods", "12", "--duration", "2", "--json", "--churn", "30"]);
+    exited_0(&out);
+    let s = summary(&out);
+    check_passed(&s);
+    // The documented schema's name and what ran (docs/json-output.md).
+    assert_eq!(s["format"], "podstatus.simulate/v1");
+    assert_eq!(s["logic"], "v1", "simulate keeps the seed");
+    assert_eq!(s["plugin_sha256"].as_str().map(str::len), Some(64), "{s:#}");
+    // The API server's URL comes at the start, not only in the summary.
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let url = s["api_server"].as_str().expect("a URL");
+    assert!(stderr.lines().next().is_some_and(|l| l.contains("logic v1, plugin sha256:")), "{stderr}");
+    assert!(stderr.contains(&format!("podstatus simulate: API server {url}")), "{stderr}");
     assert_eq!(s["plugin"], "kubelet:status@0.2.0");
     assert_eq!(s["pods"], 12);
     assert_eq!(s["static_pods"], 2, "the two static pods of the default manifest folder");
@@ -287,6 +299,11 @@ fn the_table_names_the_check_when_not_asked_for_json() {
     let table = String::from_utf8(out.stdout).unwrap();
     assert!(table.contains("API server equals the cache"), "{table}");
     assert!(table.contains("plugin") && table.contains("kubelet:status@0.2.0"), "{table}");
+    assert!(table.lines().any(|l| l.starts_with("logic ") && l.contains("v1, plugin sha256:")), "{table}");
+    // Durations say their unit, as the flags take them: `p50 6.54ms`, never `6.54 ms`.
+    let propagation = table.lines().find(|l| l.starts_with("propagation")).expect("a propagation row");
+    assert!(!propagation.contains(" ms") && propagation.contains("s,"), "{propagation}");
+    assert!(String::from_utf8_lossy(&out.stderr).is_empty(), "--quiet says nothing on stderr");
 }
 
 /// A short run of `logic` on contract 0.2.0, which writes patches: the summary.

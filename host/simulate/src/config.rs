@@ -179,4 +179,7 @@ pub struct Progress {
     pub duration: Option<Duration>,
     /// Counts so far, one line.
     pub message: String,
+    /// The API server's URL, once the node (or the fleet) reaches it: the caller says
+    /// where to look (`kubectl --server URL`) while the run goes on.
+    pub api_server: Option<String>,
 }

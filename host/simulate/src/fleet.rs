@@ -98,7 +98,12 @@ pub fn run_fleet(
     // --flush-timeout is a hard limit on what follows, as for one node.
     let quiet = Instant::now();
     let deadline = quiet + config.flush_timeout;
-    progress(&Progress { elapsed: start.elapsed(), duration: config.duration, message: "flushing".into() });
+    progress(&Progress {
+        elapsed: start.elapsed(),
+        duration: config.duration,
+        message: "flushing".into(),
+        api_server: None,
+    });
     let flush = quiet_sync(agents, &mut runs, deadline, &signals.flush_may_go_on());
     tracing::info!(took = ?quiet.elapsed(), %flush, "quiet sync done");
     let deadline = crate::simulation::after_flush(flush, deadline);
@@ -160,6 +165,11 @@ fn start_fleet(
 ) -> Result<StartedFleet, SimulateError> {
     let connections = podstatus_apiserver::ServeOptions::default().max_connections + Fleet::connections(config.nodes);
     let (embedded, target) = simulated_node::resolve(&config.agent.target, connections)?;
+    // Known before the nodes start (they may take a while): said with their progress.
+    let url = match &target {
+        podstatus_agent::Target::Url(url) => Some(url.clone()),
+        podstatus_agent::Target::Kubeconfig { .. } => None,
+    };
     let spec = FleetSpec {
         groups: groups
             .iter()
@@ -186,6 +196,7 @@ fn start_fleet(
             elapsed: started.elapsed(),
             duration: None,
             message: format!("{done} of {total} nodes started"),
+            api_server: url.clone(),
         }),
     })
     .map_err(SimulateError::Fleet)?;
@@ -269,6 +280,7 @@ impl Run<'_> {
                     elapsed,
                     duration: config.duration,
                     message: format!("{} nodes, queue {queued}", agents.len()),
+                    api_server: Some(self.fleet.connection().api_url().to_owned()),
                 });
             }
             // A driver that panicked is a bug of the host: its panic goes on up.

@@ -67,7 +67,11 @@ pub(crate) fn summarize(config: &SimulateConfig, observed: Observed<'_>) -> Summ
     let handed: u64 = counts.updates.values().sum();
     let seconds = observed.seconds;
     Summary {
+        format: summary::SUMMARY_FORMAT,
         plugin: observed.plugin,
+        // The caller knows the plugin's bytes; it names them.
+        logic: String::new(),
+        plugin_sha256: String::new(),
         api_server: observed.api_url.to_owned(),
         node: observed.node,
         seed: config.seed,

@@ -112,6 +112,7 @@ pub fn run_with_progress(
                 driver.counts.deleted,
                 agent.handle().queue_len()
             ),
+            api_server: Some(agent.api_url().to_owned()),
         });
     });
     let seconds = start.elapsed().as_secs_f64();
@@ -124,7 +125,12 @@ pub fn run_with_progress(
     // shutdown share one deadline.
     let quiet = Instant::now();
     let deadline = quiet + config.flush_timeout;
-    progress(&Progress { elapsed: start.elapsed(), duration: config.duration, message: "flushing".into() });
+    progress(&Progress {
+        elapsed: start.elapsed(),
+        duration: config.duration,
+        message: "flushing".into(),
+        api_server: None,
+    });
     let flush = driver.quiet_sync(agent, &node_side, deadline, &signals.flush_may_go_on());
     tracing::info!(took = ?quiet.elapsed(), stages = ?driver.stages(), %flush, "quiet sync done");
     let deadline = after_flush(flush, deadline);

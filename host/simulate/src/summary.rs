@@ -6,13 +6,26 @@ use std::fmt::{self, Write as _};
 use serde::Serialize;
 
 use crate::kubelet_1_35::NewPaths;
+use podstatus_agent::format_seconds;
 use podstatus_agent::metrics::{CallerLatencySummary, LatencySummary};
+
+/// The name and version of the JSON document's schema (docs/json-output.md): a field
+/// may be added within a version, none removed or changed.
+pub const SUMMARY_FORMAT: &str = "podstatus.simulate/v1";
 
 /// Everything `podstatus simulate` reports at the end.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Summary {
+    /// [`SUMMARY_FORMAT`].
+    pub format: &'static str,
     /// The contract of the plugin that ran (the last one, after a swap).
     pub plugin: String,
+    /// The logic version the run started with, as `--logic` names it (`1.37`), read
+    /// from the plugin by the caller; `unknown` for a plugin that does not say.
+    pub logic: String,
+    /// The SHA-256 of the plugin component the run started with (lower-case hex), as
+    /// the caller read it.
+    pub plugin_sha256: String,
     /// Where statuses were written: the embedded server's URL or the cluster's.
     pub api_server: String,
     /// The node the pods were bound to.
@@ -279,7 +292,7 @@ impl fmt::Display for Latency {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "p50 {} ms, p95 {} ms, p99 {} ms, max {} ms ({} samples)",
+            "p50 {}, p95 {}, p99 {}, max {} ({} samples)",
             millis(self.p50),
             millis(self.p95),
             millis(self.p99),
@@ -289,14 +302,10 @@ impl fmt::Display for Latency {
     }
 }
 
-/// Milliseconds to about three significant digits: propagation is tens of
-/// milliseconds, a plugin call tens of microseconds.
+/// Milliseconds (as the JSON keeps them) for people: three significant digits with
+/// their unit (`12.3µs`, `350ms`, `16.8s`), as the duration flags take them.
 fn millis(ms: f64) -> String {
-    match ms {
-        ms if ms < 1.0 => format!("{ms:.3}"),
-        ms if ms < 10.0 => format!("{ms:.2}"),
-        ms => format!("{ms:.1}"),
-    }
+    format_seconds(ms / 1e3)
 }
 
 /// [`Latency`] over every Manager call of the node's side, with the same per operation.
@@ -364,6 +373,10 @@ impl fmt::Display for Summary {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut rows: Vec<(String, String)> = vec![
             ("plugin".into(), self.plugin.clone()),
+            ("logic".into(), {
+                let short = self.plugin_sha256.get(..12).unwrap_or(&self.plugin_sha256);
+                format!("{}, plugin sha256:{short}", self.logic)
+            }),
             ("api server".into(), self.api_server.clone()),
             (
                 "node".into(),
@@ -372,8 +385,10 @@ impl fmt::Display for Summary {
             (
                 "run".into(),
                 format!(
-                    "{:.1} s, {} pods created, {} deleted by the status manager",
-                    self.seconds, self.pods_created, self.pods_deleted
+                    "{}, {} pods created, {} deleted by the status manager",
+                    format_seconds(self.seconds),
+                    self.pods_created,
+                    self.pods_deleted
                 ),
             ),
         ];
@@ -400,7 +415,7 @@ impl fmt::Display for Summary {
             "statuses written".into(),
             format!("{} ({:.1} per second)", self.statuses_written, self.statuses_written_per_second),
         ));
-        rows.push(("plugin busy / update".into(), format!("{:.1} us", self.plugin_busy_us_per_update)));
+        rows.push(("plugin busy / update".into(), format_seconds(self.plugin_busy_us_per_update / 1e6)));
         if let Some(paths) = &self.new_paths {
             rows.extend(paths.rows());
         }
@@ -419,10 +434,14 @@ impl fmt::Display for Summary {
         rows.push(("faults".into(), faults));
         if let Some(swap) = &self.swap {
             let text = match &swap.error {
-                Some(error) => format!("at {:.1} s failed: {error}", swap.at_seconds),
+                Some(error) => format!("at {} failed: {error}", format_seconds(swap.at_seconds)),
                 None => format!(
-                    "at {:.1} s {} -> {}: pause {:.2} ms, whole {:.1} ms",
-                    swap.at_seconds, swap.from, swap.to, swap.pause_ms, swap.total_ms
+                    "at {} {} -> {}: pause {}, whole {}",
+                    format_seconds(swap.at_seconds),
+                    swap.from,
+                    swap.to,
+                    format_seconds(swap.pause_ms / 1e3),
+                    format_seconds(swap.total_ms / 1e3)
                 ),
             };
             rows.push(("swap".into(), text));
@@ -462,8 +481,11 @@ impl FleetFigures {
     /// The summary's rows of a fleet run: the fleet's, then each group's.
     fn rows(&self) -> Vec<(String, String)> {
         let started = format!(
-            "{} nodes ({} Ready), started in {:.1} s, {:.1} pods created per second",
-            self.nodes, self.nodes_ready, self.start_seconds, self.pods_created_per_second
+            "{} nodes ({} Ready), started in {}, {:.1} pods created per second",
+            self.nodes,
+            self.nodes_ready,
+            format_seconds(self.start_seconds),
+            self.pods_created_per_second
         );
         let leases = format!("{} renewals, {} after their Lease expired", self.lease_renewals, self.leases_late);
         let memory = self.idle_memory_mib_per_node.map(|mib| ("memory / idle node".into(), format!("{mib:.2} MiB")));
@@ -480,7 +502,7 @@ impl GroupFigures {
     fn row(&self) -> (String, String) {
         let figures = format!(
             "{} nodes on {}: {} pods, {} versions, {} faults ({} recoveries), {} of {} pods differ, \
-             plugin {:.1} us / update, propagation p99 {:.1} ms, {:.2} API calls / version",
+             plugin {} / update, propagation p99 {}, {:.2} API calls / version",
             self.nodes,
             self.plugin,
             self.pods_created,
@@ -489,8 +511,8 @@ impl GroupFigures {
             self.recoveries,
             self.differing,
             self.compared,
-            self.plugin_busy_us_per_update,
-            self.propagation_ms.p99,
+            format_seconds(self.plugin_busy_us_per_update / 1e6),
+            millis(self.propagation_ms.p99),
             self.api_calls_per_version
         );
         (format!("  group {}", self.name), figures)
@@ -502,27 +524,27 @@ impl RolloutSummary {
     /// by side.
     fn rows(&self) -> [(String, String); 2] {
         let decision = format!(
-            "{} ({} nodes) to {}: {} at {:.1} s ({}); canary swapped in {:.0} ms, decision in {:.0} ms",
+            "{} ({} nodes) to {}: {} at {} ({}); canary swapped in {}, decision in {}",
             self.group,
             self.canary_nodes,
             self.to,
             self.decision,
-            self.decided_at_seconds,
+            format_seconds(self.decided_at_seconds),
             self.reason,
-            self.canary_swap_ms,
-            self.decision_swap_ms
+            millis(self.canary_swap_ms),
+            millis(self.decision_swap_ms)
         );
         let compared = format!(
-            "propagation p99 {:.1} / {:.1} ms, API calls per version {:.2} / {:.2}, faults per update \
-             {:.4} / {:.4}, plugin {:.1} / {:.1} us per update",
-            self.canary_p99_ms,
-            self.rest_p99_ms,
+            "propagation p99 {} / {}, API calls per version {:.2} / {:.2}, faults per update \
+             {:.4} / {:.4}, plugin {} / {} per update",
+            millis(self.canary_p99_ms),
+            millis(self.rest_p99_ms),
             self.canary_api_calls_per_version,
             self.rest_api_calls_per_version,
             self.canary_fault_rate,
             self.rest_fault_rate,
-            self.canary_plugin_us_per_update,
-            self.rest_plugin_us_per_update
+            format_seconds(self.canary_plugin_us_per_update / 1e6),
+            format_seconds(self.rest_plugin_us_per_update / 1e6)
         );
         [("rollout".into(), decision), ("  canary / rest".into(), compared)]
     }
@@ -606,7 +628,7 @@ mod tests {
     #[test]
     fn plugin_busy_is_shown_and_the_new_paths_only_when_a_run_played_them() {
         let mut summary = Summary { plugin_busy_us_per_update: 12.34, ..Summary::default() };
-        assert!(summary.to_string().contains("plugin busy / update  12.3 us"), "{summary}");
+        assert!(summary.to_string().contains("plugin busy / update  12.3µs"), "{summary}");
         let json = serde_json::to_value(&summary).unwrap();
         assert_eq!(json["plugin_busy_us_per_update"], 12.34);
         assert!(json.get("new_paths").is_none(), "a run without them reports as before: {json}");
@@ -629,7 +651,7 @@ mod tests {
         let table = summary.to_string();
         assert!(table.contains("statuses written"), "{table}");
         assert!(table.contains("30 (15.0 per second)"), "{table}");
-        assert!(table.contains("p50 0.012 ms, p95 0.500 ms, p99 1.25 ms, max 42.0 ms (2 samples)"), "{table}");
+        assert!(table.contains("p50 12µs, p95 500µs, p99 1.25ms, max 42ms (2 samples)"), "{table}");
         assert!(table.contains("  set_pod_status"), "{table}");
         let json = serde_json::to_value(&summary).unwrap();
         let caller = &json["caller_latency_ms"];

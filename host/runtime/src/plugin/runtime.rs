@@ -254,9 +254,22 @@ impl PluginRuntime {
     /// failure names the file.
     pub fn load_file(&self, path: impl Into<PathBuf>) -> Result<PluginImage, LoadError> {
         let path = path.into();
-        let bytes = read_bounded(&path, self.limits.max_component_bytes)
-            .map_err(|source| LoadError::Read { path: path.clone(), source })?;
-        self.load(&bytes).map_err(|source| LoadError::File { path, source: Box::new(source) })
+        let bytes = self.read_file(&path)?;
+        self.load_read(&path, &bytes)
+    }
+
+    /// The bytes of the plugin file at `path`, read no further than the size limit
+    /// allows (one byte past it, for [`PluginRuntime::load`] to refuse): for a caller
+    /// that keeps the bytes (to name their digest) and loads them with
+    /// [`PluginRuntime::load_read`].
+    pub fn read_file(&self, path: &std::path::Path) -> Result<Vec<u8>, LoadError> {
+        read_bounded(path, self.limits.max_component_bytes)
+            .map_err(|source| LoadError::Read { path: path.to_path_buf(), source })
+    }
+
+    /// [`PluginRuntime::load`] of bytes read from `path`, an error naming the file.
+    pub fn load_read(&self, path: &std::path::Path, bytes: &[u8]) -> Result<PluginImage, LoadError> {
+        self.load(bytes).map_err(|source| LoadError::File { path: path.to_path_buf(), source: Box::new(source) })
     }
 }
 
