@@ -25,6 +25,11 @@ pub fn ensure(what: &str, installed: impl Fn(&Path) -> bool, packages: &[&str]) 
     static INSTALLING: Mutex<()> = Mutex::new(());
     let _one_at_a_time = INSTALLING.lock().unwrap_or_else(PoisonError::into_inner);
     let venv = venv_dir();
+    if !belongs_here(&venv) {
+        // A venv copied (or hard-linked) from another checkout runs its scripts with that
+        // checkout's python, which may be gone: made again, here.
+        std::fs::remove_dir_all(&venv).unwrap_or_else(|e| panic!("removing {}: {e}", venv.display()));
+    }
     if installed(&venv) {
         return venv;
     }
@@ -41,6 +46,14 @@ pub fn ensure(what: &str, installed: impl Fn(&Path) -> bool, packages: &[&str]) 
     );
     assert!(installed(&venv), "pip installed {what}, but it is still missing from {}", venv.display());
     venv
+}
+
+/// Whether the venv at `venv`, if there is one, is this checkout's: its scripts name
+/// its own python (in the `#!` line, or in the `exec` of the shell wrapper pip writes
+/// for a long path); pip's script, which every venv has, stands for them all.
+fn belongs_here(venv: &Path) -> bool {
+    let Ok(pip) = std::fs::read_to_string(venv.join("bin").join("pip")) else { return true };
+    pip.contains(&*venv.join("bin").join("python").to_string_lossy())
 }
 
 /// Runs a setup command; its failure fails the test with what it printed.

@@ -278,16 +278,11 @@ struct GroupVersionKind {
 /// Whether the `Accept` header asks for aggregated discovery (v2; v2beta1 is not served).
 pub(crate) fn wants_aggregated(accept: &str) -> bool {
     accept.split(',').any(|media| {
-        let params = media_params(media);
+        let params = crate::media::params(media);
         params.contains(&("g", "apidiscovery.k8s.io"))
             && params.contains(&("v", "v2"))
             && params.contains(&("as", "APIGroupDiscoveryList"))
     })
-}
-
-/// The `key=value` parameters of one media range, trimmed.
-pub(crate) fn media_params(media: &str) -> Vec<(&str, &str)> {
-    media.split(';').skip(1).filter_map(|param| param.split_once('=')).map(|(k, v)| (k.trim(), v.trim())).collect()
 }
 
 #[cfg(test)]

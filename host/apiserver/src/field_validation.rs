@@ -11,7 +11,6 @@
 
 use serde_json::Value;
 
-use crate::call::Call;
 use crate::excerpt::excerpt;
 use crate::response::Body;
 use crate::status_body::Failure;
@@ -32,10 +31,10 @@ pub(crate) enum FieldValidation {
 }
 
 impl FieldValidation {
-    /// The request's directive; a value kube-apiserver does not know is a 400 in its
-    /// words.
-    pub fn of(call: &Call) -> Result<Self, Failure> {
-        match call.param("fieldValidation") {
+    /// The request's directive, its `fieldValidation` parameter; a value kube-apiserver
+    /// does not know is a 400 in its words.
+    pub fn of(param: Option<&str>) -> Result<Self, Failure> {
+        match param {
             None | Some("" | "Ignore") => Ok(Self::Ignore),
             Some("Warn") => Ok(Self::Warn),
             Some("Strict") => Ok(Self::Strict),

@@ -38,6 +38,7 @@ mod discovery;
 mod excerpt;
 mod field_validation;
 mod identifiers;
+mod media;
 mod object_handlers;
 mod object_tables;
 mod objects;

@@ -97,7 +97,7 @@ pub(crate) fn create(
     resource: &Resource,
     namespace: &str,
 ) -> Result<Response<Body>, Failure> {
-    let directive = FieldValidation::of(call)?;
+    let directive = FieldValidation::of(call.param("fieldValidation"))?;
     let (object, warnings) = objects::checked_body(resource, call.json_body()?, namespace, None, directive)?;
     let created = context.objects.create(resource, namespace, object)?;
     Ok(warned(json_response(StatusCode::CREATED, &*created), &warnings))
@@ -113,7 +113,7 @@ pub(crate) fn replace(
     name: &str,
     part: Part,
 ) -> Result<Response<Body>, Failure> {
-    let directive = FieldValidation::of(call)?;
+    let directive = FieldValidation::of(call.param("fieldValidation"))?;
     let (object, warnings) = objects::checked_body(resource, call.json_body()?, namespace, Some(name), directive)?;
     let updated = context.objects.update(resource, namespace, name, object, part)?;
     Ok(warned(json_response(StatusCode::OK, &*updated), &warnings))
@@ -132,7 +132,7 @@ pub(crate) fn patch(
     name: &str,
     part: Part,
 ) -> Result<Response<Body>, Failure> {
-    let directive = FieldValidation::of(call)?;
+    let directive = FieldValidation::of(call.param("fieldValidation"))?;
     let strategic = match call.content_type.as_str() {
         MERGE_PATCH => false,
         STRATEGIC_MERGE_PATCH => true,

@@ -347,7 +347,7 @@ pub(crate) fn patch_status(
     name: &str,
 ) -> Result<Response<Body>, Failure> {
     let limit = context.options.max_object_bytes;
-    let directive = FieldValidation::of(call)?;
+    let directive = FieldValidation::of(call.param("fieldValidation"))?;
     let (patched, warnings) = match patch_body(call)? {
         PatchBody::Strategic(patch) => {
             let stored = context.store.get_pod(namespace, name)?;
@@ -387,7 +387,7 @@ pub(crate) fn patch_status(
 /// strategic merge patch merges a pod's lists by their keys (containers by name, ...:
 /// `strategic`), as `kubectl apply` of a changed manifest needs.
 pub(crate) fn patch(call: &Call, context: &Context, namespace: &str, name: &str) -> Result<Response<Body>, Failure> {
-    let directive = FieldValidation::of(call)?;
+    let directive = FieldValidation::of(call.param("fieldValidation"))?;
     let patch = patch_body(call)?;
     let (patched, warnings) =
         patch_retrying(context, namespace, name, &patch, directive, |context, stored, mut patched| {
@@ -595,7 +595,7 @@ fn patch_body(call: &Call) -> Result<PatchBody, Failure> {
 
 /// The pod a body holds, and the warnings about its unknown fields (`fieldValidation`).
 fn pod_body(call: &Call) -> Result<(Pod, Vec<String>), Failure> {
-    let directive = FieldValidation::of(call)?;
+    let directive = FieldValidation::of(call.param("fieldValidation"))?;
     let value = call.json_body()?;
     if let Some(kind) = value.get("kind").and_then(Value::as_str).filter(|kind| *kind != "Pod") {
         return Err(Failure::bad_request(format!("the body is a {}, not a Pod", excerpt(kind))));

@@ -40,7 +40,7 @@ pub(crate) enum IncludeObjectError {
 /// Whether the `Accept` header asks for a `Table` (meta.k8s.io v1 or v1beta1).
 pub(crate) fn wants_table(accept: &str) -> bool {
     accept.split(',').any(|media| {
-        let params = crate::discovery::media_params(media);
+        let params = crate::media::params(media);
         params.contains(&("as", "Table")) && params.contains(&("g", "meta.k8s.io"))
     })
 }

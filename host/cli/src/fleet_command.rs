@@ -30,6 +30,7 @@ use podstatus_agent::node::Flushed;
 
 use crate::client_args::ClientArgs;
 use crate::failure::{BadInput, InputContext};
+use crate::input::MAX_NODES;
 use crate::node_args::NodeArgs;
 use crate::plugin_args::{Logic, NODE_DEFAULT_LOGIC, PluginArgs, RanPlugin};
 use crate::rollout_args::{RolloutArgs, canary_share};
@@ -56,7 +57,7 @@ pub struct FleetArgs {
     /// (defaults to the sum of the --group counts); 1 to 10,000 (every node's plugin
     /// instance slots are reserved as address space when the fleet starts; the largest
     /// fleet measured is 2,000 nodes, docs/fleet.md).
-    #[arg(long, value_parser = nodes, required_unless_present = "groups")]
+    #[arg(long, value_parser = crate::input::nodes, required_unless_present = "groups")]
     nodes: Option<u32>,
     /// The prefix of the nodes' names (the kubelet's --hostname-override): with `-N`
     /// after it, a DNS-1123 subdomain.
@@ -136,16 +137,6 @@ enum PluginChoice {
 
 /// Group names are label values and appear in node counts and logs: short, plain.
 const MAX_GROUP_NAME: usize = 63;
-
-/// The most nodes one process runs (`--nodes`, `simulate --nodes`, the sum of the groups).
-pub const MAX_NODES: u64 = 10_000;
-
-/// `--nodes`: 1 to [`MAX_NODES`], the bound's reason said.
-pub fn nodes(text: &str) -> Result<u32, String> {
-    let why = "every node's plugin instance slots are reserved as address space when the fleet starts \
-               (the largest fleet measured is 2,000 nodes)";
-    crate::input::count(text, 1, MAX_NODES, why).map(|n| n as u32)
-}
 
 /// `--node-name` of a fleet: a prefix that, with `-N` after it, is a node's name.
 fn node_prefix(text: &str) -> Result<String, String> {

@@ -152,6 +152,16 @@ pub fn parse_size(text: &str) -> Result<Size, String> {
     }
 }
 
+/// The most nodes one process runs (`--nodes`, `simulate --nodes`, the sum of the groups).
+pub const MAX_NODES: u64 = 10_000;
+
+/// `--nodes`: 1 to [`MAX_NODES`], the bound's reason said.
+pub fn nodes(text: &str) -> Result<u32, String> {
+    let why = "every node's plugin instance slots are reserved as address space when the fleet starts \
+               (the largest fleet measured is 2,000 nodes)";
+    count(text, 1, MAX_NODES, why).map(|n| n as u32)
+}
+
 /// A count from `min` to `max`, the bound's reason said when it is passed (`--steps`:
 /// "a trace is generated whole before it runs").
 pub fn count(text: &str, min: u64, max: u64, why: &str) -> Result<u64, String> {

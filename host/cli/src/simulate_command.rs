@@ -41,7 +41,7 @@ pub struct SimulateArgs {
     /// Lease; the pods and the churn are shared out among them (static pods are per
     /// node). One connection and one pod watch serve them all. At most 10,000 (see
     /// `podstatus fleet --help`).
-    #[arg(long, default_value_t = 1, value_parser = crate::fleet_command::nodes)]
+    #[arg(long, default_value_t = 1, value_parser = crate::input::nodes)]
     pub nodes: u32,
     #[arg(help_heading = "Plugin")]
     /// Allocate each plugin instance on demand, instead of from wasmtime's pooling
@@ -264,21 +264,19 @@ fn simulate(args: &SimulateArgs) -> anyhow::Result<podstatus_simulate::Summary> 
     install_signal_handlers(&signals, "stopping; flushing pending statuses", Second::CutsTheFlush)?;
     let duration = config.duration;
     let mut shown = RunProgress::new("simulate", duration, args.quiet || args.json());
-    // Said once, as soon as it is known, at every output but --quiet: where to point
-    // kubectl while the run goes on.
-    let mut url_said = args.quiet;
-    if !args.quiet {
-        eprintln!("podstatus simulate: {ran}");
-    }
+    // Said once, as soon as the API server is reached, at every output but --quiet:
+    // what runs, and where to point kubectl while the run goes on. Not before: a run
+    // that cannot start says only why (one line).
+    let mut said = args.quiet;
     let mut summary = podstatus_simulate::run_with_progress(config, plugins, image, &signals, &mut |progress| {
-        if let Some(url) = progress.api_server.as_deref().filter(|_| !url_said) {
-            let line = format!("podstatus simulate: API server {url} (kubectl --server {url} get pods -A)");
+        if let Some(url) = progress.api_server.as_deref().filter(|_| !said) {
+            let line = format!("podstatus simulate: {ran}; API server {url} (kubectl --server {url} get pods -A)");
             if args.json() {
                 eprintln!("{line}")
             } else {
                 shown.say(&line)
             }
-            url_said = true;
+            said = true;
         }
         shown.set(progress.elapsed, progress.duration, &progress.message);
     })?;

@@ -113,7 +113,7 @@ fn a_short_run_exits_0_with_a_json_summary_whose_check_passed() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     let url = s["api_server"].as_str().expect("a URL");
     assert!(stderr.lines().next().is_some_and(|l| l.contains("logic v1, plugin sha256:")), "{stderr}");
-    assert!(stderr.contains(&format!("podstatus simulate: API server {url}")), "{stderr}");
+    assert!(stderr.contains(&format!("; API server {url} (kubectl --server {url} get pods -A)")), "{stderr}");
     assert_eq!(s["plugin"], "kubelet:status@0.2.0");
     assert_eq!(s["pods"], 12);
     assert_eq!(s["static_pods"], 2, "the two static pods of the default manifest folder");

@@ -90,7 +90,7 @@ pub fn run_fleet(
     let run = Run { config: &config, groups: &groups, group_of: &group_of, fleet: &fleet, start };
     let Churned { mut runs, swap } = run.churn(&owners, rollout.as_mut(), signals, progress)?;
     let seconds = start.elapsed().as_secs_f64();
-    let interrupted = crate::simulation::interrupted(&config, signals);
+    let interrupted = crate::ending::interrupted(&config, signals);
     let statuses_written = statuses_written(connection.metrics());
     let cpu_steal_percent = cpu_at_start.zip(summary::CpuTimes::now()).and_then(|(a, b)| a.steal_percent_until(b));
     let nodes_ready = fleet.ready_nodes();
@@ -106,7 +106,7 @@ pub fn run_fleet(
     });
     let flush = quiet_sync(agents, &mut runs, deadline, &signals.flush_may_go_on());
     tracing::info!(took = ?quiet.elapsed(), %flush, "quiet sync done");
-    let deadline = crate::simulation::after_flush(flush, deadline);
+    let deadline = crate::ending::after_flush(flush, deadline);
 
     let mut tally = FleetTally::of(&owners, &fleet, &groups, &group_of, &runs);
     tracing::info!(compared = tally.check.compared, differing = tally.check.differing.len(), "checked");
@@ -143,8 +143,8 @@ pub fn run_fleet(
         groups: tally.group_figures(&fleet),
     });
 
-    fleet.mark_shutting_down(crate::simulation::mark_timeout(deadline));
-    let left = fleet.shutdown(crate::simulation::time_left(deadline));
+    fleet.mark_shutting_down(crate::ending::mark_timeout(deadline));
+    let left = fleet.shutdown(crate::ending::time_left(deadline));
     if left > 0 {
         tracing::warn!("{left} sync requests were left unwritten at shutdown");
     }

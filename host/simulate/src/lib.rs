@@ -19,6 +19,7 @@ mod check;
 mod config;
 mod driver;
 mod driver_pool;
+mod ending;
 mod fleet;
 mod fleet_check;
 mod fleet_tally;

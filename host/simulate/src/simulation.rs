@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use crate::check;
 use crate::config::{NodeGroup, Progress, Signals, SimulateConfig, SimulateError};
 use crate::driver::{Driver, DriverConfig};
+use crate::ending;
 use crate::observed::{Observed, api_paths, statuses_written, summarize};
 use crate::owners::{self, KubeOwners, StoredPod};
 use crate::simulated_node::START_WAIT;
@@ -18,7 +19,6 @@ use crate::simulated_node::SimulatedNode;
 use crate::static_manifests::{wait_for_mirrors, write_static_pods};
 use crate::summary::{self, Ended, Summary};
 use crate::swaps::{do_swap, swap_to_image};
-use podstatus_agent::node::Flushed;
 use podstatus_runtime::{PluginImage, PluginRuntime};
 
 /// Runs a simulation and reports what happened.
@@ -116,7 +116,7 @@ pub fn run_with_progress(
         });
     });
     let seconds = start.elapsed().as_secs_f64();
-    let interrupted = interrupted(&config, signals);
+    let interrupted = ending::interrupted(&config, signals);
     let plugin_busy = agent.handle().plugin_busy().saturating_sub(busy_at_start);
     let statuses_written = statuses_written(agent.metrics());
     let cpu_steal_percent = cpu_at_start.zip(summary::CpuTimes::now()).and_then(|(a, b)| a.steal_percent_until(b));
@@ -133,7 +133,7 @@ pub fn run_with_progress(
     });
     let flush = driver.quiet_sync(agent, &node_side, deadline, &signals.flush_may_go_on());
     tracing::info!(took = ?quiet.elapsed(), stages = ?driver.stages(), %flush, "quiet sync done");
-    let deadline = after_flush(flush, deadline);
+    let deadline = ending::after_flush(flush, deadline);
     // One list of the node's pods serves the check and the count by phase.
     let stored = owners.node_pods(&config.agent.node);
     let read = |namespace: &str, name: &str| match &stored {
@@ -164,39 +164,15 @@ pub fn run_with_progress(
     let summary = summarize(&config, observed);
     // As `podstatus agent` at its end: the node reported as shutting down.
     if let Some(registration) = agent.registration()
-        && let Err(e) = registration.mark_shutting_down(mark_timeout(deadline))
+        && let Err(e) = registration.mark_shutting_down(ending::mark_timeout(deadline))
     {
         tracing::warn!("reporting the node as shutting down: {e}");
     }
-    let left = node.shutdown(time_left(deadline));
+    let left = node.shutdown(ending::time_left(deadline));
     tracing::info!("agent stopped");
     if left > 0 {
         tracing::warn!("{left} sync requests were left unwritten at shutdown");
     }
     drop(manifests);
     Ok(summary)
-}
-
-/// Whether a signal stopped the churn before its own end (`--duration`, `--cycles`): a
-/// run without one ends by a signal as asked.
-pub(crate) fn interrupted(config: &SimulateConfig, signals: &Signals) -> bool {
-    signals.stop.load(Ordering::SeqCst) && (config.duration.is_some() || config.cycles.is_some())
-}
-
-/// The deadline of what follows a flush: a flush a signal cut short leaves no time
-/// (the run ends within a second), any other the rest of `deadline`.
-pub(crate) fn after_flush(flush: Flushed, deadline: Instant) -> Instant {
-    if flush == Flushed::Interrupted { Instant::now() } else { deadline }
-}
-
-/// What is left until `deadline`.
-pub(crate) fn time_left(deadline: Instant) -> Duration {
-    deadline.saturating_duration_since(Instant::now())
-}
-
-/// How long reporting the node as shutting down may take: what is left of the
-/// deadline, at least half a second (a call or two, worth making when the flush used it
-/// all) and at most ten.
-pub(crate) fn mark_timeout(deadline: Instant) -> Duration {
-    time_left(deadline).clamp(Duration::from_millis(500), Duration::from_secs(10))
 }

@@ -84,7 +84,9 @@ fn a_watch_from_a_compacted_resource_version_makes_the_agent_list_again() {
     let (code, stderr) = agent.stop();
     assert_eq!(code, Some(0), "stderr:\n{stderr}");
     assert!(
-        stderr.lines().any(|l| l.contains("the pod watch of https://") && l.contains("failed") && (l.contains("410") || l.contains("too old"))),
+        stderr.lines().any(|l| l.contains("the pod watch of https://")
+            && l.contains("failed")
+            && (l.contains("410") || l.contains("too old"))),
         "the watch was refused as too old:\n{stderr}"
     );
 }
