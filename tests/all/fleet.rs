@@ -18,7 +18,9 @@ use kube::api::{Api, PostParams};
 use podstatus_agent::client::KubeClientConfig;
 use podstatus_agent::fleet::{FleetGroup, FleetSpec};
 use podstatus_agent::node::{NodeConfig, PodRunner};
-use podstatus_agent::rollout::{ControlLimits, ControlServer, PluginCatalog, RolloutPolicy, serve_commands};
+use podstatus_agent::rollout::{
+    ControlAccess, ControlLimits, ControlServer, PluginCatalog, RolloutPolicy, serve_commands,
+};
 use podstatus_agent::{Fleet, Rollout, Target};
 use podstatus_apiserver::{EmbeddedApiServer, ServeOptions};
 use podstatus_backends::testing;
@@ -91,6 +93,7 @@ impl Running {
         let runner = PodRunner::start_many(nodes, "10.0.0.10".into());
         let control = ControlServer::start(
             "127.0.0.1:0".parse().expect("addr"),
+            ControlAccess::open(),
             ControlLimits::default(),
             fleet.connection().runtime(),
         )

@@ -6,7 +6,9 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
-use podstatus_agent::rollout::{ControlCommand, ControlError, ControlLimits, ControlServer, RolloutError, StartCanary};
+use podstatus_agent::rollout::{
+    ControlAccess, ControlCommand, ControlError, ControlLimits, ControlServer, RolloutError, StartCanary,
+};
 use serde_json::Value;
 
 use crate::raw_http::{connect, http, read_reply};
@@ -25,8 +27,9 @@ fn wait<T>(probe: impl FnMut() -> Option<T>) -> T {
 /// and the runtime it runs on.
 fn serve(limits: ControlLimits) -> (ControlServer, tokio::runtime::Runtime) {
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().expect("runtime");
-    let server = ControlServer::start("127.0.0.1:0".parse().expect("addr"), limits, runtime.handle())
-        .expect("the control endpoint starts");
+    let server =
+        ControlServer::start("127.0.0.1:0".parse().expect("addr"), ControlAccess::open(), limits, runtime.handle())
+            .expect("the control endpoint starts");
     (server, runtime)
 }
 

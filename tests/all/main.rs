@@ -14,6 +14,7 @@ mod embedded_server_nodes;
 mod embedded_vs_real;
 mod fleet;
 mod fleet_control;
+mod fleet_control_access;
 mod handle;
 mod hostile;
 mod hostile_split;

@@ -63,7 +63,7 @@ pub fn http(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, &str)]
 }
 
 /// Reads one whole answer: by chunks, by `Content-Length`, or to the end.
-pub fn read_reply(stream: &mut TcpStream) -> Reply {
+pub fn read_reply(stream: &mut impl Read) -> Reply {
     let mut reader = BufReader::new(stream);
     let (code, headers) = read_head(&mut reader);
     let chunked = headers.iter().any(|(n, v)| n == "transfer-encoding" && v.contains("chunked"));

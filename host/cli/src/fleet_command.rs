@@ -29,6 +29,7 @@ use podstatus_simulate::{ApiServerTarget, Signals};
 use podstatus_agent::node::Flushed;
 
 use crate::client_args::ClientArgs;
+use crate::control_args::ControlArgs;
 use crate::failure::{BadInput, InputContext};
 use crate::input::MAX_NODES;
 use crate::node_args::NodeArgs;
@@ -72,10 +73,8 @@ pub struct FleetArgs {
     /// `serve`'s 8080 nor `agent`'s 8081, so that the three run side by side.
     #[arg(long, default_value = "127.0.0.1:8082", help_heading = "API server and client")]
     listen: SocketAddr,
-    /// Where the control endpoint listens (GET /rollout, POST /rollout/promote,
-    /// /rollout/rollback, /rollout/canary). Loopback by default: it swaps plugins.
-    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:10350", help_heading = "Canary rollout")]
-    control_addr: SocketAddr,
+    #[command(flatten)]
+    control: ControlArgs,
     /// Label every metric sample with its node too (`node`): a series per node and
     /// family, so off by default (samples carry `group` and `logic`).
     #[arg(long, help_heading = "Output")]
@@ -293,6 +292,7 @@ fn fleet(args: &FleetArgs) -> anyhow::Result<bool> {
         }
         _ => args.client.target(args.listen),
     };
+    let control_access = args.control.plan(matches!(target, ApiServerTarget::Embedded(_)))?;
     let (embedded, target) = resolve(target, nodes)?;
     let config = args.client.agent_config(
         &args.node_name,
@@ -339,8 +339,16 @@ fn fleet(args: &FleetArgs) -> anyhow::Result<bool> {
     }
     wait_ready(&fleet, &signals, args.quiet);
 
-    let control = ControlServer::start(args.control_addr, ControlLimits::default(), fleet.connection().runtime())?;
-    eprintln!("podstatus fleet: control endpoint on http://{}/rollout", control.local_addr());
+    let access = control_access.finish(fleet.connection());
+    let scheme = if access.tls().is_some() { "https" } else { "http" };
+    let guarded = if access.authenticates() { "" } else { " (open: loopback only)" };
+    let control = ControlServer::start(
+        args.control.control_addr,
+        access,
+        ControlLimits::default(),
+        fleet.connection().runtime(),
+    )?;
+    eprintln!("podstatus fleet: control endpoint on {scheme}://{}/rollout{guarded}", control.local_addr());
     if let Some(addr) = fleet.metrics_addr() {
         eprintln!("podstatus fleet: metrics on http://{addr}/metrics");
     }

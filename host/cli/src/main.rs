@@ -137,6 +137,7 @@ enum Command {
 
 mod agent_command;
 mod client_args;
+mod control_args;
 mod failure;
 mod fleet_command;
 mod fuzz_args;

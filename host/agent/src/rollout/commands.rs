@@ -76,7 +76,7 @@ pub fn serve_commands(control: &ControlServer, fleet: &Fleet, rollout: &mut Roll
     while let Some(request) = control.next_request() {
         let answer = run(&request.command, fleet, rollout, catalog);
         if let Err(error) = &answer {
-            tracing::warn!(command = ?request.command, "control: {error}");
+            tracing::warn!(command = ?request.command, user = %request.identity.user, "control: {error}");
         }
         request.answer(answer);
     }

@@ -15,6 +15,12 @@
 //! counted), the time a client takes to send its head and its body, the open
 //! connections and the commands waiting for the loop. Each refusal is a typed
 //! [`ControlError`] with its status, answered as JSON `{"code": ..., "error": ...}`.
+//!
+//! Who may send what is the [`ControlAccess`]'s to say: a request is authenticated
+//! as soon as its head is read (401 without a credential it knows), routed, then
+//! authorized for its verb (403), and only then is its body read and its command sent
+//! to the fleet: a refused request changes nothing. Over TLS, the handshake is bounded
+//! by the read timeout and counts as one of the open connections.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -33,6 +39,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinSet;
 
 use super::canary::{RolloutError, RolloutStatus};
+use super::control_access::{AccessDenied, ControlAccess, Identity, UnguardedListen};
 
 /// The most bytes of a request head hyper reads (its own floor is 8 KiB).
 const MIN_HEAD_BYTES: usize = 8192;
@@ -171,6 +178,10 @@ pub enum ControlError {
     /// The rollout refused the command.
     #[error(transparent)]
     Rollout(#[from] RolloutError),
+    /// The request's sender is unknown (401), may not do this (403), or could not be
+    /// reviewed (503).
+    #[error(transparent)]
+    Access(#[from] AccessDenied),
 }
 
 impl ControlError {
@@ -196,6 +207,11 @@ impl ControlError {
                 }
                 RolloutError::CanarySwapFailed { .. } => StatusCode::INTERNAL_SERVER_ERROR,
             },
+            ControlError::Access(denied) => match denied {
+                AccessDenied::Unauthenticated(_) => StatusCode::UNAUTHORIZED,
+                AccessDenied::Forbidden { .. } => StatusCode::FORBIDDEN,
+                AccessDenied::Review(_) => StatusCode::SERVICE_UNAVAILABLE,
+            },
         }
     }
 }
@@ -203,10 +219,25 @@ impl ControlError {
 /// What the fleet answers a command with.
 pub type ControlAnswer = Result<RolloutStatus, ControlError>;
 
+impl ControlCommand {
+    /// The verb an access review asks about: reading the rollout is `get`, starting a
+    /// canary `create`, deciding one (promote or roll back) `update`, as the same acts
+    /// on a `PluginRollout` object are.
+    pub fn verb(&self) -> &'static str {
+        match self {
+            ControlCommand::Status => "get",
+            ControlCommand::Start(_) => "create",
+            ControlCommand::Promote | ControlCommand::RollBack => "update",
+        }
+    }
+}
+
 /// A command waiting for the fleet's loop, and the way to answer it.
 pub struct ControlRequest {
     /// What is asked.
     pub command: ControlCommand,
+    /// Who asked (authenticated and authorized for it).
+    pub identity: Identity,
     reply: oneshot::Sender<ControlAnswer>,
 }
 
@@ -226,29 +257,38 @@ pub struct ControlServer {
 
 /// Why the control endpoint did not start.
 #[derive(Debug, thiserror::Error)]
-#[error("cannot listen for control requests on {addr}: {source}")]
-pub struct ControlServeError {
-    /// The address asked for.
-    pub addr: SocketAddr,
-    /// What the system said.
-    #[source]
-    pub source: std::io::Error,
+pub enum ControlServeError {
+    /// The address could not be bound.
+    #[error("cannot listen for control requests on {addr}: {source}")]
+    Bind {
+        /// The address asked for.
+        addr: SocketAddr,
+        /// What the system said.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The address is beyond loopback and the endpoint is not guarded for it.
+    #[error(transparent)]
+    Unguarded(#[from] UnguardedListen),
 }
 
 impl ControlServer {
     /// Binds `addr` now (a taken port is an error here) and serves on `runtime` within
-    /// `limits` until dropped. Port 0 picks a free port: see
-    /// [`ControlServer::local_addr`].
+    /// `limits`, guarded by `access`, until dropped. Port 0 picks a free port: see
+    /// [`ControlServer::local_addr`]. An address beyond loopback is refused unless
+    /// `access` authenticates and serves TLS.
     pub fn start(
         addr: SocketAddr,
+        access: ControlAccess,
         limits: ControlLimits,
         runtime: &tokio::runtime::Handle,
     ) -> Result<ControlServer, ControlServeError> {
+        access.check_listen(addr)?;
         let (listener, local_addr) =
-            crate::listen::bind_now(addr, runtime).map_err(|source| ControlServeError { addr, source })?;
+            crate::listen::bind_now(addr, runtime).map_err(|source| ControlServeError::Bind { addr, source })?;
         let (stop, stopped) = watch::channel(false);
         let (sender, commands) = mpsc::channel(limits.max_waiting.max(1));
-        runtime.spawn(accept_loop(listener, Arc::new(Shared { limits, sender }), stopped));
+        runtime.spawn(accept_loop(listener, Arc::new(Shared { limits, access, sender }), stopped));
         Ok(ControlServer { local_addr, stop, commands: Mutex::new(commands) })
     }
 
@@ -272,6 +312,7 @@ impl Drop for ControlServer {
 /// What every connection's service shares.
 struct Shared {
     limits: ControlLimits,
+    access: ControlAccess,
     sender: mpsc::Sender<ControlRequest>,
 }
 
@@ -289,11 +330,11 @@ async fn accept_loop(listener: tokio::net::TcpListener, shared: Arc<Shared>, mut
                     let open = Arc::clone(&open);
                     if open.fetch_add(1, Ordering::SeqCst) >= shared.limits.max_connections {
                         open.fetch_sub(1, Ordering::SeqCst);
-                        connections.spawn(refuse(stream, shared));
+                        connections.spawn(connection(stream, shared, Serve::Refuse));
                         continue;
                     }
                     connections.spawn(async move {
-                        serve_connection(stream, &shared).await;
+                        connection(stream, shared, Serve::Requests).await;
                         open.fetch_sub(1, Ordering::SeqCst);
                     });
                 }
@@ -309,7 +350,43 @@ async fn accept_loop(listener: tokio::net::TcpListener, shared: Arc<Shared>, mut
     }
 }
 
-async fn serve_connection(stream: tokio::net::TcpStream, shared: &Arc<Shared>) {
+/// What a connection is served.
+#[derive(Clone, Copy)]
+enum Serve {
+    /// Its requests.
+    Requests,
+    /// A 503: it is past the cap.
+    Refuse,
+}
+
+/// Serves one connection, over TLS when the endpoint has it (the handshake within the
+/// read timeout: a client that stalls it holds its slot no longer than one that stalls
+/// its head).
+async fn connection(stream: tokio::net::TcpStream, shared: Arc<Shared>, serve: Serve) {
+    let Some(tls) = shared.access.tls() else {
+        return served(TokioIo::new(stream), shared, serve).await;
+    };
+    match tokio::time::timeout(shared.limits.read_timeout, tls.acceptor().accept(stream)).await {
+        Ok(Ok(stream)) => served(TokioIo::new(stream), shared, serve).await,
+        Ok(Err(error)) => tracing::debug!(%error, "control connection: TLS handshake failed"),
+        Err(_) => tracing::debug!("control connection: no TLS handshake within the read timeout"),
+    }
+}
+
+async fn served<I>(io: I, shared: Arc<Shared>, serve: Serve)
+where
+    I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+{
+    match serve {
+        Serve::Requests => serve_connection(io, &shared).await,
+        Serve::Refuse => refuse(io, shared).await,
+    }
+}
+
+async fn serve_connection<I>(io: I, shared: &Arc<Shared>)
+where
+    I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+{
     let service = service_fn(|request| {
         let shared = Arc::clone(shared);
         async move { Ok::<_, Infallible>(answer(request, &shared).await) }
@@ -319,14 +396,17 @@ async fn serve_connection(stream: tokio::net::TcpStream, shared: &Arc<Shared>) {
         .timer(TokioTimer::new())
         .header_read_timeout(shared.limits.read_timeout)
         .max_buf_size(shared.limits.max_head_bytes.max(MIN_HEAD_BYTES));
-    if let Err(error) = builder.serve_connection(TokioIo::new(stream), service).await {
+    if let Err(error) = builder.serve_connection(io, service).await {
         tracing::debug!(%error, "control connection ended with an error");
     }
 }
 
 /// Answers a connection past the cap: its first request gets 503 and the connection
 /// is closed, within the read timeout.
-async fn refuse(stream: tokio::net::TcpStream, shared: Arc<Shared>) {
+async fn refuse<I>(io: I, shared: Arc<Shared>)
+where
+    I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+{
     let open = shared.limits.max_connections;
     let service = service_fn(move |_request| {
         let error = ControlError::TooManyConnections(open);
@@ -334,7 +414,7 @@ async fn refuse(stream: tokio::net::TcpStream, shared: Arc<Shared>) {
     });
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder.timer(TokioTimer::new()).header_read_timeout(shared.limits.read_timeout).keep_alive(false);
-    let served = builder.serve_connection(TokioIo::new(stream), service);
+    let served = builder.serve_connection(io, service);
     let _ = tokio::time::timeout(shared.limits.read_timeout, served).await;
 }
 
@@ -344,7 +424,17 @@ async fn answer(request: Request<Incoming>, shared: &Shared) -> Response<Full<By
             Ok(json) => respond(StatusCode::OK, json),
             Err(error) => respond(StatusCode::INTERNAL_SERVER_ERROR, format!("{{\"error\": \"{error}\"}}")),
         },
-        Err(error) => respond(error.status(), error_json(&error)),
+        Err(error) => {
+            let mut response = respond(error.status(), error_json(&error));
+            if error.status() == StatusCode::UNAUTHORIZED {
+                // RFC 6750: how to authenticate.
+                response.headers_mut().insert(
+                    header::WWW_AUTHENTICATE,
+                    header::HeaderValue::from_static("Bearer realm=\"podstatus-fleet\""),
+                );
+            }
+            response
+        }
     }
 }
 
@@ -357,23 +447,37 @@ async fn handle(request: Request<Incoming>, shared: &Shared) -> ControlAnswer {
     if target.len() > limits.max_path_bytes {
         return Err(ControlError::PathTooLong { len: target.len(), limit: limits.max_path_bytes });
     }
-    let path = request.uri().path().to_owned();
-    let (command_of, allowed): (CommandOf, _) = match path.as_str() {
-        "/rollout" => (|_| Ok(ControlCommand::Status), Method::GET),
-        "/rollout/promote" => (|_| Ok(ControlCommand::Promote), Method::POST),
-        "/rollout/rollback" => (|_| Ok(ControlCommand::RollBack), Method::POST),
-        "/rollout/canary" => (start_canary, Method::POST),
-        _ => return Err(ControlError::NotFound { path }),
+    let (parts, body) = request.into_parts();
+    // Nothing is said of the endpoint (its paths, its methods) to a stranger, and no
+    // body is read for one: a refused body is drained while the answer goes out.
+    let identity = match shared.access.authenticate(&parts.headers).await {
+        Ok(identity) => identity,
+        Err(denied) => return refused(body, limits, denied.into()),
     };
-    if request.method() != allowed {
-        let method: String = request.method().as_str().chars().take(16).collect();
+    let path = parts.uri.path().to_owned();
+    let (command_of, allowed, verb): (CommandOf, _, _) = match path.as_str() {
+        "/rollout" => (|_| Ok(ControlCommand::Status), Method::GET, "get"),
+        "/rollout/promote" => (|_| Ok(ControlCommand::Promote), Method::POST, "update"),
+        "/rollout/rollback" => (|_| Ok(ControlCommand::RollBack), Method::POST, "update"),
+        "/rollout/canary" => (start_canary, Method::POST, "create"),
+        _ => return refused(body, limits, ControlError::NotFound { path }),
+    };
+    if parts.method != allowed {
+        let method: String = parts.method.as_str().chars().take(16).collect();
         let allowed = if allowed == Method::GET { "GET" } else { "POST" };
-        return Err(ControlError::MethodNotAllowed { method, path, allowed });
+        return refused(body, limits, ControlError::MethodNotAllowed { method, path, allowed });
     }
-    let body = read_body(request, limits).await?;
+    if let Err(denied) = shared.access.authorize(&identity, verb).await {
+        return refused(body, limits, denied.into());
+    }
+    let body = read_body(parts.headers.get(header::CONTENT_LENGTH), body, limits).await?;
     let command = command_of(body)?;
+    debug_assert_eq!(command.verb(), verb, "the route's verb is its command's");
+    if command != ControlCommand::Status {
+        tracing::info!(user = %identity.user, command = ?command, "control: command accepted");
+    }
     let (reply, answered) = oneshot::channel();
-    match shared.sender.try_send(ControlRequest { command, reply }) {
+    match shared.sender.try_send(ControlRequest { command, identity, reply }) {
         Ok(()) => {}
         Err(mpsc::error::TrySendError::Full(_)) => return Err(ControlError::Busy(limits.max_waiting)),
         Err(mpsc::error::TrySendError::Closed(_)) => return Err(ControlError::Stopping),
@@ -385,12 +489,23 @@ async fn handle(request: Request<Incoming>, shared: &Shared) -> ControlAnswer {
     }
 }
 
+/// Refuses a request whose body is not read: what the client still sends is drained
+/// while the answer goes out (a client still sending then reads its answer instead of
+/// a reset connection).
+fn refused(body: Incoming, limits: &ControlLimits, error: ControlError) -> ControlAnswer {
+    drain(body, limits);
+    Err(error)
+}
+
 /// The body, within the limits: a declared length over the limit is refused unread,
 /// and the bytes sent are counted as they come, for at most the read timeout.
-async fn read_body(request: Request<Incoming>, limits: &ControlLimits) -> Result<Bytes, ControlError> {
+async fn read_body(
+    content_length: Option<&header::HeaderValue>,
+    mut body: Incoming,
+    limits: &ControlLimits,
+) -> Result<Bytes, ControlError> {
     let too_large = ControlError::BodyTooLarge { limit: limits.max_body_bytes };
-    let declared = request.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
-    let mut body = request.into_body();
+    let declared = content_length.and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
     if declared.is_some_and(|len| len > limits.max_body_bytes as u64) {
         drain(body, limits);
         return Err(too_large);

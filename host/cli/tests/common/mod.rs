@@ -150,15 +150,25 @@ pub fn free_port() -> SocketAddr {
 /// One request with a JSON body; the status and the body (JSON, or the text as a JSON
 /// string), `None` while nothing answers.
 pub fn request(addr: SocketAddr, method: &str, path: &str, body: Option<&Value>) -> Option<(u16, Value)> {
+    request_with(addr, method, path, &[], body)
+}
+
+/// [`request`] with more headers (`("Authorization", "Bearer T")`).
+pub fn request_with(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Option<&Value>,
+) -> Option<(u16, Value)> {
     let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
     stream.set_read_timeout(Some(Duration::from_secs(60))).ok()?;
     let body = body.map(Value::to_string).unwrap_or_default();
-    write!(
-        stream,
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .ok()?;
+    let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    write!(stream, "{head}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}", body.len()).ok()?;
     let mut response = String::new();
     stream.read_to_string(&mut response).ok()?;
     let code = response.get(9..12)?.parse().ok()?;
@@ -174,4 +184,48 @@ pub fn wait_until<T>(what: &str, probe: impl FnMut() -> Option<T>) -> T {
 /// The condition of this type in an object's status.
 pub fn condition<'a>(object: &'a Value, kind: &str) -> Option<&'a Value> {
     object.pointer("/status/conditions")?.as_array()?.iter().find(|c| c["type"] == kind)
+}
+
+/// One request over TLS to `addr`, trusting the CA in `ca` (PEM), with `headers`; the
+/// status and the body (JSON, or the text as a JSON string), `None` while nothing
+/// answers or the handshake fails.
+pub fn request_tls(
+    addr: SocketAddr,
+    ca: &Path,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Option<&Value>,
+) -> Option<(u16, Value)> {
+    use rustls::pki_types::pem::PemObject;
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in rustls::pki_types::CertificateDer::pem_file_iter(ca).ok()? {
+        roots.add(cert.ok()?).ok()?;
+    }
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .ok()?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let name = rustls::pki_types::ServerName::IpAddress(addr.ip().into());
+    let session = rustls::ClientConnection::new(std::sync::Arc::new(config), name).ok()?;
+    let tcp = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
+    tcp.set_read_timeout(Some(Duration::from_secs(60))).ok()?;
+    let mut stream = rustls::StreamOwned::new(session, tcp);
+    let body = body.map(Value::to_string).unwrap_or_default();
+    let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str(&format!("Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}", body.len()));
+    stream.write_all(head.as_bytes()).ok()?;
+    let mut response = Vec::new();
+    // A server that closes without close_notify ends the read with an error after the
+    // whole answer: what was read is the answer.
+    let _ = stream.read_to_end(&mut response);
+    let response = String::from_utf8(response).ok()?;
+    let code = response.get(9..12)?.parse().ok()?;
+    let (_, text) = response.split_once("\r\n\r\n")?;
+    Some((code, serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_owned()))))
 }

@@ -28,7 +28,7 @@ const DEPLOY_FILES: [&str; 6] = [
 ];
 
 /// A kubeconfig for the deployment's ServiceAccount, with a token the server issues.
-fn service_account_kubeconfig(cluster: &Cluster) -> std::path::PathBuf {
+pub fn service_account_kubeconfig(cluster: &Cluster) -> std::path::PathBuf {
     let deploy = common::workspace().join("host/deploy/kubernetes");
     for file in DEPLOY_FILES {
         cluster.admin(&["apply", "-f", &deploy.join(file).to_string_lossy()]);
@@ -41,7 +41,9 @@ fn service_account_kubeconfig(cluster: &Cluster) -> std::path::PathBuf {
         "kind": "Config",
         "clusters": [{"name": "e2e", "cluster": {"server": cluster.plane.server(), "certificate-authority-data": ca}}],
         "users": [{"name": "podstatus-agent", "user": {"token": token.trim()}}],
-        "contexts": [{"name": "e2e", "context": {"cluster": "e2e", "user": "podstatus-agent"}}],
+        // The deployment's namespace, as a pod of it has: what the fleet's own objects
+        // (its rollouts) are looked for in.
+        "contexts": [{"name": "e2e", "context": {"cluster": "e2e", "user": "podstatus-agent", "namespace": "podstatus"}}],
         "current-context": "e2e",
     });
     let path = cluster.dir().join("fleet.kubeconfig");

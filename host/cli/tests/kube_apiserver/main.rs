@@ -18,4 +18,5 @@ mod agent;
 mod cluster;
 mod faults;
 mod fleet;
+mod fleet_control;
 mod simulate;

@@ -1,0 +1,13 @@
+//! The rollout as Kubernetes names it: the API group, version and resource of a
+//! `PluginRollout`. The control endpoint asks the API server whether a user may act on
+//! this resource (a SubjectAccessReview), so RBAC written for the object also governs
+//! the endpoint: whoever may update a rollout may promote it either way.
+
+/// The API group of `PluginRollout` (the CRD shipped in `host/deploy/`).
+pub const ROLLOUT_GROUP: &str = "podstatus.io";
+/// Its version.
+pub const ROLLOUT_VERSION: &str = "v1alpha1";
+/// Its resource (plural) name, as RBAC rules and SubjectAccessReviews name it.
+pub const ROLLOUT_RESOURCE: &str = "pluginrollouts";
+/// Its kind.
+pub const ROLLOUT_KIND: &str = "PluginRollout";
