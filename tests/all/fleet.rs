@@ -84,7 +84,11 @@ impl Running {
             queue_capacity: DEFAULT_CAPACITY,
             register_node: Some(NodeConfig::new(PREFIX)),
         };
-        let spec = FleetSpec { groups: vec![FleetGroup::new("all", nodes, image, &logic)], per_node_labels: false };
+        let spec = FleetSpec {
+            groups: vec![FleetGroup::new("all", nodes, image, &logic)],
+            per_node_labels: false,
+            numbers: None,
+        };
         let target = Target::Url(server.url());
         let fleet =
             Fleet::start(&target, &config, spec, &plugins, &|_, api| api, &mut |_| {}).expect("the fleet starts");

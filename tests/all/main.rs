@@ -40,6 +40,7 @@ mod replay_guarded;
 mod resize;
 mod sandbox;
 mod serde_floor;
+mod shard_leases;
 mod simulate;
 mod split_syncs;
 mod swap;

@@ -71,6 +71,9 @@ pub struct FleetSpec {
     /// Label every sample with its node's name too (`node`): a series per node and
     /// family, so off by default.
     pub per_node_labels: bool,
+    /// The nodes' numbers in the whole fleet, in the groups' order (a shard's share:
+    /// `PREFIX-3`, `PREFIX-7`, ...); `None`: `0 .. N`, the fleet is whole.
+    pub numbers: Option<Vec<usize>>,
 }
 
 /// Where a fleet's start stands.
@@ -107,6 +110,14 @@ pub enum FleetError {
     /// The fleet's metrics endpoint did not start.
     #[error("starting the metrics endpoint: {0}")]
     Metrics(#[from] crate::metrics::ServeError),
+    /// The nodes' numbers are not one per node of the groups, or repeat one.
+    #[error("{numbers} node numbers for {nodes} nodes, or a number twice")]
+    Numbers {
+        /// Numbers given.
+        numbers: usize,
+        /// Nodes in the groups.
+        nodes: usize,
+    },
 }
 
 /// What a group runs now: it changes when a rollout promotes another plugin.
@@ -181,14 +192,41 @@ impl Fleet {
         go_on: &dyn Fn() -> bool,
     ) -> Result<Fleet, FleetError> {
         check_groups(&spec.groups)?;
+        let connection = Arc::new(Self::connect(target)?);
+        Self::start_on(connection, config, spec, plugins, layer, progress, go_on)
+    }
+
+    /// The connection a fleet opens to `target`: its clients, and its [`CallPool`] of
+    /// [`CALL_THREADS`]. A shard opens one and starts a fleet on it each time its share
+    /// changes ([`Fleet::start_on`]).
+    pub fn connect(target: &Target) -> Result<Connection, FleetError> {
+        let pool = CallPool::new(CALL_THREADS).map_err(AgentError::Runtime)?;
+        Ok(Connection::open(target).map_err(AgentError::from)?.with_call_pool(pool))
+    }
+
+    /// [`Fleet::start_until`] on an open `connection` (from [`Fleet::connect`]; its
+    /// metrics go on counting from fleet to fleet).
+    pub fn start_on<T>(
+        connection: Arc<Connection>,
+        config: &AgentConfig<T>,
+        spec: FleetSpec,
+        plugins: &PluginRuntime,
+        layer: &dyn Fn(usize, Arc<dyn ApiServer>) -> Arc<dyn ApiServer>,
+        progress: &mut dyn FnMut(StartProgress),
+        go_on: &dyn Fn() -> bool,
+    ) -> Result<Fleet, FleetError> {
+        check_groups(&spec.groups)?;
         let homes: Vec<usize> =
             spec.groups.iter().enumerate().flat_map(|(g, group)| std::iter::repeat_n(g, group.nodes)).collect();
         if homes.is_empty() {
             return Err(FleetError::NoNodes);
         }
-        let pool = CallPool::new(CALL_THREADS).map_err(AgentError::Runtime)?;
-        let connection = Arc::new(Connection::open(target).map_err(AgentError::from)?.with_call_pool(pool));
-        let names: Vec<String> = (0..homes.len()).map(|i| format!("{}-{i}", config.node)).collect();
+        let numbers = spec.numbers.clone().unwrap_or_else(|| (0..homes.len()).collect());
+        let distinct: HashSet<usize> = numbers.iter().copied().collect();
+        if numbers.len() != homes.len() || distinct.len() != numbers.len() {
+            return Err(FleetError::Numbers { numbers: numbers.len(), nodes: homes.len() });
+        }
+        let names: Vec<String> = numbers.iter().map(|i| format!("{}-{i}", config.node)).collect();
         let routes = PodRoutes::new();
         let pod_managers: Vec<Arc<PodManager>> = names
             .iter()

@@ -13,7 +13,9 @@
 //! [`fleet`] runs N such nodes in one process (`podstatus fleet`, `simulate --nodes`),
 //! sharing one engine, one connection and one pod watch ([`Fleet`]); [`rollout`] moves a
 //! canary share of them to another plugin by hot swap and promotes or rolls it back, by
-//! command (the fleet's HTTP control endpoint) or by itself ([`Rollout`]).
+//! command (the fleet's HTTP control endpoint) or by itself ([`Rollout`]). [`shard`]
+//! spreads a fleet over processes (a StatefulSet's pods), each running its share of
+//! the nodes, a node's Lease the proof of which shard runs it.
 //!
 //! The root holds only what most users name; the rest is in its module, as
 //! kube-runtime keeps `watcher` and `reflector`. The simulator (`podstatus simulate`),
@@ -29,6 +31,7 @@ mod listen;
 pub mod metrics;
 pub mod node;
 pub mod rollout;
+pub mod shard;
 
 pub use client::Target;
 pub use duration_text::{format_duration, format_seconds};

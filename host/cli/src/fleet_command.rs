@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use podstatus_agent::fleet::{FleetGroup, FleetSpec, StartProgress, canary_nodes};
+use podstatus_agent::metrics::MetricsServer;
 use podstatus_agent::node::PodRunner;
 use podstatus_agent::rollout::{CanaryPlan, ControlLimits, ControlServer, Outcome, PluginCatalog, serve_commands};
 use podstatus_agent::{Fleet, Rollout};
@@ -75,6 +76,8 @@ pub struct FleetArgs {
     listen: SocketAddr,
     #[command(flatten)]
     control: ControlArgs,
+    #[command(flatten)]
+    shard: crate::fleet_shard::ShardArgs,
     /// Label every metric sample with its node too (`node`): a series per node and
     /// family, so off by default (samples carry `group` and `logic`).
     #[arg(long, help_heading = "Output")]
@@ -292,7 +295,9 @@ fn fleet(args: &FleetArgs) -> anyhow::Result<bool> {
         }
         _ => args.client.target(args.listen),
     };
-    let control_access = args.control.plan(matches!(target, ApiServerTarget::Embedded(_)))?;
+    let embedded_target = matches!(target, ApiServerTarget::Embedded(_));
+    let control_access = args.control.plan(embedded_target)?;
+    let shard_plan = args.shard.plan(&args.node_name, embedded_target)?;
     let (embedded, target) = resolve(target, nodes)?;
     let config = args.client.agent_config(
         &args.node_name,
@@ -306,116 +311,161 @@ fn fleet(args: &FleetArgs) -> anyhow::Result<bool> {
         simulate_command::Second::Exits,
     )?;
 
-    let spec = FleetSpec { groups, per_node_labels: args.per_node_metrics };
-    let mut starting = WorkProgress::new("nodes started", nodes as u64, args.quiet);
-    let not_stopped = || !signals.stop.load(Ordering::SeqCst);
-    let fleet = Fleet::start_until(
-        &target,
-        &config,
-        spec,
-        &plugins,
-        &|_, api| api,
-        &mut |step| {
-            if let StartProgress::NodeStarted { started, .. } = step {
-                starting.set(started as u64);
-            }
-        },
-        &not_stopped,
-    );
-    starting.finish();
-    let fleet = fleet.context("starting the fleet")?;
-    let names = fleet.names();
-    eprintln!(
-        "podstatus fleet: {} nodes {} .. {} on {}",
-        fleet.len(),
-        names[0],
-        names[names.len() - 1],
-        fleet.connection().api_url()
-    );
-    for (g, name) in fleet.group_names().iter().enumerate() {
-        let label = fleet.group_plugin(g).1;
-        let what = ran.get(&label).map_or_else(|| label.clone(), RanPlugin::to_string);
-        eprintln!("podstatus fleet: group {name} runs {what} ({label})");
+    let connection = Arc::new(Fleet::connect(&target).context("connecting to the API server")?);
+    // The metrics endpoint outlives each fleet a shard starts on its share.
+    let metrics_server = match config.metrics_addr {
+        Some(addr) => Some(
+            MetricsServer::start(addr, Arc::clone(connection.metrics()), connection.runtime())
+                .context("starting the metrics endpoint")?,
+        ),
+        None => None,
+    };
+    let mut config = config;
+    config.metrics_addr = None;
+    let shard = shard_plan.map(|planned| {
+        let node_lease = config.register_node.as_ref().map_or(Duration::from_secs(40), |n| n.lease_duration);
+        planned.start(&args.shard, &connection, &args.node_name, nodes, node_lease)
+    });
+    if let (Some(shard), Some(registration)) = (&shard, config.register_node.as_mut()) {
+        registration.lease_holder = Some(shard.identity().to_owned());
+        registration.extra_labels = shard.node_labels();
+        eprintln!("podstatus fleet: shard {} of {nodes} nodes, as {}", shard.config().place.ordinal, shard.identity());
     }
-    wait_ready(&fleet, &signals, args.quiet);
+    let stopping = || signals.stop.load(Ordering::SeqCst);
+    let not_stopped = || !stopping();
 
-    let access = control_access.finish(fleet.connection());
-    let scheme = if access.tls().is_some() { "https" } else { "http" };
-    let guarded = if access.authenticates() { "" } else { " (open: loopback only)" };
-    let control = ControlServer::start(
-        args.control.control_addr,
-        access,
-        ControlLimits::default(),
-        fleet.connection().runtime(),
-    )?;
-    eprintln!("podstatus fleet: control endpoint on {scheme}://{}/rollout{guarded}", control.local_addr());
-    if let Some(addr) = fleet.metrics_addr() {
-        eprintln!("podstatus fleet: metrics on http://{addr}/metrics");
-    }
-    let mut runners: Vec<PodRunner> = fleet
-        .agents()
-        .chunks(NODES_PER_RUNNER)
-        .map(|agents| {
-            let nodes = agents.iter().map(|a| (a.node_side(), Arc::clone(a.pod_manager()))).collect();
-            PodRunner::start_many(nodes, args.node.node_ip.clone())
-        })
-        .collect();
-
-    let mut rollout = Rollout::new(args.rollout.policy(args.canary_watch, !args.canary_manual));
-    if let (Some(share), Some((image, logic))) = (args.canary, canary_plugin) {
-        let plan = CanaryPlan { nodes: canary_nodes(fleet.len(), share), image, logic };
-        match rollout.start(&fleet, plan) {
-            Ok(status) => eprintln!(
-                "podstatus fleet: canary of {} nodes on {}",
-                status.canary.as_ref().map_or(0, |c| c.nodes),
-                status.canary.as_ref().map_or("", |c| c.to.as_str())
-            ),
-            Err(e) => eprintln!("podstatus fleet: the canary did not start: {e}"),
-        }
-    }
+    let mut control: Option<ControlServer> = None;
+    let mut control_access = Some(control_access);
+    let mut canary_plugin = canary_plugin;
     let started = Instant::now();
-    while !signals.stop.load(Ordering::SeqCst) {
-        // A registration the API server refused for good stops the fleet, as it stops
-        // an agent: the nodes share their configuration, so the others fare no better.
-        let refused = fleet.agents().iter().find_map(|a| a.registration().and_then(|r| r.refusal()));
-        if let Some(refusal) = refused {
-            let server = fleet.connection().api_url().to_owned();
-            for runner in &mut runners {
-                runner.stop();
+    let mut generation = 0usize;
+    let ended = loop {
+        // A shard runs the nodes of its share whose Leases it holds; a whole fleet, all.
+        let numbers = match &shard {
+            None => None,
+            Some(shard) => match crate::fleet_shard::claim_share(shard, &stopping, generation == 0)? {
+                Some(numbers) => Some(numbers),
+                None => break None,
+            },
+        };
+        generation += 1;
+        let spec = FleetSpec {
+            groups: share_of_groups(&groups, numbers.as_deref()),
+            per_node_labels: args.per_node_metrics,
+            numbers: numbers.clone(),
+        };
+        let share_nodes = numbers.as_ref().map_or(nodes, Vec::len);
+        let mut starting = WorkProgress::new("nodes started", share_nodes as u64, args.quiet || generation > 1);
+        let fleet = Fleet::start_on(
+            Arc::clone(&connection),
+            &config,
+            spec,
+            &plugins,
+            &|_, api| api,
+            &mut |step| {
+                if let StartProgress::NodeStarted { started, .. } = step {
+                    starting.set(started as u64);
+                }
+            },
+            &not_stopped,
+        );
+        starting.finish();
+        let fleet = fleet.context("starting the fleet")?;
+        let names = fleet.names();
+        eprintln!(
+            "podstatus fleet: {} nodes {} .. {} on {}",
+            fleet.len(),
+            names[0],
+            names[names.len() - 1],
+            fleet.connection().api_url()
+        );
+        if generation == 1 {
+            for (g, name) in fleet.group_names().iter().enumerate() {
+                let label = fleet.group_plugin(g).1;
+                let what = ran.get(&label).map_or_else(|| label.clone(), RanPlugin::to_string);
+                eprintln!("podstatus fleet: group {name} runs {what} ({label})");
             }
-            return Err(anyhow::Error::new(refusal).context(server));
         }
-        if signals.swap.swap(false, Ordering::SeqCst) {
-            tracing::warn!("swap signal ignored: a fleet changes plugins through its control endpoint");
+        let mut watch = match (&shard, &numbers) {
+            (Some(shard), Some(numbers)) => Some(crate::fleet_shard::ShardWatch::new(shard, numbers.clone())?),
+            _ => None,
+        };
+        wait_ready(&fleet, &signals, args.quiet || generation > 1, &mut || {
+            watch.as_mut().and_then(|w| w.check(&fleet)).is_none()
+        });
+        if let Some(access) = control_access.take() {
+            let access = access.finish(&connection);
+            let scheme = if access.tls().is_some() { "https" } else { "http" };
+            let guarded = if access.authenticates() { "" } else { " (open: loopback only)" };
+            let server = ControlServer::start(
+                args.control.control_addr,
+                access,
+                ControlLimits::default(),
+                connection.runtime(),
+            )?;
+            eprintln!("podstatus fleet: control endpoint on {scheme}://{}/rollout{guarded}", server.local_addr());
+            if let Some(server) = &metrics_server {
+                eprintln!("podstatus fleet: metrics on http://{}/metrics", server.local_addr());
+            }
+            control = Some(server);
         }
-        serve_commands(&control, &fleet, &mut rollout, &catalog);
-        if let Some(decision) = rollout.tick(&fleet) {
-            let outcome = match decision.outcome {
-                Outcome::Promoted => "promoted",
-                Outcome::RolledBack => "rolled back",
-            };
-            eprintln!("podstatus fleet: canary on {} {outcome}: {}", decision.to, decision.reason);
+        let run =
+            run_generation(args, &fleet, control.as_ref(), &catalog, canary_plugin.take(), watch.as_mut(), &signals);
+        // As the kubelet's graceful shutdown: no new work, what is pending written, then
+        // (a whole fleet stopping) the nodes reported as shutting down. A shard hands its
+        // nodes on instead: their Leases released for the next shard to take at once.
+        let (end, mut runners) = match run {
+            Ok(run) => run,
+            Err(error) => {
+                if let (Some(shard), Some(numbers)) = (&shard, &numbers) {
+                    shard.release_nodes(numbers);
+                }
+                return Err(error);
+            }
+        };
+        for runner in &mut runners {
+            runner.stop();
         }
-        std::thread::sleep(TICK);
-    }
-
-    // As the kubelet's graceful shutdown: no new work, what is pending written, then
-    // the nodes reported as shutting down.
+        let stopped = end.is_none();
+        if stopped {
+            drop(control.take());
+        }
+        // All within --flush-timeout, a hard limit (the report of the nodes at most a
+        // second past it).
+        let deadline = Instant::now() + args.flush_timeout;
+        let flush = fleet.flush_until(deadline, &|| true);
+        let left_time = deadline.saturating_duration_since(Instant::now());
+        if stopped && shard.is_none() {
+            fleet.mark_shutting_down(left_time.clamp(Duration::from_secs(1), MARK_TIMEOUT));
+        }
+        let groups = group_summaries(&fleet, &ran);
+        let api_server = fleet.connection().api_url().to_owned();
+        let ran_nodes = fleet.len();
+        let left = fleet.shutdown(deadline.saturating_duration_since(Instant::now()));
+        if let (Some(shard), Some(numbers)) = (&shard, &numbers) {
+            let unreleased = shard.release_nodes(numbers);
+            if unreleased > 0 {
+                eprintln!("podstatus fleet: {unreleased} node leases not released: they expire by themselves");
+            }
+        }
+        match end {
+            Some(why) => {
+                eprintln!(
+                    "podstatus fleet: shard starts again: {why} (flush {flush}, {left} sync requests left unwritten)"
+                );
+            }
+            None => break Some((groups, api_server, ran_nodes, flush, left)),
+        }
+    };
     drop(control);
-    for runner in &mut runners {
-        runner.stop();
-    }
-    // All within --flush-timeout, a hard limit (the report of the nodes at most a second
-    // past it).
-    let deadline = Instant::now() + args.flush_timeout;
-    let flush = fleet.flush_until(deadline, &|| true);
-    let left_time = deadline.saturating_duration_since(Instant::now());
-    fleet.mark_shutting_down(left_time.clamp(Duration::from_secs(1), MARK_TIMEOUT));
-    let groups = group_summaries(&fleet, &ran);
-    let api_server = fleet.connection().api_url().to_owned();
-    let running = started.elapsed();
-    let left = fleet.shutdown(deadline.saturating_duration_since(Instant::now()));
+    drop(metrics_server);
+    drop(connection);
     drop(embedded);
+    let Some((groups, api_server, nodes, flush, left)) = ended else {
+        eprintln!("podstatus fleet: stopped before the shard held a node");
+        return Ok(true);
+    };
+    let running = started.elapsed();
     eprintln!("podstatus fleet: stopped (flush {flush}, {left} sync requests left unwritten)");
     let flushed = flush == Flushed::Done;
     let summary = FleetSummary {
@@ -435,6 +485,86 @@ fn fleet(args: &FleetArgs) -> anyhow::Result<bool> {
         print!("{summary}");
     }
     Ok(summary.passed)
+}
+
+/// Runs one fleet until a signal stops it (`None`) or its shard's share changed (why):
+/// the pod runners, the rollout (a canary at once when `canary` is given), the control
+/// commands and the shard's watch, every [`TICK`]. Returns the runners, still running.
+fn run_generation(
+    args: &FleetArgs,
+    fleet: &Fleet,
+    control: Option<&ControlServer>,
+    catalog: &PluginCatalog,
+    canary: Option<(PluginImage, String)>,
+    mut watch: Option<&mut crate::fleet_shard::ShardWatch<'_>>,
+    signals: &Signals,
+) -> anyhow::Result<(Option<crate::fleet_shard::Reshard>, Vec<PodRunner>)> {
+    let mut runners: Vec<PodRunner> = fleet
+        .agents()
+        .chunks(NODES_PER_RUNNER)
+        .map(|agents| {
+            let nodes = agents.iter().map(|a| (a.node_side(), Arc::clone(a.pod_manager()))).collect();
+            PodRunner::start_many(nodes, args.node.node_ip.clone())
+        })
+        .collect();
+    let mut rollout = Rollout::new(args.rollout.policy(args.canary_watch, !args.canary_manual));
+    if let (Some(share), Some((image, logic))) = (args.canary, canary) {
+        let plan = CanaryPlan { nodes: canary_nodes(fleet.len(), share), image, logic };
+        match rollout.start(fleet, plan) {
+            Ok(status) => eprintln!(
+                "podstatus fleet: canary of {} nodes on {}",
+                status.canary.as_ref().map_or(0, |c| c.nodes),
+                status.canary.as_ref().map_or("", |c| c.to.as_str())
+            ),
+            Err(e) => eprintln!("podstatus fleet: the canary did not start: {e}"),
+        }
+    }
+    while !signals.stop.load(Ordering::SeqCst) {
+        // A registration the API server refused for good stops the fleet, as it stops
+        // an agent: the nodes share their configuration, so the others fare no better.
+        let refused = fleet.agents().iter().find_map(|a| a.registration().and_then(|r| r.refusal()));
+        if let Some(refusal) = refused {
+            let server = fleet.connection().api_url().to_owned();
+            for runner in &mut runners {
+                runner.stop();
+            }
+            return Err(anyhow::Error::new(refusal).context(server));
+        }
+        if signals.swap.swap(false, Ordering::SeqCst) {
+            tracing::warn!("swap signal ignored: a fleet changes plugins through its control endpoint");
+        }
+        if let Some(control) = control {
+            serve_commands(control, fleet, &mut rollout, catalog);
+        }
+        if let Some(decision) = rollout.tick(fleet) {
+            let outcome = match decision.outcome {
+                Outcome::Promoted => "promoted",
+                Outcome::RolledBack => "rolled back",
+            };
+            eprintln!("podstatus fleet: canary on {} {outcome}: {}", decision.to, decision.reason);
+        }
+        if let Some(reshard) = watch.as_mut().and_then(|watch| watch.check(fleet)) {
+            return Ok((Some(reshard), runners));
+        }
+        std::thread::sleep(TICK);
+    }
+    Ok((None, runners))
+}
+
+/// The groups with their nodes among `numbers` (the whole fleet's numbering, in the
+/// groups' order); all of them when `None`. A group none of whose nodes is in the share
+/// stays, empty: its plugin is still the fleet's.
+fn share_of_groups(groups: &[FleetGroup], numbers: Option<&[usize]>) -> Vec<FleetGroup> {
+    let Some(numbers) = numbers else { return groups.to_vec() };
+    let mut first = 0;
+    groups
+        .iter()
+        .map(|group| {
+            let range = first..first + group.nodes;
+            first = range.end;
+            FleetGroup { nodes: numbers.iter().filter(|n| range.contains(n)).count(), ..group.clone() }
+        })
+        .collect()
 }
 
 /// The name and version of `--json`'s schema (docs/json-output.md): a field may be
@@ -570,14 +700,15 @@ fn resolve(target: ApiServerTarget, nodes: usize) -> anyhow::Result<(Option<Embe
     })
 }
 
-/// Waits (with progress) until every node reports Ready, a signal, or the timeout.
-fn wait_ready(fleet: &Fleet, signals: &Signals, quiet: bool) {
+/// Waits (with progress) until every node reports Ready, a signal, the timeout, or
+/// `go_on` says no (a shard's watch, run while it waits).
+fn wait_ready(fleet: &Fleet, signals: &Signals, quiet: bool, go_on: &mut dyn FnMut() -> bool) {
     let mut progress = WorkProgress::new("nodes Ready", fleet.len() as u64, quiet);
     let deadline = Instant::now() + READY_TIMEOUT;
     loop {
         let ready = fleet.ready_nodes();
         progress.set(ready as u64);
-        if ready == fleet.len() || Instant::now() >= deadline || signals.stop.load(Ordering::SeqCst) {
+        if ready == fleet.len() || Instant::now() >= deadline || signals.stop.load(Ordering::SeqCst) || !go_on() {
             break;
         }
         std::thread::sleep(Duration::from_millis(500));

@@ -140,6 +140,7 @@ mod client_args;
 mod control_args;
 mod failure;
 mod fleet_command;
+mod fleet_shard;
 mod fuzz_args;
 mod fuzz_hostile;
 mod input;

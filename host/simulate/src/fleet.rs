@@ -179,6 +179,7 @@ fn start_fleet(
             })
             .collect(),
         per_node_labels: false,
+        numbers: None,
     };
     let injected = config.agent.target.injected_faults;
     let layer = move |i: usize, api_server: Arc<dyn ApiServer>| {

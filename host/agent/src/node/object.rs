@@ -49,6 +49,15 @@ pub struct NodeConfig {
     /// fraction of the interval (0 up to but excluding 1): a fleet spreads its nodes'
     /// phases so that they do not all renew at once (the `heartbeat` module).
     pub heartbeat_phase: f64,
+    /// Who holds the node's Lease: the node itself (`None`, as the kubelet), or a fleet
+    /// shard's identity. A node with a holder of its own never renews a Lease another
+    /// holder took: it stops renewing and says so ([`crate::node::NodeRegistration::lease_lost`]),
+    /// so that two shards never run one node.
+    pub lease_holder: Option<String>,
+    /// Labels beyond the kubelet's (a fleet's `podstatus.io/fleet` and
+    /// `podstatus.io/shard`, as KWOK users select the nodes each of its instances
+    /// manages).
+    pub extra_labels: BTreeMap<String, String>,
 }
 
 impl NodeConfig {
@@ -65,6 +74,8 @@ impl NodeConfig {
             status_update_frequency: Duration::from_secs(10),
             status_report_frequency: Duration::from_secs(300),
             heartbeat_phase: 0.0,
+            lease_holder: None,
+            extra_labels: BTreeMap::new(),
         }
     }
 
@@ -104,6 +115,7 @@ pub fn labels(config: &NodeConfig) -> BTreeMap<String, String> {
     ]
     .into_iter()
     .map(|(key, value)| (key.to_owned(), value.to_owned()))
+    .chain(config.extra_labels.clone())
     .collect()
 }
 

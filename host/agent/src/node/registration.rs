@@ -74,6 +74,8 @@ pub struct NodeRegistration {
     refusal: Arc<std::sync::Mutex<Option<Refusal>>>,
     renewals: Arc<AtomicU64>,
     late_renewals: Arc<AtomicU64>,
+    /// The holder that took the Lease, once one did.
+    lost: Arc<std::sync::Mutex<Option<String>>>,
     runtime: tokio::runtime::Handle,
     tasks: Vec<tokio::task::JoinHandle<()>>,
 }
@@ -98,9 +100,12 @@ impl NodeRegistration {
         let lease_duration = config.lease_duration;
         // The renew time before, to tell a renewal that came after the Lease expired.
         let mut previous: Option<jiff::Timestamp> = None;
+        let lost = Arc::new(std::sync::Mutex::new(None));
+        let lost_to = Arc::clone(&lost);
         let lease = lease::renew_forever(
             client,
             config.name.clone(),
+            config.lease_holder.clone(),
             config.lease_duration,
             Pacer::new(&config.name, config.lease_renew_interval(), config.heartbeat_phase),
             move |renewed| {
@@ -110,6 +115,7 @@ impl NodeRegistration {
                 }
                 previous = Some(renewed.0);
             },
+            move |holder| *lost_to.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(holder),
         );
         let tasks = vec![runtime.spawn(reporter.run()), runtime.spawn(lease)];
         NodeRegistration {
@@ -119,9 +125,17 @@ impl NodeRegistration {
             refusal,
             renewals,
             late_renewals,
+            lost,
             runtime: runtime.clone(),
             tasks,
         }
+    }
+
+    /// The holder that took the node's Lease, once one did (only a node with a holder of
+    /// its own loses its Lease: see [`NodeConfig::lease_holder`]); its renewals have
+    /// stopped, and whoever runs the node must stop running it.
+    pub fn lease_lost(&self) -> Option<String> {
+        self.lost.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
     }
 
     /// The API server's permanent refusal of the registration, once it came (the

@@ -172,8 +172,24 @@ pub fn request_with(
     let mut response = String::new();
     stream.read_to_string(&mut response).ok()?;
     let code = response.get(9..12)?.parse().ok()?;
-    let (_, text) = response.split_once("\r\n\r\n")?;
-    Some((code, serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_owned()))))
+    let (head, text) = response.split_once("\r\n\r\n")?;
+    let chunked = head.lines().any(|line| line.eq_ignore_ascii_case("transfer-encoding: chunked"));
+    let text = if chunked { dechunk(text)? } else { text.to_owned() };
+    Some((code, serde_json::from_str(&text).unwrap_or(Value::String(text))))
+}
+
+/// A chunked body's content (lists are sent in chunks).
+fn dechunk(mut rest: &str) -> Option<String> {
+    let mut body = String::new();
+    loop {
+        let (size, after) = rest.split_once("\r\n")?;
+        let size = usize::from_str_radix(size.split(';').next()?.trim(), 16).ok()?;
+        if size == 0 {
+            return Some(body);
+        }
+        body.push_str(after.get(..size)?);
+        rest = after.get(size + 2..)?;
+    }
 }
 
 /// Polls `probe` until it gives something, within [`DEADLINE`].
