@@ -170,6 +170,36 @@ impl WatchHub {
         });
     }
 
+    /// Bytes the hub holds beside the store, for the memory account: its own map of
+    /// the pods (entries and keys; the objects are the store's), and its history: each
+    /// change's entry, the object it carries when that is no longer the current one
+    /// (else the store's), and what a selector sees of the previous pod. Objects are
+    /// measured on the heap ([`podstatus_backends::heap_meter`]) after the lock is let go.
+    pub fn held_bytes(&self) -> usize {
+        use podstatus_backends::heap_meter::{arc_bytes, heap_bytes_of};
+        use std::mem::size_of;
+        let (entries, own) = {
+            let state = self.lock();
+            let map: usize = state
+                .pods
+                .keys()
+                .map(|(namespace, name)| size_of::<((String, String), Arc<Pod>)>() + namespace.len() + name.len())
+                .sum();
+            let history = state.history.len() * size_of::<Change>();
+            let own: Vec<Arc<Pod>> = state
+                .history
+                .iter()
+                .flat_map(|change| {
+                    let current = state.pods.get(&key(&change.pod)).is_some_and(|pod| Arc::ptr_eq(pod, &change.pod));
+                    let superseded = (!current).then(|| Arc::clone(&change.pod));
+                    superseded.into_iter().chain(change.previous.clone())
+                })
+                .collect();
+            (map + history, own)
+        };
+        entries + own.iter().map(|pod| arc_bytes::<Pod>() + heap_bytes_of(&**pod)).sum::<usize>()
+    }
+
     /// Registers a watch starting at `start`, atomically with respect to writes; a
     /// resume from before the kept history is refused with 410.
     pub fn subscribe(&self, start: Start) -> Result<Subscription, Failure> {

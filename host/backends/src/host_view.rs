@@ -540,6 +540,45 @@ impl HostView {
         }
     }
 
+    /// Bytes the view holds, for the memory account: every entry with the texts it
+    /// keeps (the pod and status reported, the accepted status, names and IPs), the
+    /// index of report digests and the names of forgotten pods.
+    pub fn held_bytes(&self) -> usize {
+        use std::mem::size_of;
+        let text = |s: &str| s.len();
+        let pods: usize = self
+            .pods
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .map(|(uid, reported)| {
+                size_of::<(String, Reported)>()
+                    + uid.len()
+                    + reported.pod.as_deref().map_or(0, text)
+                    + reported.namespace.len()
+                    + reported.name.len()
+                    + reported.status.as_ref().map_or(0, |status| status.json.len())
+                    + reported.ips.iter().map(|ip| size_of::<String>() + ip.len()).sum::<usize>()
+                    + reported.accepted.as_ref().map_or(0, |accepted| accepted.status.len())
+            })
+            .sum();
+        let digests: usize = self
+            .report_digests
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+            .map(|uid| size_of::<(u128, String)>() + uid.len())
+            .sum();
+        let forgotten: usize = self
+            .forgotten_names
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .map(|(namespace, name)| size_of::<(String, String)>() + namespace.len() + name.len())
+            .sum();
+        pods + digests + forgotten
+    }
+
     /// How many pods the view holds.
     pub fn len(&self) -> usize {
         self.pods.read().unwrap_or_else(PoisonError::into_inner).len()
@@ -609,6 +648,24 @@ mod tests {
 
     fn status(value: serde_json::Value) -> PodStatus {
         serde_json::from_value(value).expect("a status")
+    }
+
+    /// The account holds the texts the view keeps: the pod and status reported, the
+    /// accepted status; a forgotten pod leaves only its name.
+    #[test]
+    fn held_bytes_count_the_texts_kept() {
+        let view = HostView::new(Arc::new(ContainersStopped));
+        assert_eq!(view.held_bytes(), 0);
+        let pod = serde_json::to_string(&testing::pod("a", "ua").build()).expect("JSON");
+        let status = r#"{"phase":"Running","podIP":"10.0.0.1"}"#;
+        view.report_status_json(&pod, status);
+        let reported = view.held_bytes();
+        assert!(reported >= pod.len() + status.len() + "10.0.0.1".len(), "{reported}");
+        view.accept("ua", Accepted { version: 1, status: status.into() });
+        assert_eq!(view.held_bytes(), reported + status.len());
+        view.retain(&[]);
+        let forgotten = view.held_bytes();
+        assert!(forgotten > 0 && forgotten < 200, "the name alone: {forgotten}");
     }
 
     #[test]

@@ -140,6 +140,16 @@ impl PodManager {
         self.read().by_uid.values().map(|held| Arc::clone(&held.pod)).collect()
     }
 
+    /// How many pods are held, mirror pods included.
+    pub fn len(&self) -> usize {
+        self.read().by_uid.len()
+    }
+
+    /// Whether no pod is held.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// The pods of the full name `namespace/name` (several while a recreated pod's old
     /// copy is still held), sorted by UID. A pod without namespace is in `default`, so
     /// none is in the empty one.
@@ -190,6 +200,42 @@ impl PodManager {
         }
         recent.push_back((Arc::clone(pod), Arc::clone(&json)));
         json
+    }
+
+    /// Bytes the pod manager holds, for the memory account: each held pod as measured
+    /// on the heap ([`crate::heap_meter`]; nothing without its allocator) with its
+    /// `Arc`, the entries of its indexes with their keys' text, and the JSON kept of
+    /// the pods read last. Measured from a copy of the held `Arc`s, so no lock is held
+    /// while it measures.
+    pub fn held_bytes(&self) -> usize {
+        use crate::heap_meter::{arc_bytes, heap_bytes_of};
+        use std::mem::size_of;
+        let (pods, indexes) = {
+            let held = self.read();
+            let pods: Vec<Arc<Pod>> = held.by_uid.values().map(|held| Arc::clone(&held.pod)).collect();
+            let by_uid: usize = held.by_uid.keys().map(|uid| size_of::<(String, HeldPod)>() + uid.len()).sum();
+            let by_name: usize = held
+                .by_name
+                .iter()
+                .map(|((namespace, name), uids)| {
+                    size_of::<((String, String), BTreeSet<String>)>()
+                        + namespace.len()
+                        + name.len()
+                        + uids.iter().map(|uid| size_of::<String>() + uid.len()).sum::<usize>()
+                })
+                .sum();
+            let paired: usize = held.paired.iter().map(|uid| size_of::<String>() + uid.len()).sum();
+            (pods, by_uid + by_name + paired)
+        };
+        let objects: usize = pods.iter().map(|pod| arc_bytes::<Pod>() + heap_bytes_of(&**pod)).sum();
+        let recent: usize = self
+            .recent_json
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .map(|(_, json)| arc_bytes::<()>() + json.len())
+            .sum();
+        objects + indexes + recent
     }
 
     /// A mirror pod's UID becomes its static pod's UID; any other UID, unknown ones
@@ -321,6 +367,20 @@ mod tests {
 
     fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    /// The account follows the pods held and the JSON kept of the last read.
+    #[test]
+    fn held_bytes_follow_the_pods_held() {
+        let manager = PodManager::new();
+        assert_eq!(manager.held_bytes(), 0);
+        manager.add_pod(api_pod("a", "ua"));
+        let one = manager.held_bytes();
+        assert!(one > std::mem::size_of::<Pod>(), "{one}");
+        let (_, json) = manager.get_pod_json_by_uid("ua").expect("held");
+        assert_eq!(manager.held_bytes(), one + json.len() + 16, "the JSON kept of the last read");
+        manager.remove_pod("ua");
+        assert_eq!(manager.held_bytes(), json.len() + 16, "the JSON of the last read stays a while");
     }
 
     /// A pod read twice in a row is serialised once; a replaced pod is serialised anew;

@@ -185,6 +185,18 @@ impl Driver {
         driver
     }
 
+    /// Bytes the simulated node holds, for the memory account: its pods' lives, the
+    /// last status sent of each (kept for resyncs), and its schedules of events.
+    pub fn held_bytes(&self) -> usize {
+        use std::mem::size_of;
+        let lives: usize = self.lives.iter().map(PodLife::held_bytes).sum();
+        let last_sent: usize = self.last_sent.len() * size_of::<Option<(String, String)>>()
+            + self.last_sent.iter().flatten().map(|(uid, json)| uid.len() + json.len()).sum::<usize>();
+        let schedules = (self.due.len() + self.resyncs.len()) * size_of::<Reverse<(Instant, usize)>>();
+        let kubelet = self.kubelet.as_ref().map_or(0, Kubelet135::held_bytes);
+        lives + last_sent + schedules + kubelet
+    }
+
     /// What the 1.35 kubelet's paths did, when the run played one.
     pub fn new_paths(&self) -> Option<NewPaths> {
         self.kubelet.as_ref().map(|k| k.counts.clone())
