@@ -22,7 +22,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::pod_identity::{CONFIG_MIRROR_ANNOTATION, CONFIG_SOURCE_ANNOTATION};
+use podstatus_core::{CONFIG_MIRROR_ANNOTATION, CONFIG_SOURCE_ANNOTATION};
 
 /// The largest text kept: spans are 31-bit offsets (the API server's own limit on an
 /// object is 1.5 MiB).

@@ -27,8 +27,10 @@ use k8s_openapi::api::core::v1::{ContainerState, ContainerStateTerminated, Conta
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use crate::compact_pod::CompactPod;
 use crate::deletion_safety::DeletionSafety;
 use crate::pod_identity::PodIdentity;
+use crate::pod_manager::PodManager;
 
 /// Distinct pod and host IPs remembered per pod at most (the oldest go first): a pod
 /// has one or two of each in its life; the bound keeps a flood of reports small.
@@ -83,7 +85,7 @@ impl NotSafe {
 #[derive(Debug, Default)]
 struct Reported {
     /// The pod as the node last handed it over, as JSON.
-    pod: Option<Box<str>>,
+    pod: Option<ReportedPod>,
     /// Its namespace and name (empty until the node reports the pod).
     namespace: String,
     name: String,
@@ -100,6 +102,34 @@ struct Reported {
     /// The digest of the pod and status JSON of the node's last report, when that was
     /// a status ([`report_digest`]): the same report again records nothing new.
     report_digest: Option<u128>,
+}
+
+/// The pod of a report, as JSON: the pod manager's own copy when the node handed over
+/// exactly that (the common case: a kubelet reports the pod it holds), so the text is
+/// held once; else the text the node handed over.
+#[derive(Debug)]
+enum ReportedPod {
+    Shared(Arc<CompactPod>),
+    Own(Box<str>),
+}
+
+impl ReportedPod {
+    fn json(&self) -> &str {
+        match self {
+            ReportedPod::Shared(pod) => pod.json(),
+            ReportedPod::Own(json) => json,
+        }
+    }
+
+    /// The bytes this view alone holds for it: a shared copy the pod manager still
+    /// holds is the pod manager's.
+    fn held_bytes(&self) -> usize {
+        match self {
+            ReportedPod::Shared(pod) if Arc::strong_count(pod) > 1 => 0,
+            ReportedPod::Shared(pod) => pod.held_bytes(),
+            ReportedPod::Own(json) => json.len(),
+        }
+    }
 }
 
 /// A status the node reported, as JSON.
@@ -184,7 +214,7 @@ impl NodeReport {
 
     /// TerminatePod's pod; None when it is not a JSON object.
     pub fn termination(pod: &str) -> Option<Self> {
-        let metadata = ReportedPod::read(pod)?.metadata.unwrap_or_default();
+        let metadata = PodReport::read(pod)?.metadata.unwrap_or_default();
         Some(NodeReport {
             uid: metadata.uid.map(Cow::into_owned),
             namespace: metadata.namespace.map_or_else(|| "default".to_owned(), Cow::into_owned),
@@ -214,14 +244,14 @@ impl NodeReport {
 /// What a report's pod is read for at once: whose it is, and its own status (the one a
 /// termination stops when the node reported none before).
 #[derive(Deserialize)]
-struct ReportedPod<'a> {
+struct PodReport<'a> {
     #[serde(default, borrow)]
     metadata: Option<PodIdentity<'a>>,
     #[serde(default, borrow)]
     status: Option<&'a RawValue>,
 }
 
-impl<'a> ReportedPod<'a> {
+impl<'a> PodReport<'a> {
     /// `json`'s identity and status, if it is a JSON object (serde would take a list of
     /// the fields' values too, which no client sends for a pod).
     fn read(json: &'a str) -> Option<Self> {
@@ -277,6 +307,9 @@ pub struct HostView {
     /// `(namespace, name)` of the pods [`HostView::retain`] forgot, newest last, at most
     /// [`FORGOTTEN_NAMES_KEPT`].
     forgotten_names: RwLock<VecDeque<(String, String)>>,
+    /// The node's pod manager, when the view shares its copies of the pods
+    /// ([`HostView::sharing_pods_with`]).
+    pod_manager: Option<Arc<PodManager>>,
 }
 
 impl HostView {
@@ -289,7 +322,17 @@ impl HostView {
             changes: Default::default(),
             report_digests: RwLock::default(),
             forgotten_names: RwLock::default(),
+            pod_manager: None,
         }
+    }
+
+    /// This view, keeping the pod of a report as `pods`' own copy when the node handed
+    /// over exactly that copy's JSON (compared byte for byte), instead of a second
+    /// copy of the text: a fleet's view held each pod's JSON again (1.5 KB a pod).
+    #[must_use]
+    pub fn sharing_pods_with(mut self, pods: Arc<PodManager>) -> Self {
+        self.pod_manager = Some(pods);
+        self
     }
 
     /// The node reported `status` for `pod` (SetPodStatus), before the plugin sees it.
@@ -341,6 +384,10 @@ impl HostView {
     fn record_digested(&self, report: NodeReport, digest: Option<u128>) -> Option<String> {
         let NodeReport { uid, namespace, name, pod, status } = report;
         let uid = uid?;
+        let pod = match self.pod_manager.as_ref().and_then(|pods| pods.get_any(&uid)) {
+            Some(held) if held.json() == &*pod => ReportedPod::Shared(held),
+            _ => ReportedPod::Own(pod),
+        };
         let mut pods = self.pods.write().unwrap_or_else(PoisonError::into_inner);
         let entry = pods.entry(uid.clone()).or_default();
         let status = match status {
@@ -355,7 +402,7 @@ impl HostView {
                 // The status the node reported last, else the pod's own, all stopped.
                 let json = match entry.status.take() {
                     Some(last) => last.json,
-                    None => ReportedPod::read(&pod).and_then(|p| p.status).map_or("{}".into(), |s| s.get().into()),
+                    None => PodReport::read(pod.json()).and_then(|p| p.status).map_or("{}".into(), |s| s.get().into()),
                 };
                 LastStatus { json, stopped: true }
             }
@@ -525,8 +572,8 @@ impl HostView {
             let Some(Reported { pod: reported_pod, status: Some(status), .. }) = pods.get(uid) else {
                 return Err(NotSafe::Unreported);
             };
-            let reported_pod = match reported_pod.as_deref() {
-                Some(json) => Some(serde_json::from_str::<Pod>(json).map_err(|_| NotSafe::Unreported)?),
+            let reported_pod = match reported_pod.as_ref() {
+                Some(reported) => Some(serde_json::from_str::<Pod>(reported.json()).map_err(|_| NotSafe::Unreported)?),
                 None => None,
             };
             let parsed: PodStatus = serde_json::from_str(&status.json).map_err(|_| NotSafe::Unreported)?;
@@ -545,7 +592,6 @@ impl HostView {
     /// index of report digests and the names of forgotten pods.
     pub fn held_bytes(&self) -> usize {
         use std::mem::size_of;
-        let text = |s: &str| s.len();
         let pods: usize = self
             .pods
             .read()
@@ -554,7 +600,7 @@ impl HostView {
             .map(|(uid, reported)| {
                 size_of::<(String, Reported)>()
                     + uid.len()
-                    + reported.pod.as_deref().map_or(0, text)
+                    + reported.pod.as_ref().map_or(0, ReportedPod::held_bytes)
                     + reported.namespace.len()
                     + reported.name.len()
                     + reported.status.as_ref().map_or(0, |status| status.json.len())
@@ -666,6 +712,32 @@ mod tests {
         view.retain(&[]);
         let forgotten = view.held_bytes();
         assert!(forgotten > 0 && forgotten < 200, "the name alone: {forgotten}");
+    }
+
+    /// A view sharing the pod manager's pods keeps its copy of a pod reported as the
+    /// pod manager holds it (and counts it once, there), and its own of any other.
+    #[test]
+    fn a_pod_reported_as_the_pod_manager_holds_it_is_kept_once() {
+        let pods = Arc::new(PodManager::new());
+        let big = "x".repeat(2_000);
+        pods.add_pod(testing::pod("a", "ua").annotations(&[("big", &big)]).build());
+        let view = HostView::new(Arc::new(ContainersStopped)).sharing_pods_with(Arc::clone(&pods));
+        let held = pods.get_any("ua").expect("held");
+        let status = r#"{"phase":"Running"}"#;
+        view.report_status_json(held.json(), status);
+        let shared = view.held_bytes();
+        assert!(shared < held.json().len(), "not a copy: {shared}");
+        let mut other = testing::pod("a", "ua").build();
+        other.metadata.labels = Some([("app".to_owned(), "x".to_owned())].into());
+        let other = serde_json::to_string(&other).expect("JSON");
+        view.report_status_json(&other, status);
+        assert!(view.held_bytes() >= shared + other.len(), "its own copy");
+        assert_eq!(view.no_container_can_run("ua", &testing::pod("a", "ua").build()), Ok(()), "its copy reads");
+        // The pod manager moving on leaves the view's copy its own.
+        view.report_status_json(held.json(), status);
+        pods.remove_pod("ua");
+        drop(held);
+        assert!(view.held_bytes() > shared, "{}", view.held_bytes());
     }
 
     #[test]
