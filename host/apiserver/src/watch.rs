@@ -457,6 +457,17 @@ mod tests {
         assert_eq!((now.initial.len(), now.covered), (4, 4));
     }
 
+    /// A watch event of a stored pod is the line serialising the pod would make, byte
+    /// for byte: the object is the stored text.
+    #[test]
+    fn an_event_of_stored_bytes_is_the_serialised_event() {
+        let typed = pod("a", "ua").build();
+        let compact = CompactPod::from_pod(&typed).expect("compact");
+        for kind in ["ADDED", "MODIFIED", "DELETED"] {
+            assert_eq!(raw_event_line(kind, compact.json()), event_line(kind, &typed));
+        }
+    }
+
     #[test]
     fn bookmarks_come_every_minute_and_once_shortly_before_the_timeout() {
         let now = tokio::time::Instant::now();

@@ -550,6 +550,9 @@ mod tests {
         for pod in [full(), Pod::default(), pod(json!({"metadata": {"name": "a"}, "spec": {"containers": []}}))] {
             let compact = CompactPod::from_pod(&pod).expect("compact");
             assert_eq!(compact.json(), serde_json::to_string(&pod).expect("JSON"));
+            // What the HTTP server sent before it sent these bytes: the pod made a value.
+            let value = serde_json::to_value(&pod).expect("a value");
+            assert_eq!(compact.json().as_bytes(), serde_json::to_vec(&value).expect("JSON"));
             assert_eq!(compact.pod().expect("parses"), pod);
             assert_eq!(compact.status().expect("status"), pod.status);
             assert_eq!(compact.metadata().expect("metadata"), pod.metadata);

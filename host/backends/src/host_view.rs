@@ -21,7 +21,7 @@
 
 use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap, VecDeque};
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::{Arc, PoisonError, RwLock, Weak};
 
 use k8s_openapi::api::core::v1::{ContainerState, ContainerStateTerminated, ContainerStatus, Pod, PodStatus};
 use serde::Deserialize;
@@ -104,29 +104,32 @@ struct Reported {
     report_digest: Option<u128>,
 }
 
-/// The pod of a report, as JSON: the pod manager's own copy when the node handed over
-/// exactly that (the common case: a kubelet reports the pod it holds), so the text is
-/// held once; else the text the node handed over.
+/// The pod of a report, as JSON. When the node handed over exactly the pod manager's
+/// copy (a kubelet reports the pod it holds), the view points at that copy instead of
+/// keeping the text again, and only while the pod manager holds it: the status write
+/// that follows a report brings the pod manager a newer copy, and a strong reference
+/// here would keep every pod's previous version alive (1.5 KB a pod in a fleet).
+/// Once the pod manager moved on, the pod the node now holds is the caller's copy
+/// ([`HostView::no_container_can_run`]).
 #[derive(Debug)]
 enum ReportedPod {
-    Shared(Arc<CompactPod>),
+    Held(Weak<CompactPod>),
     Own(Box<str>),
 }
 
 impl ReportedPod {
-    fn json(&self) -> &str {
+    /// The text, if the view still has it (kept, or the pod manager still holds it).
+    fn json(&self) -> Option<Cow<'_, str>> {
         match self {
-            ReportedPod::Shared(pod) => pod.json(),
-            ReportedPod::Own(json) => json,
+            ReportedPod::Held(pod) => pod.upgrade().map(|pod| Cow::Owned(pod.json().to_owned())),
+            ReportedPod::Own(json) => Some(Cow::Borrowed(json)),
         }
     }
 
-    /// The bytes this view alone holds for it: a shared copy the pod manager still
-    /// holds is the pod manager's.
+    /// The bytes this view holds for it.
     fn held_bytes(&self) -> usize {
         match self {
-            ReportedPod::Shared(pod) if Arc::strong_count(pod) > 1 => 0,
-            ReportedPod::Shared(pod) => pod.held_bytes(),
+            ReportedPod::Held(_) => 0,
             ReportedPod::Own(json) => json.len(),
         }
     }
@@ -326,9 +329,10 @@ impl HostView {
         }
     }
 
-    /// This view, keeping the pod of a report as `pods`' own copy when the node handed
-    /// over exactly that copy's JSON (compared byte for byte), instead of a second
-    /// copy of the text: a fleet's view held each pod's JSON again (1.5 KB a pod).
+    /// This view, pointing at `pods`' own copy of a reported pod when the node handed
+    /// over exactly that copy's JSON (compared byte for byte), instead of keeping a
+    /// second copy of the text (see `ReportedPod`): a fleet's view held each pod's JSON
+    /// again (1.5 KB a pod).
     #[must_use]
     pub fn sharing_pods_with(mut self, pods: Arc<PodManager>) -> Self {
         self.pod_manager = Some(pods);
@@ -384,8 +388,11 @@ impl HostView {
     fn record_digested(&self, report: NodeReport, digest: Option<u128>) -> Option<String> {
         let NodeReport { uid, namespace, name, pod, status } = report;
         let uid = uid?;
+        // The pod's own status, for a termination the node reported no status before.
+        let own_status = || PodReport::read(&pod).and_then(|p| p.status).map_or("{}".into(), |s| s.get().into());
+        let own_status: Option<Box<str>> = status.is_none().then(own_status);
         let pod = match self.pod_manager.as_ref().and_then(|pods| pods.get_any(&uid)) {
-            Some(held) if held.json() == &*pod => ReportedPod::Shared(held),
+            Some(held) if held.json() == &*pod => ReportedPod::Held(Arc::downgrade(&held)),
             _ => ReportedPod::Own(pod),
         };
         let mut pods = self.pods.write().unwrap_or_else(PoisonError::into_inner);
@@ -402,7 +409,7 @@ impl HostView {
                 // The status the node reported last, else the pod's own, all stopped.
                 let json = match entry.status.take() {
                     Some(last) => last.json,
-                    None => PodReport::read(pod.json()).and_then(|p| p.status).map_or("{}".into(), |s| s.get().into()),
+                    None => own_status.unwrap_or_else(|| "{}".into()),
                 };
                 LastStatus { json, stopped: true }
             }
@@ -564,16 +571,18 @@ impl HostView {
     /// `Ok` when, by the node's own report, no container of `uid` can run any more:
     /// the deletion-safety backend asked with the node's last status for it (all
     /// containers terminated once the node terminated it) and the node's copy of the
-    /// pod (`pod` when the node handed over none). A report that does not read as a
-    /// pod and status counts as none.
+    /// pod (`pod` when the node handed over none, or, in a view sharing the pod
+    /// manager's pods, when the pod manager holds a newer copy than the one the node
+    /// handed over: the pod the node holds now). A report that does not read as a pod
+    /// and status counts as none.
     pub fn no_container_can_run(&self, uid: &str, pod: &Pod) -> Result<(), NotSafe> {
         let (reported_pod, status) = {
             let pods = self.pods.read().unwrap_or_else(PoisonError::into_inner);
             let Some(Reported { pod: reported_pod, status: Some(status), .. }) = pods.get(uid) else {
                 return Err(NotSafe::Unreported);
             };
-            let reported_pod = match reported_pod.as_ref() {
-                Some(reported) => Some(serde_json::from_str::<Pod>(reported.json()).map_err(|_| NotSafe::Unreported)?),
+            let reported_pod = match reported_pod.as_ref().and_then(ReportedPod::json) {
+                Some(json) => Some(serde_json::from_str::<Pod>(&json).map_err(|_| NotSafe::Unreported)?),
                 None => None,
             };
             let parsed: PodStatus = serde_json::from_str(&status.json).map_err(|_| NotSafe::Unreported)?;
@@ -733,11 +742,14 @@ mod tests {
         view.report_status_json(&other, status);
         assert!(view.held_bytes() >= shared + other.len(), "its own copy");
         assert_eq!(view.no_container_can_run("ua", &testing::pod("a", "ua").build()), Ok(()), "its copy reads");
-        // The pod manager moving on leaves the view's copy its own.
+        // The pod manager moving on (a newer copy) lets the reported one go: the view
+        // then reads the pod the node holds, the caller's.
         view.report_status_json(held.json(), status);
+        assert_eq!(view.held_bytes(), shared);
         pods.remove_pod("ua");
         drop(held);
-        assert!(view.held_bytes() > shared, "{}", view.held_bytes());
+        assert_eq!(view.held_bytes(), shared, "nothing kept alive");
+        assert_eq!(view.no_container_can_run("ua", &testing::pod("a", "ua").build()), Ok(()), "the caller's copy");
     }
 
     #[test]
