@@ -24,6 +24,10 @@ use serde_json::value::RawValue;
 
 use podstatus_core::{CONFIG_MIRROR_ANNOTATION, CONFIG_SOURCE_ANNOTATION};
 
+/// What an `Arc` allocates beside its value (its two counts): what a holder of an
+/// `Arc<CompactPod>` counts for it besides [`CompactPod::held_bytes`].
+pub const ARC_COUNTS_BYTES: usize = 2 * std::mem::size_of::<usize>();
+
 /// The largest text kept: spans are 31-bit offsets (the API server's own limit on an
 /// object is 1.5 MiB).
 pub const MAX_COMPACT_POD_BYTES: usize = (u32::MAX >> 1) as usize;

@@ -12,7 +12,6 @@ mod api_server;
 mod clock;
 pub mod compact_pod;
 mod deletion_safety;
-pub mod heap_meter;
 pub mod host_view;
 pub mod patience;
 pub mod pod_identity;
@@ -35,8 +34,3 @@ pub use pod_identity::{full_name, is_mirror_pod, is_static_pod};
 pub use pod_manager::PodManager;
 pub use reach_guard::{GuardedApiServer, Refusals};
 pub use sync_queue::{BYTES_PER_REQUEST, DEFAULT_CAPACITY, SyncQueue, SyncRequest, Wait};
-
-/// The unit tests measure typed objects as the binary does (see [`heap_meter`]).
-#[cfg(test)]
-#[global_allocator]
-static ALLOCATOR: heap_meter::MeteredAllocator = heap_meter::MeteredAllocator;

@@ -46,7 +46,7 @@ struct Held {
 
 /// What an entry of `by_uid` holds besides the pod: the entry, its key and the `Arc`.
 fn uid_entry_bytes(uid: &str) -> usize {
-    std::mem::size_of::<(String, Arc<CompactPod>)>() + uid.len() + crate::heap_meter::arc_bytes::<()>()
+    std::mem::size_of::<(String, Arc<CompactPod>)>() + uid.len() + crate::compact_pod::ARC_COUNTS_BYTES
 }
 
 /// What a UID in a set holds.

@@ -151,11 +151,6 @@ mod rollout_args;
 mod simulate_command;
 mod work_progress;
 
-/// The system allocator, also measuring the typed objects the memory account counts
-/// (`simulate --json`'s `memory`; `podstatus_backends::heap_meter`).
-#[global_allocator]
-static ALLOCATOR: podstatus_backends::heap_meter::MeteredAllocator = podstatus_backends::heap_meter::MeteredAllocator;
-
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,

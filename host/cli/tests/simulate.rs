@@ -241,7 +241,6 @@ fn a_fleet_run_registers_every_node_and_reports_them_ready() {
     // static and mirror pods, less those deleted by the end), each part's growth per pod.
     let memory = &s["memory"];
     assert!(memory["pods"].as_u64().is_some_and(|pods| pods >= 12), "{memory:#}");
-    assert_eq!(memory["typed_objects_measured"], true, "the binary counts typed objects: {memory:#}");
     for part in ["store", "pod_managers", "plugins", "supervisors", "host_views", "drivers"] {
         assert!(memory["bytes"][part].as_u64().is_some_and(|bytes| bytes > 0), "{part}: {memory:#}");
         assert!(memory["bytes_per_pod"][part].as_f64().is_some_and(|bytes| bytes >= 0.0), "{part}: {memory:#}");

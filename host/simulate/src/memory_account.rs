@@ -98,9 +98,6 @@ pub struct MemoryAccount {
     /// and less the parts' growth, divided by `pods` (the allocator's headers, free
     /// lists and fragmentation, and whatever holds memory that no counter sees).
     pub allocator_overhead_per_pod: Option<f64>,
-    /// Whether objects held as typed trees were measured (the process runs the
-    /// counting allocator of `podstatus_backends::heap_meter`); false: they count as 0.
-    pub typed_objects_measured: bool,
 }
 
 impl MemoryAccount {
@@ -126,7 +123,6 @@ impl MemoryAccount {
             start_rss_bytes,
             peak_rss_bytes,
             allocator_overhead_per_pod,
-            typed_objects_measured: podstatus_backends::heap_meter::measure(|| Box::new(0u8)).1.is_some(),
         }
     }
 }

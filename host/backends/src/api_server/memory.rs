@@ -98,7 +98,7 @@ fn entry_bytes(key: &(String, String)) -> usize {
     std::mem::size_of::<((String, String), Arc<CompactPod>)>()
         + key.0.len()
         + key.1.len()
-        + crate::heap_meter::arc_bytes::<()>()
+        + crate::compact_pod::ARC_COUNTS_BYTES
 }
 
 impl Store {
