@@ -4,7 +4,9 @@
 Each run is `podstatus simulate --nodes N ... --json`'s summary with the process's CPU
 time added (`cpu_seconds`, user + sys, from /usr/bin/time). The plot shows how the cost
 of a fleet grows with it: peak memory and CPU per node, and memory per pod, against the
-number of nodes. Standard library only, so it runs wherever python3 does:
+number of nodes. It also renders docs/figures/memory-account.svg, the memory account (bytes per pod by
+part) of the runs in docs/figures/memory-account/after-scaling-*.json. Standard
+library only, so it runs wherever python3 does:
 
     python3 docs/figures/plot_fleet.py
 """
@@ -66,5 +68,48 @@ def main():
         f.write(svg)
 
 
+PARTS = ["store", "pod_managers", "plugins", "supervisors", "host_views", "drivers"]
+COLOURS = ["#1f5fa8", "#5b9bd5", "#ed7d31", "#a5a5a5", "#ffc000", "#70ad47", "#7f7f7f"]
+
+
+def account():
+    """docs/figures/memory-account.svg: bytes per pod by part (the memory account of
+    `simulate --json`), a stacked bar per run of docs/figures/memory-account/after-scaling-*.json."""
+    folder = os.path.join(HERE, "memory-account")
+    runs = []
+    for name in sorted(os.listdir(folder)):
+        if name.startswith("after-scaling-") and name.endswith(".json"):
+            with open(os.path.join(folder, name)) as f:
+                runs.append(json.load(f))
+    runs.sort(key=lambda r: r["nodes"])
+    if not runs:
+        return
+    labels = PARTS + ["not counted"]
+    bars = [[r["memory"]["bytes_per_pod"][p] / 1024 for p in PARTS] + [r["memory"]["allocator_overhead_per_pod"] / 1024]
+            for r in runs]
+    width, height, left, bottom, top = 520, 260, 56, 220, 30
+    most = max(sum(b) for b in bars) * 1.1
+    out = [f'<text x="{width / 2}" y="18" text-anchor="middle" font-size="13">bytes per pod by part (KiB), '
+           f'--pods 10N</text>',
+           f'<line x1="{left}" y1="{bottom}" x2="{left + 60 * len(bars) + 40}" y2="{bottom}" stroke="#444"/>']
+    for i, (run, bar) in enumerate(zip(runs, bars)):
+        x, y = left + 20 + 60 * i, bottom
+        for value, colour in zip(bar, COLOURS):
+            h = (bottom - top) * value / most
+            out.append(f'<rect x="{x}" y="{y - h:.1f}" width="36" height="{h:.1f}" fill="{colour}"/>')
+            y -= h
+        out.append(f'<text x="{x + 18}" y="{y - 4:.1f}" text-anchor="middle" font-size="10">{sum(bar):.1f}</text>')
+        out.append(f'<text x="{x + 18}" y="{bottom + 14}" text-anchor="middle" font-size="10">{run["nodes"]} nodes</text>')
+    for j, (label, colour) in enumerate(zip(labels, COLOURS)):
+        y = top + 16 * j
+        out.append(f'<rect x="{width - 150}" y="{y}" width="10" height="10" fill="{colour}"/>')
+        out.append(f'<text x="{width - 135}" y="{y + 9}" font-size="11">{label}</text>')
+    svg = (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif">\n'
+           '<rect width="100%" height="100%" fill="white"/>\n' + "\n".join(out) + "\n</svg>\n")
+    with open(os.path.join(HERE, "memory-account.svg"), "w") as f:
+        f.write(svg)
+
+
 if __name__ == "__main__":
     main()
+    account()

@@ -102,9 +102,9 @@ fn pod_manager_follows_the_pods_bound_to_the_node() {
     eventually("the pod manager holds the written copy", || {
         pod_manager
             .get_any("u1")
-            .is_some_and(|held| held.metadata.resource_version == written.metadata.resource_version)
+            .is_some_and(|held| held.resource_version() == written.metadata.resource_version.as_deref())
     });
-    let held = pod_manager.get_any("u1").expect("held");
+    let held = pod_manager.get_any("u1").expect("held").pod().expect("parses");
     assert_eq!(held.status.as_ref().and_then(|s| s.phase.as_deref()), Some("Running"));
 
     store.remove_pod("ns", "web").expect("delete");
@@ -166,7 +166,7 @@ fn static_pods_come_from_the_manifest_folder_with_mirror_pods() {
 
     // The static pod, as the kubelet makes it.
     let static_uid_1 = static_uid(&static_pods, &file);
-    let held = pod_manager.get_pod_by_uid(&static_uid_1).expect("the static pod is held");
+    let held = pod_manager.get_pod_by_uid(&static_uid_1).expect("the static pod is held").pod().expect("parses");
     assert_eq!(held.metadata.name.as_deref(), Some("etcd-node-a"));
     assert_eq!(annotation(&held, CONFIG_SOURCE_ANNOTATION), Some("file"));
     assert_eq!(annotation(&held, CONFIG_HASH_ANNOTATION), Some(static_uid_1.as_str()));

@@ -207,10 +207,7 @@ fn reader_of(store: &MemoryApiServer) -> impl Fn(&str, &str) -> Result<Option<Po
 /// queued.
 fn set_every_held_pod_running(agent: &NodeAgent) {
     for held in agent.pod_manager().pods() {
-        let outcome = agent
-            .handle()
-            .set_pod_status(&serde_json::to_string(&*held).unwrap(), &serde_json::to_string(&running()).unwrap())
-            .unwrap();
+        let outcome = agent.handle().set_pod_status(held.json(), &serde_json::to_string(&running()).unwrap()).unwrap();
         assert!(matches!(outcome, UpdateOutcome::Queued), "{outcome:?}");
     }
 }
@@ -362,7 +359,7 @@ fn terminated_pods_are_deleted_by_the_status_manager_and_gone_from_the_store() {
     let sink = Arc::clone(&deleted);
     store.subscribe(Box::new(move |event| {
         if let PodEvent::Deleted(pod) = event {
-            sink.lock().unwrap().push(Arc::clone(pod));
+            sink.lock().unwrap().push(Arc::new(pod.pod().expect("a stored pod parses")));
         }
     }));
 

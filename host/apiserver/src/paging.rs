@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use k8s_openapi::api::core::v1::Pod;
+use podstatus_backends::CompactPod;
 use serde::{Deserialize, Serialize};
 
 use crate::status_body::Failure;
@@ -152,14 +152,14 @@ pub(crate) struct ListSnapshots {
 #[derive(Debug)]
 struct Snapshot {
     resource_version: u64,
-    pods: Arc<Vec<Arc<Pod>>>,
+    pods: Arc<Vec<Arc<CompactPod>>>,
     /// When a page was last cut from it.
     used: Instant,
 }
 
 impl ListSnapshots {
     /// Keeps `pods` (the store at `resource_version`) for the pages to come.
-    pub(crate) fn keep(&self, resource_version: u64, pods: Arc<Vec<Arc<Pod>>>) {
+    pub(crate) fn keep(&self, resource_version: u64, pods: Arc<Vec<Arc<CompactPod>>>) {
         let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
         expire(&mut kept);
         if kept.iter().any(|s| s.resource_version == resource_version) {
@@ -172,7 +172,7 @@ impl ListSnapshots {
     }
 
     /// The snapshot at `resource_version`, if it is still kept.
-    pub(crate) fn find(&self, resource_version: u64) -> Option<Arc<Vec<Arc<Pod>>>> {
+    pub(crate) fn find(&self, resource_version: u64) -> Option<Arc<Vec<Arc<CompactPod>>>> {
         let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
         expire(&mut kept);
         let snapshot = kept.iter_mut().find(|s| s.resource_version == resource_version)?;
@@ -203,18 +203,18 @@ pub(crate) type PageEnd<'a> = ((&'a str, &'a str), usize);
 /// One page of `pods` (sorted by namespace, then name): the pods `keep` takes that
 /// come after `after`, at most `limit`, and where it ends when more are left.
 pub(crate) fn page<'a>(
-    pods: &'a [Arc<Pod>],
+    pods: &'a [Arc<CompactPod>],
     after: Option<&(String, String)>,
     limit: Option<usize>,
-    keep: impl Fn(&Pod) -> bool,
-) -> (Vec<Arc<Pod>>, Option<PageEnd<'a>>) {
+    keep: impl Fn(&CompactPod) -> bool,
+) -> (Vec<Arc<CompactPod>>, Option<PageEnd<'a>>) {
     let start = match after {
         Some((namespace, name)) => pods.partition_point(|pod| key(pod) <= (namespace.as_str(), name.as_str())),
         None => 0,
     };
     let limit = limit.unwrap_or(usize::MAX);
     let mut taken = Vec::new();
-    let mut last: Option<&'a Pod> = None;
+    let mut last: Option<&'a CompactPod> = None;
     let mut rest = pods[start..].iter().filter(|pod| keep(pod));
     while let Some(pod) = rest.next() {
         if taken.len() == limit {
@@ -228,8 +228,8 @@ pub(crate) fn page<'a>(
 }
 
 /// A pod's place in a list: its namespace, then its name.
-fn key(pod: &Pod) -> (&str, &str) {
-    (pod.metadata.namespace.as_deref().unwrap_or_default(), pod.metadata.name.as_deref().unwrap_or_default())
+fn key(pod: &CompactPod) -> (&str, &str) {
+    (pod.namespace().unwrap_or_default(), pod.name().unwrap_or_default())
 }
 
 #[cfg(test)]
@@ -237,12 +237,13 @@ mod tests {
     use super::*;
     use podstatus_backends::testing;
 
-    fn pods(keys: &[(&str, &str)]) -> Vec<Arc<Pod>> {
-        keys.iter().map(|(ns, name)| Arc::new(testing::pod(name, name).namespace(ns).build())).collect()
+    fn pods(keys: &[(&str, &str)]) -> Vec<Arc<CompactPod>> {
+        let pod = |ns: &str, name: &str| CompactPod::from_pod(&testing::pod(name, name).namespace(ns).build());
+        keys.iter().map(|(ns, name)| Arc::new(pod(ns, name).expect("compact"))).collect()
     }
 
-    fn names(page: &[Arc<Pod>]) -> Vec<&str> {
-        page.iter().map(|p| p.metadata.name.as_deref().unwrap_or_default()).collect()
+    fn names(page: &[Arc<CompactPod>]) -> Vec<&str> {
+        page.iter().map(|p| p.name().unwrap_or_default()).collect()
     }
 
     #[test]
@@ -308,7 +309,7 @@ mod tests {
     #[test]
     fn a_filtered_page_counts_only_the_pods_kept() {
         let all = pods(&[("a", "x"), ("a", "y"), ("b", "x"), ("b", "y")]);
-        let keep_x = |pod: &Pod| pod.metadata.name.as_deref() == Some("x");
+        let keep_x = |pod: &CompactPod| pod.name() == Some("x");
         let (first, next) = page(&all, None, Some(1), keep_x);
         assert_eq!((names(&first), next), (vec!["x"], Some((("a", "x"), 1))));
         let (second, next) = page(&all, Some(&("a".into(), "x".into())), Some(1), keep_x);

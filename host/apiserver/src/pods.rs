@@ -18,7 +18,7 @@ use crate::excerpt::excerpt;
 use crate::field_validation::{FieldValidation, warned};
 use crate::identifiers::{new_uid, random_suffix};
 use crate::paging::{self, PageRequest};
-use crate::response::{Body, SendFailed, json_response, streaming_response};
+use crate::response::{Body, SendFailed, json_response, respond, streaming_response};
 use crate::selectors::Selector;
 use crate::server_fields::{self, version_of};
 use crate::stats::Held;
@@ -27,7 +27,7 @@ use crate::strategic;
 use crate::table::{self, IncludeObject};
 use crate::validation;
 use crate::watch::{self, Start, WatchFormat};
-use podstatus_backends::{ApiError, ApiServer, DeleteOptions, StatusPatch, StatusUpdate};
+use podstatus_backends::{ApiError, CompactPod, DeleteOptions, StatusPatch, StatusUpdate, StoredStatus};
 
 const MERGE_PATCH: &str = "application/merge-patch+json";
 const STRATEGIC_MERGE_PATCH: &str = "application/strategic-merge-patch+json";
@@ -75,8 +75,8 @@ pub(crate) fn list_or_watch(
     let namespace = namespace.map(str::to_owned);
     // kube-apiserver counts what is left only for a list without selectors.
     let counted = selector.is_empty();
-    let keep = move |pod: &Pod| {
-        namespace.as_deref().is_none_or(|ns| pod.metadata.namespace.as_deref() == Some(ns)) && selector.matches(pod)
+    let keep = move |pod: &CompactPod| {
+        namespace.as_deref().is_none_or(|ns| pod.namespace() == Some(ns)) && selector.matches(pod)
     };
     let (items, next) = paging::page(&pods, paging.after.as_ref().map(|c| &c.after), paging.limit, keep);
     let remaining = next.filter(|_| counted).map(|(_, left)| i64::try_from(left).unwrap_or(i64::MAX));
@@ -86,7 +86,7 @@ pub(crate) fn list_or_watch(
         Some(_) => {}
         None => context.list_snapshots.release(resource_version),
     }
-    let (document, encode): (Vec<u8>, Encoder) = match table {
+    let (document, encode): (Vec<u8>, Encoder<CompactPod>) = match table {
         Some(include) => {
             let now = now();
             let mut empty = table::table(std::iter::empty(), Some(resource_version), include, now);
@@ -96,8 +96,10 @@ pub(crate) fn list_or_watch(
             if let Some(remaining) = remaining {
                 empty["metadata"]["remainingItemCount"] = remaining.into();
             }
-            let encode: Encoder =
-                Box::new(move |pod, out| serde_json::to_writer(out, &table::row(pod, include, now)).is_ok());
+            // A row reads the pod whole: parsed here, for `kubectl get` only.
+            let encode: Encoder<CompactPod> = Box::new(move |pod, out| {
+                pod.pod().is_ok_and(|pod| serde_json::to_writer(out, &table::row(&pod, include, now)).is_ok())
+            });
             (serde_json::to_vec(&empty).unwrap_or_default(), encode)
         }
         None => {
@@ -110,9 +112,13 @@ pub(crate) fn list_or_watch(
                     remaining_item_count: remaining,
                     ..ListMeta::default()
                 },
-                items: Vec::new(),
+                items: [],
             };
-            let encode: Encoder = Box::new(|pod, out| serde_json::to_writer(out, pod).is_ok());
+            // Each item is the stored pod's bytes: nothing is serialised.
+            let encode: Encoder<CompactPod> = Box::new(|pod, out| {
+                out.extend_from_slice(pod.json().as_bytes());
+                true
+            });
             (serde_json::to_vec(&empty).unwrap_or_default(), encode)
         }
     };
@@ -120,7 +126,7 @@ pub(crate) fn list_or_watch(
     let Some(head) = document.strip_suffix(b"]}").filter(|head| head.ends_with(b"[")) else {
         return Err(ApiError::Internal { message: "a list document without its items at the end".into() }.into());
     };
-    Ok(stream_list(context, items, |_: &Pod| true, head.to_vec(), encode))
+    Ok(stream_list(context, items, |_: &CompactPod| true, head.to_vec(), encode))
 }
 
 /// Encodes one list item after `out`; false if it cannot be encoded.
@@ -173,14 +179,14 @@ pub(crate) fn stream_list<T: Send + Sync + 'static>(
     response
 }
 
-/// A `PodList` of borrowed pods.
+/// A `PodList`'s head: its items are written after it, each the stored pod's bytes.
 #[derive(Serialize)]
-struct PodListBody<'a> {
+struct PodListBody {
     kind: &'static str,
     #[serde(rename = "apiVersion")]
     api_version: &'static str,
     metadata: ListMeta,
-    items: Vec<&'a Pod>,
+    items: [(); 0],
 }
 
 fn start_watch(
@@ -236,12 +242,25 @@ fn start_watch(
 
 /// GET of one pod (also `/status`).
 pub(crate) fn get(call: &Call, context: &Context, namespace: &str, name: &str) -> Result<Response<Body>, Failure> {
-    let pod = context.store.get_pod(namespace, name)?;
+    let stored = context.store.get_compact(namespace, name)?;
     match table_request(call)? {
         // A one-row Table carries the pod's resourceVersion, as kube-apiserver's does.
-        Some(include) => Ok(json_response(StatusCode::OK, &table::table([&*pod], version_of(&pod), include, now()))),
-        None => Ok(json_response(StatusCode::OK, &to_json(&pod))),
+        Some(include) => {
+            let pod = typed(&stored)?;
+            Ok(json_response(StatusCode::OK, &table::table([&pod], version_of(&pod), include, now())))
+        }
+        None => Ok(pod_response(StatusCode::OK, &stored)),
     }
+}
+
+/// A pod as the answer: the stored pod's bytes (what serialising it would write).
+fn pod_response(status: StatusCode, pod: &CompactPod) -> Response<Body> {
+    respond(status, "application/json", pod.json().as_bytes().to_vec())
+}
+
+/// A stored pod parsed, for the few answers that read it whole (tables).
+fn typed(pod: &CompactPod) -> Result<Pod, Failure> {
+    pod.pod().map_err(|e| ApiError::Internal { message: e.to_string() }.into())
 }
 
 /// POST: creates a pod. Like kube-apiserver (its `BeforeCreate`), the server owns the
@@ -276,8 +295,8 @@ pub(crate) fn create(call: &Call, context: &Context, namespace: &str) -> Result<
     }
     server_fields::on_create(&mut pod);
     validation::check_size(&pod.metadata, pod.spec.as_ref(), pod.status.as_ref(), context.options.max_object_bytes)?;
-    let created = context.store.create_pod(pod)?;
-    Ok(warned(json_response(StatusCode::CREATED, &to_json(&created)), &warnings))
+    let created = context.store.create_compact(pod)?;
+    Ok(warned(pod_response(StatusCode::CREATED, &created), &warnings))
 }
 
 /// PUT of the pod: its UID and resourceVersion are preconditions; the status is kept.
@@ -287,12 +306,12 @@ pub(crate) fn replace(call: &Call, context: &Context, namespace: &str, name: &st
     pod.metadata.namespace = Some(namespace.to_owned());
     pod.metadata.name = Some(name.to_owned());
     let updated = update_checked(context, pod)?;
-    Ok(warned(json_response(StatusCode::OK, &to_json(&updated)), &warnings))
+    Ok(warned(pod_response(StatusCode::OK, &updated), &warnings))
 }
 
 /// Writes an update of the pod (PUT, PATCH) with kube-apiserver's update validation
 /// and the size limit, checked against the stored pod under the store's lock.
-fn update_checked(context: &Context, pod: Pod) -> Result<Arc<Pod>, Failure> {
+fn update_checked(context: &Context, pod: Pod) -> Result<Arc<CompactPod>, Failure> {
     let limit = context.options.max_object_bytes;
     context.store.update_pod_checked(pod, |stored, updated| {
         // Server-owned, kept from the stored pod as kube-apiserver's `BeforeUpdate` does.
@@ -324,16 +343,23 @@ pub(crate) fn replace_status(
         status: pod.status.unwrap_or_default(),
     };
     let updated = update_status_checked(context, update)?;
-    Ok(warned(json_response(StatusCode::OK, &to_json(&updated)), &warnings))
+    Ok(warned(pod_response(StatusCode::OK, &updated), &warnings))
 }
 
 /// Writes a status with the size limit, checked under the store's lock.
-fn update_status_checked(context: &Context, update: StatusUpdate) -> Result<Arc<Pod>, Failure> {
+fn update_status_checked(context: &Context, update: StatusUpdate) -> Result<Arc<CompactPod>, Failure> {
     let limit = context.options.max_object_bytes;
-    context.store.update_pod_status_checked(update, |stored, status| {
-        server_fields::on_status_write(stored, status)?;
-        validation::check_size(&stored.metadata, stored.spec.as_ref(), Some(status), limit)
-    })
+    context.store.update_pod_status_checked(update, |stored, status| status_write_checks(stored, status, limit))
+}
+
+/// What a status write over `stored` must pass: the server's own fields
+/// (`server_fields::on_status_write`) and the size limit, the pod's size counted
+/// from its stored bytes.
+fn status_write_checks(stored: &StoredStatus<'_>, status: &mut PodStatus, limit: usize) -> Result<(), Failure> {
+    let name = stored.pod.name().unwrap_or_default();
+    server_fields::on_status_write(name, stored.status, status)?;
+    let size = stored.pod.len_with_status(Some(validation::encoded_len(status)));
+    validation::check_size_of(name, size, limit)
 }
 
 /// PATCH of `/status`: a strategic merge patch (conditions merge by type), a JSON merge
@@ -350,10 +376,10 @@ pub(crate) fn patch_status(
     let directive = FieldValidation::of(call.param("fieldValidation"))?;
     let (patched, warnings) = match patch_body(call)? {
         PatchBody::Strategic(patch) => {
-            let stored = context.store.get_pod(namespace, name)?;
+            let stored = context.store.get_compact(namespace, name)?;
             check_uid_kept(&stored, patch_uid(&patch)?)?;
             if let Some(version) = patch.pointer("/metadata/resourceVersion").and_then(Value::as_str)
-                && Some(version) != stored.metadata.resource_version.as_deref()
+                && Some(version) != stored.resource_version()
             {
                 return Err(ApiError::modified(name).into());
             }
@@ -363,10 +389,9 @@ pub(crate) fn patch_status(
                 StatusPatch { namespace: namespace.to_owned(), name: name.to_owned(), uid_precondition: None, patch };
             // Not judged for unknown fields: the store merges the status itself (the
             // status manager's own write, made often, never with fieldValidation).
-            let patched = context.store.patch_pod_status_checked(patch, |stored, status| {
-                server_fields::on_status_write(stored, status)?;
-                validation::check_size(&stored.metadata, stored.spec.as_ref(), Some(status), limit)
-            })?;
+            let patched = context
+                .store
+                .patch_pod_status_checked(patch, |stored, status| status_write_checks(stored, status, limit))?;
             (patched, Vec::new())
         }
         patch => patch_retrying(context, namespace, name, &patch, directive, |context, stored, patched| {
@@ -374,13 +399,13 @@ pub(crate) fn patch_status(
                 namespace: namespace.to_owned(),
                 name: name.to_owned(),
                 uid_precondition: patched.metadata.uid.clone(),
-                resource_version_precondition: stored.metadata.resource_version.clone(),
+                resource_version_precondition: stored.resource_version().map(str::to_owned),
                 status: patched.status.unwrap_or_default(),
             };
             update_status_checked(context, update)
         })?,
     };
-    Ok(warned(json_response(StatusCode::OK, &to_json(&patched)), &warnings))
+    Ok(warned(pod_response(StatusCode::OK, &patched), &warnings))
 }
 
 /// PATCH of the pod itself (labels, annotations, an image, ...): the status is kept. A
@@ -391,10 +416,10 @@ pub(crate) fn patch(call: &Call, context: &Context, namespace: &str, name: &str)
     let patch = patch_body(call)?;
     let (patched, warnings) =
         patch_retrying(context, namespace, name, &patch, directive, |context, stored, mut patched| {
-            patched.metadata.resource_version = stored.metadata.resource_version.clone();
+            patched.metadata.resource_version = stored.resource_version().map(str::to_owned);
             update_checked(context, patched)
         })?;
-    Ok(warned(json_response(StatusCode::OK, &to_json(&patched)), &warnings))
+    Ok(warned(pod_response(StatusCode::OK, &patched), &warnings))
 }
 
 /// DELETE with `DeleteOptions` (body, or `?gracePeriodSeconds=`); answers with the pod as
@@ -426,20 +451,20 @@ pub(crate) fn delete(call: &Call, context: &Context, namespace: &str, name: &str
         grace_period_seconds: grace,
         resource_version_precondition: preconditions.resource_version,
     };
-    let pod = context.store.delete_pod(namespace, name, &options).map_err(|error| match error {
+    let pod = context.store.delete_compact(namespace, name, &options).map_err(|error| match error {
         ApiError::Conflict { .. } => delete_conflict(context, namespace, name, &options),
         other => other.into(),
     })?;
-    Ok(json_response(StatusCode::OK, &to_json(&pod)))
+    Ok(pod_response(StatusCode::OK, &pod))
 }
 
 /// A DELETE's precondition that did not hold, in kube-apiserver's words (its registry
 /// checks a DELETE's preconditions itself, and names the kind, `Pod`). The stored pod is
 /// read again for the message only: the store's refusal is what counts.
 fn delete_conflict(context: &Context, namespace: &str, name: &str, options: &DeleteOptions) -> Failure {
-    let stored = context.store.get_pod(namespace, name).ok();
-    let stored_uid = stored.as_ref().and_then(|pod| pod.metadata.uid.clone()).unwrap_or_default();
-    let stored_version = stored.as_ref().and_then(|pod| pod.metadata.resource_version.clone()).unwrap_or_default();
+    let stored = context.store.get_compact(namespace, name).ok();
+    let stored_uid = stored.as_ref().and_then(|pod| pod.uid()).unwrap_or_default().to_owned();
+    let stored_version = stored.as_ref().and_then(|pod| pod.resource_version()).unwrap_or_default().to_owned();
     let why = match (&options.uid_precondition, &options.resource_version_precondition) {
         (Some(uid), _) if !uid.is_empty() && *uid != stored_uid => format!(
             "the UID in the precondition ({}) does not match the UID in record ({stored_uid}). The object might have \
@@ -505,8 +530,8 @@ fn patch_retrying(
     name: &str,
     patch: &PatchBody,
     directive: FieldValidation,
-    write: impl Fn(&Context, &Pod, Pod) -> Result<Arc<Pod>, Failure>,
-) -> Result<(Arc<Pod>, Vec<String>), Failure> {
+    write: impl Fn(&Context, &CompactPod, Pod) -> Result<Arc<CompactPod>, Failure>,
+) -> Result<(Arc<CompactPod>, Vec<String>), Failure> {
     if let PatchBody::Merge(patch) | PatchBody::Strategic(patch) = patch {
         patch_uid(patch)?;
     }
@@ -514,8 +539,9 @@ fn patch_retrying(
     let mut attempt = 0;
     loop {
         attempt += 1;
-        let stored = context.store.get_pod(namespace, name)?;
-        let mut document = to_json(&stored);
+        let stored = context.store.get_compact(namespace, name)?;
+        let mut document: Value = serde_json::from_str(stored.json())
+            .map_err(|e| ApiError::Internal { message: format!("a stored pod: {e}") })?;
         patch.apply(&mut document)?;
         let given = directive.checks().then(|| document.clone());
         let mut patched: Pod = serde_json::from_value(document)
@@ -530,7 +556,7 @@ fn patch_retrying(
         patched.metadata.name = Some(name.to_owned());
         check_uid_kept(&stored, patched.metadata.uid.as_deref())?;
         if let Some(version) = patched.metadata.resource_version.as_deref().filter(|v| !v.is_empty())
-            && Some(version) != stored.metadata.resource_version.as_deref()
+            && Some(version) != stored.resource_version()
         {
             return Err(ApiError::modified(name).into());
         }
@@ -544,13 +570,13 @@ fn patch_retrying(
 /// A patch's `metadata.uid` must be the pod's: kube-apiserver refuses another one as a
 /// change of an immutable field (422), and lists the cause twice (its update
 /// validation checks the metadata twice; the message says it once).
-fn check_uid_kept(stored: &Pod, uid: Option<&str>) -> Result<(), Failure> {
+fn check_uid_kept(stored: &CompactPod, uid: Option<&str>) -> Result<(), Failure> {
     let Some(uid) = uid.filter(|uid| !uid.is_empty()) else { return Ok(()) };
-    if Some(uid) == stored.metadata.uid.as_deref() {
+    if Some(uid) == stored.uid() {
         return Ok(());
     }
     let cause = Cause::invalid("metadata.uid", uid, "field is immutable");
-    let mut failure = Failure::invalid(stored.metadata.name.as_deref().unwrap_or_default(), vec![cause.clone()]);
+    let mut failure = Failure::invalid(stored.name().unwrap_or_default(), vec![cause.clone()]);
     failure.causes.push(cause);
     Err(failure)
 }

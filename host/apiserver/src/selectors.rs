@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Pod, PodSpec, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use podstatus_backends::{CompactPod, CompactPodError, PodField as Field};
 
 /// Both selectors of a request; a pod is selected when it matches both.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -96,12 +97,15 @@ impl Selector {
         self.fields.is_empty() && self.labels.is_empty()
     }
 
-    /// Whether `pod` is selected.
-    pub fn matches(&self, pod: &Pod) -> bool {
+    /// Whether `pod` is selected. Its labels are parsed only for a label selector.
+    pub fn matches(&self, pod: &CompactPod) -> bool {
         self.fields
             .iter()
             .all(|requirement| (field_value(pod, requirement.field) == requirement.value) == requirement.equal)
-            && self.labels.iter().all(|requirement| requirement.matches(pod.metadata.labels.as_ref()))
+            && (self.labels.is_empty() || {
+                let labels = pod.labels();
+                self.labels.iter().all(|requirement| requirement.matches(labels.as_ref()))
+            })
     }
 }
 
@@ -164,50 +168,49 @@ fn parse_fields(text: &str) -> Result<Vec<FieldRequirement>, SelectorError> {
     Ok(requirements)
 }
 
-/// The field's value as Kubernetes' pod field set gives it (absent is "").
 /// What a selector can see of `pod`, and nothing else: every field [`field_value`]
 /// reads, the namespace and the labels. A watch keeps each change's previous pod only to
 /// tell whether it matched; the whole object would keep a second copy of every pod the
 /// history holds a change of (at 100,000 pods, hundreds of MiB).
-pub(crate) fn selectable_part(pod: &Pod) -> Pod {
-    let spec = pod.spec.as_ref().map(|spec| PodSpec {
-        node_name: spec.node_name.clone(),
-        restart_policy: spec.restart_policy.clone(),
-        scheduler_name: spec.scheduler_name.clone(),
-        service_account_name: spec.service_account_name.clone(),
-        host_network: spec.host_network,
+pub(crate) fn selectable_part(pod: &CompactPod) -> Result<CompactPod, CompactPodError> {
+    let text = |field: Field| pod.field(field).map(str::to_owned);
+    let spec = PodSpec {
+        node_name: text(Field::NodeName),
+        restart_policy: text(Field::RestartPolicy),
+        scheduler_name: text(Field::SchedulerName),
+        service_account_name: text(Field::ServiceAccountName),
+        host_network: pod.host_network(),
         ..PodSpec::default()
-    });
-    let status = pod.status.as_ref().map(|status| PodStatus {
-        phase: status.phase.clone(),
-        pod_ip: status.pod_ip.clone(),
-        nominated_node_name: status.nominated_node_name.clone(),
+    };
+    let status = PodStatus {
+        phase: text(Field::Phase),
+        pod_ip: text(Field::PodIp),
+        nominated_node_name: text(Field::NominatedNodeName),
         ..PodStatus::default()
-    });
+    };
     let metadata = ObjectMeta {
-        name: pod.metadata.name.clone(),
-        namespace: pod.metadata.namespace.clone(),
-        labels: pod.metadata.labels.clone(),
+        name: text(Field::Name),
+        namespace: text(Field::Namespace),
+        labels: pod.labels(),
         ..ObjectMeta::default()
     };
-    Pod { metadata, spec, status }
+    CompactPod::from_pod(&Pod { metadata, spec: Some(spec), status: Some(status) })
 }
 
-fn field_value(pod: &Pod, field: PodField) -> String {
-    let spec = pod.spec.as_ref();
-    let status = pod.status.as_ref();
-    let text = |value: Option<&String>| value.cloned().unwrap_or_default();
+/// The field's value as Kubernetes' pod field set gives it (absent is "").
+fn field_value(pod: &CompactPod, field: PodField) -> String {
+    let text = |field: Field| pod.field(field).unwrap_or_default().to_owned();
     match field {
-        PodField::Name => text(pod.metadata.name.as_ref()),
-        PodField::Namespace => text(pod.metadata.namespace.as_ref()),
-        PodField::NodeName => text(spec.and_then(|s| s.node_name.as_ref())),
-        PodField::RestartPolicy => text(spec.and_then(|s| s.restart_policy.as_ref())),
-        PodField::SchedulerName => text(spec.and_then(|s| s.scheduler_name.as_ref())),
-        PodField::ServiceAccountName => text(spec.and_then(|s| s.service_account_name.as_ref())),
-        PodField::HostNetwork => spec.and_then(|s| s.host_network).unwrap_or(false).to_string(),
-        PodField::Phase => text(status.and_then(|s| s.phase.as_ref())),
-        PodField::PodIp => text(status.and_then(|s| s.pod_ip.as_ref())),
-        PodField::NominatedNodeName => text(status.and_then(|s| s.nominated_node_name.as_ref())),
+        PodField::Name => text(Field::Name),
+        PodField::Namespace => text(Field::Namespace),
+        PodField::NodeName => text(Field::NodeName),
+        PodField::RestartPolicy => text(Field::RestartPolicy),
+        PodField::SchedulerName => text(Field::SchedulerName),
+        PodField::ServiceAccountName => text(Field::ServiceAccountName),
+        PodField::HostNetwork => pod.host_network().unwrap_or(false).to_string(),
+        PodField::Phase => text(Field::Phase),
+        PodField::PodIp => text(Field::PodIp),
+        PodField::NominatedNodeName => text(Field::NominatedNodeName),
     }
 }
 
@@ -297,6 +300,10 @@ mod tests {
     }
 
     fn selects(fields: Option<&str>, labels: Option<&str>, pod: &Pod) -> bool {
+        compact_selects(fields, labels, &CompactPod::from_pod(pod).expect("compact"))
+    }
+
+    fn compact_selects(fields: Option<&str>, labels: Option<&str>, pod: &CompactPod) -> bool {
         Selector::parse(fields, labels).expect("parses").matches(pod)
     }
 
@@ -327,7 +334,8 @@ mod tests {
         status.phase = Some("Running".into());
         status.pod_ip = Some("10.0.0.1".into());
         status.nominated_node_name = Some("node-2".into());
-        let part = selectable_part(&full);
+        let compact = CompactPod::from_pod(&full).expect("compact");
+        let part = selectable_part(&compact).expect("a part");
         let fields = [
             "metadata.name",
             "metadata.namespace",
@@ -341,17 +349,24 @@ mod tests {
             "status.nominatedNodeName",
         ];
         for field in fields {
-            let value =
-                field_value(&full, Selector::parse(Some(&format!("{field}=x")), None).expect("parses").fields[0].field);
+            let value = field_value(
+                &compact,
+                Selector::parse(Some(&format!("{field}=x")), None).expect("parses").fields[0].field,
+            );
             assert!(!value.is_empty() || field == "metadata.namespace", "{field} is set in the test pod");
             for selector in [format!("{field}={value}"), format!("{field}!={value}"), format!("{field}=other")] {
-                assert_eq!(selects(Some(&selector), None, &part), selects(Some(&selector), None, &full), "{selector}");
+                assert_eq!(
+                    compact_selects(Some(&selector), None, &part),
+                    selects(Some(&selector), None, &full),
+                    "{selector}"
+                );
             }
         }
         for labels in ["app=web", "app!=web", "app", "!app", "app in (web,db)"] {
-            assert_eq!(selects(None, Some(labels), &part), selects(None, Some(labels), &full), "{labels}");
+            assert_eq!(compact_selects(None, Some(labels), &part), selects(None, Some(labels), &full), "{labels}");
         }
-        assert!(part.spec.as_ref().is_some_and(|spec| spec.containers.is_empty()), "the containers are not kept");
+        let spec = part.pod().expect("parses").spec.expect("a spec");
+        assert!(spec.containers.is_empty(), "the containers are not kept");
     }
 
     #[test]

@@ -23,6 +23,8 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 pub struct EmbeddedApiServer {
     local_addr: SocketAddr,
     store: Arc<MemoryApiServer>,
+    /// The watch hub, kept here for the memory account ([`EmbeddedApiServer::held_bytes`]).
+    hub: Arc<WatchHub>,
     counters: Arc<Counters>,
     /// Set to true to stop: the accept loop ends, watches end, connections close.
     stop: tokio::sync::watch::Sender<bool>,
@@ -81,7 +83,7 @@ impl EmbeddedApiServer {
         let context = Arc::new(Context {
             store: Arc::clone(&store),
             objects: Arc::new(ObjectStore::new(options.max_objects, options.max_object_bytes)),
-            hub,
+            hub: Arc::clone(&hub),
             list_snapshots: Default::default(),
             server_address: local_addr.to_string(),
             body_budget: Arc::new(tokio::sync::Semaphore::new(budget_units(options.body_bytes_in_flight))),
@@ -97,7 +99,7 @@ impl EmbeddedApiServer {
             })
             .map_err(ServeError::Runtime)?;
         tracing::info!(address = %local_addr, "embedded API server listening");
-        Ok(Self { local_addr, store, counters, stop, thread: Some(thread) })
+        Ok(Self { local_addr, store, hub, counters, stop, thread: Some(thread) })
     }
 
     /// The address served (with the port chosen when asked for port 0).
@@ -113,6 +115,13 @@ impl EmbeddedApiServer {
     /// The store served.
     pub fn store(&self) -> &Arc<MemoryApiServer> {
         &self.store
+    }
+
+    /// Bytes the server holds for its pods, for the memory account: the store's
+    /// ([`MemoryApiServer::held_bytes`]) and the watch hub's beside it (its index and
+    /// the history resumed watches replay).
+    pub fn held_bytes(&self) -> usize {
+        self.store.held_bytes() + self.hub.held_bytes()
     }
 
     /// What the server holds now and what it has shed so far.

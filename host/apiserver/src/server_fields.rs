@@ -81,14 +81,13 @@ pub(crate) fn on_update(stored: &Pod, updated: &mut Pod) {
     };
 }
 
-/// A status written over `stored`'s: a QoS class left out is the stored one, another
-/// one is refused (422, as kube-apiserver refuses it).
-pub(crate) fn on_status_write(stored: &Pod, status: &mut PodStatus) -> Result<(), Failure> {
-    let kept = stored.status.as_ref().and_then(|s| s.qos_class.as_deref()).filter(|q| !q.is_empty());
+/// A status written over the stored status of the pod `name`: a QoS class left out is
+/// the stored one, another one is refused (422, as kube-apiserver refuses it).
+pub(crate) fn on_status_write(name: &str, stored: Option<&PodStatus>, status: &mut PodStatus) -> Result<(), Failure> {
+    let kept = stored.and_then(|s| s.qos_class.as_deref()).filter(|q| !q.is_empty());
     match (status.qos_class.as_deref().filter(|q| !q.is_empty()), kept) {
         (None, Some(kept)) => status.qos_class = Some(kept.to_owned()),
         (Some(new), Some(kept)) if new != kept => {
-            let name = stored.metadata.name.as_deref().unwrap_or_default();
             return Err(Failure::invalid(name, vec![Cause::invalid("status.qosClass", new, "field is immutable")]));
         }
         _ => {}
@@ -140,11 +139,11 @@ mod tests {
             serde_json::from_value(json!({"metadata": {"name": "a"}, "status": {"qosClass": "BestEffort"}}))
                 .expect("a pod");
         let mut status = PodStatus { pod_ip: Some("10.0.0.1".into()), ..PodStatus::default() };
-        on_status_write(&stored, &mut status).expect("kept");
+        on_status_write("a", stored.status.as_ref(), &mut status).expect("kept");
         assert_eq!(status.qos_class.as_deref(), Some("BestEffort"));
         assert_eq!(status.pod_ips, None, "stored as written");
         let mut other = PodStatus { qos_class: Some("Burstable".into()), ..PodStatus::default() };
-        let refused = on_status_write(&stored, &mut other).expect_err("immutable");
+        let refused = on_status_write("a", stored.status.as_ref(), &mut other).expect_err("immutable");
         assert_eq!((refused.code, refused.causes[0].field.as_str()), (422, "status.qosClass"));
     }
 }

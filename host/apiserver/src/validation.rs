@@ -223,6 +223,23 @@ pub(crate) fn encoded_size(metadata: &ObjectMeta, spec: Option<&PodSpec>, status
     }
 }
 
+/// The JSON size of a status (linear, allocates nothing).
+pub(crate) fn encoded_len(status: &PodStatus) -> usize {
+    let mut counter = Counter(0);
+    match serde_json::to_writer(&mut counter, status) {
+        Ok(()) => counter.0,
+        Err(_) => usize::MAX,
+    }
+}
+
+/// 413 when the pod `name`, of `size` bytes, is over `limit`.
+pub(crate) fn check_size_of(name: &str, size: usize, limit: usize) -> Result<(), Failure> {
+    if size > limit {
+        return Err(Failure::object_too_large(&excerpt(name), size, limit));
+    }
+    Ok(())
+}
+
 /// 413 when a pod of these parts is over `limit` bytes.
 pub(crate) fn check_size(
     metadata: &ObjectMeta,
@@ -230,12 +247,7 @@ pub(crate) fn check_size(
     status: Option<&PodStatus>,
     limit: usize,
 ) -> Result<(), Failure> {
-    let size = encoded_size(metadata, spec, status);
-    if size > limit {
-        let name = metadata.name.as_deref().unwrap_or_default();
-        return Err(Failure::object_too_large(&excerpt(name), size, limit));
-    }
-    Ok(())
+    check_size_of(metadata.name.as_deref().unwrap_or_default(), encoded_size(metadata, spec, status), limit)
 }
 
 #[cfg(test)]

@@ -27,7 +27,7 @@ use crate::selectors::{Selector, selectable_part};
 use crate::status_body::Failure;
 use crate::stopping::stopped;
 use crate::table::{self, IncludeObject};
-use podstatus_backends::{MemoryApiServer, PodEvent};
+use podstatus_backends::{CompactPod, MemoryApiServer, PodEvent};
 
 /// One write, as the hub records it.
 #[derive(Clone, Debug)]
@@ -37,11 +37,11 @@ pub(crate) struct Change {
     /// What happened.
     kind: ChangeKind,
     /// The pod after the write (for a deletion, its last state).
-    pod: Arc<Pod>,
+    pod: Arc<CompactPod>,
     /// What a selector sees of the pod before the write, if it existed
     /// ([`selectable_part`]): a selector watch needs it to tell a pod that stopped
     /// matching (DELETED for that watch) from one that never did.
-    previous: Option<Arc<Pod>>,
+    previous: Option<Arc<CompactPod>>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,7 +61,7 @@ pub(crate) struct WatchHub {
 struct HubState {
     /// The store as of `resource_version`, to start watches from (and to know each
     /// change's previous object).
-    pods: BTreeMap<(String, String), Arc<Pod>>,
+    pods: BTreeMap<(String, String), Arc<CompactPod>>,
     resource_version: u64,
     /// The latest changes, oldest first; every change after `history_start` is here.
     history: VecDeque<Change>,
@@ -88,7 +88,7 @@ pub(crate) enum Start {
 /// A registered watch: what to send first, then the live changes.
 pub(crate) struct Subscription {
     /// Pods to announce as ADDED first (for [`Start::Now`]).
-    initial: Vec<Arc<Pod>>,
+    initial: Vec<Arc<CompactPod>>,
     /// Changes to replay first (for [`Start::After`]).
     replay: Vec<Change>,
     /// Changes with a resourceVersion at or below this were covered by the above.
@@ -140,7 +140,7 @@ impl WatchHub {
     /// room is cut off (it will report 410 and end).
     fn record(&self, event: &PodEvent) {
         let pod = Arc::clone(event.pod());
-        let resource_version = pod.metadata.resource_version.as_deref().and_then(|v| v.parse().ok()).unwrap_or(0);
+        let resource_version = pod.resource_version().and_then(|v| v.parse().ok()).unwrap_or(0);
         let mut state = self.lock();
         let previous = match event {
             PodEvent::Added(_) | PodEvent::Modified(_) => state.pods.insert(key(&pod), Arc::clone(&pod)),
@@ -151,7 +151,9 @@ impl WatchHub {
             PodEvent::Modified(_) => ChangeKind::Modified,
             PodEvent::Deleted(_) => ChangeKind::Deleted,
         };
-        let previous = previous.map(|previous| Arc::new(selectable_part(&previous)));
+        // A part that cannot be written (no pod fails to) is the whole previous pod.
+        let previous =
+            previous.map(|previous| selectable_part(&previous).map(Arc::new).unwrap_or_else(|_| Arc::clone(&previous)));
         let change = Change { resource_version, kind, pod, previous };
         state.resource_version = state.resource_version.max(resource_version);
         state.history.push_back(change.clone());
@@ -168,6 +170,30 @@ impl WatchHub {
             }
             Err(mpsc::error::TrySendError::Closed(_)) => false,
         });
+    }
+
+    /// Bytes the hub holds beside the store, for the memory account: its own map of
+    /// the pods (entries and keys; the objects are the store's), and its history: each
+    /// change's entry, the object it carries when that is no longer the current one
+    /// (else the store's), and what a selector sees of the previous pod.
+    pub fn held_bytes(&self) -> usize {
+        use std::mem::size_of;
+        let state = self.lock();
+        let map: usize = state
+            .pods
+            .keys()
+            .map(|(namespace, name)| size_of::<((String, String), Arc<CompactPod>)>() + namespace.len() + name.len())
+            .sum();
+        let history: usize = state
+            .history
+            .iter()
+            .map(|change| {
+                let current = state.pods.get(&key(&change.pod)).is_some_and(|pod| Arc::ptr_eq(pod, &change.pod));
+                let superseded = if current { 0 } else { change.pod.held_bytes() };
+                size_of::<Change>() + superseded + change.previous.as_ref().map_or(0, |part| part.held_bytes())
+            })
+            .sum();
+        map + history
     }
 
     /// Registers a watch starting at `start`, atomically with respect to writes; a
@@ -192,8 +218,8 @@ impl WatchHub {
     }
 }
 
-fn key(pod: &Pod) -> (String, String) {
-    (pod.metadata.namespace.clone().unwrap_or_default(), pod.metadata.name.clone().unwrap_or_default())
+fn key(pod: &CompactPod) -> (String, String) {
+    (pod.namespace().unwrap_or_default().to_owned(), pod.name().unwrap_or_default().to_owned())
 }
 
 /// How events are written for one watch request.
@@ -232,9 +258,8 @@ fn next_bookmark(now: tokio::time::Instant, deadline: tokio::time::Instant) -> O
 }
 
 impl WatchFormat {
-    fn selects(&self, pod: &Pod) -> bool {
-        self.namespace.as_ref().is_none_or(|ns| pod.metadata.namespace.as_ref() == Some(ns))
-            && self.selector.matches(pod)
+    fn selects(&self, pod: &CompactPod) -> bool {
+        self.namespace.as_deref().is_none_or(|ns| pod.namespace() == Some(ns)) && self.selector.matches(pod)
     }
 
     /// The event this watch sees of `change`, if any.
@@ -250,15 +275,37 @@ impl WatchFormat {
         Some(self.line(kind, &change.pod))
     }
 
-    fn line(&self, kind: &str, pod: &Pod) -> Bytes {
+    /// The event line of `pod`: its stored bytes as the object, or (for `kubectl get
+    /// -w`) a one-row table of it parsed.
+    fn line(&self, kind: &str, pod: &CompactPod) -> Bytes {
         match self.table {
-            Some(include) => {
-                let version = crate::server_fields::version_of(pod);
-                event_line(kind, &table::table([pod], version, include, jiff::Timestamp::now()))
-            }
-            None => event_line(kind, pod),
+            Some(include) => match pod.pod() {
+                Ok(pod) => {
+                    let version = crate::server_fields::version_of(&pod);
+                    event_line(kind, &table::table([&pod], version, include, jiff::Timestamp::now()))
+                }
+                Err(error) => {
+                    let failure = Failure::from(podstatus_backends::ApiError::Internal { message: error.to_string() });
+                    event_line("ERROR", &failure.to_status())
+                }
+            },
+            None => raw_event_line(kind, pod.json()),
         }
     }
+}
+
+/// One newline-delimited watch event of an object already written as JSON: the bytes
+/// [`event_line`] writes for it, the object copied as it is.
+fn raw_event_line(kind: &str, object: &str) -> Bytes {
+    const OBJECT: &str = ",\"object\":";
+    let kind = serde_json::to_string(kind).unwrap_or_default();
+    let mut line = Vec::with_capacity(9 + kind.len() + OBJECT.len() + object.len() + 2);
+    line.extend_from_slice(b"{\"type\":");
+    line.extend_from_slice(kind.as_bytes());
+    line.extend_from_slice(OBJECT.as_bytes());
+    line.extend_from_slice(object.as_bytes());
+    line.extend_from_slice(b"}\n");
+    Bytes::from(line)
 }
 
 /// One newline-delimited watch event.
@@ -408,6 +455,17 @@ mod tests {
         assert_eq!(replayed, [3, 4]);
         let now = hub.subscribe(Start::Now).expect("now");
         assert_eq!((now.initial.len(), now.covered), (4, 4));
+    }
+
+    /// A watch event of a stored pod is the line serialising the pod would make, byte
+    /// for byte: the object is the stored text.
+    #[test]
+    fn an_event_of_stored_bytes_is_the_serialised_event() {
+        let typed = pod("a", "ua").build();
+        let compact = CompactPod::from_pod(&typed).expect("compact");
+        for kind in ["ADDED", "MODIFIED", "DELETED"] {
+            assert_eq!(raw_event_line(kind, compact.json()), event_line(kind, &typed));
+        }
     }
 
     #[test]

@@ -21,14 +21,16 @@
 
 use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap, VecDeque};
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::{Arc, PoisonError, RwLock, Weak};
 
 use k8s_openapi::api::core::v1::{ContainerState, ContainerStateTerminated, ContainerStatus, Pod, PodStatus};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use crate::compact_pod::CompactPod;
 use crate::deletion_safety::DeletionSafety;
 use crate::pod_identity::PodIdentity;
+use crate::pod_manager::PodManager;
 
 /// Distinct pod and host IPs remembered per pod at most (the oldest go first): a pod
 /// has one or two of each in its life; the bound keeps a flood of reports small.
@@ -83,7 +85,7 @@ impl NotSafe {
 #[derive(Debug, Default)]
 struct Reported {
     /// The pod as the node last handed it over, as JSON.
-    pod: Option<Box<str>>,
+    pod: Option<ReportedPod>,
     /// Its namespace and name (empty until the node reports the pod).
     namespace: String,
     name: String,
@@ -100,6 +102,37 @@ struct Reported {
     /// The digest of the pod and status JSON of the node's last report, when that was
     /// a status ([`report_digest`]): the same report again records nothing new.
     report_digest: Option<u128>,
+}
+
+/// The pod of a report, as JSON. When the node handed over exactly the pod manager's
+/// copy (a kubelet reports the pod it holds), the view points at that copy instead of
+/// keeping the text again, and only while the pod manager holds it: the status write
+/// that follows a report brings the pod manager a newer copy, and a strong reference
+/// here would keep every pod's previous version alive (1.5 KB a pod in a fleet).
+/// Once the pod manager moved on, the pod the node now holds is the caller's copy
+/// ([`HostView::no_container_can_run`]).
+#[derive(Debug)]
+enum ReportedPod {
+    Held(Weak<CompactPod>),
+    Own(Box<str>),
+}
+
+impl ReportedPod {
+    /// The text, if the view still has it (kept, or the pod manager still holds it).
+    fn json(&self) -> Option<Cow<'_, str>> {
+        match self {
+            ReportedPod::Held(pod) => pod.upgrade().map(|pod| Cow::Owned(pod.json().to_owned())),
+            ReportedPod::Own(json) => Some(Cow::Borrowed(json)),
+        }
+    }
+
+    /// The bytes this view holds for it.
+    fn held_bytes(&self) -> usize {
+        match self {
+            ReportedPod::Held(_) => 0,
+            ReportedPod::Own(json) => json.len(),
+        }
+    }
 }
 
 /// A status the node reported, as JSON.
@@ -184,7 +217,7 @@ impl NodeReport {
 
     /// TerminatePod's pod; None when it is not a JSON object.
     pub fn termination(pod: &str) -> Option<Self> {
-        let metadata = ReportedPod::read(pod)?.metadata.unwrap_or_default();
+        let metadata = PodReport::read(pod)?.metadata.unwrap_or_default();
         Some(NodeReport {
             uid: metadata.uid.map(Cow::into_owned),
             namespace: metadata.namespace.map_or_else(|| "default".to_owned(), Cow::into_owned),
@@ -214,14 +247,14 @@ impl NodeReport {
 /// What a report's pod is read for at once: whose it is, and its own status (the one a
 /// termination stops when the node reported none before).
 #[derive(Deserialize)]
-struct ReportedPod<'a> {
+struct PodReport<'a> {
     #[serde(default, borrow)]
     metadata: Option<PodIdentity<'a>>,
     #[serde(default, borrow)]
     status: Option<&'a RawValue>,
 }
 
-impl<'a> ReportedPod<'a> {
+impl<'a> PodReport<'a> {
     /// `json`'s identity and status, if it is a JSON object (serde would take a list of
     /// the fields' values too, which no client sends for a pod).
     fn read(json: &'a str) -> Option<Self> {
@@ -277,6 +310,9 @@ pub struct HostView {
     /// `(namespace, name)` of the pods [`HostView::retain`] forgot, newest last, at most
     /// [`FORGOTTEN_NAMES_KEPT`].
     forgotten_names: RwLock<VecDeque<(String, String)>>,
+    /// The node's pod manager, when the view shares its copies of the pods
+    /// ([`HostView::sharing_pods_with`]).
+    pod_manager: Option<Arc<PodManager>>,
 }
 
 impl HostView {
@@ -289,7 +325,18 @@ impl HostView {
             changes: Default::default(),
             report_digests: RwLock::default(),
             forgotten_names: RwLock::default(),
+            pod_manager: None,
         }
+    }
+
+    /// This view, pointing at `pods`' own copy of a reported pod when the node handed
+    /// over exactly that copy's JSON (compared byte for byte), instead of keeping a
+    /// second copy of the text (see `ReportedPod`): a fleet's view held each pod's JSON
+    /// again (1.5 KB a pod).
+    #[must_use]
+    pub fn sharing_pods_with(mut self, pods: Arc<PodManager>) -> Self {
+        self.pod_manager = Some(pods);
+        self
     }
 
     /// The node reported `status` for `pod` (SetPodStatus), before the plugin sees it.
@@ -341,6 +388,13 @@ impl HostView {
     fn record_digested(&self, report: NodeReport, digest: Option<u128>) -> Option<String> {
         let NodeReport { uid, namespace, name, pod, status } = report;
         let uid = uid?;
+        // The pod's own status, for a termination the node reported no status before.
+        let own_status = || PodReport::read(&pod).and_then(|p| p.status).map_or("{}".into(), |s| s.get().into());
+        let own_status: Option<Box<str>> = status.is_none().then(own_status);
+        let pod = match self.pod_manager.as_ref().and_then(|pods| pods.get_any(&uid)) {
+            Some(held) if held.json() == &*pod => ReportedPod::Held(Arc::downgrade(&held)),
+            _ => ReportedPod::Own(pod),
+        };
         let mut pods = self.pods.write().unwrap_or_else(PoisonError::into_inner);
         let entry = pods.entry(uid.clone()).or_default();
         let status = match status {
@@ -355,7 +409,7 @@ impl HostView {
                 // The status the node reported last, else the pod's own, all stopped.
                 let json = match entry.status.take() {
                     Some(last) => last.json,
-                    None => ReportedPod::read(&pod).and_then(|p| p.status).map_or("{}".into(), |s| s.get().into()),
+                    None => own_status.unwrap_or_else(|| "{}".into()),
                 };
                 LastStatus { json, stopped: true }
             }
@@ -517,16 +571,18 @@ impl HostView {
     /// `Ok` when, by the node's own report, no container of `uid` can run any more:
     /// the deletion-safety backend asked with the node's last status for it (all
     /// containers terminated once the node terminated it) and the node's copy of the
-    /// pod (`pod` when the node handed over none). A report that does not read as a
-    /// pod and status counts as none.
+    /// pod (`pod` when the node handed over none, or, in a view sharing the pod
+    /// manager's pods, when the pod manager holds a newer copy than the one the node
+    /// handed over: the pod the node holds now). A report that does not read as a pod
+    /// and status counts as none.
     pub fn no_container_can_run(&self, uid: &str, pod: &Pod) -> Result<(), NotSafe> {
         let (reported_pod, status) = {
             let pods = self.pods.read().unwrap_or_else(PoisonError::into_inner);
             let Some(Reported { pod: reported_pod, status: Some(status), .. }) = pods.get(uid) else {
                 return Err(NotSafe::Unreported);
             };
-            let reported_pod = match reported_pod.as_deref() {
-                Some(json) => Some(serde_json::from_str::<Pod>(json).map_err(|_| NotSafe::Unreported)?),
+            let reported_pod = match reported_pod.as_ref().and_then(ReportedPod::json) {
+                Some(json) => Some(serde_json::from_str::<Pod>(&json).map_err(|_| NotSafe::Unreported)?),
                 None => None,
             };
             let parsed: PodStatus = serde_json::from_str(&status.json).map_err(|_| NotSafe::Unreported)?;
@@ -538,6 +594,44 @@ impl HostView {
         } else {
             Err(NotSafe::ContainersMayRun)
         }
+    }
+
+    /// Bytes the view holds, for the memory account: every entry with the texts it
+    /// keeps (the pod and status reported, the accepted status, names and IPs), the
+    /// index of report digests and the names of forgotten pods.
+    pub fn held_bytes(&self) -> usize {
+        use std::mem::size_of;
+        let pods: usize = self
+            .pods
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .map(|(uid, reported)| {
+                size_of::<(String, Reported)>()
+                    + uid.len()
+                    + reported.pod.as_ref().map_or(0, ReportedPod::held_bytes)
+                    + reported.namespace.len()
+                    + reported.name.len()
+                    + reported.status.as_ref().map_or(0, |status| status.json.len())
+                    + reported.ips.iter().map(|ip| size_of::<String>() + ip.len()).sum::<usize>()
+                    + reported.accepted.as_ref().map_or(0, |accepted| accepted.status.len())
+            })
+            .sum();
+        let digests: usize = self
+            .report_digests
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+            .map(|uid| size_of::<(u128, String)>() + uid.len())
+            .sum();
+        let forgotten: usize = self
+            .forgotten_names
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .map(|(namespace, name)| size_of::<(String, String)>() + namespace.len() + name.len())
+            .sum();
+        pods + digests + forgotten
     }
 
     /// How many pods the view holds.
@@ -609,6 +703,53 @@ mod tests {
 
     fn status(value: serde_json::Value) -> PodStatus {
         serde_json::from_value(value).expect("a status")
+    }
+
+    /// The account holds the texts the view keeps: the pod and status reported, the
+    /// accepted status; a forgotten pod leaves only its name.
+    #[test]
+    fn held_bytes_count_the_texts_kept() {
+        let view = HostView::new(Arc::new(ContainersStopped));
+        assert_eq!(view.held_bytes(), 0);
+        let pod = serde_json::to_string(&testing::pod("a", "ua").build()).expect("JSON");
+        let status = r#"{"phase":"Running","podIP":"10.0.0.1"}"#;
+        view.report_status_json(&pod, status);
+        let reported = view.held_bytes();
+        assert!(reported >= pod.len() + status.len() + "10.0.0.1".len(), "{reported}");
+        view.accept("ua", Accepted { version: 1, status: status.into() });
+        assert_eq!(view.held_bytes(), reported + status.len());
+        view.retain(&[]);
+        let forgotten = view.held_bytes();
+        assert!(forgotten > 0 && forgotten < 200, "the name alone: {forgotten}");
+    }
+
+    /// A view sharing the pod manager's pods keeps its copy of a pod reported as the
+    /// pod manager holds it (and counts it once, there), and its own of any other.
+    #[test]
+    fn a_pod_reported_as_the_pod_manager_holds_it_is_kept_once() {
+        let pods = Arc::new(PodManager::new());
+        let big = "x".repeat(2_000);
+        pods.add_pod(testing::pod("a", "ua").annotations(&[("big", &big)]).build());
+        let view = HostView::new(Arc::new(ContainersStopped)).sharing_pods_with(Arc::clone(&pods));
+        let held = pods.get_any("ua").expect("held");
+        let status = r#"{"phase":"Running"}"#;
+        view.report_status_json(held.json(), status);
+        let shared = view.held_bytes();
+        assert!(shared < held.json().len(), "not a copy: {shared}");
+        let mut other = testing::pod("a", "ua").build();
+        other.metadata.labels = Some([("app".to_owned(), "x".to_owned())].into());
+        let other = serde_json::to_string(&other).expect("JSON");
+        view.report_status_json(&other, status);
+        assert!(view.held_bytes() >= shared + other.len(), "its own copy");
+        assert_eq!(view.no_container_can_run("ua", &testing::pod("a", "ua").build()), Ok(()), "its copy reads");
+        // The pod manager moving on (a newer copy) lets the reported one go: the view
+        // then reads the pod the node holds, the caller's.
+        view.report_status_json(held.json(), status);
+        assert_eq!(view.held_bytes(), shared);
+        pods.remove_pod("ua");
+        drop(held);
+        assert_eq!(view.held_bytes(), shared, "nothing kept alive");
+        assert_eq!(view.no_container_can_run("ua", &testing::pod("a", "ua").build()), Ok(()), "the caller's copy");
     }
 
     #[test]

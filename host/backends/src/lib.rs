@@ -10,6 +10,7 @@
 
 mod api_server;
 mod clock;
+pub mod compact_pod;
 mod deletion_safety;
 pub mod host_view;
 pub mod patience;
@@ -23,9 +24,10 @@ pub mod testing;
 
 pub use api_server::{
     ApiError, ApiServer, DeleteOptions, FaultyApiServer, InjectedFaults, MemoryApiServer, PodEvent, PodListener,
-    Result, StatusPatch, StatusUpdate,
+    Result, StatusPatch, StatusUpdate, StoredStatus,
 };
 pub use clock::{Clock, SystemClock, Timestamp, VirtualClock};
+pub use compact_pod::{CompactPod, CompactPodError, PodField};
 pub use deletion_safety::{ContainersStopped, DeletionSafety, FixedDeletionSafety};
 pub use host_view::{AcceptedRecord, HostView, NodeReport, PreparedStatus};
 pub use pod_identity::{full_name, is_mirror_pod, is_static_pod};

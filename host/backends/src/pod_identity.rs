@@ -6,6 +6,8 @@
 use std::borrow::Cow;
 
 use k8s_openapi::api::core::v1::Pod;
+
+use crate::compact_pod::CompactPod;
 use serde::{Deserialize, Deserializer};
 
 pub use podstatus_core::{API_SOURCE, CONFIG_MIRROR_ANNOTATION, CONFIG_SOURCE_ANNOTATION};
@@ -36,6 +38,12 @@ pub fn identity(pod: &Pod) -> (&str, &str) {
     let namespace =
         pod.metadata.namespace.as_deref().filter(|namespace| !namespace.is_empty()).unwrap_or(DEFAULT_NAMESPACE);
     (namespace, pod.metadata.name.as_deref().unwrap_or_default())
+}
+
+/// [`identity`] of a pod held as its JSON.
+pub fn compact_identity(pod: &CompactPod) -> (&str, &str) {
+    let namespace = pod.namespace().filter(|namespace| !namespace.is_empty()).unwrap_or(DEFAULT_NAMESPACE);
+    (namespace, pod.name().unwrap_or_default())
 }
 
 /// The pod's UID, empty when it has none (a pod the API server never stored).

@@ -3,21 +3,20 @@
 //! mirror pods of the same full name, and the pairing is worked out from the pods held
 //! now, so removing a static pod leaves no stale pairing behind.
 //!
-//! Pods are held as `Arc<Pod>`, shared with the API server's events and handed to
-//! readers without copying; a held pod is only ever replaced, never changed in place.
-//! The JSON of the pods read last is kept a while ([`PodManager::json_of`]): the
-//! plugin's periodic batch reads a pod twice in a row (can it be deleted, has it
-//! drifted), and a status report hands the pod over right after reading it. Not every
-//! pod's: at 100 pods a node and a thousand nodes, a JSON per held pod was 450 MiB.
+//! Pods are held as their compact JSON ([`CompactPod`]), shared as `Arc`s with the API
+//! server's events when it is in the process, and handed to readers without copying; a
+//! held pod is only ever replaced, never changed. The plugin is handed that JSON as it
+//! is; a reader that needs a k8s-openapi `Pod` parses it. (Held as `Pod` trees, a
+//! fleet's 100,000 pods took 7 KB each here.)
 
-use std::collections::VecDeque;
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use k8s_openapi::api::core::v1::Pod;
 
-use super::pod_identity::{identity, is_mirror_pod, is_static_pod, uid_of};
+use super::pod_identity::{compact_identity, identity, is_mirror_pod, is_static_pod};
 use crate::api_server::memory::{MemoryApiServer, PodEvent};
+use crate::compact_pod::CompactPod;
 
 /// Pods keyed by UID. Thread-safe; every method takes `&self`.
 ///
@@ -26,13 +25,7 @@ use crate::api_server::memory::{MemoryApiServer, PodEvent};
 #[derive(Debug, Default)]
 pub struct PodManager {
     pods: RwLock<Held>,
-    /// The JSON of the pods serialised last, newest last, at most [`RECENT_JSON`]: each
-    /// with its pod (the very object: a pod is only ever replaced, never changed).
-    recent_json: Mutex<VecDeque<(Arc<Pod>, Arc<str>)>>,
 }
-
-/// Pods whose JSON is kept after it was asked for.
-const RECENT_JSON: usize = 8;
 
 /// The pods, and which of them bear each full name: the reach guard asks by name on
 /// every API call, and pairing static and mirror pods is by name, so neither scans
@@ -40,70 +33,96 @@ const RECENT_JSON: usize = 8;
 #[derive(Debug, Default)]
 struct Held {
     /// UID -> pod. A pod without a UID is held under the empty UID.
-    by_uid: BTreeMap<String, HeldPod>,
+    by_uid: BTreeMap<String, Arc<CompactPod>>,
     /// (namespace, name) -> the UIDs of the held pods of that full name.
     by_name: BTreeMap<(String, String), BTreeSet<String>>,
     /// The UIDs of the static and mirror pods: the only ones UID translations name
     /// (asked for by every batch slice).
     paired: BTreeSet<String>,
+    /// Bytes the pods and the indexes hold, kept as they come and go: the memory
+    /// account's counter ([`PodManager::held_bytes`]).
+    bytes: usize,
 }
 
-/// A held pod.
-#[derive(Debug)]
-struct HeldPod {
-    pod: Arc<Pod>,
+/// What an entry of `by_uid` holds besides the pod: the entry, its key and the `Arc`.
+fn uid_entry_bytes(uid: &str) -> usize {
+    std::mem::size_of::<(String, Arc<CompactPod>)>() + uid.len() + crate::compact_pod::ARC_COUNTS_BYTES
 }
 
-impl HeldPod {
-    fn new(pod: Arc<Pod>) -> Self {
-        HeldPod { pod }
-    }
+/// What a UID in a set holds.
+fn uid_bytes(uid: &str) -> usize {
+    std::mem::size_of::<String>() + uid.len()
+}
+
+/// What an entry of `by_name` holds besides its UIDs.
+fn name_entry_bytes(key: &(String, String)) -> usize {
+    std::mem::size_of::<((String, String), BTreeSet<String>)>() + key.0.len() + key.1.len()
 }
 
 impl Held {
     /// Holds `pod` under `uid`, replacing (and returning) the pod held there.
-    fn insert(&mut self, uid: String, pod: Arc<Pod>) -> Option<Arc<Pod>> {
-        let (namespace, name) = identity(&pod);
-        self.by_name.entry((namespace.to_owned(), name.to_owned())).or_default().insert(uid.clone());
-        if is_static_pod(&pod) || is_mirror_pod(&pod) {
-            self.paired.insert(uid.clone());
-        } else {
-            self.paired.remove(&uid);
+    fn insert(&mut self, uid: String, pod: Arc<CompactPod>) -> Option<Arc<CompactPod>> {
+        let (namespace, name) = compact_identity(&pod);
+        self.name(namespace, name, &uid);
+        let pairs = pod.is_static() || pod.is_mirror();
+        if pairs && self.paired.insert(uid.clone()) {
+            self.bytes += uid_bytes(&uid);
+        } else if !pairs && self.paired.remove(&uid) {
+            self.bytes -= uid_bytes(&uid);
         }
-        let replaced = self.by_uid.insert(uid.clone(), HeldPod::new(pod))?.pod;
-        if identity(&replaced) != identity(&self.by_uid[&uid].pod) {
+        self.bytes += pod.held_bytes();
+        let entry = uid_entry_bytes(&uid);
+        let Some(replaced) = self.by_uid.insert(uid.clone(), pod) else {
+            self.bytes += entry;
+            return None;
+        };
+        self.bytes -= replaced.held_bytes();
+        if compact_identity(&replaced) != compact_identity(&self.by_uid[&uid]) {
             self.unname(&replaced, &uid);
         }
         Some(replaced)
     }
 
-    fn remove(&mut self, uid: &str) -> Option<Arc<Pod>> {
-        let removed = self.by_uid.remove(uid)?.pod;
+    fn remove(&mut self, uid: &str) -> Option<Arc<CompactPod>> {
+        let removed = self.by_uid.remove(uid)?;
+        self.bytes -= uid_entry_bytes(uid) + removed.held_bytes();
         self.unname(&removed, uid);
-        self.paired.remove(uid);
+        if self.paired.remove(uid) {
+            self.bytes -= uid_bytes(uid);
+        }
         Some(removed)
     }
 
+    /// Notes that `uid` bears the full name `namespace/name`.
+    fn name(&mut self, namespace: &str, name: &str, uid: &str) {
+        let key = (namespace.to_owned(), name.to_owned());
+        let entry = name_entry_bytes(&key);
+        let uids = self.by_name.entry(key).or_insert_with(|| {
+            self.bytes += entry;
+            BTreeSet::new()
+        });
+        if uids.insert(uid.to_owned()) {
+            self.bytes += uid_bytes(uid);
+        }
+    }
+
     /// Forgets that `uid` bears `pod`'s full name.
-    fn unname(&mut self, pod: &Pod, uid: &str) {
-        let (namespace, name) = identity(pod);
+    fn unname(&mut self, pod: &CompactPod, uid: &str) {
+        let (namespace, name) = compact_identity(pod);
         let key = (namespace.to_owned(), name.to_owned());
         if let Some(uids) = self.by_name.get_mut(&key) {
-            uids.remove(uid);
+            if uids.remove(uid) {
+                self.bytes -= uid_bytes(uid);
+            }
             if uids.is_empty() {
+                self.bytes -= name_entry_bytes(&key);
                 self.by_name.remove(&key);
             }
         }
     }
 
-    /// The held pods of `pod`'s full name, in UID order.
-    fn named<'a>(&'a self, pod: &Pod) -> impl Iterator<Item = &'a HeldPod> + 'a {
-        let (namespace, name) = identity(pod);
-        self.named_as(namespace, name)
-    }
-
     /// The held pods of the full name `namespace/name`, in UID order.
-    fn named_as<'a>(&'a self, namespace: &str, name: &str) -> impl Iterator<Item = &'a HeldPod> + 'a {
+    fn named_as<'a>(&'a self, namespace: &str, name: &str) -> impl Iterator<Item = &'a Arc<CompactPod>> + 'a {
         // Borrowed-tuple lookups are not possible on a map of owned tuples; the key is
         // built once per lookup.
         let key = (namespace.to_owned(), name.to_owned());
@@ -117,79 +136,82 @@ impl PodManager {
         Self::default()
     }
 
-    /// Adds the pod, replacing one with the same UID.
+    /// Adds the pod, replacing one with the same UID. A pod that does not serialise (no
+    /// k8s-openapi pod fails to) is logged and not held.
     pub fn add_pod(&self, pod: Pod) {
-        let uid = uid_of(&pod).to_owned();
-        let replaced = self.write().insert(uid, Arc::new(pod));
+        match CompactPod::from_pod(&pod) {
+            Ok(compact) => self.add(Arc::new(compact)),
+            Err(error) => tracing::warn!(uid = ?pod.metadata.uid, "a pod the pod manager cannot hold: {error}"),
+        }
+    }
+
+    /// Adds the pod as it is, replacing one with the same UID.
+    pub fn add(&self, pod: Arc<CompactPod>) {
+        let uid = pod.uid().unwrap_or_default().to_owned();
+        let replaced = self.write().insert(uid, pod);
         // Freed, if it is the last copy, after the lock is released.
         drop(replaced);
     }
 
     /// Removes the pod with this UID, returning it.
-    pub fn remove_pod(&self, uid: &str) -> Option<Arc<Pod>> {
+    pub fn remove_pod(&self, uid: &str) -> Option<Arc<CompactPod>> {
         self.write().remove(uid)
     }
 
     /// The pod with this UID, mirror pods included.
-    pub fn get_any(&self, uid: &str) -> Option<Arc<Pod>> {
-        self.read().by_uid.get(uid).map(|held| Arc::clone(&held.pod))
+    pub fn get_any(&self, uid: &str) -> Option<Arc<CompactPod>> {
+        self.read().by_uid.get(uid).cloned()
     }
 
     /// All pods, sorted by UID.
-    pub fn pods(&self) -> Vec<Arc<Pod>> {
-        self.read().by_uid.values().map(|held| Arc::clone(&held.pod)).collect()
+    pub fn pods(&self) -> Vec<Arc<CompactPod>> {
+        self.read().by_uid.values().cloned().collect()
+    }
+
+    /// The UIDs of all pods, sorted.
+    pub fn uids(&self) -> Vec<String> {
+        self.read().by_uid.keys().cloned().collect()
+    }
+
+    /// How many pods are held, mirror pods included.
+    pub fn len(&self) -> usize {
+        self.read().by_uid.len()
+    }
+
+    /// Whether no pod is held.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     /// The pods of the full name `namespace/name` (several while a recreated pod's old
     /// copy is still held), sorted by UID. A pod without namespace is in `default`, so
     /// none is in the empty one.
-    pub fn named(&self, namespace: &str, name: &str) -> Vec<Arc<Pod>> {
-        self.read().named_as(namespace, name).map(|held| Arc::clone(&held.pod)).collect()
+    pub fn named(&self, namespace: &str, name: &str) -> Vec<Arc<CompactPod>> {
+        self.read().named_as(namespace, name).cloned().collect()
     }
 
     /// The pod with this UID; mirror pods are not found this way (the status manager
     /// relies on that to skip them).
-    pub fn get_pod_by_uid(&self, uid: &str) -> Option<Arc<Pod>> {
-        self.read().by_uid.get(uid).filter(|held| !is_mirror_pod(&held.pod)).map(|held| Arc::clone(&held.pod))
-    }
-
-    /// [`PodManager::get_pod_by_uid`], with the pod's JSON (serialised once per pod).
-    pub fn get_pod_json_by_uid(&self, uid: &str) -> Option<(Arc<Pod>, Arc<str>)> {
-        let pod = self.get_pod_by_uid(uid)?;
-        let json = self.json_of(&pod);
-        Some((pod, json))
+    pub fn get_pod_by_uid(&self, uid: &str) -> Option<Arc<CompactPod>> {
+        self.read().by_uid.get(uid).filter(|pod| !pod.is_mirror()).cloned()
     }
 
     /// The mirror pod of `pod`, which need not be held here: only a static pod has one.
-    pub fn get_mirror_pod_by_pod(&self, pod: &Pod) -> Option<Arc<Pod>> {
+    pub fn get_mirror_pod_by_pod(&self, pod: &Pod) -> Option<Arc<CompactPod>> {
+        if !is_static_pod(pod) || is_mirror_pod(pod) {
+            return None;
+        }
+        let (namespace, name) = identity(pod);
+        mirror_named(&self.read(), namespace, name).cloned()
+    }
+
+    /// [`PodManager::get_mirror_pod_by_pod`] of a pod held as its JSON.
+    pub fn get_mirror_of(&self, pod: &CompactPod) -> Option<Arc<CompactPod>> {
         if !is_pairable_static(pod) {
             return None;
         }
-        mirror_of(&self.read(), pod).map(|held| Arc::clone(&held.pod))
-    }
-
-    /// The JSON of [`PodManager::get_mirror_pod_by_pod`] (serialised once per pod).
-    pub fn get_mirror_pod_json_by_pod(&self, pod: &Pod) -> Option<Arc<str>> {
-        if !is_pairable_static(pod) {
-            return None;
-        }
-        let mirror = mirror_of(&self.read(), pod).map(|held| Arc::clone(&held.pod))?;
-        Some(self.json_of(&mirror))
-    }
-
-    /// `pod`'s JSON: kept from a recent ask for this very object, else serialised now
-    /// (and kept for the next ask).
-    pub fn json_of(&self, pod: &Arc<Pod>) -> Arc<str> {
-        let mut recent = self.recent_json.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some((_, json)) = recent.iter().find(|(held, _)| Arc::ptr_eq(held, pod)) {
-            return Arc::clone(json);
-        }
-        let json: Arc<str> = serde_json::to_string(&**pod).unwrap_or_default().into();
-        if recent.len() == RECENT_JSON {
-            recent.pop_front();
-        }
-        recent.push_back((Arc::clone(pod), Arc::clone(&json)));
-        json
+        let (namespace, name) = compact_identity(pod);
+        mirror_named(&self.read(), namespace, name).cloned()
     }
 
     /// A mirror pod's UID becomes its static pod's UID; any other UID, unknown ones
@@ -198,9 +220,9 @@ impl PodManager {
         let pods = self.read();
         pods.by_uid
             .get(uid)
-            .filter(|held| is_mirror_pod(&held.pod))
-            .and_then(|mirror| static_of(&pods, &mirror.pod))
-            .map_or_else(|| uid.to_owned(), |held| uid_of(&held.pod).to_owned())
+            .filter(|held| held.is_mirror())
+            .and_then(|mirror| static_of(&pods, mirror))
+            .map_or_else(|| uid.to_owned(), |held| held.uid().unwrap_or_default().to_owned())
     }
 
     /// (static UID -> mirror UID, `""` when it has no mirror pod yet, for every static
@@ -209,14 +231,15 @@ impl PodManager {
         let pods = self.read();
         let mut static_to_mirror = BTreeMap::new();
         let mut mirror_to_static = BTreeMap::new();
-        for (uid, held) in pods.paired.iter().filter_map(|uid| Some((uid, pods.by_uid.get(uid)?))) {
-            let pod = &held.pod;
-            if is_mirror_pod(pod) {
+        for (uid, pod) in pods.paired.iter().filter_map(|uid| Some((uid, pods.by_uid.get(uid)?))) {
+            if pod.is_mirror() {
                 if let Some(static_pod) = static_of(&pods, pod) {
-                    mirror_to_static.insert(uid.clone(), uid_of(&static_pod.pod).to_owned());
+                    mirror_to_static.insert(uid.clone(), static_pod.uid().unwrap_or_default().to_owned());
                 }
-            } else if is_static_pod(pod) {
-                let mirror_uid = mirror_of(&pods, pod).map_or("", |mirror| uid_of(&mirror.pod));
+            } else if pod.is_static() {
+                let (namespace, name) = compact_identity(pod);
+                let mirror_uid =
+                    mirror_named(&pods, namespace, name).map_or("", |mirror| mirror.uid().unwrap_or_default());
                 static_to_mirror.insert(uid.clone(), mirror_uid.to_owned());
             }
         }
@@ -227,13 +250,10 @@ impl PodManager {
     /// replaced by this copy; otherwise nothing happens (the API server does not add
     /// pods to the node, and a deletion there does not remove one: only the kubelet
     /// removes pods). The copy is shared, not duplicated.
-    pub fn follow(&self, pod: &Arc<Pod>) {
+    pub fn follow(&self, pod: &Arc<CompactPod>) {
+        let uid = pod.uid().unwrap_or_default();
         let mut held = self.write();
-        let replaced = if held.by_uid.contains_key(uid_of(pod)) {
-            held.insert(uid_of(pod).to_owned(), Arc::clone(pod))
-        } else {
-            None
-        };
+        let replaced = if held.by_uid.contains_key(uid) { held.insert(uid.to_owned(), Arc::clone(pod)) } else { None };
         drop(held);
         // Freed, if it is the last copy, after the lock is released.
         drop(replaced);
@@ -255,6 +275,14 @@ impl PodManager {
         }));
     }
 
+    /// Bytes the pod manager holds, for the memory account: each pod's JSON
+    /// ([`CompactPod::held_bytes`]; a pod shared with an in-process API server counts in
+    /// both) and the entries of its indexes with their keys' text, counted as they come
+    /// and go.
+    pub fn held_bytes(&self) -> usize {
+        self.read().bytes
+    }
+
     fn read(&self) -> RwLockReadGuard<'_, Held> {
         // Writers replace whole entries, so a panic elsewhere leaves the map consistent.
         self.pods.read().unwrap_or_else(PoisonError::into_inner)
@@ -267,18 +295,19 @@ impl PodManager {
 
 /// A pod with both annotations is the API server's copy, so it counts as a mirror pod
 /// only (a mirror pod may carry its static pod's config source).
-fn is_pairable_static(pod: &Pod) -> bool {
-    is_static_pod(pod) && !is_mirror_pod(pod)
+fn is_pairable_static(pod: &CompactPod) -> bool {
+    pod.is_static() && !pod.is_mirror()
 }
 
-/// The mirror pod with the smallest UID sharing `pod`'s full name.
-fn mirror_of<'a>(pods: &'a Held, pod: &Pod) -> Option<&'a HeldPod> {
-    pods.named(pod).find(|other| is_mirror_pod(&other.pod))
+/// The mirror pod with the smallest UID of the full name `namespace/name`.
+fn mirror_named<'a>(pods: &'a Held, namespace: &str, name: &str) -> Option<&'a Arc<CompactPod>> {
+    pods.named_as(namespace, name).find(|other| other.is_mirror())
 }
 
 /// The static pod with the smallest UID sharing `mirror`'s full name.
-fn static_of<'a>(pods: &'a Held, mirror: &Pod) -> Option<&'a HeldPod> {
-    pods.named(mirror).find(|other| is_pairable_static(&other.pod))
+fn static_of<'a>(pods: &'a Held, mirror: &CompactPod) -> Option<&'a Arc<CompactPod>> {
+    let (namespace, name) = compact_identity(mirror);
+    pods.named_as(namespace, name).find(|other| is_pairable_static(other))
 }
 
 #[cfg(test)]
@@ -315,38 +344,67 @@ mod tests {
         manager
     }
 
-    fn uid(pod: Option<Arc<Pod>>) -> Option<String> {
-        pod.and_then(|pod| pod.metadata.uid.clone())
+    fn uid(pod: Option<Arc<CompactPod>>) -> Option<String> {
+        pod.and_then(|pod| pod.uid().map(str::to_owned))
     }
 
     fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
     }
 
-    /// A pod read twice in a row is serialised once; a replaced pod is serialised anew;
-    /// only the last few are kept.
+    /// The held pods, made of JSON.
+    fn compact(pod: Pod) -> Arc<CompactPod> {
+        Arc::new(CompactPod::from_pod(&pod).expect("compact"))
+    }
+
+    /// What the pods and indexes hold, summed afresh: what the counter must say.
+    fn counted_afresh(manager: &PodManager) -> usize {
+        let held = manager.read();
+        let pods: usize = held.by_uid.iter().map(|(uid, pod)| uid_entry_bytes(uid) + pod.held_bytes()).sum();
+        let names: usize = held
+            .by_name
+            .iter()
+            .map(|(key, uids)| name_entry_bytes(key) + uids.iter().map(|uid| uid_bytes(uid)).sum::<usize>())
+            .sum();
+        pods + names + held.paired.iter().map(|uid| uid_bytes(uid)).sum::<usize>()
+    }
+
+    /// The account's counter is what the pods and indexes hold, through adds,
+    /// replacements (under another name too), follows and removals; nothing at the end.
     #[test]
-    fn the_json_of_the_pods_read_last_is_kept_a_while() {
+    fn held_bytes_follow_the_pods_held() {
         let manager = PodManager::new();
+        assert_eq!(manager.held_bytes(), 0);
         manager.add_pod(api_pod("a", "ua"));
-        let (pod, first) = manager.get_pod_json_by_uid("ua").expect("held");
-        let (_, again) = manager.get_pod_json_by_uid("ua").expect("held");
-        assert!(Arc::ptr_eq(&first, &again), "the same object: serialised once");
-        assert_eq!(serde_json::from_str::<Pod>(&first).unwrap(), *pod);
-
-        let mut relabelled = api_pod("a", "ua");
-        relabelled.metadata.labels = Some([("app".to_owned(), "x".to_owned())].into());
-        manager.add_pod(relabelled.clone());
-        let (_, after) = manager.get_pod_json_by_uid("ua").expect("held");
-        assert_eq!(serde_json::from_str::<Pod>(&after).unwrap(), relabelled, "the new pod's JSON");
-
-        for i in 0..RECENT_JSON {
-            manager.add_pod(api_pod(&format!("p{i}"), &format!("u{i}")));
-            manager.get_pod_json_by_uid(&format!("u{i}")).expect("held");
+        let one = manager.held_bytes();
+        let json = manager.get_pod_by_uid("ua").expect("held").json().len();
+        assert!(one > json && one < json + 600, "the JSON and little else: {one} for {json}");
+        let steps: [&dyn Fn(&PodManager); 5] = [
+            &|m| m.add_pod(static_pod("web", "s1")),
+            &|m| m.add_pod(mirror_pod("web", "m1")),
+            &|m| m.add_pod(api_pod("renamed", "ua")),
+            &|m| m.follow(&compact(api_pod("renamed-again", "ua"))),
+            &|m| drop(m.remove_pod("m1")),
+        ];
+        for step in steps {
+            step(&manager);
+            assert_eq!(manager.held_bytes(), counted_afresh(&manager));
         }
-        assert_eq!(manager.recent_json.lock().unwrap().len(), RECENT_JSON, "bounded");
-        let (_, later) = manager.get_pod_json_by_uid("ua").expect("held");
-        assert!(!Arc::ptr_eq(&after, &later), "pushed out, serialised again");
+        for uid in ["ua", "s1"] {
+            manager.remove_pod(uid);
+        }
+        assert_eq!(manager.held_bytes(), 0);
+    }
+
+    /// The plugin is handed the JSON k8s-openapi writes for the pod, byte for byte.
+    #[test]
+    fn the_json_handed_over_is_what_k8s_openapi_writes() {
+        let manager = PodManager::new();
+        let pod = api_pod("a", "ua");
+        manager.add_pod(pod.clone());
+        let held = manager.get_pod_by_uid("ua").expect("held");
+        assert_eq!(held.json(), serde_json::to_string(&pod).expect("JSON"));
+        assert_eq!(held.pod().expect("parses"), pod);
     }
 
     #[test]
@@ -361,7 +419,9 @@ mod tests {
     #[test]
     fn pods_are_found_by_full_name_through_replacements_and_removals() {
         let manager = manager_with(&[], &[], &[("web", "u2"), ("web", "u1"), ("db", "u3")]);
-        let uids = |pods: Vec<Arc<Pod>>| pods.into_iter().filter_map(|p| p.metadata.uid.clone()).collect::<Vec<_>>();
+        let uids = |pods: Vec<Arc<CompactPod>>| {
+            pods.into_iter().filter_map(|p| p.uid().map(str::to_owned)).collect::<Vec<_>>()
+        };
         assert_eq!(uids(manager.named("ns", "web")), ["u1", "u2"], "in UID order");
         // A replacement under the same UID with another name moves it.
         manager.add_pod(api_pod("db", "u2"));
@@ -371,7 +431,7 @@ mod tests {
         assert!(manager.named("ns", "web").is_empty());
         assert!(manager.named("", "db").is_empty(), "no pod is in the empty namespace");
         // Following the API server keeps the index too.
-        manager.follow(&Arc::new(api_pod("cache", "u3")));
+        manager.follow(&compact(api_pod("cache", "u3")));
         assert_eq!(uids(manager.named("ns", "cache")), ["u3"]);
         assert_eq!(uids(manager.named("ns", "db")), ["u2"]);
     }
@@ -382,7 +442,7 @@ mod tests {
         assert_eq!(uid(manager.get_pod_by_uid("s1")), Some("s1".into()));
         assert_eq!(manager.get_pod_by_uid("m1"), None);
         assert_eq!(uid(manager.get_any("m1")), Some("m1".into()));
-        let uids: Vec<_> = manager.pods().into_iter().filter_map(|p| p.metadata.uid.clone()).collect();
+        let uids: Vec<_> = manager.pods().into_iter().filter_map(|p| p.uid().map(str::to_owned)).collect();
         assert_eq!(uids, ["m1", "s1"]);
     }
 
@@ -428,9 +488,9 @@ mod tests {
         manager.add_pod(api_pod("web", "a1"));
         let mut newer = api_pod("web", "a1");
         newer.metadata.resource_version = Some("7".into());
-        let newer = Arc::new(newer);
+        let newer = compact(newer);
         manager.follow(&newer);
-        manager.follow(&Arc::new(api_pod("stranger", "x1")));
+        manager.follow(&compact(api_pod("stranger", "x1")));
         let held = manager.pods();
         assert_eq!(held, [Arc::clone(&newer)]);
         assert!(Arc::ptr_eq(&held[0], &newer), "the followed copy is shared, not duplicated");
@@ -445,7 +505,7 @@ mod tests {
         api.create_pod(api_pod("web", "a1")).expect("create");
         api.create_pod(api_pod("other", "a2")).expect("create");
         let update = running_update("ns", "web");
-        let written = api.update_pod_status(update).expect("update");
+        let written = api.update_pod_status_compact(update).expect("update");
         let held = manager.get_any("a1").expect("held");
         assert!(Arc::ptr_eq(&held, &written), "the pod manager holds the API server's object");
         assert_eq!(manager.get_any("a1"), Some(written.clone()));
@@ -458,7 +518,7 @@ mod tests {
     fn pods_without_metadata_do_not_panic() {
         let manager = PodManager::new();
         manager.add_pod(Pod::default());
-        manager.follow(&Arc::new(Pod::default()));
+        manager.follow(&compact(Pod::default()));
         assert_eq!(manager.get_mirror_pod_by_pod(&Pod::default()), None);
         assert_eq!(manager.translate_pod_uid(""), "");
         assert_eq!(manager.pods().len(), 1);

@@ -81,8 +81,9 @@ use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use serde_json::Value;
 
 use crate::api_server::interface::{ApiError, ApiServer, DeleteOptions, Result, StatusPatch, StatusUpdate};
+use crate::compact_pod::{CompactPod, PodField};
 use crate::host_view::{HostView, ips_of};
-use crate::pod_identity::{identity, is_mirror_pod, is_static_pod};
+use crate::pod_identity::compact_identity;
 use crate::pod_manager::PodManager;
 
 /// The `tracing` target of refusals, so they can be filtered apart.
@@ -97,12 +98,12 @@ enum Owner {
     PodManager,
     /// The API server's pod of this namespace and name is bound to the node; this is
     /// the pod as the lookup read it.
-    Bound(Arc<Pod>),
+    Bound(Arc<CompactPod>),
 }
 
 impl Owner {
     /// The checked API server copy, if the pod is the node's by its binding.
-    fn bound(&self) -> Option<&Arc<Pod>> {
+    fn bound(&self) -> Option<&Arc<CompactPod>> {
         match self {
             Owner::Bound(pod) => Some(pod),
             Owner::PodManager => None,
@@ -267,13 +268,13 @@ impl GuardedApiServer {
 
     /// The pod manager's pods of `namespace/name` (several while a recreated pod's old
     /// copy is still held).
-    fn held(&self, namespace: &str, name: &str) -> Vec<Arc<Pod>> {
+    fn held(&self, namespace: &str, name: &str) -> Vec<Arc<CompactPod>> {
         self.pod_manager.named(namespace, name)
     }
 
     /// The pod manager's pod with `uid`, if it is `namespace/name`.
-    fn held_by_uid(&self, namespace: &str, name: &str, uid: &str) -> Option<Arc<Pod>> {
-        self.pod_manager.get_any(uid).filter(|pod| identity(pod) == (namespace, name))
+    fn held_by_uid(&self, namespace: &str, name: &str, uid: &str) -> Option<Arc<CompactPod>> {
+        self.pod_manager.get_any(uid).filter(|pod| compact_identity(pod) == (namespace, name))
     }
 
     /// Why the pod `namespace/name` is the node's, or `None` when it is not. `Err` only
@@ -288,8 +289,8 @@ impl GuardedApiServer {
     /// The API server's pod `namespace/name`, as the guard's lookup reads it; `None`
     /// when it is absent, or when the lookup may not read it (a node's credential reads
     /// only its own pods: see the module documentation).
-    fn api_copy(&self, namespace: &str, name: &str) -> Result<Option<Arc<Pod>>> {
-        match self.lookup.get_pod(namespace, name) {
+    fn api_copy(&self, namespace: &str, name: &str) -> Result<Option<Arc<CompactPod>>> {
+        match self.lookup.get_pod_compact(namespace, name) {
             Ok(pod) => Ok(Some(pod)),
             Err(ApiError::NotFound { .. } | ApiError::Forbidden { .. }) => Ok(None),
             Err(e) => Err(e),
@@ -298,12 +299,12 @@ impl GuardedApiServer {
 
     /// The API server's pod `namespace/name` if it is bound to the node (never asked
     /// when no node name is configured).
-    fn bound_pod(&self, namespace: &str, name: &str) -> Result<Option<Arc<Pod>>> {
+    fn bound_pod(&self, namespace: &str, name: &str) -> Result<Option<Arc<CompactPod>>> {
         let Some(node_name) = self.node_name.as_deref() else {
             return Ok(None);
         };
         let pod = self.api_copy(namespace, name)?;
-        Ok(pod.filter(|pod| pod.spec.as_ref().and_then(|spec| spec.node_name.as_deref()) == Some(node_name)))
+        Ok(pod.filter(|pod| pod.field(PodField::NodeName) == Some(node_name)))
     }
 
     /// Whether `uid`, a UID precondition of a call on `namespace/name`, names a pod the
@@ -320,7 +321,7 @@ impl GuardedApiServer {
             // still be a newer one bound to the node.
             Owner::PodManager => self.bound_pod(namespace, name)?,
         };
-        Ok(bound.is_some_and(|pod| pod.metadata.uid.as_deref() == Some(uid)))
+        Ok(bound.is_some_and(|pod| pod.uid() == Some(uid)))
     }
 
     /// The UID a status write of `namespace/name` is pinned to: its own preconditions
@@ -338,17 +339,17 @@ impl GuardedApiServer {
             return Ok(Pinned { uid: (*uid).to_owned(), added: false });
         }
         let chosen = match owner {
-            Owner::Bound(pod) => pod.metadata.uid.clone(),
+            Owner::Bound(pod) => pod.uid().map(str::to_owned),
             // A static pod is never in the API server: its name's object is its mirror pod.
             Owner::PodManager => match self
                 .held(namespace, name)
                 .into_iter()
-                .filter(|pod| is_mirror_pod(pod) || !is_static_pod(pod))
+                .filter(|pod| pod.is_mirror() || !pod.is_static())
                 .collect::<Vec<_>>()
                 .as_slice()
             {
-                [only] => only.metadata.uid.clone(),
-                _ => self.bound_pod(namespace, name)?.and_then(|pod| pod.metadata.uid.clone()),
+                [only] => only.uid().map(str::to_owned),
+                _ => self.bound_pod(namespace, name)?.and_then(|pod| pod.uid().map(str::to_owned)),
             },
         };
         match chosen.filter(|uid| !uid.is_empty()) {
@@ -380,8 +381,8 @@ impl GuardedApiServer {
         if let Some(new) = written.phase {
             let stored = self
                 .held_by_uid(namespace, name, uid)
-                .or_else(|| owner.bound().filter(|pod| pod.metadata.uid.as_deref() == Some(uid)).cloned());
-            let old = stored.as_ref().and_then(|pod| pod.status.as_ref()).and_then(|s| s.phase.as_deref());
+                .or_else(|| owner.bound().filter(|pod| pod.uid() == Some(uid)).cloned());
+            let old = stored.as_ref().and_then(|pod| pod.field(PodField::Phase));
             if let Some(old) = old.filter(|old| is_terminal(old) && *old != new) {
                 let why = format_args!("phase {old} is terminal, it does not go back to {:?}", shown(new));
                 return Err(self.refuse(verb, namespace, name, why));
@@ -488,15 +489,15 @@ impl ApiServer for GuardedApiServer {
         // The host's copies of the pod the precondition names: the pod manager's, and
         // the API server's unless the pod manager's already settles it.
         let held = self.held_by_uid(namespace, name, uid);
-        let being_deleted = |pod: &Pod| pod.metadata.deletion_timestamp.is_some();
+        let being_deleted = |pod: &CompactPod| pod.is_being_deleted();
         let api = match (&held, owner.bound()) {
             (Some(pod), _) if being_deleted(pod) => None,
             (_, Some(pod)) => Some(Arc::clone(pod)),
             _ => self.api_copy(namespace, name)?,
         };
-        let api = api.filter(|pod| pod.metadata.uid.as_deref() == Some(uid));
-        let copies: Vec<&Arc<Pod>> = held.iter().chain(api.iter()).collect();
-        if copies.iter().any(|pod| is_mirror_pod(pod)) {
+        let api = api.filter(|pod| pod.uid() == Some(uid));
+        let copies: Vec<&Arc<CompactPod>> = held.iter().chain(api.iter()).collect();
+        if copies.iter().any(|pod| pod.is_mirror()) {
             let why = format_args!("a mirror pod is its static pod's to remove, not the status manager's");
             return Err(self.refuse(verb, namespace, name, why));
         }
@@ -504,7 +505,9 @@ impl ApiServer for GuardedApiServer {
             let why = format_args!("the pod is not being deleted (no deletionTimestamp)");
             return Err(self.refuse(verb, namespace, name, why));
         };
-        if let Err(not_safe) = self.host_view.no_container_can_run(&self.pod_manager.translate_pod_uid(uid), pod) {
+        // Parsed only here: a deletion's last check reads the node's copy whole.
+        let pod = pod.pod().map_err(|e| ApiError::Internal { message: e.to_string() })?;
+        if let Err(not_safe) = self.host_view.no_container_can_run(&self.pod_manager.translate_pod_uid(uid), &pod) {
             return Err(self.refuse(verb, namespace, name, format_args!("{}", not_safe.as_str())));
         }
         // The grace period is the host's (see the module documentation).
@@ -675,7 +678,7 @@ mod tests {
         // once another pod of that name is in the API server (on another node).
         let a = node.pod_manager.remove_pod("ua").expect("held");
         forbidden(guard.get_pod("ns", "a"));
-        node.host_view.report_status(&a, &Default::default());
+        node.host_view.report_status(&a.pod().expect("parses"), &Default::default());
         assert_eq!(guard.get_pod("ns", "a").map_err(|e| e.reason()), Err("NotFound"));
         // The view forgetting the pod (housekeeping) leaves a sync queued before it the
         // same answer.
@@ -854,7 +857,7 @@ mod tests {
         let message = forbidden(guard.delete_pod("ns", "a", &precondition(Some("ua"))));
         assert_eq!(message, "delete of pod ns/a refused: the pod is not being deleted (no deletionTimestamp)");
         // The pod manager's copy marked is enough (the API server's may lag behind a watch).
-        let mut held = (*node.pod_manager.get_any("ua").expect("held")).clone();
+        let mut held = node.pod_manager.get_any("ua").expect("held").pod().expect("parses");
         held.metadata.deletion_timestamp = Some(deletion_timestamp());
         node.pod_manager.add_pod(held);
         guard.delete_pod("ns", "a", &precondition(Some("ua"))).expect("being deleted");
@@ -913,9 +916,9 @@ mod tests {
             "hostIP": "192.168.0.1", "hostIPs": [{"ip": "192.168.0.1"}],
         }))
         .expect("status");
-        node.host_view.report_status(&node.pod_manager.get_any("ua").expect("held"), &status);
+        node.host_view.report_status(&node.pod_manager.get_any("ua").expect("held").pod().expect("parses"), &status);
         let status = PodStatus { pod_ip: Some("192.168.0.1".into()), ..phase("Running") };
-        node.host_view.report_status(&node.pod_manager.get_any("s1").expect("held"), &status);
+        node.host_view.report_status(&node.pod_manager.get_any("s1").expect("held").pod().expect("parses"), &status);
     }
 
     #[test]
@@ -964,7 +967,7 @@ mod tests {
     #[test]
     fn a_terminal_phase_does_not_go_back() {
         let node = Node::new();
-        let mut done = (*node.pod_manager.get_any("ua").expect("held")).clone();
+        let mut done = node.pod_manager.get_any("ua").expect("held").pod().expect("parses");
         done.status = Some(phase("Succeeded"));
         node.pod_manager.add_pod(done);
         let guard = node.guard(Some(NODE));

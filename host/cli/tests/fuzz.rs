@@ -146,12 +146,12 @@ impl ApiServer for WritesElsewhere {
     }
     fn update_pod_status(&self, mut update: StatusUpdate) -> ApiResult<Arc<Pod>> {
         let other = self.1.pod_manager.pods().into_iter().find(|p| {
-            p.metadata.namespace.as_deref() == Some(update.namespace.as_str())
-                && p.metadata.name.as_deref() != Some(update.name.as_str())
-                && self.0.get_pod(&update.namespace, p.metadata.name.as_deref().unwrap_or_default()).is_ok()
+            p.namespace() == Some(update.namespace.as_str())
+                && p.name() != Some(update.name.as_str())
+                && self.0.get_pod(&update.namespace, p.name().unwrap_or_default()).is_ok()
         });
         if let Some(other) = other {
-            update.name = other.metadata.name.clone().unwrap_or_default();
+            update.name = other.name().unwrap_or_default().to_owned();
             update.uid_precondition = None;
             update.resource_version_precondition = None;
         }

@@ -237,6 +237,17 @@ fn a_fleet_run_registers_every_node_and_reports_them_ready() {
     assert_eq!(s["static_pods"], 6, "the default two static pods on each node: {s:#}");
     assert!(s["idle_memory_mib_per_node"].as_f64().is_some_and(|mib| mib >= 0.0), "{s:#}");
     assert!(s["peak_memory_mib"].as_f64().is_some_and(|mib| mib > 0.0), "{s:#}");
+    // The memory account: every part counted, the pods held by the nodes (30 and the
+    // static and mirror pods, less those deleted by the end), each part's growth per pod.
+    let memory = &s["memory"];
+    assert!(memory["pods"].as_u64().is_some_and(|pods| pods >= 12), "{memory:#}");
+    for part in ["store", "pod_managers", "plugins", "supervisors", "host_views", "drivers"] {
+        assert!(memory["bytes"][part].as_u64().is_some_and(|bytes| bytes > 0), "{part}: {memory:#}");
+        assert!(memory["bytes_per_pod"][part].as_f64().is_some_and(|bytes| bytes >= 0.0), "{part}: {memory:#}");
+        assert!(memory["at_start_bytes"][part].is_u64(), "{part}: {memory:#}");
+    }
+    assert!(memory["peak_rss_bytes"].as_u64().is_some_and(|peak| peak > 0), "{memory:#}");
+    assert!(memory["allocator_overhead_per_pod"].is_number(), "{memory:#}");
     for (verb, outcomes) in s["api_calls"].as_object().expect("api calls") {
         assert_eq!(outcomes.get("Forbidden"), None, "{verb}: {s:#}");
     }

@@ -514,7 +514,10 @@ fn with_watched_copies(full: &Trace) -> Trace {
 fn take_api_status(stepper: &Stepper<'_>, pod: &Pod) {
     if let Some(api) = pod.metadata.uid.as_deref().and_then(|uid| stepper.store().get_pod_by_uid(uid)) {
         let copy = Pod { status: api.status.clone(), ..pod.clone() };
-        stepper.pod_manager().follow(&Arc::new(copy));
+        // k8s-openapi's pods always serialise.
+        if let Ok(copy) = podstatus_backends::CompactPod::from_pod(&copy) {
+            stepper.pod_manager().follow(&Arc::new(copy));
+        }
     }
 }
 
@@ -531,7 +534,9 @@ fn writes_of(
 ) -> Result<Vec<Write>, Violation> {
     let mut modified = Vec::new();
     for event in events {
-        let write = Write::of(event.pod());
+        // The stored pod, parsed (no stored pod fails to).
+        let Ok(pod) = event.pod().pod() else { continue };
+        let write = Write::of(&pod);
         let before = match event {
             PodEvent::Deleted(_) => api_statuses.remove(&write.target_uid),
             _ => api_statuses.insert(write.target_uid.clone(), write.status.clone()),

@@ -304,7 +304,7 @@ impl HostileTrace {
     fn pod_json(&mut self, index: usize) -> (String, String) {
         let uid = self.node_pods[index].2.clone();
         let held = self.pods.get_any(&uid).expect("the node holds its pods");
-        let mut value = serde_json::to_value(&*held).expect("a pod serialises");
+        let mut value: serde_json::Value = serde_json::from_str(held.json()).expect("a held pod's JSON");
         let targets: Vec<String> = self
             .node_pods
             .iter()
@@ -369,7 +369,11 @@ impl HostileTrace {
             1 => {
                 let index = self.pick_pod(self.node_pods.len());
                 let (pod, uid) = self.pod_json(index);
-                let own = self.pods.get_any(&uid).and_then(|p| p.status.as_ref()?.phase.clone()).unwrap_or_default();
+                let own = self
+                    .pods
+                    .get_any(&uid)
+                    .and_then(|p| p.field(podstatus_backends::PodField::Phase).map(str::to_owned))
+                    .unwrap_or_default();
                 let entry = self.handed.entry(uid).or_default();
                 entry.terminated = true;
                 entry.phases.insert(own);

@@ -13,7 +13,6 @@ use serde_json::Value;
 
 use podstatus_backends::MemoryApiServer;
 use podstatus_backends::PodManager;
-use podstatus_backends::pod_identity::{is_mirror_pod, is_static_pod};
 use podstatus_replay::Call;
 
 /// The invariants, each with a stable name (the shrunk trace files carry it).
@@ -686,11 +685,11 @@ pub fn check_quiescence(
         let Some(cached) = found else { continue };
         // A pod the kubelet no longer knows is not the status manager's to reconcile.
         let Some(pod) = pod_manager.get_any(key) else { continue };
-        if is_mirror_pod(&pod) {
+        if pod.is_mirror() {
             continue;
         }
-        let target_uid = if is_static_pod(&pod) {
-            match pod_manager.get_mirror_pod_by_pod(&pod).and_then(|m| m.metadata.uid.clone()) {
+        let target_uid = if pod.is_static() {
+            match pod_manager.get_mirror_of(&pod).and_then(|m| m.uid().map(str::to_owned)) {
                 Some(uid) => uid,
                 None => continue,
             }

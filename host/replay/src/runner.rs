@@ -167,13 +167,15 @@ impl Scene {
             PodRef::Object(json) => return Ok(json.clone()),
             PodRef::Uid(uid) => uid,
         };
+        // The pod manager keeps its pods' JSON; k8s-openapi's types always serialise.
+        if let Some(held) = self.pod_manager.get_any(uid) {
+            return Ok(held.json().to_owned());
+        }
         let pod = self
-            .pod_manager
-            .get_any(uid)
-            .or_else(|| self.store.get_pod_by_uid(uid))
+            .store
+            .get_pod_by_uid(uid)
             .or_else(|| self.last_seen.get(uid).cloned())
             .ok_or_else(|| TraceError::Step { step, problem: Problem::PodGone(uid.clone()) })?;
-        // k8s-openapi's types always serialise.
         Ok(serde_json::to_string(&*pod).unwrap_or_default())
     }
 }

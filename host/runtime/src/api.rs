@@ -6,8 +6,6 @@
 //! its `api-server` import ([`crate::imports::api_server`]), which lands here too: both
 //! see the same host.
 
-use std::cell::Cell;
-
 use k8s_openapi::api::core::v1::PodStatus;
 
 use crate::bindings::{ApiCall, ApiError, ApiReply, DeleteOptions, StatusPatch, StatusUpdate};
@@ -107,8 +105,8 @@ pub(crate) fn get_pod_and_uid(
     if let Some(e) = invalid_name(namespace, name) {
         return Ok(Err(e));
     }
-    match world.api_server.get_pod(namespace, name) {
-        Ok(pod) => Ok(Ok((to_json(&*pod)?, pod.metadata.uid.clone()))),
+    match world.api_server.get_pod_compact(namespace, name) {
+        Ok(pod) => Ok(Ok((pod.json().to_owned(), pod.uid().map(str::to_owned)))),
         Err(e) => Ok(Err(wit_error(&e))),
     }
 }
@@ -130,8 +128,8 @@ pub(crate) fn update_pod_status(world: &World, update: StatusUpdate) -> wasmtime
         resource_version_precondition: update.resource_version_precondition,
         status,
     };
-    match world.api_server.update_pod_status(update) {
-        Ok(pod) => Ok(Ok(to_json(&*pod)?)),
+    match world.api_server.update_pod_status_compact(update) {
+        Ok(pod) => Ok(Ok(pod.json().to_owned())),
         Err(e) => Ok(Err(wit_error(&e))),
     }
 }
@@ -153,8 +151,8 @@ pub(crate) fn patch_pod_status(world: &World, patch: StatusPatch) -> wasmtime::R
         uid_precondition: patch.uid_precondition,
         patch: body,
     };
-    match world.api_server.patch_pod_status(patch) {
-        Ok(pod) => Ok(Ok(to_json(&*pod)?)),
+    match world.api_server.patch_pod_status_compact(patch) {
+        Ok(pod) => Ok(Ok(pod.json().to_owned())),
         Err(e) => Ok(Err(wit_error(&e))),
     }
 }
@@ -182,28 +180,6 @@ pub(crate) fn wit_error(error: &backend::ApiError) -> ApiError {
         e if e.code() == 409 => ApiError::Conflict(e.to_string()),
         e => ApiError::Other(e.to_string()),
     }
-}
-
-/// Serialises an object for the plugin. k8s-openapi's types always serialise; failing
-/// here is a host bug, which traps.
-///
-/// The objects a thread serialises are mostly pods of similar size, so the buffer starts
-/// at the size of the thread's previous one: that spares the several doublings (each a
-/// reallocation and copy) of growing from empty to a pod's few kilobytes. The same text
-/// as `serde_json::to_string`.
-fn to_json<T: serde::Serialize>(value: &T) -> wasmtime::Result<String> {
-    /// Beyond this a hint is not used: a rare huge object must not make every later
-    /// buffer huge (nor push allocations past malloc's mmap threshold).
-    const MAX_HINT: usize = 64 * 1024;
-    thread_local! {
-        static LAST_LEN: Cell<usize> = const { Cell::new(0) };
-    }
-    let hint = LAST_LEN.get();
-    let mut buffer = Vec::with_capacity(if hint <= MAX_HINT { hint.max(128) } else { 128 });
-    serde_json::to_writer(&mut buffer, value).map_err(|e| wasmtime::format_err!("serialising for the plugin: {e}"))?;
-    LAST_LEN.set(buffer.len());
-    // serde_json writes only UTF-8; checking it costs a fraction of a growth copy.
-    String::from_utf8(buffer).map_err(|e| wasmtime::format_err!("serialising for the plugin: {e}"))
 }
 
 #[cfg(test)]

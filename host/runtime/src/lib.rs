@@ -46,8 +46,8 @@ pub use limits::{
 pub use plugin::split_sync;
 pub use plugin::{
     ArtifactCache, Backoff, CacheOutcome, CallError, ComponentPlugin, Evicted, EvictionPolicy, LoadError, Plugin,
-    PluginExt, PluginImage, PluginRuntime, PoolSize, RecoveryStats, Result, RuntimeConfig, SupervisedPlugin, cache_key,
-    describe,
+    PluginExt, PluginImage, PluginMemory, PluginRuntime, PoolSize, RecoveryStats, Result, RuntimeConfig,
+    SupervisedPlugin, cache_key, describe,
 };
 pub use state_document::{Findings, HeldState, RepairError};
 pub use swap::{SwapError, SwapReport, apply_checked, load_checked, move_bulk, move_changes, repair_from_record};

@@ -48,8 +48,8 @@ pub(crate) fn pin(pods: &PodManager, uid: &str, given: Option<&str>) -> Result<O
 /// static pod that has one, else its own.
 pub(crate) fn api_uid(pods: &PodManager, uid: &str) -> String {
     pods.get_any(uid)
-        .and_then(|pod| pods.get_mirror_pod_by_pod(&pod))
-        .and_then(|mirror| mirror.metadata.uid.clone())
+        .and_then(|pod| pods.get_mirror_of(&pod))
+        .and_then(|mirror| mirror.uid().map(str::to_owned))
         .unwrap_or_else(|| uid.to_owned())
 }
 
@@ -72,7 +72,7 @@ pub(crate) fn check_phase(
         return Ok(());
     }
     let followed =
-        pods.get_any(api_uid).map(|pod| pod.status.as_ref().and_then(|s| s.phase.clone()).unwrap_or_default());
+        pods.get_any(api_uid).map(|pod| pod.field(podstatus_backends::PodField::Phase).unwrap_or_default().to_owned());
     if followed.as_deref() == Some(phase) || read().as_deref() == Some(phase) {
         return Ok(());
     }

@@ -11,8 +11,7 @@ use k8s_openapi::api::core::v1::{Pod, PodStatus};
 
 use crate::owners::OwnerError;
 use crate::summary::{Check, Difference};
-use podstatus_backends::PodManager;
-use podstatus_backends::pod_identity::{is_mirror_pod, is_static_pod};
+use podstatus_backends::{CompactPod, PodManager};
 use podstatus_runtime::ManagerHandle;
 
 /// Reads a pod from the API server: `Ok(None)` when it is not there.
@@ -32,7 +31,7 @@ struct Wanted {
 /// handle that observes nothing) the plugin's cache is the reference.
 pub fn check(handle: &ManagerHandle, pods: &PodManager, read: &ReadPod<'_>) -> Check {
     let mut check = Check::default();
-    for pod in pods.pods().iter().filter(|p| !is_mirror_pod(p)) {
+    for pod in pods.pods().iter().filter(|p| !p.is_mirror()) {
         check_pod(handle, pods, pod, read, &mut check);
     }
     check
@@ -40,8 +39,14 @@ pub fn check(handle: &ManagerHandle, pods: &PodManager, read: &ReadPod<'_>) -> C
 
 /// [`check()`] of one pod the node holds (not a mirror pod: a static pod's status is
 /// read from its mirror pod), into `check`.
-pub fn check_pod(handle: &ManagerHandle, pods: &PodManager, pod: &Arc<Pod>, read: &ReadPod<'_>, check: &mut Check) {
-    let Some(uid) = pod.metadata.uid.as_deref() else { return };
+pub fn check_pod(
+    handle: &ManagerHandle,
+    pods: &PodManager,
+    pod: &Arc<CompactPod>,
+    read: &ReadPod<'_>,
+    check: &mut Check,
+) {
+    let Some(uid) = pod.uid() else { return };
     let name = full_name(pod);
     let cached = match handle.get_pod_status(uid) {
         Ok(cached) => cached,
@@ -69,8 +74,8 @@ pub fn check_pod(handle: &ManagerHandle, pods: &PodManager, pod: &Arc<Pod>, read
             Wanted { version: accepted.version, status: accepted.status, forgotten: false }
         }
     };
-    let target = if is_static_pod(pod) {
-        match pods.get_mirror_pod_by_pod(pod) {
+    let target = if pod.is_static() && !pod.is_mirror() {
+        match pods.get_mirror_of(pod) {
             Some(mirror) => mirror,
             None => {
                 check.compared += 1;
@@ -81,10 +86,9 @@ pub fn check_pod(handle: &ManagerHandle, pods: &PodManager, pod: &Arc<Pod>, read
     } else {
         Arc::clone(pod)
     };
-    let (namespace, pod_name) =
-        (target.metadata.namespace.clone().unwrap_or_default(), target.metadata.name.clone().unwrap_or_default());
-    let stored = match read(&namespace, &pod_name) {
-        Ok(Some(stored)) if stored.metadata.uid == target.metadata.uid => stored,
+    let (namespace, pod_name) = (target.namespace().unwrap_or_default(), target.name().unwrap_or_default());
+    let stored = match read(namespace, pod_name) {
+        Ok(Some(stored)) if stored.metadata.uid.as_deref() == target.uid() => stored,
         // Gone (deleted, or recreated under a new UID): a plugin may let go of its
         // status, so there is nothing left to compare.
         Ok(_) if wanted.forgotten => return,
@@ -153,12 +157,8 @@ fn truncate(text: &str) -> String {
     }
 }
 
-fn full_name(pod: &Pod) -> String {
-    format!(
-        "{}/{}",
-        pod.metadata.namespace.as_deref().unwrap_or_default(),
-        pod.metadata.name.as_deref().unwrap_or_default()
-    )
+fn full_name(pod: &CompactPod) -> String {
+    format!("{}/{}", pod.namespace().unwrap_or_default(), pod.name().unwrap_or_default())
 }
 
 #[cfg(test)]

@@ -185,6 +185,18 @@ impl Driver {
         driver
     }
 
+    /// Bytes the simulated node holds, for the memory account: its pods' lives, the
+    /// last status sent of each (kept for resyncs), and its schedules of events.
+    pub fn held_bytes(&self) -> usize {
+        use std::mem::size_of;
+        let lives: usize = self.lives.iter().map(PodLife::held_bytes).sum();
+        let last_sent: usize = self.last_sent.len() * size_of::<Option<(String, String)>>()
+            + self.last_sent.iter().flatten().map(|(uid, json)| uid.len() + json.len()).sum::<usize>();
+        let schedules = (self.due.len() + self.resyncs.len()) * size_of::<Reverse<(Instant, usize)>>();
+        let kubelet = self.kubelet.as_ref().map_or(0, Kubelet135::held_bytes);
+        lives + last_sent + schedules + kubelet
+    }
+
     /// What the 1.35 kubelet's paths did, when the run played one.
     pub fn new_paths(&self) -> Option<NewPaths> {
         self.kubelet.as_ref().map(|k| k.counts.clone())
@@ -286,10 +298,10 @@ impl Driver {
         if self.lives[slot].uid.as_deref() != Some(uid.as_str()) {
             return;
         }
-        let Some(pod) = pods.get_pod_by_uid(uid).filter(|p| p.metadata.deletion_timestamp.is_none()) else {
+        let Some(pod) = pods.get_pod_by_uid(uid).filter(|p| !p.is_being_deleted()) else {
             return;
         };
-        let (op, outcome) = report_pod_status_json(handle, &pods.json_of(&pod), status);
+        let (op, outcome) = report_pod_status_json(handle, pod.json(), status);
         self.counts.resyncs += 1;
         self.count(op, outcome);
     }
@@ -305,7 +317,7 @@ impl Driver {
 
     /// Drops the statuses of pods the node no longer has.
     pub fn housekeeping(&mut self, handle: &TimedManager, pods: &PodManager) {
-        let keep: Vec<String> = pods.pods().iter().filter_map(|p| p.metadata.uid.clone()).collect();
+        let keep: Vec<String> = pods.uids();
         if let Err(e) = handle.remove_orphaned_statuses(&keep) {
             self.fault("remove-orphaned-statuses", &e);
         }
@@ -341,9 +353,12 @@ impl Driver {
         if held.is_none() && self.lives[slot].stage == Stage::Created {
             return POLL;
         }
-        let deleting = held.as_ref().is_some_and(|p| p.metadata.deletion_timestamp.is_some());
+        let deleting = held.as_ref().is_some_and(|p| p.is_being_deleted());
         let now = jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
-        if let (Some(kubelet), Some(pod)) = (self.kubelet.as_mut(), held.as_ref())
+        // The 1.35 kubelet reads the pod whole (its generation, its containers): parsed
+        // for it alone.
+        let typed = self.kubelet.is_some().then(|| held.as_ref().and_then(|pod| pod.pod().ok())).flatten();
+        if let (Some(kubelet), Some(pod)) = (self.kubelet.as_mut(), typed.as_ref())
             && !deleting
             && let Some(calls) = kubelet.step(&self.lives[slot], pod, &now, handle, owners)
         {
@@ -354,7 +369,7 @@ impl Driver {
         let was_terminated = self.lives[slot].stage == Stage::Terminated;
         let event = self.lives[slot].next(&mut self.rng, &now, deleting, held.is_some());
         let mut calls = Vec::new();
-        let event = match (self.kubelet.as_mut(), held.as_ref(), event) {
+        let event = match (self.kubelet.as_mut(), typed.as_ref(), event) {
             (Some(kubelet), Some(pod), Event::SetStatus(status)) => {
                 Event::SetStatus(kubelet.status(&self.lives[slot], pod, status, &now, handle, &mut calls))
             }
@@ -383,7 +398,7 @@ impl Driver {
             // end is news the last status does not hold).
             (Event::SetStatus(status), Some(pod)) => {
                 let json = serde_json::to_string(&status).unwrap_or_default();
-                let (op, outcome) = report_pod_status_json(handle, &pods.json_of(&pod), &json);
+                let (op, outcome) = report_pod_status_json(handle, pod.json(), &json);
                 self.count(op, outcome);
                 self.last_sent[slot] = self.lives[slot].uid.clone().map(|uid| (uid, json));
             }

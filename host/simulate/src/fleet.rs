@@ -20,6 +20,7 @@ use crate::config::{PlannedSwap, Progress, Signals, SimulateConfig, SimulateErro
 use crate::driver::{Driver, DriverConfig, DriverCounts};
 use crate::driver_pool::{self, PooledNode};
 use crate::fleet_tally::{FleetTally, NodeRun};
+use crate::memory_account::{self, MemoryAccount, Parts};
 use crate::observed::{Observed, statuses_written, summarize};
 use crate::owners::KubeOwners;
 use crate::rollout::SimulatedRollout;
@@ -43,6 +44,8 @@ struct StartedFleet {
     embedded: Option<podstatus_apiserver::EmbeddedApiServer>,
     start_seconds: f64,
     idle_memory_mib_per_node: Option<f64>,
+    /// The parts' bytes and the resident memory once the nodes had started.
+    memory_at_start: (Parts<u64>, Option<u64>),
 }
 
 /// What the churn left: each node's run, and the swap's summary if one was made.
@@ -70,7 +73,7 @@ pub fn run_fleet(
     }
     config.nodes = group_of.len();
     let manifests = write_static_pods(&mut config)?;
-    let StartedFleet { fleet, embedded, start_seconds, idle_memory_mib_per_node } =
+    let StartedFleet { fleet, embedded, start_seconds, idle_memory_mib_per_node, memory_at_start } =
         start_fleet(&config, &plugins, &groups, progress)?;
     let names = fleet.names().to_vec();
     let agents = fleet.agents();
@@ -90,6 +93,9 @@ pub fn run_fleet(
     let run = Run { config: &config, groups: &groups, group_of: &group_of, fleet: &fleet, start };
     let Churned { mut runs, swap } = run.churn(&owners, rollout.as_mut(), signals, progress)?;
     let seconds = start.elapsed().as_secs_f64();
+    let drivers: Vec<&Driver> = runs.iter().map(|run| &run.driver).collect();
+    let memory_at_end = memory_account::count(embedded.as_ref(), agents, &drivers);
+    let pods_held: usize = agents.iter().map(|agent| agent.pod_manager().len()).sum();
     let interrupted = crate::ending::interrupted(&config, signals);
     let statuses_written = statuses_written(connection.metrics());
     let cpu_steal_percent = cpu_at_start.zip(summary::CpuTimes::now()).and_then(|(a, b)| a.steal_percent_until(b));
@@ -131,6 +137,14 @@ pub fn run_fleet(
     };
     let mut summary = summarize(&config, observed);
     summary.rollout = rollout.map(|rollout| rollout.summary(&fleet));
+    let (parts_at_start, rss_at_start) = memory_at_start;
+    summary.memory = Some(MemoryAccount::new(
+        parts_at_start,
+        rss_at_start,
+        memory_at_end,
+        pods_held as u64,
+        summary.peak_memory_mib.map(mib_to_bytes),
+    ));
     summary.fleet = Some(FleetFigures {
         nodes: names.len(),
         nodes_ready,
@@ -203,9 +217,12 @@ fn start_fleet(
     .map_err(SimulateError::Fleet)?;
     let start_seconds = started.elapsed().as_secs_f64();
     let nodes = fleet.names().len();
+    let rss_at_start = summary::rss_mib();
     let idle_memory_mib_per_node =
-        memory_before.zip(summary::rss_mib()).map(|(before, after)| (after - before).max(0.0) / nodes as f64);
-    Ok(StartedFleet { fleet, embedded, start_seconds, idle_memory_mib_per_node })
+        memory_before.zip(rss_at_start).map(|(before, after)| (after - before).max(0.0) / nodes as f64);
+    let memory_at_start =
+        (memory_account::count(embedded.as_ref(), fleet.agents(), &[]), rss_at_start.map(mib_to_bytes));
+    Ok(StartedFleet { fleet, embedded, start_seconds, idle_memory_mib_per_node, memory_at_start })
 }
 
 /// The canary rollout `config` asks for, over the nodes of its group (its plugin
@@ -367,6 +384,11 @@ fn first_pods(counts: &DriverCounts, pods: usize, start: Instant, seconds: f64) 
         _ => 0.0,
     };
     (first_pods_seconds, first_rate)
+}
+
+/// Bytes of a figure in MiB (as `/proc` gives them, to the KiB).
+fn mib_to_bytes(mib: f64) -> u64 {
+    (mib * 1024.0 * 1024.0).round() as u64
 }
 
 /// Node `i`'s share of `total` over `nodes`: the remainder goes to the first nodes.

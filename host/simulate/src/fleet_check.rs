@@ -19,7 +19,6 @@ use crate::check;
 use crate::owners::{self, KubeOwners, OwnerError};
 use crate::summary::Check;
 use podstatus_backends::PodManager;
-use podstatus_backends::pod_identity::is_mirror_pod;
 use podstatus_runtime::ManagerHandle;
 
 /// A node a fleet's check compares: its name (the pods' `spec.nodeName`), its status
@@ -76,7 +75,7 @@ pub fn check_fleet(owners: &KubeOwners, nodes: &[CheckedNode<'_>], count_paths: 
         // The node's pod whose status this is: the pod itself, or a mirror pod's static
         // pod. A pod the node does not hold was promised nothing.
         let Some(held) = pods.get_any(uid) else { return };
-        let held = if is_mirror_pod(&held) {
+        let held = if held.is_mirror() {
             match pods.get_pod_by_uid(&pods.translate_pod_uid(uid)) {
                 Some(static_pod) => static_pod,
                 None => return,
@@ -84,7 +83,7 @@ pub fn check_fleet(owners: &KubeOwners, nodes: &[CheckedNode<'_>], count_paths: 
         } else {
             held
         };
-        let held_uid = held.metadata.uid.clone().unwrap_or_default();
+        let held_uid = held.uid().unwrap_or_default().to_owned();
         if !reading.compared[i].insert(held_uid) {
             return;
         }
@@ -99,8 +98,8 @@ pub fn check_fleet(owners: &KubeOwners, nodes: &[CheckedNode<'_>], count_paths: 
         Ok(mut reading) => {
             let absent = |_: &str, _: &str| Ok::<Option<Pod>, OwnerError>(None);
             for (i, node) in nodes.iter().enumerate() {
-                for pod in node.pods.pods().iter().filter(|pod| !is_mirror_pod(pod)) {
-                    if !reading.compared[i].contains(pod.metadata.uid.as_deref().unwrap_or_default()) {
+                for pod in node.pods.pods().iter().filter(|pod| !pod.is_mirror()) {
+                    if !reading.compared[i].contains(pod.uid().unwrap_or_default()) {
                         check::check_pod(node.handle, node.pods, pod, &absent, &mut reading.checks[i]);
                     }
                 }

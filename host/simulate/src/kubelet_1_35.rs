@@ -195,6 +195,12 @@ impl Kubelet135 {
         Kubelet135 { rng: SplitMix64::new(seed ^ SEED_SALT), pods: Vec::new(), counts: NewPaths::default() }
     }
 
+    /// Bytes its additions hold, one entry per pod slot, for the memory account.
+    pub fn held_bytes(&self) -> usize {
+        let texts: usize = self.pods.iter().map(|extras| extras.desired_cpu.len() + extras.actual_cpu.len()).sum();
+        self.pods.len() * std::mem::size_of::<Extras>() + texts
+    }
+
     /// The generator, as the lives' helpers (`chance`, `pick`) take it.
     fn rng(&mut self) -> &mut dyn Entropy {
         &mut self.rng

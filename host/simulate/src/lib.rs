@@ -24,6 +24,7 @@ mod fleet;
 mod fleet_check;
 mod fleet_tally;
 mod kubelet_1_35;
+mod memory_account;
 mod observed;
 mod owners;
 mod rollout;
@@ -38,6 +39,7 @@ pub use config::{CanaryShare, NodeGroup, PlannedSwap, Progress, Signals, Simulat
 pub use fleet::run_fleet;
 pub use fleet_check::{CheckedNode, FleetCheck, check_fleet};
 pub use kubelet_1_35::NewPaths;
+pub use memory_account::{MemoryAccount, Parts};
 pub use owners::{KubeOwners, OWNER_CALL_TIMEOUT, OwnerError, Owners};
 pub use rollout::CanaryConfig;
 pub use simulated_node::{ApiServerTarget, START_WAIT, SimulatedNode, SimulatedNodeError, SimulatedTarget};

@@ -102,6 +102,7 @@ pub(crate) fn summarize(config: &SimulateConfig, observed: Observed<'_>) -> Summ
         cpu_steal_percent: observed.cpu_steal_percent,
         fleet: None,
         rollout: None,
+        memory: None,
         ended: observed.ended,
     }
 }

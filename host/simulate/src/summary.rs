@@ -102,6 +102,10 @@ pub struct Summary {
     /// A fleet's canary rollout, if one was asked for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rollout: Option<RolloutSummary>,
+    /// A fleet's memory account: the bytes each part holds, per pod, and what no part
+    /// counts; absent for one node.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory: Option<crate::memory_account::MemoryAccount>,
     /// How the run ended: at its own end, or cut short by a signal or the flush's
     /// time limit.
     pub ended: Ended,

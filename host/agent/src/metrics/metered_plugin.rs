@@ -122,6 +122,10 @@ impl<P: Plugin + ?Sized> Plugin for MeteredPlugin<P> {
     fn contract(&self) -> Contract {
         self.inner.contract()
     }
+
+    fn memory(&self) -> podstatus_runtime::PluginMemory {
+        self.inner.memory()
+    }
 }
 
 #[cfg(test)]

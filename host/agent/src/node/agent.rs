@@ -291,7 +291,10 @@ impl NodeAgent {
         metrics.add_queue(Arc::clone(&queue));
         let deletion_safety: Arc<dyn podstatus_backends::DeletionSafety> = Arc::new(ContainersStopped);
         // What the node reports, kept apart from the plugin: the guard decides by it.
-        let host_view = Arc::new(podstatus_backends::HostView::new(Arc::clone(&deletion_safety)));
+        // It keeps the pod manager's copy of a pod the node reports as it is.
+        let host_view = Arc::new(
+            podstatus_backends::HostView::new(Arc::clone(&deletion_safety)).sharing_pods_with(Arc::clone(&pod_manager)),
+        );
         let world = World {
             api_server: Arc::clone(&kube) as Arc<dyn ApiServer>,
             pod_manager: Arc::clone(&pod_manager),

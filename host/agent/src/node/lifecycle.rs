@@ -122,6 +122,27 @@ pub const DEFAULT_HOST_IP: &str = "10.0.0.10";
 pub const NAMESPACE: &str = "sim";
 
 impl PodLife {
+    /// Bytes the life holds, itself and its texts, for the memory account.
+    pub fn held_bytes(&self) -> usize {
+        use std::mem::size_of;
+        let containers: usize = self
+            .containers
+            .iter()
+            .map(|c| size_of::<ContainerRun>() + c.name.len() + c.image.len() + c.started_at.len())
+            .sum();
+        let inits: usize =
+            self.inits.iter().map(|(name, image)| size_of::<(String, String)>() + name.len() + image.len()).sum();
+        size_of::<PodLife>()
+            + self.uid.as_ref().map_or(0, String::len)
+            + self.name.len()
+            + self.restart_policy.len()
+            + inits
+            + containers
+            + self.pod_ip.len()
+            + self.host_ip.len()
+            + self.start_time.len()
+    }
+
     /// A new pod for `slot`, its shape drawn from `rng`.
     pub fn new(slot: usize, generation: u32, kind: Kind, rng: &mut dyn Entropy) -> Self {
         let restart_policy = match kind {

@@ -26,12 +26,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::Pod;
-
 use super::lifecycle::{Event, PodLife, Stage};
 use crate::metrics::TimedManager;
-use podstatus_backends::PodManager;
-use podstatus_backends::pod_identity::uid_of;
+use podstatus_backends::{CompactPod, PodManager};
 use podstatus_runtime::CallError;
 use podstatus_runtime::bindings::UpdateOutcome;
 
@@ -146,17 +143,18 @@ fn run(mut nodes: Vec<Runtime>, stop: &AtomicBool) {
 impl Runtime {
     /// Steps the pods that are due; drops the statuses of pods gone when `housekeeping`.
     fn tick(&mut self, housekeeping: bool) {
-        let pods = self.pods.pods();
-        let held: Vec<Arc<Pod>> =
-            pods.into_iter().filter(|pod| self.pods.get_pod_by_uid(uid_of(pod)).is_some()).collect();
+        // Mirror pods are not the node's to run.
+        let held: Vec<Arc<CompactPod>> = self.pods.pods().into_iter().filter(|pod| !pod.is_mirror()).collect();
         let now = Instant::now();
         for pod in &held {
-            let uid = uid_of(pod);
+            let uid = pod.uid().unwrap_or_default();
             if uid.is_empty() {
                 continue;
             }
             if !self.running.contains_key(uid) {
-                let life = PodLife::of_pod(pod, self.slots).with_host_ip(&self.host_ip);
+                // A new pod is read whole once, for its containers.
+                let Ok(typed) = pod.pod() else { continue };
+                let life = PodLife::of_pod(&typed, self.slots).with_host_ip(&self.host_ip);
                 self.slots += 1;
                 tracing::debug!(pod = %life.name(), "starting the pod");
                 self.running.insert(uid.to_owned(), Running { life, next: now, ready: false, exits_at: None });
@@ -173,9 +171,9 @@ impl Runtime {
             }
         }
         // Pods the node no longer has: deleted by the status manager, or elsewhere.
-        self.running.retain(|uid, _| held.iter().any(|pod| uid_of(pod) == uid));
+        self.running.retain(|uid, _| held.iter().any(|pod| pod.uid() == Some(uid.as_str())));
         if housekeeping {
-            let keep: Vec<String> = self.pods.pods().iter().filter_map(|p| p.metadata.uid.clone()).collect();
+            let keep: Vec<String> = self.pods.uids();
             if let Err(error) = self.handle.remove_orphaned_statuses(&keep) {
                 tracing::warn!("remove-orphaned-statuses: {error}");
             }
@@ -184,11 +182,11 @@ impl Runtime {
 }
 
 /// The pod's next event, if one is due now; sets when the one after is due.
-fn step(running: &mut Running, pod: &Pod, now: Instant) -> Option<Event> {
+fn step(running: &mut Running, pod: &CompactPod, now: Instant) -> Option<Event> {
     let at = jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
     let life = &mut running.life;
     running.next = now + STEP;
-    if pod.metadata.deletion_timestamp.is_some() {
+    if pod.is_being_deleted() {
         return match life.stage {
             Stage::Terminated | Stage::Gone => {
                 running.next = now + Duration::from_secs(3600);
@@ -243,12 +241,12 @@ fn step(running: &mut Running, pod: &Pod, now: Instant) -> Option<Event> {
 
 /// How long the pod's containers run: the annotation, else 10 s for a job, for ever
 /// under `Always`. An annotation that does not parse is logged and ignored.
-fn run_for(pod: &Pod, restart_policy: &str) -> Option<Duration> {
+fn run_for(pod: &CompactPod, restart_policy: &str) -> Option<Duration> {
     match annotation(pod, RUN_FOR_ANNOTATION) {
-        Some(text) => match crate::go_duration::parse(text) {
+        Some(text) => match crate::go_duration::parse(&text) {
             Ok(duration) => Some(duration),
             Err(error) => {
-                tracing::warn!(pod = ?pod.metadata.name, "{RUN_FOR_ANNOTATION}: {error}; ignored");
+                tracing::warn!(pod = ?pod.name(), "{RUN_FOR_ANNOTATION}: {error}; ignored");
                 default_run_for(restart_policy)
             }
         },
@@ -260,12 +258,14 @@ fn default_run_for(restart_policy: &str) -> Option<Duration> {
     (restart_policy != "Always").then_some(JOB_RUN_FOR)
 }
 
-fn exit_code(pod: &Pod) -> i32 {
+fn exit_code(pod: &CompactPod) -> i32 {
     annotation(pod, EXIT_CODE_ANNOTATION).and_then(|code| code.trim().parse().ok()).unwrap_or(0)
 }
 
-fn annotation<'a>(pod: &'a Pod, key: &str) -> Option<&'a str> {
-    pod.metadata.annotations.as_ref()?.get(key).map(String::as_str)
+/// An annotation of the pod: its metadata is parsed for it (when a pod starts running
+/// or its containers exit, not at every step).
+fn annotation(pod: &CompactPod, key: &str) -> Option<String> {
+    pod.metadata().ok()?.annotations?.remove(key)
 }
 
 /// Tells the status manager what `event` says of `pod`, as the kubelet's pod workers do:
@@ -275,7 +275,7 @@ fn annotation<'a>(pod: &'a Pod, key: &str) -> Option<&'a str> {
 /// simulation's driver and `podstatus agent`'s pod runner.
 pub fn report(
     handle: &TimedManager,
-    pod: &Pod,
+    pod: &CompactPod,
     event: &Event,
 ) -> Vec<(&'static str, Result<UpdateOutcome, CallError>)> {
     let set_status = |status: &k8s_openapi::api::core::v1::PodStatus| {
@@ -284,12 +284,12 @@ pub fn report(
     match event {
         Event::SetStatus(status) => vec![set_status(status)],
         Event::Readiness { container_id, ready } => {
-            let uid = uid_of(pod);
+            let uid = pod.uid().unwrap_or_default();
             vec![("set-container-readiness", handle.set_container_readiness(uid, container_id, *ready))]
         }
         Event::Kill(status) => {
             let stopped = set_status(status);
-            vec![stopped, ("terminate-pod", handle.terminate_pod(&pod_json(pod)))]
+            vec![stopped, ("terminate-pod", handle.terminate_pod(pod.json()))]
         }
         Event::RequestDeletion | Event::Wait => Vec::new(),
     }
@@ -299,10 +299,10 @@ pub fn report(
 /// keeps to send again, as the kubelet's resyncs do).
 pub fn report_status_json(
     handle: &TimedManager,
-    pod: &Pod,
+    pod: &CompactPod,
     status: &str,
 ) -> (&'static str, Result<UpdateOutcome, CallError>) {
-    report_pod_status_json(handle, &pod_json(pod), status)
+    report_pod_status_json(handle, pod.json(), status)
 }
 
 /// [`report_status_json`] for a pod the caller holds as JSON already (the pod manager
@@ -315,14 +315,10 @@ pub fn report_pod_status_json(
     ("set-pod-status", handle.set_pod_status(pod_json, status))
 }
 
-fn pod_json(pod: &Pod) -> String {
-    serde_json::to_string(pod).unwrap_or_default()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use k8s_openapi::api::core::v1::PodStatus;
+    use k8s_openapi::api::core::v1::{Pod, PodStatus};
 
     fn pod(restart_policy: &str, annotations: serde_json::Value) -> Pod {
         serde_json::from_value(serde_json::json!({
@@ -335,6 +331,7 @@ mod tests {
     /// Steps the pod through `seconds` of its life, one step a second; the last status.
     fn live(pod: &Pod, seconds: u64) -> PodStatus {
         let life = PodLife::of_pod(pod, 0);
+        let compact = CompactPod::from_pod(pod).expect("compact");
         let start = Instant::now();
         let mut running = Running { life, next: start, ready: false, exits_at: None };
         let mut last = None;
@@ -343,7 +340,7 @@ mod tests {
             if running.next > now {
                 continue;
             }
-            if let Some(Event::SetStatus(status) | Event::Kill(status)) = step(&mut running, pod, now) {
+            if let Some(Event::SetStatus(status) | Event::Kill(status)) = step(&mut running, &compact, now) {
                 last = Some(status);
             }
         }

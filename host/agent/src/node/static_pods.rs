@@ -349,11 +349,9 @@ impl Source {
     async fn ensure_mirror(&self, pod: &Pod) -> Result<(), String> {
         let hash = annotation(pod, CONFIG_HASH_ANNOTATION).unwrap_or_default();
         // The watch usually has the mirror already: no API call needed.
-        if self
-            .pod_manager
-            .get_mirror_pod_by_pod(pod)
-            .is_some_and(|mirror| annotation(&mirror, CONFIG_MIRROR_ANNOTATION) == Some(hash))
-        {
+        if self.pod_manager.get_mirror_pod_by_pod(pod).and_then(|mirror| mirror.metadata().ok()).is_some_and(|mirror| {
+            mirror.annotations.as_ref().and_then(|a| a.get(CONFIG_MIRROR_ANNOTATION)).map(String::as_str) == Some(hash)
+        }) {
             return Ok(());
         }
         let (namespace, name) = identity(pod);

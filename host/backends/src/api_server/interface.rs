@@ -5,6 +5,8 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
 
+use crate::compact_pod::CompactPod;
+
 /// The result of an API server call.
 pub type Result<T, E = ApiError> = std::result::Result<T, E>;
 
@@ -33,6 +35,29 @@ pub trait ApiServer: Send + Sync {
     /// DELETE with options; [`ApiError::Conflict`] when the UID precondition fails,
     /// [`ApiError::NotFound`] when the pod is absent. Returns the deleted pod.
     fn delete_pod(&self, namespace: &str, name: &str, options: &DeleteOptions) -> Result<Arc<Pod>>;
+
+    /// [`ApiServer::get_pod`], answered as the pod's compact JSON: what the plugin is
+    /// handed. A backend that keeps its pods so (the in-memory store) hands its own
+    /// over, parsing nothing; by default the pod is written out.
+    fn get_pod_compact(&self, namespace: &str, name: &str) -> Result<Arc<CompactPod>> {
+        compact(&*self.get_pod(namespace, name)?)
+    }
+
+    /// [`ApiServer::update_pod_status`], answered as [`ApiServer::get_pod_compact`] is.
+    fn update_pod_status_compact(&self, update: StatusUpdate) -> Result<Arc<CompactPod>> {
+        compact(&*self.update_pod_status(update)?)
+    }
+
+    /// [`ApiServer::patch_pod_status`], answered as [`ApiServer::get_pod_compact`] is.
+    fn patch_pod_status_compact(&self, patch: StatusPatch) -> Result<Arc<CompactPod>> {
+        compact(&*self.patch_pod_status(patch)?)
+    }
+}
+
+/// A pod written out as its compact JSON; one that does not serialise (no k8s-openapi
+/// pod fails to) is the backend's internal error.
+fn compact(pod: &Pod) -> Result<Arc<CompactPod>> {
+    CompactPod::from_pod(pod).map(Arc::new).map_err(|e| ApiError::Internal { message: e.to_string() })
 }
 
 /// A strategic merge patch of a pod's status subresource.

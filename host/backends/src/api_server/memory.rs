@@ -2,19 +2,23 @@
 //! namespace and name, a resourceVersion that changes on every write, preconditions that
 //! fail with a conflict, and change events for watchers.
 //!
-//! Pods are stored as `Arc<Pod>`: a read, the value a write returns and the event it
-//! sends share the stored object instead of copying it. Stored objects are never
-//! changed in place while shared: a write replaces the entry (or edits it when no one
-//! else holds it).
+//! Pods are stored as their compact JSON ([`CompactPod`]), shared as `Arc`s: a read, the
+//! value a write returns and the event it sends share the stored object instead of
+//! copying it, and the HTTP server answers with its bytes. A stored object never
+//! changes: a write replaces the entry. The typed methods ([`ApiServer`]'s, and those
+//! taking or returning a `Pod`) parse the object they return; the `*_compact` ones do
+//! not. A pod stored so keeps times to the second, as Kubernetes stores them
+//! (`metav1.Time` is written to the second, in JSON and in protobuf alike).
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::interface::{ApiError, ApiServer, DeleteOptions, Result, StatusPatch, StatusUpdate};
+use crate::compact_pod::{CompactPod, CompactPodError};
 
 /// The namespace the API server gives a pod that names none.
 const DEFAULT_NAMESPACE: &str = "default";
@@ -24,16 +28,16 @@ const DEFAULT_NAMESPACE: &str = "default";
 #[derive(Clone, Debug, PartialEq)]
 pub enum PodEvent {
     /// A pod was created.
-    Added(Arc<Pod>),
+    Added(Arc<CompactPod>),
     /// A pod was replaced or its status written.
-    Modified(Arc<Pod>),
+    Modified(Arc<CompactPod>),
     /// A pod was deleted; its last state, stamped with the deletion's resourceVersion.
-    Deleted(Arc<Pod>),
+    Deleted(Arc<CompactPod>),
 }
 
 impl PodEvent {
     /// The pod the event carries.
-    pub fn pod(&self) -> &Arc<Pod> {
+    pub fn pod(&self) -> &Arc<CompactPod> {
         match self {
             Self::Added(pod) | Self::Modified(pod) | Self::Deleted(pod) => pod,
         }
@@ -43,6 +47,16 @@ impl PodEvent {
 /// A watcher called after each successful change. It may read the store but must not
 /// write to it or subscribe (writes wait for listeners, so that would deadlock).
 pub type PodListener = Box<dyn Fn(&PodEvent) + Send + Sync>;
+
+/// The stored pod as the check of a status write sees it
+/// ([`MemoryApiServer::update_pod_status_checked`]): the object, and its status parsed.
+#[derive(Debug)]
+pub struct StoredStatus<'a> {
+    /// The stored object.
+    pub pod: &'a CompactPod,
+    /// Its status, parsed (None when it has none).
+    pub status: Option<&'a PodStatus>,
+}
 
 /// The in-memory API server. Thread-safe; every method takes `&self`.
 ///
@@ -69,20 +83,49 @@ pub struct MemoryApiServer {
 #[derive(Default)]
 struct Store {
     /// (namespace, name) -> pod; a BTreeMap so that listing order is deterministic.
-    pods: BTreeMap<(String, String), Arc<Pod>>,
+    pods: BTreeMap<(String, String), Arc<CompactPod>>,
     /// The resourceVersion of the latest write (0: nothing written yet).
     resource_version: u64,
+    /// Bytes the entries hold ([`entry_bytes`] and each object's
+    /// [`CompactPod::held_bytes`]), kept as they come and go: the memory account's
+    /// counter.
+    held: usize,
+}
+
+/// What an entry of the store holds besides its object: the entry, its key's text and
+/// the object's `Arc` (its counts).
+fn entry_bytes(key: &(String, String)) -> usize {
+    std::mem::size_of::<((String, String), Arc<CompactPod>)>()
+        + key.0.len()
+        + key.1.len()
+        + crate::compact_pod::ARC_COUNTS_BYTES
 }
 
 impl Store {
     /// Gives `pod` the next resourceVersion: every write gets a new one, changed or not.
-    fn stamp(&mut self, mut pod: Pod) -> Arc<Pod> {
-        pod.metadata.resource_version = Some(next_resource_version(&mut self.resource_version));
-        Arc::new(pod)
+    fn stamp(&mut self, mut pod: Pod) -> Result<Arc<CompactPod>> {
+        let version = next_resource_version(&mut self.resource_version);
+        pod.metadata.resource_version = Some(version);
+        Ok(Arc::new(CompactPod::from_pod(&pod).map_err(internal)?))
     }
 
-    fn get(&self, namespace: &str, name: &str) -> Result<&Arc<Pod>> {
+    fn get(&self, namespace: &str, name: &str) -> Result<&Arc<CompactPod>> {
         self.pods.get(&(namespace.to_owned(), name.to_owned())).ok_or_else(|| not_found(namespace, name))
+    }
+
+    /// Stores `pod` under `key`, replacing (and returning) the pod there.
+    fn insert(&mut self, key: (String, String), pod: Arc<CompactPod>) -> Option<Arc<CompactPod>> {
+        let entry = entry_bytes(&key);
+        self.held += entry + pod.held_bytes();
+        let replaced = self.pods.insert(key, pod)?;
+        self.held -= entry + replaced.held_bytes();
+        Some(replaced)
+    }
+
+    fn remove(&mut self, key: &(String, String)) -> Option<Arc<CompactPod>> {
+        let removed = self.pods.remove(key)?;
+        self.held -= entry_bytes(key) + removed.held_bytes();
+        Some(removed)
     }
 }
 
@@ -133,7 +176,7 @@ impl MemoryApiServer {
 
     /// Every stored pod (sorted by namespace then name) with the resourceVersion of the
     /// latest write, taken together: a list that a watch can resume from exactly.
-    pub fn snapshot(&self) -> (u64, Vec<Arc<Pod>>) {
+    pub fn snapshot(&self) -> (u64, Vec<Arc<CompactPod>>) {
         let store = lock(&self.store);
         (store.resource_version, store.pods.values().cloned().collect())
     }
@@ -142,7 +185,7 @@ impl MemoryApiServer {
     /// [`snapshot`](MemoryApiServer::snapshot) taken at that very point: no write falls
     /// between the two, so the listener hears of exactly the writes after the snapshot's
     /// resourceVersion. A watch cache needs this to start consistent.
-    pub fn subscribe_with_snapshot(&self, listener: PodListener) -> (u64, Vec<Arc<Pod>>) {
+    pub fn subscribe_with_snapshot(&self, listener: PodListener) -> (u64, Vec<Arc<CompactPod>>) {
         let mut listeners = lock(&self.listeners);
         let snapshot = self.snapshot();
         listeners.push(listener);
@@ -159,10 +202,20 @@ impl MemoryApiServer {
         lock(&self.listeners).push(listener);
     }
 
+    /// GET the pod `namespace/name`, as stored.
+    pub fn get_compact(&self, namespace: &str, name: &str) -> Result<Arc<CompactPod>> {
+        lock(&self.store).get(namespace, name).cloned()
+    }
+
     /// POST: stores a new pod. It must have a name and a UID (this store does not invent
     /// UIDs); a missing namespace becomes `default`. A taken name is
     /// [`ApiError::AlreadyExists`].
     pub fn create_pod(&self, pod: Pod) -> Result<Arc<Pod>> {
+        typed(self.create_compact(pod)?)
+    }
+
+    /// [`MemoryApiServer::create_pod`], answered with the pod as stored.
+    pub fn create_compact(&self, pod: Pod) -> Result<Arc<CompactPod>> {
         let (key, pod) = normalise(pod)?;
         if pod.metadata.uid.as_deref().is_none_or(str::is_empty) {
             return Err(invalid(&key.1, "metadata.uid: Required value"));
@@ -171,8 +224,8 @@ impl MemoryApiServer {
             if store.pods.contains_key(&key) {
                 return Err(ApiError::AlreadyExists { namespace: key.0, name: key.1 });
             }
-            let pod = store.stamp(pod);
-            store.pods.insert(key, Arc::clone(&pod));
+            let pod = store.stamp(pod)?;
+            store.insert(key, Arc::clone(&pod));
             Ok((Arc::clone(&pod), PodEvent::Added(pod)))
         })
     }
@@ -181,110 +234,121 @@ impl MemoryApiServer {
     /// preconditions. A pod without a UID keeps the stored one's; a new pod needs one.
     pub fn put_pod(&self, pod: Pod) -> Result<Arc<Pod>> {
         let (key, mut pod) = normalise(pod)?;
-        self.write(|store| {
+        let stored = self.write(|store| {
             let existing = store.pods.get(&key);
             if pod.metadata.uid.as_deref().is_none_or(str::is_empty) {
-                pod.metadata.uid = existing.and_then(|old| old.metadata.uid.clone());
+                pod.metadata.uid = existing.and_then(|old| old.uid().map(str::to_owned));
             }
             if pod.metadata.uid.is_none() {
                 return Err(invalid(&key.1, "metadata.uid: Required value"));
             }
             let created = existing.is_none();
-            let pod = store.stamp(pod);
-            store.pods.insert(key, Arc::clone(&pod));
+            let pod = store.stamp(pod)?;
+            store.insert(key, Arc::clone(&pod));
             let event = if created { PodEvent::Added(Arc::clone(&pod)) } else { PodEvent::Modified(Arc::clone(&pod)) };
             Ok((pod, event))
-        })
+        })?;
+        typed(stored)
     }
 
     /// PUT `.../pods/NAME` by a client. The pod's UID and resourceVersion, when set, are
     /// preconditions. As in Kubernetes, the main resource does not carry status: the
     /// stored status is kept (status is written through [`ApiServer::update_pod_status`]).
     pub fn update_pod(&self, pod: Pod) -> Result<Arc<Pod>> {
-        self.update_pod_checked(pod, |_, _| Ok::<(), ApiError>(()))
+        typed(self.update_pod_checked(pod, |_, _| Ok::<(), ApiError>(()))?)
     }
 
-    /// [`MemoryApiServer::update_pod`] that first hands `check` the stored pod and the
-    /// pod as it would be stored, under the store's lock, so that nothing changes
-    /// between the check and the write: `check` may still adjust the new pod (fields
-    /// the server keeps from the stored one) or refuse the write. It must be cheap
-    /// (linear at most): every other write waits for it.
+    /// [`MemoryApiServer::update_pod`] that first hands `check` the stored pod (parsed)
+    /// and the pod as it would be stored, under the store's lock, so that nothing
+    /// changes between the check and the write: `check` may still adjust the new pod
+    /// (fields the server keeps from the stored one) or refuse the write. It must be
+    /// cheap (linear at most): every other write waits for it. Answered with the pod as
+    /// stored.
     pub fn update_pod_checked<E: From<ApiError>>(
         &self,
         pod: Pod,
         check: impl FnOnce(&Pod, &mut Pod) -> Result<(), E>,
-    ) -> Result<Arc<Pod>, E> {
+    ) -> Result<Arc<CompactPod>, E> {
         let (key, mut pod) = normalise(pod)?;
         self.write(|store| {
             let stored = store.get(&key.0, &key.1)?;
             check_uid(stored, &key.1, pod.metadata.uid.as_deref())?;
             check_resource_version(stored, &key.1, pod.metadata.resource_version.as_deref())?;
+            let stored = stored.pod().map_err(internal)?;
             pod.metadata.uid = stored.metadata.uid.clone();
             pod.status = stored.status.clone();
-            check(stored, &mut pod)?;
-            let pod = store.stamp(pod);
-            store.pods.insert(key, Arc::clone(&pod));
+            check(&stored, &mut pod)?;
+            let pod = store.stamp(pod)?;
+            store.insert(key, Arc::clone(&pod));
             Ok((Arc::clone(&pod), PodEvent::Modified(pod)))
         })
     }
 
     /// [`ApiServer::update_pod_status`] that first asks `check` (the stored pod, the new
     /// status, which it may adjust) under the store's lock; see
-    /// [`MemoryApiServer::update_pod_checked`].
+    /// [`MemoryApiServer::update_pod_checked`]. Answered with the pod as stored.
     pub fn update_pod_status_checked<E: From<ApiError>>(
         &self,
         update: StatusUpdate,
-        check: impl FnOnce(&Pod, &mut PodStatus) -> Result<(), E>,
-    ) -> Result<Arc<Pod>, E> {
+        check: impl FnOnce(&StoredStatus<'_>, &mut PodStatus) -> Result<(), E>,
+    ) -> Result<Arc<CompactPod>, E> {
         let StatusUpdate { namespace, name, uid_precondition, resource_version_precondition, mut status } = update;
         let key = (namespace, name);
         self.write_if(|store| {
-            let Store { pods, resource_version } = store;
-            let stored = pods.get_mut(&key).ok_or_else(|| not_found(&key.0, &key.1))?;
+            let stored = store.get(&key.0, &key.1)?;
             check_uid(stored, &key.1, uid_precondition.as_deref())?;
             check_resource_version(stored, &key.1, resource_version_precondition.as_deref())?;
-            check(stored, &mut status)?;
-            Ok(self.write_status(stored, resource_version, status))
+            let stored_status = stored.status().map_err(internal)?;
+            check(&StoredStatus { pod: stored, status: stored_status.as_ref() }, &mut status)?;
+            Ok(self.write_status(store, key, status)?)
         })
     }
 
     /// [`ApiServer::patch_pod_status`] that first asks `check` (the stored pod, the
     /// patched status, which it may adjust) under the store's lock; see
-    /// [`MemoryApiServer::update_pod_checked`].
+    /// [`MemoryApiServer::update_pod_checked`]. Answered with the pod as stored.
     pub fn patch_pod_status_checked<E: From<ApiError>>(
         &self,
         patch: StatusPatch,
-        check: impl FnOnce(&Pod, &mut PodStatus) -> Result<(), E>,
-    ) -> Result<Arc<Pod>, E> {
+        check: impl FnOnce(&StoredStatus<'_>, &mut PodStatus) -> Result<(), E>,
+    ) -> Result<Arc<CompactPod>, E> {
         let StatusPatch { namespace, name, uid_precondition, patch } = patch;
         let key = (namespace, name);
         self.write_if(|store| {
-            let Store { pods, resource_version } = store;
-            let stored = pods.get_mut(&key).ok_or_else(|| not_found(&key.0, &key.1))?;
+            let stored = store.get(&key.0, &key.1)?;
             check_uid(stored, &key.1, uid_precondition.as_deref())?;
             // The kubelet's patch carries the UID inside too: Kubernetes checks it.
             check_uid(stored, &key.1, patch.pointer("/metadata/uid").and_then(serde_json::Value::as_str))?;
-            let mut status = podstatus_core::apply_status_patch(stored.status.as_ref(), &patch)
+            let stored_status = stored.status().map_err(internal)?;
+            let mut status = podstatus_core::apply_status_patch(stored_status.as_ref(), &patch)
                 .map_err(|e| invalid(&key.1, &e.to_string()))?;
-            check(stored, &mut status)?;
-            Ok(self.write_status(stored, resource_version, status))
+            check(&StoredStatus { pod: stored, status: stored_status.as_ref() }, &mut status)?;
+            Ok(self.write_status(store, key, status)?)
         })
     }
 
-    /// Gives `stored` the new `status` and the next resourceVersion, and the event that
-    /// tells of it; none when the status is the stored one and this store skips such
-    /// writes ([`MemoryApiServer::skipping_unchanged_writes`]).
+    /// Gives the pod at `key` the new `status` and the next resourceVersion (its spec
+    /// kept byte for byte), and the event that tells of it; none when the status is the
+    /// stored one and this store skips such writes
+    /// ([`MemoryApiServer::skipping_unchanged_writes`]).
     fn write_status(
         &self,
-        stored: &mut Arc<Pod>,
-        resource_version: &mut u64,
+        store: &mut Store,
+        key: (String, String),
         status: PodStatus,
-    ) -> (Arc<Pod>, Option<PodEvent>) {
-        if self.skip_unchanged_writes && stored.status.as_ref() == Some(&status) {
-            return (Arc::clone(stored), None);
+    ) -> Result<(Arc<CompactPod>, Option<PodEvent>)> {
+        let stored = Arc::clone(store.get(&key.0, &key.1)?);
+        let written = serde_json::to_string(&status).map_err(|e| internal(e.into()))?;
+        // The stored text is what the stored status serialised to, so equal texts are
+        // equal statuses.
+        if self.skip_unchanged_writes && stored.status_json() == Some(written.as_str()) {
+            return Ok((stored, None));
         }
-        replace_status(stored, next_resource_version(resource_version), status);
-        (Arc::clone(stored), Some(PodEvent::Modified(Arc::clone(stored))))
+        let mut metadata = stored.metadata().map_err(internal)?;
+        metadata.resource_version = Some(next_resource_version(&mut store.resource_version));
+        let pod = Arc::new(stored.with_status_json(&metadata, Some((&written, &status))).map_err(internal)?);
+        store.insert(key, Arc::clone(&pod));
+        Ok((Arc::clone(&pod), Some(PodEvent::Modified(pod))))
     }
 
     /// An outside writer deletes the pod, with no preconditions. Returns its last state
@@ -293,15 +357,24 @@ impl MemoryApiServer {
         self.delete_pod(namespace, name, &DeleteOptions::default()).ok()
     }
 
-    /// A copy of all pods, sorted by namespace then name.
+    /// A copy of all pods, sorted by namespace then name (parsed; one that does not
+    /// parse, which only a bug would store, is left out).
     pub fn list_pods(&self) -> Vec<Pod> {
-        lock(&self.store).pods.values().map(|pod| Pod::clone(pod)).collect()
+        let (_, pods) = self.snapshot();
+        pods.iter().filter_map(|pod| pod.pod().ok()).collect()
+    }
+
+    /// Bytes the store holds for its pods, for the memory account: each entry with its
+    /// key's text and the object's ([`CompactPod::held_bytes`]), counted as entries come
+    /// and go.
+    pub fn held_bytes(&self) -> usize {
+        lock(&self.store).held
     }
 
     /// The stored pod with this UID, if any.
     pub fn get_pod_by_uid(&self, uid: &str) -> Option<Arc<Pod>> {
-        let store = lock(&self.store);
-        store.pods.values().find(|pod| pod.metadata.uid.as_deref() == Some(uid)).cloned()
+        let found = lock(&self.store).pods.values().find(|pod| pod.uid() == Some(uid)).cloned()?;
+        typed(found).ok()
     }
 
     /// Runs one write: `change` edits the store and says what happened; on success the
@@ -337,52 +410,80 @@ impl MemoryApiServer {
         }
         Ok(value)
     }
-}
 
-impl ApiServer for MemoryApiServer {
-    fn get_pod(&self, namespace: &str, name: &str) -> Result<Arc<Pod>> {
-        lock(&self.store).get(namespace, name).cloned()
-    }
-
-    fn update_pod_status(&self, update: StatusUpdate) -> Result<Arc<Pod>> {
-        self.update_pod_status_checked(update, |_, _| Ok::<(), ApiError>(()))
-    }
-
-    fn patch_pod_status(&self, patch: StatusPatch) -> Result<Arc<Pod>> {
-        self.patch_pod_status_checked(patch, |_, _| Ok::<(), ApiError>(()))
-    }
-
-    fn delete_pod(&self, namespace: &str, name: &str, options: &DeleteOptions) -> Result<Arc<Pod>> {
+    /// [`ApiServer::delete_pod`], answered with the pod as stored last.
+    pub fn delete_compact(&self, namespace: &str, name: &str, options: &DeleteOptions) -> Result<Arc<CompactPod>> {
         self.write_all(|store| {
             let stored = store.get(namespace, name)?;
             check_uid(stored, name, options.uid_precondition.as_deref())?;
             check_resource_version(stored, name, options.resource_version_precondition.as_deref())?;
             let key = (namespace.to_owned(), name.to_owned());
+            let mut pod = stored.pod().map_err(internal)?;
             let mut events = Vec::new();
             if self.graceful_deletion {
-                let (at, grace) = match graceful_mark(stored, options.grace_period_seconds, jiff::Timestamp::now()) {
+                let (at, grace) = match graceful_mark(&pod, options.grace_period_seconds, jiff::Timestamp::now()) {
                     GracefulStep::Unchanged => return Ok((Arc::clone(stored), Vec::new())),
                     GracefulStep::Mark { at, grace } => (at, grace),
                     GracefulStep::Remove { at } => (at, 0),
                 };
-                let mut pod = Pod::clone(stored);
                 mark_for_deletion(&mut pod, at, grace);
-                let pod = store.stamp(pod);
-                store.pods.insert(key.clone(), Arc::clone(&pod));
+                let marked = store.stamp(pod.clone())?;
+                store.insert(key.clone(), Arc::clone(&marked));
                 if grace > 0 {
-                    return Ok((Arc::clone(&pod), vec![PodEvent::Modified(pod)]));
+                    return Ok((Arc::clone(&marked), vec![PodEvent::Modified(marked)]));
                 }
-                events.push(PodEvent::Modified(pod));
+                events.push(PodEvent::Modified(marked));
             }
-            let Some(pod) = store.pods.remove(&key) else {
+            if store.remove(&key).is_none() {
                 return Err(not_found(namespace, name));
-            };
-            // The last state is stamped; it is copied only if someone still holds it.
-            let pod = store.stamp(Arc::unwrap_or_clone(pod));
+            }
+            // The last state, stamped with the deletion's resourceVersion.
+            let pod = store.stamp(pod)?;
             events.push(PodEvent::Deleted(Arc::clone(&pod)));
             Ok((pod, events))
         })
     }
+}
+
+impl ApiServer for MemoryApiServer {
+    fn get_pod(&self, namespace: &str, name: &str) -> Result<Arc<Pod>> {
+        typed(self.get_compact(namespace, name)?)
+    }
+
+    fn update_pod_status(&self, update: StatusUpdate) -> Result<Arc<Pod>> {
+        typed(self.update_pod_status_compact(update)?)
+    }
+
+    fn patch_pod_status(&self, patch: StatusPatch) -> Result<Arc<Pod>> {
+        typed(self.patch_pod_status_compact(patch)?)
+    }
+
+    fn delete_pod(&self, namespace: &str, name: &str, options: &DeleteOptions) -> Result<Arc<Pod>> {
+        typed(self.delete_compact(namespace, name, options)?)
+    }
+
+    fn get_pod_compact(&self, namespace: &str, name: &str) -> Result<Arc<CompactPod>> {
+        self.get_compact(namespace, name)
+    }
+
+    fn update_pod_status_compact(&self, update: StatusUpdate) -> Result<Arc<CompactPod>> {
+        self.update_pod_status_checked(update, |_, _| Ok::<(), ApiError>(()))
+    }
+
+    fn patch_pod_status_compact(&self, patch: StatusPatch) -> Result<Arc<CompactPod>> {
+        self.patch_pod_status_checked(patch, |_, _| Ok::<(), ApiError>(()))
+    }
+}
+
+/// The typed pod of a stored one (a parse).
+fn typed(pod: Arc<CompactPod>) -> Result<Arc<Pod>> {
+    Ok(Arc::new(pod.pod().map_err(internal)?))
+}
+
+/// A stored object that does not serialise or parse: a bug of the store, reported as
+/// the API server's own failure.
+fn internal(error: CompactPodError) -> ApiError {
+    ApiError::Internal { message: error.to_string() }
 }
 
 /// What a graceful DELETE does to a stored pod.
@@ -456,23 +557,6 @@ fn mark_for_deletion(pod: &mut Pod, at: jiff::Timestamp, grace: i64) {
     metadata.deletion_grace_period_seconds = Some(grace);
 }
 
-/// Gives the stored pod a new status and resourceVersion, copying at most its metadata
-/// and spec.
-fn replace_status(stored: &mut Arc<Pod>, version: String, status: PodStatus) {
-    match Arc::get_mut(stored) {
-        // No one else holds the stored object: edit it in place.
-        Some(pod) => {
-            pod.metadata.resource_version = Some(version);
-            pod.status = Some(status);
-        }
-        // Readers hold it: a new object, copying only what the write keeps.
-        None => {
-            let metadata = ObjectMeta { resource_version: Some(version), ..stored.metadata.clone() };
-            *stored = Arc::new(Pod { metadata, spec: stored.spec.clone(), status: Some(status) });
-        }
-    }
-}
-
 impl fmt::Debug for MemoryApiServer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let store = lock(&self.store);
@@ -509,17 +593,17 @@ fn normalise(mut pod: Pod) -> Result<((String, String), Pod)> {
 }
 
 /// Kubernetes reads an empty precondition as none.
-fn check_uid(stored: &Pod, name: &str, precondition: Option<&str>) -> Result<()> {
-    let actual = stored.metadata.uid.as_deref().unwrap_or_default();
+fn check_uid(stored: &CompactPod, name: &str, precondition: Option<&str>) -> Result<()> {
+    let actual = stored.uid().unwrap_or_default();
     match precondition {
         Some(wanted) if !wanted.is_empty() && wanted != actual => Err(ApiError::uid_mismatch(name, wanted, actual)),
         _ => Ok(()),
     }
 }
 
-fn check_resource_version(stored: &Pod, name: &str, precondition: Option<&str>) -> Result<()> {
+fn check_resource_version(stored: &CompactPod, name: &str, precondition: Option<&str>) -> Result<()> {
     match precondition {
-        Some(wanted) if !wanted.is_empty() && Some(wanted) != stored.metadata.resource_version.as_deref() => {
+        Some(wanted) if !wanted.is_empty() && Some(wanted) != stored.resource_version() => {
             Err(ApiError::modified(name))
         }
         _ => Ok(()),
@@ -561,6 +645,15 @@ mod tests {
 
     fn rv(pod: &Pod) -> &str {
         pod.metadata.resource_version.as_deref().unwrap_or_default()
+    }
+
+    /// `at` as a stored time has it: to the second (`metav1.Time`).
+    fn to_the_second(at: jiff::Timestamp) -> jiff::Timestamp {
+        jiff::Timestamp::from_second(at.as_second()).expect("in range")
+    }
+
+    fn stored_rv(pod: &CompactPod) -> &str {
+        pod.resource_version().unwrap_or_default()
     }
 
     fn server_with_a() -> MemoryApiServer {
@@ -619,6 +712,50 @@ mod tests {
         assert_eq!((rv(&failed), *lock(&events)), ("3", 2));
     }
 
+    /// The account's counter is what the entries hold, summed afresh, through creates,
+    /// status writes, replacements and deletions (graceful ones too); nothing at the end.
+    #[test]
+    fn held_bytes_follow_the_pods_held() {
+        let afresh = |api: &MemoryApiServer| {
+            let store = lock(&api.store);
+            store.pods.iter().map(|(key, pod)| entry_bytes(key) + pod.held_bytes()).sum::<usize>()
+        };
+        for api in [MemoryApiServer::new(), MemoryApiServer::with_graceful_deletion()] {
+            assert_eq!(api.held_bytes(), 0);
+            api.create_pod(pod("ns", "a", "uid-a")).expect("create");
+            let one = api.held_bytes();
+            let json = api.get_compact("ns", "a").expect("get").json().len();
+            assert!(one > json && one < json + 600, "the JSON and little else: {one} for {json}");
+            api.create_pod(pod("ns", "b", "uid-b")).expect("create");
+            let mut status = phase("Running");
+            status.message = Some("m".repeat(1000));
+            api.update_pod_status(status_update(None, None, status)).expect("update");
+            assert!(api.held_bytes() >= 2 * one + 1000, "{}", api.held_bytes());
+            assert_eq!(api.held_bytes(), afresh(&api));
+            api.put_pod(pod("ns", "b", "uid-b")).expect("put");
+            api.delete_pod("ns", "b", &DeleteOptions::default()).expect("delete or mark");
+            assert_eq!(api.held_bytes(), afresh(&api));
+            let now = DeleteOptions { grace_period_seconds: Some(0), ..DeleteOptions::default() };
+            for name in ["a", "b"] {
+                let _ = api.delete_pod("ns", name, &now);
+            }
+            assert_eq!(api.held_bytes(), 0);
+        }
+    }
+
+    /// A status write changes only the status and the resourceVersion: the text is the
+    /// one the whole pod so changed serialises to, its spec's bytes kept.
+    #[test]
+    fn a_status_write_is_the_whole_pod_written_anew() {
+        let api = server_with_a();
+        let before = api.get_pod("ns", "a").expect("get");
+        let written = api.update_pod_status_compact(status_update(None, None, phase("Running"))).expect("update");
+        let mut expected = Pod::clone(&before);
+        expected.metadata.resource_version = Some("2".into());
+        expected.status = Some(phase("Running"));
+        assert_eq!(written.json(), serde_json::to_string(&expected).expect("JSON"));
+    }
+
     #[test]
     fn status_update_keeps_spec_and_metadata() {
         let api = MemoryApiServer::new();
@@ -640,12 +777,12 @@ mod tests {
         let seen = Arc::new(Mutex::new(Vec::new()));
         let log = Arc::clone(&seen);
         api.subscribe(Box::new(move |event| lock(&log).push(Arc::clone(event.pod()))));
-        let written = api.update_pod_status(status_update(None, None, phase("Running"))).expect("update");
-        let stored = api.get_pod("ns", "a").expect("get");
+        let written = api.update_pod_status_compact(status_update(None, None, phase("Running"))).expect("update");
+        let stored = api.get_compact("ns", "a").expect("get");
         assert!(Arc::ptr_eq(&written, &stored));
         assert!(Arc::ptr_eq(&written, &lock(&seen)[0]));
         let by_uid = api.get_pod_by_uid("uid-a").expect("by uid");
-        assert!(Arc::ptr_eq(&written, &by_uid));
+        assert_eq!(*by_uid, written.pod().expect("parses"));
     }
 
     #[test]
@@ -653,14 +790,13 @@ mod tests {
         let api = server_with_a();
         let before = api.get_pod("ns", "a").expect("get");
         // Shared: the write makes a new object and leaves the one handed out alone.
+        let held = api.get_compact("ns", "a").expect("get");
         let shared = api.update_pod_status(status_update(None, None, phase("Running"))).expect("update");
         assert_eq!((rv(&before), before.status.clone()), ("1", None));
+        assert_eq!((held.resource_version(), held.status().expect("status")), (Some("1"), None));
         assert_eq!((rv(&shared), shared.status.clone()), ("2", Some(phase("Running"))));
-        // Held by no one but the store: edited in place, with the same result.
-        drop((before, shared));
-        let address = Arc::as_ptr(&api.get_pod("ns", "a").expect("get"));
+        drop((before, shared, held));
         let unique = api.update_pod_status(status_update(Some("uid-a"), Some("2"), phase("Failed"))).expect("update");
-        assert_eq!(Arc::as_ptr(&unique), address, "edited in place");
         assert_eq!((rv(&unique), unique.status.clone()), ("3", Some(phase("Failed"))));
         assert_eq!(unique.spec, pod("ns", "a", "uid-a").spec);
         let deleted = api.delete_pod("ns", "a", &DeleteOptions::default()).expect("delete");
@@ -774,7 +910,8 @@ mod tests {
         let events = Arc::new(Mutex::new(Vec::new()));
         let log = Arc::clone(&events);
         api.subscribe(Box::new(move |event| lock(&log).push(matches!(event, PodEvent::Deleted(_)))));
-        let before = jiff::Timestamp::now();
+        // Times are stored to the second, as Kubernetes stores them.
+        let before = to_the_second(jiff::Timestamp::now());
         let marked = api.delete_pod("ns", "a", &DeleteOptions::default()).expect("graceful");
         assert_eq!(marked.metadata.deletion_grace_period_seconds, Some(10), "the pod's own grace period");
         assert_eq!(marked.metadata.generation, Some(2), "the first mark adds one");
@@ -834,8 +971,8 @@ mod tests {
         api.create_pod(pod("ns", "a", "uid-a")).expect("create");
         let forever = DeleteOptions { grace_period_seconds: Some(i64::MAX), ..Default::default() };
         let marked = api.delete_pod("ns", "a", &forever).expect("marked");
-        assert_eq!(marked.metadata.deletion_timestamp.as_ref().map(|t| t.0), Some(jiff::Timestamp::MAX));
-        let before = jiff::Timestamp::now();
+        assert_eq!(marked.metadata.deletion_timestamp.as_ref().map(|t| t.0), Some(to_the_second(jiff::Timestamp::MAX)));
+        let before = to_the_second(jiff::Timestamp::now());
         let short = DeleteOptions { grace_period_seconds: Some(5), ..Default::default() };
         let shortened = api.delete_pod("ns", "a", &short).expect("shortened");
         let at = shortened.metadata.deletion_timestamp.as_ref().expect("deletionTimestamp").0;
@@ -850,7 +987,7 @@ mod tests {
         let seen = Arc::new(Mutex::new(Vec::new()));
         let log = Arc::clone(&seen);
         let (version, pods) =
-            api.subscribe_with_snapshot(Box::new(move |event| lock(&log).push(rv(event.pod()).to_owned())));
+            api.subscribe_with_snapshot(Box::new(move |event| lock(&log).push(stored_rv(event.pod()).to_owned())));
         assert_eq!((version, pods.len()), (1, 1));
         api.update_pod_status(status_update(None, None, phase("Running"))).expect("update");
         assert_eq!(*lock(&seen), ["2"]);
@@ -869,7 +1006,7 @@ mod tests {
             };
             // Reading the store from a listener must not deadlock.
             let stored = reader.upgrade().map(|api| api.resource_version());
-            lock(&log).push((kind, rv(event.pod()).to_owned(), stored));
+            lock(&log).push((kind, stored_rv(event.pod()).to_owned(), stored));
         }));
         api.create_pod(pod("ns", "a", "uid-a")).expect("create");
         api.update_pod_status(status_update(None, None, phase("Running"))).expect("update");

@@ -11,4 +11,4 @@ pub(crate) mod memory;
 
 pub use faulty::{FaultyApiServer, InjectedFaults};
 pub use interface::{ApiError, ApiServer, DeleteOptions, Result, StatusPatch, StatusUpdate};
-pub use memory::{MemoryApiServer, PodEvent, PodListener};
+pub use memory::{MemoryApiServer, PodEvent, PodListener, StoredStatus};

@@ -216,6 +216,12 @@ impl ManagerHandle {
         self.shared.plugin.held()
     }
 
+    /// What the running plugin holds in memory now ([`crate::Plugin::memory`]), for
+    /// the memory account. Waits for the plugin like a call.
+    pub fn plugin_memory(&self) -> crate::PluginMemory {
+        self.shared.plugin.lock().memory()
+    }
+
     /// The contract the running plugin implements.
     pub fn contract(&self) -> Contract {
         self.shared.plugin.lock().contract()

@@ -63,15 +63,15 @@ impl crate::bindings::v0_1_1::kubelet::status::pod_manager::Host for HostState {
 
 use crate::bindings::v0_1_1::kubelet::status::pod_manager::UidTranslations as OldTranslations;
 
-/// The pod's JSON as the pod manager keeps it: serialised once per version of the pod,
-/// not for every read (the batch reads every cached pod's pod every ten seconds).
+/// The pod's JSON as the pod manager keeps it: never serialised for a read (the batch
+/// reads every cached pod's pod every ten seconds).
 pub(crate) fn get_pod_by_uid(world: &World, uid: &str) -> wasmtime::Result<Option<String>> {
-    Ok(world.pod_manager.get_pod_json_by_uid(uid).map(|(_, json)| String::from(&*json)))
+    Ok(world.pod_manager.get_pod_by_uid(uid).map(|pod| pod.json().to_owned()))
 }
 
 pub(crate) fn get_mirror_pod_by_pod(world: &World, pod_json: &str) -> wasmtime::Result<Option<String>> {
     let pod = parse_from_plugin::<PodMeta>("get-mirror-pod-by-pod", "a pod", pod_json)?.into_pod();
-    Ok(world.pod_manager.get_mirror_pod_json_by_pod(&pod).map(|json| String::from(&*json)))
+    Ok(world.pod_manager.get_mirror_pod_by_pod(&pod).map(|mirror| mirror.json().to_owned()))
 }
 
 pub(crate) fn get_uid_translations(world: &World) -> UidTranslations {

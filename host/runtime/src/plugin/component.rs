@@ -243,6 +243,10 @@ impl Plugin for ComponentPlugin {
         self.handed = handing::Digests::default();
     }
 
+    fn memory(&self) -> crate::plugin::PluginMemory {
+        crate::plugin::PluginMemory { linear: self.memory_bytes(), accepted_state: 0 }
+    }
+
     fn contract(&self) -> Contract {
         ComponentPlugin::contract(self)
     }

@@ -16,6 +16,6 @@ pub use cache::{ArtifactCache, CacheOutcome, Evicted, EvictionPolicy, cache_key}
 pub use call_error::{CallError, Result, describe};
 pub use component::ComponentPlugin;
 pub use plugin_ext::{PluginExt, unexpected_reply};
-pub use plugin_trait::Plugin;
+pub use plugin_trait::{Plugin, PluginMemory};
 pub use runtime::{LoadError, PluginImage, PluginRuntime, PoolSize, RuntimeConfig};
 pub use supervisor::{Backoff, RecoveryStats, SupervisedPlugin};

@@ -43,4 +43,21 @@ pub trait Plugin: Send {
     fn stop_following(&mut self) {}
     /// The WIT package the plugin implements (`kubelet:status@0.1.0`, ...).
     fn contract(&self) -> Contract;
+    /// What the plugin holds in memory now, for the memory account (`simulate
+    /// --json`'s `memory`): nothing by default (the logic linked natively lives on the
+    /// host's heap, where nothing counts it apart).
+    fn memory(&self) -> PluginMemory {
+        PluginMemory::default()
+    }
+}
+
+/// Bytes a plugin holds, by where ([`Plugin::memory`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PluginMemory {
+    /// The instance's linear memories, as large as the plugin grew them (wasmtime's
+    /// size of each memory: what the sandbox charges against its limit).
+    pub linear: usize,
+    /// The supervisor's copy of the accepted state and the changes it keeps for a
+    /// follower (its keys and entries as text).
+    pub accepted_state: usize,
 }

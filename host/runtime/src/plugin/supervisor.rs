@@ -445,6 +445,11 @@ impl Plugin for SupervisedPlugin {
         self.following = Following::No;
     }
 
+    fn memory(&self) -> crate::plugin::PluginMemory {
+        let linear = self.instance.as_ref().map_or(0, |instance| instance.memory().linear);
+        crate::plugin::PluginMemory { linear, accepted_state: self.held_bytes() }
+    }
+
     fn contract(&self) -> Contract {
         self.image.contract()
     }
