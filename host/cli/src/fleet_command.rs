@@ -18,7 +18,9 @@ use anyhow::Context;
 use podstatus_agent::fleet::{FleetGroup, FleetSpec, StartProgress, canary_nodes};
 use podstatus_agent::metrics::MetricsServer;
 use podstatus_agent::node::PodRunner;
-use podstatus_agent::rollout::{CanaryPlan, ControlLimits, ControlServer, Outcome, PluginCatalog, serve_commands};
+use podstatus_agent::rollout::{
+    CanaryPlan, ControlLimits, ControlServer, Outcome, PluginCatalog, serve_commands, serve_shard_commands,
+};
 use podstatus_agent::{Fleet, Rollout};
 use podstatus_agent::{Target, format_seconds};
 use podstatus_apiserver::{EmbeddedApiServer, ServeOptions};
@@ -307,6 +309,12 @@ fn fleet(args: &FleetArgs) -> anyhow::Result<bool> {
     let embedded_target = matches!(target, ApiServerTarget::Embedded(_));
     let control_access = args.control.plan(embedded_target)?;
     let shard_plan = args.shard.plan(&args.node_name, embedded_target)?;
+    if shard_plan.is_some() && args.canary.is_some() {
+        return Err(BadInput::error(
+            "--canary",
+            "a sharded fleet's canary spans every shard: create a PluginRollout object instead",
+        ));
+    }
     let (embedded, target) = resolve(target, nodes)?;
     let config = args.client.agent_config(
         &args.node_name,
@@ -340,6 +348,7 @@ fn fleet(args: &FleetArgs) -> anyhow::Result<bool> {
         registration.extra_labels = shard.node_labels();
         eprintln!("podstatus fleet: shard {} of {nodes} nodes, as {}", shard.config().place.ordinal, shard.identity());
     }
+    let mut rollouts = shard.as_ref().map(|shard| crate::fleet_shard::ShardRollouts::new(shard, &connection));
     let stopping = || signals.stop.load(Ordering::SeqCst);
     let not_stopped = || !stopping();
 
@@ -418,8 +427,15 @@ fn fleet(args: &FleetArgs) -> anyhow::Result<bool> {
             }
             control = Some(server);
         }
-        let run =
-            run_generation(args, &fleet, control.as_ref(), &catalog, canary_plugin.take(), watch.as_mut(), &signals);
+        let mut part = match (&shard, &rollouts) {
+            (Some(shard), Some(rollouts)) => Some(rollouts.part(shard, &plugins, &connection)),
+            _ => None,
+        };
+        let sharded = match (watch.as_mut(), part.as_mut(), rollouts.as_mut()) {
+            (Some(watch), Some(part), Some(rollouts)) => Some(Sharded { watch, part, rollouts }),
+            _ => None,
+        };
+        let run = run_generation(args, &fleet, control.as_ref(), &catalog, canary_plugin.take(), sharded, &signals);
         // As the kubelet's graceful shutdown: no new work, what is pending written, then
         // (a whole fleet stopping) the nodes reported as shutting down. A shard hands its
         // nodes on instead: their Leases released for the next shard to take at once.
@@ -496,16 +512,25 @@ fn fleet(args: &FleetArgs) -> anyhow::Result<bool> {
     Ok(summary.passed)
 }
 
+/// What a shard's fleet runs beside its nodes: the watch over its share, its part in
+/// the fleet's rollouts and its candidacy for their leadership.
+struct Sharded<'a, 'b> {
+    watch: &'a mut crate::fleet_shard::ShardWatch<'b>,
+    part: &'a mut podstatus_agent::rollout::SharedRollout,
+    rollouts: &'a mut crate::fleet_shard::ShardRollouts,
+}
+
 /// Runs one fleet until a signal stops it (`None`) or its shard's share changed (why):
-/// the pod runners, the rollout (a canary at once when `canary` is given), the control
-/// commands and the shard's watch, every [`TICK`]. Returns the runners, still running.
+/// the pod runners, the rollout (a canary at once when `canary` is given; a shard's,
+/// by its fleet's rollout objects), the control commands and the shard's watch, every
+/// [`TICK`]. Returns the runners, still running.
 fn run_generation(
     args: &FleetArgs,
     fleet: &Fleet,
     control: Option<&ControlServer>,
     catalog: &PluginCatalog,
     canary: Option<(PluginImage, String)>,
-    mut watch: Option<&mut crate::fleet_shard::ShardWatch<'_>>,
+    mut sharded: Option<Sharded<'_, '_>>,
     signals: &Signals,
 ) -> anyhow::Result<(Option<crate::fleet_shard::Reshard>, Vec<PodRunner>)> {
     let mut runners: Vec<PodRunner> = fleet
@@ -542,18 +567,30 @@ fn run_generation(
         if signals.swap.swap(false, Ordering::SeqCst) {
             tracing::warn!("swap signal ignored: a fleet changes plugins through its control endpoint");
         }
-        if let Some(control) = control {
-            serve_commands(control, fleet, &mut rollout, catalog);
-        }
-        if let Some(decision) = rollout.tick(fleet) {
-            let outcome = match decision.outcome {
-                Outcome::Promoted => "promoted",
-                Outcome::RolledBack => "rolled back",
-            };
-            eprintln!("podstatus fleet: canary on {} {outcome}: {}", decision.to, decision.reason);
-        }
-        if let Some(reshard) = watch.as_mut().and_then(|watch| watch.check(fleet)) {
-            return Ok((Some(reshard), runners));
+        if let Some(sharded) = sharded.as_mut() {
+            if let Some(control) = control {
+                serve_shard_commands(control, fleet, &rollout, &sharded.rollouts.objects, &args.node_name);
+            }
+            for line in sharded.part.tick(fleet) {
+                eprintln!("podstatus fleet: {line}");
+            }
+            for line in sharded.rollouts.leader.tick(sharded.watch.members()) {
+                eprintln!("podstatus fleet: leader: {line}");
+            }
+            if let Some(reshard) = sharded.watch.check(fleet) {
+                return Ok((Some(reshard), runners));
+            }
+        } else {
+            if let Some(control) = control {
+                serve_commands(control, fleet, &mut rollout, catalog);
+            }
+            if let Some(decision) = rollout.tick(fleet) {
+                let outcome = match decision.outcome {
+                    Outcome::Promoted => "promoted",
+                    Outcome::RolledBack => "rolled back",
+                };
+                eprintln!("podstatus fleet: canary on {} {outcome}: {}", decision.to, decision.reason);
+            }
         }
         std::thread::sleep(TICK);
     }

@@ -9,7 +9,10 @@
 use std::time::{Duration, Instant};
 
 use podstatus_agent::Fleet;
-use podstatus_agent::shard::{Claim, Shard, ShardConfig, ShardPlace};
+use podstatus_agent::client::Connection;
+use podstatus_agent::rollout::{RolloutLeader, RolloutObjects, ShardRolloutConfig, SharedRollout};
+use podstatus_agent::shard::{Claim, LeaseClaims, Shard, ShardConfig, ShardPlace};
+use podstatus_runtime::PluginRuntime;
 
 use crate::failure::InputContext;
 
@@ -187,6 +190,11 @@ impl<'a> ShardWatch<'a> {
         Ok(ShardWatch { shard, running, members, next: Instant::now() + Self::interval(shard) })
     }
 
+    /// The live shards' ordinals its share was computed from.
+    pub fn members(&self) -> &[u32] {
+        &self.members
+    }
+
     fn interval(shard: &Shard) -> Duration {
         shard.config().member_lease_duration / 4
     }
@@ -230,5 +238,46 @@ impl<'a> ShardWatch<'a> {
         }
         let claims = self.shard.claim_nodes(&missing)?;
         Ok((!claims.held.is_empty()).then_some(Reshard::Claimed(claims.held.len())))
+    }
+}
+
+/// How often a shard looks at its fleet's rollouts and reports into the one watched.
+const ROLLOUT_POLL: Duration = Duration::from_secs(1);
+
+/// A shard's hand on its fleet's `PluginRollout`s: the objects, and its candidacy for
+/// the leadership that decides them (kept from one share to the next).
+pub struct ShardRollouts {
+    /// The rollouts of the fleet's namespace.
+    pub objects: RolloutObjects,
+    /// The shard as a candidate leader.
+    pub leader: RolloutLeader,
+}
+
+impl ShardRollouts {
+    /// `shard`'s, through `connection`; the leadership held for the membership's
+    /// duration.
+    pub fn new(shard: &Shard, connection: &Connection) -> ShardRollouts {
+        let config = shard.config();
+        let (client, runtime) = (connection.client().clone(), connection.runtime().clone());
+        let objects = RolloutObjects::new(client.clone(), &config.namespace, runtime.clone());
+        let claims = LeaseClaims::new(client, &config.namespace, shard.identity(), config.member_lease_duration);
+        let leader = RolloutLeader::new(claims, objects.clone(), &config.fleet, runtime);
+        ShardRollouts { objects, leader }
+    }
+
+    /// The shard's part in the rollouts, for one fleet of its share.
+    pub fn part(&self, shard: &Shard, plugins: &PluginRuntime, connection: &Connection) -> SharedRollout {
+        let config = shard.config();
+        SharedRollout::new(
+            self.objects.clone(),
+            ShardRolloutConfig {
+                fleet: config.fleet.clone(),
+                ordinal: config.place.ordinal,
+                identity: shard.identity().to_owned(),
+                poll: ROLLOUT_POLL,
+            },
+            plugins.clone(),
+            connection.runtime().clone(),
+        )
     }
 }

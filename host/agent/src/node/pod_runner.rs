@@ -245,7 +245,7 @@ fn step(running: &mut Running, pod: &Pod, now: Instant) -> Option<Event> {
 /// under `Always`. An annotation that does not parse is logged and ignored.
 fn run_for(pod: &Pod, restart_policy: &str) -> Option<Duration> {
     match annotation(pod, RUN_FOR_ANNOTATION) {
-        Some(text) => match crate::go_duration::parse(text) {
+        Some(text) => match crate::parse_go_duration(text) {
             Ok(duration) => Some(duration),
             Err(error) => {
                 tracing::warn!(pod = ?pod.metadata.name, "{RUN_FOR_ANNOTATION}: {error}; ignored");
