@@ -348,6 +348,7 @@ fn fleet(args: &FleetArgs) -> anyhow::Result<bool> {
         registration.extra_labels = shard.node_labels();
         eprintln!("podstatus fleet: shard {} of {nodes} nodes, as {}", shard.config().place.ordinal, shard.identity());
     }
+    let membership = shard.as_ref().and_then(|shard| shard.keep_membership());
     let mut rollouts = shard.as_ref().map(|shard| crate::fleet_shard::ShardRollouts::new(shard, &connection));
     let stopping = || signals.stop.load(Ordering::SeqCst);
     let not_stopped = || !stopping();
@@ -361,10 +362,12 @@ fn fleet(args: &FleetArgs) -> anyhow::Result<bool> {
         // A shard runs the nodes of its share whose Leases it holds; a whole fleet, all.
         let numbers = match &shard {
             None => None,
-            Some(shard) => match crate::fleet_shard::claim_share(shard, &stopping, generation == 0)? {
-                Some(numbers) => Some(numbers),
-                None => break None,
-            },
+            Some(shard) => {
+                match crate::fleet_shard::claim_share(shard, membership.as_ref(), &stopping, generation == 0)? {
+                    Some(numbers) => Some(numbers),
+                    None => break None,
+                }
+            }
         };
         generation += 1;
         let spec = FleetSpec {
@@ -405,7 +408,9 @@ fn fleet(args: &FleetArgs) -> anyhow::Result<bool> {
             }
         }
         let mut watch = match (&shard, &numbers) {
-            (Some(shard), Some(numbers)) => Some(crate::fleet_shard::ShardWatch::new(shard, numbers.clone())?),
+            (Some(shard), Some(numbers)) => {
+                Some(crate::fleet_shard::ShardWatch::new(shard, membership.as_ref(), numbers.clone())?)
+            }
             _ => None,
         };
         wait_ready(&fleet, &signals, args.quiet || generation > 1, &mut || {

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use podstatus_agent::Fleet;
 use podstatus_agent::client::Connection;
 use podstatus_agent::rollout::{RolloutLeader, RolloutObjects, ShardRolloutConfig, SharedRollout};
-use podstatus_agent::shard::{Claim, LeaseClaims, Shard, ShardConfig, ShardPlace};
+use podstatus_agent::shard::{HeldLease, LeaseClaims, LeaseState, Shard, ShardConfig, ShardPlace};
 use podstatus_runtime::PluginRuntime;
 
 use crate::failure::InputContext;
@@ -104,7 +104,12 @@ const WAIT_STEP: Duration = Duration::from_millis(500);
 /// `stop` says so first. `settle`: a shard just started first waits two membership
 /// renewals for the shards starting beside it (a StatefulSet starts its pods
 /// together), instead of taking every node and handing most of them on at once.
-pub fn claim_share(shard: &Shard, stop: &dyn Fn() -> bool, settle: bool) -> anyhow::Result<Option<Vec<usize>>> {
+pub fn claim_share(
+    shard: &Shard,
+    membership: Option<&HeldLease>,
+    stop: &dyn Fn() -> bool,
+    settle: bool,
+) -> anyhow::Result<Option<Vec<usize>>> {
     let began = Instant::now();
     let mut settled = !settle;
     let patience = shard.config().node_lease_duration + shard.config().member_lease_duration;
@@ -113,10 +118,12 @@ pub fn claim_share(shard: &Shard, stop: &dyn Fn() -> bool, settle: bool) -> anyh
         if stop() {
             return Ok(None);
         }
-        let say = match shard.renew_membership()? {
-            Claim::HeldBy { holder, expires } => format!("ordinal held by {holder} until {expires}"),
-            Claim::Contended => "ordinal contended".to_owned(),
-            Claim::Held if !settled => {
+        let state = membership.map_or(LeaseState::Held, HeldLease::state);
+        let say = match state {
+            LeaseState::Pending => "joining".to_owned(),
+            LeaseState::HeldBy { holder, expires } => format!("ordinal held by {holder} until {expires}"),
+            LeaseState::Failing(why) => format!("membership not renewed: {why}"),
+            LeaseState::Held if !settled => {
                 settled = true;
                 let until = Instant::now() + shard.config().member_lease_duration / 2;
                 while Instant::now() < until && !stop() {
@@ -124,7 +131,7 @@ pub fn claim_share(shard: &Shard, stop: &dyn Fn() -> bool, settle: bool) -> anyh
                 }
                 continue;
             }
-            Claim::Held => {
+            LeaseState::Held => {
                 let share = shard.share(&shard.members()?);
                 let claims = shard.claim_nodes(&share)?;
                 let whole = claims.elsewhere.is_empty();
@@ -176,6 +183,7 @@ impl std::fmt::Display for Reshard {
 /// Watches a running share; see the module documentation.
 pub struct ShardWatch<'a> {
     shard: &'a Shard,
+    membership: Option<&'a HeldLease>,
     /// The nodes the fleet runs.
     running: Vec<usize>,
     /// The members its share was computed from.
@@ -184,10 +192,14 @@ pub struct ShardWatch<'a> {
 }
 
 impl<'a> ShardWatch<'a> {
-    /// Watches `shard` whose fleet runs `running`.
-    pub fn new(shard: &'a Shard, running: Vec<usize>) -> anyhow::Result<ShardWatch<'a>> {
+    /// Watches `shard` (its `membership` held) whose fleet runs `running`.
+    pub fn new(
+        shard: &'a Shard,
+        membership: Option<&'a HeldLease>,
+        running: Vec<usize>,
+    ) -> anyhow::Result<ShardWatch<'a>> {
         let members = shard.members()?;
-        Ok(ShardWatch { shard, running, members, next: Instant::now() + Self::interval(shard) })
+        Ok(ShardWatch { shard, membership, running, members, next: Instant::now() + Self::interval(shard) })
     }
 
     /// The live shards' ordinals its share was computed from.
@@ -199,9 +211,9 @@ impl<'a> ShardWatch<'a> {
         shard.config().member_lease_duration / 4
     }
 
-    /// Renews the membership when due and says whether the fleet must start again (an
-    /// API server that fails a round is tried again at the next; a membership not
-    /// renewed for its duration lapses, and the others share its nodes out).
+    /// Looks at the members when due and says whether the fleet must start again (an
+    /// API server that fails a round is tried again at the next; the membership is
+    /// renewed by its own task meanwhile).
     pub fn check(&mut self, fleet: &Fleet) -> Option<Reshard> {
         let lost = fleet.agents().iter().zip(fleet.names()).find_map(|(agent, name)| {
             let holder = agent.registration()?.lease_lost()?;
@@ -224,7 +236,7 @@ impl<'a> ShardWatch<'a> {
     }
 
     fn round(&mut self) -> anyhow::Result<Option<Reshard>> {
-        if let Claim::HeldBy { holder, .. } = self.shard.renew_membership()? {
+        if let Some(LeaseState::HeldBy { holder, .. }) = self.membership.map(HeldLease::state) {
             return Ok(Some(Reshard::Membership(holder)));
         }
         let members = self.shard.members()?;

@@ -27,41 +27,34 @@ use super::objects::RolloutObjects;
 use super::verdict::judge;
 use super::window::{policy_of, snapshot_of};
 use crate::metrics::GroupSnapshot;
-use crate::shard::{Claim, LeaseClaims};
+use crate::shard::{HeldLease, LeaseClaims, LeaseState};
 
-/// How often the leader looks at the rollouts (its Lease is renewed as often, or more
-/// often when its duration is short).
+/// How often the leader looks at the rollouts (its Lease is renewed by a task of its
+/// own every quarter of its duration, whatever the shard's loop is doing).
 const LOOK: Duration = Duration::from_secs(1);
 
 /// The leader's election and its judging; see the module documentation.
 pub struct RolloutLeader {
-    claims: LeaseClaims,
-    lease: String,
+    lease: HeldLease,
+    holder: String,
     objects: RolloutObjects,
     fleet: String,
-    runtime: tokio::runtime::Handle,
     leading: bool,
     next: Instant,
 }
 
 impl RolloutLeader {
-    /// A candidate for `fleet`'s leadership, holding the Lease through `claims` (its
-    /// identity, namespace and duration), judging `objects`.
+    /// A candidate for `fleet`'s leadership, seeking the Lease through `claims` (its
+    /// identity, namespace and duration) on `runtime` from now on, judging `objects`.
     pub fn new(
         claims: LeaseClaims,
         objects: RolloutObjects,
         fleet: &str,
         runtime: tokio::runtime::Handle,
     ) -> RolloutLeader {
-        RolloutLeader {
-            lease: format!("{fleet}-rollout-leader"),
-            claims,
-            objects,
-            fleet: fleet.to_owned(),
-            runtime,
-            leading: false,
-            next: Instant::now(),
-        }
+        let holder = claims.holder().to_owned();
+        let lease = HeldLease::keep(claims, &format!("{fleet}-rollout-leader"), Default::default(), &runtime);
+        RolloutLeader { lease, holder, objects, fleet: fleet.to_owned(), leading: false, next: Instant::now() }
     }
 
     /// Whether it leads now.
@@ -76,15 +69,11 @@ impl RolloutLeader {
         if Instant::now() < self.next {
             return Vec::new();
         }
-        self.next = Instant::now() + LOOK.min(self.claims.duration() / 4);
+        self.next = Instant::now() + LOOK;
         let mut said = Vec::new();
-        let claim = self.runtime.block_on(async {
-            tokio::time::timeout(LOOK * 10, self.claims.claim(&self.lease, &Default::default())).await
-        });
-        let leading = matches!(claim, Ok(Ok(Claim::Held)));
-        if let Ok(Err(error)) = &claim {
-            tracing::warn!(%error, "renewing the rollout leadership");
-        }
+        // A renewal that failed may still hold until the Lease expires, but another
+        // holder may also have it by then: only a Lease renewed at the last attempt leads.
+        let leading = self.lease.state() == LeaseState::Held;
         if leading != self.leading {
             said.push(if leading { "leads the fleet's rollouts".to_owned() } else { "no longer leads".to_owned() });
             self.leading = leading;
@@ -184,7 +173,7 @@ impl RolloutLeader {
             by: by.to_owned(),
             reason: reason.clone(),
             at: Some(Time(jiff::Timestamp::now())),
-            leader: self.claims.holder().to_owned(),
+            leader: self.holder.clone(),
             verdict,
         };
         self.write(name, |status| {
@@ -203,7 +192,7 @@ impl RolloutLeader {
                 return false;
             }
             change(status);
-            status.leader = Some(self.claims.holder().to_owned());
+            status.leader = Some(self.holder.clone());
             true
         });
         if let Err(error) = written {
