@@ -391,7 +391,19 @@ fn fleet(args: &FleetArgs) -> anyhow::Result<bool> {
             &not_stopped,
         );
         starting.finish();
-        let fleet = fleet.context("starting the fleet")?;
+        let fleet = match (fleet, &shard, &numbers) {
+            (Ok(fleet), _, _) => fleet,
+            // A shard whose fleet could not start (its pods not listed in time: an API
+            // server too busy) hands its nodes on and tries again, as a restarted pod
+            // would, rather than leaving them to lapse with the process.
+            (Err(error), Some(shard), Some(numbers)) if !stopping() => {
+                eprintln!("podstatus fleet: starting the shard's fleet: {error}; trying again");
+                shard.release_nodes(numbers);
+                std::thread::sleep(shard.config().member_lease_duration / 4);
+                continue;
+            }
+            (Err(error), _, _) => return Err(anyhow::Error::new(error).context("starting the fleet")),
+        };
         let names = fleet.names();
         eprintln!(
             "podstatus fleet: {} nodes {} .. {} on {}",

@@ -188,6 +188,8 @@ pub struct ShardWatch<'a> {
     running: Vec<usize>,
     /// The members its share was computed from.
     members: Vec<u32>,
+    /// Other members seen at the last round, if they differed.
+    changed: Option<Vec<u32>>,
     next: Instant,
 }
 
@@ -199,7 +201,8 @@ impl<'a> ShardWatch<'a> {
         running: Vec<usize>,
     ) -> anyhow::Result<ShardWatch<'a>> {
         let members = shard.members()?;
-        Ok(ShardWatch { shard, membership, running, members, next: Instant::now() + Self::interval(shard) })
+        let next = Instant::now() + Self::interval(shard);
+        Ok(ShardWatch { shard, membership, running, members, changed: None, next })
     }
 
     /// The live shards' ordinals its share was computed from.
@@ -236,13 +239,29 @@ impl<'a> ShardWatch<'a> {
     }
 
     fn round(&mut self) -> anyhow::Result<Option<Reshard>> {
-        if let Some(LeaseState::HeldBy { holder, .. }) = self.membership.map(HeldLease::state) {
-            return Ok(Some(Reshard::Membership(holder)));
+        match self.membership.map_or(LeaseState::Held, HeldLease::state) {
+            LeaseState::HeldBy { holder, .. } => return Ok(Some(Reshard::Membership(holder))),
+            // Its own renewals failing say the API server is slow or out of reach: the
+            // others' Leases lapse for the same reason, and a share computed from them
+            // would hand nodes around (a relist each) while the server is least able to
+            // take it. It looks again once its own membership holds.
+            LeaseState::Failing(_) | LeaseState::Pending => {
+                self.changed = None;
+                return Ok(None);
+            }
+            LeaseState::Held => {}
         }
         let members = self.shard.members()?;
         if members != self.members {
-            return Ok(Some(Reshard::Members(members)));
+            // The same change seen twice, a renewal interval apart: a member whose one
+            // renewal came late is not shared out.
+            if self.changed.as_ref() == Some(&members) {
+                return Ok(Some(Reshard::Members(members)));
+            }
+            self.changed = Some(members);
+            return Ok(None);
         }
+        self.changed = None;
         let missing: Vec<usize> =
             self.shard.share(&members).into_iter().filter(|n| self.running.binary_search(n).is_err()).collect();
         if missing.is_empty() {
