@@ -79,7 +79,12 @@ mod tests {
         let back = snapshot_of(&serde_json::from_value(serde_json::to_value(window_of(&snapshot)).unwrap()).unwrap());
         assert_eq!((back.updates, back.versions, back.api_calls), (40, 20, 41));
         assert_eq!(back.plugin_time, Duration::from_micros(1234));
-        assert_eq!(back.propagation.summary().p99, snapshot.propagation.summary().p99);
+        // The buckets cross exactly; the largest latency crosses as its bucket's top (the
+        // exact one stays with the shard), so a quantile can rise by the histogram's
+        // resolution (three significant digits) and no more.
+        assert_eq!(back.propagation.buckets(), snapshot.propagation.buckets());
+        let (p99, sent) = (back.propagation.summary().p99, snapshot.propagation.summary().p99);
+        assert!(p99 >= sent && p99 - sent <= sent / 1000, "p99 {p99:?} after crossing, {sent:?} before");
         let mut two = back.clone();
         two.add(&back);
         assert_eq!((two.updates, two.propagation.count()), (80, 8));
