@@ -11,6 +11,7 @@ mod embedded_server;
 mod embedded_server_hostile;
 mod embedded_server_latency;
 mod embedded_server_nodes;
+mod embedded_server_rollouts;
 mod embedded_vs_real;
 mod fleet;
 mod fleet_control;

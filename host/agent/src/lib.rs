@@ -26,7 +26,6 @@
 pub mod client;
 mod duration_text;
 pub mod fleet;
-mod go_duration;
 mod listen;
 pub mod metrics;
 pub mod node;
@@ -36,6 +35,6 @@ pub mod shard;
 pub use client::Target;
 pub use duration_text::{format_duration, format_seconds};
 pub use fleet::Fleet;
-pub use go_duration::{GoDurationError, parse as parse_go_duration};
 pub use node::{AgentConfig, AgentError, NodeAgent};
+pub use podstatus_rollout_api::{GoDurationError, parse_go_duration};
 pub use rollout::Rollout;

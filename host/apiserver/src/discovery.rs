@@ -14,7 +14,7 @@ use k8s_openapi::apimachinery::pkg::version::Info;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::objects::{LEASES, NODES, Resource};
+use crate::objects::{LEASES, NODES, PLUGIN_ROLLOUTS, Resource};
 
 /// The Kubernetes minor version announced: the API served is 1.35's (k8s-openapi's
 /// `v1_35`).
@@ -57,10 +57,33 @@ pub(crate) fn core_versions(server_address: &str) -> Value {
 /// The verbs served on nodes and leases (no watch, no deletecollection).
 const OBJECT_VERBS: [&str; 6] = ["create", "delete", "get", "list", "patch", "update"];
 
-/// `/apis`: the one named group served, `coordination.k8s.io` (leases). A 404 here
-/// would break every kubectl command.
+/// `/apis`: the named groups served, `coordination.k8s.io` (leases) and
+/// `podstatus.io` (a fleet's rollouts). A 404 here would break every kubectl command.
 pub(crate) fn groups() -> Value {
-    typed(&APIGroupList { groups: vec![coordination_group_typed()] })
+    typed(&APIGroupList { groups: vec![coordination_group_typed(), group_of(&PLUGIN_ROLLOUTS)] })
+}
+
+/// `/apis/podstatus.io`.
+pub(crate) fn rollout_group() -> Value {
+    typed(&group_of(&PLUGIN_ROLLOUTS))
+}
+
+/// `/apis/podstatus.io/v1alpha1`: plugin rollouts and their status.
+pub(crate) fn rollout_v1alpha1_resources() -> Value {
+    let resources =
+        vec![object_resource(&PLUGIN_ROLLOUTS), status_resource("pluginrollouts/status", true, PLUGIN_ROLLOUTS.kind)];
+    typed(&APIResourceList { group_version: PLUGIN_ROLLOUTS.api_version(), resources })
+}
+
+/// The discovery document of `resource`'s group, which serves one version.
+fn group_of(resource: &Resource) -> APIGroup {
+    let version = GroupVersionForDiscovery { group_version: resource.api_version(), version: resource.version.into() };
+    APIGroup {
+        name: resource.group.into(),
+        preferred_version: Some(version.clone()),
+        server_address_by_client_cidrs: None,
+        versions: vec![version],
+    }
 }
 
 /// `/apis/coordination.k8s.io`.
@@ -166,16 +189,18 @@ pub(crate) fn aggregated_core() -> Value {
     }])
 }
 
-/// `/apis` as aggregated discovery: `coordination.k8s.io` with leases.
+/// `/apis` as aggregated discovery: `coordination.k8s.io` with leases, `podstatus.io`
+/// with plugin rollouts.
 pub(crate) fn aggregated_groups() -> Value {
-    aggregated_list(vec![APIGroupDiscovery {
-        metadata: GroupMetadata { name: Some(LEASES.group), creation_timestamp: None },
+    let group = |resource: &'static Resource| APIGroupDiscovery {
+        metadata: GroupMetadata { name: Some(resource.group), creation_timestamp: None },
         versions: vec![APIVersionDiscovery {
-            version: LEASES.version,
-            resources: vec![aggregated_resource(&LEASES)],
+            version: resource.version,
+            resources: vec![aggregated_resource(resource)],
             freshness: "Current",
         }],
-    }])
+    };
+    aggregated_list(vec![group(&LEASES), group(&PLUGIN_ROLLOUTS)])
 }
 
 /// A node's or a lease's aggregated discovery entry (a node's with its status).

@@ -1,5 +1,6 @@
 //! The store of the kinds served besides pods: nodes and leases, what a node agent
-//! registers and renews (`podstatus agent`, `simulate`) and `kubectl get nodes` reads.
+//! registers and renews (`podstatus agent`, `simulate`) and `kubectl get nodes` reads,
+//! and a fleet's `PluginRollout`s (issue 51), which its shards read and report into.
 //!
 //! One generic store of JSON objects keyed by resource, namespace and name, instead of
 //! a copy of the pod store per kind: these kinds need no more than kube-apiserver's
@@ -18,6 +19,8 @@ use serde_json::{Value, json};
 use crate::excerpt::excerpt;
 use crate::field_validation::FieldValidation;
 use crate::identifiers::new_uid;
+use serde::Deserialize as _;
+
 use crate::status_body::{Cause, Failure};
 use crate::validation;
 
@@ -43,6 +46,9 @@ pub(crate) struct Resource {
     /// Checks that a JSON object is a valid object of the kind (its typed parse), and
     /// gives what the type keeps of it: the object without fields the kind lacks.
     pub parse: fn(&Value) -> Result<Value, String>,
+    /// What is wrong with a well-typed object's fields (answered 422 `Invalid`, a cause
+    /// per field): a kind's own rules beyond its types, as a CRD's validation.
+    pub problems: fn(&Value) -> Vec<Cause>,
 }
 
 impl Resource {
@@ -63,6 +69,7 @@ pub(crate) const NODES: Resource = Resource {
     short_names: &["no"],
     has_status: true,
     parse: typed::<Node>,
+    problems: no_problems,
 };
 
 /// `/apis/coordination.k8s.io/v1/namespaces/{ns}/leases`: the node heartbeat.
@@ -76,7 +83,43 @@ pub(crate) const LEASES: Resource = Resource {
     short_names: &[],
     has_status: false,
     parse: typed::<Lease>,
+    problems: no_problems,
 };
+
+/// `/apis/podstatus.io/v1alpha1/namespaces/{ns}/pluginrollouts`: a fleet's rollout, the
+/// CRD of `host/deploy/` served here, with its status subresource (the shards and their
+/// leader write it).
+pub(crate) const PLUGIN_ROLLOUTS: Resource = Resource {
+    plural: podstatus_rollout_api::PLURAL,
+    singular: "pluginrollout",
+    kind: podstatus_rollout_api::KIND,
+    group: podstatus_rollout_api::GROUP,
+    version: podstatus_rollout_api::VERSION,
+    namespaced: true,
+    short_names: &["prl"],
+    has_status: true,
+    parse: typed::<podstatus_rollout_api::PluginRollout>,
+    problems: rollout_problems,
+};
+
+fn no_problems(_: &Value) -> Vec<Cause> {
+    Vec::new()
+}
+
+/// [`podstatus_rollout_api::validate`]'s findings as causes.
+fn rollout_problems(object: &Value) -> Vec<Cause> {
+    match podstatus_rollout_api::PluginRollout::deserialize(object) {
+        Ok(rollout) => podstatus_rollout_api::validate(&rollout)
+            .into_iter()
+            .map(|invalid| {
+                let value = object.pointer(&format!("/{}", invalid.field.replace('.', "/")));
+                let value = value.map_or_else(String::new, |v| v.as_str().map_or_else(|| v.to_string(), str::to_owned));
+                Cause::invalid(&invalid.field, &value, &invalid.message)
+            })
+            .collect(),
+        Err(error) => vec![Cause::invalid("spec", "", &error.to_string())],
+    }
+}
 
 fn typed<T: serde::de::DeserializeOwned + serde::Serialize>(value: &Value) -> Result<Value, String> {
     let object = T::deserialize(value).map_err(|e| e.to_string())?;
@@ -232,6 +275,10 @@ impl ObjectStore {
         }
         (resource.parse)(&updated)
             .map_err(|e| Failure::bad_request(format!("the updated object is not valid: {e}")))?;
+        let problems = (resource.problems)(&updated);
+        if !problems.is_empty() {
+            return Err(Failure::invalid_kind(resource.kind, name, problems));
+        }
         check_size(&updated, name, self.max_object_bytes)?;
         state.version += 1;
         updated["metadata"]["resourceVersion"] = json!(state.version.to_string());
@@ -333,6 +380,10 @@ pub(crate) fn checked_body(
     // kube-apiserver drops them (and refuses or warns of them as `directive` says).
     let kept = (resource.parse)(&object)
         .map_err(|e| Failure::bad_request(format!("the body is not a valid {}: {e}", resource.kind)))?;
+    let problems = (resource.problems)(&kept);
+    if !problems.is_empty() {
+        return Err(Failure::invalid_kind(resource.kind, &name, problems));
+    }
     let warnings = directive.judge(&object, &kept, resource.kind)?;
     Ok((kept, warnings))
 }

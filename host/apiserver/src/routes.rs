@@ -15,6 +15,11 @@
 //! | `/apis/coordination.k8s.io/v1/leases` | GET (list) |
 //! | `/apis/coordination.k8s.io/v1/namespaces/{ns}/leases` | GET (list), POST |
 //! | `/apis/coordination.k8s.io/v1/namespaces/{ns}/leases/{name}` | GET, PUT, PATCH, DELETE |
+//! | `/apis/podstatus.io`, `/apis/podstatus.io/v1alpha1` | GET |
+//! | `/apis/podstatus.io/v1alpha1/pluginrollouts` | GET (list) |
+//! | `/apis/podstatus.io/v1alpha1/namespaces/{ns}/pluginrollouts` | GET (list), POST |
+//! | `/apis/podstatus.io/v1alpha1/namespaces/{ns}/pluginrollouts/{name}` | GET, PUT, PATCH, DELETE |
+//! | `/apis/podstatus.io/v1alpha1/namespaces/{ns}/pluginrollouts/{name}/status` | GET, PUT, PATCH |
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -33,7 +38,7 @@ use tokio::sync::{Notify, OwnedSemaphorePermit, watch as signal};
 
 use crate::call::{Call, Context, budget_units};
 use crate::excerpt::excerpt;
-use crate::objects::{LEASES, NODES, Part};
+use crate::objects::{LEASES, NODES, PLUGIN_ROLLOUTS, Part};
 use crate::request_body::{self, BodyError};
 use crate::response::{Body, failure_response, json_response, respond};
 use crate::stats::Held;
@@ -404,6 +409,32 @@ fn route(path: &str, call: &Call, context: &Context) -> Result<Response<Body>, F
             Method::DELETE => objects::delete(call, context, &LEASES, namespace, name),
             _ => Err(Failure::method_not_allowed(&call.method)),
         },
+        ["apis", "podstatus.io"] => get_only(discovery::rollout_group()),
+        ["apis", "podstatus.io", "v1alpha1"] => get_only(discovery::rollout_v1alpha1_resources()),
+        ["apis", "podstatus.io", "v1alpha1", "pluginrollouts"] => match call.method {
+            Method::GET => objects::list(call, context, &PLUGIN_ROLLOUTS, None),
+            _ => Err(Failure::method_not_allowed(&call.method)),
+        },
+        ["apis", "podstatus.io", "v1alpha1", "namespaces", namespace, "pluginrollouts"] => match call.method {
+            Method::GET => objects::list(call, context, &PLUGIN_ROLLOUTS, Some(namespace)),
+            Method::POST => objects::create(call, context, &PLUGIN_ROLLOUTS, namespace),
+            _ => Err(Failure::method_not_allowed(&call.method)),
+        },
+        ["apis", "podstatus.io", "v1alpha1", "namespaces", namespace, "pluginrollouts", name] => match call.method {
+            Method::GET => objects::get(call, context, &PLUGIN_ROLLOUTS, namespace, name),
+            Method::PUT => objects::replace(call, context, &PLUGIN_ROLLOUTS, namespace, name, Part::Main),
+            Method::PATCH => objects::patch(call, context, &PLUGIN_ROLLOUTS, namespace, name, Part::Main),
+            Method::DELETE => objects::delete(call, context, &PLUGIN_ROLLOUTS, namespace, name),
+            _ => Err(Failure::method_not_allowed(&call.method)),
+        },
+        ["apis", "podstatus.io", "v1alpha1", "namespaces", namespace, "pluginrollouts", name, "status"] => {
+            match call.method {
+                Method::GET => objects::get(call, context, &PLUGIN_ROLLOUTS, namespace, name),
+                Method::PUT => objects::replace(call, context, &PLUGIN_ROLLOUTS, namespace, name, Part::Status),
+                Method::PATCH => objects::patch(call, context, &PLUGIN_ROLLOUTS, namespace, name, Part::Status),
+                _ => Err(Failure::method_not_allowed(&call.method)),
+            }
+        }
         ["api", "v1", "pods"] => match call.method {
             Method::GET => pods::list_or_watch(call, context, None),
             _ => Err(Failure::method_not_allowed(&call.method)),

@@ -18,7 +18,9 @@ use anyhow::Context;
 use podstatus_agent::fleet::{FleetGroup, FleetSpec, StartProgress, canary_nodes};
 use podstatus_agent::metrics::MetricsServer;
 use podstatus_agent::node::PodRunner;
-use podstatus_agent::rollout::{CanaryPlan, ControlLimits, ControlServer, Outcome, PluginCatalog, serve_commands};
+use podstatus_agent::rollout::{
+    CanaryPlan, ControlLimits, ControlServer, Outcome, PluginCatalog, serve_commands, serve_shard_commands,
+};
 use podstatus_agent::{Fleet, Rollout};
 use podstatus_agent::{Target, format_seconds};
 use podstatus_apiserver::{EmbeddedApiServer, ServeOptions};
@@ -298,6 +300,12 @@ fn fleet(args: &FleetArgs) -> anyhow::Result<bool> {
     let embedded_target = matches!(target, ApiServerTarget::Embedded(_));
     let control_access = args.control.plan(embedded_target)?;
     let shard_plan = args.shard.plan(&args.node_name, embedded_target)?;
+    if shard_plan.is_some() && args.canary.is_some() {
+        return Err(BadInput::error(
+            "--canary",
+            "a sharded fleet's canary spans every shard: create a PluginRollout object instead",
+        ));
+    }
     let (embedded, target) = resolve(target, nodes)?;
     let config = args.client.agent_config(
         &args.node_name,
@@ -331,6 +339,8 @@ fn fleet(args: &FleetArgs) -> anyhow::Result<bool> {
         registration.extra_labels = shard.node_labels();
         eprintln!("podstatus fleet: shard {} of {nodes} nodes, as {}", shard.config().place.ordinal, shard.identity());
     }
+    let membership = shard.as_ref().and_then(|shard| shard.keep_membership());
+    let mut rollouts = shard.as_ref().map(|shard| crate::fleet_shard::ShardRollouts::new(shard, &connection));
     let stopping = || signals.stop.load(Ordering::SeqCst);
     let not_stopped = || !stopping();
 
@@ -343,10 +353,12 @@ fn fleet(args: &FleetArgs) -> anyhow::Result<bool> {
         // A shard runs the nodes of its share whose Leases it holds; a whole fleet, all.
         let numbers = match &shard {
             None => None,
-            Some(shard) => match crate::fleet_shard::claim_share(shard, &stopping, generation == 0)? {
-                Some(numbers) => Some(numbers),
-                None => break None,
-            },
+            Some(shard) => {
+                match crate::fleet_shard::claim_share(shard, membership.as_ref(), &stopping, generation == 0)? {
+                    Some(numbers) => Some(numbers),
+                    None => break None,
+                }
+            }
         };
         generation += 1;
         let spec = FleetSpec {
@@ -370,7 +382,19 @@ fn fleet(args: &FleetArgs) -> anyhow::Result<bool> {
             &not_stopped,
         );
         starting.finish();
-        let fleet = fleet.context("starting the fleet")?;
+        let fleet = match (fleet, &shard, &numbers) {
+            (Ok(fleet), _, _) => fleet,
+            // A shard whose fleet could not start (its pods not listed in time: an API
+            // server too busy) hands its nodes on and tries again, as a restarted pod
+            // would, rather than leaving them to lapse with the process.
+            (Err(error), Some(shard), Some(numbers)) if !stopping() => {
+                eprintln!("podstatus fleet: starting the shard's fleet: {error}; trying again");
+                shard.release_nodes(numbers);
+                std::thread::sleep(shard.config().member_lease_duration / 4);
+                continue;
+            }
+            (Err(error), _, _) => return Err(anyhow::Error::new(error).context("starting the fleet")),
+        };
         let names = fleet.names();
         eprintln!(
             "podstatus fleet: {} nodes {} .. {} on {}",
@@ -387,7 +411,9 @@ fn fleet(args: &FleetArgs) -> anyhow::Result<bool> {
             }
         }
         let mut watch = match (&shard, &numbers) {
-            (Some(shard), Some(numbers)) => Some(crate::fleet_shard::ShardWatch::new(shard, numbers.clone())?),
+            (Some(shard), Some(numbers)) => {
+                Some(crate::fleet_shard::ShardWatch::new(shard, membership.as_ref(), numbers.clone())?)
+            }
             _ => None,
         };
         wait_ready(&fleet, &signals, args.quiet || generation > 1, &mut || {
@@ -409,8 +435,15 @@ fn fleet(args: &FleetArgs) -> anyhow::Result<bool> {
             }
             control = Some(server);
         }
-        let run =
-            run_generation(args, &fleet, control.as_ref(), &catalog, canary_plugin.take(), watch.as_mut(), &signals);
+        let mut part = match (&shard, &rollouts) {
+            (Some(shard), Some(rollouts)) => Some(rollouts.part(shard, &plugins, &connection)),
+            _ => None,
+        };
+        let sharded = match (watch.as_mut(), part.as_mut(), rollouts.as_mut()) {
+            (Some(watch), Some(part), Some(rollouts)) => Some(Sharded { watch, part, rollouts }),
+            _ => None,
+        };
+        let run = run_generation(args, &fleet, control.as_ref(), &catalog, canary_plugin.take(), sharded, &signals);
         // As the kubelet's graceful shutdown: no new work, what is pending written, then
         // (a whole fleet stopping) the nodes reported as shutting down. A shard hands its
         // nodes on instead: their Leases released for the next shard to take at once.
@@ -487,16 +520,25 @@ fn fleet(args: &FleetArgs) -> anyhow::Result<bool> {
     Ok(summary.passed)
 }
 
+/// What a shard's fleet runs beside its nodes: the watch over its share, its part in
+/// the fleet's rollouts and its candidacy for their leadership.
+struct Sharded<'a, 'b> {
+    watch: &'a mut crate::fleet_shard::ShardWatch<'b>,
+    part: &'a mut podstatus_agent::rollout::SharedRollout,
+    rollouts: &'a mut crate::fleet_shard::ShardRollouts,
+}
+
 /// Runs one fleet until a signal stops it (`None`) or its shard's share changed (why):
-/// the pod runners, the rollout (a canary at once when `canary` is given), the control
-/// commands and the shard's watch, every [`TICK`]. Returns the runners, still running.
+/// the pod runners, the rollout (a canary at once when `canary` is given; a shard's,
+/// by its fleet's rollout objects), the control commands and the shard's watch, every
+/// [`TICK`]. Returns the runners, still running.
 fn run_generation(
     args: &FleetArgs,
     fleet: &Fleet,
     control: Option<&ControlServer>,
     catalog: &PluginCatalog,
     canary: Option<(PluginImage, String)>,
-    mut watch: Option<&mut crate::fleet_shard::ShardWatch<'_>>,
+    mut sharded: Option<Sharded<'_, '_>>,
     signals: &Signals,
 ) -> anyhow::Result<(Option<crate::fleet_shard::Reshard>, Vec<PodRunner>)> {
     let mut runners: Vec<PodRunner> = fleet
@@ -533,18 +575,30 @@ fn run_generation(
         if signals.swap.swap(false, Ordering::SeqCst) {
             tracing::warn!("swap signal ignored: a fleet changes plugins through its control endpoint");
         }
-        if let Some(control) = control {
-            serve_commands(control, fleet, &mut rollout, catalog);
-        }
-        if let Some(decision) = rollout.tick(fleet) {
-            let outcome = match decision.outcome {
-                Outcome::Promoted => "promoted",
-                Outcome::RolledBack => "rolled back",
-            };
-            eprintln!("podstatus fleet: canary on {} {outcome}: {}", decision.to, decision.reason);
-        }
-        if let Some(reshard) = watch.as_mut().and_then(|watch| watch.check(fleet)) {
-            return Ok((Some(reshard), runners));
+        if let Some(sharded) = sharded.as_mut() {
+            if let Some(control) = control {
+                serve_shard_commands(control, fleet, &rollout, &sharded.rollouts.objects, &args.node_name);
+            }
+            for line in sharded.part.tick(fleet) {
+                eprintln!("podstatus fleet: {line}");
+            }
+            for line in sharded.rollouts.leader.tick(sharded.watch.members()) {
+                eprintln!("podstatus fleet: leader: {line}");
+            }
+            if let Some(reshard) = sharded.watch.check(fleet) {
+                return Ok((Some(reshard), runners));
+            }
+        } else {
+            if let Some(control) = control {
+                serve_commands(control, fleet, &mut rollout, catalog);
+            }
+            if let Some(decision) = rollout.tick(fleet) {
+                let outcome = match decision.outcome {
+                    Outcome::Promoted => "promoted",
+                    Outcome::RolledBack => "rolled back",
+                };
+                eprintln!("podstatus fleet: canary on {} {outcome}: {}", decision.to, decision.reason);
+            }
         }
         std::thread::sleep(TICK);
     }

@@ -9,7 +9,10 @@
 use std::time::{Duration, Instant};
 
 use podstatus_agent::Fleet;
-use podstatus_agent::shard::{Claim, Shard, ShardConfig, ShardPlace};
+use podstatus_agent::client::Connection;
+use podstatus_agent::rollout::{RolloutLeader, RolloutObjects, ShardRolloutConfig, SharedRollout};
+use podstatus_agent::shard::{HeldLease, LeaseClaims, LeaseState, Shard, ShardConfig, ShardPlace};
+use podstatus_runtime::PluginRuntime;
 
 use crate::failure::InputContext;
 
@@ -101,7 +104,12 @@ const WAIT_STEP: Duration = Duration::from_millis(500);
 /// `stop` says so first. `settle`: a shard just started first waits two membership
 /// renewals for the shards starting beside it (a StatefulSet starts its pods
 /// together), instead of taking every node and handing most of them on at once.
-pub fn claim_share(shard: &Shard, stop: &dyn Fn() -> bool, settle: bool) -> anyhow::Result<Option<Vec<usize>>> {
+pub fn claim_share(
+    shard: &Shard,
+    membership: Option<&HeldLease>,
+    stop: &dyn Fn() -> bool,
+    settle: bool,
+) -> anyhow::Result<Option<Vec<usize>>> {
     let began = Instant::now();
     let mut settled = !settle;
     let patience = shard.config().node_lease_duration + shard.config().member_lease_duration;
@@ -110,10 +118,12 @@ pub fn claim_share(shard: &Shard, stop: &dyn Fn() -> bool, settle: bool) -> anyh
         if stop() {
             return Ok(None);
         }
-        let say = match shard.renew_membership()? {
-            Claim::HeldBy { holder, expires } => format!("ordinal held by {holder} until {expires}"),
-            Claim::Contended => "ordinal contended".to_owned(),
-            Claim::Held if !settled => {
+        let state = membership.map_or(LeaseState::Held, HeldLease::state);
+        let say = match state {
+            LeaseState::Pending => "joining".to_owned(),
+            LeaseState::HeldBy { holder, expires } => format!("ordinal held by {holder} until {expires}"),
+            LeaseState::Failing(why) => format!("membership not renewed: {why}"),
+            LeaseState::Held if !settled => {
                 settled = true;
                 let until = Instant::now() + shard.config().member_lease_duration / 2;
                 while Instant::now() < until && !stop() {
@@ -121,7 +131,7 @@ pub fn claim_share(shard: &Shard, stop: &dyn Fn() -> bool, settle: bool) -> anyh
                 }
                 continue;
             }
-            Claim::Held => {
+            LeaseState::Held => {
                 let share = shard.share(&shard.members()?);
                 let claims = shard.claim_nodes(&share)?;
                 let whole = claims.elsewhere.is_empty();
@@ -173,27 +183,40 @@ impl std::fmt::Display for Reshard {
 /// Watches a running share; see the module documentation.
 pub struct ShardWatch<'a> {
     shard: &'a Shard,
+    membership: Option<&'a HeldLease>,
     /// The nodes the fleet runs.
     running: Vec<usize>,
     /// The members its share was computed from.
     members: Vec<u32>,
+    /// Other members seen at the last round, if they differed.
+    changed: Option<Vec<u32>>,
     next: Instant,
 }
 
 impl<'a> ShardWatch<'a> {
-    /// Watches `shard` whose fleet runs `running`.
-    pub fn new(shard: &'a Shard, running: Vec<usize>) -> anyhow::Result<ShardWatch<'a>> {
+    /// Watches `shard` (its `membership` held) whose fleet runs `running`.
+    pub fn new(
+        shard: &'a Shard,
+        membership: Option<&'a HeldLease>,
+        running: Vec<usize>,
+    ) -> anyhow::Result<ShardWatch<'a>> {
         let members = shard.members()?;
-        Ok(ShardWatch { shard, running, members, next: Instant::now() + Self::interval(shard) })
+        let next = Instant::now() + Self::interval(shard);
+        Ok(ShardWatch { shard, membership, running, members, changed: None, next })
+    }
+
+    /// The live shards' ordinals its share was computed from.
+    pub fn members(&self) -> &[u32] {
+        &self.members
     }
 
     fn interval(shard: &Shard) -> Duration {
         shard.config().member_lease_duration / 4
     }
 
-    /// Renews the membership when due and says whether the fleet must start again (an
-    /// API server that fails a round is tried again at the next; a membership not
-    /// renewed for its duration lapses, and the others share its nodes out).
+    /// Looks at the members when due and says whether the fleet must start again (an
+    /// API server that fails a round is tried again at the next; the membership is
+    /// renewed by its own task meanwhile).
     pub fn check(&mut self, fleet: &Fleet) -> Option<Reshard> {
         let lost = fleet.agents().iter().zip(fleet.names()).find_map(|(agent, name)| {
             let holder = agent.registration()?.lease_lost()?;
@@ -216,13 +239,29 @@ impl<'a> ShardWatch<'a> {
     }
 
     fn round(&mut self) -> anyhow::Result<Option<Reshard>> {
-        if let Claim::HeldBy { holder, .. } = self.shard.renew_membership()? {
-            return Ok(Some(Reshard::Membership(holder)));
+        match self.membership.map_or(LeaseState::Held, HeldLease::state) {
+            LeaseState::HeldBy { holder, .. } => return Ok(Some(Reshard::Membership(holder))),
+            // Its own renewals failing say the API server is slow or out of reach: the
+            // others' Leases lapse for the same reason, and a share computed from them
+            // would hand nodes around (a relist each) while the server is least able to
+            // take it. It looks again once its own membership holds.
+            LeaseState::Failing(_) | LeaseState::Pending => {
+                self.changed = None;
+                return Ok(None);
+            }
+            LeaseState::Held => {}
         }
         let members = self.shard.members()?;
         if members != self.members {
-            return Ok(Some(Reshard::Members(members)));
+            // The same change seen twice, a renewal interval apart: a member whose one
+            // renewal came late is not shared out.
+            if self.changed.as_ref() == Some(&members) {
+                return Ok(Some(Reshard::Members(members)));
+            }
+            self.changed = Some(members);
+            return Ok(None);
         }
+        self.changed = None;
         let missing: Vec<usize> =
             self.shard.share(&members).into_iter().filter(|n| self.running.binary_search(n).is_err()).collect();
         if missing.is_empty() {
@@ -230,5 +269,46 @@ impl<'a> ShardWatch<'a> {
         }
         let claims = self.shard.claim_nodes(&missing)?;
         Ok((!claims.held.is_empty()).then_some(Reshard::Claimed(claims.held.len())))
+    }
+}
+
+/// How often a shard looks at its fleet's rollouts and reports into the one watched.
+const ROLLOUT_POLL: Duration = Duration::from_secs(1);
+
+/// A shard's hand on its fleet's `PluginRollout`s: the objects, and its candidacy for
+/// the leadership that decides them (kept from one share to the next).
+pub struct ShardRollouts {
+    /// The rollouts of the fleet's namespace.
+    pub objects: RolloutObjects,
+    /// The shard as a candidate leader.
+    pub leader: RolloutLeader,
+}
+
+impl ShardRollouts {
+    /// `shard`'s, through `connection`; the leadership held for the membership's
+    /// duration.
+    pub fn new(shard: &Shard, connection: &Connection) -> ShardRollouts {
+        let config = shard.config();
+        let (client, runtime) = (connection.client().clone(), connection.runtime().clone());
+        let objects = RolloutObjects::new(client.clone(), &config.namespace, runtime.clone());
+        let claims = LeaseClaims::new(client, &config.namespace, shard.identity(), config.member_lease_duration);
+        let leader = RolloutLeader::new(claims, objects.clone(), &config.fleet, runtime);
+        ShardRollouts { objects, leader }
+    }
+
+    /// The shard's part in the rollouts, for one fleet of its share.
+    pub fn part(&self, shard: &Shard, plugins: &PluginRuntime, connection: &Connection) -> SharedRollout {
+        let config = shard.config();
+        SharedRollout::new(
+            self.objects.clone(),
+            ShardRolloutConfig {
+                fleet: config.fleet.clone(),
+                ordinal: config.place.ordinal,
+                identity: shard.identity().to_owned(),
+                poll: ROLLOUT_POLL,
+            },
+            plugins.clone(),
+            connection.runtime().clone(),
+        )
     }
 }

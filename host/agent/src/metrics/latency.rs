@@ -84,6 +84,26 @@ impl LatencyHistogram {
         self.max = self.max.max(other.max);
     }
 
+    /// The histogram as `[nanoseconds, count]` per bucket that holds any (each bucket's
+    /// highest value): what a shard reports of a window, for the leader to add up
+    /// ([`LatencyHistogram::from_buckets`]).
+    pub fn buckets(&self) -> Vec<[u64; 2]> {
+        self.histogram.iter_recorded().map(|v| [v.value_iterated_to(), v.count_at_value()]).collect()
+    }
+
+    /// The histogram `buckets` describe (values past the range counted at its top); the
+    /// largest latency is the top of the largest bucket.
+    pub fn from_buckets(buckets: &[[u64; 2]]) -> LatencyHistogram {
+        let mut histogram = LatencyHistogram::new();
+        for &[nanos, count] in buckets {
+            histogram.histogram.saturating_record_n(nanos.clamp(1, HIGHEST_NANOS), count);
+            if count > 0 {
+                histogram.max = histogram.max.max(Duration::from_nanos(nanos));
+            }
+        }
+        histogram
+    }
+
     /// The latencies recorded since `before`, a copy of this histogram taken earlier:
     /// a window of samples (a canary's since it started), not every sample since the
     /// process started. The largest is then the top of the largest sample's bucket (the
@@ -103,6 +123,23 @@ impl LatencyHistogram {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn buckets_carry_a_histogram_to_another_process_and_back() {
+        let mut histogram = LatencyHistogram::new();
+        for ms in 1..=500u64 {
+            histogram.record(Duration::from_millis(ms));
+        }
+        let back = LatencyHistogram::from_buckets(&histogram.buckets());
+        assert_eq!(back.count(), 500);
+        assert_eq!(back.summary().p99, histogram.summary().p99);
+        assert!(back.buckets().len() <= 500);
+        let mut two = back.clone();
+        two.add(&LatencyHistogram::from_buckets(&histogram.buckets()));
+        assert_eq!(two.count(), 1000, "shards' windows add up");
+        assert_eq!(LatencyHistogram::from_buckets(&[]).count(), 0);
+        assert_eq!(LatencyHistogram::from_buckets(&[[u64::MAX, 3]]).count(), 3, "past the range: at the top");
+    }
 
     #[test]
     fn quantiles_of_one_to_a_thousand_milliseconds_within_a_tenth_of_a_percent() {

@@ -243,7 +243,7 @@ fn step(running: &mut Running, pod: &CompactPod, now: Instant) -> Option<Event> 
 /// under `Always`. An annotation that does not parse is logged and ignored.
 fn run_for(pod: &CompactPod, restart_policy: &str) -> Option<Duration> {
     match annotation(pod, RUN_FOR_ANNOTATION) {
-        Some(text) => match crate::go_duration::parse(&text) {
+        Some(text) => match crate::parse_go_duration(&text) {
             Ok(duration) => Some(duration),
             Err(error) => {
                 tracing::warn!(pod = ?pod.name(), "{RUN_FOR_ANNOTATION}: {error}; ignored");

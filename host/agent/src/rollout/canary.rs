@@ -390,7 +390,7 @@ impl Rollout {
 }
 
 /// Every group's tally but the canary's, added up: the rest of the fleet.
-fn rest_snapshot(fleet: &Fleet) -> GroupSnapshot {
+pub(super) fn rest_snapshot(fleet: &Fleet) -> GroupSnapshot {
     let mut rest = GroupSnapshot::default();
     for name in fleet.group_names().iter().filter(|name| *name != CANARY_GROUP) {
         rest.add(&fleet.metrics().group_snapshot(name));

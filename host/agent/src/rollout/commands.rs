@@ -82,6 +82,52 @@ pub fn serve_commands(control: &ControlServer, fleet: &Fleet, rollout: &mut Roll
     }
 }
 
+/// Runs every command waiting at `control` for a shard of a sharded fleet: where its
+/// part stands (`GET /rollout`, of this shard's nodes), and an operator's decision on
+/// the fleet's rollout being watched, written into its `spec.decision` for the leader
+/// to carry out over every shard; a canary is started by creating the object.
+pub fn serve_shard_commands(
+    control: &ControlServer,
+    fleet: &Fleet,
+    rollout: &Rollout,
+    objects: &super::objects::RolloutObjects,
+    fleet_name: &str,
+) {
+    while let Some(request) = control.next_request() {
+        let decision = match request.command {
+            ControlCommand::Status => None,
+            ControlCommand::Start(_) => {
+                request.answer(Err(ControlError::Sharded));
+                continue;
+            }
+            ControlCommand::Promote => Some("Promote"),
+            ControlCommand::RollBack => Some("RollBack"),
+        };
+        let answer = match decision {
+            None => Ok(rollout.status(fleet)),
+            Some(decision) => decide(objects, fleet_name, decision).map(|()| rollout.status(fleet)),
+        };
+        if let Err(error) = &answer {
+            tracing::warn!(command = ?request.command, user = %request.identity.user, "control: {error}");
+        } else if decision.is_some() {
+            tracing::info!(user = %request.identity.user, ?decision, "control: the rollout's decision written");
+        }
+        request.answer(answer);
+    }
+}
+
+/// Writes `decision` into the fleet's rollout being watched.
+fn decide(objects: &super::objects::RolloutObjects, fleet: &str, decision: &str) -> Result<(), ControlError> {
+    let rollouts = objects.list(fleet).map_err(|e| ControlError::Objects(e.to_string()))?;
+    let watched = rollouts
+        .iter()
+        .find(|r| !r.status.as_ref().and_then(|s| s.phase).is_some_and(|p| p.is_final()))
+        .ok_or(ControlError::Rollout(super::canary::RolloutError::NotWatching))?;
+    let name = watched.metadata.name.clone().unwrap_or_default();
+    objects.decide(&name, decision).map_err(|e| ControlError::Objects(e.to_string()))?;
+    Ok(())
+}
+
 /// Runs one command.
 pub fn run(command: &ControlCommand, fleet: &Fleet, rollout: &mut Rollout, catalog: &PluginCatalog) -> ControlAnswer {
     match command {

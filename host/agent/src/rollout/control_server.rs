@@ -182,6 +182,14 @@ pub enum ControlError {
     /// reviewed (503).
     #[error(transparent)]
     Access(#[from] AccessDenied),
+    /// A sharded fleet starts its canaries by `PluginRollout` object, not by command.
+    #[error(
+        "this fleet is sharded: a canary over every shard is a PluginRollout object (kubectl apply -f rollout.yaml)"
+    )]
+    Sharded,
+    /// The fleet's rollout object could not be read or written.
+    #[error("the fleet's PluginRollout: {0}")]
+    Objects(String),
 }
 
 impl ControlError {
@@ -207,6 +215,8 @@ impl ControlError {
                 }
                 RolloutError::CanarySwapFailed { .. } => StatusCode::INTERNAL_SERVER_ERROR,
             },
+            ControlError::Sharded => StatusCode::CONFLICT,
+            ControlError::Objects(_) => StatusCode::SERVICE_UNAVAILABLE,
             ControlError::Access(denied) => match denied {
                 AccessDenied::Unauthenticated(_) => StatusCode::UNAUTHORIZED,
                 AccessDenied::Forbidden { .. } => StatusCode::FORBIDDEN,
@@ -571,14 +581,7 @@ fn share<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<f64, D::Er
     share.ok_or_else(|| serde::de::Error::custom("share: not a share of the nodes above 0 and below 100%"))
 }
 
-/// `10%` or `0.1` as a share above 0 and below 1; `None` otherwise.
-pub fn parse_share(text: &str) -> Option<f64> {
-    let share = match text.trim().strip_suffix('%') {
-        Some(percent) => percent.trim().parse::<f64>().ok()? / 100.0,
-        None => text.trim().parse::<f64>().ok()?,
-    };
-    (share > 0.0 && share < 1.0).then_some(share)
-}
+pub use podstatus_rollout_api::parse_share;
 
 fn error_json(error: &ControlError) -> String {
     serde_json::json!({"code": error.status().as_u16(), "error": error.to_string()}).to_string()

@@ -21,9 +21,11 @@
 //! leader election names its candidates: a restarted shard is a new holder, and waits
 //! for what its previous life held to expire unless that life released it.
 
+mod held_lease;
 mod lease_claims;
 mod share;
 
+pub use held_lease::{HeldLease, LeaseState};
 pub use lease_claims::{Claim, LeaseClaims, expiry};
 pub use share::{MAX_SHARDS, ShardPlace, ShardPlaceError, share};
 
@@ -146,25 +148,15 @@ impl Shard {
         format!("{}-shard-", self.config.fleet)
     }
 
-    /// Renews its membership (takes its membership Lease, if free or expired): `Held`
-    /// when it is a member now. A shard of a fixed count is always one.
-    pub fn renew_membership(&self) -> Result<Claim, ShardError> {
-        if self.config.place.count.is_some() {
-            return Ok(Claim::Held);
-        }
-        let name = format!("{}{}", self.member_prefix(), self.config.place.ordinal);
-        let labels = [(FLEET_LABEL.to_owned(), self.config.fleet.clone())].into();
-        self.call("renewing the membership", self.members.claim(&name, &labels))
-    }
-
-    /// Lets go of its membership now (a shard scaled away: the others need not wait for
-    /// the Lease to expire).
-    pub fn leave(&self) -> Result<(), ShardError> {
-        if self.config.place.count.is_some() {
-            return Ok(());
-        }
-        let name = format!("{}{}", self.member_prefix(), self.config.place.ordinal);
-        self.call("leaving", self.members.release(&name))
+    /// Holds its membership from now on (its membership Lease claimed and renewed by a
+    /// task of its own, whatever its fleet's loop is doing); `None` for a shard of a
+    /// fixed count, always a member.
+    pub fn keep_membership(&self) -> Option<HeldLease> {
+        self.config.place.count.is_none().then(|| {
+            let name = format!("{}{}", self.member_prefix(), self.config.place.ordinal);
+            let labels = [(FLEET_LABEL.to_owned(), self.config.fleet.clone())].into();
+            HeldLease::keep(self.members.clone(), &name, labels, &self.runtime)
+        })
     }
 
     /// The live members' ordinals, sorted, itself among them: `0 .. COUNT` for a fixed

@@ -19,4 +19,5 @@ mod cluster;
 mod faults;
 mod fleet;
 mod fleet_control;
+mod fleet_shards;
 mod simulate;

@@ -210,6 +210,13 @@ impl PluginRuntime {
         &self.engine
     }
 
+    /// The limits every plugin it loads runs within (a caller that has a plugin's bytes
+    /// from elsewhere, a fleet fetching a rollout's by URL, reads no more than
+    /// [`Limits::max_component_bytes`]).
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
     /// Compiles (or loads from the cache) and pre-instantiates a plugin, checking that
     /// it implements the world this host serves.
     pub fn load(&self, bytes: &[u8]) -> Result<PluginImage, LoadError> {

@@ -1,0 +1,261 @@
+//! A rollout over every shard of a fleet, declared as a `PluginRollout` object: four
+//! `podstatus fleet --shard` processes against one `podstatus serve`. Each shard
+//! checks the plugin against the digest the object names, swaps its share of the
+//! canary and reports its figures into the object's status; the leader (one shard,
+//! elected by Lease) judges the whole fleet's figures and writes the decision every
+//! shard carries out:
+//!
+//! - a canary on v3 (one call per status version) is promoted: every node of every
+//!   shard runs it;
+//! - a canary on v1 (two calls per version: it reads each pod before it writes it) is
+//!   rolled back by the calls-per-version criterion: every node is on v3 again;
+//! - a plugin whose bytes do not match the digest is refused, and the rollout says so;
+//! - the leader's shard killed mid-rollout: the next leader (once the Lease expired)
+//!   decides, and the others take the killed shard's nodes over.
+//!
+//! Every pod keeps its status through all of it. The same 4 × 250 nodes, measured, are
+//! in docs/fleet.md.
+
+use std::net::SocketAddr;
+use std::process::Child;
+use std::sync::mpsc::Receiver;
+
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+mod common;
+
+use common::{condition, free_port, request, signal, spawn, wait, wait_until, workspace};
+
+const ROLLOUTS: &str = "/apis/podstatus.io/v1alpha1/namespaces/default/pluginrollouts";
+
+/// A fleet of `shards` shard processes of `nodes` nodes in all, against its own
+/// `podstatus serve`.
+struct ShardedFleet {
+    api: SocketAddr,
+    prefix: &'static str,
+    nodes: usize,
+    server: Option<(Child, Receiver<String>)>,
+    shards: Vec<Option<(Child, Receiver<String>)>>,
+    controls: Vec<SocketAddr>,
+}
+
+impl ShardedFleet {
+    fn start(prefix: &'static str, shards: usize, nodes: usize) -> ShardedFleet {
+        let api = free_port();
+        let server = spawn(&["serve", "--listen", &api.to_string()]);
+        wait_until("the API server answers", || request(api, "GET", "/version", None));
+        let url = format!("http://{api}");
+        let total = nodes.to_string();
+        let controls: Vec<SocketAddr> = (0..shards).map(|_| free_port()).collect();
+        let shards = (0..shards)
+            .map(|ordinal| {
+                Some(spawn(&[
+                    "fleet",
+                    "--nodes",
+                    &total,
+                    "--node-name",
+                    prefix,
+                    "--shard",
+                    &ordinal.to_string(),
+                    "--shard-lease-duration",
+                    "3s",
+                    "--node-lease-duration",
+                    "6s",
+                    "--node-status-update-frequency",
+                    "1s",
+                    "--server",
+                    &url,
+                    "--logic",
+                    "v2",
+                    "--control-addr",
+                    &controls[ordinal].to_string(),
+                    "--quiet",
+                ]))
+            })
+            .collect();
+        let fleet = ShardedFleet { api, prefix, nodes, server: Some(server), shards, controls };
+        wait_until("every Node Ready", || fleet.all_ready());
+        fleet
+    }
+
+    fn all_ready(&self) -> Option<()> {
+        let (code, nodes) = request(self.api, "GET", "/api/v1/nodes", None)?;
+        let ready = nodes["items"]
+            .as_array()?
+            .iter()
+            .filter(|node| condition(node, "Ready").is_some_and(|c| c["status"] == "True"))
+            .count();
+        (code == 200 && ready == self.nodes).then_some(())
+    }
+
+    /// A pod named `round-N` on every node.
+    fn create_pods(&self, round: &str) {
+        for n in 0..self.nodes {
+            let pod = json!({
+                "metadata": {"name": format!("{round}-{n}"), "namespace": "default"},
+                "spec": {"nodeName": format!("{}-{n}", self.prefix), "containers": [{"name": "app", "image": "nginx:1.27"}]}
+            });
+            let (code, answer) =
+                request(self.api, "POST", "/api/v1/namespaces/default/pods", Some(&pod)).expect("an answer");
+            assert_eq!(code, 201, "{answer}");
+        }
+    }
+
+    /// Whether every pod of `round` is Running and Ready.
+    fn running(&self, round: &str) -> Option<()> {
+        for n in 0..self.nodes {
+            let (_, pod) = request(self.api, "GET", &format!("/api/v1/namespaces/default/pods/{round}-{n}"), None)?;
+            let ready = condition(&pod, "Ready").is_some_and(|c| c["status"] == "True");
+            (pod.pointer("/status/phase")? == "Running" && ready).then_some(())?;
+        }
+        Some(())
+    }
+
+    /// Creates a rollout of the plugin file `plugin` (its digest `sha256`, or the
+    /// file's own), labelled `name`.
+    fn roll_out(&self, rollout: &str, plugin: &str, sha256: Option<String>, watch: &str) {
+        let file = workspace().join("target/guest").join(format!("{plugin}.wasm"));
+        let bytes = std::fs::read(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        let digest = sha256.unwrap_or_else(|| hex(&Sha256::digest(&bytes)));
+        let object = json!({
+            "apiVersion": "podstatus.io/v1alpha1", "kind": "PluginRollout",
+            "metadata": {"name": rollout, "namespace": "default"},
+            "spec": {
+                "fleet": self.prefix,
+                "plugin": {"sha256": digest, "name": plugin, "file": file.to_string_lossy()},
+                "canary": "20%", "watch": watch, "criteria": {"minSamples": 3}
+            }
+        });
+        let (code, answer) = request(self.api, "POST", ROLLOUTS, Some(&object)).expect("an answer");
+        assert_eq!(code, 201, "{answer}");
+    }
+
+    /// The rollout's status once its phase is final.
+    fn decided(&self, rollout: &str) -> Value {
+        wait_until(&format!("rollout {rollout} decided"), || {
+            let (_, object) = request(self.api, "GET", &format!("{ROLLOUTS}/{rollout}"), None)?;
+            let phase = object.pointer("/status/phase")?.as_str()?;
+            (phase != "Canary").then(|| object["status"].clone())
+        })
+    }
+
+    /// Each live shard's nodes by the plugin they run (its control endpoint's view).
+    fn nodes_by_logic(&self) -> Option<Vec<Value>> {
+        let mut all = Vec::new();
+        for (shard, control) in self.shards.iter().zip(&self.controls) {
+            if shard.is_some() {
+                let (code, status) = request(*control, "GET", "/rollout", None)?;
+                (code == 200).then_some(())?;
+                all.push(status["nodes_by_logic"].clone());
+            }
+        }
+        Some(all)
+    }
+
+    /// Waits until every node of every live shard runs `label`, the shards' nodes
+    /// adding up to the fleet's.
+    fn all_on(&self, label: &str) {
+        wait_until(&format!("every node on {label}"), || {
+            let views = self.nodes_by_logic()?;
+            let on: u64 = views.iter().filter_map(|v| v[label].as_u64()).sum();
+            let whole = views.iter().all(|v| v.as_object().is_some_and(|o| o.len() == 1));
+            (whole && on == self.nodes as u64).then_some(())
+        });
+    }
+
+    /// Stops every live shard (SIGTERM), each exiting 0 having flushed everything, then
+    /// the server.
+    fn stop(mut self) {
+        for (shard, lines) in self.shards.iter_mut().filter_map(Option::take) {
+            signal(&shard, libc::SIGTERM);
+            let (code, stderr) = wait(shard, &lines);
+            assert_eq!(code, Some(0), "stderr:\n{stderr}");
+            assert!(stderr.contains("(flush done, 0 sync requests left unwritten)"), "{stderr}");
+        }
+        let (server, lines) = self.server.take().expect("the server");
+        signal(&server, libc::SIGTERM);
+        let (code, stderr) = wait(server, &lines);
+        assert_eq!(code, Some(0), "serve's stderr:\n{stderr}");
+    }
+}
+
+impl Drop for ShardedFleet {
+    fn drop(&mut self) {
+        for (mut child, _) in self.shards.iter_mut().filter_map(Option::take).chain(self.server.take()) {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[test]
+fn a_fleet_wide_canary_is_promoted_another_rolled_back_and_a_wrong_digest_refused() {
+    let fleet = ShardedFleet::start("rolled", 4, 100);
+
+    fleet.roll_out("to-v3", "podstatus-v3", None, "3s");
+    fleet.create_pods("first");
+    let status = fleet.decided("to-v3");
+    assert_eq!(status["phase"], "Promoted", "{status:#}");
+    assert_eq!(status["decision"]["by"], "leader", "{status:#}");
+    let shards = status["shards"].as_array().expect("reports");
+    assert_eq!(shards.len(), 4, "every shard reported: {status:#}");
+    assert!(shards.iter().all(|s| s["canaryNodes"].as_u64() > Some(0)), "the canary spans every shard: {status:#}");
+    assert!(status["decision"]["reason"].as_str().unwrap_or_default().contains("over 4 shards"), "{status:#}");
+    fleet.all_on("podstatus-v3");
+
+    fleet.roll_out("to-v1", "podstatus-v1", None, "3s");
+    fleet.create_pods("second");
+    let status = fleet.decided("to-v1");
+    assert_eq!(status["phase"], "RolledBack", "{status:#}");
+    let reason = status["decision"]["reason"].as_str().unwrap_or_default();
+    assert!(reason.starts_with("api_calls_per_version"), "v1 reads before it writes: {status:#}");
+    fleet.all_on("podstatus-v3");
+
+    let v3 = std::fs::read(workspace().join("target/guest/podstatus-v3.wasm")).expect("v3");
+    fleet.roll_out("wrong-bytes", "podstatus-v1", Some(hex(&Sha256::digest(&v3))), "3s");
+    let status = fleet.decided("wrong-bytes");
+    assert_eq!(status["phase"], "Refused", "{status:#}");
+    let message = status["message"].as_str().unwrap_or_default();
+    assert!(message.contains("not the") && message.contains("the rollout names: refused"), "{status:#}");
+    fleet.all_on("podstatus-v3");
+
+    for round in ["first", "second"] {
+        wait_until(&format!("every {round} pod Running and Ready"), || fleet.running(round));
+    }
+    fleet.stop();
+}
+
+#[test]
+fn the_leaders_shard_killed_mid_rollout_leaves_the_decision_to_the_next_leader() {
+    let mut fleet = ShardedFleet::start("leaderless", 4, 20);
+    fleet.roll_out("to-v4", "podstatus-v4", None, "8s");
+    let leader = wait_until("a leader watching the canary", || {
+        let (_, object) = request(fleet.api, "GET", &format!("{ROLLOUTS}/to-v4"), None)?;
+        (object.pointer("/status/phase")? == "Canary").then_some(())?;
+        object.pointer("/status/leader")?.as_str().map(str::to_owned)
+    });
+    // `leaderless-shard-O_SUFFIX`: the shard's ordinal.
+    let ordinal: usize = leader
+        .strip_prefix("leaderless-shard-")
+        .and_then(|rest| rest.split('_').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("{leader}"));
+    let (mut killed, _) = fleet.shards[ordinal].take().expect("the leader's shard");
+    killed.kill().expect("SIGKILL");
+    killed.wait().expect("reaped");
+
+    fleet.create_pods("during");
+    let status = fleet.decided("to-v4");
+    assert_eq!(status["phase"], "Promoted", "{status:#}");
+    let decided_by = status["decision"]["leader"].as_str().unwrap_or_default();
+    assert!(!decided_by.is_empty() && decided_by != leader, "a new leader decided: {status:#}");
+    assert!(status["decision"]["reason"].as_str().unwrap_or_default().contains("over 3 shards"), "{status:#}");
+    fleet.all_on("podstatus-v4");
+    wait_until("every Node Ready, the killed shard's taken over", || fleet.all_ready());
+    wait_until("every pod Running and Ready", || fleet.running("during"));
+    fleet.stop();
+}

@@ -1,0 +1,156 @@
+//! A sharded fleet against a real kube-apiserver, deployed as `host/deploy/fleet/`
+//! ships it: the PluginRollout CRD and the RBAC applied as they are, a token of the
+//! fleet's ServiceAccount. Four shard processes register every Node Ready, each node's
+//! Lease held by its shard; a PluginRollout (created with kubectl, checked by the CRD's
+//! schema) is promoted by the leader over every shard; no call is forbidden.
+
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::cluster::{Cluster, Process};
+use crate::common::{self, condition, free_port, request, wait_until};
+
+const SHARDS: usize = 4;
+const NODES: usize = 40;
+const PREFIX: &str = "kshard";
+
+/// Everything of `host/deploy/fleet/` but the workload (the shards run here as
+/// processes), and a kubeconfig with a token of the fleet's ServiceAccount, in the
+/// fleet's namespace.
+fn deploy(cluster: &Cluster) -> std::path::PathBuf {
+    let dir = common::workspace().join("host/deploy/fleet");
+    for file in [
+        "crd.yaml",
+        "namespace.yaml",
+        "serviceaccount.yaml",
+        "clusterrole.yaml",
+        "clusterrolebinding.yaml",
+        "clusterrolebinding-auth-delegator.yaml",
+        "role-node-leases.yaml",
+        "rolebinding-node-leases.yaml",
+        "role.yaml",
+        "rolebinding.yaml",
+        "clusterrole-rollout-operator.yaml",
+    ] {
+        cluster.admin(&["apply", "-f", &dir.join(file).to_string_lossy()]);
+    }
+    cluster.admin(&["wait", "--for=condition=Established", "crd/pluginrollouts.podstatus.io", "--timeout=60s"]);
+    let token = cluster.admin(&["create", "token", "podstatus-fleet", "-n", "podstatus-fleet", "--duration", "2h"]);
+    let admin: Value = serde_json::from_str(&cluster.admin(&["config", "view", "--raw", "-o", "json"])).expect("JSON");
+    let ca = admin.pointer("/clusters/0/cluster/certificate-authority-data").expect("the CA").clone();
+    let kubeconfig = json!({
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "e2e", "cluster": {"server": cluster.plane.server(), "certificate-authority-data": ca}}],
+        "users": [{"name": "fleet", "user": {"token": token.trim()}}],
+        "contexts": [{"name": "e2e", "context": {"cluster": "e2e", "user": "fleet", "namespace": "podstatus-fleet"}}],
+        "current-context": "e2e",
+    });
+    let path = cluster.dir().join("fleet-shards.kubeconfig");
+    std::fs::write(&path, kubeconfig.to_string()).expect("the kubeconfig");
+    path
+}
+
+#[test]
+fn four_shards_deployed_as_shipped_run_every_node_and_roll_a_plugin_out_over_all_of_them() {
+    let cluster = Cluster::start("fleet-shards", &[], |_| {});
+    let kubeconfig = deploy(&cluster);
+    let nodes = NODES.to_string();
+    let metrics: Vec<_> = (0..SHARDS).map(|_| free_port()).collect();
+    let shards: Vec<Process> = (0..SHARDS)
+        .map(|ordinal| {
+            Process::spawn(&[
+                "fleet",
+                "--nodes",
+                &nodes,
+                "--node-name",
+                PREFIX,
+                "--shard",
+                &ordinal.to_string(),
+                "--shard-lease-duration",
+                "4s",
+                "--node-lease-duration",
+                "8s",
+                "--kubeconfig",
+                &kubeconfig.to_string_lossy(),
+                "--logic",
+                "v2",
+                "--control-addr",
+                &free_port().to_string(),
+                "--metrics-addr",
+                &metrics[ordinal].to_string(),
+                "--quiet",
+            ])
+        })
+        .collect();
+    wait_until("every Node Ready", || {
+        let nodes = cluster.get(&["nodes", "-l", &format!("podstatus.io/fleet={PREFIX}")])?;
+        let ready = nodes["items"]
+            .as_array()?
+            .iter()
+            .filter(|node| condition(node, "Ready").is_some_and(|c| c["status"] == "True"))
+            .count();
+        (ready == NODES).then_some(())
+    });
+    wait_until("each node's Lease held by its shard", || {
+        let leases = cluster.get(&["leases", "-n", "kube-node-lease"])?;
+        let held = leases["items"]
+            .as_array()?
+            .iter()
+            .filter(|lease| {
+                let name = lease.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
+                let holder = lease.pointer("/spec/holderIdentity").and_then(Value::as_str).unwrap_or_default();
+                name.strip_prefix(&format!("{PREFIX}-"))
+                    .and_then(|n| n.parse::<usize>().ok())
+                    .is_some_and(|n| holder.starts_with(&format!("{PREFIX}-shard-{}_", n % SHARDS)))
+            })
+            .count();
+        (held == NODES).then_some(())
+    });
+
+    let file = common::workspace().join("target/guest/podstatus-v3.wasm");
+    let digest: String = Sha256::digest(std::fs::read(&file).expect("v3")).iter().map(|b| format!("{b:02x}")).collect();
+    let rollout = json!({
+        "apiVersion": "podstatus.io/v1alpha1", "kind": "PluginRollout",
+        "metadata": {"name": "to-v3", "namespace": "podstatus-fleet"},
+        "spec": {"fleet": PREFIX, "plugin": {"sha256": digest, "name": "podstatus-v3", "file": file.to_string_lossy()},
+                 "canary": "20%", "watch": "4s", "criteria": {"minSamples": 3}}
+    });
+    cluster.create(&rollout);
+    cluster.admin(&["create", "namespace", "e2e"]);
+    let pods: Vec<Value> =
+        (0..NODES).map(|n| crate::cluster::pod("e2e", &format!("web-{n}"), &format!("{PREFIX}-{n}"))).collect();
+    let list = json!({"apiVersion": "v1", "kind": "List", "items": pods});
+    let out = cluster.kubectl_as(cluster.plane.admin_kubeconfig(), &["create", "-f", "-"], Some(&list.to_string()));
+    crate::cluster::succeeded(&["create"], out);
+    let status = wait_until("the rollout decided", || {
+        let object = cluster.get(&["pluginrollouts", "to-v3", "-n", "podstatus-fleet"])?;
+        let phase = object.pointer("/status/phase")?.as_str()?;
+        (phase != "Canary").then(|| object["status"].clone())
+    });
+    assert_eq!(status["phase"], "Promoted", "{status:#}");
+    assert_eq!(status["shards"].as_array().map(Vec::len), Some(SHARDS), "{status:#}");
+    wait_until("every shard carried the promotion out", || {
+        let object = cluster.get(&["pluginrollouts", "to-v3", "-n", "podstatus-fleet"])?;
+        let shards = object.pointer("/status/shards")?.as_array()?;
+        shards.iter().all(|s| s["applied"] == "Promoted").then_some(())
+    });
+    wait_until("every pod Running", || {
+        let pods = cluster.get(&["pods", "-n", "e2e"])?;
+        let running =
+            pods["items"].as_array()?.iter().filter(|p| p.pointer("/status/phase") == Some(&json!("Running"))).count();
+        (running == NODES).then_some(())
+    });
+    for addr in &metrics {
+        let (_, scraped) = request(*addr, "GET", "/metrics", None).expect("the metrics answer");
+        let scraped = scraped.as_str().unwrap_or_default().to_owned();
+        let forbidden = scraped.lines().any(|l| l.contains("outcome=\"Forbidden\"") && !l.ends_with(" 0"));
+        assert!(!forbidden, "every call the shipped RBAC allows: {scraped}");
+    }
+    for shard in shards {
+        let (code, stderr) = shard.stop();
+        assert_eq!(code, Some(0), "stderr:\n{stderr}");
+        assert!(!stderr.contains("Forbidden"), "no call forbidden: {stderr}");
+        assert!(stderr.contains("rollout to-v3: promoted"), "{stderr}");
+    }
+}
