@@ -80,11 +80,17 @@ impl ControlArgs {
 
 impl PlannedAccess {
     /// The access, its reviews (when asked for) made through the fleet's `connection`
-    /// about rollouts in its namespace (the pod's, or the kubeconfig context's).
-    pub fn finish(self, connection: &Connection) -> ControlAccess {
+    /// about rollouts in `namespace` (a shard's `--shard-namespace`, where its
+    /// PluginRollouts are), else the connection's (the pod's, or the kubeconfig
+    /// context's).
+    pub fn finish(self, connection: &Connection, namespace: Option<&str>) -> ControlAccess {
         if !self.kubernetes {
             return self.access;
         }
-        self.access.with_reviewer(Arc::new(KubernetesReviewer::in_default_namespace(connection.client())))
+        let reviewer = match namespace {
+            Some(namespace) => KubernetesReviewer::new(connection.client().clone(), Some(namespace.to_owned())),
+            None => KubernetesReviewer::in_default_namespace(connection.client()),
+        };
+        self.access.with_reviewer(Arc::new(reviewer))
     }
 }

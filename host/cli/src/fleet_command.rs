@@ -420,7 +420,7 @@ fn fleet(args: &FleetArgs) -> anyhow::Result<bool> {
             watch.as_mut().and_then(|w| w.check(&fleet)).is_none()
         });
         if let Some(access) = control_access.take() {
-            let access = access.finish(&connection);
+            let access = access.finish(&connection, shard.as_ref().map(|shard| shard.config().namespace.as_str()));
             let scheme = if access.tls().is_some() { "https" } else { "http" };
             let guarded = if access.authenticates() { "" } else { " (open: loopback only)" };
             let server = ControlServer::start(
@@ -490,6 +490,19 @@ fn fleet(args: &FleetArgs) -> anyhow::Result<bool> {
             None => break Some((groups, api_server, ran_nodes, flush, left)),
         }
     };
+    // A shard stopping cleanly lets go of the rollout leadership and of its membership:
+    // the next leader and the others' new shares follow at once, not once the Leases
+    // expire.
+    if let Some(rollouts) = rollouts
+        && let Err(error) = rollouts.leader.release()
+    {
+        eprintln!("podstatus fleet: the rollout leadership not released ({error}): it expires by itself");
+    }
+    if let Some(membership) = membership
+        && let Err(error) = membership.release()
+    {
+        eprintln!("podstatus fleet: the shard's membership not released ({error}): it expires by itself");
+    }
     drop(control);
     drop(metrics_server);
     drop(connection);

@@ -10,6 +10,7 @@
 //! - a canary on v1 (two calls per version: it reads each pod before it writes it) is
 //!   rolled back by the calls-per-version criterion: every node is on v3 again;
 //! - a plugin whose bytes do not match the digest is refused, and the rollout says so;
+//! - a rollout deleted before it was decided leaves no node on its plugin;
 //! - the leader's shard killed mid-rollout: the next leader (once the Lease expired)
 //!   decides, and the others take the killed shard's nodes over.
 //!
@@ -113,20 +114,28 @@ impl ShardedFleet {
     }
 
     /// Creates a rollout of the plugin file `plugin` (its digest `sha256`, or the
-    /// file's own), labelled `name`.
+    /// file's own), labelled `name`, decided by the leader after `watch`.
     fn roll_out(&self, rollout: &str, plugin: &str, sha256: Option<String>, watch: &str) {
+        self.roll_out_spec(rollout, plugin, sha256, json!({"watch": watch}));
+    }
+
+    /// As [`Self::roll_out`], with `more` of the spec (its `watch`, `manual`).
+    fn roll_out_spec(&self, rollout: &str, plugin: &str, sha256: Option<String>, more: Value) {
         let file = workspace().join("target/guest").join(format!("{plugin}.wasm"));
         let bytes = std::fs::read(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
         let digest = sha256.unwrap_or_else(|| hex(&Sha256::digest(&bytes)));
-        let object = json!({
+        let mut object = json!({
             "apiVersion": "podstatus.io/v1alpha1", "kind": "PluginRollout",
             "metadata": {"name": rollout, "namespace": "default"},
             "spec": {
                 "fleet": self.prefix,
                 "plugin": {"sha256": digest, "name": plugin, "file": file.to_string_lossy()},
-                "canary": "20%", "watch": watch, "criteria": {"minSamples": 3}
+                "canary": "20%", "criteria": {"minSamples": 3}
             }
         });
+        for (key, value) in more.as_object().expect("spec fields") {
+            object["spec"][key] = value.clone();
+        }
         let (code, answer) = request(self.api, "POST", ROLLOUTS, Some(&object)).expect("an answer");
         assert_eq!(code, 201, "{answer}");
     }
@@ -222,6 +231,17 @@ fn a_fleet_wide_canary_is_promoted_another_rolled_back_and_a_wrong_digest_refuse
     assert_eq!(status["phase"], "Refused", "{status:#}");
     let message = status["message"].as_str().unwrap_or_default();
     assert!(message.contains("not the") && message.contains("the rollout names: refused"), "{status:#}");
+    fleet.all_on("podstatus-v3");
+
+    // Deleted before anyone decided it: its canary goes back at once, not at the next
+    // rollout or restart.
+    fleet.roll_out_spec("left-undecided", "podstatus-v4", None, json!({"manual": true}));
+    wait_until("the manual canary on v4 in every shard", || {
+        let views = fleet.nodes_by_logic()?;
+        views.iter().all(|v| v["podstatus-v4"].as_u64() > Some(0)).then_some(())
+    });
+    let (code, answer) = request(fleet.api, "DELETE", &format!("{ROLLOUTS}/left-undecided"), None).expect("an answer");
+    assert_eq!(code, 200, "{answer}");
     fleet.all_on("podstatus-v3");
 
     for round in ["first", "second"] {

@@ -43,8 +43,9 @@ pub struct PluginRolloutSpec {
     pub fleet: String,
     /// The plugin.
     pub plugin: PluginSource,
-    /// The canary's share of the whole fleet's nodes: `"10%"` or `"0.1"`, above 0 and
-    /// below 1; spread over the node numbers, so over every shard.
+    /// The canary's share of the nodes: `"10%"` or `"0.1"`, above 0 and below 1. Each
+    /// shard takes that share of its own nodes (rounded up, spread over them), so the
+    /// canary spans every shard.
     pub canary: String,
     /// How long the canary runs before the leader decides (a Go duration; `60s`).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -21,9 +21,9 @@
 use std::time::{Duration, Instant};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use podstatus_rollout_api::{PluginRollout, RolloutDecision, RolloutPhase};
+use podstatus_rollout_api::{PluginRollout, RolloutDecision, RolloutPhase, validate};
 
-use super::objects::RolloutObjects;
+use super::objects::{RolloutObjects, current};
 use super::verdict::judge;
 use super::window::{policy_of, snapshot_of};
 use crate::metrics::GroupSnapshot;
@@ -88,18 +88,32 @@ impl RolloutLeader {
                 return said;
             }
         };
-        for rollout in
-            rollouts.iter().filter(|r| !r.status.as_ref().and_then(|s| s.phase).is_some_and(|p| p.is_final()))
-        {
+        // The shards carry one rollout at a time, the oldest undecided: the leader
+        // watches that one, so a later rollout's watch starts only once the shards
+        // carry it.
+        if let Some(rollout) = current(&rollouts) {
             said.extend(self.lead(rollout, members));
         }
         said
+    }
+
+    /// Lets go of the leadership (a shard stopping cleanly): the next candidate takes it
+    /// at once instead of once the Lease expires.
+    pub fn release(self) -> Result<(), kube::Error> {
+        self.lease.release()
     }
 
     /// One rollout's next step.
     fn lead(&self, rollout: &PluginRollout, members: &[u32]) -> Option<String> {
         let name = rollout.metadata.name.clone().unwrap_or_default();
         let status = rollout.status.clone().unwrap_or_default();
+        // A cluster's CRD schema checks shapes only: a rollout whose fields mean nothing
+        // (a share of 150%, a watch of "soon") is refused, not guessed at.
+        let invalid = validate(rollout);
+        if !invalid.is_empty() {
+            let causes: Vec<String> = invalid.iter().map(ToString::to_string).collect();
+            return self.decide(&name, RolloutPhase::Refused, "leader", format!("invalid: {}", causes.join("; ")), None);
+        }
         let Some(started) = status.started_at.as_ref().map(|t| t.0) else {
             self.write(&name, |status| {
                 status.phase = Some(RolloutPhase::Canary);

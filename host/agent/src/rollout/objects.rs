@@ -144,3 +144,10 @@ fn decode(object: DynamicObject) -> Result<PluginRollout, RolloutObjectError> {
         .and_then(serde_json::from_value)
         .map_err(|source| RolloutObjectError::Decode { name, source })
 }
+
+/// The rollout being carried out of `rollouts` (as [`RolloutObjects::list`] orders
+/// them): the oldest not decided yet. Shards and the leader agree on it, so one canary
+/// runs at a time and a later rollout waits its turn.
+pub fn current(rollouts: &[PluginRollout]) -> Option<&PluginRollout> {
+    rollouts.iter().find(|r| !r.status.as_ref().and_then(|s| s.phase).is_some_and(|p| p.is_final()))
+}

@@ -22,11 +22,11 @@ use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use podstatus_rollout_api::{PluginRollout, RolloutPhase, ShardReport, parse_share};
+use podstatus_rollout_api::{PluginRollout, RolloutPhase, ShardReport, parse_share, validate};
 use podstatus_runtime::{PluginImage, PluginRuntime};
 
 use super::canary::rest_snapshot;
-use super::objects::RolloutObjects;
+use super::objects::{RolloutObjects, current};
 use super::plugin_fetch::fetch_verified;
 use super::window::window_of;
 use crate::fleet::{CANARY_GROUP, Fleet, canary_nodes};
@@ -124,12 +124,19 @@ impl SharedRollout {
                 said.extend(self.settle(fleet, rollout));
             }
         }
-        if let Some(rollout) = rollouts.iter().find(|r| !phase(r).is_some_and(RolloutPhase::is_final)) {
+        if let Some(rollout) = current(&rollouts) {
             if self.active.as_ref().is_none_or(|active| active.uid != uid(rollout)) {
                 self.back_out(fleet);
                 said.push(self.begin(fleet, rollout));
             }
             self.report(fleet, None);
+        } else if let Some(active) = &self.active
+            && !rollouts.iter().any(|r| uid(r) == active.uid)
+        {
+            // Deleted before it was decided: nothing will decide it, so its canary goes
+            // back now rather than at the next rollout or restart.
+            said.push(format!("rollout {}: deleted: the canary's nodes are back on their groups' plugins", active.name));
+            self.back_out(fleet);
         }
         said
     }
@@ -165,7 +172,11 @@ impl SharedRollout {
             canary_base: GroupSnapshot::default(),
             rest_base: GroupSnapshot::default(),
         };
-        let said = match self.image(rollout) {
+        // A cluster's CRD schema checks shapes only; a rollout whose fields mean nothing
+        // is refused here as the embedded server would refuse it, never guessed at.
+        let invalid: Vec<String> = validate(rollout).iter().map(ToString::to_string).collect();
+        let checked = if invalid.is_empty() { self.image(rollout) } else { Err(format!("invalid: {}", invalid.join("; "))) };
+        let said = match checked {
             Err(refused) => {
                 let said = format!("rollout {name}: refused: {refused}");
                 active.refused = Some(refused);

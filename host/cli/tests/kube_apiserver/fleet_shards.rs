@@ -2,7 +2,8 @@
 //! ships it: the PluginRollout CRD and the RBAC applied as they are, a token of the
 //! fleet's ServiceAccount. Four shard processes register every Node Ready, each node's
 //! Lease held by its shard; a PluginRollout (created with kubectl, checked by the CRD's
-//! schema) is promoted by the leader over every shard; no call is forbidden.
+//! schema) is promoted by the leader over every shard, after one whose canary share
+//! the schema let through but means nothing is refused; no call is forbidden.
 
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -116,6 +117,19 @@ fn four_shards_deployed_as_shipped_run_every_node_and_roll_a_plugin_out_over_all
         "spec": {"fleet": PREFIX, "plugin": {"sha256": digest, "name": "podstatus-v3", "file": file.to_string_lossy()},
                  "canary": "20%", "watch": "4s", "criteria": {"minSamples": 3}}
     });
+    // The CRD's schema checks shapes only: a share of 150% is stored, and the leader
+    // refuses it (the oldest undecided rollout is carried first), then goes on to the
+    // next.
+    let mut invalid = rollout.clone();
+    invalid["metadata"]["name"] = json!("share-150");
+    invalid["spec"]["canary"] = json!("150%");
+    cluster.create(&invalid);
+    let status = wait_until("the invalid rollout refused", || {
+        let object = cluster.get(&["pluginrollouts", "share-150", "-n", "podstatus-fleet"])?;
+        (object.pointer("/status/phase")?.as_str()? == "Refused").then(|| object["status"].clone())
+    });
+    let message = status["message"].as_str().unwrap_or_default();
+    assert!(message.starts_with("invalid: spec.canary"), "{status:#}");
     cluster.create(&rollout);
     cluster.admin(&["create", "namespace", "e2e"]);
     let pods: Vec<Value> =
