@@ -112,7 +112,13 @@ impl RolloutLeader {
         let invalid = validate(rollout);
         if !invalid.is_empty() {
             let causes: Vec<String> = invalid.iter().map(ToString::to_string).collect();
-            return self.decide(&name, RolloutPhase::Refused, "leader", format!("invalid: {}", causes.join("; ")), None);
+            return self.decide(
+                &name,
+                RolloutPhase::Refused,
+                "leader",
+                format!("invalid: {}", causes.join("; ")),
+                None,
+            );
         }
         let Some(started) = status.started_at.as_ref().map(|t| t.0) else {
             self.write(&name, |status| {

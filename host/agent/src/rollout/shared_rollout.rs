@@ -135,7 +135,10 @@ impl SharedRollout {
         {
             // Deleted before it was decided: nothing will decide it, so its canary goes
             // back now rather than at the next rollout or restart.
-            said.push(format!("rollout {}: deleted: the canary's nodes are back on their groups' plugins", active.name));
+            said.push(format!(
+                "rollout {}: deleted: the canary's nodes are back on their groups' plugins",
+                active.name
+            ));
             self.back_out(fleet);
         }
         said
@@ -175,7 +178,8 @@ impl SharedRollout {
         // A cluster's CRD schema checks shapes only; a rollout whose fields mean nothing
         // is refused here as the embedded server would refuse it, never guessed at.
         let invalid: Vec<String> = validate(rollout).iter().map(ToString::to_string).collect();
-        let checked = if invalid.is_empty() { self.image(rollout) } else { Err(format!("invalid: {}", invalid.join("; "))) };
+        let checked =
+            if invalid.is_empty() { self.image(rollout) } else { Err(format!("invalid: {}", invalid.join("; "))) };
         let said = match checked {
             Err(refused) => {
                 let said = format!("rollout {name}: refused: {refused}");
