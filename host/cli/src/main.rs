@@ -136,6 +136,8 @@ enum Command {
 }
 
 mod agent_command;
+#[cfg(feature = "jemalloc")]
+mod allocator;
 mod client_args;
 mod control_args;
 mod failure;
