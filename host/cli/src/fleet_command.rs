@@ -351,15 +351,16 @@ fn fleet(args: &FleetArgs) -> anyhow::Result<bool> {
     let mut generation = 0usize;
     let ended = loop {
         // A shard runs the nodes of its share whose Leases it holds; a whole fleet, all.
-        let numbers = match &shard {
+        let mut claimed = match &shard {
             None => None,
             Some(shard) => {
-                match crate::fleet_shard::claim_share(shard, membership.as_ref(), &stopping, generation == 0)? {
-                    Some(numbers) => Some(numbers),
+                match crate::fleet_shard::claim_share(shard, membership.as_ref(), &stopping, generation == 0) {
+                    Some(claimed) => Some(claimed),
                     None => break None,
                 }
             }
         };
+        let numbers = claimed.as_ref().map(|claimed| claimed.nodes.clone());
         generation += 1;
         let spec = FleetSpec {
             groups: share_of_groups(&groups, numbers.as_deref()),
@@ -410,9 +411,9 @@ fn fleet(args: &FleetArgs) -> anyhow::Result<bool> {
                 eprintln!("podstatus fleet: group {name} runs {what} ({label})");
             }
         }
-        let mut watch = match (&shard, &numbers) {
-            (Some(shard), Some(numbers)) => {
-                Some(crate::fleet_shard::ShardWatch::new(shard, membership.as_ref(), numbers.clone())?)
+        let mut watch = match (&shard, claimed.take()) {
+            (Some(shard), Some(claimed)) => {
+                Some(crate::fleet_shard::ShardWatch::new(shard, membership.as_ref(), claimed))
             }
             _ => None,
         };

@@ -98,25 +98,35 @@ impl PlannedShard {
 /// How often a shard looks again while it waits: for its membership, its nodes.
 const WAIT_STEP: Duration = Duration::from_millis(500);
 
+/// The nodes a shard holds, and the members its share was computed from.
+pub struct ClaimedShare {
+    /// The share's nodes whose Leases it holds, by number.
+    pub nodes: Vec<usize>,
+    /// The live shards' ordinals then.
+    pub members: Vec<u32>,
+}
+
 /// Becomes a member and takes the Leases of the share's nodes, waiting while another
 /// holder has them: until every one is held, or the nodes' Lease duration passed and
 /// some are (the rest are taken when they come free: [`ShardWatch`]). `None` when
 /// `stop` says so first. `settle`: a shard just started first waits two membership
 /// renewals for the shards starting beside it (a StatefulSet starts its pods
-/// together), instead of taking every node and handing most of them on at once.
+/// together), instead of taking every node and handing most of them on at once. A look
+/// the API server fails (a closed connection, a timeout) is tried again, never the end
+/// of the shard.
 pub fn claim_share(
     shard: &Shard,
     membership: Option<&HeldLease>,
     stop: &dyn Fn() -> bool,
     settle: bool,
-) -> anyhow::Result<Option<Vec<usize>>> {
+) -> Option<ClaimedShare> {
     let began = Instant::now();
     let mut settled = !settle;
     let patience = shard.config().node_lease_duration + shard.config().member_lease_duration;
     let mut said = String::new();
     loop {
         if stop() {
-            return Ok(None);
+            return None;
         }
         let state = membership.map_or(LeaseState::Held, HeldLease::state);
         let say = match state {
@@ -132,20 +142,28 @@ pub fn claim_share(
                 continue;
             }
             LeaseState::Held => {
-                let share = shard.share(&shard.members()?);
-                let claims = shard.claim_nodes(&share)?;
-                let whole = claims.elsewhere.is_empty();
-                if !claims.held.is_empty() && (whole || began.elapsed() >= patience) {
-                    return Ok(Some(claims.held));
+                let looked = shard.members().and_then(|members| {
+                    let share = shard.share(&members);
+                    let claims = shard.claim_nodes(&share)?;
+                    Ok((members, share, claims))
+                });
+                match looked {
+                    Err(error) => format!("the API server failed a look ({error}); trying again"),
+                    Ok((members, share, claims)) => {
+                        let whole = claims.elsewhere.is_empty();
+                        if !claims.held.is_empty() && (whole || began.elapsed() >= patience) {
+                            return Some(ClaimedShare { nodes: claims.held, members });
+                        }
+                        let holders: std::collections::BTreeSet<&str> =
+                            claims.elsewhere.iter().map(|(_, holder, _)| holder.as_str()).collect();
+                        format!(
+                            "{} of its {} nodes held elsewhere ({})",
+                            claims.elsewhere.len(),
+                            share.len(),
+                            holders.into_iter().collect::<Vec<_>>().join(", ")
+                        )
+                    }
                 }
-                let holders: std::collections::BTreeSet<&str> =
-                    claims.elsewhere.iter().map(|(_, holder, _)| holder.as_str()).collect();
-                format!(
-                    "{} of its {} nodes held elsewhere ({})",
-                    claims.elsewhere.len(),
-                    share.len(),
-                    holders.into_iter().collect::<Vec<_>>().join(", ")
-                )
             }
         };
         if say != said {
@@ -194,15 +212,11 @@ pub struct ShardWatch<'a> {
 }
 
 impl<'a> ShardWatch<'a> {
-    /// Watches `shard` (its `membership` held) whose fleet runs `running`.
-    pub fn new(
-        shard: &'a Shard,
-        membership: Option<&'a HeldLease>,
-        running: Vec<usize>,
-    ) -> anyhow::Result<ShardWatch<'a>> {
-        let members = shard.members()?;
+    /// Watches `shard` (its `membership` held) whose fleet runs the nodes of `claimed`.
+    pub fn new(shard: &'a Shard, membership: Option<&'a HeldLease>, claimed: ClaimedShare) -> ShardWatch<'a> {
         let next = Instant::now() + Self::interval(shard);
-        Ok(ShardWatch { shard, membership, running, members, changed: None, next })
+        let ClaimedShare { nodes: running, members } = claimed;
+        ShardWatch { shard, membership, running, members, changed: None, next }
     }
 
     /// The live shards' ordinals its share was computed from.

@@ -140,13 +140,22 @@ impl ShardedFleet {
         assert_eq!(code, 201, "{answer}");
     }
 
-    /// The rollout's status once its phase is final.
+    /// The rollout's status once its phase is final; its last status, and every shard's
+    /// view, if it never is.
     fn decided(&self, rollout: &str) -> Value {
-        wait_until(&format!("rollout {rollout} decided"), || {
-            let (_, object) = request(self.api, "GET", &format!("{ROLLOUTS}/{rollout}"), None)?;
-            let phase = object.pointer("/status/phase")?.as_str()?;
-            (phase != "Canary").then(|| object["status"].clone())
-        })
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        let mut last = Value::Null;
+        while std::time::Instant::now() < deadline {
+            if let Some((_, object)) = request(self.api, "GET", &format!("{ROLLOUTS}/{rollout}"), None) {
+                let phase = object.pointer("/status/phase").and_then(Value::as_str);
+                if phase.is_some_and(|phase| phase != "Canary") {
+                    return object["status"].clone();
+                }
+                last = object["status"].clone();
+            }
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+        panic!("rollout {rollout} not decided within 120s: {last:#}\nshards: {:?}", self.nodes_by_logic());
     }
 
     /// Each live shard's nodes by the plugin they run (its control endpoint's view).
