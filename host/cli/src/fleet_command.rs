@@ -394,6 +394,12 @@ fn fleet(args: &FleetArgs) -> anyhow::Result<bool> {
                 std::thread::sleep(shard.config().member_lease_duration / 4);
                 continue;
             }
+            // Stopped while a new share's fleet was starting (a SIGTERM during a
+            // reshard): what the last one held was flushed and handed on already.
+            (Err(_), Some(shard), Some(numbers)) => {
+                shard.release_nodes(numbers);
+                break None;
+            }
             (Err(error), _, _) => return Err(anyhow::Error::new(error).context("starting the fleet")),
         };
         let names = fleet.names();
@@ -509,7 +515,7 @@ fn fleet(args: &FleetArgs) -> anyhow::Result<bool> {
     drop(connection);
     drop(embedded);
     let Some((groups, api_server, nodes, flush, left)) = ended else {
-        eprintln!("podstatus fleet: stopped before the shard held a node");
+        eprintln!("podstatus fleet: stopped with no fleet running (its nodes, if any, handed on)");
         return Ok(true);
     };
     let running = started.elapsed();

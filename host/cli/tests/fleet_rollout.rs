@@ -141,11 +141,20 @@ impl ShardedFleet {
     }
 
     /// The rollout's status once its phase is final; its last status, and every shard's
-    /// view, if it never is.
+    /// view, if it never is. Every 10 s without a decision a pod more on every node: a
+    /// canary needs samples, and one begun again (a shard that started again on a new
+    /// share, as a loaded machine makes them) has none from pods already running.
     fn decided(&self, rollout: &str) -> Value {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        let mut more = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let mut round = 0;
         let mut last = Value::Null;
         while std::time::Instant::now() < deadline {
+            if std::time::Instant::now() >= more {
+                round += 1;
+                self.create_pods(&format!("{rollout}-more-{round}"));
+                more = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            }
             if let Some((_, object)) = request(self.api, "GET", &format!("{ROLLOUTS}/{rollout}"), None) {
                 let phase = object.pointer("/status/phase").and_then(Value::as_str);
                 if phase.is_some_and(|phase| phase != "Canary") {
