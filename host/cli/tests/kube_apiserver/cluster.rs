@@ -7,7 +7,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc::Receiver;
 
 use podstatus_upstream::{ControlPlane, ControlPlaneConfig, Release};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::common;
 
@@ -129,6 +129,26 @@ impl Cluster {
         ];
         all.extend_from_slice(args);
         Process::spawn(&all)
+    }
+
+    /// Writes `file` (in the cluster's folder): a kubeconfig for ServiceAccount
+    /// `account` of `namespace` with a token the server issues, its context in that
+    /// namespace, as a pod of it has (what a fleet's own objects are looked for in).
+    pub fn service_account_kubeconfig(&self, account: &str, namespace: &str, file: &str) -> std::path::PathBuf {
+        let token = self.admin(&["create", "token", account, "-n", namespace, "--duration", "2h"]);
+        let admin: Value = serde_json::from_str(&self.admin(&["config", "view", "--raw", "-o", "json"])).expect("JSON");
+        let ca = admin.pointer("/clusters/0/cluster/certificate-authority-data").expect("the CA").clone();
+        let kubeconfig = json!({
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "e2e", "cluster": {"server": self.plane.server(), "certificate-authority-data": ca}}],
+            "users": [{"name": account, "user": {"token": token.trim()}}],
+            "contexts": [{"name": "e2e", "context": {"cluster": "e2e", "user": account, "namespace": namespace}}],
+            "current-context": "e2e",
+        });
+        let path = self.dir().join(file);
+        std::fs::write(&path, kubeconfig.to_string()).expect("the kubeconfig");
+        path
     }
 
     /// The scratch directory (beside the control plane's data).

@@ -33,22 +33,7 @@ pub fn service_account_kubeconfig(cluster: &Cluster) -> std::path::PathBuf {
     for file in DEPLOY_FILES {
         cluster.admin(&["apply", "-f", &deploy.join(file).to_string_lossy()]);
     }
-    let token = cluster.admin(&["create", "token", "podstatus-agent", "-n", "podstatus", "--duration", "2h"]);
-    let admin: Value = serde_json::from_str(&cluster.admin(&["config", "view", "--raw", "-o", "json"])).expect("JSON");
-    let ca = admin.pointer("/clusters/0/cluster/certificate-authority-data").expect("the CA").clone();
-    let kubeconfig = json!({
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [{"name": "e2e", "cluster": {"server": cluster.plane.server(), "certificate-authority-data": ca}}],
-        "users": [{"name": "podstatus-agent", "user": {"token": token.trim()}}],
-        // The deployment's namespace, as a pod of it has: what the fleet's own objects
-        // (its rollouts) are looked for in.
-        "contexts": [{"name": "e2e", "context": {"cluster": "e2e", "user": "podstatus-agent", "namespace": "podstatus"}}],
-        "current-context": "e2e",
-    });
-    let path = cluster.dir().join("fleet.kubeconfig");
-    std::fs::write(&path, kubeconfig.to_string()).expect("the kubeconfig");
-    path
+    cluster.service_account_kubeconfig("podstatus-agent", "podstatus", "fleet.kubeconfig")
 }
 
 #[test]

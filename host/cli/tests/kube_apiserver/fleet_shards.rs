@@ -36,20 +36,7 @@ fn deploy(cluster: &Cluster) -> std::path::PathBuf {
         cluster.admin(&["apply", "-f", &dir.join(file).to_string_lossy()]);
     }
     cluster.admin(&["wait", "--for=condition=Established", "crd/pluginrollouts.podstatus.io", "--timeout=60s"]);
-    let token = cluster.admin(&["create", "token", "podstatus-fleet", "-n", "podstatus-fleet", "--duration", "2h"]);
-    let admin: Value = serde_json::from_str(&cluster.admin(&["config", "view", "--raw", "-o", "json"])).expect("JSON");
-    let ca = admin.pointer("/clusters/0/cluster/certificate-authority-data").expect("the CA").clone();
-    let kubeconfig = json!({
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [{"name": "e2e", "cluster": {"server": cluster.plane.server(), "certificate-authority-data": ca}}],
-        "users": [{"name": "fleet", "user": {"token": token.trim()}}],
-        "contexts": [{"name": "e2e", "context": {"cluster": "e2e", "user": "fleet", "namespace": "podstatus-fleet"}}],
-        "current-context": "e2e",
-    });
-    let path = cluster.dir().join("fleet-shards.kubeconfig");
-    std::fs::write(&path, kubeconfig.to_string()).expect("the kubeconfig");
-    path
+    cluster.service_account_kubeconfig("podstatus-fleet", "podstatus-fleet", "fleet-shards.kubeconfig")
 }
 
 #[test]
