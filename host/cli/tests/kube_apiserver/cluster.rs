@@ -94,6 +94,20 @@ impl Cluster {
         serde_json::from_str(&succeeded(&["create", "-f", "-"], out)).expect("kubectl prints JSON")
     }
 
+    /// Waits until `count` Nodes (of those `args` select, as `kubectl get nodes ARGS`)
+    /// are Ready.
+    pub fn wait_ready_nodes(&self, count: usize, args: &[&str]) {
+        common::wait_until(&format!("{count} Nodes Ready"), || {
+            let nodes = self.get(&[&["nodes"], args].concat())?;
+            let ready = nodes["items"]
+                .as_array()?
+                .iter()
+                .filter(|node| common::condition(node, "Ready").is_some_and(|c| c["status"] == "True"))
+                .count();
+            (ready == count).then_some(())
+        });
+    }
+
     /// `kubectl get ARGS -o json` as the admin; `None` when it is not found.
     pub fn get(&self, args: &[&str]) -> Option<Value> {
         let mut all = vec!["get", "-o", "json"];

@@ -60,15 +60,7 @@ fn a_fleet_of_100_nodes_runs_on_kube_apiserver_and_rolls_canaries_out_and_back()
         "--quiet",
     ]);
     let names: Vec<String> = (0..NODES).map(|i| format!("fleet-{i}")).collect();
-    wait_until("every Node registered Ready", || {
-        let nodes = cluster.get(&["nodes"])?;
-        let ready = nodes["items"]
-            .as_array()?
-            .iter()
-            .filter(|node| condition(node, "Ready").is_some_and(|c| c["status"] == "True"))
-            .count();
-        (ready == NODES).then_some(())
-    });
+    cluster.wait_ready_nodes(NODES, &[]);
 
     cluster.admin(&["create", "namespace", "e2e"]);
     let pods: Vec<Value> = names.iter().map(|node| crate::cluster::pod("e2e", &format!("web-{node}"), node)).collect();

@@ -9,7 +9,7 @@
 use serde_json::{Value, json};
 
 use crate::cluster::Cluster;
-use crate::common::{condition, free_port, request_with, wait_until};
+use crate::common::{free_port, request_with, wait_until};
 
 const NODES: usize = 4;
 
@@ -66,15 +66,7 @@ fn the_cluster_says_who_may_use_the_control_endpoint_401_403_or_allowed() {
         "--canary-manual",
         "--quiet",
     ]);
-    wait_until("every Node registered Ready", || {
-        let nodes = cluster.get(&["nodes"])?;
-        let ready = nodes["items"]
-            .as_array()?
-            .iter()
-            .filter(|node| condition(node, "Ready").is_some_and(|c| c["status"] == "True"))
-            .count();
-        (ready == NODES).then_some(())
-    });
+    cluster.wait_ready_nodes(NODES, &[]);
     let ask = |method: &str, path: &str, token: Option<&str>, body: Option<&Value>| {
         let authorization = token.map(|t| format!("Bearer {t}"));
         let headers: Vec<(&str, &str)> = authorization.iter().map(|a| ("Authorization", a.as_str())).collect();

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::cluster::{Cluster, Process};
-use crate::common::{self, condition, free_port, request, wait_until};
+use crate::common::{self, free_port, request, wait_until};
 
 const SHARDS: usize = 4;
 const NODES: usize = 40;
@@ -71,15 +71,7 @@ fn four_shards_deployed_as_shipped_run_every_node_and_roll_a_plugin_out_over_all
             ])
         })
         .collect();
-    wait_until("every Node Ready", || {
-        let nodes = cluster.get(&["nodes", "-l", &format!("podstatus.io/fleet={PREFIX}")])?;
-        let ready = nodes["items"]
-            .as_array()?
-            .iter()
-            .filter(|node| condition(node, "Ready").is_some_and(|c| c["status"] == "True"))
-            .count();
-        (ready == NODES).then_some(())
-    });
+    cluster.wait_ready_nodes(NODES, &["-l", &format!("podstatus.io/fleet={PREFIX}")]);
     wait_until("each node's Lease held by its shard", || {
         let leases = cluster.get(&["leases", "-n", "kube-node-lease"])?;
         let held = leases["items"]
