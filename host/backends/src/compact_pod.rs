@@ -207,6 +207,14 @@ fn side_span(side: &mut String, value: Option<&str>) -> Span {
 
 /// The start of every pod's text, up to its metadata.
 const HEAD: &str = r#"{"apiVersion":"v1","kind":"Pod","metadata":"#;
+/// What comes before a spec's text, and before a status's.
+const SPEC_KEY: &str = r#","spec":"#;
+const STATUS_KEY: &str = r#","status":"#;
+
+/// The length of a pod's text whose metadata, spec and status texts are these long.
+fn text_len(metadata: usize, spec: Option<usize>, status: Option<usize>) -> usize {
+    HEAD.len() + metadata + spec.map_or(0, |s| SPEC_KEY.len() + s) + status.map_or(0, |s| STATUS_KEY.len() + s) + 1
+}
 
 impl CompactPod {
     /// `pod`, as `serde_json` writes it; its fields are read off the object (no parse).
@@ -237,11 +245,8 @@ impl CompactPod {
         status: Option<StatusPart<'_>>,
     ) -> Result<Self, CompactPodError> {
         let metadata_json = serde_json::to_string(metadata)?;
-        let len = HEAD.len()
-            + metadata_json.len()
-            + spec.as_ref().map_or(0, |s| s.json.len() + 8)
-            + status.as_ref().map_or(0, |s| s.json.len() + 10)
-            + 1;
+        let len =
+            text_len(metadata_json.len(), spec.as_ref().map(|s| s.json.len()), status.as_ref().map(|s| s.json.len()));
         if len > MAX_COMPACT_POD_BYTES {
             return Err(CompactPodError::TooLarge(len));
         }
@@ -256,11 +261,11 @@ impl CompactPod {
         json.push_str(HEAD);
         pod.metadata = push(&mut json, &metadata_json);
         if let Some(spec) = &spec {
-            json.push_str(r#","spec":"#);
+            json.push_str(SPEC_KEY);
             pod.spec = push(&mut json, spec.json);
         }
         if let Some(status) = &status {
-            json.push_str(r#","status":"#);
+            json.push_str(STATUS_KEY);
             pod.status = push(&mut json, status.json);
         }
         json.push('}');
@@ -431,9 +436,7 @@ impl CompactPod {
     /// The size of the text this pod would have with `status` (written by
     /// `serde_json`) instead of its own, its metadata and spec as they are.
     pub fn len_with_status(&self, status: Option<usize>) -> usize {
-        let metadata = self.text(self.metadata).map_or(2, str::len);
-        let spec = self.spec_json().map_or(0, |spec| spec.len() + 8);
-        HEAD.len() + metadata + spec + status.map_or(0, |status| status + 10) + 1
+        text_len(self.text(self.metadata).map_or(2, str::len), self.spec_json().map(str::len), status)
     }
 
     /// A text field, None when the pod does not have it.

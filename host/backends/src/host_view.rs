@@ -118,11 +118,12 @@ enum ReportedPod {
 }
 
 impl ReportedPod {
-    /// The text, if the view still has it (kept, or the pod manager still holds it).
-    fn json(&self) -> Option<Cow<'_, str>> {
+    /// The pod parsed, if the view still has its text (kept, or the pod manager still
+    /// holds it); `Err` when the text is not a pod's.
+    fn parse(&self) -> Option<Result<Pod, serde_json::Error>> {
         match self {
-            ReportedPod::Held(pod) => pod.upgrade().map(|pod| Cow::Owned(pod.json().to_owned())),
-            ReportedPod::Own(json) => Some(Cow::Borrowed(json)),
+            ReportedPod::Held(pod) => pod.upgrade().map(|pod| serde_json::from_str(pod.json())),
+            ReportedPod::Own(json) => Some(serde_json::from_str(json)),
         }
     }
 
@@ -581,10 +582,8 @@ impl HostView {
             let Some(Reported { pod: reported_pod, status: Some(status), .. }) = pods.get(uid) else {
                 return Err(NotSafe::Unreported);
             };
-            let reported_pod = match reported_pod.as_ref().and_then(ReportedPod::json) {
-                Some(json) => Some(serde_json::from_str::<Pod>(&json).map_err(|_| NotSafe::Unreported)?),
-                None => None,
-            };
+            let reported_pod =
+                reported_pod.as_ref().and_then(ReportedPod::parse).transpose().map_err(|_| NotSafe::Unreported)?;
             let parsed: PodStatus = serde_json::from_str(&status.json).map_err(|_| NotSafe::Unreported)?;
             (reported_pod, if status.stopped { terminated(parsed) } else { parsed })
         };

@@ -210,8 +210,7 @@ impl PodManager {
         if !is_pairable_static(pod) {
             return None;
         }
-        let (namespace, name) = compact_identity(pod);
-        mirror_named(&self.read(), namespace, name).cloned()
+        mirror_of(&self.read(), pod).cloned()
     }
 
     /// A mirror pod's UID becomes its static pod's UID; any other UID, unknown ones
@@ -237,9 +236,7 @@ impl PodManager {
                     mirror_to_static.insert(uid.clone(), static_pod.uid().unwrap_or_default().to_owned());
                 }
             } else if pod.is_static() {
-                let (namespace, name) = compact_identity(pod);
-                let mirror_uid =
-                    mirror_named(&pods, namespace, name).map_or("", |mirror| mirror.uid().unwrap_or_default());
+                let mirror_uid = mirror_of(&pods, pod).map_or("", |mirror| mirror.uid().unwrap_or_default());
                 static_to_mirror.insert(uid.clone(), mirror_uid.to_owned());
             }
         }
@@ -302,6 +299,12 @@ fn is_pairable_static(pod: &CompactPod) -> bool {
 /// The mirror pod with the smallest UID of the full name `namespace/name`.
 fn mirror_named<'a>(pods: &'a Held, namespace: &str, name: &str) -> Option<&'a Arc<CompactPod>> {
     pods.named_as(namespace, name).find(|other| other.is_mirror())
+}
+
+/// The mirror pod with the smallest UID sharing `pod`'s full name.
+fn mirror_of<'a>(pods: &'a Held, pod: &CompactPod) -> Option<&'a Arc<CompactPod>> {
+    let (namespace, name) = compact_identity(pod);
+    mirror_named(pods, namespace, name)
 }
 
 /// The static pod with the smallest UID sharing `mirror`'s full name.

@@ -22,4 +22,4 @@ pub use types::{
     API_VERSION, Criteria, GROUP, KIND, PLURAL, PluginRollout, PluginRolloutSpec, PluginRolloutStatus, PluginSource,
     RolloutDecision, RolloutPhase, ShardReport, VERSION, Window,
 };
-pub use validation::{Invalid, MAX_HISTOGRAM_BUCKETS, MAX_SHARD_REPORTS, parse_share, validate};
+pub use validation::{Invalid, MAX_HISTOGRAM_BUCKETS, MAX_SHARD_REPORTS, parse_share, refusal, validate};

@@ -112,6 +112,15 @@ pub fn validate(rollout: &PluginRollout) -> Vec<Invalid> {
     invalid
 }
 
+/// Why `rollout` is refused when it breaks a rule of [`validate`] (every field, in one
+/// line: `invalid: spec.canary: …; spec.watch: …`); None when it is valid. What the
+/// leader and the shards say of a rollout a cluster's CRD schema let through.
+pub fn refusal(rollout: &PluginRollout) -> Option<String> {
+    let invalid = validate(rollout);
+    (!invalid.is_empty())
+        .then(|| format!("invalid: {}", invalid.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")))
+}
+
 /// A byte of a DNS-1123 subdomain.
 fn dns_byte(b: u8) -> bool {
     b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.'
@@ -152,6 +161,17 @@ mod tests {
         .expect("unknown fields are dropped, as a structural schema prunes them");
         assert_eq!(validate(&from_yaml_like), []);
         assert_eq!(from_yaml_like.spec.plugin.label(), "sha256-000000000000");
+    }
+
+    #[test]
+    fn a_refusal_names_every_broken_field_in_one_line() {
+        assert_eq!(refusal(&rollout()), None);
+        let mut broken = rollout();
+        broken.spec.canary = "150%".into();
+        broken.spec.watch = Some("soon".into());
+        let reason = refusal(&broken).expect("refused");
+        assert!(reason.starts_with("invalid: spec.canary: "), "{reason}");
+        assert!(reason.contains("; spec.watch: "), "{reason}");
     }
 
     #[test]

@@ -29,6 +29,20 @@ pub struct Parts<T> {
     pub drivers: T,
 }
 
+impl<T: Copy> Parts<T> {
+    /// Each part of this and `other` made one by `f`.
+    fn zip_with<U>(&self, other: &Parts<T>, f: impl Fn(T, T) -> U) -> Parts<U> {
+        Parts {
+            store: f(self.store, other.store),
+            pod_managers: f(self.pod_managers, other.pod_managers),
+            plugins: f(self.plugins, other.plugins),
+            supervisors: f(self.supervisors, other.supervisors),
+            host_views: f(self.host_views, other.host_views),
+            drivers: f(self.drivers, other.drivers),
+        }
+    }
+}
+
 impl Parts<u64> {
     fn total(&self) -> u64 {
         self.store + self.pod_managers + self.plugins + self.supervisors + self.host_views + self.drivers
@@ -36,26 +50,11 @@ impl Parts<u64> {
 
     /// Each part's growth from `earlier` (0 where it shrank).
     fn since(&self, earlier: &Parts<u64>) -> Parts<u64> {
-        Parts {
-            store: self.store.saturating_sub(earlier.store),
-            pod_managers: self.pod_managers.saturating_sub(earlier.pod_managers),
-            plugins: self.plugins.saturating_sub(earlier.plugins),
-            supervisors: self.supervisors.saturating_sub(earlier.supervisors),
-            host_views: self.host_views.saturating_sub(earlier.host_views),
-            drivers: self.drivers.saturating_sub(earlier.drivers),
-        }
+        self.zip_with(earlier, u64::saturating_sub)
     }
 
     fn per(&self, pods: u64) -> Parts<f64> {
-        let per = |bytes: u64| if pods == 0 { 0.0 } else { bytes as f64 / pods as f64 };
-        Parts {
-            store: per(self.store),
-            pod_managers: per(self.pod_managers),
-            plugins: per(self.plugins),
-            supervisors: per(self.supervisors),
-            host_views: per(self.host_views),
-            drivers: per(self.drivers),
-        }
+        self.zip_with(self, |bytes, _| if pods == 0 { 0.0 } else { bytes as f64 / pods as f64 })
     }
 }
 

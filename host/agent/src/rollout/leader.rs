@@ -21,7 +21,7 @@
 use std::time::{Duration, Instant};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use podstatus_rollout_api::{PluginRollout, RolloutDecision, RolloutPhase, validate};
+use podstatus_rollout_api::{PluginRollout, RolloutDecision, RolloutPhase, refusal};
 
 use super::objects::{RolloutObjects, current};
 use super::verdict::judge;
@@ -109,16 +109,8 @@ impl RolloutLeader {
         let status = rollout.status.clone().unwrap_or_default();
         // A cluster's CRD schema checks shapes only: a rollout whose fields mean nothing
         // (a share of 150%, a watch of "soon") is refused, not guessed at.
-        let invalid = validate(rollout);
-        if !invalid.is_empty() {
-            let causes: Vec<String> = invalid.iter().map(ToString::to_string).collect();
-            return self.decide(
-                &name,
-                RolloutPhase::Refused,
-                "leader",
-                format!("invalid: {}", causes.join("; ")),
-                None,
-            );
+        if let Some(reason) = refusal(rollout) {
+            return self.decide(&name, RolloutPhase::Refused, "leader", reason, None);
         }
         let Some(started) = status.started_at.as_ref().map(|t| t.0) else {
             self.write(&name, |status| {

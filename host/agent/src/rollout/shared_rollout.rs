@@ -22,7 +22,7 @@ use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use podstatus_rollout_api::{PluginRollout, RolloutPhase, ShardReport, parse_share, validate};
+use podstatus_rollout_api::{PluginRollout, RolloutPhase, ShardReport, parse_share, refusal};
 use podstatus_runtime::{PluginImage, PluginRuntime};
 
 use super::canary::rest_snapshot;
@@ -177,9 +177,10 @@ impl SharedRollout {
         };
         // A cluster's CRD schema checks shapes only; a rollout whose fields mean nothing
         // is refused here as the embedded server would refuse it, never guessed at.
-        let invalid: Vec<String> = validate(rollout).iter().map(ToString::to_string).collect();
-        let checked =
-            if invalid.is_empty() { self.image(rollout) } else { Err(format!("invalid: {}", invalid.join("; "))) };
+        let checked = match refusal(rollout) {
+            Some(invalid) => Err(invalid),
+            None => self.image(rollout),
+        };
         let said = match checked {
             Err(refused) => {
                 let said = format!("rollout {name}: refused: {refused}");
