@@ -130,7 +130,10 @@ impl ShardedFleet {
             "spec": {
                 "fleet": self.prefix,
                 "plugin": {"sha256": digest, "name": plugin, "file": file.to_string_lossy()},
-                "canary": "20%", "criteria": {"minSamples": 3}
+                // The time criteria loose: a canary of a few nodes judged on a few
+                // updates of a freshly swapped plugin on a busy test machine measures
+                // the machine; calls per version (what rolls v1 back) is exact.
+                "canary": "20%", "criteria": {"minSamples": 3, "maxSlowdown": 20, "maxP99Ratio": 20}
             }
         });
         for (key, value) in more.as_object().expect("spec fields") {

@@ -94,7 +94,9 @@ fn four_shards_deployed_as_shipped_run_every_node_and_roll_a_plugin_out_over_all
         "apiVersion": "podstatus.io/v1alpha1", "kind": "PluginRollout",
         "metadata": {"name": "to-v3", "namespace": "podstatus-fleet"},
         "spec": {"fleet": PREFIX, "plugin": {"sha256": digest, "name": "podstatus-v3", "file": file.to_string_lossy()},
-                 "canary": "20%", "watch": "4s", "criteria": {"minSamples": 3}}
+                 "canary": "20%", "watch": "4s",
+                 // Loose time criteria: a few updates of a fresh plugin measure the machine.
+                 "criteria": {"minSamples": 3, "maxSlowdown": 20, "maxP99Ratio": 20}}
     });
     // The CRD's schema checks shapes only: a share of 150% is stored, and the leader
     // refuses it (the oldest undecided rollout is carried first), then goes on to the
