@@ -9,7 +9,9 @@ summary); a rollout's leader shard killed mid-canary: time until another shard h
 leader Lease, and until the rollout is decided; the killed shard's nodes taken over
 (node Leases held by live shards, Nodes Ready); a shard stopped (SIGTERM, as a
 StatefulSet scaled down): time until its nodes are held by the others; peak memory
-(VmHWM) per shard. Prints one JSON document.
+(VmHWM) and CPU seconds per shard. Prints one JSON document.
+
+POD_WATCH=shared (or per-node, the shards' default) passes `--pod-watch` to the shards.
 """
 import hashlib, http.client, json, os, signal, socket, subprocess, sys, time
 
@@ -17,6 +19,7 @@ WS = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
 BIN = sys.argv[1] if len(sys.argv) > 1 else os.path.join(WS, 'target/release/podstatus')
 LOGS = os.environ.get('LOGS', '/tmp')
 NODES, SHARDS, PODS_PER_NODE, PREFIX = 1000, 4, 10, 'fs'
+POD_WATCH = ['--pod-watch', os.environ['POD_WATCH']] if os.environ.get('POD_WATCH') else []
 
 def free_port():
     s = socket.socket(); s.bind(('127.0.0.1', 0)); p = s.getsockname()[1]; s.close(); return p
@@ -46,6 +49,14 @@ def wait(what, cond, timeout=600, every=0.25):
         time.sleep(every)
     raise RuntimeError(f'timed out: {what}')
 
+def cpu(pid):
+    """User and system CPU seconds of a live process."""
+    try:
+        fields = open(f'/proc/{pid}/stat').read().rsplit(')', 1)[1].split()
+        return round((int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK'), 1)
+    except OSError:
+        return None
+
 def hwm(pid):
     try:
         for line in open(f'/proc/{pid}/status'):
@@ -61,7 +72,7 @@ shards = {}
 t_start = time.time()
 for o in range(SHARDS):
     shards[o] = subprocess.Popen([BIN, 'fleet', '--nodes', str(NODES), '--node-name', PREFIX, '--shard', str(o), '--server', url,
-                                  '--control-addr', f'127.0.0.1:{free_port()}', '--json', '--quiet'],
+                                  '--control-addr', f'127.0.0.1:{free_port()}', '--json', '--quiet'] + POD_WATCH,
                                  stdout=subprocess.PIPE, stderr=open(f'{LOGS}/fleet-4x250-shard-{o}.err', 'w'), text=True)
 
 def ready_count():
@@ -84,7 +95,8 @@ def holders():
     return out
 
 wait('all Ready', lambda: ready_count() == NODES, timeout=900)
-out = {'nodes': NODES, 'shards': SHARDS, 'ready_seconds': round(time.time() - t_start, 1)}
+out = {'nodes': NODES, 'shards': SHARDS, 'pod_watch': os.environ.get('POD_WATCH') or 'per-node',
+       'ready_seconds': round(time.time() - t_start, 1)}
 
 # Pods: ten a node.
 t0 = time.time()
@@ -122,6 +134,8 @@ for n in range(NODES):
            'spec': {'nodeName': f'{PREFIX}-{n}', 'containers': [{'name': 'app', 'image': 'nginx:1.27'}]}}
     req('POST', '/api/v1/namespaces/default/pods', pod)
 out['memory_mib_per_shard_before_kill'] = {o: hwm(p.pid) for o, p in shards.items()}
+out['cpu_seconds_per_shard_before_kill'] = {o: cpu(p.pid) for o, p in shards.items()}
+out['serve_cpu_seconds_before_kill'] = cpu(server.pid)
 killed = shards.pop(ordinal)
 t_kill = time.time()
 killed.kill(); killed.wait()
@@ -156,6 +170,8 @@ wait('the stopped shard\'s nodes taken over', taken_over, timeout=300, every=0.5
 out['stopped_shard_nodes_taken_over_seconds'] = round(time.time() - t_stop, 1)
 out['memory_mib_per_shard_peak'] = {o: hwm(p.pid) for o, p in shards.items()}
 out['serve_memory_mib_peak'] = hwm(server.pid)
+out['cpu_seconds_per_shard_at_end'] = {o: cpu(p.pid) for o, p in shards.items()}
+out['serve_cpu_seconds_at_end'] = cpu(server.pid)
 summaries = {}
 for o, p in shards.items():
     p.send_signal(signal.SIGTERM)

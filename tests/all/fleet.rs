@@ -17,7 +17,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, PostParams};
 use podstatus_agent::client::KubeClientConfig;
 use podstatus_agent::fleet::{FleetGroup, FleetSpec};
-use podstatus_agent::node::{NodeConfig, PodRunner};
+use podstatus_agent::node::{NodeConfig, PodRunner, WatchScope};
 use podstatus_agent::rollout::{
     ControlAccess, ControlLimits, ControlServer, PluginCatalog, RolloutPolicy, serve_commands,
 };
@@ -58,7 +58,7 @@ impl Running {
     /// `podstatus fleet` takes it), rolled out by `policy`.
     fn start(nodes: usize, plugin: &str, policy: RolloutPolicy) -> Running {
         let options = ServeOptions {
-            max_connections: ServeOptions::default().max_connections + Fleet::connections(nodes),
+            max_connections: ServeOptions::default().max_connections + Fleet::connections(nodes, WatchScope::Shared),
             ..ServeOptions::default()
         };
         let store = Arc::new(MemoryApiServer::with_graceful_deletion());
@@ -88,6 +88,7 @@ impl Running {
             groups: vec![FleetGroup::new("all", nodes, image, &logic)],
             per_node_labels: false,
             numbers: None,
+            watch: WatchScope::Shared,
         };
         let target = Target::Url(server.url());
         let fleet =

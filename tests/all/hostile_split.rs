@@ -27,7 +27,7 @@ fn adversary(attack: &str) -> ComponentPlugin {
 /// Hands the plugin the pod `ns/name` (UID `uid-NAME`), which picks the attack.
 fn hand(plugin: &mut ComponentPlugin, name: &str) {
     let pod = format!(r#"{{"metadata":{{"uid":"uid-{name}","name":"{name}","namespace":"ns"}}}}"#);
-    assert_eq!(plugin.set_pod_status(&pod, "{}").unwrap(), UpdateOutcome::Unchanged);
+    assert_eq!(plugin.set_pod_status(&pod, "{}").unwrap(), UpdateOutcome::Queued);
 }
 
 /// The sync request of the attack's pod.

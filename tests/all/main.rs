@@ -16,6 +16,7 @@ mod embedded_vs_real;
 mod fleet;
 mod fleet_control;
 mod fleet_control_access;
+mod fleet_pod_watch;
 mod handle;
 mod hostile;
 mod hostile_split;

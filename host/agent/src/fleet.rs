@@ -5,7 +5,8 @@
 //! per group, instantiated per node), one [`Connection`] (HTTP clients and their pool,
 //! the I/O runtime, the metrics, a [`CallPool`] of threads for every plugin's API
 //! calls) and one pod watch fanned out by `spec.nodeName` ([`PodRoutes`]), as a shared
-//! informer serves its consumers.
+//! informer serves its consumers, or (a shard's, [`WatchScope::PerNode`]) a watch per
+//! node of its own pods, as each kubelet has.
 //!
 //! `podstatus simulate --nodes N` and `podstatus fleet` both run on it. The nodes are
 //! named `PREFIX-0` .. `PREFIX-(N-1)` and numbered in their groups' order. Each group
@@ -27,7 +28,7 @@ use crate::client::Connection;
 use crate::client::Target;
 use crate::metrics::{Metrics, MetricsScope, MetricsServer};
 use crate::node::{AgentConfig, AgentError, Flushed, NodeAgent};
-use crate::node::{PodRoutes, PodWatch};
+use crate::node::{PodRoutes, PodWatch, WatchScope};
 use podstatus_backends::{ApiServer, PodManager};
 use podstatus_runtime::{CallPool, PluginImage, PluginRuntime};
 
@@ -74,6 +75,8 @@ pub struct FleetSpec {
     /// The nodes' numbers in the whole fleet, in the groups' order (a shard's share:
     /// `PREFIX-3`, `PREFIX-7`, ...); `None`: `0 .. N`, the fleet is whole.
     pub numbers: Option<Vec<usize>>,
+    /// How the nodes get their pods.
+    pub watch: WatchScope,
 }
 
 /// Where a fleet's start stands.
@@ -151,18 +154,23 @@ pub struct Fleet {
     homes: Vec<usize>,
     groups: Mutex<Vec<GroupState>>,
     metrics_server: Option<MetricsServer>,
-    watch: PodWatch,
+    /// One shared watch, or one per node.
+    watches: Vec<PodWatch>,
     connection: Arc<Connection>,
 }
 
 impl Fleet {
     /// The connections a fleet of `nodes` opens to its API server at once, at most: a
-    /// request in flight per driver or runner, per Lease and per Node report, and the
-    /// call threads'. An embedded server started for a fleet admits these beyond its
-    /// own default (past its cap it closes idle connections, which clients see as
-    /// failed requests).
-    pub fn connections(nodes: usize) -> usize {
-        3 * nodes + CALL_THREADS
+    /// request in flight per driver or runner, per Lease and per Node report, the call
+    /// threads', and each node's pod watch when they watch apart (`watch`). An embedded
+    /// server started for a fleet admits these beyond its own default (past its cap it
+    /// closes idle connections, which clients see as failed requests).
+    pub fn connections(nodes: usize, watch: WatchScope) -> usize {
+        let watches = match watch {
+            WatchScope::Shared => 0,
+            WatchScope::PerNode => nodes,
+        };
+        3 * nodes + watches + CALL_THREADS
     }
 
     /// Starts the nodes of `spec`'s groups against `target`, each with `config`'s
@@ -227,20 +235,14 @@ impl Fleet {
             return Err(FleetError::Numbers { numbers: numbers.len(), nodes: homes.len() });
         }
         let names: Vec<String> = numbers.iter().map(|i| format!("{}-{i}", config.node)).collect();
-        let routes = PodRoutes::new();
-        let pod_managers: Vec<Arc<PodManager>> = names
-            .iter()
-            .map(|name| {
-                let pod_manager = Arc::new(PodManager::new());
-                routes.add(name, Arc::clone(&pod_manager));
-                pod_manager
-            })
-            .collect();
+        let pod_managers: Vec<Arc<PodManager>> = names.iter().map(|_| Arc::new(PodManager::new())).collect();
         let server = connection.api_url().to_owned();
-        let watch =
-            PodWatch::start_routed(connection.client().clone(), &server, Arc::new(routes), connection.runtime());
+        let watches = start_watches(&connection, &names, &pod_managers, spec.watch);
         let waiting = Instant::now();
-        while !watch.wait_synced(Duration::from_millis(100)) {
+        while let Some(watch) = watches.iter().find(|watch| !watch.is_synced()) {
+            if watch.wait_synced(Duration::from_millis(100)) {
+                continue;
+            }
             if let Some(message) = watch.refusal() {
                 return Err(AgentError::WatchRefused { server, what: "the fleet's pods".to_owned(), message }.into());
             }
@@ -300,7 +302,7 @@ impl Fleet {
             .into_iter()
             .map(|group| GroupState { name: group.name, image: group.image, logic: group.logic })
             .collect();
-        Ok(Fleet { agents, names, homes, groups: Mutex::new(groups), metrics_server, watch, connection })
+        Ok(Fleet { agents, names, homes, groups: Mutex::new(groups), metrics_server, watches, connection })
     }
 
     /// Every node's agent, by index.
@@ -379,9 +381,9 @@ impl Fleet {
         self.metrics_server.as_ref().map(MetricsServer::local_addr)
     }
 
-    /// The shared pod watch.
-    pub fn pod_watch(&self) -> &PodWatch {
-        &self.watch
+    /// The pod watches: one shared, or one per node in the nodes' order.
+    pub fn pod_watches(&self) -> &[PodWatch] {
+        &self.watches
     }
 
     /// Hot-swaps each of `nodes` to the plugin `plugin_of` names for it (its image and
@@ -511,12 +513,12 @@ impl Fleet {
     /// after another), then what they share. Returns how many queued requests were left
     /// unwritten.
     pub fn shutdown(self, timeout: Duration) -> usize {
-        let Fleet { agents, metrics_server, watch, connection, .. } = self;
+        let Fleet { agents, metrics_server, watches, connection, .. } = self;
         let deadline = Instant::now() + timeout;
         let left =
             agents.into_iter().map(|agent| agent.shutdown(deadline.saturating_duration_since(Instant::now()))).sum();
         drop(metrics_server);
-        drop(watch);
+        drop(watches);
         drop(connection);
         left
     }
@@ -524,6 +526,31 @@ impl Fleet {
     fn lock_groups(&self) -> std::sync::MutexGuard<'_, Vec<GroupState>> {
         // Each change is one assignment: a panic elsewhere leaves the list whole.
         self.groups.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The pod watches of `names`' nodes, each feeding its pod manager (`pod_managers`, in
+/// the same order): one of every pod routed by node, or one per node.
+fn start_watches(
+    connection: &Connection,
+    names: &[String],
+    pod_managers: &[Arc<PodManager>],
+    scope: WatchScope,
+) -> Vec<PodWatch> {
+    let (client, server, runtime) = (connection.client(), connection.api_url(), connection.runtime());
+    match scope {
+        WatchScope::Shared => {
+            let routes = PodRoutes::new();
+            for (name, pod_manager) in names.iter().zip(pod_managers) {
+                routes.add(name, Arc::clone(pod_manager));
+            }
+            vec![PodWatch::start_routed(client.clone(), server, Arc::new(routes), runtime)]
+        }
+        WatchScope::PerNode => names
+            .iter()
+            .zip(pod_managers)
+            .map(|(name, pod_manager)| PodWatch::start(client.clone(), server, name, Arc::clone(pod_manager), runtime))
+            .collect(),
     }
 }
 

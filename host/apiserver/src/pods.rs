@@ -219,14 +219,15 @@ fn start_watch(
         bookmarks: call.flag("allowWatchBookmarks"),
     };
     let (out, response) = streaming_response(context.options.watcher_buffer_bytes);
-    match context.hub.subscribe(start) {
+    match context.hub.subscribe(start, format.selector.node_name()) {
         Ok(subscription) => {
             let patience = context.options.slow_watcher_timeout;
             let counters = Arc::clone(&context.counters);
             let stopping = context.stopping.clone();
             tokio::spawn(async move {
                 let _open = Held::new(&counters, |counters| &counters.watches);
-                if watch::stream(subscription, format, out, patience, stopping).await == Err(SendFailed::Stalled) {
+                let ended = watch::stream(subscription, format, out, patience, stopping, &counters.pod_watch_events);
+                if ended.await == Err(SendFailed::Stalled) {
                     counters.slow_watches_closed.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 }
             });

@@ -97,6 +97,16 @@ impl Selector {
         self.fields.is_empty() && self.labels.is_empty()
     }
 
+    /// The one node whose pods alone it can select (`spec.nodeName=NODE`, a kubelet's
+    /// watch), if it names one: a watch hub hands such a watch only its node's changes,
+    /// as kube-apiserver's watch cache triggers a watch by its `spec.nodeName` index.
+    pub fn node_name(&self) -> Option<&str> {
+        self.fields
+            .iter()
+            .find(|requirement| requirement.field == PodField::NodeName && requirement.equal)
+            .map(|requirement| requirement.value.as_str())
+    }
+
     /// Whether `pod` is selected. Its labels are parsed only for a label selector.
     pub fn matches(&self, pod: &CompactPod) -> bool {
         self.fields
@@ -320,6 +330,16 @@ mod tests {
             Err(SelectorError::UnsupportedField("spec.image".into()))
         );
         assert!(Selector::parse(Some("spec.nodeName"), None).is_err());
+    }
+
+    #[test]
+    fn a_selector_names_its_node_only_when_it_asks_for_that_nodes_pods() {
+        let node = |fields| Selector::parse(Some(fields), None).expect("parses").node_name().map(str::to_owned);
+        assert_eq!(node("spec.nodeName=node-1").as_deref(), Some("node-1"));
+        assert_eq!(node("metadata.name=a,spec.nodeName==node-2").as_deref(), Some("node-2"));
+        assert_eq!(node("spec.nodeName!=node-1"), None, "every other node's pods");
+        assert_eq!(node("metadata.name=a"), None);
+        assert_eq!(Selector::default().node_name(), None);
     }
 
     #[test]

@@ -28,6 +28,9 @@ pub struct ServerStats {
     pub pod_lists: usize,
     /// Pod watch requests answered so far.
     pub pod_watches: usize,
+    /// Pod events (ADDED, MODIFIED, DELETED) sent on watches so far: what crossed to
+    /// the watchers (a watch of one node's pods is sent that node's alone).
+    pub pod_watch_events: usize,
     /// Requests held back by [`ServeOptions::delayed_client`] so far.
     ///
     /// [`ServeOptions::delayed_client`]: crate::options::ServeOptions::delayed_client
@@ -46,6 +49,7 @@ pub(crate) struct Counters {
     pub bodies_refused: AtomicUsize,
     pub pod_lists: AtomicUsize,
     pub pod_watches: AtomicUsize,
+    pub pod_watch_events: AtomicUsize,
     pub delayed_requests: AtomicUsize,
 }
 
@@ -62,6 +66,7 @@ impl Counters {
             bodies_refused: get(&self.bodies_refused),
             pod_lists: get(&self.pod_lists),
             pod_watches: get(&self.pod_watches),
+            pod_watch_events: get(&self.pod_watch_events),
             delayed_requests: get(&self.delayed_requests),
         }
     }

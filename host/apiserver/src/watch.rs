@@ -1,6 +1,11 @@
 //! Watches: a hub that hears every write of the store (in write order), keeps a bounded
 //! history of them for resumes, and fans them out to the open watch streams.
 //!
+//! A watch of one node's pods (`spec.nodeName=NODE`, as every kubelet's) hears only the
+//! changes of pods on that node, before or after the write, as kube-apiserver's watch
+//! cache triggers watches by its `spec.nodeName` index: a thousand nodes' watches cost
+//! a write one hand-over, not a thousand.
+//!
 //! Writers never wait for a watcher: each watcher has a bounded buffer, and one that
 //! falls behind is cut off with a 410 `Expired` error event, after which the client
 //! lists again (kube-rs' watcher and kubectl both do).
@@ -11,8 +16,8 @@
 //! for the client, and a client that takes nothing for `slow_watcher_timeout` has its
 //! stream closed, as kube-apiserver closes an unresponsive watcher.
 
-use std::collections::{BTreeMap, VecDeque};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Duration;
 
@@ -27,7 +32,7 @@ use crate::selectors::{Selector, selectable_part};
 use crate::status_body::Failure;
 use crate::stopping::stopped;
 use crate::table::{self, IncludeObject};
-use podstatus_backends::{CompactPod, MemoryApiServer, PodEvent};
+use podstatus_backends::{CompactPod, MemoryApiServer, PodEvent, PodField};
 
 /// One write, as the hub records it.
 #[derive(Clone, Debug)]
@@ -54,6 +59,9 @@ enum ChangeKind {
 /// The hub: shared by the server's request handlers, fed by a store listener.
 pub(crate) struct WatchHub {
     state: Mutex<HubState>,
+    /// The resourceVersion of the last write handed to the watchers (set under the
+    /// lock, after the hand-over): what a watch that heard nothing since is up to.
+    heard: Arc<AtomicU64>,
     /// Each watcher's buffer, in changes.
     watcher_buffer: usize,
 }
@@ -67,7 +75,10 @@ struct HubState {
     history: VecDeque<Change>,
     history_start: u64,
     history_capacity: usize,
+    /// Watchers that may select a pod on any node.
     watchers: Vec<WatcherSlot>,
+    /// Watchers of one node's pods, by the node.
+    by_node: HashMap<String, Vec<WatcherSlot>>,
 }
 
 struct WatcherSlot {
@@ -95,6 +106,8 @@ pub(crate) struct Subscription {
     covered: u64,
     receiver: mpsc::Receiver<Change>,
     lagged: Arc<AtomicBool>,
+    /// The hub's [`WatchHub::heard`]: a bookmark's resourceVersion.
+    heard: Arc<AtomicU64>,
 }
 
 impl WatchHub {
@@ -109,7 +122,9 @@ impl WatchHub {
                 history_start: 0,
                 history_capacity: history_capacity.max(1),
                 watchers: Vec::new(),
+                by_node: HashMap::new(),
             }),
+            heard: Arc::new(AtomicU64::new(0)),
             watcher_buffer: watcher_buffer.max(1),
         });
         let weak: Weak<Self> = Arc::downgrade(&hub);
@@ -128,6 +143,7 @@ impl WatchHub {
             state.pods = pods.into_iter().map(|pod| (key(&pod), pod)).collect();
             state.resource_version = resource_version;
             state.history_start = resource_version;
+            hub.heard.store(resource_version, Ordering::SeqCst);
         }
         hub
     }
@@ -162,14 +178,20 @@ impl WatchHub {
                 state.history_start = dropped.resource_version;
             }
         }
-        state.watchers.retain(|watcher| match watcher.sender.try_send(change.clone()) {
-            Ok(()) => true,
-            Err(mpsc::error::TrySendError::Full(_)) => {
-                watcher.lagged.store(true, Ordering::SeqCst);
-                false
+        let nodes =
+            [change.pod.field(PodField::NodeName), change.previous.as_ref().and_then(|p| p.field(PodField::NodeName))];
+        let state = &mut *state;
+        offer(&mut state.watchers, &change);
+        for (i, node) in nodes.iter().enumerate() {
+            let Some(node) = node.filter(|node| !nodes[..i].contains(&Some(node))) else { continue };
+            if let Some(watchers) = state.by_node.get_mut(node) {
+                offer(watchers, &change);
+                if watchers.is_empty() {
+                    state.by_node.remove(node);
+                }
             }
-            Err(mpsc::error::TrySendError::Closed(_)) => false,
-        });
+        }
+        self.heard.store(state.resource_version, Ordering::SeqCst);
     }
 
     /// Bytes the hub holds beside the store, for the memory account: its own map of
@@ -196,9 +218,11 @@ impl WatchHub {
         map + history
     }
 
-    /// Registers a watch starting at `start`, atomically with respect to writes; a
-    /// resume from before the kept history is refused with 410.
-    pub fn subscribe(&self, start: Start) -> Result<Subscription, Failure> {
+    /// Registers a watch starting at `start`, atomically with respect to writes, of the
+    /// pods of `node` alone when it names one (it then hears only changes of pods on
+    /// that node, before or after); a resume from before the kept history is refused
+    /// with 410.
+    pub fn subscribe(&self, start: Start, node: Option<&str>) -> Result<Subscription, Failure> {
         let mut state = self.lock();
         let (initial, replay, covered) = match start {
             Start::Now => (state.pods.values().cloned().collect(), Vec::new(), state.resource_version),
@@ -213,9 +237,37 @@ impl WatchHub {
         };
         let (sender, receiver) = mpsc::channel(self.watcher_buffer);
         let lagged = Arc::new(AtomicBool::new(false));
-        state.watchers.push(WatcherSlot { sender, lagged: Arc::clone(&lagged) });
-        Ok(Subscription { initial, replay, covered, receiver, lagged })
+        let slot = WatcherSlot { sender, lagged: Arc::clone(&lagged) };
+        // Watches that ended are dropped here too: a node whose pods do not change
+        // would otherwise keep one slot per renewal of its watch.
+        let watchers = match node {
+            Some(node) => state.by_node.entry(node.to_owned()).or_default(),
+            None => &mut state.watchers,
+        };
+        watchers.retain(|watcher| !watcher.sender.is_closed());
+        watchers.push(slot);
+        Ok(Subscription { initial, replay, covered, receiver, lagged, heard: Arc::clone(&self.heard) })
     }
+
+    /// Open watch slots: of any node's pods, and of one node's (for tests).
+    #[cfg(test)]
+    fn slots(&self) -> (usize, usize) {
+        let state = self.lock();
+        (state.watchers.len(), state.by_node.values().map(Vec::len).sum())
+    }
+}
+
+/// Hands `change` to every watcher of `watchers` that has room; a watcher without room
+/// is cut off (it will report 410 and end), a closed one dropped.
+fn offer(watchers: &mut Vec<WatcherSlot>, change: &Change) {
+    watchers.retain(|watcher| match watcher.sender.try_send(change.clone()) {
+        Ok(()) => true,
+        Err(mpsc::error::TrySendError::Full(_)) => {
+            watcher.lagged.store(true, Ordering::SeqCst);
+            false
+        }
+        Err(mpsc::error::TrySendError::Closed(_)) => false,
+    });
 }
 
 fn key(pod: &CompactPod) -> (String, String) {
@@ -324,13 +376,14 @@ fn event_line(kind: &str, object: &impl Serialize) -> Bytes {
 /// Runs one watch: writes its events to `out` (the response body) until the client
 /// goes, the timeout passes, the server stops (`stopping`), the client takes nothing
 /// for `patience` (the stream is closed), or the watcher falls behind the writes
-/// (then a 410 ERROR event ends it).
+/// (then a 410 ERROR event ends it). Counts the pod events it sent in `sent`.
 pub(crate) async fn stream(
     subscription: Subscription,
     format: WatchFormat,
     out: StreamSender,
     patience: Duration,
     mut stopping: tokio::sync::watch::Receiver<bool>,
+    sent: &AtomicUsize,
 ) -> Result<(), SendFailed> {
     // A timeout past what the clock can hold (a client may ask for u64::MAX seconds) is
     // no deadline: `Instant + Duration` would panic on it.
@@ -342,7 +395,7 @@ pub(crate) async fn stream(
         }
     };
     let ended = tokio::select! {
-        ended = events(subscription, &format, &out, patience, deadline.filter(|_| format.bookmarks)) => ended,
+        ended = events(subscription, &format, &out, patience, deadline.filter(|_| format.bookmarks), sent) => ended,
         () = sleep => Ok(()),
         () = stopped(&mut stopping) => Ok(()),
         () = out.closed() => Ok(()),
@@ -356,24 +409,28 @@ pub(crate) async fn stream(
     ended
 }
 
-/// The events of one watch, sent as the client takes them, with bookmarks before
-/// `bookmark_deadline` when there is one; returns how it ended.
+/// The events of one watch, sent as the client takes them (pod events counted in
+/// `sent`), with bookmarks before `bookmark_deadline` when there is one; returns how it
+/// ended.
 async fn events(
     subscription: Subscription,
     format: &WatchFormat,
     out: &StreamSender,
     patience: Duration,
     bookmark_deadline: Option<tokio::time::Instant>,
+    sent: &AtomicUsize,
 ) -> Result<(), SendFailed> {
-    let Subscription { initial, replay, covered, mut receiver, lagged } = subscription;
+    let Subscription { initial, replay, covered, mut receiver, lagged, heard } = subscription;
     // One event at a time: encoded only when there is room for it.
     for pod in initial.iter().filter(|pod| format.selects(pod)) {
         out.send(format.line("ADDED", pod), patience).await?;
+        sent.fetch_add(1, Ordering::Relaxed);
     }
     drop(initial);
     for change in &replay {
         if let Some(line) = format.event_of(change) {
             out.send(line, patience).await?;
+            sent.fetch_add(1, Ordering::Relaxed);
         }
     }
     drop(replay);
@@ -401,6 +458,19 @@ async fn events(
         let received = tokio::select! {
             received = receiver.recv() => received,
             () = bookmark_due => {
+                // Up to every write the hub handed out so far, this watch's included: a
+                // watch of a quiet node hears nothing, yet is as current as the hub.
+                let hub_version = heard.load(Ordering::SeqCst);
+                while let Ok(change) = receiver.try_recv() {
+                    pass(&change, covered, &mut latest, format, out, patience, sent).await?;
+                }
+                if lagged.load(Ordering::SeqCst) {
+                    // Cut off: the changes it missed end it with a 410 below, never a
+                    // bookmark past them.
+                    bookmark_at = None;
+                    continue;
+                }
+                latest = latest.max(hub_version);
                 let bookmark = Pod {
                     metadata: ObjectMeta { resource_version: Some(latest.to_string()), ..ObjectMeta::default() },
                     ..Pod::default()
@@ -418,14 +488,31 @@ async fn events(
             }
             return Ok(());
         };
-        if change.resource_version <= covered {
-            continue;
-        }
-        latest = latest.max(change.resource_version);
-        if let Some(line) = format.event_of(&change) {
-            out.send(line, patience).await?;
-        }
+        pass(&change, covered, &mut latest, format, out, patience, sent).await?;
     }
+}
+
+/// Sends the event this watch sees of `change` (counted in `sent`), if any and if the
+/// start (up to `covered`) did not already; `latest` is the resourceVersion the watch
+/// is up to.
+async fn pass(
+    change: &Change,
+    covered: u64,
+    latest: &mut u64,
+    format: &WatchFormat,
+    out: &StreamSender,
+    patience: Duration,
+    sent: &AtomicUsize,
+) -> Result<(), SendFailed> {
+    if change.resource_version <= covered {
+        return Ok(());
+    }
+    *latest = (*latest).max(change.resource_version);
+    if let Some(line) = format.event_of(change) {
+        out.send(line, patience).await?;
+        sent.fetch_add(1, Ordering::Relaxed);
+    }
+    Ok(())
 }
 
 /// The 410 of a resume from too old a resourceVersion, as the single event of a watch
@@ -444,16 +531,16 @@ mod tests {
         let store = MemoryApiServer::new();
         store.create_pod(pod("a", "ua").build()).expect("create");
         let hub = WatchHub::attach(&store, 2, 16);
-        assert_eq!(hub.subscribe(Start::After(0)).err().map(|f| f.code), Some(410), "before the hub");
+        assert_eq!(hub.subscribe(Start::After(0), None).err().map(|f| f.code), Some(410), "before the hub");
         for name in ["b", "c", "d"] {
             store.create_pod(pod(name, name).build()).expect("create");
         }
         // rv 2..4 happened; only 3 and 4 are kept.
-        assert_eq!(hub.subscribe(Start::After(1)).err().map(|f| f.reason), Some("Expired"));
-        let resumed = hub.subscribe(Start::After(2)).expect("kept");
+        assert_eq!(hub.subscribe(Start::After(1), None).err().map(|f| f.reason), Some("Expired"));
+        let resumed = hub.subscribe(Start::After(2), None).expect("kept");
         let replayed: Vec<_> = resumed.replay.iter().map(|c| c.resource_version).collect();
         assert_eq!(replayed, [3, 4]);
-        let now = hub.subscribe(Start::Now).expect("now");
+        let now = hub.subscribe(Start::Now, None).expect("now");
         assert_eq!((now.initial.len(), now.covered), (4, 4));
     }
 
@@ -482,12 +569,73 @@ mod tests {
     fn a_watcher_that_falls_behind_is_cut_off_without_blocking_writers() {
         let store = MemoryApiServer::new();
         let hub = WatchHub::attach(&store, 100, 2);
-        let subscription = hub.subscribe(Start::Now).expect("subscribe");
+        let subscription = hub.subscribe(Start::Now, None).expect("subscribe");
         for name in ["a", "b", "c", "d"] {
             store.create_pod(pod(name, name).build()).expect("writers go on");
         }
         assert!(subscription.lagged.load(Ordering::SeqCst));
         assert!(hub.lock().watchers.is_empty());
+    }
+
+    /// The resourceVersions a subscription's channel holds now.
+    fn heard(subscription: &mut Subscription) -> Vec<u64> {
+        std::iter::from_fn(|| subscription.receiver.try_recv().ok()).map(|change| change.resource_version).collect()
+    }
+
+    #[test]
+    fn a_nodes_watch_hears_only_the_changes_of_its_nodes_pods() {
+        let store = MemoryApiServer::new();
+        let hub = WatchHub::attach(&store, 100, 16);
+        let mut one = hub.subscribe(Start::Now, Some("node-1")).expect("subscribe");
+        let mut two = hub.subscribe(Start::Now, Some("node-2")).expect("subscribe");
+        let mut all = hub.subscribe(Start::Now, None).expect("subscribe");
+        store.create_pod(pod("a", "ua").node("node-1").build()).expect("rv 1");
+        store.create_pod(pod("b", "ub").node("node-2").build()).expect("rv 2");
+        store.create_pod(pod("c", "uc").build()).expect("rv 3, unbound");
+        podstatus_backends::ApiServer::delete_pod(&store, "ns", "a", &Default::default()).expect("rv 4");
+        assert_eq!(heard(&mut one), [1, 4], "its pod's creation and deletion");
+        assert_eq!(heard(&mut two), [2]);
+        assert_eq!(heard(&mut all), [1, 2, 3, 4]);
+        // A node's watch renewed every few minutes leaves no slot behind per renewal.
+        assert_eq!(hub.slots(), (1, 2));
+        drop(one);
+        let _renewed = hub.subscribe(Start::After(4), Some("node-1")).expect("resume");
+        assert_eq!(hub.slots(), (1, 2), "the ended watch's slot went with the new one");
+    }
+
+    #[test]
+    fn a_quiet_nodes_watch_is_bookmarked_at_the_hubs_version() {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime");
+        let store = MemoryApiServer::new();
+        let hub = WatchHub::attach(&store, 100, 16);
+        let subscription = hub.subscribe(Start::Now, Some("quiet")).expect("subscribe");
+        for name in ["a", "b", "c"] {
+            store.create_pod(pod(name, name).node("busy").build()).expect("create");
+        }
+        // A 3 s watch with bookmarks gets one 2 s before its end.
+        let format = WatchFormat {
+            selector: Selector::parse(Some("spec.nodeName=quiet"), None).expect("parses"),
+            namespace: None,
+            table: None,
+            timeout: Some(Duration::from_secs(3)),
+            initial_events_bookmark: false,
+            bookmarks: true,
+        };
+        let (out, response) = crate::response::streaming_response(1024);
+        let (_stop, stopping) = tokio::sync::watch::channel(false);
+        let first = runtime.block_on(async move {
+            let sent = AtomicUsize::new(0);
+            let watch = tokio::spawn(async move {
+                stream(subscription, format, out, Duration::from_secs(5), stopping, &sent).await
+            });
+            let mut body = response.into_body();
+            let first = http_body_util::BodyExt::frame(&mut body).await;
+            watch.abort();
+            first.and_then(Result::ok).and_then(|frame| frame.into_data().ok())
+        });
+        let first: serde_json::Value = serde_json::from_slice(&first.expect("an event")).expect("JSON");
+        assert_eq!(first["type"], "BOOKMARK", "{first}");
+        assert_eq!(first.pointer("/object/metadata/resourceVersion").and_then(|v| v.as_str()), Some("3"));
     }
 
     #[test]
@@ -496,7 +644,7 @@ mod tests {
         let store = MemoryApiServer::new();
         store.create_pod(pod("a", "ua").build()).expect("create");
         let hub = WatchHub::attach(&store, 16, 16);
-        let subscription = hub.subscribe(Start::Now).expect("subscribe");
+        let subscription = hub.subscribe(Start::Now, None).expect("subscribe");
         // `?timeoutSeconds=18446744073709551615`: a request may ask for it.
         let format = WatchFormat {
             selector: Selector::default(),
@@ -509,7 +657,10 @@ mod tests {
         let (out, response) = crate::response::streaming_response(1024);
         let (_stop, stopping) = tokio::sync::watch::channel(false);
         let first = runtime.block_on(async move {
-            let watch = tokio::spawn(stream(subscription, format, out, Duration::from_secs(5), stopping));
+            let sent = AtomicUsize::new(0);
+            let watch = tokio::spawn(async move {
+                stream(subscription, format, out, Duration::from_secs(5), stopping, &sent).await
+            });
             let mut body = response.into_body();
             let first = http_body_util::BodyExt::frame(&mut body).await;
             watch.abort();

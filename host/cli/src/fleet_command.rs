@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use podstatus_agent::fleet::{FleetGroup, FleetSpec, StartProgress, canary_nodes};
 use podstatus_agent::metrics::MetricsServer;
-use podstatus_agent::node::PodRunner;
+use podstatus_agent::node::{PodRunner, WatchScope};
 use podstatus_agent::rollout::{
     CanaryPlan, ControlLimits, ControlServer, Outcome, PluginCatalog, serve_commands, serve_shard_commands,
 };
@@ -80,6 +80,13 @@ pub struct FleetArgs {
     control: ControlArgs,
     #[command(flatten)]
     shard: crate::fleet_shard::ShardArgs,
+    /// How the nodes get their pods: `per-node`, a watch of each node's own pods as
+    /// every kubelet has (a connection per node; only this process's nodes' pods cross
+    /// them), or `shared`, one watch of every pod of the cluster, each handed to its
+    /// node (one connection; every pod crosses it). Default: `per-node` for a shard
+    /// (--shard), `shared` otherwise.
+    #[arg(long, value_enum, value_name = "SCOPE", help_heading = "API server and client")]
+    pod_watch: Option<PodWatchArg>,
     /// Label every metric sample with its node too (`node`): a series per node and
     /// family, so off by default (samples carry `group` and `logic`).
     #[arg(long, help_heading = "Output")]
@@ -122,6 +129,13 @@ pub struct FleetArgs {
     node: NodeArgs,
     #[command(flatten)]
     plugin: PluginArgs,
+}
+
+/// `--pod-watch`: [`WatchScope`]'s choices.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum PodWatchArg {
+    PerNode,
+    Shared,
 }
 
 /// `--group NAME=COUNT[:PLUGIN]`.
@@ -306,7 +320,13 @@ fn fleet(args: &FleetArgs) -> anyhow::Result<bool> {
             "a sharded fleet's canary spans every shard: create a PluginRollout object instead",
         ));
     }
-    let (embedded, target) = resolve(target, nodes)?;
+    let watch = match args.pod_watch {
+        Some(PodWatchArg::PerNode) => WatchScope::PerNode,
+        Some(PodWatchArg::Shared) => WatchScope::Shared,
+        None if shard_plan.is_some() => WatchScope::PerNode,
+        None => WatchScope::Shared,
+    };
+    let (embedded, target) = resolve(target, nodes, watch)?;
     let config = args.client.agent_config(
         &args.node_name,
         ApiServerTarget::Running(Target::Url(String::new())),
@@ -366,6 +386,7 @@ fn fleet(args: &FleetArgs) -> anyhow::Result<bool> {
             groups: share_of_groups(&groups, numbers.as_deref()),
             per_node_labels: args.per_node_metrics,
             numbers: numbers.clone(),
+            watch,
         };
         let share_nodes = numbers.as_ref().map_or(nodes, Vec::len);
         let mut starting = WorkProgress::new("nodes started", share_nodes as u64, args.quiet || generation > 1);
@@ -757,11 +778,15 @@ impl std::fmt::Display for FleetSummary {
 
 /// The fleet's target as the nodes reach it, and the embedded server started first
 /// (admitting the connections the fleet opens) when that is the target.
-fn resolve(target: ApiServerTarget, nodes: usize) -> anyhow::Result<(Option<EmbeddedApiServer>, Target)> {
+fn resolve(
+    target: ApiServerTarget,
+    nodes: usize,
+    watch: WatchScope,
+) -> anyhow::Result<(Option<EmbeddedApiServer>, Target)> {
     Ok(match target {
         ApiServerTarget::Embedded(addr) => {
             let options = ServeOptions {
-                max_connections: ServeOptions::default().max_connections + Fleet::connections(nodes),
+                max_connections: ServeOptions::default().max_connections + Fleet::connections(nodes, watch),
                 ..ServeOptions::default()
             };
             let store = Arc::new(MemoryApiServer::with_graceful_deletion());

@@ -30,6 +30,17 @@ use common::{condition, free_port, request, signal, spawn, wait, wait_until, wor
 
 const ROLLOUTS: &str = "/apis/podstatus.io/v1alpha1/namespaces/default/pluginrollouts";
 
+/// How fast a test's shards notice things: their membership and node Leases, and how
+/// often each node reports its status.
+struct Pace {
+    shard_lease: &'static str,
+    node_lease: &'static str,
+    node_status: &'static str,
+}
+
+/// A few nodes a shard: everything fast.
+const QUICK: Pace = Pace { shard_lease: "3s", node_lease: "6s", node_status: "1s" };
+
 /// A fleet of `shards` shard processes of `nodes` nodes in all, against its own
 /// `podstatus serve`.
 struct ShardedFleet {
@@ -43,8 +54,14 @@ struct ShardedFleet {
 
 impl ShardedFleet {
     fn start(prefix: &'static str, shards: usize, nodes: usize) -> ShardedFleet {
+        Self::start_paced(prefix, shards, nodes, &QUICK)
+    }
+
+    fn start_paced(prefix: &'static str, shards: usize, nodes: usize, pace: &Pace) -> ShardedFleet {
         let api = free_port();
-        let server = spawn(&["serve", "--listen", &api.to_string()]);
+        // A shard of N nodes keeps about 4N connections (docs/fleet.md).
+        let connections = (512 + 4 * nodes + 64 * shards).to_string();
+        let server = spawn(&["serve", "--listen", &api.to_string(), "--max-connections", &connections]);
         wait_until("the API server answers", || request(api, "GET", "/version", None));
         let url = format!("http://{api}");
         let total = nodes.to_string();
@@ -60,11 +77,11 @@ impl ShardedFleet {
                     "--shard",
                     &ordinal.to_string(),
                     "--shard-lease-duration",
-                    "3s",
+                    pace.shard_lease,
                     "--node-lease-duration",
-                    "6s",
+                    pace.node_lease,
                     "--node-status-update-frequency",
-                    "1s",
+                    pace.node_status,
                     "--server",
                     &url,
                     "--logic",
@@ -168,6 +185,26 @@ impl ShardedFleet {
             std::thread::sleep(std::time::Duration::from_millis(200));
         }
         panic!("rollout {rollout} not decided within 120s: {last:#}\nshards: {:?}", self.nodes_by_logic());
+    }
+
+    /// The identity of the leader once it watches `rollout`'s canary.
+    fn leader_watching(&self, rollout: &str) -> String {
+        wait_until("a leader watching the canary", || {
+            let (_, object) = request(self.api, "GET", &format!("{ROLLOUTS}/{rollout}"), None)?;
+            (object.pointer("/status/phase")? == "Canary").then_some(())?;
+            object.pointer("/status/leader")?.as_str().map(str::to_owned)
+        })
+    }
+
+    /// Kills (SIGKILL) the shard whose identity is `holder` (`PREFIX-shard-O_SUFFIX`).
+    fn kill_shard_of(&mut self, holder: &str) {
+        let ordinal: usize = holder
+            .strip_prefix(&format!("{}-shard-", self.prefix))
+            .and_then(|rest| rest.split('_').next()?.parse().ok())
+            .unwrap_or_else(|| panic!("{holder}"));
+        let (mut killed, _) = self.shards[ordinal].take().expect("the holder's shard");
+        killed.kill().expect("SIGKILL");
+        killed.wait().expect("reaped");
     }
 
     /// Each live shard's nodes by the plugin they run (its control endpoint's view).
@@ -275,19 +312,8 @@ fn a_fleet_wide_canary_is_promoted_another_rolled_back_and_a_wrong_digest_refuse
 fn the_leaders_shard_killed_mid_rollout_leaves_the_decision_to_the_next_leader() {
     let mut fleet = ShardedFleet::start("leaderless", 4, 20);
     fleet.roll_out("to-v4", "podstatus-v4", None, "8s");
-    let leader = wait_until("a leader watching the canary", || {
-        let (_, object) = request(fleet.api, "GET", &format!("{ROLLOUTS}/to-v4"), None)?;
-        (object.pointer("/status/phase")? == "Canary").then_some(())?;
-        object.pointer("/status/leader")?.as_str().map(str::to_owned)
-    });
-    // `leaderless-shard-O_SUFFIX`: the shard's ordinal.
-    let ordinal: usize = leader
-        .strip_prefix("leaderless-shard-")
-        .and_then(|rest| rest.split('_').next()?.parse().ok())
-        .unwrap_or_else(|| panic!("{leader}"));
-    let (mut killed, _) = fleet.shards[ordinal].take().expect("the leader's shard");
-    killed.kill().expect("SIGKILL");
-    killed.wait().expect("reaped");
+    let leader = fleet.leader_watching("to-v4");
+    fleet.kill_shard_of(&leader);
 
     fleet.create_pods("during");
     let status = fleet.decided("to-v4");
@@ -298,5 +324,55 @@ fn the_leaders_shard_killed_mid_rollout_leaves_the_decision_to_the_next_leader()
     fleet.all_on("podstatus-v4");
     wait_until("every Node Ready, the killed shard's taken over", || fleet.all_ready());
     wait_until("every pod Running and Ready", || fleet.running("during"));
+    fleet.stop();
+}
+
+/// The scale: four shards of 250 nodes against one `podstatus serve`, paced as
+/// a fleet is (node Leases of 40 s renewed every 10 s, a status report every 10 s).
+/// Every Node Ready; a canary over every shard promoted and another rolled back; the
+/// leader's shard killed mid-rollout and the rollout decided by the next leader; a
+/// shard stopped as a StatefulSet scaled down stops its last pod, its nodes taken
+/// over by the two left; every pod Running throughout. (Control requests without the
+/// right credential: `fleet_control.rs` and the kube-apiserver suite.)
+#[test]
+fn four_shards_of_250_nodes_roll_out_over_a_killed_leader_and_a_stopped_shard() {
+    const SCALED: Pace = Pace { shard_lease: "10s", node_lease: "40s", node_status: "10s" };
+    let mut fleet = ShardedFleet::start_paced("quarters", 4, 1000, &SCALED);
+
+    fleet.roll_out("to-v3", "podstatus-v3", None, "5s");
+    fleet.create_pods("first");
+    let status = fleet.decided("to-v3");
+    assert_eq!(status["phase"], "Promoted", "{status:#}");
+    assert!(status["decision"]["reason"].as_str().unwrap_or_default().contains("over 4 shards"), "{status:#}");
+    fleet.all_on("podstatus-v3");
+
+    fleet.roll_out("to-v1", "podstatus-v1", None, "5s");
+    fleet.create_pods("second");
+    let status = fleet.decided("to-v1");
+    assert_eq!(status["phase"], "RolledBack", "{status:#}");
+    fleet.all_on("podstatus-v3");
+
+    fleet.roll_out("to-v4", "podstatus-v4", None, "15s");
+    let leader = fleet.leader_watching("to-v4");
+    fleet.kill_shard_of(&leader);
+    fleet.create_pods("during");
+    let status = fleet.decided("to-v4");
+    assert_eq!(status["phase"], "Promoted", "{status:#}");
+    let decided_by = status["decision"]["leader"].as_str().unwrap_or_default();
+    assert!(!decided_by.is_empty() && decided_by != leader, "a new leader decided: {status:#}");
+    fleet.all_on("podstatus-v4");
+    wait_until("every Node Ready, the killed shard's taken over", || fleet.all_ready());
+
+    // Scaled down: the live shard of the highest ordinal stops cleanly.
+    let last = (0..4).rev().find(|&o| fleet.shards[o].is_some()).expect("a live shard");
+    let (stopped, lines) = fleet.shards[last].take().expect("live");
+    signal(&stopped, libc::SIGTERM);
+    let (code, stderr) = wait(stopped, &lines);
+    assert_eq!(code, Some(0), "stderr:\n{stderr}");
+    fleet.all_on("podstatus-v4");
+    wait_until("every Node Ready on the two shards left", || fleet.all_ready());
+    for round in ["first", "second", "during"] {
+        wait_until(&format!("every {round} pod Running and Ready"), || fleet.running(round));
+    }
     fleet.stop();
 }

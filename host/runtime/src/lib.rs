@@ -15,6 +15,7 @@ pub mod api;
 pub mod bindings;
 mod call_pool;
 mod calls;
+mod hand_digests;
 mod handed;
 mod handle;
 mod host_imports;

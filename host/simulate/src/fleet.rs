@@ -29,7 +29,7 @@ use crate::static_manifests::{wait_for_mirrors, write_static_pods};
 use crate::summary::{self, FleetFigures, Summary, SwapSummary};
 use crate::swaps::{file_logic, swap_to_image};
 use podstatus_agent::fleet::{FleetGroup, FleetSpec, StartProgress};
-use podstatus_agent::node::Flushed;
+use podstatus_agent::node::{Flushed, WatchScope};
 use podstatus_agent::{Fleet, NodeAgent};
 use podstatus_backends::{ApiServer, InjectedFaults};
 use podstatus_runtime::PluginRuntime;
@@ -177,7 +177,8 @@ fn start_fleet(
     groups: &[NodeGroup],
     progress: &mut dyn FnMut(&Progress),
 ) -> Result<StartedFleet, SimulateError> {
-    let connections = podstatus_apiserver::ServeOptions::default().max_connections + Fleet::connections(config.nodes);
+    let connections = podstatus_apiserver::ServeOptions::default().max_connections
+        + Fleet::connections(config.nodes, WatchScope::Shared);
     let (embedded, target) = simulated_node::resolve(&config.agent.target, connections)?;
     // Known before the nodes start (they may take a while): said with their progress.
     let url = match &target {
@@ -194,6 +195,7 @@ fn start_fleet(
             .collect(),
         per_node_labels: false,
         numbers: None,
+        watch: WatchScope::Shared,
     };
     let injected = config.agent.target.injected_faults;
     let layer = move |i: usize, api_server: Arc<dyn ApiServer>| {

@@ -24,7 +24,7 @@ pub use object::{KUBELET_VERSION, NodeConfig, Readiness, VIRTUAL_NODE_TAINT};
 pub use pod_runner::{
     EXIT_CODE_ANNOTATION, PodRunner, RUN_FOR_ANNOTATION, report, report_pod_status_json, report_status_json,
 };
-pub use pod_watch::{PodRoutes, PodWatch};
+pub use pod_watch::{PodRoutes, PodWatch, WatchScope};
 pub use registration::{NodeError, NodeRegistration, Refusal, is_permanent};
 pub use static_pods::{
     CONFIG_HASH_ANNOTATION, CONFIG_SEEN_ANNOTATION, FILE_SOURCE, ManifestError, MirrorError, POLL_INTERVAL, ScanReport,

@@ -30,6 +30,20 @@ use podstatus_backends::pod_identity::uid_of;
 /// resourceVersion seen (the API server caps it too).
 const WATCH_TIMEOUT_SECONDS: u32 = 290;
 
+/// How a fleet's nodes get their pods from the API server.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum WatchScope {
+    /// One watch of every pod of the cluster, each handed to its node's pod manager (a
+    /// shared informer): one connection, but every pod of the cluster crosses it,
+    /// other processes' nodes' pods too.
+    #[default]
+    Shared,
+    /// A watch of each node's own pods (`spec.nodeName`), as every kubelet watches: a
+    /// connection per node, and only this process's nodes' pods cross them (a shard of
+    /// a fleet receives its share's pods alone).
+    PerNode,
+}
+
 /// Which pod manager a watched pod goes to: its node's, by `spec.nodeName`. Pods of
 /// nodes it does not name are not the watch's to hand over. Add every node before the
 /// watch starts: a node added later gets its pods from their next change on.

@@ -115,8 +115,9 @@ impl HostState {
     /// that name and this instance may reach, or, while the host makes the plugin sync
     /// a request it queued, the request's pod even if dropped since (upstream's queued
     /// request carries its status, and `syncPod` writes it after `RemoveOrphanedStatuses`
-    /// too).
-    fn reachable(&self, namespace: &str, name: &str) -> Vec<Box<str>> {
+    /// too). A status the call in progress handed is noted first.
+    fn reachable(&mut self, namespace: &str, name: &str) -> Vec<Box<str>> {
+        self.note_pending();
         let namespace = default_namespace(namespace);
         let mut handed = self.handed.named(namespace, name);
         handed.retain(|uid| self.may_reach(uid));

@@ -11,6 +11,7 @@ use std::time::Instant;
 use wasmtime::component::{HasSelf, Linker};
 
 use crate::bindings::StatusManager;
+use crate::hand_digests::HandDigests;
 use crate::handed::{HandedPod, HandedPods};
 use crate::limits::Sandbox;
 use crate::world::World;
@@ -38,6 +39,11 @@ pub struct HostState {
     /// The pod of the sync request the host has a 0.1.x plugin sync now: reachable by
     /// its calls even if the host dropped it since the request was queued.
     pub(crate) syncing: Option<Box<str>>,
+    /// What `set-pod-status` handed already, by digest.
+    pub(crate) digests: HandDigests,
+    /// The pod and status of the `set-pod-status` call in progress, not noted in the
+    /// record yet ([`HostState::note_pending`]).
+    pub(crate) pending_hand: Option<Arc<(String, String)>>,
     /// The plugin's log budget.
     pub(crate) log: LogBucket,
 }
@@ -50,7 +56,16 @@ impl HostState {
     /// The state of an instance that will reach `world` within `sandbox`'s limits.
     pub fn new(world: World, sandbox: Sandbox) -> Self {
         let log = LogBucket::new(sandbox.limits.log_burst, sandbox.limits.log_per_second);
-        HostState { world, sandbox, handed: Arc::new(HandedPods::new()), narrowed: None, syncing: None, log }
+        HostState {
+            world,
+            sandbox,
+            handed: Arc::new(HandedPods::new()),
+            narrowed: None,
+            syncing: None,
+            digests: HandDigests::default(),
+            pending_hand: None,
+            log,
+        }
     }
 
     /// Traps when a string or list the plugin passed to `import` is over the limit.
@@ -86,6 +101,33 @@ impl HostState {
         }
         self.handed.hand(pod);
         self.widen_narrowed(pod.uid);
+    }
+
+    /// `set-pod-status` handed `status` for `pod`: the pod and the status's phase are
+    /// noted (and the pod is the instance's to reach again if a state document narrowed
+    /// it out), unless these very bytes were.
+    pub(crate) fn note_status(&mut self, pod: &str, status: &str) {
+        let drops = self.handed.drops();
+        let Some(noted) = self.digests.to_note(drops, pod, status) else { return };
+        if noted.uid.is_empty() || noted.uid.len() > MAX_UID_BYTES {
+            return;
+        }
+        self.handed.hand(noted);
+        if let Some(narrowed) = &mut self.narrowed
+            && !narrowed.contains(noted.uid)
+        {
+            narrowed.insert(noted.uid.into());
+        }
+    }
+
+    /// Notes what the `set-pod-status` call in progress handed, if it is not noted yet:
+    /// before the plugin's first ask that the record decides (a push, an API call). A
+    /// call the plugin answers without asking anything is noted when it ends, and only
+    /// if it changed the plugin's cache (see `ComponentPlugin::call_set_pod_status`).
+    pub(crate) fn note_pending(&mut self) {
+        if let Some(pending) = self.pending_hand.take() {
+            self.note_status(&pending.0, &pending.1);
+        }
     }
 
     /// A pod handed again, or carried by a change set, is this instance's to reach again

@@ -9,6 +9,7 @@ impl wit::Host for HostState {
     fn push(&mut self, request: SyncRequest) -> wasmtime::Result<bool> {
         self.charge("push", request.pod_uid.len() + 16)?;
         self.check_arg("push", "pod-uid", request.pod_uid.len())?;
+        self.note_pending();
         // Only a pod whose status the host handed the plugin may be queued: the queue
         // holds the host's names, never the plugin's inventions, nor the pod manager's
         // pods the plugin was never told of.

@@ -2,6 +2,7 @@
 
 use crate::shown::shown;
 use std::collections::HashSet;
+use std::sync::Arc;
 use wasmtime::Store;
 
 use crate::bindings::{
@@ -62,20 +63,11 @@ pub struct ComponentPlugin {
     syncs: syncs::Ledger,
     /// A 0.2.1 plugin's resize functions; none for older plugins, which have none.
     resize: Option<ResizeExports>,
-    /// What the host handed already, by digest (see [`handing`]).
-    handed: handing::Digests,
 }
 
 impl ComponentPlugin {
     pub(crate) fn new(store: Store<HostState>, exports: Exports, resize: Option<ResizeExports>) -> Self {
-        ComponentPlugin {
-            store,
-            exports,
-            fault: None,
-            syncs: syncs::Ledger::default(),
-            resize,
-            handed: handing::Digests::default(),
-        }
+        ComponentPlugin { store, exports, fault: None, syncs: syncs::Ledger::default(), resize }
     }
 
     /// The WIT package the plugin implements.
@@ -234,13 +226,14 @@ impl Plugin for ComponentPlugin {
         &self.store.data().world
     }
 
-    fn handed(&self) -> Option<std::sync::Arc<crate::HandedPods>> {
-        Some(std::sync::Arc::clone(&self.store.data().handed))
+    fn handed(&self) -> Option<Arc<crate::HandedPods>> {
+        Some(Arc::clone(&self.store.data().handed))
     }
 
-    fn carry_handed(&mut self, record: std::sync::Arc<crate::HandedPods>) {
-        self.store.data_mut().handed = record;
-        self.handed = handing::Digests::default();
+    fn carry_handed(&mut self, record: Arc<crate::HandedPods>) {
+        let state = self.store.data_mut();
+        state.handed = record;
+        state.digests.clear();
     }
 
     fn memory(&self) -> crate::plugin::PluginMemory {
@@ -270,17 +263,32 @@ impl ComponentPlugin {
         }
     }
 
+    /// The status handed is noted in the host's record when the plugin first asks for
+    /// something the record decides during the call (its push of the pod's sync), or
+    /// when the call ends with the status cached (`queued`, `queue-full`). A status the
+    /// plugin calls unchanged is not noted: an honest plugin calls a status unchanged
+    /// only when it caches one equal to it (the same pod, the same phase), which the
+    /// host noted when it was handed; a plugin that says so of a status it did cache
+    /// narrows its own reach. The kubelet's common call, unchanged, then costs the host
+    /// nothing but the copies the bindings need.
     fn call_set_pod_status(&mut self, pod: &str, status: &str) -> Result<UpdateOutcome> {
         self.check_input("set-pod-status", "pod", pod.len())?;
         self.check_input("set-pod-status", "status", status.len())?;
-        self.hand_status(pod, status);
         // The bindings take the WIT aliases `pod-json` and `status-json` as `&String`.
-        let (pod, status) = (pod.to_string(), status.to_string());
-        self.enter(
+        let handed = Arc::new((pod.to_string(), status.to_string()));
+        self.store.data_mut().pending_hand = Some(Arc::clone(&handed));
+        let outcome = self.enter(
             "set-pod-status",
-            |x, s| dispatch!(x, s, |g| |s| g.call_set_pod_status(s, &pod, &status)),
+            |x, s| dispatch!(x, s, |g| |s| g.call_set_pod_status(s, &handed.0, &handed.1)),
             |error| CallError::Rejected { call: "set-pod-status", error },
-        )
+        );
+        let state = self.store.data_mut();
+        if state.pending_hand.take().is_some()
+            && matches!(outcome, Ok(UpdateOutcome::Queued | UpdateOutcome::QueueFull))
+        {
+            state.note_status(pod, status);
+        }
+        outcome
     }
 
     fn call_set_container_readiness(

@@ -79,7 +79,9 @@ impl Guest for Adversary {
     fn set_pod_status(pod: String, _status: String) -> Result<UpdateOutcome, ManagerError> {
         let target = (string_field(&pod, "name"), string_field(&pod, "uid"));
         TARGET.with(|t| *t.borrow_mut() = target);
-        Ok(UpdateOutcome::Unchanged)
+        // The pod is cached as its attack's target: a change (the host notes a status
+        // it hands only once a plugin caches it, or reaches for it during the call).
+        Ok(UpdateOutcome::Queued)
     }
 
     fn set_container_readiness(_: String, _: String, _: bool) -> Result<UpdateOutcome, ManagerError> {
