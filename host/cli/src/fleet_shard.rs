@@ -306,7 +306,7 @@ impl ShardRollouts {
         let (client, runtime) = (connection.client().clone(), connection.runtime().clone());
         let objects = RolloutObjects::new(client.clone(), &config.namespace, runtime.clone());
         let claims = LeaseClaims::new(client, &config.namespace, shard.identity(), config.member_lease_duration);
-        let leader = RolloutLeader::new(claims, objects.clone(), &config.fleet, runtime);
+        let leader = RolloutLeader::new(claims, objects.clone(), &config.fleet, config.total_nodes, runtime);
         ShardRollouts { objects, leader }
     }
 

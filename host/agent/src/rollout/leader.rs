@@ -12,7 +12,7 @@
 //!   canary and rest windows and judges them with the criteria of a single fleet
 //!   ([`super::judge`]): any judged criterion worse rolls back, else one judged
 //!   promotes, else it waits for samples; a shard that has not reported yet is waited
-//!   for.
+//!   for, unless its share holds no node (more shards than nodes).
 //!
 //! The decision is written once into the status; every shard carries it out
 //! ([`super::SharedRollout`]). A leader that dies mid-rollout leaves the status as it
@@ -27,7 +27,7 @@ use super::objects::{RolloutObjects, current};
 use super::verdict::judge;
 use super::window::{policy_of, snapshot_of};
 use crate::metrics::GroupSnapshot;
-use crate::shard::{HeldLease, LeaseClaims, LeaseState};
+use crate::shard::{HeldLease, LeaseClaims, LeaseState, share};
 
 /// How often the leader looks at the rollouts (its Lease is renewed by a task of its
 /// own every quarter of its duration, whatever the shard's loop is doing).
@@ -39,22 +39,27 @@ pub struct RolloutLeader {
     holder: String,
     objects: RolloutObjects,
     fleet: String,
+    /// The whole fleet's nodes: a member whose share holds none has nothing to report.
+    total_nodes: usize,
     leading: bool,
     next: Instant,
 }
 
 impl RolloutLeader {
-    /// A candidate for `fleet`'s leadership, seeking the Lease through `claims` (its
-    /// identity, namespace and duration) on `runtime` from now on, judging `objects`.
+    /// A candidate for `fleet`'s leadership (of `total_nodes` nodes), seeking the Lease
+    /// through `claims` (its identity, namespace and duration) on `runtime` from now on,
+    /// judging `objects`.
     pub fn new(
         claims: LeaseClaims,
         objects: RolloutObjects,
         fleet: &str,
+        total_nodes: usize,
         runtime: tokio::runtime::Handle,
     ) -> RolloutLeader {
         let holder = claims.holder().to_owned();
         let lease = HeldLease::keep(claims, &format!("{fleet}-rollout-leader"), Default::default(), &runtime);
-        RolloutLeader { lease, holder, objects, fleet: fleet.to_owned(), leading: false, next: Instant::now() }
+        let fleet = fleet.to_owned();
+        RolloutLeader { lease, holder, objects, fleet, total_nodes, leading: false, next: Instant::now() }
     }
 
     /// Whether it leads now.
@@ -139,8 +144,10 @@ impl RolloutLeader {
             _ => {}
         }
         let policy = policy_of(&rollout.spec);
-        let waiting: Vec<u32> =
-            members.iter().copied().filter(|m| !reports.iter().any(|r| r.ordinal == *m && r.swapped)).collect();
+        let waiting: Vec<u32> = reporting(self.total_nodes, members)
+            .into_iter()
+            .filter(|m| !reports.iter().any(|r| r.ordinal == *m && r.swapped))
+            .collect();
         let message = if !policy.automatic {
             "waiting for an operator's decision (spec.manual)".to_owned()
         } else if jiff::Timestamp::now().duration_since(started).as_secs_f64() < policy.watch.as_secs_f64() {
@@ -210,5 +217,24 @@ impl RolloutLeader {
         if let Err(error) = written {
             tracing::warn!(rollout = %name, %error, "the leader writing the rollout's status");
         }
+    }
+}
+
+/// The members a rollout waits for: those whose share of `total_nodes` holds a node (a
+/// StatefulSet of more replicas than nodes leaves the last with none, and they would
+/// never report a canary).
+fn reporting(total_nodes: usize, members: &[u32]) -> Vec<u32> {
+    members.iter().copied().filter(|&m| !share(total_nodes, m, members).is_empty()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::reporting;
+
+    #[test]
+    fn a_member_whose_share_holds_no_node_is_not_waited_for() {
+        assert_eq!(reporting(1000, &[0, 1, 2, 3]), [0, 1, 2, 3]);
+        assert_eq!(reporting(2, &[0, 3, 5]), [0, 3], "the third member has no node of two");
+        assert_eq!(reporting(0, &[0]), Vec::<u32>::new());
     }
 }

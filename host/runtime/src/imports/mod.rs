@@ -96,11 +96,7 @@ impl HostState {
 
     /// Notes a pod whose status the host handed the plugin.
     pub(crate) fn hand(&mut self, pod: HandedPod<'_>) {
-        if pod.uid.is_empty() || pod.uid.len() > MAX_UID_BYTES {
-            return;
-        }
-        self.handed.hand(pod);
-        self.widen_narrowed(pod.uid);
+        note(&self.handed, &mut self.narrowed, pod);
     }
 
     /// `set-pod-status` handed `status` for `pod`: the pod and the status's phase are
@@ -108,15 +104,8 @@ impl HostState {
     /// it out), unless these very bytes were.
     pub(crate) fn note_status(&mut self, pod: &str, status: &str) {
         let drops = self.handed.drops();
-        let Some(noted) = self.digests.to_note(drops, pod, status) else { return };
-        if noted.uid.is_empty() || noted.uid.len() > MAX_UID_BYTES {
-            return;
-        }
-        self.handed.hand(noted);
-        if let Some(narrowed) = &mut self.narrowed
-            && !narrowed.contains(noted.uid)
-        {
-            narrowed.insert(noted.uid.into());
+        if let Some(noted) = self.digests.to_note(drops, pod, status) {
+            note(&self.handed, &mut self.narrowed, noted);
         }
     }
 
@@ -133,11 +122,7 @@ impl HostState {
     /// A pod handed again, or carried by a change set, is this instance's to reach again
     /// when a state document narrowed it out (the record must hold it as well).
     pub(crate) fn widen_narrowed(&mut self, uid: &str) {
-        if let Some(narrowed) = &mut self.narrowed
-            && !narrowed.contains(uid)
-        {
-            narrowed.insert(uid.into());
-        }
+        widen(&mut self.narrowed, uid);
     }
 
     /// Whether the plugin may name the pod `uid` in a sync request, a plan, a batch
@@ -147,6 +132,25 @@ impl HostState {
         uid.len() <= MAX_UID_BYTES
             && self.narrowed.as_ref().is_none_or(|narrowed| narrowed.contains(uid))
             && self.handed.contains(uid)
+    }
+}
+
+/// Notes `pod` in the host's `record` (a UID over the limit is no pod of the host's) and
+/// makes it the instance's to reach again if a state document `narrowed` it out.
+fn note(record: &HandedPods, narrowed: &mut Option<HashSet<Box<str>>>, pod: HandedPod<'_>) {
+    if pod.uid.is_empty() || pod.uid.len() > MAX_UID_BYTES {
+        return;
+    }
+    record.hand(pod);
+    widen(narrowed, pod.uid);
+}
+
+/// Adds `uid` to what a state document narrowed an instance's reach to, if one did.
+fn widen(narrowed: &mut Option<HashSet<Box<str>>>, uid: &str) {
+    if let Some(narrowed) = narrowed
+        && !narrowed.contains(uid)
+    {
+        narrowed.insert(uid.into());
     }
 }
 
