@@ -40,7 +40,7 @@ impl HandDigests {
     /// What to note of `status` handed for `pod`, given the record's drop count
     /// `drops`: `None` when these very bytes were noted since the last drop (or the pod
     /// has no UID to note it by).
-    pub(crate) fn to_note<'a>(&'a mut self, drops: u64, pod: &str, status: &'a str) -> Option<HandedPod<'a>> {
+    pub(crate) fn unnoted<'a>(&'a mut self, drops: u64, pod: &str, status: &'a str) -> Option<HandedPod<'a>> {
         if drops != self.drops {
             self.clear();
             self.drops = drops;

@@ -104,7 +104,7 @@ impl HostState {
     /// it out), unless these very bytes were.
     pub(crate) fn note_status(&mut self, pod: &str, status: &str) {
         let drops = self.handed.drops();
-        if let Some(noted) = self.digests.to_note(drops, pod, status) {
+        if let Some(noted) = self.digests.unnoted(drops, pod, status) {
             note(&self.handed, &mut self.narrowed, noted);
         }
     }
