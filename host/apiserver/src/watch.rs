@@ -577,6 +577,27 @@ mod tests {
         assert!(hub.lock().watchers.is_empty());
     }
 
+    /// The first event a watch of `subscription` written as `format` sends.
+    fn first_event(
+        runtime: &tokio::runtime::Runtime,
+        subscription: Subscription,
+        format: WatchFormat,
+    ) -> serde_json::Value {
+        let (out, response) = crate::response::streaming_response(1024);
+        let (_stop, stopping) = tokio::sync::watch::channel(false);
+        let first = runtime.block_on(async move {
+            let sent = AtomicUsize::new(0);
+            let watch = tokio::spawn(async move {
+                stream(subscription, format, out, Duration::from_secs(5), stopping, &sent).await
+            });
+            let mut body = response.into_body();
+            let first = http_body_util::BodyExt::frame(&mut body).await;
+            watch.abort();
+            first.and_then(Result::ok).and_then(|frame| frame.into_data().ok())
+        });
+        serde_json::from_slice(&first.expect("the watch runs and sends an event")).expect("JSON")
+    }
+
     /// The resourceVersions a subscription's channel holds now.
     fn heard(subscription: &mut Subscription) -> Vec<u64> {
         std::iter::from_fn(|| subscription.receiver.try_recv().ok()).map(|change| change.resource_version).collect()
@@ -621,19 +642,7 @@ mod tests {
             initial_events_bookmark: false,
             bookmarks: true,
         };
-        let (out, response) = crate::response::streaming_response(1024);
-        let (_stop, stopping) = tokio::sync::watch::channel(false);
-        let first = runtime.block_on(async move {
-            let sent = AtomicUsize::new(0);
-            let watch = tokio::spawn(async move {
-                stream(subscription, format, out, Duration::from_secs(5), stopping, &sent).await
-            });
-            let mut body = response.into_body();
-            let first = http_body_util::BodyExt::frame(&mut body).await;
-            watch.abort();
-            first.and_then(Result::ok).and_then(|frame| frame.into_data().ok())
-        });
-        let first: serde_json::Value = serde_json::from_slice(&first.expect("an event")).expect("JSON");
+        let first = first_event(&runtime, subscription, format);
         assert_eq!(first["type"], "BOOKMARK", "{first}");
         assert_eq!(first.pointer("/object/metadata/resourceVersion").and_then(|v| v.as_str()), Some("3"));
     }
@@ -654,20 +663,7 @@ mod tests {
             initial_events_bookmark: false,
             bookmarks: false,
         };
-        let (out, response) = crate::response::streaming_response(1024);
-        let (_stop, stopping) = tokio::sync::watch::channel(false);
-        let first = runtime.block_on(async move {
-            let sent = AtomicUsize::new(0);
-            let watch = tokio::spawn(async move {
-                stream(subscription, format, out, Duration::from_secs(5), stopping, &sent).await
-            });
-            let mut body = response.into_body();
-            let first = http_body_util::BodyExt::frame(&mut body).await;
-            watch.abort();
-            first.and_then(Result::ok).and_then(|frame| frame.into_data().ok())
-        });
-        let first: serde_json::Value =
-            serde_json::from_slice(&first.expect("the watch runs and sends the pod")).expect("JSON");
+        let first = first_event(&runtime, subscription, format);
         assert_eq!(first["type"], "ADDED");
     }
 }

@@ -209,6 +209,21 @@ impl ShardedFleet {
         })
     }
 
+    /// Rolls `plugin` out, kills the leader's shard once it watches the canary, creates
+    /// the pods `during` meanwhile, and checks that another leader promoted it: the
+    /// rollout's final status.
+    fn promoted_by_the_next_leader(&mut self, rollout: &str, plugin: &str, watch: &str) -> Value {
+        self.roll_out(rollout, plugin, None, watch);
+        let leader = self.leader_watching(rollout);
+        self.kill_shard_of(&leader);
+        self.create_pods("during");
+        let status = self.decided(rollout);
+        assert_eq!(status["phase"], "Promoted", "{status:#}");
+        let decided_by = status["decision"]["leader"].as_str().unwrap_or_default();
+        assert!(!decided_by.is_empty() && decided_by != leader, "a new leader decided: {status:#}");
+        status
+    }
+
     /// Kills (SIGKILL) the shard whose identity is `holder` (`PREFIX-shard-O_SUFFIX`).
     fn kill_shard_of(&mut self, holder: &str) {
         let ordinal: usize = holder
@@ -336,15 +351,7 @@ fn a_fleet_wide_canary_is_promoted_another_rolled_back_and_a_wrong_digest_refuse
 fn the_leaders_shard_killed_mid_rollout_leaves_the_decision_to_the_next_leader() {
     let _alone = one_fleet();
     let mut fleet = ShardedFleet::start("leaderless", 4, 20);
-    fleet.roll_out("to-v4", "podstatus-v4", None, "8s");
-    let leader = fleet.leader_watching("to-v4");
-    fleet.kill_shard_of(&leader);
-
-    fleet.create_pods("during");
-    let status = fleet.decided("to-v4");
-    assert_eq!(status["phase"], "Promoted", "{status:#}");
-    let decided_by = status["decision"]["leader"].as_str().unwrap_or_default();
-    assert!(!decided_by.is_empty() && decided_by != leader, "a new leader decided: {status:#}");
+    let status = fleet.promoted_by_the_next_leader("to-v4", "podstatus-v4", "8s");
     assert!(status["decision"]["reason"].as_str().unwrap_or_default().contains("over 3 shards"), "{status:#}");
     fleet.all_on("podstatus-v4");
     wait_until("every Node Ready, the killed shard's taken over", || fleet.all_ready());
@@ -378,14 +385,7 @@ fn four_shards_of_250_nodes_roll_out_over_a_killed_leader_and_a_stopped_shard() 
     assert_eq!(status["phase"], "RolledBack", "{status:#}");
     fleet.all_on("podstatus-v3");
 
-    fleet.roll_out("to-v4", "podstatus-v4", None, "15s");
-    let leader = fleet.leader_watching("to-v4");
-    fleet.kill_shard_of(&leader);
-    fleet.create_pods("during");
-    let status = fleet.decided("to-v4");
-    assert_eq!(status["phase"], "Promoted", "{status:#}");
-    let decided_by = status["decision"]["leader"].as_str().unwrap_or_default();
-    assert!(!decided_by.is_empty() && decided_by != leader, "a new leader decided: {status:#}");
+    fleet.promoted_by_the_next_leader("to-v4", "podstatus-v4", "15s");
     fleet.all_on("podstatus-v4");
     wait_until("every Node Ready, the killed shard's taken over", || fleet.all_ready());
 
