@@ -209,6 +209,26 @@ impl ShardedFleet {
         })
     }
 
+    /// A canary on v3 promoted over every shard (watched for `watch`), then one on v1
+    /// rolled back (watched long enough for the canary's pods to give calls-per-version
+    /// samples, not only propagation ones, on a loaded machine), every node on v3 after
+    /// each: the two rollouts' final statuses.
+    fn promote_v3_then_roll_back_v1(&self, watch: &str) -> (Value, Value) {
+        self.roll_out("to-v3", "podstatus-v3", None, watch);
+        self.create_pods("first");
+        let promoted = self.decided("to-v3");
+        assert_eq!(promoted["phase"], "Promoted", "{promoted:#}");
+        let over = format!("over {} shards", self.shards.len());
+        assert!(promoted["decision"]["reason"].as_str().unwrap_or_default().contains(&over), "{promoted:#}");
+        self.all_on("podstatus-v3");
+        self.roll_out("to-v1", "podstatus-v1", None, "10s");
+        self.create_pods("second");
+        let rolled_back = self.decided("to-v1");
+        assert_eq!(rolled_back["phase"], "RolledBack", "{rolled_back:#}");
+        self.all_on("podstatus-v3");
+        (promoted, rolled_back)
+    }
+
     /// Rolls `plugin` out, kills the leader's shard once it watches the canary, creates
     /// the pods `during` meanwhile, and checks that another leader promoted it: the
     /// rollout's final status.
@@ -301,26 +321,13 @@ fn a_fleet_wide_canary_is_promoted_another_rolled_back_and_a_wrong_digest_refuse
     let _alone = one_fleet();
     let fleet = ShardedFleet::start("rolled", 4, 100);
 
-    fleet.roll_out("to-v3", "podstatus-v3", None, "3s");
-    fleet.create_pods("first");
-    let status = fleet.decided("to-v3");
-    assert_eq!(status["phase"], "Promoted", "{status:#}");
+    let (status, rolled_back) = fleet.promote_v3_then_roll_back_v1("3s");
     assert_eq!(status["decision"]["by"], "leader", "{status:#}");
     let shards = status["shards"].as_array().expect("reports");
     assert_eq!(shards.len(), 4, "every shard reported: {status:#}");
     assert!(shards.iter().all(|s| s["canaryNodes"].as_u64() > Some(0)), "the canary spans every shard: {status:#}");
-    assert!(status["decision"]["reason"].as_str().unwrap_or_default().contains("over 4 shards"), "{status:#}");
-    fleet.all_on("podstatus-v3");
-
-    // Long enough for the canary's pods to give calls-per-version samples, not only
-    // propagation ones, on a loaded machine.
-    fleet.roll_out("to-v1", "podstatus-v1", None, "10s");
-    fleet.create_pods("second");
-    let status = fleet.decided("to-v1");
-    assert_eq!(status["phase"], "RolledBack", "{status:#}");
-    let reason = status["decision"]["reason"].as_str().unwrap_or_default();
-    assert!(reason.starts_with("api_calls_per_version"), "v1 reads before it writes: {status:#}");
-    fleet.all_on("podstatus-v3");
+    let reason = rolled_back["decision"]["reason"].as_str().unwrap_or_default();
+    assert!(reason.starts_with("api_calls_per_version"), "v1 reads before it writes: {rolled_back:#}");
 
     let v3 = std::fs::read(workspace().join("target/guest/podstatus-v3.wasm")).expect("v3");
     fleet.roll_out("wrong-bytes", "podstatus-v1", Some(hex(&Sha256::digest(&v3))), "3s");
@@ -372,18 +379,7 @@ fn four_shards_of_250_nodes_roll_out_over_a_killed_leader_and_a_stopped_shard() 
     let _alone = one_fleet();
     let mut fleet = ShardedFleet::start_paced("quarters", 4, 1000, &SCALED);
 
-    fleet.roll_out("to-v3", "podstatus-v3", None, "5s");
-    fleet.create_pods("first");
-    let status = fleet.decided("to-v3");
-    assert_eq!(status["phase"], "Promoted", "{status:#}");
-    assert!(status["decision"]["reason"].as_str().unwrap_or_default().contains("over 4 shards"), "{status:#}");
-    fleet.all_on("podstatus-v3");
-
-    fleet.roll_out("to-v1", "podstatus-v1", None, "10s");
-    fleet.create_pods("second");
-    let status = fleet.decided("to-v1");
-    assert_eq!(status["phase"], "RolledBack", "{status:#}");
-    fleet.all_on("podstatus-v3");
+    fleet.promote_v3_then_roll_back_v1("5s");
 
     fleet.promoted_by_the_next_leader("to-v4", "podstatus-v4", "15s");
     fleet.all_on("podstatus-v4");
