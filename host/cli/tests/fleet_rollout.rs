@@ -271,7 +271,14 @@ impl ShardedFleet {
     /// Waits until every node of every live shard runs `label`, the shards' nodes
     /// adding up to the fleet's.
     fn all_on(&self, label: &str) {
-        wait_until(&format!("every node on {label}"), || {
+        self.all_on_within(label, common::DEADLINE);
+    }
+
+    /// [`Self::all_on`] within `deadline` (shards of hundreds of nodes taking over a
+    /// stopped one's start them again, each, in a debug build).
+    fn all_on_within(&self, label: &str, deadline: std::time::Duration) {
+        let poll = std::time::Duration::from_millis(100);
+        podstatus_backends::testing::wait_for(&format!("every node on {label}"), deadline, poll, || {
             let views = self.nodes_by_logic()?;
             let on: u64 = views.iter().filter_map(|v| v[label].as_u64()).sum();
             let whole = views.iter().all(|v| v.as_object().is_some_and(|o| o.len() == 1));
@@ -391,7 +398,7 @@ fn four_shards_of_250_nodes_roll_out_over_a_killed_leader_and_a_stopped_shard() 
     signal(&stopped, libc::SIGTERM);
     let (code, stderr) = wait(stopped, &lines);
     assert_eq!(code, Some(0), "stderr:\n{stderr}");
-    fleet.all_on("podstatus-v4");
+    fleet.all_on_within("podstatus-v4", std::time::Duration::from_secs(300));
     wait_until("every Node Ready on the two shards left", || fleet.all_ready());
     for round in ["first", "second", "during"] {
         wait_until(&format!("every {round} pod Running and Ready"), || fleet.running(round));
