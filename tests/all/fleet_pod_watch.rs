@@ -6,13 +6,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use podstatus_agent::client::KubeClientConfig;
 use podstatus_agent::fleet::{FleetGroup, FleetSpec};
 use podstatus_agent::node::WatchScope;
 use podstatus_agent::{Fleet, Target};
 use podstatus_apiserver::{EmbeddedApiServer, ServeOptions};
+use podstatus_backends::MemoryApiServer;
 use podstatus_backends::testing::{self, pod};
-use podstatus_backends::{DEFAULT_CAPACITY, MemoryApiServer};
 use podstatus_plugins::LogicVersion;
 use podstatus_runtime::{PluginRuntime, RuntimeConfig};
 use podstatus_tests::cache_dir;
@@ -36,17 +35,7 @@ fn events_sent_to_a_shard(scope: WatchScope) -> usize {
         .expect("runtime");
     let version = LogicVersion::ALL[0];
     let image = plugins.load(version.component()).expect("the plugin loads");
-    let config = podstatus_agent::AgentConfig {
-        node: PREFIX.into(),
-        target: (),
-        client: KubeClientConfig::default(),
-        manifest_dir: None,
-        metrics_addr: None,
-        sync_period: Duration::from_secs(1),
-        batch_phase: 0.0,
-        queue_capacity: DEFAULT_CAPACITY,
-        register_node: None,
-    };
+    let config = podstatus_tests::agent_config(PREFIX, ());
     let spec = FleetSpec {
         groups: vec![FleetGroup::new("all", 2, image, version.name())],
         per_node_labels: false,

@@ -11,11 +11,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
-use podstatus_agent::client::KubeClientConfig;
 use podstatus_agent::node::NodeConfig;
 use podstatus_agent::{AgentConfig, NodeAgent, Target};
 use podstatus_apiserver::EmbeddedApiServer;
-use podstatus_backends::DEFAULT_CAPACITY;
 use podstatus_backends::pod_identity::is_mirror_pod;
 use podstatus_backends::testing;
 use podstatus_backends::{ApiServer, DeleteOptions, MemoryApiServer, PodEvent};
@@ -43,17 +41,7 @@ fn server() -> EmbeddedApiServer {
 }
 
 fn agent_config(target: Target) -> AgentConfig<SimulatedTarget> {
-    AgentConfig {
-        node: NODE.into(),
-        target: SimulatedTarget::from(ApiServerTarget::Running(target)),
-        client: KubeClientConfig::default(),
-        manifest_dir: None,
-        metrics_addr: None,
-        sync_period: Duration::from_secs(1),
-        batch_phase: 0.0,
-        queue_capacity: DEFAULT_CAPACITY,
-        register_node: None,
-    }
+    podstatus_tests::agent_config(NODE, SimulatedTarget::from(ApiServerTarget::Running(target)))
 }
 
 fn simulation(target: Target, pods: usize, churn: f64, seconds: f64) -> SimulateConfig {

@@ -343,3 +343,19 @@ pub fn kubectl() -> PathBuf {
         .find(|candidate| candidate.is_file())
         .expect("kubectl is not on the PATH: install it (`apt-get install kubernetes-client`, as .ci/run does)")
 }
+
+/// A node's settings as the tests run one: `node`'s name, `target`, the default client,
+/// no manifests, no metrics endpoint, no Node registered, a batch every second.
+pub fn agent_config<T>(node: &str, target: T) -> podstatus_agent::AgentConfig<T> {
+    podstatus_agent::AgentConfig {
+        node: node.into(),
+        target,
+        client: podstatus_agent::client::KubeClientConfig::default(),
+        manifest_dir: None,
+        metrics_addr: None,
+        sync_period: std::time::Duration::from_secs(1),
+        batch_phase: 0.0,
+        queue_capacity: podstatus_backends::DEFAULT_CAPACITY,
+        register_node: None,
+    }
+}

@@ -5,8 +5,8 @@
 //! per group, instantiated per node), one [`Connection`] (HTTP clients and their pool,
 //! the I/O runtime, the metrics, a [`CallPool`] of threads for every plugin's API
 //! calls) and one pod watch fanned out by `spec.nodeName` ([`PodRoutes`]), as a shared
-//! informer serves its consumers, or (a shard's, [`WatchScope::PerNode`]) a watch per
-//! node of its own pods, as each kubelet has.
+//! informer serves its consumers, or ([`WatchScope::PerNode`], opt-in) a watch per node
+//! of its own pods, as each kubelet has.
 //!
 //! `podstatus simulate --nodes N` and `podstatus fleet` both run on it. The nodes are
 //! named `PREFIX-0` .. `PREFIX-(N-1)` and numbered in their groups' order. Each group
