@@ -6,6 +6,7 @@ mod agent_pods;
 mod artifact_cache;
 mod bad_input;
 mod conformance_v4;
+mod content_rule;
 mod deploy;
 mod embedded_server;
 mod embedded_server_hostile;

@@ -272,9 +272,9 @@ const CASES: &[Case] = &[
     Case {
         request: "status patch of a pod bound to the node, not yet in the pod manager",
         call: Call::Patch(Bound, Uid::None, r#"{"status": {"message": "m"}}"#),
-        guard: Ok,
+        guard: Refused,
         real: Ok,
-        why: "",
+        why: "the node never reported this pod, so a write of it may carry nothing beyond the API server's copy (here a message): the kubelet writes only the statuses it cached",
     },
     Case {
         request: "status patch by a stale name (the pod recreated, the pod manager holds the old UID)",
@@ -614,8 +614,9 @@ fn pod_json(name: &str, node: &str) -> Value {
     })
 }
 
-/// A status with phase `phase`, the IPs given (skipped when empty), and the container
-/// `app` running or terminated.
+/// A status with phase `phase`, the IPs given (skipped when empty), the container `app`
+/// running or terminated, and the message `m` that the requests write (a write may
+/// carry only what the node reported: docs/sandbox.md, "Content").
 fn status(phase: &str, pod_ip: &str, host_ip: &str, running: bool) -> Value {
     let state = if running {
         json!({"running": {"startedAt": "2026-01-01T00:00:00Z"}})
@@ -624,6 +625,7 @@ fn status(phase: &str, pod_ip: &str, host_ip: &str, running: bool) -> Value {
     };
     let mut status = json!({
         "phase": phase,
+        "message": "m",
         "containerStatuses": [{"name": "app", "image": "registry.example/app:1", "imageID": "", "ready": running,
                                "restartCount": 0, "state": state}],
     });

@@ -235,6 +235,27 @@ fn a_phase_the_host_never_handed_is_a_content_fault() {
     }
 }
 
+/// A Ready condition no status the host handed carries (nor the API server's copy) is
+/// a content fault: the pod is not claimed ready for traffic.
+#[test]
+fn a_condition_the_host_never_handed_is_a_content_fault() {
+    for run in [Run::Alone, Run::Supervised] {
+        let node = Node::start(run);
+        node.hand("forge-ready").unwrap();
+        let api = Arc::clone(&node.api);
+        let batch = node.stop_untouched(FaultKind::Content);
+        let own = api.get_pod("ns", "own").unwrap();
+        let conditions = own.status.as_ref().and_then(|status| status.conditions.as_ref());
+        assert!(conditions.is_none_or(|c| c.is_empty()), "nothing written: {conditions:?}");
+        if let Run::Alone = run {
+            let message = first_fault(batch);
+            let rule = "the status has condition \"Ready\" with status \"True\", which no status the node reported \
+                        for this pod carries";
+            assert!(message.contains(rule), "{message}");
+        }
+    }
+}
+
 /// A write of the handed pod under another pod's UID precondition (the victim's, as if
 /// the pod had been recreated) is a reach fault: a write is pinned to the handed pod.
 #[test]

@@ -29,8 +29,10 @@ use serde_json::value::RawValue;
 
 use crate::compact_pod::CompactPod;
 use crate::deletion_safety::DeletionSafety;
+use crate::handed_claims::{HandedClaims, first_beyond};
 use crate::pod_identity::PodIdentity;
 use crate::pod_manager::PodManager;
+use crate::status_claims::{Claim, ClaimDigest, StatusClaims};
 
 /// Distinct pod and host IPs remembered per pod at most (the oldest go first): a pod
 /// has one or two of each in its life; the bound keeps a flood of reports small.
@@ -93,6 +95,9 @@ struct Reported {
     status: Option<LastStatus>,
     /// Every pod and host IP the node reported for the pod, oldest first.
     ips: Vec<String>,
+    /// What the host handed for the pod that a status write may carry
+    /// ([`HostView::unhanded_claim`]).
+    claims: HandedClaims,
     /// The last status the plugin accepted.
     accepted: Option<Accepted>,
     /// The view's change count when `accepted` last changed (see [`HostView::change_mark`]).
@@ -152,6 +157,11 @@ struct LastStatus {
 /// node sees far fewer than this many pods go in that time.
 pub const FORGOTTEN_NAMES_KEPT: usize = 4_096;
 
+/// Pods whose handed claims are kept after they are forgotten, at most (the oldest go
+/// first): a queued sync runs within seconds of the drop, and a node forgets far fewer
+/// pods than this in that time. Each costs its claims, 8 bytes apiece.
+pub const FORGOTTEN_CLAIMS_KEPT: usize = 64;
+
 /// Digests of status reports in the index at most; past it the index starts over (it
 /// is a hint, checked against each pod's own digest, so forgetting costs a parse).
 const REPORT_DIGESTS_KEPT: usize = 65_536;
@@ -203,16 +213,43 @@ pub struct NodeReport {
 #[derive(Debug)]
 struct ReportedStatus {
     json: Box<str>,
+    /// What the status says, read at once (see [`StatusClaims`]).
+    read: ReadStatus,
+}
+
+/// What a reported status is read for when it comes.
+#[derive(Debug)]
+struct ReadStatus {
     ips: Vec<String>,
+    /// Its claims, as digests, and whether its phase is terminal.
+    claims: Vec<ClaimDigest>,
+    terminal: bool,
+}
+
+impl ReadStatus {
+    /// `json`'s IPs and claims; None when it is not a JSON object. A status whose
+    /// claims do not read (a field of the wrong type) gives its IPs and no claim: the
+    /// plugin refuses it, and a write of it would not read either.
+    fn of(json: &str) -> Option<Self> {
+        let Ok(status) = StatusClaims::read(json) else {
+            return Some(ReadStatus { ips: StatusIps::read(json)?.ips(), claims: Vec::new(), terminal: false });
+        };
+        Some(ReadStatus {
+            ips: status.ips(),
+            claims: status.claims().iter().map(Claim::digest).collect(),
+            terminal: matches!(status.phase(), Some("Succeeded" | "Failed")),
+        })
+    }
 }
 
 impl NodeReport {
     /// SetPodStatus's pod and status; None when either is not a JSON object (the
-    /// plugin refuses it too). Only the pod's identity and the status's IPs are read.
+    /// plugin refuses it too). Only the pod's identity and the status's IPs and claims
+    /// ([`StatusClaims`]) are read.
     pub fn status(pod: &str, status: &str) -> Option<Self> {
-        let ips = StatusIps::read(status)?.ips();
+        let read = ReadStatus::of(status)?;
         let mut report = Self::termination(pod)?;
-        report.status = Some(ReportedStatus { json: status.into(), ips });
+        report.status = Some(ReportedStatus { json: status.into(), read });
         Some(report)
     }
 
@@ -231,9 +268,11 @@ impl NodeReport {
     /// The report of a pod and status the caller holds as objects.
     fn of(pod: &Pod, status: Option<&PodStatus>) -> Self {
         let json = serde_json::to_string(pod).unwrap_or_default();
-        let status = status.map(|status| ReportedStatus {
-            json: serde_json::to_string(status).unwrap_or_default().into(),
-            ips: ips_of(status).map(str::to_owned).collect(),
+        let status = status.map(|status| {
+            let json = serde_json::to_string(status).unwrap_or_default();
+            let read =
+                ReadStatus::of(&json).unwrap_or(ReadStatus { ips: Vec::new(), claims: Vec::new(), terminal: false });
+            ReportedStatus { json: json.into(), read }
         });
         NodeReport {
             uid: pod.metadata.uid.clone(),
@@ -311,6 +350,10 @@ pub struct HostView {
     /// `(namespace, name)` of the pods [`HostView::retain`] forgot, newest last, at most
     /// [`FORGOTTEN_NAMES_KEPT`].
     forgotten_names: RwLock<VecDeque<(String, String)>>,
+    /// The claims handed for the last [`FORGOTTEN_CLAIMS_KEPT`] pods forgotten, by UID,
+    /// newest last: a sync queued before the pod was forgotten may still write it, held
+    /// to what was handed (as the runtime's record keeps its phases).
+    forgotten_claims: RwLock<VecDeque<(String, HandedClaims)>>,
     /// The node's pod manager, when the view shares its copies of the pods
     /// ([`HostView::sharing_pods_with`]).
     pod_manager: Option<Arc<PodManager>>,
@@ -326,6 +369,7 @@ impl HostView {
             changes: Default::default(),
             report_digests: RwLock::default(),
             forgotten_names: RwLock::default(),
+            forgotten_claims: RwLock::default(),
             pod_manager: None,
         }
     }
@@ -399,19 +443,28 @@ impl HostView {
         let mut pods = self.pods.write().unwrap_or_else(PoisonError::into_inner);
         let entry = pods.entry(uid.clone()).or_default();
         let status = match status {
-            Some(ReportedStatus { json, ips }) => {
-                for ip in &ips {
+            Some(ReportedStatus { json, read }) => {
+                for ip in &read.ips {
                     remember(&mut entry.ips, ip);
                 }
+                entry.claims.add_status(read.claims, read.terminal);
                 LastStatus { json, stopped: false }
             }
             None => {
                 entry.terminated = true;
-                // The status the node reported last, else the pod's own, all stopped.
+                // The status the node reported last, else the pod's own (handed with the
+                // pod: its claims are the host's too), all stopped.
                 let json = match entry.status.take() {
                     Some(last) => last.json,
-                    None => own_status.unwrap_or_else(|| "{}".into()),
+                    None => {
+                        let own = own_status.unwrap_or_else(|| "{}".into());
+                        if let Some(read) = ReadStatus::of(&own) {
+                            entry.claims.add_status(read.claims, read.terminal);
+                        }
+                        own
+                    }
                 };
+                entry.claims.add_termination();
                 LastStatus { json, stopped: true }
             }
         };
@@ -544,14 +597,23 @@ impl HostView {
     /// the node had handed over, for [`HostView::reported_name`]).
     pub fn retain(&self, keep: &[String]) {
         let keep: std::collections::HashSet<&str> = keep.iter().map(String::as_str).collect();
-        let mut forgotten = Vec::new();
+        let (mut forgotten, mut claims) = (Vec::new(), Vec::new());
         self.pods.write().unwrap_or_else(PoisonError::into_inner).retain(|uid, reported| {
             let kept = keep.contains(uid.as_str());
             if !kept && reported.pod.is_some() {
                 forgotten.push((std::mem::take(&mut reported.namespace), std::mem::take(&mut reported.name)));
             }
+            if !kept {
+                claims.push((uid.clone(), std::mem::take(&mut reported.claims)));
+            }
             kept
         });
+        if !claims.is_empty() {
+            let mut kept = self.forgotten_claims.write().unwrap_or_else(PoisonError::into_inner);
+            kept.extend(claims);
+            let excess = kept.len().saturating_sub(FORGOTTEN_CLAIMS_KEPT);
+            kept.drain(..excess);
+        }
         if !forgotten.is_empty() {
             let mut names = self.forgotten_names.write().unwrap_or_else(PoisonError::into_inner);
             names.extend(forgotten);
@@ -562,6 +624,55 @@ impl HostView {
             .write()
             .unwrap_or_else(PoisonError::into_inner)
             .retain(|_, uid| keep.contains(uid.as_str()));
+    }
+
+    /// The host changed the readiness of the container `container_id` of `uid`
+    /// (SetContainerReadiness), before the plugin sees it: by ID, as upstream finds it
+    /// in its cache, so a write may give the entry of that ID this readiness.
+    pub fn report_readiness(&self, uid: &str, container_id: &str, ready: bool) {
+        self.report_container(uid, |claims| claims.add_readiness(container_id, ready));
+    }
+
+    /// The host changed whether the container `container_id` of `uid` started
+    /// (SetContainerStartup), before the plugin sees it.
+    pub fn report_startup(&self, uid: &str, container_id: &str, started: bool) {
+        self.report_container(uid, |claims| claims.add_startup(container_id, started));
+    }
+
+    /// Notes a change of a container of `uid`, a pod the node reported (upstream
+    /// changes only a pod it caches).
+    fn report_container(&self, uid: &str, note: impl FnOnce(&mut HandedClaims)) {
+        if let Some(reported) = self.pods.write().unwrap_or_else(PoisonError::into_inner).get_mut(uid) {
+            note(&mut reported.claims);
+        }
+    }
+
+    /// The first claim of the status write `written` (a status, or a patch's
+    /// `status`) of the pod `uid` that the host never handed for it: `Ok(None)` when it
+    /// carries none, `Err` when it does not read as a status. `api` gives the API
+    /// server's copies of the pod's status, asked only when a claim is not handed (see
+    /// [`crate::handed_claims`] for the rule).
+    pub fn unhanded_claim(
+        &self,
+        uid: &str,
+        written: &str,
+        api: impl FnOnce() -> Vec<String>,
+    ) -> Result<Option<String>, String> {
+        let written = StatusClaims::read(written)?;
+        let mut unhanded = written.claims();
+        if let Some(reported) = self.pods.read().unwrap_or_else(PoisonError::into_inner).get(uid) {
+            reported.claims.retain_unhanded(&mut unhanded);
+        }
+        // What was handed before the pod was last forgotten holds too: a sync queued
+        // then writes what it was handed then, even once the pod is handed again.
+        if !unhanded.is_empty() {
+            let forgotten = self.forgotten_claims.read().unwrap_or_else(PoisonError::into_inner);
+            for (_, claims) in forgotten.iter().filter(|(forgotten, _)| forgotten == uid) {
+                claims.retain_unhanded(&mut unhanded);
+            }
+        }
+        // The API server's copies are read with no lock held: one may be a lookup.
+        Ok(first_beyond(unhanded, api).map(|claim| claim.to_string()))
     }
 
     /// Whether the node reported `ip` as a pod or host IP of `uid`.
@@ -613,6 +724,7 @@ impl HostView {
                     + reported.name.len()
                     + reported.status.as_ref().map_or(0, |status| status.json.len())
                     + reported.ips.iter().map(|ip| size_of::<String>() + ip.len()).sum::<usize>()
+                    + reported.claims.held_bytes()
                     + reported.accepted.as_ref().map_or(0, |accepted| accepted.status.len())
             })
             .sum();
@@ -630,7 +742,14 @@ impl HostView {
             .iter()
             .map(|(namespace, name)| size_of::<(String, String)>() + namespace.len() + name.len())
             .sum();
-        pods + digests + forgotten
+        let forgotten_claims: usize = self
+            .forgotten_claims
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .map(|(uid, claims)| size_of::<(String, HandedClaims)>() + uid.len() + claims.held_bytes())
+            .sum();
+        pods + digests + forgotten + forgotten_claims
     }
 
     /// How many pods the view holds.
@@ -815,6 +934,7 @@ mod tests {
         let parsed: PodStatus = serde_json::from_str(text).unwrap();
         let typed: Vec<&str> = ips_of(&parsed).collect();
         assert_eq!(StatusIps::read(text).unwrap().ips(), typed);
+        assert_eq!(StatusClaims::read(text).unwrap().ips(), typed);
         assert_eq!(typed, ["192.168.0.1", "10.0.0.1", "192.168.0.1", "fd00::1"]);
 
         let view = HostView::new(Arc::new(ContainersStopped));
@@ -899,6 +1019,27 @@ mod tests {
 
     /// A sync the plugin queued before a pod was forgotten may still read it: the name
     /// outlives the pod's record, for the last [`FORGOTTEN_NAMES_KEPT`] pods forgotten.
+    #[test]
+    fn a_forgotten_pods_claims_hold_a_write_queued_before_it_was_forgotten() {
+        let view = HostView::new(Arc::new(ContainersStopped));
+        let pod = serde_json::to_string(&testing::pod("a", "ua").build()).unwrap();
+        let ready = r#"{"conditions":[{"type":"Ready","status":"True"}]}"#;
+        view.report_status_json(&pod, ready);
+        assert_eq!(view.unhanded_claim("ua", ready, Vec::new), Ok(None));
+        view.retain(&[]);
+        assert!(!view.knows("ua"));
+        assert_eq!(view.unhanded_claim("ua", ready, Vec::new), Ok(None), "handed before it was forgotten");
+        view.report_status_json(&pod, "{}");
+        assert_eq!(view.unhanded_claim("ua", ready, Vec::new), Ok(None), "and handed again since");
+        for i in 0..FORGOTTEN_CLAIMS_KEPT {
+            let other = serde_json::to_string(&testing::pod("b", &format!("u{i}")).build()).unwrap();
+            view.report_status_json(&other, "{}");
+            view.retain(&[]);
+        }
+        let refused = view.unhanded_claim("ua", ready, Vec::new).unwrap();
+        assert_eq!(refused.as_deref(), Some("condition \"Ready\" with status \"True\""), "bounded: the oldest went");
+    }
+
     #[test]
     fn a_forgotten_pods_name_is_remembered_for_the_last_pods_forgotten() {
         let view = HostView::new(Arc::new(ContainersStopped));

@@ -12,12 +12,14 @@ mod api_server;
 mod clock;
 pub mod compact_pod;
 mod deletion_safety;
+pub mod handed_claims;
 pub mod host_view;
 pub mod patience;
 pub mod pod_identity;
 mod pod_manager;
 mod reach_guard;
 pub mod rng;
+pub mod status_claims;
 mod sync_queue;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;

@@ -169,16 +169,23 @@ struct Written<'a> {
     phase: Option<&'a str>,
     /// The pod and host IPs the write sets.
     ips: Vec<&'a str>,
+    /// The status written (a patch's `status`), as JSON, for its claims
+    /// ([`HostView::unhanded_claim`]); `None` when it writes none.
+    status: Option<String>,
 }
 
 impl<'a> Written<'a> {
     fn of_status(status: &'a PodStatus) -> Self {
-        Written { phase: Some(status.phase.as_deref().unwrap_or("")), ips: ips_of(status).collect() }
+        Written {
+            phase: Some(status.phase.as_deref().unwrap_or("")),
+            ips: ips_of(status).collect(),
+            status: serde_json::to_string(status).ok(),
+        }
     }
 
     fn of_patch(patch: &'a Value) -> Self {
         let Some(status) = patch.get("status").and_then(Value::as_object) else {
-            return Written { phase: None, ips: Vec::new() };
+            return Written { phase: None, ips: Vec::new(), status: None };
         };
         let phase = status.get("phase").map(|phase| phase.as_str().unwrap_or(""));
         let mut ips = Vec::new();
@@ -192,7 +199,7 @@ impl<'a> Written<'a> {
             ips.extend(set.filter_map(|item| item.get("ip").and_then(Value::as_str)));
         }
         ips.retain(|ip| !ip.is_empty());
-        Written { phase, ips }
+        Written { phase, ips, status: serde_json::to_string(status).ok() }
     }
 }
 
@@ -388,7 +395,42 @@ impl GuardedApiServer {
                 return Err(self.refuse(verb, namespace, name, why));
             }
         }
+        if let Some(status) = &written.status
+            && let Err(why) = self.claims_handed(namespace, name, uid, owner.bound(), status)
+        {
+            return Err(self.refuse(verb, namespace, name, format_args!("{why}")));
+        }
         Ok(())
+    }
+
+    /// `Err` naming the first claim of `status` (a status write of `namespace/name`,
+    /// UID `uid`) that the node never reported for the pod, nor the API server's copy
+    /// carries ([`HostView::unhanded_claim`]); the copies are read only then: the pod
+    /// manager's, the one the binding was checked on (`bound`), the lookup's now.
+    fn claims_handed(
+        &self,
+        namespace: &str,
+        name: &str,
+        uid: &str,
+        bound: Option<&Arc<CompactPod>>,
+        status: &str,
+    ) -> std::result::Result<(), String> {
+        // A mirror pod carries its static pod's status: the node reported that one.
+        let reported_as = self.pod_manager.translate_pod_uid(uid);
+        let api = || {
+            let held = self.held_by_uid(namespace, name, uid);
+            let bound = bound.filter(|pod| pod.uid() == Some(uid)).cloned();
+            let looked_up = self.api_copy(namespace, name).ok().flatten().filter(|pod| pod.uid() == Some(uid));
+            [held, bound, looked_up].into_iter().flatten().filter_map(|pod| status_text(&pod)).collect()
+        };
+        match self.host_view.unhanded_claim(&reported_as, status, api) {
+            Ok(None) => Ok(()),
+            Ok(Some(claim)) => Err(format!(
+                "the status has {claim}, which no status the node reported for this pod carries (nor the API \
+                 server's copy)"
+            )),
+            Err(unreadable) => Err(format!("the status written: {unreadable}")),
+        }
     }
 
     /// Logs and counts a refusal; the error to return.
@@ -421,11 +463,32 @@ fn shown(text: &str) -> Cow<'_, str> {
     }
 }
 
+/// The status of a pod the API server answered, as JSON.
+fn status_text(pod: &CompactPod) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Status<'a> {
+        #[serde(default, borrow)]
+        status: Option<&'a serde_json::value::RawValue>,
+    }
+    let status = serde_json::from_str::<Status<'_>>(pod.json()).ok()?.status?;
+    Some(status.get().to_owned())
+}
+
 fn is_terminal(phase: &str) -> bool {
     matches!(phase, "Succeeded" | "Failed")
 }
 
 impl ApiServer for GuardedApiServer {
+    fn judge_status_write(
+        &self,
+        namespace: &str,
+        name: &str,
+        uid: &str,
+        status: &dyn Fn() -> Option<String>,
+    ) -> Option<Result<(), String>> {
+        Some(status().map_or(Ok(()), |status| self.claims_handed(namespace, name, uid, None, &status)))
+    }
+
     fn get_pod(&self, namespace: &str, name: &str) -> Result<Arc<Pod>> {
         match self.owner(namespace, name)? {
             Some(_) => self.inner.get_pod(namespace, name),
@@ -983,7 +1046,68 @@ mod tests {
         // The same terminal phase, or a patch that leaves the phase alone, goes through.
         let same = StatusUpdate { status: phase("Succeeded"), ..update("ns", "a", Some("ua")) };
         guard.update_pod_status(same).expect("same phase");
-        guard.patch_pod_status(patch("ns", "a", Some("ua"), json!({"status": {"message": "m"}}))).expect("no phase");
+        let start = json!({"status": {"startTime": "2026-12-07T00:00:00Z"}});
+        guard.patch_pod_status(patch("ns", "a", Some("ua"), start)).expect("no phase");
+    }
+
+    /// `ns/a` reported running with its container `app` not ready yet.
+    fn reported_unready(node: &Node) {
+        let status: PodStatus = serde_json::from_value(json!({
+            "phase": "Running", "qosClass": "BestEffort",
+            "conditions": [{"type": "Ready", "status": "False"}, {"type": "ContainersReady", "status": "False"}],
+            "containerStatuses": [{"name": "app", "ready": false, "restartCount": 0, "image": "nginx",
+                "imageID": "sha256:1", "containerID": "containerd://1", "started": true,
+                "state": {"running": {"startedAt": "2026-12-07T00:00:00Z"}}}],
+        }))
+        .expect("status");
+        node.host_view.report_status(&node.pod_manager.get_any("ua").expect("held").pod().expect("parses"), &status);
+    }
+
+    #[test]
+    fn a_status_may_claim_only_what_the_node_reported_or_the_api_server_has() {
+        let node = Node::new();
+        reported_unready(&node);
+        let guard = node.guard(Some(NODE));
+        let ready = json!({"status": {"conditions": [{"type": "Ready", "status": "True"}]}});
+        let message = forbidden(guard.patch_pod_status(patch("ns", "a", Some("ua"), ready.clone())));
+        assert_eq!(
+            message,
+            "status patch of pod ns/a refused: the status has condition \"Ready\" with status \"True\", which no \
+             status the node reported for this pod carries (nor the API server's copy)"
+        );
+        let container_ready = json!({"status": {"containerStatuses": [{"name": "app", "ready": true,
+            "image": "nginx", "imageID": "sha256:1", "containerID": "containerd://1", "started": true,
+            "state": {"running": {}}}]}});
+        let message = forbidden(guard.patch_pod_status(patch("ns", "a", Some("ua"), container_ready.clone())));
+        assert!(message.contains(r#"ready "true" of "app" in containerStatuses"#), "{message}");
+        let exit_code = json!({"status": {"containerStatuses": [{"name": "app", "image": "nginx",
+            "imageID": "sha256:1", "containerID": "containerd://1", "started": true,
+            "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}}]}});
+        forbidden(guard.patch_pod_status(patch("ns", "a", Some("ua"), exit_code)));
+        let update = StatusUpdate {
+            status: PodStatus { message: Some("evicted".into()), ..phase("Running") },
+            ..update("ns", "a", Some("ua"))
+        };
+        assert!(forbidden(guard.update_pod_status(update)).contains(r#"message "evicted""#));
+        let twice = r#"{"status": {"reason": "a", "reason": "b"}}"#;
+        let twice: Value = serde_json::from_str(twice).expect("serde_json keeps the last");
+        guard.patch_pod_status(patch("ns", "a", Some("ua"), twice)).expect_err("an unreported reason");
+
+        // The API server's copy has a condition a controller set: a write may keep it.
+        let mut stored = (*node.store.get_pod("ns", "a").expect("stored")).clone();
+        let gate = json!({"conditions": [{"type": "example.com/gate", "status": "True"}]});
+        stored.status = Some(serde_json::from_value(gate.clone()).expect("status"));
+        node.store.put_pod(stored).expect("put");
+        guard.patch_pod_status(patch("ns", "a", Some("ua"), json!({"status": gate}))).expect("the API server's");
+
+        // The host made the container ready: the container and the conditions may say so.
+        node.host_view.report_readiness("ua", "containerd://1", true);
+        guard.patch_pod_status(patch("ns", "a", Some("ua"), container_ready)).expect("readiness the host set");
+        guard.patch_pod_status(patch("ns", "a", Some("ua"), ready)).expect("readiness the host set");
+        let stored = node.store.get_pod("ns", "a").expect("get");
+        let conditions = stored.status.as_ref().and_then(|s| s.conditions.as_ref()).expect("conditions");
+        assert!(conditions.iter().any(|c| c.type_ == "Ready" && c.status == "True"), "{conditions:?}");
+        assert_eq!(guard.refusals(), Refusals { update_status: 1, patch_status: 4, ..Refusals::default() });
     }
 
     #[test]

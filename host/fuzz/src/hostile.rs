@@ -121,12 +121,24 @@ pub fn hostile_trace(
     Ok(())
 }
 
-/// What the harness handed of a pod: its phases, IPs, and whether it terminated it.
+/// What the harness handed of a pod: its phases, IPs, conditions (type and status), and
+/// whether it terminated it.
 #[derive(Clone, Debug, Default)]
 struct Handed {
     phases: BTreeSet<String>,
     ips: BTreeSet<String>,
+    conditions: BTreeSet<(String, String)>,
     terminated: bool,
+}
+
+impl Handed {
+    /// Whether a write may set the condition `type_` to `status`: handed so, or the
+    /// readiness conditions false once the pod terminated or was handed a terminal phase.
+    fn allows_condition(&self, type_: &str, status: &str) -> bool {
+        let terminal = self.terminated || self.phases.iter().any(|p| p == "Succeeded" || p == "Failed");
+        self.conditions.contains(&(type_.to_owned(), status.to_owned()))
+            || (terminal && matches!(type_, "Ready" | "ContainersReady") && status == "False")
+    }
 }
 
 /// A write that reached the API server: the pod before and after, and the pod of the
@@ -360,6 +372,12 @@ impl HostileTrace {
                     status["podIP"] = json!(ip);
                     self.handed.get_mut(&uid).expect("noted").ips.insert(ip);
                 }
+                if self.rng.next_u64().is_multiple_of(3) {
+                    let ready = if self.rng.next_u64().is_multiple_of(2) { "True" } else { "False" };
+                    status["conditions"] = json!([{ "type": "Ready", "status": ready }]);
+                    let conditions = &mut self.handed.get_mut(&uid).expect("noted").conditions;
+                    conditions.insert(("Ready".to_owned(), ready.to_owned()));
+                }
                 let status = status.to_string();
                 let reported = self.view.report_status_json(&pod, &status);
                 let outcome = self.plugin.set_pod_status(&pod, &status);
@@ -511,6 +529,19 @@ impl HostileTrace {
             if let Some(ip) = ips_of(&after).find(|ip| !handed.ips.contains(*ip) && !known.contains(ip)) {
                 figures.beyond_rule += 1;
                 return Err(format!("a {} of pod {uid} carried IP {ip}, never handed", write.verb));
+            }
+            let had = |type_: &str, status: &str| {
+                before.conditions.iter().flatten().any(|c| c.type_ == type_ && c.status == status)
+            };
+            let conditions = after.conditions.iter().flatten();
+            if let Some(c) =
+                conditions.filter(|c| !had(&c.type_, &c.status)).find(|c| !handed.allows_condition(&c.type_, &c.status))
+            {
+                figures.beyond_rule += 1;
+                return Err(format!(
+                    "a {} of pod {uid} set condition {} {}, never handed",
+                    write.verb, c.type_, c.status
+                ));
             }
         }
         Ok(())

@@ -146,6 +146,16 @@ impl ApiServer for RecordingApiServer {
         result
     }
 
+    fn judge_status_write(
+        &self,
+        namespace: &str,
+        name: &str,
+        uid: &str,
+        status: &dyn Fn() -> Option<String>,
+    ) -> Option<Result<(), String>> {
+        self.inner.judge_status_write(namespace, name, uid, status)
+    }
+
     fn update_pod_status(&self, update: StatusUpdate) -> Result<Arc<Pod>> {
         // The call is noted before the update is handed on; its outcome once known.
         let call = self.call("update", &update.namespace, &update.name, "ok");

@@ -446,6 +446,9 @@ fn run_step(scene: &Scene, plugin: &mut dyn Plugin, step: &Step, index: usize) -
             null(outcome)
         }
         Step::SetContainerReadiness { uid, container_id, ready } => {
+            if let Some(view) = &scene.host_view {
+                view.report_readiness(uid, container_id, *ready);
+            }
             let outcome = plugin.set_container_readiness(uid, container_id, *ready);
             scene.note_accepted(plugin, Some(uid), None, &outcome);
             null(outcome)
@@ -498,6 +501,9 @@ fn run_step(scene: &Scene, plugin: &mut dyn Plugin, step: &Step, index: usize) -
             Ok(Value::Null)
         }
         Step::SetContainerStartup { uid, container_id, started } => {
+            if let Some(view) = &scene.host_view {
+                view.report_startup(uid, container_id, *started);
+            }
             match plugin.set_container_startup(uid, container_id, *started) {
                 Err(CallError::Unsupported { contract, .. }) => {
                     let problem = Problem::Unsupported(format!(

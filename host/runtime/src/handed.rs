@@ -148,18 +148,17 @@ impl HandedPods {
     /// `Failed` once the host terminated it (upstream's `TerminatePod`). The phase the
     /// API server's copy has already is the caller's to allow (upstream's merge keeps it
     /// while containers may still run). A pod dropped lately is judged by what was
-    /// handed for it (a sync planned before the drop may still write it).
+    /// handed for it before the drop too (a sync planned, or a request queued, before
+    /// the drop may still write it, even once the pod is handed again).
     pub fn phase_allowed(&self, uid: &str, phase: &str) -> bool {
         let allows = |pod: &Handed| {
             pod.phases.iter().any(|handed| &**handed == phase) || (pod.terminated && phase == TERMINATED_PHASE)
         };
+        // What was handed before the pod was last dropped holds too: a request queued
+        // then is synced with the status it carried, even once the pod is handed again.
         let record = self.read();
-        match record.pods.get(uid) {
-            Some(pod) => allows(pod),
-            None => {
-                record.dropped.iter().rev().find(|(dropped, _)| **dropped == *uid).is_some_and(|(_, pod)| allows(pod))
-            }
-        }
+        record.pods.get(uid).is_some_and(allows)
+            || record.dropped.iter().any(|(dropped, pod)| **dropped == *uid && allows(pod))
     }
 
     /// Notes a pod the host handed: a read lock only when the record holds it as
@@ -356,6 +355,8 @@ mod tests {
         record.drop_pod("ua");
         assert!(!record.contains("ua"));
         assert!(record.phase_allowed("ua", "Failed"), "a sync in flight writes by what was handed");
+        record.hand(pod("ua", "a", Some("Running")));
+        assert!(record.phase_allowed("ua", "Failed"), "and so it may once the pod is handed again");
     }
 
     #[test]

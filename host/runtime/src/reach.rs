@@ -21,7 +21,7 @@
 
 use std::borrow::Cow;
 
-use podstatus_backends::PodManager;
+use podstatus_backends::{ApiServer, PodManager};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
@@ -144,6 +144,36 @@ pub(crate) fn patch_phase(patch: &str) -> Result<Option<Cow<'_, str>>, String> {
         None if status.directive.is_some() || status.retain_keys.is_some() => Ok(Some(Cow::Borrowed(""))),
         None => Ok(None),
     }
+}
+
+/// Holds what a status write of `namespace/name` (UID `api_uid`) claims to what the
+/// host handed for the pod, where the world's API server holds that rule (the reach
+/// guard: [`ApiServer::judge_status_write`], which reads the claims: docs/sandbox.md):
+/// `Err` names the first claim beyond it. `access` is the write: an update's status,
+/// or a patch, whose `status` is what it writes (a patch without one claims nothing).
+pub(crate) fn check_claims(
+    api: &dyn ApiServer,
+    namespace: &str,
+    name: &str,
+    api_uid: &str,
+    access: Access<'_>,
+) -> Result<(), String> {
+    #[derive(Deserialize)]
+    struct Patch<'a> {
+        #[serde(default, borrow)]
+        status: Option<&'a RawValue>,
+    }
+    // Read only by a server that holds the rule.
+    let status = || match access {
+        Access::Update(status) => Some(status.to_owned()),
+        Access::Patch(patch) => match serde_json::from_str::<Patch<'_>>(patch) {
+            Ok(Patch { status: Some(status) }) if status.get().starts_with('{') => Some(status.get().to_owned()),
+            // Read already by `patch_phase`, which refuses what does not read.
+            _ => None,
+        },
+        Access::Read | Access::Delete => None,
+    };
+    api.judge_status_write(namespace, name, api_uid, &status).unwrap_or(Ok(()))
 }
 
 /// A field that is there, whatever its value (null included).

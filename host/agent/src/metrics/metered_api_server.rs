@@ -79,6 +79,16 @@ impl ApiServer for MeteredApiServer {
         result
     }
 
+    fn judge_status_write(
+        &self,
+        namespace: &str,
+        name: &str,
+        uid: &str,
+        status: &dyn Fn() -> Option<String>,
+    ) -> Option<Result<(), String>> {
+        self.inner.judge_status_write(namespace, name, uid, status)
+    }
+
     fn update_pod_status(&self, update: StatusUpdate) -> Result<Arc<Pod>> {
         let result = self.inner.update_pod_status(update);
         self.count(VERB_UPDATE_STATUS, &result);

@@ -81,6 +81,16 @@ impl ApiServer for FaultyApiServer {
         self.call("get", |api| api.get_pod(namespace, name))
     }
 
+    fn judge_status_write(
+        &self,
+        namespace: &str,
+        name: &str,
+        uid: &str,
+        status: &dyn Fn() -> Option<String>,
+    ) -> Option<Result<(), String>> {
+        self.inner.judge_status_write(namespace, name, uid, status)
+    }
+
     fn update_pod_status(&self, update: StatusUpdate) -> Result<Arc<Pod>> {
         self.call("update status", |api| api.update_pod_status(update))
     }

@@ -52,6 +52,25 @@ pub trait ApiServer: Send + Sync {
     fn patch_pod_status_compact(&self, patch: StatusPatch) -> Result<Arc<CompactPod>> {
         compact(&*self.patch_pod_status(patch)?)
     }
+
+    /// The content rule a status write of `namespace/name` (UID `uid`) would be held to,
+    /// asked before the write: `Some(Err(why))` when the status it writes (`status()`: a
+    /// status, or a patch's `status`, as JSON; read only by a server that holds the
+    /// rule) claims what the host never handed for the pod, `Some(Ok)` when it claims
+    /// nothing beyond, `None` when this server holds no such rule. Only the
+    /// reach guard holds one ([`crate::GuardedApiServer`]); a server in front of
+    /// another passes the question on. The runtime asks it before a plugin's write, so
+    /// that a breach is the plugin's fault, not only a refused call; the guard holds the
+    /// write to the same rule anyway.
+    fn judge_status_write(
+        &self,
+        _namespace: &str,
+        _name: &str,
+        _uid: &str,
+        _status: &dyn Fn() -> Option<String>,
+    ) -> Option<std::result::Result<(), String>> {
+        None
+    }
 }
 
 /// A pod written out as its compact JSON; one that does not serialise (no k8s-openapi

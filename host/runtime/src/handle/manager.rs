@@ -121,6 +121,26 @@ impl ManagerHandle {
                 }
                 plugin.call(call.into())
             }
+            // A readiness or startup change is the host's own word on the container,
+            // noted before the plugin sees it (a write may then carry it).
+            ManagerCall::SetContainerReadiness { pod_uid, container_id, ready } => {
+                let mut plugin = self.shared.plugin.for_caller();
+                if let Some(view) = view {
+                    view.report_readiness(pod_uid, container_id, ready);
+                }
+                let outcome = plugin.call(call.into());
+                self.note_accepted(plugin.as_mut(), Some(pod_uid), None, &outcome);
+                outcome
+            }
+            ManagerCall::SetContainerStartup { pod_uid, container_id, started } => {
+                let mut plugin = self.shared.plugin.for_caller();
+                if let Some(view) = view {
+                    view.report_startup(pod_uid, container_id, started);
+                }
+                let outcome = plugin.call(call.into());
+                self.note_accepted(plugin.as_mut(), Some(pod_uid), None, &outcome);
+                outcome
+            }
             // Any other update names its pod by UID. A resize condition makes no status
             // version, so the view has nothing to note: the caller puts the conditions
             // into the next status it sets.

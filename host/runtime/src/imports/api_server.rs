@@ -12,7 +12,8 @@ use crate::bindings::{self as host};
 use crate::handed::default_namespace;
 use crate::imports::HostState;
 use crate::limits::FaultKind;
-use crate::reach::{Access, Broken, Reached, by_name, recreated};
+use crate::reach::{Access, Broken, Reached, by_name, check_claims, recreated};
+use crate::shown::shown;
 use crate::world::World;
 
 impl wit::Host for HostState {
@@ -146,7 +147,15 @@ impl HostState {
         let namespace = default_namespace(namespace);
         let reached = by_name(&self.handed, &self.world.pod_manager, handed, import, namespace, name, given, access);
         let (kind, message) = match reached {
-            Ok(reached) => return Ok(reached),
+            Ok(reached) => {
+                let api_uid = reached.pinned.as_deref().or(given).unwrap_or(&reached.uid);
+                match check_claims(&*self.world.api_server, namespace, name, api_uid, access) {
+                    Ok(()) => return Ok(reached),
+                    Err(why) => {
+                        (FaultKind::Content, format!("{import} of pod {:?}/{:?}: {why}", shown(namespace), shown(name)))
+                    }
+                }
+            }
             Err(Broken::Reach(message)) => (FaultKind::ForeignUid, message),
             Err(Broken::Content(message)) => (FaultKind::Content, message),
         };

@@ -30,7 +30,7 @@ use crate::bindings::{ApiCall, ApiReply, PodSync, SyncOutcome, SyncStep};
 use crate::handed::HandedPods;
 use crate::imports::HostState;
 use crate::limits::FaultKind;
-use crate::reach::{check_phase, patch_phase, pin, reply_phase, update_phase};
+use crate::reach::{Access, check_claims, check_phase, patch_phase, pin, reply_phase, update_phase};
 use crate::world::World;
 use podstatus_backends::pod_identity::uid_in_json;
 
@@ -218,6 +218,7 @@ fn held_to_its_pod(call: &mut ApiCall, uid: &str, reply: Option<&ApiReply>, stat
         *given = Some(pinned);
     }
     let api_uid = given.clone().unwrap_or_default();
+    let call = &*call;
     let written = match call {
         ApiCall::UpdatePodStatus(u) => update_phase(&u.status).map(Some),
         ApiCall::PatchPodStatus(p) => patch_phase(&p.patch),
@@ -227,8 +228,14 @@ fn held_to_its_pod(call: &mut ApiCall, uid: &str, reply: Option<&ApiReply>, stat
         Some(ApiReply::Pod(Ok(pod))) => reply_phase(pod),
         _ => None,
     };
+    let (namespace, name, access) = match call {
+        ApiCall::UpdatePodStatus(u) => (&u.namespace, &u.name, Access::Update(&u.status)),
+        ApiCall::PatchPodStatus(p) => (&p.namespace, &p.name, Access::Patch(&p.patch)),
+        ApiCall::GetPod(_) | ApiCall::DeletePod(_) => return Ok(()),
+    };
     written
         .and_then(|phase| check_phase(&state.handed, pods, uid, &api_uid, phase.as_deref(), read))
+        .and_then(|()| check_claims(&*state.world.api_server, namespace, name, &api_uid, access))
         .map_err(|why| (FaultKind::Content, format!("sync of pod {:?} asked for a write: {why}", shown(uid))))
 }
 

@@ -11,12 +11,14 @@
 //! - `resize-only`: a pod named in `set-pod-resize-condition` is planned in every batch
 //!   as if it were handed (the victim's resize makes it one);
 //! - `forge-phase`: the sync of a handed pod patches its phase to `Failed`;
+//! - `forge-ready`: the sync of a handed pod patches the status handed with a Ready
+//!   condition `True` that no status handed carries (a pod claimed ready for traffic);
 //! - `other-uid`: the sync of a handed pod patches it with the victim's UID as the UID
 //!   precondition (a pod recreated under the name, say);
 //! - `random`: with the annotation `podstatus.test/seed` (a number), every answer is
 //!   drawn from a generator seeded by it: plans of any pod it has heard of
 //!   (`podstatus.test/targets`, `namespace/name/uid` separated by spaces) or invented,
-//!   calls on any of them with any UID precondition and phase, state documents and
+//!   calls on any of them with any UID precondition, phase and Ready condition, state documents and
 //!   change sets holding any of them, cursors, outcomes. The hostile fuzzer's guest
 //!   (`podstatus_fuzz::hostile`).
 //!
@@ -260,7 +262,12 @@ impl Plugin {
             0 => Self::get(&pod),
             1 => {
                 let phase = self.any_phase();
-                Self::patch(&pod, uid, json!({ "phase": phase }))
+                let mut status = json!({ "phase": phase });
+                if self.draw(2) == 0 {
+                    let ready = ["True", "False"][self.draw(2) as usize];
+                    status["conditions"] = json!([{ "type": "Ready", "status": ready }]);
+                }
+                Self::patch(&pod, uid, status)
             }
             2 => {
                 let phase = self.any_phase();
@@ -320,6 +327,10 @@ impl Plugin {
         match (self.attack.as_str(), status) {
             (_, None) => Self::patch(&pod, Some(found_uid), failed),
             ("forge-phase", Some(_)) => Self::patch(&pod, Some(found_uid), failed),
+            ("forge-ready", Some(mut status)) => {
+                status["conditions"] = json!([{ "type": "Ready", "status": "True" }]);
+                Self::patch(&pod, Some(found_uid), status)
+            }
             ("other-uid", Some(status)) => Self::patch(&pod, Some(victim.uid), status),
             (_, Some(status)) => Self::patch(&pod, Some(found_uid), status),
         }
