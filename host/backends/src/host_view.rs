@@ -651,21 +651,27 @@ impl HostView {
     /// `status`) of the pod `uid` that the host never handed for it: `Ok(None)` when it
     /// carries none, `Err` when it does not read as a status. `api` gives the API
     /// server's copies of the pod's status, asked only when a claim is not handed (see
-    /// [`crate::handed_claims`] for the rule).
+    /// [`crate::handed_claims`] for the rule). What was handed before the pod was last
+    /// forgotten counts for a pod the view no longer holds (a sync planned before) and,
+    /// `of_request`, for the sync of a request queued before, once the pod is handed
+    /// again.
     pub fn unhanded_claim(
         &self,
         uid: &str,
         written: &str,
+        of_request: bool,
         api: impl FnOnce() -> Vec<String>,
     ) -> Result<Option<String>, String> {
         let written = StatusClaims::read(written)?;
         let mut unhanded = written.claims();
-        if let Some(reported) = self.pods.read().unwrap_or_else(PoisonError::into_inner).get(uid) {
-            reported.claims.retain_unhanded(&mut unhanded);
-        }
-        // What was handed before the pod was last forgotten holds too: a sync queued
-        // then writes what it was handed then, even once the pod is handed again.
-        if !unhanded.is_empty() {
+        let held = match self.pods.read().unwrap_or_else(PoisonError::into_inner).get(uid) {
+            Some(reported) => {
+                reported.claims.retain_unhanded(&mut unhanded);
+                true
+            }
+            None => false,
+        };
+        if !unhanded.is_empty() && (!held || of_request) {
             let forgotten = self.forgotten_claims.read().unwrap_or_else(PoisonError::into_inner);
             for (_, claims) in forgotten.iter().filter(|(forgotten, _)| forgotten == uid) {
                 claims.retain_unhanded(&mut unhanded);
@@ -1025,18 +1031,20 @@ mod tests {
         let pod = serde_json::to_string(&testing::pod("a", "ua").build()).unwrap();
         let ready = r#"{"conditions":[{"type":"Ready","status":"True"}]}"#;
         view.report_status_json(&pod, ready);
-        assert_eq!(view.unhanded_claim("ua", ready, Vec::new), Ok(None));
+        assert_eq!(view.unhanded_claim("ua", ready, false, Vec::new), Ok(None));
         view.retain(&[]);
         assert!(!view.knows("ua"));
-        assert_eq!(view.unhanded_claim("ua", ready, Vec::new), Ok(None), "handed before it was forgotten");
+        assert_eq!(view.unhanded_claim("ua", ready, false, Vec::new), Ok(None), "handed before it was forgotten");
         view.report_status_json(&pod, "{}");
-        assert_eq!(view.unhanded_claim("ua", ready, Vec::new), Ok(None), "and handed again since");
+        assert!(view.unhanded_claim("ua", ready, false, Vec::new).unwrap().is_some(), "handed again: what is now");
+        assert_eq!(view.unhanded_claim("ua", ready, true, Vec::new), Ok(None), "a request queued before the drop");
+        view.retain(&[]);
         for i in 0..FORGOTTEN_CLAIMS_KEPT {
             let other = serde_json::to_string(&testing::pod("b", &format!("u{i}")).build()).unwrap();
             view.report_status_json(&other, "{}");
             view.retain(&[]);
         }
-        let refused = view.unhanded_claim("ua", ready, Vec::new).unwrap();
+        let refused = view.unhanded_claim("ua", ready, true, Vec::new).unwrap();
         assert_eq!(refused.as_deref(), Some("condition \"Ready\" with status \"True\""), "bounded: the oldest went");
     }
 

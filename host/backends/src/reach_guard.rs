@@ -395,8 +395,10 @@ impl GuardedApiServer {
                 return Err(self.refuse(verb, namespace, name, why));
             }
         }
+        // The guard cannot tell a request's sync from another write: what was handed
+        // before a drop counts (the runtime holds a plugin's syncs to the stricter rule).
         if let Some(status) = &written.status
-            && let Err(why) = self.claims_handed(namespace, name, uid, owner.bound(), status)
+            && let Err(why) = self.claims_handed(namespace, name, uid, owner.bound(), true, status)
         {
             return Err(self.refuse(verb, namespace, name, format_args!("{why}")));
         }
@@ -405,14 +407,16 @@ impl GuardedApiServer {
 
     /// `Err` naming the first claim of `status` (a status write of `namespace/name`,
     /// UID `uid`) that the node never reported for the pod, nor the API server's copy
-    /// carries ([`HostView::unhanded_claim`]); the copies are read only then: the pod
-    /// manager's, the one the binding was checked on (`bound`), the lookup's now.
+    /// carries ([`HostView::unhanded_claim`], `of_request` as there); the copies are
+    /// read only then: the pod manager's, the one the binding was checked on (`bound`),
+    /// the lookup's now.
     fn claims_handed(
         &self,
         namespace: &str,
         name: &str,
         uid: &str,
         bound: Option<&Arc<CompactPod>>,
+        of_request: bool,
         status: &str,
     ) -> std::result::Result<(), String> {
         // A mirror pod carries its static pod's status: the node reported that one.
@@ -423,7 +427,7 @@ impl GuardedApiServer {
             let looked_up = self.api_copy(namespace, name).ok().flatten().filter(|pod| pod.uid() == Some(uid));
             [held, bound, looked_up].into_iter().flatten().filter_map(|pod| status_text(&pod)).collect()
         };
-        match self.host_view.unhanded_claim(&reported_as, status, api) {
+        match self.host_view.unhanded_claim(&reported_as, status, of_request, api) {
             Ok(None) => Ok(()),
             Ok(Some(claim)) => Err(format!(
                 "the status has {claim}, which no status the node reported for this pod carries (nor the API \
@@ -484,9 +488,11 @@ impl ApiServer for GuardedApiServer {
         namespace: &str,
         name: &str,
         uid: &str,
+        of_request: bool,
         status: &dyn Fn() -> Option<String>,
     ) -> Option<Result<(), String>> {
-        Some(status().map_or(Ok(()), |status| self.claims_handed(namespace, name, uid, None, &status)))
+        let judged = |status: String| self.claims_handed(namespace, name, uid, None, of_request, &status);
+        Some(status().map_or(Ok(()), judged))
     }
 
     fn get_pod(&self, namespace: &str, name: &str) -> Result<Arc<Pod>> {

@@ -132,6 +132,14 @@ struct Handed {
 }
 
 impl Handed {
+    /// Adds what `other` allows.
+    fn merge(&mut self, other: Handed) {
+        self.phases.extend(other.phases);
+        self.ips.extend(other.ips);
+        self.conditions.extend(other.conditions);
+        self.terminated |= other.terminated;
+    }
+
     /// Whether a write may set the condition `type_` to `status`: handed so, or the
     /// readiness conditions false once the pod terminated or was handed a terminal phase.
     fn allows_condition(&self, type_: &str, status: &str) -> bool {
@@ -503,7 +511,16 @@ impl HostileTrace {
             let requested = |key: &String| write.syncing.as_ref() == Some(key);
             let orphaned =
                 [&handed_as, &uid].into_iter().find(|key| requested(key)).and_then(|key| self.orphaned.get(key));
-            let handed = self.handed.get(&handed_as).or_else(|| self.handed.get(&uid)).or(orphaned).cloned();
+            let live = self.handed.get(&handed_as).or_else(|| self.handed.get(&uid)).cloned();
+            // A request's sync queued before its pod was dropped writes what was handed
+            // then, even once the pod is handed again.
+            let handed = match (live, orphaned.cloned()) {
+                (Some(mut live), Some(before)) => {
+                    live.merge(before);
+                    Some(live)
+                }
+                (live, before) => live.or(before),
+            };
             let Some(handed) = handed else {
                 figures.beyond_rule += 1;
                 return Err(format!("a {} of pod {uid} ({handed_as}), whose status was never handed", write.verb));

@@ -148,17 +148,19 @@ impl HandedPods {
     /// `Failed` once the host terminated it (upstream's `TerminatePod`). The phase the
     /// API server's copy has already is the caller's to allow (upstream's merge keeps it
     /// while containers may still run). A pod dropped lately is judged by what was
-    /// handed for it before the drop too (a sync planned, or a request queued, before
-    /// the drop may still write it, even once the pod is handed again).
-    pub fn phase_allowed(&self, uid: &str, phase: &str) -> bool {
+    /// handed for it before the drop (a sync planned before the drop may still write
+    /// it); and so is a pod handed again since, for the sync of a request queued before
+    /// the drop (`of_request`: it writes the status it was queued with).
+    pub fn phase_allowed(&self, uid: &str, phase: &str, of_request: bool) -> bool {
         let allows = |pod: &Handed| {
             pod.phases.iter().any(|handed| &**handed == phase) || (pod.terminated && phase == TERMINATED_PHASE)
         };
-        // What was handed before the pod was last dropped holds too: a request queued
-        // then is synced with the status it carried, even once the pod is handed again.
         let record = self.read();
-        record.pods.get(uid).is_some_and(allows)
-            || record.dropped.iter().any(|(dropped, pod)| **dropped == *uid && allows(pod))
+        let before_drop = || record.dropped.iter().any(|(dropped, pod)| **dropped == *uid && allows(pod));
+        match record.pods.get(uid) {
+            Some(pod) => allows(pod) || (of_request && before_drop()),
+            None => before_drop(),
+        }
     }
 
     /// Notes a pod the host handed: a read lock only when the record holds it as
@@ -341,22 +343,23 @@ mod tests {
         let record = HandedPods::new();
         record.hand(pod("ua", "a", Some("Pending")));
         record.hand(pod("ua", "a", Some("Running")));
-        assert!(record.phase_allowed("ua", "Pending") && record.phase_allowed("ua", "Running"));
-        assert!(!record.phase_allowed("ua", "Failed"));
-        assert!(!record.phase_allowed("ub", "Running"), "a pod never handed");
+        assert!(record.phase_allowed("ua", "Pending", false) && record.phase_allowed("ua", "Running", false));
+        assert!(!record.phase_allowed("ua", "Failed", false));
+        assert!(!record.phase_allowed("ub", "Running", false), "a pod never handed");
         record.hand(HandedPod { terminated: true, ..pod("ua", "a", None) });
-        assert!(record.phase_allowed("ua", "Failed"));
-        assert!(!record.phase_allowed("ua", "Succeeded"));
+        assert!(record.phase_allowed("ua", "Failed", false));
+        assert!(!record.phase_allowed("ua", "Succeeded", false));
         for i in 0..20 {
             record.hand(pod("ua", "a", Some(&format!("Invented{i}"))));
         }
-        assert!(!record.phase_allowed("ua", "Pending"), "bounded: the oldest went");
-        assert!(record.phase_allowed("ua", "Failed"), "terminated stays");
+        assert!(!record.phase_allowed("ua", "Pending", false), "bounded: the oldest went");
+        assert!(record.phase_allowed("ua", "Failed", false), "terminated stays");
         record.drop_pod("ua");
         assert!(!record.contains("ua"));
-        assert!(record.phase_allowed("ua", "Failed"), "a sync in flight writes by what was handed");
+        assert!(record.phase_allowed("ua", "Failed", false), "a sync in flight writes by what was handed");
         record.hand(pod("ua", "a", Some("Running")));
-        assert!(record.phase_allowed("ua", "Failed"), "and so it may once the pod is handed again");
+        assert!(!record.phase_allowed("ua", "Failed", false), "handed again: a batch writes what is handed now");
+        assert!(record.phase_allowed("ua", "Failed", true), "a request queued before the drop writes what it carried");
     }
 
     #[test]

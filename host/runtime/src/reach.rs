@@ -58,17 +58,19 @@ pub(crate) fn api_uid(pods: &PodManager, uid: &str) -> String {
 /// `Failed` once it terminated it ([`HandedPods::phase_allowed`]), or the phase the API
 /// server's copy has now (upstream's `mergePodStatus` keeps it while a container may
 /// still run): as the pod manager follows it, or as the call's own sync read it
-/// (`read`, asked last).
+/// (`read`, asked last). `of_request`: the write is the sync of a request the host
+/// queued, which may write what was handed before the pod was last dropped.
 pub(crate) fn check_phase(
     record: &HandedPods,
     pods: &PodManager,
     uid: &str,
     api_uid: &str,
     written: Option<&str>,
+    of_request: bool,
     read: impl FnOnce() -> Option<String>,
 ) -> Result<(), String> {
     let Some(phase) = written else { return Ok(()) };
-    if record.phase_allowed(uid, phase) {
+    if record.phase_allowed(uid, phase, of_request) {
         return Ok(());
     }
     let followed =
@@ -156,6 +158,7 @@ pub(crate) fn check_claims(
     namespace: &str,
     name: &str,
     api_uid: &str,
+    of_request: bool,
     access: Access<'_>,
 ) -> Result<(), String> {
     #[derive(Deserialize)]
@@ -173,7 +176,7 @@ pub(crate) fn check_claims(
         },
         Access::Read | Access::Delete => None,
     };
-    api.judge_status_write(namespace, name, api_uid, &status).unwrap_or(Ok(()))
+    api.judge_status_write(namespace, name, api_uid, of_request, &status).unwrap_or(Ok(()))
 }
 
 /// A field that is there, whatever its value (null included).
@@ -231,6 +234,7 @@ pub(crate) fn by_name(
     name: &str,
     given: Option<&str>,
     access: Access<'_>,
+    of_request: bool,
 ) -> Result<Reached, Broken> {
     let pod = format_args!("pod {:?}/{:?}", shown(namespace), shown(name));
     if handed.is_empty() {
@@ -262,7 +266,7 @@ pub(crate) fn by_name(
     };
     let api_uid = pinned.as_deref().or(given).unwrap_or(&uid);
     written
-        .and_then(|phase| check_phase(record, pods, &uid, api_uid, phase.as_deref(), || None))
+        .and_then(|phase| check_phase(record, pods, &uid, api_uid, phase.as_deref(), of_request, || None))
         .map_err(|why| Broken::Content(format!("{import} of {pod}: {why}")))?;
     Ok(Reached { uid, pinned })
 }

@@ -84,9 +84,10 @@ impl ApiServer for MeteredApiServer {
         namespace: &str,
         name: &str,
         uid: &str,
+        of_request: bool,
         status: &dyn Fn() -> Option<String>,
     ) -> Option<Result<(), String>> {
-        self.inner.judge_status_write(namespace, name, uid, status)
+        self.inner.judge_status_write(namespace, name, uid, of_request, status)
     }
 
     fn update_pod_status(&self, update: StatusUpdate) -> Result<Arc<Pod>> {

@@ -57,7 +57,9 @@ pub trait ApiServer: Send + Sync {
     /// asked before the write: `Some(Err(why))` when the status it writes (`status()`: a
     /// status, or a patch's `status`, as JSON; read only by a server that holds the
     /// rule) claims what the host never handed for the pod, `Some(Ok)` when it claims
-    /// nothing beyond, `None` when this server holds no such rule. Only the
+    /// nothing beyond, `None` when this server holds no such rule. `of_request`: the
+    /// write is the sync of a request the host queued, which may carry what was handed
+    /// before the pod was last dropped (it was queued with that status). Only the
     /// reach guard holds one ([`crate::GuardedApiServer`]); a server in front of
     /// another passes the question on. The runtime asks it before a plugin's write, so
     /// that a breach is the plugin's fault, not only a refused call; the guard holds the
@@ -67,6 +69,7 @@ pub trait ApiServer: Send + Sync {
         _namespace: &str,
         _name: &str,
         _uid: &str,
+        _of_request: bool,
         _status: &dyn Fn() -> Option<String>,
     ) -> Option<std::result::Result<(), String>> {
         None

@@ -145,11 +145,16 @@ impl HostState {
         access: Access<'_>,
     ) -> wasmtime::Result<Reached> {
         let namespace = default_namespace(namespace);
-        let reached = by_name(&self.handed, &self.world.pod_manager, handed, import, namespace, name, given, access);
+        // The sync of a request the host queued may write what was handed before a drop.
+        let of_request = |uid: &str| self.syncing.as_deref() == Some(uid);
+        let request = handed.iter().any(|uid| of_request(uid));
+        let (record, pods) = (&self.handed, &self.world.pod_manager);
+        let reached = by_name(record, pods, handed, import, namespace, name, given, access, request);
         let (kind, message) = match reached {
             Ok(reached) => {
                 let api_uid = reached.pinned.as_deref().or(given).unwrap_or(&reached.uid);
-                match check_claims(&*self.world.api_server, namespace, name, api_uid, access) {
+                let request = of_request(&reached.uid);
+                match check_claims(&*self.world.api_server, namespace, name, api_uid, request, access) {
                     Ok(()) => return Ok(reached),
                     Err(why) => {
                         (FaultKind::Content, format!("{import} of pod {:?}/{:?}: {why}", shown(namespace), shown(name)))

@@ -61,6 +61,10 @@ struct Live {
     waiting: Option<Verb>,
     /// Calls it asked for so far.
     calls: u32,
+    /// It syncs the pod of the request the host handed to `sync-pod`: the request was
+    /// queued with the status handed then, which it may write even if the pod was
+    /// dropped and handed again since (what was handed before the drop counts too).
+    of_request: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -113,6 +117,7 @@ impl Ledger {
                     name,
                     waiting: None,
                     calls: 0,
+                    of_request: request.is_some_and(|uid| uid == sync.pod_uid),
                 };
                 self.live.insert(id, live);
                 PodSync { id, ..sync }
@@ -159,7 +164,7 @@ impl Ledger {
                     return Err((FaultKind::WrongPod, message));
                 }
                 if verb != Verb::Get {
-                    held_to_its_pod(call, &live.pod_uid, reply, state)?;
+                    held_to_its_pod(call, &live.pod_uid, live.of_request, reply, state)?;
                 }
                 if live.calls >= max_calls {
                     let message =
@@ -204,7 +209,13 @@ impl Ledger {
 /// UID precondition names the pod (one the call lacks is added), and a write's phase
 /// is one the host handed for it (or the API server's, as the sync's read answered it,
 /// `reply`).
-fn held_to_its_pod(call: &mut ApiCall, uid: &str, reply: Option<&ApiReply>, state: &HostState) -> Result<(), Breach> {
+fn held_to_its_pod(
+    call: &mut ApiCall,
+    uid: &str,
+    of_request: bool,
+    reply: Option<&ApiReply>,
+    state: &HostState,
+) -> Result<(), Breach> {
     let pods = &state.world.pod_manager;
     let given = match call {
         ApiCall::GetPod(_) => return Ok(()),
@@ -234,8 +245,8 @@ fn held_to_its_pod(call: &mut ApiCall, uid: &str, reply: Option<&ApiReply>, stat
         ApiCall::GetPod(_) | ApiCall::DeletePod(_) => return Ok(()),
     };
     written
-        .and_then(|phase| check_phase(&state.handed, pods, uid, &api_uid, phase.as_deref(), read))
-        .and_then(|()| check_claims(&*state.world.api_server, namespace, name, &api_uid, access))
+        .and_then(|phase| check_phase(&state.handed, pods, uid, &api_uid, phase.as_deref(), of_request, read))
+        .and_then(|()| check_claims(&*state.world.api_server, namespace, name, &api_uid, of_request, access))
         .map_err(|why| (FaultKind::Content, format!("sync of pod {:?} asked for a write: {why}", shown(uid))))
 }
 
