@@ -13,24 +13,24 @@ use crate::common::{free_port, request_with, wait_until};
 
 const NODES: usize = 4;
 
-/// A Role of `verbs` on rollouts in `podstatus`, bound to the ServiceAccount `name`
+/// A Role of `verbs` on rollouts in `namespace`, bound to the ServiceAccount `name`
 /// there, and a token of it.
-fn operator(cluster: &Cluster, name: &str, verbs: &[&str]) -> String {
-    cluster.admin(&["create", "serviceaccount", name, "-n", "podstatus"]);
+pub(crate) fn operator(cluster: &Cluster, namespace: &str, name: &str, verbs: &[&str]) -> String {
+    cluster.admin(&["create", "serviceaccount", name, "-n", namespace]);
     cluster.create(&json!({
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "Role",
-        "metadata": {"name": format!("rollout-{name}"), "namespace": "podstatus"},
+        "metadata": {"name": format!("rollout-{name}"), "namespace": namespace},
         "rules": [{"apiGroups": ["podstatus.io"], "resources": ["pluginrollouts"], "verbs": verbs}],
     }));
     cluster.create(&json!({
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "RoleBinding",
-        "metadata": {"name": format!("rollout-{name}"), "namespace": "podstatus"},
+        "metadata": {"name": format!("rollout-{name}"), "namespace": namespace},
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": format!("rollout-{name}")},
-        "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": "podstatus"}],
+        "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
     }));
-    cluster.admin(&["create", "token", name, "-n", "podstatus", "--duration", "1h"]).trim().to_owned()
+    cluster.admin(&["create", "token", name, "-n", namespace, "--duration", "1h"]).trim().to_owned()
 }
 
 #[test]
@@ -44,8 +44,8 @@ fn the_cluster_says_who_may_use_the_control_endpoint_401_403_or_allowed() {
         "--clusterrole=system:auth-delegator",
         "--serviceaccount=podstatus:podstatus-agent",
     ]);
-    let operator_token = operator(&cluster, "operator", &["get", "create", "update"]);
-    let viewer_token = operator(&cluster, "viewer", &["get"]);
+    let operator_token = operator(&cluster, "podstatus", "operator", &["get", "create", "update"]);
+    let viewer_token = operator(&cluster, "podstatus", "viewer", &["get"]);
 
     let control = free_port();
     let nodes = NODES.to_string();

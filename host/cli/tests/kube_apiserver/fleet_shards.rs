@@ -3,13 +3,15 @@
 //! fleet's ServiceAccount. Four shard processes register every Node Ready, each node's
 //! Lease held by its shard; a PluginRollout (created with kubectl, checked by the CRD's
 //! schema) is promoted by the leader over every shard, after one whose canary share
-//! the schema let through but means nothing is refused; no call is forbidden.
+//! the schema let through but means nothing is refused; no call is forbidden. Each
+//! shard's control endpoint asks the cluster (`--control-auth kubernetes`): without a
+//! token 401, a viewer's token deciding 403, and nothing swapped by either.
 
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::cluster::{Cluster, Process};
-use crate::common::{self, free_port, request, wait_until};
+use crate::common::{self, free_port, request, request_with, wait_until};
 
 const SHARDS: usize = 4;
 const NODES: usize = 40;
@@ -45,6 +47,7 @@ fn four_shards_deployed_as_shipped_run_every_node_and_roll_a_plugin_out_over_all
     let kubeconfig = deploy(&cluster);
     let nodes = NODES.to_string();
     let metrics: Vec<_> = (0..SHARDS).map(|_| free_port()).collect();
+    let controls: Vec<_> = (0..SHARDS).map(|_| free_port()).collect();
     let shards: Vec<Process> = (0..SHARDS)
         .map(|ordinal| {
             Process::spawn(&[
@@ -64,7 +67,9 @@ fn four_shards_deployed_as_shipped_run_every_node_and_roll_a_plugin_out_over_all
                 "--logic",
                 "v2",
                 "--control-addr",
-                &free_port().to_string(),
+                &controls[ordinal].to_string(),
+                "--control-auth",
+                "kubernetes",
                 "--metrics-addr",
                 &metrics[ordinal].to_string(),
                 "--quiet",
@@ -136,6 +141,21 @@ fn four_shards_deployed_as_shipped_run_every_node_and_roll_a_plugin_out_over_all
             pods["items"].as_array()?.iter().filter(|p| p.pointer("/status/phase") == Some(&json!("Running"))).count();
         (running == NODES).then_some(())
     });
+    let viewer = crate::fleet_control::operator(&cluster, "podstatus-fleet", "viewer", &["get"]);
+    let bearer = format!("Bearer {viewer}");
+    for control in &controls {
+        let canary = json!({"share": "50%", "to": "v2"});
+        let (code, answer) = request(*control, "POST", "/rollout/canary", Some(&canary)).expect("an answer");
+        assert_eq!(code, 401, "no token: {answer}");
+        let as_viewer = [("Authorization", bearer.as_str())];
+        let (code, answer) =
+            request_with(*control, "POST", "/rollout/canary", &as_viewer, Some(&canary)).expect("an answer");
+        assert_eq!(code, 403, "the viewer may not create: {answer}");
+        let (code, status) = request_with(*control, "GET", "/rollout", &as_viewer, None).expect("an answer");
+        assert_eq!(code, 200, "the viewer may read: {status}");
+        let share = json!({"podstatus-v3": NODES / SHARDS});
+        assert_eq!(status["nodes_by_logic"], share, "nothing swapped by a refused request: {status}");
+    }
     for addr in &metrics {
         let (_, scraped) = request(*addr, "GET", "/metrics", None).expect("the metrics answer");
         let scraped = scraped.as_str().unwrap_or_default().to_owned();
