@@ -302,7 +302,9 @@ impl<'a> PodReport<'a> {
     }
 }
 
-/// The IPs a status carries, read without the rest of it.
+/// The IPs a status carries, read without the rest of it: what a report whose checked
+/// fields do not read as a status's still gives ([`ReadStatus::of`]); every other
+/// report's IPs come from [`StatusClaims`], in the same pass as its claims.
 #[derive(Deserialize)]
 struct StatusIps<'a> {
     #[serde(default, borrow, rename = "podIP")]
