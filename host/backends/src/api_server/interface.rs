@@ -151,7 +151,7 @@ pub enum ApiError {
         message: String,
     },
     /// 403: the request was refused before it reached the store: the plugin may reach
-    /// only the pods of its node (see [`GuardedApiServer`]).
+    /// only the pods of its node (see [`GuardedApiServer`](crate::GuardedApiServer)).
     #[error("{message}")]
     Forbidden {
         /// What was refused and why, e.g. "get of pod kube-system/etcd refused: not a
