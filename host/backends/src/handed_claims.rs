@@ -78,15 +78,8 @@ impl HandedClaims {
         self.digests.capacity() * std::mem::size_of::<ClaimDigest>()
     }
 
-    /// The claims of `written` that nothing the host handed allows, in order: the
-    /// write may carry them only if the API server's copy does ([`first_beyond`]).
-    pub fn unhanded<'w>(&self, written: &'w StatusClaims<'w>) -> Vec<Claim<'w>> {
-        let mut claims = written.claims();
-        self.retain_unhanded(&mut claims);
-        claims
-    }
-
-    /// Keeps of `claims` those that nothing handed here allows.
+    /// Keeps of `claims` (a write's, in order) those that nothing handed here allows:
+    /// the write may carry them only if the API server's copy does ([`first_beyond`]).
     pub fn retain_unhanded(&self, claims: &mut Vec<Claim<'_>>) {
         claims.retain(|claim| !self.allows(claim));
     }
@@ -112,19 +105,18 @@ impl HandedClaims {
     }
 }
 
-/// The first of `unhanded` ([`HandedClaims::unhanded`]) that none of the API server's
-/// copies of the pod's status carries; `api` is asked only when there is one.
-pub fn first_beyond<'w>(unhanded: Vec<Claim<'w>>, api: impl FnOnce() -> Vec<String>) -> Option<Claim<'w>> {
-    if unhanded.is_empty() {
-        return None;
+/// The first of `unhanded` ([`HandedClaims::retain_unhanded`]) that none of the API
+/// server's copies of the pod's status carries. The copies are taken one at a time, and
+/// no more once every claim is found carried: a copy may cost a read of the API server.
+pub fn first_beyond<'w>(mut unhanded: Vec<Claim<'w>>, api: impl IntoIterator<Item = String>) -> Option<Claim<'w>> {
+    let mut copies = api.into_iter();
+    while !unhanded.is_empty() {
+        let Some(copy) = copies.next() else { break };
+        let Ok(status) = StatusClaims::read(&copy) else { continue };
+        let carried: Vec<ClaimDigest> = status.claims().iter().map(Claim::digest).collect();
+        unhanded.retain(|claim| !carried.contains(&claim.digest()));
     }
-    let copies = api();
-    let carried: Vec<ClaimDigest> = copies
-        .iter()
-        .filter_map(|status| StatusClaims::read(status).ok())
-        .flat_map(|status| status.claims().iter().map(Claim::digest).collect::<Vec<_>>())
-        .collect();
-    unhanded.into_iter().find(|claim| !carried.contains(&claim.digest()))
+    unhanded.into_iter().next()
 }
 
 /// The Ready and ContainersReady conditions false.
@@ -155,7 +147,9 @@ mod tests {
 
     fn unhanded(claims: &HandedClaims, written: &str, api: &[&str]) -> Option<String> {
         let written = StatusClaims::read(written).unwrap();
-        first_beyond(claims.unhanded(&written), || api.iter().map(|s| s.to_string()).collect()).map(|c| c.to_string())
+        let mut unhanded = written.claims();
+        claims.retain_unhanded(&mut unhanded);
+        first_beyond(unhanded, api.iter().map(|s| s.to_string())).map(|c| c.to_string())
     }
 
     #[test]

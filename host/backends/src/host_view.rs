@@ -32,7 +32,7 @@ use crate::deletion_safety::DeletionSafety;
 use crate::handed_claims::{HandedClaims, first_beyond};
 use crate::pod_identity::PodIdentity;
 use crate::pod_manager::PodManager;
-use crate::status_claims::{Claim, ClaimDigest, StatusClaims};
+use crate::status_claims::{Claim, ClaimDigest, StatusClaims, is_terminal};
 
 /// Distinct pod and host IPs remembered per pod at most (the oldest go first): a pod
 /// has one or two of each in its life; the bound keeps a flood of reports small.
@@ -218,7 +218,7 @@ struct ReportedStatus {
 }
 
 /// What a reported status is read for when it comes.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 struct ReadStatus {
     ips: Vec<String>,
     /// Its claims, as digests, and whether its phase is terminal.
@@ -232,12 +232,12 @@ impl ReadStatus {
     /// plugin refuses it, and a write of it would not read either.
     fn of(json: &str) -> Option<Self> {
         let Ok(status) = StatusClaims::read(json) else {
-            return Some(ReadStatus { ips: StatusIps::read(json)?.ips(), claims: Vec::new(), terminal: false });
+            return Some(ReadStatus { ips: StatusIps::read(json)?.ips(), ..ReadStatus::default() });
         };
         Some(ReadStatus {
             ips: status.ips(),
             claims: status.claims().iter().map(Claim::digest).collect(),
-            terminal: matches!(status.phase(), Some("Succeeded" | "Failed")),
+            terminal: status.phase().is_some_and(is_terminal),
         })
     }
 }
@@ -270,8 +270,7 @@ impl NodeReport {
         let json = serde_json::to_string(pod).unwrap_or_default();
         let status = status.map(|status| {
             let json = serde_json::to_string(status).unwrap_or_default();
-            let read =
-                ReadStatus::of(&json).unwrap_or(ReadStatus { ips: Vec::new(), claims: Vec::new(), terminal: false });
+            let read = ReadStatus::of(&json).unwrap_or_default();
             ReportedStatus { json: json.into(), read }
         });
         NodeReport {
@@ -652,17 +651,17 @@ impl HostView {
     /// The first claim of the status write `written` (a status, or a patch's
     /// `status`) of the pod `uid` that the host never handed for it: `Ok(None)` when it
     /// carries none, `Err` when it does not read as a status. `api` gives the API
-    /// server's copies of the pod's status, asked only when a claim is not handed (see
-    /// [`crate::handed_claims`] for the rule). What was handed before the pod was last
-    /// forgotten counts for a pod the view no longer holds (a sync planned before) and,
-    /// `of_request`, for the sync of a request queued before, once the pod is handed
-    /// again.
+    /// server's copies of the pod's status, taken one at a time and only while a claim
+    /// is left that nothing handed allows (see [`crate::handed_claims`] for the rule).
+    /// What was handed before the pod was last forgotten counts for a pod the view no
+    /// longer holds (a sync planned before) and, `of_request`, for the sync of a request
+    /// queued before, once the pod is handed again.
     pub fn unhanded_claim(
         &self,
         uid: &str,
         written: &str,
         of_request: bool,
-        api: impl FnOnce() -> Vec<String>,
+        api: impl IntoIterator<Item = String>,
     ) -> Result<Option<String>, String> {
         let written = StatusClaims::read(written)?;
         let mut unhanded = written.claims();
@@ -1033,20 +1032,20 @@ mod tests {
         let pod = serde_json::to_string(&testing::pod("a", "ua").build()).unwrap();
         let ready = r#"{"conditions":[{"type":"Ready","status":"True"}]}"#;
         view.report_status_json(&pod, ready);
-        assert_eq!(view.unhanded_claim("ua", ready, false, Vec::new), Ok(None));
+        assert_eq!(view.unhanded_claim("ua", ready, false, []), Ok(None));
         view.retain(&[]);
         assert!(!view.knows("ua"));
-        assert_eq!(view.unhanded_claim("ua", ready, false, Vec::new), Ok(None), "handed before it was forgotten");
+        assert_eq!(view.unhanded_claim("ua", ready, false, []), Ok(None), "handed before it was forgotten");
         view.report_status_json(&pod, "{}");
-        assert!(view.unhanded_claim("ua", ready, false, Vec::new).unwrap().is_some(), "handed again: what is now");
-        assert_eq!(view.unhanded_claim("ua", ready, true, Vec::new), Ok(None), "a request queued before the drop");
+        assert!(view.unhanded_claim("ua", ready, false, []).unwrap().is_some(), "handed again: what is now");
+        assert_eq!(view.unhanded_claim("ua", ready, true, []), Ok(None), "a request queued before the drop");
         view.retain(&[]);
         for i in 0..FORGOTTEN_CLAIMS_KEPT {
             let other = serde_json::to_string(&testing::pod("b", &format!("u{i}")).build()).unwrap();
             view.report_status_json(&other, "{}");
             view.retain(&[]);
         }
-        let refused = view.unhanded_claim("ua", ready, true, Vec::new).unwrap();
+        let refused = view.unhanded_claim("ua", ready, true, []).unwrap();
         assert_eq!(refused.as_deref(), Some("condition \"Ready\" with status \"True\""), "bounded: the oldest went");
     }
 

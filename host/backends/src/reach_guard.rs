@@ -85,6 +85,7 @@ use crate::compact_pod::{CompactPod, PodField};
 use crate::host_view::{HostView, ips_of};
 use crate::pod_identity::compact_identity;
 use crate::pod_manager::PodManager;
+use crate::status_claims::is_terminal;
 
 /// The `tracing` target of refusals, so they can be filtered apart.
 pub const TARGET: &str = "podstatus::reach";
@@ -421,12 +422,12 @@ impl GuardedApiServer {
     ) -> std::result::Result<(), String> {
         // A mirror pod carries its static pod's status: the node reported that one.
         let reported_as = self.pod_manager.translate_pod_uid(uid);
-        let api = || {
-            let held = self.held_by_uid(namespace, name, uid);
-            let bound = bound.filter(|pod| pod.uid() == Some(uid)).cloned();
-            let looked_up = self.api_copy(namespace, name).ok().flatten().filter(|pod| pod.uid() == Some(uid));
-            [held, bound, looked_up].into_iter().flatten().filter_map(|pod| status_text(&pod)).collect()
-        };
+        // Read one at a time, the lookup's (a GET) only if the others leave a claim.
+        let held = std::iter::once_with(|| self.held_by_uid(namespace, name, uid));
+        let bound = std::iter::once_with(|| bound.filter(|pod| pod.uid() == Some(uid)).cloned());
+        let looked_up =
+            std::iter::once_with(|| self.api_copy(namespace, name).ok().flatten().filter(|pod| pod.uid() == Some(uid)));
+        let api = held.chain(bound).chain(looked_up).flatten().filter_map(|pod| status_text(&pod));
         match self.host_view.unhanded_claim(&reported_as, status, of_request, api) {
             Ok(None) => Ok(()),
             Ok(Some(claim)) => Err(format!(
@@ -476,10 +477,6 @@ fn status_text(pod: &CompactPod) -> Option<String> {
     }
     let status = serde_json::from_str::<Status<'_>>(pod.json()).ok()?.status?;
     Some(status.get().to_owned())
-}
-
-fn is_terminal(phase: &str) -> bool {
-    matches!(phase, "Succeeded" | "Failed")
 }
 
 impl ApiServer for GuardedApiServer {

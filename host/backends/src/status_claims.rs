@@ -349,6 +349,11 @@ impl ContainerText<'_> {
     }
 }
 
+/// Whether `phase` is terminal: a pod does not leave it (`Succeeded`, `Failed`).
+pub fn is_terminal(phase: &str) -> bool {
+    matches!(phase, "Succeeded" | "Failed")
+}
+
 /// A boolean as a claim's value.
 pub fn bool_text(value: bool) -> &'static str {
     if value { "true" } else { "false" }

@@ -36,7 +36,6 @@ const ROLLOUTS: &str = "/apis/podstatus.io/v1alpha1/namespaces/default/pluginrol
 
 /// The bearer token of every shard's control endpoint.
 const TOKEN: &str = "fleet-rollout-operator-0123456789";
-const AUTHORIZATION: &str = "Bearer fleet-rollout-operator-0123456789";
 
 /// How fast a test's shards notice things: their membership and node Leases, and how
 /// often each node reports its status.
@@ -273,7 +272,8 @@ impl ShardedFleet {
         let mut all = Vec::new();
         for (shard, control) in self.shards.iter().zip(&self.controls) {
             if shard.is_some() {
-                let authorized = [("Authorization", AUTHORIZATION)];
+                let bearer = format!("Bearer {TOKEN}");
+                let authorized = [("Authorization", bearer.as_str())];
                 let (code, status) = request_with(*control, "GET", "/rollout", &authorized, None)?;
                 (code == 200).then_some(())?;
                 all.push(status["nodes_by_logic"].clone());

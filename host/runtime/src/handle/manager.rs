@@ -121,32 +121,23 @@ impl ManagerHandle {
                 }
                 plugin.call(call.into())
             }
-            // A readiness or startup change is the host's own word on the container,
-            // noted before the plugin sees it (a write may then carry it).
-            ManagerCall::SetContainerReadiness { pod_uid, container_id, ready } => {
-                let mut plugin = self.shared.plugin.for_caller();
-                if let Some(view) = view {
-                    view.report_readiness(pod_uid, container_id, ready);
-                }
-                let outcome = plugin.call(call.into());
-                self.note_accepted(plugin.as_mut(), Some(pod_uid), None, &outcome);
-                outcome
-            }
-            ManagerCall::SetContainerStartup { pod_uid, container_id, started } => {
-                let mut plugin = self.shared.plugin.for_caller();
-                if let Some(view) = view {
-                    view.report_startup(pod_uid, container_id, started);
-                }
-                let outcome = plugin.call(call.into());
-                self.note_accepted(plugin.as_mut(), Some(pod_uid), None, &outcome);
-                outcome
-            }
-            // Any other update names its pod by UID. A resize condition makes no status
-            // version, so the view has nothing to note: the caller puts the conditions
-            // into the next status it sets.
+            // Any other update names its pod by UID. A readiness or startup change is the
+            // host's own word on the container, noted before the plugin sees it (a write
+            // may then carry it). A resize condition makes no status version, so the view
+            // has nothing to note: the caller puts the conditions into the next status it
+            // sets.
             _ => {
                 let call = Call::from(call);
                 let mut plugin = self.shared.plugin.for_caller();
+                match (view, call) {
+                    (Some(view), Call::SetContainerReadiness { pod_uid, container_id, ready }) => {
+                        view.report_readiness(pod_uid, container_id, ready)
+                    }
+                    (Some(view), Call::SetContainerStartup { pod_uid, container_id, started }) => {
+                        view.report_startup(pod_uid, container_id, started)
+                    }
+                    _ => {}
+                }
                 let outcome = plugin.call(call);
                 if call.updates_status() {
                     self.note_accepted(plugin.as_mut(), call.pod_uid(), None, &outcome);
