@@ -57,6 +57,16 @@ impl Running {
     /// `nodes` nodes on `plugin` (a built-in plugin by its `--logic` name or alias, as
     /// `podstatus fleet` takes it), rolled out by `policy`.
     fn start(nodes: usize, plugin: &str, policy: RolloutPolicy) -> Running {
+        Self::start_layered(nodes, plugin, policy, &|_, api| api)
+    }
+
+    /// [`Running::start`] with `layer` between each node's plugin and its API client.
+    fn start_layered(
+        nodes: usize,
+        plugin: &str,
+        policy: RolloutPolicy,
+        layer: &dyn Fn(usize, Arc<dyn ApiServer>) -> Arc<dyn ApiServer>,
+    ) -> Running {
         let options = ServeOptions {
             max_connections: ServeOptions::default().max_connections + Fleet::connections(nodes, WatchScope::Shared),
             ..ServeOptions::default()
@@ -91,8 +101,7 @@ impl Running {
             watch: WatchScope::Shared,
         };
         let target = Target::Url(server.url());
-        let fleet =
-            Fleet::start(&target, &config, spec, &plugins, &|_, api| api, &mut |_| {}).expect("the fleet starts");
+        let fleet = Fleet::start(&target, &config, spec, &plugins, layer, &mut |_| {}).expect("the fleet starts");
         let fleet = Arc::new(fleet);
         let nodes = fleet.agents().iter().map(|a| (a.node_side(), Arc::clone(a.pod_manager()))).collect();
         let runner = PodRunner::start_many(nodes, "10.0.0.10".into());
@@ -382,4 +391,104 @@ fn a_canary_that_makes_more_api_calls_is_rolled_back_by_itself_and_loses_nothing
     assert!(canary.as_f64() > rest.as_f64().map(|r| r * 1.5), "{verdict}");
     assert_eq!(status["nodes_by_logic"], json!({"podstatus-v3": 4}), "{status}");
     assert!(fleet.stop_and_check() >= 8);
+}
+
+/// An API server whose status writes wait while the gate is shut: syncs stay in flight.
+struct Gated {
+    inner: Arc<dyn ApiServer>,
+    shut: Arc<AtomicBool>,
+    /// Writes that found the gate shut.
+    held: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Gated {
+    fn pass(&self) {
+        if self.shut.load(Ordering::SeqCst) {
+            self.held.fetch_add(1, Ordering::SeqCst);
+            while self.shut.load(Ordering::SeqCst) {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+    }
+}
+
+impl ApiServer for Gated {
+    fn get_pod(&self, namespace: &str, name: &str) -> podstatus_backends::Result<Arc<Pod>> {
+        self.inner.get_pod(namespace, name)
+    }
+    fn update_pod_status(&self, update: podstatus_backends::StatusUpdate) -> podstatus_backends::Result<Arc<Pod>> {
+        self.pass();
+        self.inner.update_pod_status(update)
+    }
+    fn patch_pod_status(&self, patch: podstatus_backends::StatusPatch) -> podstatus_backends::Result<Arc<Pod>> {
+        self.pass();
+        self.inner.patch_pod_status(patch)
+    }
+    fn patch_pod_status_compact(
+        &self,
+        patch: podstatus_backends::StatusPatch,
+    ) -> podstatus_backends::Result<Arc<podstatus_backends::CompactPod>> {
+        self.pass();
+        self.inner.patch_pod_status_compact(patch)
+    }
+    fn update_pod_status_compact(
+        &self,
+        update: podstatus_backends::StatusUpdate,
+    ) -> podstatus_backends::Result<Arc<podstatus_backends::CompactPod>> {
+        self.pass();
+        self.inner.update_pod_status_compact(update)
+    }
+    fn get_pod_compact(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> podstatus_backends::Result<Arc<podstatus_backends::CompactPod>> {
+        self.inner.get_pod_compact(namespace, name)
+    }
+    fn delete_pod(
+        &self,
+        namespace: &str,
+        name: &str,
+        options: &podstatus_backends::DeleteOptions,
+    ) -> podstatus_backends::Result<Arc<Pod>> {
+        self.inner.delete_pod(namespace, name, options)
+    }
+}
+
+/// A node whose syncs are still in flight when a swap begins (its API server holding
+/// every status write past the swap's wait) is not a failed swap: it is tried again
+/// once the writes go through, and swaps then, losing nothing.
+#[test]
+fn a_swap_that_finds_the_node_busy_is_tried_again_and_goes_through() {
+    let shut = Arc::new(AtomicBool::new(false));
+    let held = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let layer = {
+        let (shut, held) = (Arc::clone(&shut), Arc::clone(&held));
+        move |_: usize, inner: Arc<dyn ApiServer>| -> Arc<dyn ApiServer> {
+            Arc::new(Gated { inner, shut: Arc::clone(&shut), held: Arc::clone(&held) })
+        }
+    };
+    let fleet = Running::start_layered(1, "v2", manual(), &layer);
+    fleet.create_pods(1);
+    fleet.wait_running(1);
+    shut.store(true, Ordering::SeqCst);
+    wait_for("a status write held at the gate", || (held.load(Ordering::SeqCst) > 0).then_some(()));
+    // Open again after the first attempt's wait for the syncs in flight gave up.
+    let opener = {
+        let shut = Arc::clone(&shut);
+        std::thread::spawn(move || {
+            std::thread::sleep(podstatus_runtime::SWAP_DRAIN_MAX + Duration::from_secs(2));
+            shut.store(false, Ordering::SeqCst);
+        })
+    };
+    let v3 = LogicVersion::named("v3").expect("v3");
+    let plugins = PluginRuntime::new(&RuntimeConfig { cache_dir: Some(cache_dir()), ..RuntimeConfig::default() })
+        .expect("runtime");
+    let image = plugins.load(v3.component()).expect("v3 loads");
+    let swap = fleet.fleet.swap_nodes(&[0], &|_| (image.clone(), v3.program().to_owned()));
+    opener.join().expect("the opener");
+    assert_eq!((swap.swapped, swap.failed.clone(), swap.busy.clone()), (1, vec![], vec![]), "{swap:?}");
+    assert!(swap.took >= podstatus_runtime::SWAP_DRAIN_MAX, "the first attempt found it busy: {swap:?}");
+    assert_eq!(fleet.fleet.node_logic(0), v3.program());
+    assert!(fleet.stop_and_check() >= 1);
 }

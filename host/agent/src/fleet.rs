@@ -30,7 +30,7 @@ use crate::metrics::{Metrics, MetricsScope, MetricsServer};
 use crate::node::{AgentConfig, AgentError, Flushed, NodeAgent};
 use crate::node::{PodRoutes, PodWatch, WatchScope};
 use podstatus_backends::{ApiServer, PodManager};
-use podstatus_runtime::{CallPool, PluginImage, PluginRuntime};
+use podstatus_runtime::{CallPool, PluginImage, PluginRuntime, SwapError};
 
 /// Threads making the plugins' API calls for the whole fleet (a node alone has up to
 /// 64 of its own): each node keeps its own limit of calls in flight within them.
@@ -43,6 +43,11 @@ const SYNC_TIMEOUT: Duration = Duration::from_secs(60);
 /// The most threads a rollout swaps nodes on at once (each swap instantiates a plugin
 /// and moves its state: CPU work).
 const SWAP_THREADS: usize = 4;
+
+/// How many times a swap is tried on a node whose running plugin's syncs did not drain
+/// in time ([`SwapError::Busy`]): a node just started, writing all its pods on a busy
+/// machine, is slow, not broken.
+const SWAP_BUSY_ATTEMPTS: usize = 3;
 
 /// Nodes of a fleet that run one plugin, each its own instance of `image`.
 #[derive(Clone)]
@@ -138,6 +143,9 @@ pub struct SwapOutcome {
     pub swapped: usize,
     /// The nodes whose swap failed (each keeps its plugin), with why.
     pub failed: Vec<(usize, String)>,
+    /// Of `failed`, the nodes whose running plugin was still busy at the last attempt
+    /// ([`SwapError::Busy`]): nothing is wrong with the plugin, a later swap may go.
+    pub busy: Vec<usize>,
     /// Wall time of them all.
     pub took: Duration,
     /// The longest pause of one node's status manager.
@@ -388,16 +396,42 @@ impl Fleet {
 
     /// Hot-swaps each of `nodes` to the plugin `plugin_of` names for it (its image and
     /// `logic` label), on a few threads at once; a node whose swap fails keeps its
-    /// plugin (and its label). Nothing a node accepted is lost either way: the swap
-    /// hands its state to the new instance.
+    /// plugin (and its label). A node whose running plugin is still busy is tried again
+    /// once the others are done, [`SWAP_BUSY_ATTEMPTS`] times in all. Nothing a node
+    /// accepted is lost either way: the swap hands its state to the new instance.
     pub fn swap_nodes(
         &self,
         nodes: &[usize],
         plugin_of: &(dyn Fn(usize) -> (PluginImage, String) + Sync),
     ) -> SwapOutcome {
         let began = Instant::now();
+        let mut outcome = SwapOutcome::default();
+        let mut round = nodes.to_vec();
+        for attempt in 1..=SWAP_BUSY_ATTEMPTS {
+            let last = attempt == SWAP_BUSY_ATTEMPTS;
+            round = self.swap_round(&round, plugin_of, last, &mut outcome);
+            if round.is_empty() {
+                break;
+            }
+            tracing::info!(nodes = round.len(), attempt, "nodes still busy with syncs; their swap is tried again");
+        }
+        outcome.failed.sort();
+        outcome.busy.sort_unstable();
+        outcome.took = began.elapsed();
+        outcome
+    }
+
+    /// One attempt of [`Fleet::swap_nodes`] over `nodes`: the busy nodes to try again
+    /// (none when `last`: they are failed, and `busy`, then).
+    fn swap_round(
+        &self,
+        nodes: &[usize],
+        plugin_of: &(dyn Fn(usize) -> (PluginImage, String) + Sync),
+        last: bool,
+        outcome: &mut SwapOutcome,
+    ) -> Vec<usize> {
         let next = AtomicUsize::new(0);
-        let outcome = Mutex::new(SwapOutcome::default());
+        let shared = Mutex::new((std::mem::take(outcome), Vec::new()));
         let threads = std::thread::available_parallelism().map_or(1, usize::from).clamp(1, SWAP_THREADS);
         std::thread::scope(|scope| {
             for _ in 0..threads.min(nodes.len()) {
@@ -405,15 +439,20 @@ impl Fleet {
                     while let Some(&node) = nodes.get(next.fetch_add(1, Ordering::Relaxed)) {
                         let (image, logic) = plugin_of(node);
                         let result = self.agents[node].swap_to_image(&image);
-                        let mut outcome = outcome.lock().unwrap_or_else(PoisonError::into_inner);
+                        let mut guard = shared.lock().unwrap_or_else(PoisonError::into_inner);
+                        let (outcome, again) = &mut *guard;
                         match result {
                             Ok(report) => {
                                 self.agents[node].metrics_scope().set_logic(&logic);
                                 outcome.swapped += 1;
                                 outcome.max_pause = outcome.max_pause.max(report.pause);
                             }
+                            Err(AgentError::Swap(SwapError::Busy { .. })) if !last => again.push(node),
                             Err(e) => {
                                 tracing::error!(node = %self.names[node], "swap failed, the node keeps its plugin: {e}");
+                                if matches!(e, AgentError::Swap(SwapError::Busy { .. })) {
+                                    outcome.busy.push(node);
+                                }
                                 outcome.failed.push((node, e.to_string()));
                             }
                         }
@@ -421,10 +460,10 @@ impl Fleet {
                 });
             }
         });
-        let mut outcome = outcome.into_inner().unwrap_or_else(PoisonError::into_inner);
-        outcome.failed.sort();
-        outcome.took = began.elapsed();
-        outcome
+        let (done, mut again) = shared.into_inner().unwrap_or_else(PoisonError::into_inner);
+        *outcome = done;
+        again.sort_unstable();
+        again
     }
 
     /// How many of the fleet's Nodes report Ready now (0 when they cannot be read

@@ -292,7 +292,7 @@ fn fleet(args: &FleetArgs) -> anyhow::Result<bool> {
     runtime.pool = Some(PoolSize::for_nodes(planned));
     let plugins = PluginRuntime::new(&runtime).context("plugin runtime")?;
     let mut ran = BTreeMap::new();
-    let groups = groups(args, &plugins, &mut ran)?;
+    let mut groups = groups(args, &plugins, &mut ran)?;
     let nodes: usize = groups.iter().map(|g| g.nodes).sum();
     let catalog = catalog(args, &plugins, &mut ran);
     // The canary's plugin is loaded before anything starts: a bad file is refused
@@ -497,7 +497,13 @@ fn fleet(args: &FleetArgs) -> anyhow::Result<bool> {
         if stopped && shard.is_none() {
             fleet.mark_shutting_down(left_time.clamp(Duration::from_secs(1), MARK_TIMEOUT));
         }
-        let groups = group_summaries(&fleet, &ran);
+        // A share started again starts on what its groups run now (a promoted
+        // rollout's plugin), not on the options' plugins to be swapped again node by
+        // node.
+        for (g, group) in groups.iter_mut().enumerate() {
+            (group.image, group.logic) = fleet.group_plugin(g);
+        }
+        let summaries = group_summaries(&fleet, &ran);
         let api_server = fleet.connection().api_url().to_owned();
         let ran_nodes = fleet.len();
         let left = fleet.shutdown(deadline.saturating_duration_since(Instant::now()));
@@ -513,7 +519,7 @@ fn fleet(args: &FleetArgs) -> anyhow::Result<bool> {
                     "podstatus fleet: shard starts again: {why} (flush {flush}, {left} sync requests left unwritten)"
                 );
             }
-            None => break Some((groups, api_server, ran_nodes, flush, left)),
+            None => break Some((summaries, api_server, ran_nodes, flush, left)),
         }
     };
     // A shard stopping cleanly lets go of the rollout leadership and of its membership:

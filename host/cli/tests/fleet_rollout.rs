@@ -308,14 +308,34 @@ impl ShardedFleet {
 
     /// [`Self::all_on`] within `deadline` (shards of hundreds of nodes taking over a
     /// stopped one's start them again, each, in a debug build).
+    /// Panics with the last views and what each live shard said last when it never
+    /// comes.
     fn all_on_within(&self, label: &str, deadline: std::time::Duration) {
-        let poll = std::time::Duration::from_millis(100);
-        podstatus_backends::testing::wait_for(&format!("every node on {label}"), deadline, poll, || {
-            let views = self.nodes_by_logic()?;
-            let on: u64 = views.iter().filter_map(|v| v[label].as_u64()).sum();
-            let whole = views.iter().all(|v| v.as_object().is_some_and(|o| o.len() == 1));
-            (whole && on == self.nodes as u64).then_some(())
-        });
+        let until = std::time::Instant::now() + deadline;
+        let mut last = None;
+        while std::time::Instant::now() < until {
+            let views = self.nodes_by_logic();
+            if let Some(views) = &views {
+                let on: u64 = views.iter().filter_map(|v| v[label].as_u64()).sum();
+                let whole = views.iter().all(|v| v.as_object().is_some_and(|o| o.len() == 1));
+                if whole && on == self.nodes as u64 {
+                    return;
+                }
+            }
+            last = views;
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        let said: Vec<String> = self
+            .shards
+            .iter()
+            .enumerate()
+            .filter_map(|(ordinal, shard)| {
+                let lines: Vec<String> = shard.as_ref()?.1.try_iter().collect();
+                let tail = lines[lines.len().saturating_sub(40)..].join("\n");
+                Some(format!("shard {ordinal} said last:\n{tail}"))
+            })
+            .collect();
+        panic!("every node on {label} within {deadline:?}; last views: {last:?}\n{}", said.join("\n"));
     }
 
     /// Stops every live shard (SIGTERM), each exiting 0 having flushed everything, then

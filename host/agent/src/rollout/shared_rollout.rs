@@ -10,12 +10,14 @@
 //!    ([`ShardReport`]), for the leader to add up over every shard and judge
 //!    ([`super::RolloutLeader`]);
 //! 4. carries out the decision once the leader wrote it: promoted, every node swaps to
-//!    the plugin and every group runs it from then on; rolled back or refused, the
-//!    canary's nodes swap back to their group's plugin.
+//!    the plugin (a node still busy with syncs after a few attempts is swapped again at
+//!    the next look, until none is behind) and every group runs it from then on; rolled back or refused,
+//!    the canary's nodes swap back to their group's plugin.
 //!
 //! A fleet started again on another share (a shard came or went) starts a new
-//! `SharedRollout`: the last promoted plugin is swapped in on every node at its first
-//! look, and a canary being watched is taken up again over its new nodes (their window
+//! `SharedRollout`: its nodes start on the last promoted plugin (the groups' plugins the
+//! last fleet ended with; any node still behind is swapped at the first look), and a
+//! canary being watched is taken up again over its new nodes (their window
 //! starting then).
 
 use std::collections::{HashMap, HashSet};
@@ -243,14 +245,16 @@ impl SharedRollout {
                 fleet.return_home(node);
             }
         }
+        let done = format!("rollout {name}: promoted: {} nodes swapped to {label}", swap.swapped);
+        if !swap.busy.is_empty() {
+            // Not settled: the next look swaps the nodes still behind again (their
+            // running plugin's syncs did not drain in time, as on a node just started
+            // with all its pods to write, on a loaded machine), until none is.
+            return vec![format!("{done}, {} still busy; trying again", swap.busy.len())];
+        }
         self.settled.insert(uid);
         self.report(fleet, Some((rollout, RolloutPhase::Promoted)));
-        vec![format!(
-            "rollout {name}: promoted: {} nodes swapped to {label} ({} failed) in {:?}",
-            swap.swapped,
-            swap.failed.len(),
-            swap.took
-        )]
+        vec![format!("{done} ({} failed) in {:?}", swap.failed.len(), swap.took)]
     }
 
     /// A rollout decided otherwise (or promoted and overtaken): its canary, if this
