@@ -46,7 +46,9 @@ const SWAP_THREADS: usize = 4;
 
 /// How many times a swap is tried on a node whose running plugin's syncs did not drain
 /// in time ([`SwapError::Busy`]): a node just started, writing all its pods on a busy
-/// machine, is slow, not broken.
+/// machine, is slow, not broken. Only stragglers are tried again (at most a tenth of
+/// the nodes, or one a swap thread): many busy nodes say the API server is out of
+/// reach, and each attempt waits 10 s for it.
 const SWAP_BUSY_ATTEMPTS: usize = 3;
 
 /// Nodes of a fleet that run one plugin, each its own instance of `image`.
@@ -406,9 +408,10 @@ impl Fleet {
     ) -> SwapOutcome {
         let began = Instant::now();
         let mut outcome = SwapOutcome::default();
+        let stragglers = (nodes.len() / 10).max(swap_threads());
         let mut round = nodes.to_vec();
         for attempt in 1..=SWAP_BUSY_ATTEMPTS {
-            let last = attempt == SWAP_BUSY_ATTEMPTS;
+            let last = attempt == SWAP_BUSY_ATTEMPTS || round.len() > stragglers;
             round = self.swap_round(&round, plugin_of, last, &mut outcome);
             if round.is_empty() {
                 break;
@@ -432,9 +435,8 @@ impl Fleet {
     ) -> Vec<usize> {
         let next = AtomicUsize::new(0);
         let shared = Mutex::new((std::mem::take(outcome), Vec::new()));
-        let threads = std::thread::available_parallelism().map_or(1, usize::from).clamp(1, SWAP_THREADS);
         std::thread::scope(|scope| {
-            for _ in 0..threads.min(nodes.len()) {
+            for _ in 0..swap_threads().min(nodes.len()) {
                 scope.spawn(|| {
                     while let Some(&node) = nodes.get(next.fetch_add(1, Ordering::Relaxed)) {
                         let (image, logic) = plugin_of(node);
@@ -570,6 +572,11 @@ impl Fleet {
 
 /// The pod watches of `names`' nodes, each feeding its pod manager (`pod_managers`, in
 /// the same order): one of every pod routed by node, or one per node.
+/// The threads a set of swaps runs on.
+fn swap_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from).clamp(1, SWAP_THREADS)
+}
+
 fn start_watches(
     connection: &Connection,
     names: &[String],

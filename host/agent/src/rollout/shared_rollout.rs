@@ -11,8 +11,8 @@
 //!    ([`super::RolloutLeader`]);
 //! 4. carries out the decision once the leader wrote it: promoted, every node swaps to
 //!    the plugin (a node still busy with syncs after a few attempts is swapped again at
-//!    the next look, until none is behind) and every group runs it from then on; rolled back or refused,
-//!    the canary's nodes swap back to their group's plugin.
+//!    the next look, while looks make progress) and every group runs it from then on;
+//!    rolled back or refused, the canary's nodes swap back to their group's plugin.
 //!
 //! A fleet started again on another share (a shard came or went) starts a new
 //! `SharedRollout`: its nodes start on the last promoted plugin (the groups' plugins the
@@ -246,10 +246,11 @@ impl SharedRollout {
             }
         }
         let done = format!("rollout {name}: promoted: {} nodes swapped to {label}", swap.swapped);
-        if !swap.busy.is_empty() {
+        if !swap.busy.is_empty() && swap.busy.len() < behind.len() {
             // Not settled: the next look swaps the nodes still behind again (their
             // running plugin's syncs did not drain in time, as on a node just started
-            // with all its pods to write, on a loaded machine), until none is.
+            // with all its pods to write, on a loaded machine), while a look swaps some:
+            // one that swaps none (an API server out of reach) settles it as it is.
             return vec![format!("{done}, {} still busy; trying again", swap.busy.len())];
         }
         self.settled.insert(uid);
