@@ -46,9 +46,9 @@ const SWAP_THREADS: usize = 4;
 
 /// How many times a swap is tried on a node whose running plugin's syncs did not drain
 /// in time ([`SwapError::Busy`]): a node just started, writing all its pods on a busy
-/// machine, is slow, not broken. Only stragglers are tried again (at most a tenth of
-/// the nodes, or one a swap thread): many busy nodes say the API server is out of
-/// reach, and each attempt waits 10 s for it.
+/// machine, is slow, not broken. They are tried again while an attempt swaps some, or
+/// when they are no more than the swap threads: an attempt that swaps none of many
+/// says the API server is out of reach, and each attempt waits 10 s for it.
 const SWAP_BUSY_ATTEMPTS: usize = 3;
 
 /// Nodes of a fleet that run one plugin, each its own instance of `image`.
@@ -408,15 +408,24 @@ impl Fleet {
     ) -> SwapOutcome {
         let began = Instant::now();
         let mut outcome = SwapOutcome::default();
-        let stragglers = (nodes.len() / 10).max(swap_threads());
         let mut round = nodes.to_vec();
         for attempt in 1..=SWAP_BUSY_ATTEMPTS {
-            let last = attempt == SWAP_BUSY_ATTEMPTS || round.len() > stragglers;
-            round = self.swap_round(&round, plugin_of, last, &mut outcome);
-            if round.is_empty() {
+            let before = outcome.swapped;
+            let busy = self.swap_round(&round, plugin_of, &mut outcome);
+            if busy.is_empty() {
                 break;
             }
-            tracing::info!(nodes = round.len(), attempt, "nodes still busy with syncs; their swap is tried again");
+            let progress = outcome.swapped > before || busy.len() <= swap_threads();
+            if attempt == SWAP_BUSY_ATTEMPTS || !progress {
+                for (node, why) in busy {
+                    tracing::error!(node = %self.names[node], "swap failed, the node keeps its plugin: {why}");
+                    outcome.busy.push(node);
+                    outcome.failed.push((node, why));
+                }
+                break;
+            }
+            tracing::info!(nodes = busy.len(), attempt, "nodes still busy with syncs; their swap is tried again");
+            round = busy.into_iter().map(|(node, _)| node).collect();
         }
         outcome.failed.sort();
         outcome.busy.sort_unstable();
@@ -424,15 +433,14 @@ impl Fleet {
         outcome
     }
 
-    /// One attempt of [`Fleet::swap_nodes`] over `nodes`: the busy nodes to try again
-    /// (none when `last`: they are failed, and `busy`, then).
+    /// One attempt of [`Fleet::swap_nodes`] over `nodes`, into `outcome`: the nodes
+    /// found busy, with why, left out of it for the caller to try again or fail.
     fn swap_round(
         &self,
         nodes: &[usize],
         plugin_of: &(dyn Fn(usize) -> (PluginImage, String) + Sync),
-        last: bool,
         outcome: &mut SwapOutcome,
-    ) -> Vec<usize> {
+    ) -> Vec<(usize, String)> {
         let next = AtomicUsize::new(0);
         let shared = Mutex::new((std::mem::take(outcome), Vec::new()));
         std::thread::scope(|scope| {
@@ -442,19 +450,16 @@ impl Fleet {
                         let (image, logic) = plugin_of(node);
                         let result = self.agents[node].swap_to_image(&image);
                         let mut guard = shared.lock().unwrap_or_else(PoisonError::into_inner);
-                        let (outcome, again) = &mut *guard;
+                        let (outcome, busy) = &mut *guard;
                         match result {
                             Ok(report) => {
                                 self.agents[node].metrics_scope().set_logic(&logic);
                                 outcome.swapped += 1;
                                 outcome.max_pause = outcome.max_pause.max(report.pause);
                             }
-                            Err(AgentError::Swap(SwapError::Busy { .. })) if !last => again.push(node),
+                            Err(e @ AgentError::Swap(SwapError::Busy { .. })) => busy.push((node, e.to_string())),
                             Err(e) => {
                                 tracing::error!(node = %self.names[node], "swap failed, the node keeps its plugin: {e}");
-                                if matches!(e, AgentError::Swap(SwapError::Busy { .. })) {
-                                    outcome.busy.push(node);
-                                }
                                 outcome.failed.push((node, e.to_string()));
                             }
                         }
@@ -462,10 +467,10 @@ impl Fleet {
                 });
             }
         });
-        let (done, mut again) = shared.into_inner().unwrap_or_else(PoisonError::into_inner);
+        let (done, mut busy) = shared.into_inner().unwrap_or_else(PoisonError::into_inner);
         *outcome = done;
-        again.sort_unstable();
-        again
+        busy.sort_unstable();
+        busy
     }
 
     /// How many of the fleet's Nodes report Ready now (0 when they cannot be read
