@@ -301,10 +301,11 @@ fn the_check_names_a_pod_whose_api_server_status_is_not_the_cached_one() {
         phase("web-a").as_deref() == Some("Running") && phase("web-b").as_deref() == Some("Running")
     });
     // Every request of the agent's client is in client-go's metrics: the watch's list
-    // and the plugin's GETs, its status PUTs.
+    // and the plugin's GETs, its status PUTs (counted once the client has the answer,
+    // which may be a moment after the store holds the write).
     let host = server.url().trim_start_matches("http://").to_owned();
-    assert!(agent.metrics().rest_client_requests("200", "GET", &host) >= 3, "{}", agent.metrics().render());
-    assert!(agent.metrics().rest_client_requests("200", "PUT", &host) >= 2, "{}", agent.metrics().render());
+    let requests = |verb: &str| agent.metrics().rest_client_requests("200", verb, &host);
+    wait_until("the GETs and PUTs counted", || requests("GET") >= 3 && requests("PUT") >= 2);
 
     let read = reader_of(&store);
     let clean = check(agent.handle(), agent.pod_manager(), &read);
