@@ -209,7 +209,11 @@ impl ShardedFleet {
             }
             std::thread::sleep(std::time::Duration::from_millis(200));
         }
-        panic!("rollout {rollout} not decided within 120s: {last:#}\nshards: {:?}", self.nodes_by_logic());
+        panic!(
+            "rollout {rollout} not decided within 120s: {last:#}\nshards: {:?}\n{}",
+            self.nodes_by_logic(),
+            self.said_last()
+        );
     }
 
     /// The identity of the leader once it watches `rollout`'s canary.
@@ -229,7 +233,7 @@ impl ShardedFleet {
         self.roll_out("to-v3", "podstatus-v3", None, watch);
         self.create_pods("first");
         let promoted = self.decided("to-v3");
-        assert_eq!(promoted["phase"], "Promoted", "{promoted:#}");
+        assert_eq!(promoted["phase"], "Promoted", "{promoted:#}\n{}", self.said_last());
         let over = format!("over {} shards", self.shards.len());
         assert!(promoted["decision"]["reason"].as_str().unwrap_or_default().contains(&over), "{promoted:#}");
         self.all_on("podstatus-v3");
@@ -250,7 +254,7 @@ impl ShardedFleet {
         self.kill_shard_of(&leader);
         self.create_pods("during");
         let status = self.decided(rollout);
-        assert_eq!(status["phase"], "Promoted", "{status:#}");
+        assert_eq!(status["phase"], "Promoted", "{status:#}\n{}", self.said_last());
         let decided_by = status["decision"]["leader"].as_str().unwrap_or_default();
         assert!(!decided_by.is_empty() && decided_by != leader, "a new leader decided: {status:#}");
         status
@@ -325,6 +329,11 @@ impl ShardedFleet {
             last = views;
             std::thread::sleep(std::time::Duration::from_millis(100));
         }
+        panic!("every node on {label} within {deadline:?}; last views: {last:?}\n{}", self.said_last());
+    }
+
+    /// What each live shard said last (its last 40 lines of stderr not read yet).
+    fn said_last(&self) -> String {
         let said: Vec<String> = self
             .shards
             .iter()
@@ -335,7 +344,7 @@ impl ShardedFleet {
                 Some(format!("shard {ordinal} said last:\n{tail}"))
             })
             .collect();
-        panic!("every node on {label} within {deadline:?}; last views: {last:?}\n{}", said.join("\n"));
+        said.join("\n")
     }
 
     /// Stops every live shard (SIGTERM), each exiting 0 having flushed everything, then
