@@ -28,6 +28,7 @@ use podstatus_backends::{ApiServer, DEFAULT_CAPACITY, MemoryApiServer};
 use podstatus_plugins::LogicVersion;
 use podstatus_runtime::{PluginRuntime, RuntimeConfig};
 use podstatus_tests::cache_dir;
+use podstatus_tests::gated_api::GatedApiServer;
 use serde_json::{Value, json};
 
 use crate::raw_http::http;
@@ -393,92 +394,35 @@ fn a_canary_that_makes_more_api_calls_is_rolled_back_by_itself_and_loses_nothing
     assert!(fleet.stop_and_check() >= 8);
 }
 
-/// An API server whose status writes wait while the gate is shut: syncs stay in flight.
-struct Gated {
-    inner: Arc<dyn ApiServer>,
-    shut: Arc<AtomicBool>,
-    /// Writes that found the gate shut.
-    held: Arc<std::sync::atomic::AtomicUsize>,
-}
-
-impl Gated {
-    fn pass(&self) {
-        if self.shut.load(Ordering::SeqCst) {
-            self.held.fetch_add(1, Ordering::SeqCst);
-            while self.shut.load(Ordering::SeqCst) {
-                std::thread::sleep(Duration::from_millis(10));
-            }
-        }
-    }
-}
-
-impl ApiServer for Gated {
-    fn get_pod(&self, namespace: &str, name: &str) -> podstatus_backends::Result<Arc<Pod>> {
-        self.inner.get_pod(namespace, name)
-    }
-    fn update_pod_status(&self, update: podstatus_backends::StatusUpdate) -> podstatus_backends::Result<Arc<Pod>> {
-        self.pass();
-        self.inner.update_pod_status(update)
-    }
-    fn patch_pod_status(&self, patch: podstatus_backends::StatusPatch) -> podstatus_backends::Result<Arc<Pod>> {
-        self.pass();
-        self.inner.patch_pod_status(patch)
-    }
-    fn patch_pod_status_compact(
-        &self,
-        patch: podstatus_backends::StatusPatch,
-    ) -> podstatus_backends::Result<Arc<podstatus_backends::CompactPod>> {
-        self.pass();
-        self.inner.patch_pod_status_compact(patch)
-    }
-    fn update_pod_status_compact(
-        &self,
-        update: podstatus_backends::StatusUpdate,
-    ) -> podstatus_backends::Result<Arc<podstatus_backends::CompactPod>> {
-        self.pass();
-        self.inner.update_pod_status_compact(update)
-    }
-    fn get_pod_compact(
-        &self,
-        namespace: &str,
-        name: &str,
-    ) -> podstatus_backends::Result<Arc<podstatus_backends::CompactPod>> {
-        self.inner.get_pod_compact(namespace, name)
-    }
-    fn delete_pod(
-        &self,
-        namespace: &str,
-        name: &str,
-        options: &podstatus_backends::DeleteOptions,
-    ) -> podstatus_backends::Result<Arc<Pod>> {
-        self.inner.delete_pod(namespace, name, options)
-    }
-}
-
 /// A node whose syncs are still in flight when a swap begins (its API server holding
 /// every status write past the swap's wait) is not a failed swap: it is tried again
 /// once the writes go through, and swaps then, losing nothing.
 #[test]
 fn a_swap_that_finds_the_node_busy_is_tried_again_and_goes_through() {
-    let shut = Arc::new(AtomicBool::new(false));
-    let held = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    // The node's plugin reaches the API server through a gate, open until the test
+    // shuts it.
+    let gates: Arc<std::sync::Mutex<Vec<Arc<GatedApiServer>>>> = Arc::default();
     let layer = {
-        let (shut, held) = (Arc::clone(&shut), Arc::clone(&held));
+        let gates = Arc::clone(&gates);
         move |_: usize, inner: Arc<dyn ApiServer>| -> Arc<dyn ApiServer> {
-            Arc::new(Gated { inner, shut: Arc::clone(&shut), held: Arc::clone(&held) })
+            let gate = GatedApiServer::new(inner);
+            gate.open();
+            gates.lock().expect("gates").push(Arc::clone(&gate));
+            gate
         }
     };
     let fleet = Running::start_layered(1, "v2", manual(), &layer);
+    let gate = Arc::clone(&gates.lock().expect("gates")[0]);
     fleet.create_pods(1);
     fleet.wait_running(1);
-    shut.store(true, Ordering::SeqCst);
-    wait_for("a status write held at the gate", || (held.load(Ordering::SeqCst) > 0).then_some(()));
+    gate.close();
+    assert!(gate.wait_in_flight(1, DEADLINE), "a sync's call held at the gate");
     // Open again after the first attempt's wait for the syncs in flight gave up.
     let opener = {
-        let shut = Arc::clone(&shut);
+        let gate = Arc::clone(&gate);
         std::thread::spawn(move || {
             std::thread::sleep(podstatus_runtime::SWAP_DRAIN_MAX + Duration::from_secs(2));
-            shut.store(false, Ordering::SeqCst);
+            gate.open();
         })
     };
     let v3 = LogicVersion::named("v3").expect("v3");

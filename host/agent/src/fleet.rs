@@ -442,7 +442,7 @@ impl Fleet {
         outcome: &mut SwapOutcome,
     ) -> Vec<(usize, String)> {
         let next = AtomicUsize::new(0);
-        let shared = Mutex::new((std::mem::take(outcome), Vec::new()));
+        let shared = Mutex::new((outcome, Vec::new()));
         std::thread::scope(|scope| {
             for _ in 0..swap_threads().min(nodes.len()) {
                 scope.spawn(|| {
@@ -467,8 +467,7 @@ impl Fleet {
                 });
             }
         });
-        let (done, mut busy) = shared.into_inner().unwrap_or_else(PoisonError::into_inner);
-        *outcome = done;
+        let (_, mut busy) = shared.into_inner().unwrap_or_else(PoisonError::into_inner);
         busy.sort_unstable();
         busy
     }
