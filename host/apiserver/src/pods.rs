@@ -358,7 +358,7 @@ fn update_status_checked(context: &Context, update: StatusUpdate) -> Result<Arc<
 /// from its stored bytes.
 fn status_write_checks(stored: &StoredStatus<'_>, status: &mut PodStatus, limit: usize) -> Result<(), Failure> {
     let name = stored.pod.name().unwrap_or_default();
-    server_fields::on_status_write(name, stored.status, status)?;
+    server_fields::on_status_write(name, stored.status()?, status)?;
     let size = stored.pod.len_with_status(Some(validation::encoded_len(status)));
     validation::check_size_of(name, size, limit)
 }

@@ -66,6 +66,10 @@ pub struct CompactPod {
     deleting: bool,
     /// `spec.hostNetwork`.
     host_network: Option<bool>,
+    /// The text is what `serde_json` wrote for the pod (made here from a typed pod or
+    /// its parts, not handed in): its metadata's fields in k8s-openapi's order, which
+    /// [`CompactPod::restamped`] relies on.
+    written_here: bool,
 }
 
 /// A text field [`CompactPod::field`] reads.
@@ -179,6 +183,19 @@ fn text<'de: 'a, 'a, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Opt
     Ok(Option::<Text<'a>>::deserialize(deserializer)?.map(|Text(text)| text))
 }
 
+/// A metadata's text, with the fields read off it.
+struct MetadataPart<'a> {
+    json: &'a str,
+    /// namespace, name, uid, resourceVersion.
+    fields: [Option<&'a str>; 4],
+    /// The labels object's text.
+    labels: Option<&'a str>,
+    /// The config source annotation.
+    config_source: Option<&'a str>,
+    mirror: bool,
+    deleting: bool,
+}
+
 /// A spec's text, with the fields read off it.
 struct SpecPart<'a> {
     json: &'a str,
@@ -195,6 +212,12 @@ struct StatusPart<'a> {
 
 fn as_text(value: Option<&String>) -> Option<&str> {
     value.map(String::as_str)
+}
+
+/// A value `serde_json` writes as it is between quotes (no escapes): one that may be
+/// spliced into, or read off, a text as is.
+fn plain(value: &str) -> bool {
+    value.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_'))
 }
 
 /// `value` kept in the side text (field values not kept as spans of the pod's text).
@@ -244,7 +267,32 @@ impl CompactPod {
         spec: Option<SpecPart<'_>>,
         status: Option<StatusPart<'_>>,
     ) -> Result<Self, CompactPodError> {
-        let metadata_json = serde_json::to_string(metadata)?;
+        let json = serde_json::to_string(metadata)?;
+        let labels = metadata.labels.as_ref().map(serde_json::to_string).transpose()?;
+        let annotation = |key: &str| metadata.annotations.as_ref().and_then(|a| a.get(key)).map(String::as_str);
+        let metadata = MetadataPart {
+            json: &json,
+            fields: [
+                as_text(metadata.namespace.as_ref()),
+                as_text(metadata.name.as_ref()),
+                as_text(metadata.uid.as_ref()),
+                as_text(metadata.resource_version.as_ref()),
+            ],
+            labels: labels.as_deref(),
+            config_source: annotation(CONFIG_SOURCE_ANNOTATION),
+            mirror: annotation(CONFIG_MIRROR_ANNOTATION).is_some(),
+            deleting: metadata.deletion_timestamp.is_some(),
+        };
+        Self::assemble_parts(metadata, spec, status)
+    }
+
+    /// [`CompactPod::assemble`] of a metadata whose text and fields are at hand.
+    fn assemble_parts(
+        metadata: MetadataPart<'_>,
+        spec: Option<SpecPart<'_>>,
+        status: Option<StatusPart<'_>>,
+    ) -> Result<Self, CompactPodError> {
+        let metadata_json = metadata.json;
         let len =
             text_len(metadata_json.len(), spec.as_ref().map(|s| s.json.len()), status.as_ref().map(|s| s.json.len()));
         if len > MAX_COMPACT_POD_BYTES {
@@ -259,7 +307,7 @@ impl CompactPod {
             Span { start, end: json.len() as u32 }
         };
         json.push_str(HEAD);
-        pod.metadata = push(&mut json, &metadata_json);
+        pod.metadata = push(&mut json, metadata_json);
         if let Some(spec) = &spec {
             json.push_str(SPEC_KEY);
             pod.spec = push(&mut json, spec.json);
@@ -269,21 +317,21 @@ impl CompactPod {
             pod.status = push(&mut json, status.json);
         }
         json.push('}');
-        let labels = metadata.labels.as_ref().map(serde_json::to_string).transpose()?;
-        pod.labels = side_span(&mut side, labels.as_deref());
-        let annotation = |key: &str| metadata.annotations.as_ref().and_then(|a| a.get(key)).map(String::as_str);
-        pod.config_source = side_span(&mut side, annotation(CONFIG_SOURCE_ANNOTATION));
-        pod.mirror = annotation(CONFIG_MIRROR_ANNOTATION).is_some();
-        pod.deleting = metadata.deletion_timestamp.is_some();
+        pod.labels = side_span(&mut side, metadata.labels);
+        pod.config_source = side_span(&mut side, metadata.config_source);
+        pod.mirror = metadata.mirror;
+        pod.deleting = metadata.deleting;
         pod.host_network = spec.as_ref().and_then(|s| s.host_network);
+        pod.written_here = true;
         let [node_name, restart_policy, scheduler_name, service_account_name] =
             spec.as_ref().map_or([None; 4], |s| s.fields);
         let status = status.map(|s| s.status);
+        let [namespace, name, uid, resource_version] = metadata.fields;
         let values = [
-            as_text(metadata.namespace.as_ref()),
-            as_text(metadata.name.as_ref()),
-            as_text(metadata.uid.as_ref()),
-            as_text(metadata.resource_version.as_ref()),
+            namespace,
+            name,
+            uid,
+            resource_version,
             node_name,
             restart_policy,
             scheduler_name,
@@ -314,6 +362,7 @@ impl CompactPod {
             mirror: false,
             deleting: false,
             host_network: None,
+            written_here: false,
         }
     }
 
@@ -420,7 +469,54 @@ impl CompactPod {
         metadata: &ObjectMeta,
         status: Option<(&str, &PodStatus)>,
     ) -> Result<Self, CompactPodError> {
-        let spec = self.spec_json().map(|json| SpecPart {
+        Self::assemble(metadata, self.spec_part(), status.map(|(json, status)| StatusPart { json, status }))
+    }
+
+    /// [`CompactPod::with_status_json`] of this pod's own metadata with
+    /// `resource_version` instead of its own: what a status write stores. The new
+    /// version is spliced into the metadata's text where the text is one this module
+    /// wrote (no parse of the metadata: a status write is the store's most frequent
+    /// change); any other text is parsed and written again.
+    pub fn restamped(
+        &self,
+        resource_version: &str,
+        status: Option<(&str, &PodStatus)>,
+    ) -> Result<Self, CompactPodError> {
+        let Some((before, after)) = self.around_resource_version().filter(|_| plain(resource_version)) else {
+            let mut metadata = self.metadata()?;
+            metadata.resource_version = Some(resource_version.to_owned());
+            return self.with_status_json(&metadata, status);
+        };
+        let json = [before, resource_version, after].concat();
+        let metadata = MetadataPart {
+            json: &json,
+            fields: [self.namespace(), self.name(), self.uid(), Some(resource_version)],
+            labels: self.text(self.labels),
+            config_source: self.text(self.config_source),
+            mirror: self.mirror,
+            deleting: self.deleting,
+        };
+        Self::assemble_parts(metadata, self.spec_part(), status.map(|(json, status)| StatusPart { json, status }))
+    }
+
+    /// The metadata's text before and after the value of its `resourceVersion`, when
+    /// this module wrote it. `serde_json` writes k8s-openapi's `ObjectMeta` fields in
+    /// order, and only `selfLink` and `uid` (strings) come after `resourceVersion`: the
+    /// key's last unescaped occurrence is the metadata's own (one in a label, an
+    /// annotation or an owner comes before it; in a string a quote is escaped). The
+    /// value found must be the version read off the pod, or nothing is spliced.
+    fn around_resource_version(&self) -> Option<(&str, &str)> {
+        const KEY: &str = r#""resourceVersion":""#;
+        let metadata = self.text(self.metadata).filter(|_| self.written_here)?;
+        let version = self.resource_version().filter(|v| plain(v))?;
+        let start = metadata.rfind(KEY)? + KEY.len();
+        let after = metadata[start..].strip_prefix(version).filter(|rest| rest.starts_with('"'))?;
+        Some((&metadata[..start], after))
+    }
+
+    /// The spec's text and fields, as kept.
+    fn spec_part(&self) -> Option<SpecPart<'_>> {
+        self.spec_json().map(|json| SpecPart {
             json,
             fields: [
                 self.field(PodField::NodeName),
@@ -429,8 +525,7 @@ impl CompactPod {
                 self.field(PodField::ServiceAccountName),
             ],
             host_network: self.host_network,
-        });
-        Self::assemble(metadata, spec, status.map(|(json, status)| StatusPart { json, status }))
+        })
     }
 
     /// The size of the text this pod would have with `status` (written by
@@ -621,6 +716,44 @@ mod tests {
         let written = no_spec.with_status(&ObjectMeta::default(), Some(&status)).expect("written");
         let whole = Pod { status: Some(status), ..Pod::default() };
         assert_eq!(written.json(), serde_json::to_string(&whole).expect("JSON"));
+    }
+
+    #[test]
+    fn a_restamp_equals_the_whole_pod_written_with_the_new_version() {
+        let mut before = full();
+        // Keys that look like the version's, in a label and an annotation.
+        before.metadata.labels.get_or_insert_default().insert("resourceVersion".into(), "7".into());
+        before.metadata.annotations.get_or_insert_default().insert("x\"resourceVersion".into(), "7".into());
+        before.metadata.resource_version = Some("7".into());
+        let status = PodStatus { phase: Some("Succeeded".into()), ..PodStatus::default() };
+        let json = serde_json::to_string(&status).expect("JSON");
+        let mut after = before.clone();
+        after.metadata.resource_version = Some("12".into());
+        after.status = Some(status.clone());
+        let expected = serde_json::to_string(&after).expect("JSON");
+        // Spliced (a text written here), and parsed again (a text handed in).
+        let written = CompactPod::from_pod(&before).expect("compact");
+        let handed = CompactPod::from_serialized(serde_json::to_string(&before).expect("JSON")).expect("compact");
+        for pod in [written, handed] {
+            let restamped = pod.restamped("12", Some((&json, &status))).expect("restamped");
+            assert_eq!(restamped.json(), expected);
+            assert_eq!(restamped.resource_version(), Some("12"));
+            assert_eq!(restamped.field(PodField::Phase), Some("Succeeded"));
+            assert_eq!((restamped.uid(), restamped.name()), (pod.uid(), pod.name()));
+            assert_eq!(restamped.labels(), after.metadata.labels);
+            assert_eq!((restamped.is_static(), restamped.is_mirror()), (pod.is_static(), pod.is_mirror()));
+            assert!(restamped.around_resource_version().is_some(), "a restamped pod's text is written here");
+        }
+        // A version that would need escapes is written by serde, not spliced.
+        let odd = CompactPod::from_pod(&before).expect("compact").restamped("a\"b", None).expect("restamped");
+        after.metadata.resource_version = Some("a\"b".into());
+        after.status = None;
+        assert_eq!(odd.json(), serde_json::to_string(&after).expect("JSON"));
+        // A pod without a version has nothing to splice into.
+        let bare = CompactPod::from_pod(&Pod::default()).expect("compact");
+        assert_eq!(bare.around_resource_version(), None);
+        let stamped = bare.restamped("3", None).expect("restamped");
+        assert_eq!(stamped.json(), r#"{"apiVersion":"v1","kind":"Pod","metadata":{"resourceVersion":"3"}}"#);
     }
 
     #[test]

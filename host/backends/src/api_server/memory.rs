@@ -49,13 +49,36 @@ impl PodEvent {
 pub type PodListener = Box<dyn Fn(&PodEvent) + Send + Sync>;
 
 /// The stored pod as the check of a status write sees it
-/// ([`MemoryApiServer::update_pod_status_checked`]): the object, and its status parsed.
+/// ([`MemoryApiServer::update_pod_status_checked`]): the object, and its status parsed
+/// when the check asks for it (a check that does not ask, as a store without checks,
+/// pays no parse: a status is a few kilobytes, and a write parses the new one already).
 #[derive(Debug)]
 pub struct StoredStatus<'a> {
     /// The stored object.
     pub pod: &'a CompactPod,
-    /// Its status, parsed (None when it has none).
-    pub status: Option<&'a PodStatus>,
+    status: std::cell::OnceCell<Option<PodStatus>>,
+}
+
+impl<'a> StoredStatus<'a> {
+    /// The stored `pod`, its status to be parsed on first ask.
+    fn of(pod: &'a CompactPod) -> Self {
+        StoredStatus { pod, status: std::cell::OnceCell::new() }
+    }
+
+    /// The stored `pod` whose status is `status`, parsed already.
+    fn parsed(pod: &'a CompactPod, status: Option<PodStatus>) -> Self {
+        StoredStatus { pod, status: std::cell::OnceCell::from(status) }
+    }
+
+    /// The stored status, parsed (None when the pod has none). A stored text that does
+    /// not parse is the store's own bug: the API server's internal error.
+    pub fn status(&self) -> Result<Option<&PodStatus>> {
+        if let Some(status) = self.status.get() {
+            return Ok(status.as_ref());
+        }
+        let parsed = self.pod.status().map_err(internal)?;
+        Ok(self.status.get_or_init(|| parsed).as_ref())
+    }
 }
 
 /// The in-memory API server. Thread-safe; every method takes `&self`.
@@ -298,8 +321,7 @@ impl MemoryApiServer {
             let stored = store.get(&key.0, &key.1)?;
             check_uid(stored, &key.1, uid_precondition.as_deref())?;
             check_resource_version(stored, &key.1, resource_version_precondition.as_deref())?;
-            let stored_status = stored.status().map_err(internal)?;
-            check(&StoredStatus { pod: stored, status: stored_status.as_ref() }, &mut status)?;
+            check(&StoredStatus::of(stored), &mut status)?;
             Ok(self.write_status(store, key, status)?)
         })
     }
@@ -322,7 +344,7 @@ impl MemoryApiServer {
             let stored_status = stored.status().map_err(internal)?;
             let mut status = podstatus_core::apply_status_patch(stored_status.as_ref(), &patch)
                 .map_err(|e| invalid(&key.1, &e.to_string()))?;
-            check(&StoredStatus { pod: stored, status: stored_status.as_ref() }, &mut status)?;
+            check(&StoredStatus::parsed(stored, stored_status), &mut status)?;
             Ok(self.write_status(store, key, status)?)
         })
     }
@@ -344,9 +366,8 @@ impl MemoryApiServer {
         if self.skip_unchanged_writes && stored.status_json() == Some(written.as_str()) {
             return Ok((stored, None));
         }
-        let mut metadata = stored.metadata().map_err(internal)?;
-        metadata.resource_version = Some(next_resource_version(&mut store.resource_version));
-        let pod = Arc::new(stored.with_status_json(&metadata, Some((&written, &status))).map_err(internal)?);
+        let version = next_resource_version(&mut store.resource_version);
+        let pod = Arc::new(stored.restamped(&version, Some((&written, &status))).map_err(internal)?);
         store.insert(key, Arc::clone(&pod));
         Ok((Arc::clone(&pod), Some(PodEvent::Modified(pod))))
     }
