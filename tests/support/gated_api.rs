@@ -20,6 +20,8 @@ pub struct GatedApiServer {
 struct Gate {
     open: bool,
     in_flight: usize,
+    /// Calls waiting at the closed gate now (not those passing it).
+    held: usize,
     max_in_flight: usize,
     per_pod: BTreeMap<String, usize>,
     max_per_pod: usize,
@@ -67,12 +69,23 @@ impl GatedApiServer {
         self.gate().writes.get(name).copied().unwrap_or(0)
     }
 
-    /// Waits until `n` calls are in flight (waiting at the closed gate), at most
-    /// `timeout`; whether they are.
+    /// Waits until `n` calls are in flight (waiting at the closed gate, or passing it),
+    /// at most `timeout`; whether they are.
     pub fn wait_in_flight(&self, n: usize, timeout: Duration) -> bool {
+        self.wait_until(timeout, |gate| gate.in_flight >= n)
+    }
+
+    /// Waits until `n` calls wait at the closed gate, at most `timeout`; whether they
+    /// do. Unlike [`GatedApiServer::wait_in_flight`], a call that was passing the gate
+    /// when it closed (and ends a moment later) does not count.
+    pub fn wait_held(&self, n: usize, timeout: Duration) -> bool {
+        self.wait_until(timeout, |gate| gate.held >= n)
+    }
+
+    fn wait_until(&self, timeout: Duration, done: impl Fn(&Gate) -> bool) -> bool {
         let deadline = Instant::now() + timeout;
         let mut gate = self.gate();
-        while gate.in_flight < n {
+        while !done(&gate) {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 return false;
@@ -93,10 +106,15 @@ impl GatedApiServer {
                 *n
             };
             gate.max_per_pod = gate.max_per_pod.max(mine);
-            self.changed.notify_all();
-            while !gate.open {
-                gate = self.changed.wait(gate).unwrap_or_else(PoisonError::into_inner);
+            if !gate.open {
+                gate.held += 1;
+                self.changed.notify_all();
+                while !gate.open {
+                    gate = self.changed.wait(gate).unwrap_or_else(PoisonError::into_inner);
+                }
+                gate.held -= 1;
             }
+            self.changed.notify_all();
         }
         let result = f();
         let mut gate = self.gate();

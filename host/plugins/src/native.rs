@@ -35,44 +35,44 @@ impl NativePlugin {
 
 impl Plugin for NativePlugin {
     fn call(&mut self, call: Call<'_>) -> Result<Reply> {
-        let name = call.name();
+        // The call's name only for an error: an answer does not pay for it.
+        let name = || call.name();
+        let rejected = |e| rejected(name())(e);
         let manager = &mut self.manager;
         match call {
             Call::GetPodStatus { uid } => {
-                let found = manager.get_pod_status(uid).map_err(rejected(name))?;
+                let found = manager.get_pod_status(uid).map_err(rejected)?;
                 Ok(Reply::Status(found.map(|c| CachedStatus { version: c.version, status: c.status })))
             }
-            Call::SetPodStatus { pod, status } => {
-                manager.set_pod_status(pod, status).map(update).map_err(rejected(name))
-            }
+            Call::SetPodStatus { pod, status } => manager.set_pod_status(pod, status).map(update).map_err(rejected),
             Call::SetContainerReadiness { pod_uid, container_id, ready } => {
-                manager.set_container_readiness(pod_uid, container_id, ready).map(update).map_err(rejected(name))
+                manager.set_container_readiness(pod_uid, container_id, ready).map(update).map_err(rejected)
             }
             // Contract 0.1.0 (logic v1's) has no such export.
             Call::SetContainerStartup { .. } if self.contract == Contract::V0_1_0 => {
-                Err(CallError::Unsupported { call: name, contract: self.contract })
+                Err(CallError::Unsupported { call: name(), contract: self.contract })
             }
             Call::SetContainerStartup { pod_uid, container_id, started } => {
-                manager.set_container_startup(pod_uid, container_id, started).map(update).map_err(rejected(name))
+                manager.set_container_startup(pod_uid, container_id, started).map(update).map_err(rejected)
             }
             Call::SetPodResizeCondition { pod_uid, condition, reason, message, observed_generation } => manager
                 .set_pod_resize_condition(pod_uid, logic_condition(condition), reason, message, observed_generation)
                 .map(Reply::Done)
-                .map_err(|e| resize_refused(name, self.contract, e)),
+                .map_err(|e| resize_refused(name(), self.contract, e)),
             Call::ClearPodResizeCondition { pod_uid, condition } => manager
                 .clear_pod_resize_condition(pod_uid, logic_condition(condition))
                 .map(Reply::Flag)
-                .map_err(|e| resize_refused(name, self.contract, e)),
+                .map_err(|e| resize_refused(name(), self.contract, e)),
             Call::GetPodResizeConditions { pod_uid } => manager
                 .get_pod_resize_conditions(pod_uid)
                 .map(Reply::Conditions)
-                .map_err(|e| resize_refused(name, self.contract, e)),
-            Call::TerminatePod { pod } => manager.terminate_pod(pod).map(update).map_err(rejected(name)),
+                .map_err(|e| resize_refused(name(), self.contract, e)),
+            Call::TerminatePod { pod } => manager.terminate_pod(pod).map(update).map_err(rejected),
             Call::RemoveOrphanedStatuses { keep } => Ok(Reply::Count(manager.remove_orphaned_statuses(keep))),
             Call::SyncPod { request } => {
                 let request =
                     logic::SyncRequest { id: request.id, pod_uid: request.pod_uid.clone(), version: request.version };
-                manager.sync_pod(&request).map(|o| Reply::Synced(sync_outcome(o))).map_err(rejected(name))
+                manager.sync_pod(&request).map(|o| Reply::Synced(sync_outcome(o))).map_err(rejected)
             }
             Call::SyncBatch {} => {
                 let r = manager.sync_batch();
@@ -83,12 +83,12 @@ impl Plugin for NativePlugin {
             | Call::PlanSyncBatch { .. }
             | Call::StartSync { .. }
             | Call::ResumeSync { .. }
-            | Call::DropSync { .. } => Err(CallError::Unsupported { call: name, contract: self.contract }),
-            Call::SaveState {} => manager.save_state().map(Reply::Document).map_err(rejected(name)),
-            Call::LoadState { state } => manager.load_state(state).map(Reply::Done).map_err(rejected(name)),
-            Call::SaveStateChanges {} => manager.save_state_changes().map(Reply::Document).map_err(rejected(name)),
+            | Call::DropSync { .. } => Err(CallError::Unsupported { call: name(), contract: self.contract }),
+            Call::SaveState {} => manager.save_state().map(Reply::Document).map_err(rejected),
+            Call::LoadState { state } => manager.load_state(state).map(Reply::Done).map_err(rejected),
+            Call::SaveStateChanges {} => manager.save_state_changes().map(Reply::Document).map_err(rejected),
             Call::ApplyStateChanges { changes } => {
-                manager.apply_state_changes(changes).map(Reply::Done).map_err(rejected(name))
+                manager.apply_state_changes(changes).map(Reply::Done).map_err(rejected)
             }
         }
     }

@@ -23,11 +23,15 @@ macro_rules! define_plugin_ext {
         pub trait PluginExt: Plugin {
             $(
                 $(#[$doc])*
+                // Out of line: inlined, the `Call` is built in the caller's frame,
+                // whose stack slots the optimiser shares with the answer's, and the
+                // arguments were copied into it byte-piecewise, each piece stalling
+                // on the store just made (a sixth of a native unchanged update).
+                #[inline(never)]
                 fn $method<'a>(&mut self, $($arg: $ty),*) -> crate::Result<$answer> {
-                    let call = crate::Call::$variant { $($arg),* };
-                    match self.call(call) {
+                    match self.call(crate::Call::$variant { $($arg),* }) {
                         Ok(crate::Reply::$reply(answer)) => Ok(answer),
-                        other => crate::unexpected_reply(call.name(), other),
+                        other => crate::unexpected_reply($wit, other),
                     }
                 }
             )*
