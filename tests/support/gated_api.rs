@@ -106,15 +106,13 @@ impl GatedApiServer {
                 *n
             };
             gate.max_per_pod = gate.max_per_pod.max(mine);
-            if !gate.open {
-                gate.held += 1;
-                self.changed.notify_all();
-                while !gate.open {
-                    gate = self.changed.wait(gate).unwrap_or_else(PoisonError::into_inner);
-                }
-                gate.held -= 1;
-            }
+            let held = usize::from(!gate.open);
+            gate.held += held;
             self.changed.notify_all();
+            while !gate.open {
+                gate = self.changed.wait(gate).unwrap_or_else(PoisonError::into_inner);
+            }
+            gate.held -= held;
         }
         let result = f();
         let mut gate = self.gate();

@@ -574,13 +574,13 @@ impl Fleet {
     }
 }
 
-/// The pod watches of `names`' nodes, each feeding its pod manager (`pod_managers`, in
-/// the same order): one of every pod routed by node, or one per node.
 /// The threads a set of swaps runs on.
 fn swap_threads() -> usize {
     std::thread::available_parallelism().map_or(1, usize::from).clamp(1, SWAP_THREADS)
 }
 
+/// The pod watches of `names`' nodes, each feeding its pod manager (`pod_managers`, in
+/// the same order): one of every pod routed by node, or one per node.
 fn start_watches(
     connection: &Connection,
     names: &[String],
