@@ -22,33 +22,19 @@ macro_rules! define_plugin_ext {
         #[allow(clippy::needless_lifetimes, clippy::extra_unused_lifetimes)]
         pub trait PluginExt: Plugin {
             $(
-                define_plugin_ext! {
-                    @method $(#[$doc])* $variant $method $wit ($($arg: $ty),*) -> $reply($answer)
+                $(#[$doc])*
+                // Out of line: inlined, the `Call` is built in the caller's frame,
+                // whose stack slots the optimiser shares with the answer's, and the
+                // arguments were copied into it byte-piecewise, each piece stalling
+                // on the store just made (a sixth of a native unchanged update).
+                #[inline(never)]
+                fn $method<'a>(&mut self, $($arg: $ty),*) -> crate::Result<$answer> {
+                    match self.call(crate::Call::$variant { $($arg),* }) {
+                        Ok(crate::Reply::$reply(answer)) => Ok(answer),
+                        other => crate::unexpected_reply($wit, other),
+                    }
                 }
             )*
-        }
-    };
-    // `set_pod_status` out of line: inlined, its `Call` was built in the caller's frame,
-    // whose stack slots the optimiser shares with the answer's, and the status argument
-    // copied into it byte-piecewise, each piece stalling on the store just made (a sixth
-    // of a native unchanged update). The other methods inline: out of line, their own
-    // call is 5% of a 45 ns native read or unchanged readiness.
-    (@method $(#[$doc:meta])* SetPodStatus $($rest:tt)*) => {
-        define_plugin_ext!(@fn [inline(never)] $(#[$doc])* SetPodStatus $($rest)*);
-    };
-    (@method $(#[$doc:meta])* $variant:ident $($rest:tt)*) => {
-        define_plugin_ext!(@fn [inline] $(#[$doc])* $variant $($rest)*);
-    };
-    (@fn [$inlining:meta] $(#[$doc:meta])*
-        $variant:ident $method:ident $wit:literal ($($arg:ident : $ty:ty),*) -> $reply:ident($answer:ty)
-    ) => {
-        $(#[$doc])*
-        #[$inlining]
-        fn $method<'a>(&mut self, $($arg: $ty),*) -> crate::Result<$answer> {
-            match self.call(crate::Call::$variant { $($arg),* }) {
-                Ok(crate::Reply::$reply(answer)) => Ok(answer),
-                other => crate::unexpected_reply($wit, other),
-            }
         }
     };
 }
