@@ -174,6 +174,49 @@ fn get_status_put_status_patch_and_delete_through_the_trait() {
 }
 
 #[test]
+fn the_compact_calls_hand_on_the_servers_own_bytes() {
+    let labelled = testing::pod("web", "u1").namespace("default").labels(&[("app", "web")]).container("app").build();
+    let (store, server, _runtime, api) = served(MemoryApiServer::new(), labelled);
+
+    // A GET answers the stored pod's text as the server sent it, read for its fields
+    // but never parsed into a tree and written again.
+    let got = api.get_pod_compact("default", "web").unwrap();
+    assert_eq!(got.json(), store.get_pod_compact("default", "web").unwrap().json());
+    assert_eq!((got.uid(), got.name()), (Some("u1"), Some("web")));
+
+    // The PUT that follows carries the metadata read off that text: the labels stay.
+    let update = StatusUpdate {
+        namespace: "default".into(),
+        name: "web".into(),
+        uid_precondition: Some("u1".into()),
+        resource_version_precondition: got.resource_version().map(str::to_owned),
+        status: running(),
+    };
+    let written = api.update_pod_status_compact(update).unwrap();
+    let stored = store.get_pod_compact("default", "web").unwrap();
+    assert_eq!(written.json(), stored.json());
+    assert_ne!(written.resource_version(), got.resource_version(), "a new version");
+    let labels = stored.labels().unwrap_or_default();
+    assert_eq!(labels.get("app").map(String::as_str), Some("web"), "{labels:?}");
+    assert_eq!(stored.status().unwrap(), Some(running()));
+
+    let patch = StatusPatch {
+        namespace: "default".into(),
+        name: "web".into(),
+        uid_precondition: Some("u1".into()),
+        patch: serde_json::json!({"status": {"phase": "Succeeded"}}),
+    };
+    let patched = api.patch_pod_status_compact(patch).unwrap();
+    assert_eq!(patched.json(), store.get_pod_compact("default", "web").unwrap().json());
+    assert_eq!(patched.field(podstatus_backends::PodField::Phase), Some("Succeeded"));
+    // One GET (the PUT found the pod read), each counted once, as the typed calls are.
+    for verb in [Verb::Get, Verb::UpdateStatus, Verb::PatchStatus] {
+        assert_eq!(api.call_count(verb, Outcome::Ok), 1, "{}", verb.as_str());
+    }
+    server.shutdown();
+}
+
+#[test]
 fn names_that_cannot_name_a_pod_are_refused_before_a_url() {
     // kube-rs puts the name into the path unescaped: `a?b` would GET pod `a`.
     let (store, server, _runtime, api) = served(MemoryApiServer::new(), pod("a", "ua"));

@@ -451,6 +451,58 @@ impl GuardedApiServer {
     fn not_ours(&self, verb: Verb, namespace: &str, name: &str) -> ApiError {
         self.refuse(verb, namespace, name, format_args!("not a pod of this node"))
     }
+
+    /// A GET of `namespace/name` may go on: a pod of the node's.
+    fn admit_get(&self, namespace: &str, name: &str) -> Result<()> {
+        match self.owner(namespace, name)? {
+            Some(_) => Ok(()),
+            // A pod the node itself reported, gone from the API server and then from
+            // the pod manager (deleted, by this node's status manager say): the API
+            // server's answer, as for a pod-manager pod that is gone. It tells the
+            // plugin nothing the node had not handed it.
+            None if self.host_view.reported_name(namespace, name) && self.api_copy(namespace, name)?.is_none() => {
+                Ok(())
+            }
+            None => Err(self.not_ours(Verb::Get, namespace, name)),
+        }
+    }
+
+    /// A PUT of a status, if it may go on: of a pod of the node's, pinned to its UID,
+    /// claiming nothing the host did not hand.
+    fn admit_update(&self, mut update: StatusUpdate) -> Result<StatusUpdate> {
+        let verb = Verb::UpdateStatus;
+        let Some(owner) = self.owner(&update.namespace, &update.name)? else {
+            return Err(self.not_ours(verb, &update.namespace, &update.name));
+        };
+        let pinned = self.pin(verb, &update.namespace, &update.name, &[update.uid_precondition.as_deref()], &owner)?;
+        let written = Written::of_status(&update.status);
+        self.check_written(verb, &update.namespace, &update.name, &pinned.uid, &owner, &written)?;
+        if pinned.added {
+            update.uid_precondition = Some(pinned.uid);
+        }
+        Ok(update)
+    }
+
+    /// A status PATCH, if it may go on: as [`Self::admit_update`], and only of status.
+    fn admit_patch(&self, mut patch: StatusPatch) -> Result<StatusPatch> {
+        let verb = Verb::PatchStatus;
+        let Some(owner) = self.owner(&patch.namespace, &patch.name)? else {
+            return Err(self.not_ours(verb, &patch.namespace, &patch.name));
+        };
+        if let Some(field) = beyond_status(&patch.patch) {
+            let why = format_args!("the patch changes {}, not only status", shown(&field));
+            return Err(self.refuse(verb, &patch.namespace, &patch.name, why));
+        }
+        let inside = patch.patch.pointer("/metadata/uid").and_then(Value::as_str);
+        let given = [patch.uid_precondition.as_deref(), inside];
+        let pinned = self.pin(verb, &patch.namespace, &patch.name, &given, &owner)?;
+        let written = Written::of_patch(&patch.patch);
+        self.check_written(verb, &patch.namespace, &patch.name, &pinned.uid, &owner, &written)?;
+        if pinned.added {
+            patch.uid_precondition = Some(pinned.uid);
+        }
+        Ok(patch)
+    }
 }
 
 /// A status write's UID.
@@ -493,51 +545,33 @@ impl ApiServer for GuardedApiServer {
     }
 
     fn get_pod(&self, namespace: &str, name: &str) -> Result<Arc<Pod>> {
-        match self.owner(namespace, name)? {
-            Some(_) => self.inner.get_pod(namespace, name),
-            // A pod the node itself reported, gone from the API server and then from
-            // the pod manager (deleted, by this node's status manager say): the API
-            // server's answer, as for a pod-manager pod that is gone. It tells the
-            // plugin nothing the node had not handed it.
-            None if self.host_view.reported_name(namespace, name) && self.api_copy(namespace, name)?.is_none() => {
-                self.inner.get_pod(namespace, name)
-            }
-            None => Err(self.not_ours(Verb::Get, namespace, name)),
-        }
+        self.admit_get(namespace, name)?;
+        self.inner.get_pod(namespace, name)
     }
 
-    fn update_pod_status(&self, mut update: StatusUpdate) -> Result<Arc<Pod>> {
-        let verb = Verb::UpdateStatus;
-        let Some(owner) = self.owner(&update.namespace, &update.name)? else {
-            return Err(self.not_ours(verb, &update.namespace, &update.name));
-        };
-        let pinned = self.pin(verb, &update.namespace, &update.name, &[update.uid_precondition.as_deref()], &owner)?;
-        let written = Written::of_status(&update.status);
-        self.check_written(verb, &update.namespace, &update.name, &pinned.uid, &owner, &written)?;
-        if pinned.added {
-            update.uid_precondition = Some(pinned.uid);
-        }
+    fn update_pod_status(&self, update: StatusUpdate) -> Result<Arc<Pod>> {
+        let update = self.admit_update(update)?;
         self.inner.update_pod_status(update)
     }
 
-    fn patch_pod_status(&self, mut patch: StatusPatch) -> Result<Arc<Pod>> {
-        let verb = Verb::PatchStatus;
-        let Some(owner) = self.owner(&patch.namespace, &patch.name)? else {
-            return Err(self.not_ours(verb, &patch.namespace, &patch.name));
-        };
-        if let Some(field) = beyond_status(&patch.patch) {
-            let why = format_args!("the patch changes {}, not only status", shown(&field));
-            return Err(self.refuse(verb, &patch.namespace, &patch.name, why));
-        }
-        let inside = patch.patch.pointer("/metadata/uid").and_then(Value::as_str);
-        let given = [patch.uid_precondition.as_deref(), inside];
-        let pinned = self.pin(verb, &patch.namespace, &patch.name, &given, &owner)?;
-        let written = Written::of_patch(&patch.patch);
-        self.check_written(verb, &patch.namespace, &patch.name, &pinned.uid, &owner, &written)?;
-        if pinned.added {
-            patch.uid_precondition = Some(pinned.uid);
-        }
+    fn patch_pod_status(&self, patch: StatusPatch) -> Result<Arc<Pod>> {
+        let patch = self.admit_patch(patch)?;
         self.inner.patch_pod_status(patch)
+    }
+
+    fn get_pod_compact(&self, namespace: &str, name: &str) -> Result<Arc<CompactPod>> {
+        self.admit_get(namespace, name)?;
+        self.inner.get_pod_compact(namespace, name)
+    }
+
+    fn update_pod_status_compact(&self, update: StatusUpdate) -> Result<Arc<CompactPod>> {
+        let update = self.admit_update(update)?;
+        self.inner.update_pod_status_compact(update)
+    }
+
+    fn patch_pod_status_compact(&self, patch: StatusPatch) -> Result<Arc<CompactPod>> {
+        let patch = self.admit_patch(patch)?;
+        self.inner.patch_pod_status_compact(patch)
     }
 
     fn delete_pod(&self, namespace: &str, name: &str, options: &DeleteOptions) -> Result<Arc<Pod>> {

@@ -51,15 +51,17 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::Api;
-use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions};
+use kube::api::{DeleteParams, GetParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::core::Status;
+use kube::{Api, Resource};
 use tokio::runtime::Handle;
 
 use super::call_counts::{CallCount, CallCounters, Outcome, Verb};
 use super::circuit_breaker::{Admit, CircuitBreaker};
 use super::rate_limit::{RateLimitError, RateLimiter};
-use podstatus_backends::{ApiError, ApiServer, DeleteOptions, Result, StatusPatch, StatusUpdate};
+use podstatus_backends::{
+    ApiError, ApiServer, CompactPod, CompactPodError, DeleteOptions, Result, StatusPatch, StatusUpdate,
+};
 
 #[cfg(doc)]
 use super::rate_limit::Admission;
@@ -153,10 +155,11 @@ pub struct KubeApiServer {
 /// and finalizers (seen against kube-apiserver 1.35: logic v1 left every pod bare, and
 /// a mirror pod's update was refused for losing `kubernetes.io/config.mirror`). The
 /// body therefore carries the metadata of the pod as read: the one the plugin's own GET
-/// returned (logic v1 reads before each write), else one read for it.
+/// returned (logic v1 reads before each write), else one read for it. Kept as the
+/// server's text: only a PUT that follows parses the metadata off it.
 #[derive(Default)]
 struct LastRead {
-    pods: std::sync::Mutex<std::collections::HashMap<(String, String), Arc<Pod>>>,
+    pods: std::sync::Mutex<std::collections::HashMap<(String, String), Arc<CompactPod>>>,
 }
 
 /// Reads kept at most; past it the oldest are forgotten all at once (a GET not followed
@@ -164,20 +167,20 @@ struct LastRead {
 const LAST_READ_LIMIT: usize = 4096;
 
 impl LastRead {
-    fn remember(&self, pod: &Arc<Pod>) {
-        let (Some(namespace), Some(name)) = (&pod.metadata.namespace, &pod.metadata.name) else { return };
+    fn remember(&self, pod: &Arc<CompactPod>) {
+        let (Some(namespace), Some(name)) = (pod.namespace(), pod.name()) else { return };
         let mut pods = self.pods.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if pods.len() >= LAST_READ_LIMIT {
             pods.clear();
         }
-        pods.insert((namespace.clone(), name.clone()), Arc::clone(pod));
+        pods.insert((namespace.to_owned(), name.to_owned()), Arc::clone(pod));
     }
 
     /// The pod read last, if it is at `resource_version`.
-    fn take(&self, namespace: &str, name: &str, resource_version: Option<&str>) -> Option<Arc<Pod>> {
+    fn take(&self, namespace: &str, name: &str, resource_version: Option<&str>) -> Option<Arc<CompactPod>> {
         let mut pods = self.pods.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let pod = pods.remove(&(namespace.to_owned(), name.to_owned()))?;
-        (resource_version.is_some() && pod.metadata.resource_version.as_deref() == resource_version).then_some(pod)
+        (resource_version.is_some() && pod.resource_version() == resource_version).then_some(pod)
     }
 
     fn forget(&self, namespace: &str, name: &str) {
@@ -234,6 +237,35 @@ impl KubeApiServer {
 
     fn pods(&self, namespace: &str) -> Api<Pod> {
         Api::namespaced(self.client.clone(), namespace)
+    }
+
+    /// Makes the request `build` gives for the pods of `namespace` (kube-rs names it
+    /// `label` in its traces, as its own `Api` methods do) and keeps the answer as the
+    /// server's text, read for its fields ([`CompactPod::from_serialized`]): what the
+    /// plugin is handed is the server's own bytes, never parsed into a tree and written
+    /// again on the way.
+    fn call_for_text<B>(
+        &self,
+        verb: Verb,
+        namespace: &str,
+        name: &str,
+        label: &'static str,
+        build: B,
+    ) -> Result<Arc<CompactPod>>
+    where
+        B: FnOnce(kube::core::Request) -> std::result::Result<http::Request<Vec<u8>>, kube::Error> + Send + 'static,
+    {
+        let client = self.client.clone();
+        let pods = kube::core::Request::new(Pod::url_path(&(), Some(namespace)));
+        self.call(verb, namespace, name, async move {
+            let mut request = build(pods)?;
+            request.extensions_mut().insert(label);
+            let text = client.request_text(request).await?;
+            CompactPod::from_serialized(text).map(Arc::new).map_err(|error| match error {
+                CompactPodError::Json(error) => kube::Error::SerdeError(error),
+                too_large => kube::Error::SerdeError(serde::de::Error::custom(too_large)),
+            })
+        })
     }
 
     /// Refuses a namespace or name that could not name a pod before it goes into a URL:
@@ -344,24 +376,38 @@ impl std::fmt::Debug for KubeApiServer {
 
 impl ApiServer for KubeApiServer {
     fn get_pod(&self, namespace: &str, name: &str) -> Result<Arc<Pod>> {
+        typed(self.get_pod_compact(namespace, name)?)
+    }
+
+    fn update_pod_status(&self, update: StatusUpdate) -> Result<Arc<Pod>> {
+        typed(self.update_pod_status_compact(update)?)
+    }
+
+    fn patch_pod_status(&self, patch: StatusPatch) -> Result<Arc<Pod>> {
+        typed(self.patch_pod_status_compact(patch)?)
+    }
+
+    fn get_pod_compact(&self, namespace: &str, name: &str) -> Result<Arc<CompactPod>> {
         self.check_names(Verb::Get, namespace, name)?;
-        let pods = self.pods(namespace);
         let owned = name.to_owned();
-        let pod = self.call(Verb::Get, namespace, name, async move { pods.get(&owned).await.map(Arc::new) })?;
+        let pod = self.call_for_text(Verb::Get, namespace, name, "get", move |pods| {
+            pods.get(&owned, &GetParams::default()).map_err(kube::Error::BuildRequest)
+        })?;
         self.read.remember(&pod);
         Ok(pod)
     }
 
-    fn update_pod_status(&self, update: StatusUpdate) -> Result<Arc<Pod>> {
+    fn update_pod_status_compact(&self, update: StatusUpdate) -> Result<Arc<CompactPod>> {
         let StatusUpdate { namespace, name, uid_precondition, resource_version_precondition, status } = update;
         self.check_names(Verb::UpdateStatus, &namespace, &name)?;
         let resource_version = resource_version_precondition.filter(|rv| !rv.is_empty());
         // The pod's metadata as read ([`LastRead`]: a PUT replaces it).
         let read = match self.read.take(&namespace, &name, resource_version.as_deref()) {
             Some(pod) => pod,
-            None => self.get_pod(&namespace, &name)?,
+            None => self.get_pod_compact(&namespace, &name)?,
         };
         self.read.forget(&namespace, &name);
+        let read = read.metadata().map_err(|e| ApiError::Internal { message: e.to_string() })?;
         // The preconditions travel in the body, as the kubelet sends them: the server
         // refuses the write (409) when the stored object's UID or version differs. No
         // version asked for: an unconditional update, as before.
@@ -372,20 +418,20 @@ impl ApiServer for KubeApiServer {
                 uid: uid_precondition.filter(|uid| !uid.is_empty()),
                 resource_version,
                 managed_fields: None,
-                ..read.metadata.clone()
+                ..read
             },
             spec: None,
             status: Some(status),
         };
-        let pods = self.pods(&namespace);
         let owned = name.clone();
         let params = PostParams { field_manager: Some(FIELD_MANAGER.to_owned()), ..PostParams::default() };
-        self.call(Verb::UpdateStatus, &namespace, &name, async move {
-            pods.replace_status(&owned, &params, &body).await.map(Arc::new)
+        self.call_for_text(Verb::UpdateStatus, &namespace, &name, "replace_status", move |pods| {
+            let body = serde_json::to_vec(&body).map_err(kube::Error::SerdeError)?;
+            pods.replace_subresource("status", &owned, &params, body).map_err(kube::Error::BuildRequest)
         })
     }
 
-    fn patch_pod_status(&self, patch: StatusPatch) -> Result<Arc<Pod>> {
+    fn patch_pod_status_compact(&self, patch: StatusPatch) -> Result<Arc<CompactPod>> {
         let StatusPatch { namespace, name, uid_precondition, patch } = patch;
         self.check_names(Verb::PatchStatus, &namespace, &name)?;
         let body = match with_uid(patch, uid_precondition.as_deref().filter(|uid| !uid.is_empty()), &name) {
@@ -395,11 +441,11 @@ impl ApiServer for KubeApiServer {
                 return Err(error);
             }
         };
-        let pods = self.pods(&namespace);
         let owned = name.clone();
         let params = PatchParams { field_manager: Some(FIELD_MANAGER.to_owned()), ..PatchParams::default() };
-        self.call(Verb::PatchStatus, &namespace, &name, async move {
-            pods.patch_status(&owned, &params, &Patch::Strategic(body)).await.map(Arc::new)
+        self.call_for_text(Verb::PatchStatus, &namespace, &name, "patch_status", move |pods| {
+            pods.patch_subresource("status", &owned, &params, &Patch::Strategic(body))
+                .map_err(kube::Error::BuildRequest)
         })
     }
 
@@ -432,6 +478,13 @@ impl ApiServer for KubeApiServer {
             Ok(Arc::new(deleted.either(|pod| pod, |status| pod_of_status(&status, &ns, &owned))))
         })
     }
+}
+
+/// The typed pod of an answer kept as text (a parse, for callers of the typed methods).
+fn typed(pod: Arc<CompactPod>) -> Result<Arc<Pod>> {
+    pod.pod()
+        .map(Arc::new)
+        .map_err(|e| ApiError::Internal { message: format!("the API server's answer is not a pod: {e}") })
 }
 
 /// Why `namespace`/`name` cannot name a pod, as the API server would say it: the

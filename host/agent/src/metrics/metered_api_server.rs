@@ -10,7 +10,7 @@ use k8s_openapi::api::core::v1::Pod;
 use crate::metrics::{Metrics, MetricsScope, OUTCOME_OK};
 use podstatus_backends::PodManager;
 use podstatus_backends::pod_identity::uid_of;
-use podstatus_backends::{ApiServer, DeleteOptions, Result, StatusPatch, StatusUpdate};
+use podstatus_backends::{ApiServer, CompactPod, DeleteOptions, Result, StatusPatch, StatusUpdate};
 
 /// The `verb` label of a GET of a pod.
 pub const VERB_GET: &str = "get";
@@ -61,9 +61,9 @@ impl MeteredApiServer {
         self.scope.api_call(verb, outcome);
     }
 
-    fn written(&self, result: &Result<Arc<Pod>>) {
-        let Ok(pod) = result else { return };
-        let uid = uid_of(pod);
+    /// A status write of the pod `uid` (what the write answered) succeeded: the
+    /// propagation clock of the pod stops.
+    fn written(&self, uid: &str) {
         let uid = match &self.pod_manager {
             Some(pod_manager) => pod_manager.translate_pod_uid(uid),
             None => uid.to_owned(),
@@ -93,14 +93,42 @@ impl ApiServer for MeteredApiServer {
     fn update_pod_status(&self, update: StatusUpdate) -> Result<Arc<Pod>> {
         let result = self.inner.update_pod_status(update);
         self.count(VERB_UPDATE_STATUS, &result);
-        self.written(&result);
+        if let Ok(pod) = &result {
+            self.written(uid_of(pod));
+        }
         result
     }
 
     fn patch_pod_status(&self, patch: StatusPatch) -> Result<Arc<Pod>> {
         let result = self.inner.patch_pod_status(patch);
         self.count(VERB_PATCH_STATUS, &result);
-        self.written(&result);
+        if let Ok(pod) = &result {
+            self.written(uid_of(pod));
+        }
+        result
+    }
+
+    fn get_pod_compact(&self, namespace: &str, name: &str) -> Result<Arc<CompactPod>> {
+        let result = self.inner.get_pod_compact(namespace, name);
+        self.count(VERB_GET, &result);
+        result
+    }
+
+    fn update_pod_status_compact(&self, update: StatusUpdate) -> Result<Arc<CompactPod>> {
+        let result = self.inner.update_pod_status_compact(update);
+        self.count(VERB_UPDATE_STATUS, &result);
+        if let Ok(pod) = &result {
+            self.written(pod.uid().unwrap_or_default());
+        }
+        result
+    }
+
+    fn patch_pod_status_compact(&self, patch: StatusPatch) -> Result<Arc<CompactPod>> {
+        let result = self.inner.patch_pod_status_compact(patch);
+        self.count(VERB_PATCH_STATUS, &result);
+        if let Ok(pod) = &result {
+            self.written(pod.uid().unwrap_or_default());
+        }
         result
     }
 
