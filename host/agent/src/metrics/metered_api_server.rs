@@ -70,6 +70,16 @@ impl MeteredApiServer {
         };
         self.scope.status_written(&uid, Instant::now());
     }
+
+    /// Counts a status write's `result` under `verb` and, when it succeeded, stops the
+    /// clock of the pod `uid` reads off its answer.
+    fn status_write<T>(&self, verb: &str, result: Result<T>, uid: fn(&T) -> &str) -> Result<T> {
+        self.count(verb, &result);
+        if let Ok(answer) = &result {
+            self.written(uid(answer));
+        }
+        result
+    }
 }
 
 impl ApiServer for MeteredApiServer {
@@ -91,21 +101,11 @@ impl ApiServer for MeteredApiServer {
     }
 
     fn update_pod_status(&self, update: StatusUpdate) -> Result<Arc<Pod>> {
-        let result = self.inner.update_pod_status(update);
-        self.count(VERB_UPDATE_STATUS, &result);
-        if let Ok(pod) = &result {
-            self.written(uid_of(pod));
-        }
-        result
+        self.status_write(VERB_UPDATE_STATUS, self.inner.update_pod_status(update), |pod| uid_of(pod))
     }
 
     fn patch_pod_status(&self, patch: StatusPatch) -> Result<Arc<Pod>> {
-        let result = self.inner.patch_pod_status(patch);
-        self.count(VERB_PATCH_STATUS, &result);
-        if let Ok(pod) = &result {
-            self.written(uid_of(pod));
-        }
-        result
+        self.status_write(VERB_PATCH_STATUS, self.inner.patch_pod_status(patch), |pod| uid_of(pod))
     }
 
     fn get_pod_compact(&self, namespace: &str, name: &str) -> Result<Arc<CompactPod>> {
@@ -115,21 +115,15 @@ impl ApiServer for MeteredApiServer {
     }
 
     fn update_pod_status_compact(&self, update: StatusUpdate) -> Result<Arc<CompactPod>> {
-        let result = self.inner.update_pod_status_compact(update);
-        self.count(VERB_UPDATE_STATUS, &result);
-        if let Ok(pod) = &result {
-            self.written(pod.uid().unwrap_or_default());
-        }
-        result
+        self.status_write(VERB_UPDATE_STATUS, self.inner.update_pod_status_compact(update), |pod| {
+            pod.uid().unwrap_or_default()
+        })
     }
 
     fn patch_pod_status_compact(&self, patch: StatusPatch) -> Result<Arc<CompactPod>> {
-        let result = self.inner.patch_pod_status_compact(patch);
-        self.count(VERB_PATCH_STATUS, &result);
-        if let Ok(pod) = &result {
-            self.written(pod.uid().unwrap_or_default());
-        }
-        result
+        self.status_write(VERB_PATCH_STATUS, self.inner.patch_pod_status_compact(patch), |pod| {
+            pod.uid().unwrap_or_default()
+        })
     }
 
     fn delete_pod(&self, namespace: &str, name: &str, options: &DeleteOptions) -> Result<Arc<Pod>> {
